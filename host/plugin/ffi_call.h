@@ -1,0 +1,78 @@
+/*
+ * plugin/ffi_call.h - calling a plain C function named by a textual
+ * signature, through libffi, and serving it as an inference kernel.
+ *
+ * Signature grammar (whitespace separated tokens):
+ *     signature := RET '(' [ param { ',' param } ] ')'
+ *     param     := TYPE [NAME] | 'ptr' TYPE ('in' | 'out' | 'inout') [NAME]
+ *     TYPE      := void i8 u8 i16 u16 i32 u32 i64 u64 f32 f64
+ *                  (int32, int64, float, double are accepted aliases)
+ * e.g. "int32(ptr f32 in x, i64 n, ptr f32 out y)". One X-macro table of
+ * type names drives the parser, the ffi_type and the sizes.
+ */
+#ifndef LOOM_PLUGIN_FFI_CALL_H
+#define LOOM_PLUGIN_FFI_CALL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "plugin/plugin.h"
+
+#define FFI_SIG_MAX_ARGS 16
+
+typedef enum ffi_sig_type {
+#define FFI_SIG_TYPE_ENUM(name, ctype, ffitype) FFI_SIG_##name,
+#include "plugin/ffi_types.def"
+#undef FFI_SIG_TYPE_ENUM
+    FFI_SIG_TYPE_COUNT
+} ffi_sig_type;
+
+typedef enum ffi_sig_dir {
+    FFI_SIG_VALUE = 0, /* passed by value */
+    FFI_SIG_IN = 1,    /* pointer to input data */
+    FFI_SIG_OUT = 2,   /* pointer to output data */
+    FFI_SIG_INOUT = 3
+} ffi_sig_dir;
+
+typedef struct ffi_sig_param {
+    ffi_sig_type type;
+    ffi_sig_dir dir;
+    char name[32];
+} ffi_sig_param;
+
+typedef struct ffi_signature {
+    ffi_sig_type ret;
+    int nargs;
+    ffi_sig_param args[FFI_SIG_MAX_ARGS];
+} ffi_signature;
+
+/* Parses `text`. Returns 0, or -1 with err naming the token and position. */
+int ffi_sig_parse(const char *text, ffi_signature *out, char *err,
+                  size_t errlen);
+/* Size in bytes of one element of `type` (0 for void). */
+size_t ffi_sig_type_size(ffi_sig_type type);
+const char *ffi_sig_type_name(ffi_sig_type type);
+
+typedef struct ffi_function ffi_function;
+
+/* Opens `library` (which must resolve inside one of `allowed_dirs`, a
+ * NULL-terminated list; never RTLD_DEFAULT), looks up `symbol`, parses
+ * `signature` and prepares the call interface once. */
+ffi_function *ffi_function_open(const char *library, const char *symbol,
+                                const char *signature,
+                                const char *const *allowed_dirs, char *err,
+                                size_t errlen);
+const ffi_signature *ffi_function_signature(const ffi_function *fn);
+/* Calls with args[i] pointing at the i-th argument's value (for pointer
+ * parameters: at the pointer). `ret` receives the return value widened as
+ * libffi does (an integer return smaller than a word is read via ffi_arg
+ * and stored as int64_t; float/double as themselves). */
+void ffi_function_call(ffi_function *fn, void **args, void *ret);
+void ffi_function_close(ffi_function *fn);
+
+/* The built-in "ffi" kernel: serves a plain C function as a loom.kernel/1
+ * factory. model.json: {"runtime": "ffi", "ffi": {"library": "libm.so",
+ * "symbol": "f", "signature": "...", "output_size": N}}; see ffi_kernel.c. */
+const loom_kernel_factory *ffi_kernel_factory(void);
+
+#endif

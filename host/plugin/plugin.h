@@ -1,0 +1,48 @@
+/*
+ * plugin/plugin.h - what every loader produces: registrations. A loaded
+ * plugin file (a .so, or a .lua script) registers one or more factories,
+ * each of one kind under one name; the registry (registry.h) keeps them.
+ * Nothing outside the loaders can tell a Lua factory from a C one: both are
+ * the SDK's vtables.
+ */
+#ifndef LOOM_PLUGIN_PLUGIN_H
+#define LOOM_PLUGIN_PLUGIN_H
+
+#include <loom/loom.h>
+
+typedef enum loom_kind {
+    LOOM_KIND_FRAMEWORK = 0,
+    LOOM_KIND_SEARCH = 1,
+    LOOM_KIND_KERNEL = 2,
+    LOOM_KIND_LOGGER = 3,
+    LOOM_KIND_COUNT = 4
+} loom_kind;
+
+/* "framework", "search", "kernel", "logger". */
+const char *loom_kind_name(loom_kind kind);
+/* Accepts the names above and "algorithm" for search. Returns 0 or -1. */
+int loom_kind_parse(const char *text, loom_kind *out);
+/* The SDK factory id of a kind ("loom.framework/1", ...). */
+const char *loom_kind_factory_id(loom_kind kind);
+
+#define LOOM_NAME_MAX 64
+
+/* One factory a plugin file registered. Strings and the factory live as long
+ * as the loaded file does. */
+typedef struct loom_registration {
+    loom_kind kind;
+    const char *name;
+    const char *version;
+    const char *description;
+    const void *factory; /* loom_framework_factory, loom_search_factory, ... */
+} loom_registration;
+
+/* Checks that a factory of `kind` has every required entry; on failure
+ * writes "missing required entry 'x'" into err and returns -1. */
+int loom_factory_validate(loom_kind kind, const void *factory, char *err,
+                          size_t errlen);
+
+/* True when `name` is 1-63 of [A-Za-z0-9_.-]. */
+int loom_name_valid(const char *name);
+
+#endif
