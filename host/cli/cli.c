@@ -1,15 +1,68 @@
-/* cli/cli.c - subcommand dispatch. */
+/* cli/cli.c - the loom binary's entry: global flags, then one subcommand. */
 #include "cli/cli.h"
 
 #include <stdio.h>
 #include <string.h>
 
+#include "cli/commands.h"
+#include <loom/abi.h>
+
+static const char usage[] =
+    "usage: loom [--host URL] [--home DIR] [--json] <command> [args]\n"
+    "\n"
+    "Getting started:\n"
+    "  demo                 run a job end to end on an embedded host\n"
+    "  serve                run the host daemon (REST API, state, plugins, jobs)\n"
+    "\n"
+    "Jobs (dlicmd's flags):\n"
+    "  exec start|list|view|logs|stop|delete|wait\n"
+    "\n"
+    "Plugins:\n"
+    "  plugin check PATH    validate a .so or .lua plugin locally\n"
+    "  plugin list          the host's plugin registry\n"
+    "  framework add|list|show|remove    framework adapters\n"
+    "  algorithm add|list|show|remove    search algorithms\n"
+    "  kernel add|list|show|remove       inference kernels\n"
+    "  logger add|list|show|remove       logger callbacks\n"
+    "\n"
+    "  version              print the version and plugin ABI\n"
+    "\n"
+    "Global flags: --host URL (or LOOM_HOST) names the host; --home DIR (or\n"
+    "LOOM_HOME, default ~/.loom) is the state directory, whose host file the\n"
+    "CLI reads when no host is named; --json prints machine-readable output.\n"
+    "'loom <command> --help' explains each command.\n";
+
 int cli_main(int argc, char **argv)
 {
-    if (argc < 2 || strcmp(argv[1], "--help") == 0) {
-        printf("usage: loom <command> [options]\n");
-        return argc < 2 ? 2 : 0;
+    cli_globals g = {0};
+    int n = cli_take_globals(argc - 1, argv + 1, &g);
+    if (n < 0)
+        return 2;
+    char **args = argv + 1;
+    if (n < 1) {
+        fputs(usage, stderr);
+        return 2;
     }
-    fprintf(stderr, "loom: unknown command '%s' (see loom --help)\n", argv[1]);
+    const char *cmd = args[0];
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+        fputs(usage, stdout);
+        return 0;
+    }
+    if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
+        printf("loom %s (plugin ABI %d.%d)\n", LOOM_VERSION, LOOM_ABI_MAJOR, LOOM_ABI_MINOR);
+        return 0;
+    }
+    if (strcmp(cmd, "serve") == 0)
+        return cmd_serve(n - 1, args + 1, &g);
+    if (strcmp(cmd, "demo") == 0)
+        return cmd_demo(n - 1, args + 1, &g);
+    if (strcmp(cmd, "plugin") == 0)
+        return cmd_plugin(n - 1, args + 1, &g);
+    if (strcmp(cmd, "exec") == 0)
+        return cmd_exec(n - 1, args + 1, &g);
+    if (strcmp(cmd, "framework") == 0 || strcmp(cmd, "algorithm") == 0 ||
+        strcmp(cmd, "kernel") == 0 || strcmp(cmd, "logger") == 0)
+        return cmd_kind(cmd, n - 1, args + 1, &g);
+    fprintf(stderr, "loom: unknown command \"%s\" (see loom --help)\n", cmd);
     return 2;
 }

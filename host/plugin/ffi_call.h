@@ -27,6 +27,15 @@ typedef enum ffi_sig_type {
     FFI_SIG_TYPE_COUNT
 } ffi_sig_type;
 
+/* Storage for one value of any table type, e.g. a by-value argument or a
+ * return value (v_i32, v_f64, ...). */
+typedef union ffi_sig_value {
+#define FFI_SIG_TYPE_ENUM(name, ctype, ffitype) ctype v_##name;
+#include "plugin/ffi_types.def"
+#undef FFI_SIG_TYPE_ENUM
+    int64_t widened; /* what ffi_function_call stores for an integer return */
+} ffi_sig_value;
+
 typedef enum ffi_sig_dir {
     FFI_SIG_VALUE = 0, /* passed by value */
     FFI_SIG_IN = 1,    /* pointer to input data */
@@ -52,8 +61,24 @@ int ffi_sig_parse(const char *text, ffi_signature *out, char *err,
 /* Size in bytes of one element of `type` (0 for void). */
 size_t ffi_sig_type_size(ffi_sig_type type);
 const char *ffi_sig_type_name(ffi_sig_type type);
+/* True for i8 ... u64. */
+int ffi_sig_type_is_integer(ffi_sig_type type);
+/* Stores `value` as one element of `type` at dst. Returns -1 (dst untouched)
+ * when the value is not representable: not whole or out of range for an
+ * integer type, out of range for f32, or type void. */
+int ffi_sig_value_from_double(ffi_sig_type type, double value, void *dst);
+/* Reads one element of `type` at src (0 for void). */
+double ffi_sig_value_to_double(ffi_sig_type type, const void *src);
 
 typedef struct ffi_function ffi_function;
+
+/* Resolves `library` with realpath (symlinks and ".." followed) and checks
+ * that the result lies inside one of `allowed_dirs` (each resolved too; a
+ * directory matches only whole path components). On success returns a
+ * malloc'd absolute path the caller frees; on refusal NULL with err naming
+ * the path and the allowed directories. */
+char *ffi_library_resolve(const char *library, const char *const *allowed_dirs,
+                          char *err, size_t errlen);
 
 /* Opens `library` (which must resolve inside one of `allowed_dirs`, a
  * NULL-terminated list; never RTLD_DEFAULT), looks up `symbol`, parses
@@ -66,7 +91,9 @@ const ffi_signature *ffi_function_signature(const ffi_function *fn);
 /* Calls with args[i] pointing at the i-th argument's value (for pointer
  * parameters: at the pointer). `ret` receives the return value widened as
  * libffi does (an integer return smaller than a word is read via ffi_arg
- * and stored as int64_t; float/double as themselves). */
+ * and stored as int64_t; float/double as themselves). `ret` must hold 8
+ * bytes; it may be NULL to discard the value. The prepared call interface
+ * is only read, so one ffi_function may be called from several threads. */
 void ffi_function_call(ffi_function *fn, void **args, void *ret);
 void ffi_function_close(ffi_function *fn);
 

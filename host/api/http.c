@@ -1,0 +1,397 @@
+/* api/http.c - see http.h. */
+#include "api/http.h"
+
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/log.h"
+
+#define JSON_MAX_DEPTH 64
+
+struct http_server {
+    struct MHD_Daemon *daemon;
+    http_config cfg;
+    int port;
+};
+
+/* Per-request state kept by libmicrohttpd between calls. */
+typedef struct request_state {
+    char *body;
+    size_t len, cap, limit;
+    int too_large;
+    int multipart;
+    struct MHD_PostProcessor *pp;
+    http_request req;
+} request_state;
+
+const char *http_query(const http_request *req, const char *key)
+{
+    return MHD_lookup_connection_value(req->connection, MHD_GET_ARGUMENT_KIND, key);
+}
+
+const char *http_header(const http_request *req, const char *key)
+{
+    return MHD_lookup_connection_value(req->connection, MHD_HEADER_KIND, key);
+}
+
+const http_field *http_field_get(const http_request *req, const char *name)
+{
+    for (int i = 0; i < req->nfields; i++)
+        if (strcmp(req->fields[i].name, name) == 0)
+            return &req->fields[i];
+    return NULL;
+}
+
+void http_reply_data(http_response *res, int status, const char *content_type,
+                     char *data, size_t len)
+{
+    free(res->body);
+    res->status = status;
+    snprintf(res->content_type, sizeof res->content_type, "%s", content_type);
+    res->body = data;
+    res->len = len;
+}
+
+void http_reply_json(http_response *res, int status, cJSON *json)
+{
+    char *text = json ? cJSON_PrintUnformatted(json) : NULL;
+    cJSON_Delete(json);
+    if (!text) {
+        http_reply_error(res, 500, "cannot encode the reply");
+        return;
+    }
+    http_reply_data(res, status, "application/json", text, strlen(text));
+}
+
+void http_reply_error(http_response *res, int status, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "error", msg);
+    cJSON_AddNumberToObject(o, "status", status);
+    char *text = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    http_reply_data(res, status, "application/json", text, text ? strlen(text) : 0);
+}
+
+static int json_depth_ok(const char *s, size_t n)
+{
+    int depth = 0, in_string = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (in_string) {
+            if (c == '\\')
+                i++;
+            else if (c == '"')
+                in_string = 0;
+        } else if (c == '"') {
+            in_string = 1;
+        } else if (c == '{' || c == '[') {
+            if (++depth > JSON_MAX_DEPTH)
+                return 0;
+        } else if (c == '}' || c == ']') {
+            depth--;
+        }
+    }
+    return 1;
+}
+
+cJSON *http_body_json(const http_request *req, http_response *res)
+{
+    if (!req->body || req->body_len == 0) {
+        http_reply_error(res, 400, "request body: expected a JSON object, got nothing");
+        return NULL;
+    }
+    /* cJSON recurses per nesting level; refuse deep input before parsing. */
+    if (!json_depth_ok(req->body, req->body_len)) {
+        http_reply_error(res, 400, "request body: JSON nested deeper than %d levels", JSON_MAX_DEPTH);
+        return NULL;
+    }
+    const char *end = NULL;
+    cJSON *json = cJSON_ParseWithLengthOpts(req->body, req->body_len, &end, 1);
+    if (!json) {
+        long at = end ? (long)(end - req->body) : 0;
+        http_reply_error(res, 400, "request body: malformed JSON near byte %ld", at);
+        return NULL;
+    }
+    if (!cJSON_IsObject(json)) {
+        cJSON_Delete(json);
+        http_reply_error(res, 400, "request body: expected a JSON object");
+        return NULL;
+    }
+    return json;
+}
+
+/* ---- routing ------------------------------------------------------------ */
+
+static int match(const char *pattern, const char *path, http_request *req)
+{
+    req->nparams = 0;
+    char (*segments)[sizeof req->param_buf[0]] = req->param_buf;
+    const char *p = pattern, *s = path;
+    while (*p && *s) {
+        if (p[0] == '{' && p[1] == '}') {
+            const char *end = strchr(s, '/');
+            size_t n = end ? (size_t)(end - s) : strlen(s);
+            if (n == 0 || n >= sizeof req->param_buf[0] || req->nparams == HTTP_MAX_PARAMS)
+                return 0;
+            memcpy(segments[req->nparams], s, n);
+            segments[req->nparams][n] = 0;
+            req->params[req->nparams] = segments[req->nparams];
+            req->nparams++;
+            p += 2;
+            s += n;
+        } else if (*p == *s) {
+            p++;
+            s++;
+        } else {
+            return 0;
+        }
+    }
+    /* A trailing slash is tolerated. */
+    if (*s == '/' && s[1] == 0)
+        s++;
+    return *p == 0 && *s == 0;
+}
+
+static void route(http_server *srv, http_request *req, http_response *res)
+{
+    int path_known = 0;
+    for (size_t i = 0; i < srv->cfg.nroutes; i++) {
+        const http_route *r = &srv->cfg.routes[i];
+        if (!match(r->pattern, req->path, req))
+            continue;
+        path_known = 1;
+        if (strcmp(r->method, req->method) == 0) {
+            r->handler(srv->cfg.ctx, req, res);
+            return;
+        }
+    }
+    if (path_known)
+        http_reply_error(res, 405, "method %s is not allowed on %s", req->method, req->path);
+    else
+        http_reply_error(res, 404, "no route for %s %s", req->method, req->path);
+}
+
+/* ---- libmicrohttpd glue ------------------------------------------------- */
+
+static int append(request_state *st, const char *data, size_t n)
+{
+    if (st->len + n > st->limit) {
+        st->too_large = 1;
+        return -1;
+    }
+    if (st->len + n + 1 > st->cap) {
+        size_t cap = st->cap ? st->cap : 4096;
+        while (cap < st->len + n + 1)
+            cap *= 2;
+        char *grown = realloc(st->body, cap);
+        if (!grown)
+            return -1;
+        st->body = grown;
+        st->cap = cap;
+    }
+    memcpy(st->body + st->len, data, n);
+    st->len += n;
+    st->body[st->len] = 0;
+    return 0;
+}
+
+static enum MHD_Result on_post_field(void *cls, enum MHD_ValueKind kind, const char *key,
+                                     const char *filename, const char *content_type,
+                                     const char *transfer_encoding, const char *data,
+                                     uint64_t off, size_t size)
+{
+    (void)kind;
+    (void)content_type;
+    (void)transfer_encoding;
+    (void)off;
+    request_state *st = cls;
+    http_request *req = &st->req;
+    http_field *f = NULL;
+    for (int i = 0; i < req->nfields; i++)
+        if (strcmp(req->fields[i].name, key) == 0)
+            f = &req->fields[i];
+    if (!f) {
+        if (req->nfields == HTTP_MAX_FIELDS)
+            return MHD_NO;
+        f = &req->fields[req->nfields++];
+        memset(f, 0, sizeof *f);
+        snprintf(f->name, sizeof f->name, "%s", key);
+        if (filename)
+            snprintf(f->filename, sizeof f->filename, "%s", filename);
+    }
+    st->len += size; /* count every part against the upload limit */
+    if (st->len > st->limit) {
+        st->too_large = 1;
+        return MHD_NO;
+    }
+    if (size == 0)
+        return MHD_YES;
+    char *grown = realloc(f->data, f->len + size + 1);
+    if (!grown)
+        return MHD_NO;
+    f->data = grown;
+    memcpy(f->data + f->len, data, size);
+    f->len += size;
+    f->data[f->len] = 0;
+    return MHD_YES;
+}
+
+static enum MHD_Result send_response(struct MHD_Connection *conn, http_response *res)
+{
+    struct MHD_Response *r = MHD_create_response_from_buffer(
+        res->len, res->body ? res->body : (void *)"", res->body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+    res->body = NULL;
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+                            res->content_type[0] ? res->content_type : "application/json");
+    enum MHD_Result ret = MHD_queue_response(conn, (unsigned)res->status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+static enum MHD_Result reply_now(struct MHD_Connection *conn, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static enum MHD_Result reply_now(struct MHD_Connection *conn, int status, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    http_response res = {0};
+    http_reply_error(&res, status, "%s", msg);
+    return send_response(conn, &res);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version,
+                                  const char *upload_data, size_t *upload_data_size,
+                                  void **con_cls)
+{
+    (void)version;
+    http_server *srv = cls;
+    request_state *st = *con_cls;
+    if (!st) {
+        st = calloc(1, sizeof *st);
+        if (!st)
+            return MHD_NO;
+        *con_cls = st;
+        const char *ctype = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+        st->multipart = ctype && strncasecmp(ctype, "multipart/form-data", 19) == 0;
+        st->limit = st->multipart ? srv->cfg.max_upload : srv->cfg.max_body;
+        /* Refuse an oversized body from its declared length, before reading it. */
+        const char *clen = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        if (clen && strtoull(clen, NULL, 10) > st->limit) {
+            st->too_large = 1;
+            return reply_now(conn, 413, "request body of %s bytes exceeds the limit of %zu bytes",
+                             clen, st->limit);
+        }
+        if (st->multipart) {
+            st->pp = MHD_create_post_processor(conn, 65536, on_post_field, st);
+            if (!st->pp)
+                return reply_now(conn, 400, "malformed multipart/form-data request");
+        }
+        return MHD_YES;
+    }
+    if (*upload_data_size) {
+        if (!st->too_large) {
+            if (st->pp) {
+                if (MHD_post_process(st->pp, upload_data, *upload_data_size) != MHD_YES &&
+                    !st->too_large)
+                    st->too_large = -1; /* malformed */
+            } else {
+                append(st, upload_data, *upload_data_size);
+            }
+        }
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    if (st->too_large > 0)
+        return reply_now(conn, 413, "request body exceeds the limit of %zu bytes", st->limit);
+    if (st->too_large < 0)
+        return reply_now(conn, 400, "malformed multipart/form-data request body");
+
+    http_request *req = &st->req;
+    req->method = method;
+    req->path = url;
+    req->connection = conn;
+    req->body = st->body ? st->body : "";
+    req->body_len = st->len;
+    if (st->multipart) {
+        req->body = "";
+        req->body_len = 0;
+    }
+    req->user = "admin";
+    http_response res = {0};
+    route(srv, req, &res);
+    if (!res.status)
+        http_reply_error(&res, 500, "handler gave no reply");
+    return send_response(conn, &res);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    (void)cls;
+    (void)conn;
+    (void)toe;
+    request_state *st = *con_cls;
+    if (!st)
+        return;
+    if (st->pp)
+        MHD_destroy_post_processor(st->pp);
+    for (int i = 0; i < st->req.nfields; i++)
+        free(st->req.fields[i].data);
+    free(st->body);
+    free(st);
+    *con_cls = NULL;
+}
+
+http_server *http_server_start(const http_config *cfg, char *err, size_t errlen)
+{
+    http_server *s = calloc(1, sizeof *s);
+    if (!s) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    s->cfg = *cfg;
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)cfg->port)};
+    if (inet_pton(AF_INET, cfg->address, &addr.sin_addr) != 1) {
+        snprintf(err, errlen, "--listen: \"%s\" is not an IPv4 address", cfg->address);
+        free(s);
+        return NULL;
+    }
+    s->daemon = MHD_start_daemon(
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG, (uint16_t)cfg->port,
+        NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)4, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120, MHD_OPTION_END);
+    if (!s->daemon) {
+        snprintf(err, errlen, "cannot listen on %s:%d (address in use or not permitted)",
+                 cfg->address, cfg->port);
+        free(s);
+        return NULL;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    s->port = info ? info->port : cfg->port;
+    return s;
+}
+
+int http_server_port(const http_server *s) { return s->port; }
+
+void http_server_stop(http_server *s)
+{
+    if (!s)
+        return;
+    MHD_stop_daemon(s->daemon);
+    free(s);
+}

@@ -1,0 +1,82 @@
+/*
+ * api/http.h - the host's HTTP server: libmicrohttpd underneath, a route
+ * table of "METHOD /path/{}/more" patterns on top, bodies collected with a
+ * size limit (refused early from Content-Length), multipart/form-data parsed
+ * into fields, JSON replies with cJSON.
+ */
+#ifndef LOOM_API_HTTP_H
+#define LOOM_API_HTTP_H
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+
+#define HTTP_MAX_PARAMS 4
+#define HTTP_MAX_FIELDS 8
+
+typedef struct http_field {
+    char name[64];
+    char filename[256];
+    char *data;
+    size_t len;
+} http_field;
+
+typedef struct http_request {
+    const char *method;
+    const char *path;
+    void *connection;  /* struct MHD_Connection * */
+    const char *body;  /* raw body (NUL-terminated); empty for multipart */
+    size_t body_len;
+    http_field fields[HTTP_MAX_FIELDS]; /* multipart/form-data parts */
+    int nfields;
+    const char *params[HTTP_MAX_PARAMS]; /* the {} segments of the route */
+    int nparams;
+    char param_buf[HTTP_MAX_PARAMS][256];
+    const char *user; /* who is asking */
+} http_request;
+
+typedef struct http_response {
+    int status;
+    char content_type[64];
+    char *body; /* malloc'd */
+    size_t len;
+} http_response;
+
+typedef void (*http_handler)(void *ctx, const http_request *req, http_response *res);
+
+typedef struct http_route {
+    const char *method;
+    const char *pattern; /* "{}" matches one path segment */
+    http_handler handler;
+} http_route;
+
+const char *http_query(const http_request *req, const char *key);
+const char *http_header(const http_request *req, const char *key);
+const http_field *http_field_get(const http_request *req, const char *name);
+
+/* Replies; each takes ownership of what it is given. */
+void http_reply_json(http_response *res, int status, cJSON *json);
+void http_reply_error(http_response *res, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void http_reply_data(http_response *res, int status, const char *content_type,
+                     char *data, size_t len);
+/* Parses the body as a JSON object (depth-limited); on failure replies 400
+ * and returns NULL. */
+cJSON *http_body_json(const http_request *req, http_response *res);
+
+typedef struct http_server http_server;
+
+typedef struct http_config {
+    const char *address;   /* IPv4 address to bind, e.g. "127.0.0.1" */
+    int port;              /* 0: any free port */
+    size_t max_body;       /* JSON and form bodies */
+    size_t max_upload;     /* multipart/form-data bodies */
+    const http_route *routes;
+    size_t nroutes;
+    void *ctx;             /* passed to every handler */
+} http_config;
+
+http_server *http_server_start(const http_config *cfg, char *err, size_t errlen);
+int http_server_port(const http_server *s);
+void http_server_stop(http_server *s);
+
+#endif

@@ -1,0 +1,254 @@
+/* api/routes_plugin.c - the plugin registry over REST: list, show, add
+ * (upload a .so or .lua) and remove. A user plugin is copied into the home
+ * directory and recorded in the store, so it survives restarts; the copy is
+ * written before the record, and a copy without a record is swept at start. */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "api/server.h"
+#include "util/fs.h"
+#include "util/log.h"
+
+static cJSON *entry_json(const registry_entry *e)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "kind", e->kind >= 0 ? loom_kind_name((loom_kind)e->kind) : "unknown");
+    cJSON_AddStringToObject(o, "name", e->name);
+    cJSON_AddStringToObject(o, "version", e->version);
+    cJSON_AddStringToObject(o, "description", e->description);
+    char abi[32];
+    snprintf(abi, sizeof abi, "%u.%u", e->abi_major, e->abi_minor);
+    cJSON_AddStringToObject(o, "abi", e->loaded ? abi : "");
+    cJSON_AddStringToObject(o, "format", e->format);
+    cJSON_AddStringToObject(o, "origin", e->origin);
+    cJSON_AddStringToObject(o, "path", e->path);
+    cJSON_AddStringToObject(o, "state", e->loaded ? "loaded" : "failed");
+    if (!e->loaded)
+        cJSON_AddStringToObject(o, "error", e->error);
+    if (e->loaded && e->kind == LOOM_KIND_FRAMEWORK) {
+        const loom_framework_factory *f = e->factory;
+        cJSON_AddStringToObject(o, "style", f->style == LOOM_FRAMEWORK_TRAINER ? "trainer" : "launch");
+    }
+    return o;
+}
+
+/* Lists entries of one kind (or all, kind < 0) as a JSON array. */
+static cJSON *list_json(registry *reg, int kind)
+{
+    size_t n = registry_list(reg, kind, NULL, 0);
+    registry_entry *entries = calloc(n ? n : 1, sizeof *entries);
+    cJSON *a = cJSON_CreateArray();
+    if (!entries)
+        return a;
+    n = registry_list(reg, kind, entries, n);
+    for (size_t i = 0; i < n; i++)
+        cJSON_AddItemToArray(a, entry_json(&entries[i]));
+    free(entries);
+    return a;
+}
+
+static int kind_param(const char *text, http_response *res, loom_kind *kind)
+{
+    if (loom_kind_parse(text, kind) != 0) {
+        http_reply_error(res, 400, "kind: expected framework, search (or algorithm), kernel or logger, got \"%s\"",
+                         text ? text : "");
+        return -1;
+    }
+    return 0;
+}
+
+static void list_plugins(void *ctx, const http_request *req, http_response *res)
+{
+    loomd *d = ctx;
+    const char *k = http_query(req, "kind");
+    loom_kind kind = 0;
+    if (k && kind_param(k, res, &kind) != 0)
+        return;
+    http_reply_json(res, 200, list_json(d->reg, k ? (int)kind : -1));
+}
+
+static void list_frameworks(void *ctx, const http_request *req, http_response *res)
+{
+    (void)req;
+    loomd *d = ctx;
+    http_reply_json(res, 200, list_json(d->reg, LOOM_KIND_FRAMEWORK));
+}
+
+static void show_plugin(void *ctx, const http_request *req, http_response *res)
+{
+    loomd *d = ctx;
+    loom_kind kind;
+    if (kind_param(req->params[0], res, &kind) != 0)
+        return;
+    registry_entry e;
+    if (registry_acquire(d->reg, kind, req->params[1], &e) != 0) {
+        http_reply_error(res, 404, "no %s named \"%s\"", loom_kind_name(kind), req->params[1]);
+        return;
+    }
+    registry_release(d->reg, kind, req->params[1]);
+    http_reply_json(res, 200, entry_json(&e));
+}
+
+static void add_plugin(void *ctx, const http_request *req, http_response *res)
+{
+    loomd *d = ctx;
+    const http_field *kind_f = http_field_get(req, "kind");
+    const http_field *name_f = http_field_get(req, "name");
+    const http_field *file_f = http_field_get(req, "file");
+    loom_kind kind;
+    if (kind_param(kind_f ? kind_f->data : NULL, res, &kind) != 0)
+        return;
+    if (!file_f || file_f->len == 0) {
+        http_reply_error(res, 400, "file: expected the plugin (.so or .lua) as a multipart part named 'file'");
+        return;
+    }
+    const char *fname = file_f->filename[0] ? file_f->filename : "";
+    size_t fl = strlen(fname);
+    const char *ext = fl > 4 && strcmp(fname + fl - 4, ".lua") == 0 ? "lua"
+                      : fl > 3 && strcmp(fname + fl - 3, ".so") == 0 ? "so" : NULL;
+    if (!ext) {
+        http_reply_error(res, 400, "file: \"%s\" is neither a .so nor a .lua file", fname);
+        return;
+    }
+    const char *rename = name_f && name_f->len ? name_f->data : NULL;
+
+    pthread_mutex_lock(&d->admin_lock);
+    char path[PATH_MAX], err[1024];
+    snprintf(path, sizeof path, "%s/plugins/%s-%lld-%u.%s", d->home, loom_kind_name(kind),
+             (long long)time_now_ms(), ++d->upload_seq, ext);
+    if (fs_write_file_atomic(path, file_f->data, file_f->len, 0644) != 0) {
+        http_reply_error(res, 500, "cannot store the plugin file: %s", strerror(errno));
+        goto out;
+    }
+    if (registry_load(d->reg, path, "user", rename, (int)kind, 0, err, sizeof err) != 0) {
+        unlink(path);
+        /* The uploaded copy's path means nothing to the user: name theirs. */
+        char *at = strstr(err, path);
+        char shown[1200];
+        if (at)
+            snprintf(shown, sizeof shown, "%.*s%s%s", (int)(at - err), err, fname, at + strlen(path));
+        else
+            snprintf(shown, sizeof shown, "%s", err);
+        http_reply_error(res, strstr(err, "already registered") ? 409 : 400, "%s", shown);
+        goto out;
+    }
+    /* Find what the file registered under its (possibly new) name. */
+    size_t n = registry_list(d->reg, (int)kind, NULL, 0);
+    registry_entry *entries = calloc(n ? n : 1, sizeof *entries);
+    n = entries ? registry_list(d->reg, (int)kind, entries, n) : 0;
+    registry_entry *added = NULL;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(entries[i].path, path) == 0)
+            added = &entries[i];
+    store_plugin rec = {.added_at = time_now_ms()};
+    snprintf(rec.kind, sizeof rec.kind, "%s", loom_kind_name(kind));
+    snprintf(rec.name, sizeof rec.name, "%s", added ? added->name : "");
+    snprintf(rec.file, sizeof rec.file, "%s", path);
+    if (!added || store_plugin_add(d->st, &rec, err, sizeof err) != 0) {
+        if (added)
+            registry_remove(d->reg, kind, added->name, err, sizeof err);
+        unlink(path);
+        http_reply_error(res, 500, "cannot record the plugin: %s", err);
+    } else {
+        log_info("registered %s \"%s\" from %s", rec.kind, rec.name, fname);
+        http_reply_json(res, 201, entry_json(added));
+    }
+    free(entries);
+out:
+    pthread_mutex_unlock(&d->admin_lock);
+}
+
+static void remove_plugin(void *ctx, const http_request *req, http_response *res)
+{
+    loomd *d = ctx;
+    loom_kind kind;
+    if (kind_param(req->params[0], res, &kind) != 0)
+        return;
+    pthread_mutex_lock(&d->admin_lock);
+    registry_entry e;
+    char err[512];
+    if (registry_acquire(d->reg, kind, req->params[1], &e) != 0) {
+        http_reply_error(res, 404, "no %s named \"%s\"", loom_kind_name(kind), req->params[1]);
+    } else {
+        registry_release(d->reg, kind, req->params[1]);
+        if (registry_remove(d->reg, kind, e.name, err, sizeof err) != 0) {
+            http_reply_error(res, 409, "%s", err);
+        } else {
+            store_plugin_remove(d->st, loom_kind_name(kind), e.name);
+            unlink(e.path);
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddStringToObject(o, "removed", e.name);
+            http_reply_json(res, 200, o);
+        }
+    }
+    pthread_mutex_unlock(&d->admin_lock);
+}
+
+typedef struct user_plugin_ctx {
+    loomd *d;
+    char (*files)[PATH_MAX];
+    size_t count, cap;
+} user_plugin_ctx;
+
+static void load_one(const store_plugin *p, void *arg)
+{
+    user_plugin_ctx *c = arg;
+    loom_kind kind;
+    char err[1024];
+    if (loom_kind_parse(p->kind, &kind) != 0) {
+        log_warn("store: plugin \"%s\" has unknown kind \"%s\"; skipped", p->name, p->kind);
+        return;
+    }
+    if (registry_load(c->d->reg, p->file, "user", p->name, (int)kind, 1, err, sizeof err) != 0)
+        log_warn("user %s \"%s\" not loaded: %s", p->kind, p->name, err);
+    if (c->count == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 16;
+        void *grown = realloc(c->files, cap * sizeof *c->files);
+        if (!grown)
+            return;
+        c->files = grown;
+        c->cap = cap;
+    }
+    snprintf(c->files[c->count++], PATH_MAX, "%s", p->file);
+}
+
+void loomd_load_user_plugins(loomd *d)
+{
+    user_plugin_ctx c = {.d = d};
+    store_plugin_each(d->st, load_one, &c);
+    /* Sweep copies a crash left behind between writing and recording. */
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/plugins", d->home);
+    DIR *dh = opendir(dir);
+    struct dirent *de;
+    while (dh && (de = readdir(dh))) {
+        if (de->d_name[0] == '.')
+            continue;
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        int known = 0;
+        for (size_t i = 0; i < c.count && !known; i++)
+            known = strcmp(c.files[i], path) == 0;
+        if (!known) {
+            log_info("removing unrecorded plugin file %s", path);
+            unlink(path);
+        }
+    }
+    if (dh)
+        closedir(dh);
+    free(c.files);
+}
+
+const http_route loom_plugin_routes[] = {
+    {"GET", "/loom/v1/plugins", list_plugins},
+    {"POST", "/loom/v1/plugins", add_plugin},
+    {"GET", "/loom/v1/plugins/{}/{}", show_plugin},
+    {"DELETE", "/loom/v1/plugins/{}/{}", remove_plugin},
+    {"GET", "/platform/rest/deeplearning/v1/execs/frameworks", list_frameworks},
+};
+const size_t loom_plugin_route_count = sizeof loom_plugin_routes / sizeof *loom_plugin_routes;

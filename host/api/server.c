@@ -1,0 +1,152 @@
+/* api/server.c - see server.h. */
+#include "api/server.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include "util/fs.h"
+#include "util/log.h"
+
+#define MAX_BODY ((size_t)1 << 20)          /* JSON bodies: 1 MiB */
+#define MAX_UPLOAD ((size_t)256 << 20)      /* model directories, plugins */
+
+static void health(void *ctx, const http_request *req, http_response *res)
+{
+    (void)ctx;
+    (void)req;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "status", "ok");
+    cJSON_AddStringToObject(o, "version", LOOM_VERSION);
+    cJSON_AddNumberToObject(o, "abiMajor", LOOM_ABI_MAJOR);
+    cJSON_AddNumberToObject(o, "abiMinor", LOOM_ABI_MINOR);
+    http_reply_json(res, 200, o);
+}
+
+static const http_route core_routes[] = {
+    {"GET", "/loom/v1/health", health},
+};
+
+void loomd_default_plugin_dir(char *out, size_t outlen)
+{
+    const char *env = getenv("LOOM_PLUGIN_DIR");
+    if (env && *env) {
+        snprintf(out, outlen, "%s", env);
+        return;
+    }
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) {
+        snprintf(out, outlen, "/usr/local/lib/loom/plugins");
+        return;
+    }
+    exe[n] = 0;
+    char *slash = strrchr(exe, '/');
+    if (slash)
+        *slash = 0;
+    /* The build tree and an install under a plain prefix use lib/; an
+     * install into a multiarch libdir uses LOOM_PLUGIN_RELDIR. */
+    snprintf(out, outlen, "%s/../lib/loom/plugins", exe);
+    if (!fs_is_dir(out))
+        snprintf(out, outlen, "%s/../%s", exe, LOOM_PLUGIN_RELDIR);
+}
+
+int loomd_port(const loomd *d) { return http_server_port(d->http); }
+
+loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
+{
+    loomd *d = calloc(1, sizeof *d);
+    if (!d) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    d->lock_fd = -1;
+    pthread_mutex_init(&d->admin_lock, NULL);
+    snprintf(d->home, sizeof d->home, "%s", opt->home);
+    if (opt->plugin_dir)
+        snprintf(d->plugin_dir, sizeof d->plugin_dir, "%s", opt->plugin_dir);
+    else
+        loomd_default_plugin_dir(d->plugin_dir, sizeof d->plugin_dir);
+
+    char path[PATH_MAX];
+    if (fs_mkdir_p(d->home) != 0) {
+        snprintf(err, errlen, "--home %s: cannot create: %s", d->home, strerror(errno));
+        goto fail;
+    }
+    snprintf(path, sizeof path, "%s/plugins", d->home);
+    fs_mkdir_p(path);
+    snprintf(path, sizeof path, "%s/execs", d->home);
+    fs_mkdir_p(path);
+
+    /* One host per home: a second one would corrupt nothing (SQLite locks)
+     * but would fight over the execs' processes. */
+    snprintf(path, sizeof path, "%s/loom.lock", d->home);
+    d->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (d->lock_fd < 0 || flock(d->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+        snprintf(err, errlen, "%s: another loom host is using this home directory", d->home);
+        goto fail;
+    }
+
+    snprintf(path, sizeof path, "%s/loom.db", d->home);
+    d->st = store_open(path, err, errlen);
+    if (!d->st)
+        goto fail;
+    d->reg = registry_create();
+    if (!d->reg) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
+    int builtin = registry_load_dir(d->reg, d->plugin_dir, "builtin");
+    log_info("loaded %d built-in plugin file(s) from %s", builtin, d->plugin_dir);
+    loomd_load_user_plugins(d);
+    d->execs = exec_service_create(d->st, d->reg, d->home);
+    if (!d->execs) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
+
+    http_route *routes = d->routes;
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof core_routes / sizeof *core_routes; i++)
+        routes[n++] = core_routes[i];
+    for (size_t i = 0; i < loom_plugin_route_count; i++)
+        routes[n++] = loom_plugin_routes[i];
+    for (size_t i = 0; i < loom_exec_route_count; i++)
+        routes[n++] = loom_exec_routes[i];
+    http_config cfg = {
+        .address = opt->address ? opt->address : "127.0.0.1",
+        .port = opt->port,
+        .max_body = MAX_BODY,
+        .max_upload = MAX_UPLOAD,
+        .routes = routes,
+        .nroutes = n,
+        .ctx = d,
+    };
+    d->http = http_server_start(&cfg, err, errlen);
+    if (!d->http)
+        goto fail;
+    log_info("loom host %s listening on %s:%d, home %s", LOOM_VERSION, cfg.address,
+             http_server_port(d->http), d->home);
+    return d;
+fail:
+    loomd_stop(d);
+    return NULL;
+}
+
+void loomd_stop(loomd *d)
+{
+    if (!d)
+        return;
+    http_server_stop(d->http);
+    exec_service_destroy(d->execs);
+    registry_destroy(d->reg);
+    store_close(d->st);
+    if (d->lock_fd >= 0)
+        close(d->lock_fd);
+    pthread_mutex_destroy(&d->admin_lock);
+    free(d);
+}

@@ -1,0 +1,54 @@
+/*
+ * api/server.h - the host daemon: its home directory, store, plugin
+ * registry, exec service and REST API, started and stopped as one.
+ * `loom serve` runs one in the foreground; `loom demo` embeds one.
+ */
+#ifndef LOOM_API_SERVER_H
+#define LOOM_API_SERVER_H
+
+#include <limits.h>
+#include <pthread.h>
+
+#include "api/http.h"
+#include "exec/exec.h"
+#include "plugin/registry.h"
+#include "store/store.h"
+
+typedef struct loomd_options {
+    const char *home;        /* state directory (created if missing) */
+    const char *address;     /* default "127.0.0.1" */
+    int port;                /* 0: any free port */
+    const char *plugin_dir;  /* built-in plugins; NULL: next to the binary */
+} loomd_options;
+
+typedef struct loomd {
+    char home[PATH_MAX];
+    char plugin_dir[PATH_MAX];
+    int lock_fd;
+    store *st;
+    registry *reg;
+    exec_service *execs;
+    http_server *http;
+    http_route routes[64];
+    pthread_mutex_t admin_lock; /* plugin add/remove: file, registry, store */
+    unsigned upload_seq;
+} loomd;
+
+loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen);
+int loomd_port(const loomd *d);
+void loomd_stop(loomd *d);
+
+/* The folder of built-in plugins for this binary: $LOOM_PLUGIN_DIR, else
+ * ../lib/loom/plugins (or the install's libdir) next to the executable. */
+void loomd_default_plugin_dir(char *out, size_t outlen);
+
+/* Route tables of the subsystems (routes_*.c). */
+extern const http_route loom_exec_routes[];
+extern const size_t loom_exec_route_count;
+extern const http_route loom_plugin_routes[];
+extern const size_t loom_plugin_route_count;
+
+/* Loads the user plugins recorded in the store (at start-up). */
+void loomd_load_user_plugins(loomd *d);
+
+#endif

@@ -1,0 +1,47 @@
+/*
+ * cli/client.h - the CLI's side of the REST API (libcurl). Where the host
+ * is: --host, else $LOOM_HOST, else the address the host wrote into
+ * $LOOM_HOME/host (default ~/.loom/host), else http://127.0.0.1:9280.
+ */
+#ifndef LOOM_CLI_CLIENT_H
+#define LOOM_CLI_CLIENT_H
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+
+#define LOOM_DEFAULT_PORT 9280
+
+typedef struct client {
+    char base[512];
+} client;
+
+typedef struct client_reply {
+    long status;
+    char *body;
+    size_t len;
+} client_reply;
+
+typedef struct client_part {
+    const char *name;
+    const char *value;    /* a text part, or */
+    const char *filename; /* a file part of `len` bytes at `data` */
+    const void *data;
+    size_t len;
+} client_part;
+
+/* The home directory: --home, $LOOM_HOME, or ~/.loom. */
+void client_home(const char *flag, char *out, size_t outlen);
+void client_init(client *c, const char *host_flag);
+/* Returns 0 when the host answered (any status), -1 with err otherwise. */
+int client_call(const client *c, const char *method, const char *path,
+                const char *json_body, client_reply *reply, char *err,
+                size_t errlen);
+int client_upload(const client *c, const char *path, const client_part *parts,
+                  int nparts, client_reply *reply, char *err, size_t errlen);
+void client_reply_free(client_reply *r);
+/* The reply's JSON, or NULL. */
+cJSON *client_reply_json(const client_reply *r);
+/* One line for a failed reply: the host's "error" text, or the status. */
+void client_reply_error(const client_reply *r, char *out, size_t outlen);
+
+#endif

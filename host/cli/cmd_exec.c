@@ -1,0 +1,303 @@
+/* cli/cmd_exec.c - `loom exec start|list|view|logs|stop|delete|wait`,
+ * dlicmd's submissions against the host's REST API. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/commands.h"
+#include "exec/dlicmd.h"
+#include "exec/exec.h"
+#include "util/fs.h"
+#include "util/tarball.h"
+
+#define EXECS "/platform/rest/deeplearning/v1/execs"
+
+static const char exec_usage[] =
+    "usage: loom exec start --exec-start FRAMEWORK [--model-dir DIR] [--model-main FILE]\n"
+    "                       [--numWorker N] [--workerDeviceNum K] [--workerDeviceType cpu|gpu]\n"
+    "                       [--msd-env KEY=VALUE]... [--data-dir DIR] [-- ARGS...]\n"
+    "       loom exec list [--json]\n"
+    "       loom exec view ID [--json]\n"
+    "       loom exec logs ID [-f] [--worker N] [--stderr]\n"
+    "       loom exec stop ID\n"
+    "       loom exec delete ID\n"
+    "       loom exec wait ID [--timeout SECONDS]\n"
+    "\n"
+    "start  submits a job in dlicmd's syntax. The model directory is uploaded\n"
+    "       and copied to RESULT_DIR/_submitted_code; each worker runs there with\n"
+    "       DATA_DIR, RESULT_DIR, LOG_DIR, DLI_EXECID, CUDA_VISIBLE_DEVICES and the\n"
+    "       --msd-env pairs set; its stdout and stderr go to RESULT_DIR/log/worker-N/.\n"
+    "       Frameworks: see 'loom framework list' (command, python, distPyTorch, ...).\n"
+    "logs   prints every worker's output (or one with --worker); -f follows it\n"
+    "       until the exec ends.\n"
+    "wait   waits for the exec to end; the exit status is 0 only if it FINISHED.\n";
+
+int exec_start_words(int argc, char **argv, const cli_globals *g, char *id, size_t idlen)
+{
+    dlicmd d;
+    char err[1024];
+    if (dlicmd_parse_words(argc, argv, &d, err, sizeof err) != 0)
+        return cli_fail("exec start: %s", err);
+    char *archive = NULL;
+    size_t archive_len = 0;
+    if (d.model_dir && tarball_pack_dir(d.model_dir, &archive, &archive_len, err, sizeof err) != 0) {
+        dlicmd_free(&d);
+        return cli_fail("--model-dir: %s", err);
+    }
+    dlicmd_free(&d);
+    char *args = dlicmd_join(argc, argv);
+    client_part parts[2] = {
+        {.name = "args", .value = args ? args : ""},
+        {.name = "file", .filename = "model.tar", .data = archive, .len = archive_len},
+    };
+    cJSON *j = cli_upload(g, EXECS, parts, archive ? 2 : 1);
+    free(args);
+    free(archive);
+    if (!j)
+        return 1;
+    snprintf(id, idlen, "%s", cli_str(j, "id"));
+    if (g->json)
+        cli_print_json(j);
+    else
+        printf("exec %s submitted: %s%s%s\n", cli_str(j, "id"), cli_str(j, "state"),
+               *cli_str(j, "message") ? ": " : "", cli_str(j, "message"));
+    cJSON_Delete(j);
+    return 0;
+}
+
+static void print_exec_table(cJSON *array)
+{
+    const char *headers[] = {"ID", "FRAMEWORK", "STATE", "WORKERS", "CREATED", "MESSAGE"};
+    cli_table *t = cli_table_new(6, headers);
+    const cJSON *e;
+    cJSON_ArrayForEach(e, array) {
+        char workers[16], created[32];
+        snprintf(workers, sizeof workers, "%d", (int)cli_num(e, "numWorker"));
+        cli_time(cli_num(e, "createTime"), created, sizeof created);
+        const char *cells[] = {cli_str(e, "id"), cli_str(e, "framework"), cli_str(e, "state"),
+                               workers, created, cli_str(e, "message")};
+        cli_table_add(t, cells);
+    }
+    cli_table_print(t);
+    cli_table_free(t);
+}
+
+static void print_exec(const cJSON *e)
+{
+    char t1[32], t2[32], t3[32];
+    cli_time(cli_num(e, "createTime"), t1, sizeof t1);
+    cli_time(cli_num(e, "startTime"), t2, sizeof t2);
+    cli_time(cli_num(e, "endTime"), t3, sizeof t3);
+    printf("id          %s\n", cli_str(e, "id"));
+    printf("state       %s\n", cli_str(e, "state"));
+    if (*cli_str(e, "message"))
+        printf("message     %s\n", cli_str(e, "message"));
+    printf("framework   %s\n", cli_str(e, "framework"));
+    printf("creator     %s\n", cli_str(e, "creator"));
+    printf("args        %s\n", cli_str(e, "args"));
+    printf("workers     %d\n", (int)cli_num(e, "numWorker"));
+    printf("result dir  %s\n", cli_str(e, "resultDir"));
+    printf("created     %s\nstarted     %s\nended       %s\n", t1, t2, t3);
+    const cJSON *ws = cJSON_GetObjectItemCaseSensitive(e, "workers");
+    const cJSON *w;
+    cJSON_ArrayForEach(w, ws)
+        printf("  worker %d  pid %d  %s\n", (int)cli_num(w, "rank"), (int)cli_num(w, "pid"),
+               cli_str(w, "state"));
+}
+
+static cJSON *get_exec(const cli_globals *g, const char *id)
+{
+    char path[256];
+    snprintf(path, sizeof path, EXECS "/%s", id);
+    return cli_request(g, "GET", path, NULL);
+}
+
+int exec_wait_id(const cli_globals *g, const char *id, double timeout_s, int quiet)
+{
+    double waited = 0;
+    for (;;) {
+        cJSON *j = get_exec(g, id);
+        if (!j)
+            return 1;
+        const char *state = cli_str(j, "state");
+        if (exec_state_is_final(state)) {
+            int ok = strcmp(state, "FINISHED") == 0;
+            if (!quiet)
+                printf("exec %s %s%s%s\n", id, state, *cli_str(j, "message") ? ": " : "",
+                       cli_str(j, "message"));
+            cJSON_Delete(j);
+            return ok ? 0 : 1;
+        }
+        cJSON_Delete(j);
+        if (timeout_s > 0 && waited >= timeout_s)
+            return cli_fail("exec %s did not end within %.0f s", id, timeout_s);
+        usleep(100000);
+        waited += 0.1;
+    }
+}
+
+/* Fetches a worker's log from *offset on and prints it; returns bytes read
+ * or -1. */
+static long print_log_chunk(const cli_globals *g, const char *id, int worker, const char *stream,
+                            long long *offset, const char *prefix)
+{
+    char path[512];
+    snprintf(path, sizeof path, EXECS "/%s/log?worker=%d&stream=%s&offset=%lld", id, worker,
+             stream, *offset);
+    size_t n;
+    char *text = cli_request_text(g, path, &n);
+    if (!text)
+        return -1;
+    if (prefix && n) {
+        /* Prefix complete lines; a partial line waits for its end. */
+        const char *p = text, *nl;
+        while ((nl = memchr(p, '\n', n - (size_t)(p - text)))) {
+            printf("%s%.*s\n", prefix, (int)(nl - p), p);
+            p = nl + 1;
+        }
+        n = (size_t)(p - text);
+    } else {
+        fwrite(text, 1, n, stdout);
+    }
+    fflush(stdout);
+    *offset += (long long)n;
+    free(text);
+    return (long)n;
+}
+
+int exec_print_logs(const cli_globals *g, const char *id, int follow, int worker,
+                    const char *stream)
+{
+    cJSON *e = get_exec(g, id);
+    if (!e)
+        return 1;
+    int nworkers = (int)cli_num(e, "numWorker");
+    cJSON_Delete(e);
+    if (worker >= nworkers)
+        return cli_fail("--worker: exec %s has workers 0 to %d", id, nworkers - 1);
+    int first = worker >= 0 ? worker : 0, last = worker >= 0 ? worker : nworkers - 1;
+    if (!follow) {
+        for (int w = first; w <= last; w++) {
+            if (worker < 0 && nworkers > 1)
+                printf("==> worker-%d/%s <==\n", w, stream);
+            long long off = 0;
+            long n;
+            while ((n = print_log_chunk(g, id, w, stream, &off, NULL)) > 0)
+                ;
+            if (n < 0)
+                return 1;
+        }
+        return 0;
+    }
+    long long offsets[1024] = {0};
+    if (last - first >= 1024)
+        return cli_fail("too many workers to follow at once; use --worker");
+    for (;;) {
+        /* Read the state first, so output written before the end is not missed. */
+        cJSON *j = get_exec(g, id);
+        if (!j)
+            return 1;
+        int final = exec_state_is_final(cli_str(j, "state"));
+        char state_line[640];
+        snprintf(state_line, sizeof state_line, "exec %s %s%s%s", id, cli_str(j, "state"),
+                 *cli_str(j, "message") ? ": " : "", cli_str(j, "message"));
+        cJSON_Delete(j);
+        long got = 0;
+        for (int w = first; w <= last; w++) {
+            char prefix[32];
+            snprintf(prefix, sizeof prefix, "[worker-%d] ", w);
+            long n;
+            while ((n = print_log_chunk(g, id, w, stream, &offsets[w - first],
+                                        nworkers > 1 ? prefix : NULL)) > 0)
+                got += n;
+            if (n < 0)
+                return 1;
+        }
+        if (final && got == 0) {
+            fprintf(stderr, "%s\n", state_line);
+            return 0;
+        }
+        if (!got)
+            usleep(200000);
+    }
+}
+
+int cmd_exec(int argc, char **argv, const cli_globals *g)
+{
+    if (argc < 1 || cli_wants_help(argc, argv)) {
+        fputs(exec_usage, argc < 1 ? stderr : stdout);
+        return argc < 1 ? 2 : 0;
+    }
+    const char *verb = argv[0];
+    if (strcmp(verb, "start") == 0) {
+        char id[128];
+        return exec_start_words(argc - 1, argv + 1, g, id, sizeof id);
+    }
+    if (strcmp(verb, "list") == 0) {
+        cJSON *j = cli_request(g, "GET", EXECS, NULL);
+        if (!j)
+            return 1;
+        if (g->json)
+            cli_print_json(j);
+        else
+            print_exec_table(j);
+        cJSON_Delete(j);
+        return 0;
+    }
+    if (argc < 2)
+        return cli_fail("usage: loom exec %s ID (see loom exec --help)", verb);
+    const char *id = argv[1];
+    if (strcmp(verb, "view") == 0) {
+        cJSON *j = get_exec(g, id);
+        if (!j)
+            return 1;
+        if (g->json)
+            cli_print_json(j);
+        else
+            print_exec(j);
+        cJSON_Delete(j);
+        return 0;
+    }
+    if (strcmp(verb, "stop") == 0 || strcmp(verb, "delete") == 0) {
+        char path[256];
+        int stop = strcmp(verb, "stop") == 0;
+        snprintf(path, sizeof path, EXECS "/%s%s", id, stop ? "/stop" : "");
+        cJSON *j = cli_request(g, stop ? "POST" : "DELETE", path, NULL);
+        if (!j)
+            return 1;
+        if (g->json)
+            cli_print_json(j);
+        else
+            printf("exec %s %s\n", id, stop ? "stopping" : "deleted");
+        cJSON_Delete(j);
+        return 0;
+    }
+    if (strcmp(verb, "wait") == 0) {
+        double timeout = 0;
+        for (int i = 2; i < argc; i++) {
+            if (strcmp(argv[i], "--timeout") == 0 && i + 1 < argc)
+                timeout = atof(argv[++i]);
+            else
+                return cli_fail("exec wait: unexpected \"%s\"", argv[i]);
+        }
+        return exec_wait_id(g, id, timeout, 0);
+    }
+    if (strcmp(verb, "logs") == 0) {
+        int follow = 0, worker = -1;
+        const char *stream = "stdout";
+        for (int i = 2; i < argc; i++) {
+            if (strcmp(argv[i], "-f") == 0 || strcmp(argv[i], "--follow") == 0)
+                follow = 1;
+            else if (strcmp(argv[i], "--stderr") == 0)
+                stream = "stderr";
+            else if (strcmp(argv[i], "--worker") == 0 && i + 1 < argc)
+                worker = atoi(argv[++i]);
+            else
+                return cli_fail("exec logs: unexpected \"%s\"", argv[i]);
+        }
+        return exec_print_logs(g, id, follow, worker, stream);
+    }
+    fputs(exec_usage, stderr);
+    return cli_fail("exec: unknown command \"%s\"", verb);
+}

@@ -1,0 +1,105 @@
+/* cli/cmd_serve.c - `loom serve`: the host daemon in the foreground until
+ * SIGTERM or SIGINT. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/server.h"
+#include "cli/commands.h"
+#include "util/fs.h"
+#include "util/log.h"
+
+static const char serve_usage[] =
+    "usage: loom serve [--home DIR] [--listen ADDR:PORT] [--plugin-dir DIR]\n"
+    "\n"
+    "Runs the loom host: REST API, state store, plugin registry and job\n"
+    "supervision. It stops cleanly on SIGTERM or SIGINT.\n"
+    "\n"
+    "  --home DIR          state directory (default $LOOM_HOME or ~/.loom)\n"
+    "  --listen ADDR:PORT  address to listen on (default 127.0.0.1:9280;\n"
+    "                      port 0 picks a free one)\n"
+    "  --plugin-dir DIR    built-in plugins (default: next to the binary)\n"
+    "\n"
+    "The host writes its address to HOME/host, so the CLI finds it, and its\n"
+    "log to HOME/loom.log.\n";
+
+static int parse_listen(const char *text, char *addr, size_t addrlen, int *port)
+{
+    const char *colon = strrchr(text, ':');
+    char *end;
+    if (!colon) {
+        snprintf(addr, addrlen, "127.0.0.1");
+        colon = text - 1;
+    } else {
+        snprintf(addr, addrlen, "%.*s", (int)(colon - text), text);
+    }
+    long p = strtol(colon + 1, &end, 10);
+    if (*end || end == colon + 1 || p < 0 || p > 65535)
+        return -1;
+    *port = (int)p;
+    return 0;
+}
+
+int cmd_serve(int argc, char **argv, const cli_globals *g)
+{
+    if (cli_wants_help(argc, argv)) {
+        fputs(serve_usage, stdout);
+        return 0;
+    }
+    char addr[256] = "127.0.0.1";
+    int port = LOOM_DEFAULT_PORT;
+    const char *plugin_dir = NULL;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--listen") == 0 && i + 1 < argc) {
+            if (parse_listen(argv[++i], addr, sizeof addr, &port) != 0)
+                return cli_fail("--listen: expected ADDR:PORT, got \"%s\"", argv[i]);
+        } else if (strcmp(argv[i], "--plugin-dir") == 0 && i + 1 < argc) {
+            plugin_dir = argv[++i];
+        } else {
+            fputs(serve_usage, stderr);
+            return cli_fail("serve: unexpected \"%s\"", argv[i]);
+        }
+    }
+    char home[4096], path[4200];
+    client_home(g->home, home, sizeof home);
+    if (fs_mkdir_p(home) != 0)
+        return cli_fail("--home %s: cannot create: %s", home, strerror(errno));
+    snprintf(path, sizeof path, "%s/loom.log", home);
+    if (log_open(path) != 0)
+        return cli_fail("%s: cannot open the log: %s", path, strerror(errno));
+
+    /* Signals are taken synchronously by this thread; every other thread
+     * (HTTP, supervisor) inherits the mask. */
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &stop, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    char err[1024];
+    loomd_options opt = {.home = home, .address = addr, .port = port, .plugin_dir = plugin_dir};
+    loomd *d = loomd_start(&opt, err, sizeof err);
+    if (!d) {
+        log_error("start failed: %s", err);
+        return cli_fail("%s", err);
+    }
+    char url[300];
+    snprintf(url, sizeof url, "http://%s:%d\n", addr, loomd_port(d));
+    snprintf(path, sizeof path, "%s/host", home);
+    fs_write_file_atomic(path, url, strlen(url), 0644);
+    printf("loom host %s listening on %s", LOOM_VERSION, url);
+    printf("home %s, log %s/loom.log\n", home, home);
+    fflush(stdout);
+
+    int sig = 0;
+    sigwait(&stop, &sig);
+    log_info("signal %d: shutting down", sig);
+    loomd_stop(d);
+    unlink(path);
+    log_info("stopped");
+    log_close();
+    return 0;
+}

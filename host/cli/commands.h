@@ -1,0 +1,21 @@
+/* cli/commands.h - the subcommands. Each takes the words after its name
+ * (global flags already removed) and returns the process exit status. */
+#ifndef LOOM_CLI_COMMANDS_H
+#define LOOM_CLI_COMMANDS_H
+
+#include "cli/common.h"
+
+int cmd_serve(int argc, char **argv, const cli_globals *g);
+int cmd_demo(int argc, char **argv, const cli_globals *g);
+int cmd_plugin(int argc, char **argv, const cli_globals *g);
+/* framework | algorithm | kernel | logger */
+int cmd_kind(const char *kind, int argc, char **argv, const cli_globals *g);
+int cmd_exec(int argc, char **argv, const cli_globals *g);
+
+/* Shared by exec and demo. */
+int exec_start_words(int argc, char **argv, const cli_globals *g, char *id, size_t idlen);
+int exec_wait_id(const cli_globals *g, const char *id, double timeout_s, int quiet);
+int exec_print_logs(const cli_globals *g, const char *id, int follow, int worker,
+                    const char *stream);
+
+#endif

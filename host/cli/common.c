@@ -1,0 +1,240 @@
+/* cli/common.c - see common.h. */
+#include "cli/common.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+int cli_take_globals(int argc, char **argv, cli_globals *g)
+{
+    int out = 0, i = 0;
+    for (; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0)
+            break;
+        if (strcmp(argv[i], "--json") == 0) {
+            g->json = 1;
+        } else if (strcmp(argv[i], "--host") == 0 || strcmp(argv[i], "--home") == 0) {
+            if (i + 1 >= argc) {
+                cli_fail("%s needs a value", argv[i]);
+                return -1;
+            }
+            if (argv[i][3] == 's')
+                g->host = argv[++i];
+            else
+                g->home = argv[++i];
+        } else if (strncmp(argv[i], "--host=", 7) == 0) {
+            g->host = argv[i] + 7;
+        } else if (strncmp(argv[i], "--home=", 7) == 0) {
+            g->home = argv[i] + 7;
+        } else {
+            argv[out++] = argv[i];
+        }
+    }
+    for (; i < argc; i++)
+        argv[out++] = argv[i];
+    argv[out] = NULL;
+    return out;
+}
+
+int cli_fail(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("loom: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return 1;
+}
+
+static cJSON *finish(client_reply *r)
+{
+    if (r->status >= 200 && r->status < 300) {
+        cJSON *j = client_reply_json(r);
+        if (!j)
+            j = cJSON_CreateString(r->body ? r->body : "");
+        client_reply_free(r);
+        return j;
+    }
+    char msg[1024];
+    client_reply_error(r, msg, sizeof msg);
+    cli_fail("%s", msg);
+    client_reply_free(r);
+    return NULL;
+}
+
+static void client_for(const cli_globals *g, client *c)
+{
+    if (!g->host && g->home) {
+        /* The host of that home, when it wrote its address there. */
+        char prev[4096];
+        const char *env = getenv("LOOM_HOME");
+        snprintf(prev, sizeof prev, "%s", env ? env : "");
+        setenv("LOOM_HOME", g->home, 1);
+        client_init(c, NULL);
+        if (env)
+            setenv("LOOM_HOME", prev, 1);
+        else
+            unsetenv("LOOM_HOME");
+        return;
+    }
+    client_init(c, g->host);
+}
+
+cJSON *cli_request(const cli_globals *g, const char *method, const char *path,
+                   const char *json_body)
+{
+    client c;
+    client_for(g, &c);
+    client_reply r;
+    char err[1024];
+    if (client_call(&c, method, path, json_body, &r, err, sizeof err) != 0) {
+        cli_fail("%s", err);
+        return NULL;
+    }
+    return finish(&r);
+}
+
+char *cli_request_text(const cli_globals *g, const char *path, size_t *len)
+{
+    client c;
+    client_for(g, &c);
+    client_reply r;
+    char err[1024];
+    if (client_call(&c, "GET", path, NULL, &r, err, sizeof err) != 0) {
+        cli_fail("%s", err);
+        return NULL;
+    }
+    if (r.status != 200) {
+        client_reply_error(&r, err, sizeof err);
+        client_reply_free(&r);
+        cli_fail("%s", err);
+        return NULL;
+    }
+    *len = r.len;
+    return r.body;
+}
+
+cJSON *cli_upload(const cli_globals *g, const char *path, const client_part *parts, int nparts)
+{
+    client c;
+    client_for(g, &c);
+    client_reply r;
+    char err[1024];
+    if (client_upload(&c, path, parts, nparts, &r, err, sizeof err) != 0) {
+        cli_fail("%s", err);
+        return NULL;
+    }
+    return finish(&r);
+}
+
+void cli_print_json(const cJSON *j)
+{
+    char *text = cJSON_Print(j);
+    if (text) {
+        puts(text);
+        free(text);
+    }
+}
+
+struct cli_table {
+    int ncols, nrows, cap;
+    char **cells; /* nrows x ncols, row 0 = headers */
+};
+
+cli_table *cli_table_new(int ncols, const char *const *headers)
+{
+    cli_table *t = calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    t->ncols = ncols;
+    cli_table_add(t, headers);
+    return t;
+}
+
+void cli_table_add(cli_table *t, const char *const *cells)
+{
+    if (!t)
+        return;
+    if (t->nrows == t->cap) {
+        int cap = t->cap ? t->cap * 2 : 16;
+        char **grown = realloc(t->cells, (size_t)cap * (size_t)t->ncols * sizeof *grown);
+        if (!grown)
+            return;
+        t->cells = grown;
+        t->cap = cap;
+    }
+    for (int c = 0; c < t->ncols; c++)
+        t->cells[t->nrows * t->ncols + c] = strdup(cells[c] ? cells[c] : "");
+    t->nrows++;
+}
+
+void cli_table_print(cli_table *t)
+{
+    if (!t)
+        return;
+    int width[32] = {0};
+    for (int r = 0; r < t->nrows; r++)
+        for (int c = 0; c < t->ncols && c < 32; c++) {
+            int w = (int)strlen(t->cells[r * t->ncols + c]);
+            if (w > width[c])
+                width[c] = w;
+        }
+    for (int r = 0; r < t->nrows; r++) {
+        for (int c = 0; c < t->ncols; c++) {
+            const char *cell = t->cells[r * t->ncols + c];
+            if (c == t->ncols - 1)
+                printf("%s", cell);
+            else
+                printf("%-*s  ", width[c], cell);
+        }
+        putchar('\n');
+    }
+}
+
+void cli_table_free(cli_table *t)
+{
+    if (!t)
+        return;
+    for (int i = 0; i < t->nrows * t->ncols; i++)
+        free(t->cells[i]);
+    free(t->cells);
+    free(t);
+}
+
+const char *cli_str(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+double cli_num(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsNumber(v) ? v->valuedouble : 0;
+}
+
+void cli_time(double ms, char *out, size_t outlen)
+{
+    if (ms <= 0) {
+        snprintf(out, outlen, "-");
+        return;
+    }
+    time_t t = (time_t)(ms / 1000);
+    struct tm tm;
+    localtime_r(&t, &tm);
+    strftime(out, outlen, "%Y-%m-%d %H:%M:%S", &tm);
+}
+
+int cli_wants_help(int argc, char **argv)
+{
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0)
+            return 0;
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)
+            return 1;
+    }
+    return 0;
+}

@@ -1,0 +1,51 @@
+/* cli/common.h - what every CLI command shares: global flags, errors,
+ * tables and calling the host. */
+#ifndef LOOM_CLI_COMMON_H
+#define LOOM_CLI_COMMON_H
+
+#include <cjson/cJSON.h>
+
+#include "cli/client.h"
+
+typedef struct cli_globals {
+    const char *host; /* --host */
+    const char *home; /* --home */
+    int json;         /* --json */
+} cli_globals;
+
+/* Removes --host X, --home X and --json from argv (up to a "--"), storing
+ * them in g; returns the new argc or -1 (error printed). */
+int cli_take_globals(int argc, char **argv, cli_globals *g);
+
+/* Prints "loom: message" to stderr and returns 1. */
+int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Calls the host and returns the reply's JSON (caller frees) when the
+ * status is 2xx; otherwise prints the host's error and returns NULL. */
+cJSON *cli_request(const cli_globals *g, const char *method, const char *path,
+                   const char *json_body);
+/* Like cli_request, for a text reply: returns the body (caller frees). */
+char *cli_request_text(const cli_globals *g, const char *path, size_t *len);
+cJSON *cli_upload(const cli_globals *g, const char *path, const client_part *parts,
+                  int nparts);
+
+/* Prints JSON (pretty) to stdout. */
+void cli_print_json(const cJSON *j);
+
+/* A plain text table: columns sized to their widest cell. */
+typedef struct cli_table cli_table;
+cli_table *cli_table_new(int ncols, const char *const *headers);
+void cli_table_add(cli_table *t, const char *const *cells);
+void cli_table_print(cli_table *t);
+void cli_table_free(cli_table *t);
+
+/* A string field of a JSON object, or "" */
+const char *cli_str(const cJSON *o, const char *key);
+double cli_num(const cJSON *o, const char *key);
+/* "2026-11-21 23:59:59" from unix milliseconds, "-" for 0. */
+void cli_time(double ms, char *out, size_t outlen);
+
+/* True when argv[i] is -h or --help. */
+int cli_wants_help(int argc, char **argv);
+
+#endif

@@ -1,0 +1,45 @@
+/*
+ * exec/dlicmd.h - submissions in dlicmd's syntax: "--exec-start edt
+ * --model-dir DIR --numWorker 4 --msd-env K=V -- --epochs 5". The REST API
+ * carries them as one string (WMLA's "args"), the CLI as argv; both end up
+ * here.
+ */
+#ifndef LOOM_EXEC_DLICMD_H
+#define LOOM_EXEC_DLICMD_H
+
+#include <stddef.h>
+
+typedef struct dlicmd {
+    char *exec_start;   /* framework name (required) */
+    char *model_dir;    /* as given by the user (client side) */
+    char *model_main;
+    char *device_type;  /* "cpu" or "gpu"; default "cpu" */
+    char *consumer;     /* resource plan; NULL = the user's default */
+    char *data_dir;
+    int num_worker;     /* default 1 */
+    int worker_device_num; /* default 1 */
+    int priority;       /* --msd-priority; default 0 */
+    int sync_mode_async; /* --syncMode ASYNC */
+    char **msd_env;     /* "K=V" */
+    int msd_env_count;
+    char **args;        /* after "--" */
+    int arg_count;
+} dlicmd;
+
+/* Splits `text` into words like a POSIX shell would (quotes, backslash),
+ * without expansions. Returns a NULL-terminated malloc'd vector or NULL with
+ * err (e.g. an unterminated quote). Free with dlicmd_free_words. */
+char **dlicmd_split(const char *text, int *count, char *err, size_t errlen);
+void dlicmd_free_words(char **words);
+
+/* Parses words. Unknown flags, missing values and out-of-range numbers are
+ * errors naming the flag. Returns 0 or -1. */
+int dlicmd_parse_words(int argc, char *const *argv, dlicmd *out, char *err,
+                       size_t errlen);
+int dlicmd_parse(const char *text, dlicmd *out, char *err, size_t errlen);
+void dlicmd_free(dlicmd *d);
+
+/* Joins words into one string that dlicmd_split turns back into them. */
+char *dlicmd_join(int argc, char *const *argv);
+
+#endif

@@ -1,0 +1,355 @@
+/* plugin/registry.c - see registry.h. */
+#include "plugin/registry.h"
+
+#include <dirent.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#include "plugin/lua_plugin.h"
+#include "plugin/so_loader.h"
+#include "util/log.h"
+
+typedef struct loaded_file {
+    struct loaded_file *next;
+    char path[PATH_MAX];
+    dev_t dev;
+    ino_t ino;
+    so_plugin *so;
+    lua_plugin *lua;
+    unsigned abi_major, abi_minor;
+    int entries; /* registered entries that point here */
+} loaded_file;
+
+typedef struct slot {
+    registry_entry e;
+    loaded_file *file; /* NULL for a recorded failure */
+    int pins;
+} slot;
+
+struct registry {
+    pthread_mutex_t lock;
+    loaded_file *files;
+    slot *slots;
+    size_t count, cap;
+};
+
+registry *registry_create(void)
+{
+    registry *r = calloc(1, sizeof *r);
+    if (r)
+        pthread_mutex_init(&r->lock, NULL);
+    return r;
+}
+
+static void file_close(loaded_file *f)
+{
+    if (f->so)
+        so_plugin_close(f->so);
+    if (f->lua)
+        lua_plugin_close(f->lua);
+    free(f);
+}
+
+void registry_destroy(registry *r)
+{
+    if (!r)
+        return;
+    while (r->files) {
+        loaded_file *f = r->files;
+        r->files = f->next;
+        file_close(f);
+    }
+    free(r->slots);
+    pthread_mutex_destroy(&r->lock);
+    free(r);
+}
+
+static int has_suffix(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+static slot *find_slot(registry *r, int kind, const char *name, int loaded_only)
+{
+    for (size_t i = 0; i < r->count; i++) {
+        slot *s = &r->slots[i];
+        if (s->e.kind == kind && strcasecmp(s->e.name, name) == 0 &&
+            (!loaded_only || s->e.loaded))
+            return s;
+    }
+    return NULL;
+}
+
+static slot *append_slot(registry *r)
+{
+    if (r->count == r->cap) {
+        size_t cap = r->cap ? r->cap * 2 : 16;
+        slot *grown = realloc(r->slots, cap * sizeof *grown);
+        if (!grown)
+            return NULL;
+        r->slots = grown;
+        r->cap = cap;
+    }
+    slot *s = &r->slots[r->count++];
+    memset(s, 0, sizeof *s);
+    return s;
+}
+
+static void record_failure(registry *r, const char *path, const char *origin,
+                           const char *message)
+{
+    /* A file that failed again replaces its earlier failure record. */
+    for (size_t i = 0; i < r->count; i++)
+        if (!r->slots[i].e.loaded && strcmp(r->slots[i].e.path, path) == 0) {
+            snprintf(r->slots[i].e.error, sizeof r->slots[i].e.error, "%s", message);
+            return;
+        }
+    slot *s = append_slot(r);
+    if (!s)
+        return;
+    s->e.kind = -1;
+    const char *base = strrchr(path, '/');
+    snprintf(s->e.name, sizeof s->e.name, "%s", base ? base + 1 : path);
+    snprintf(s->e.path, sizeof s->e.path, "%s", path);
+    snprintf(s->e.origin, sizeof s->e.origin, "%s", origin);
+    snprintf(s->e.format, sizeof s->e.format, "%s", has_suffix(path, ".lua") ? "lua" : "so");
+    snprintf(s->e.error, sizeof s->e.error, "%s", message);
+}
+
+static void forget_failure(registry *r, const char *path)
+{
+    for (size_t i = 0; i < r->count; i++)
+        if (!r->slots[i].e.loaded && strcmp(r->slots[i].e.path, path) == 0) {
+            r->slots[i] = r->slots[--r->count];
+            return;
+        }
+}
+
+static int load_locked(registry *r, const char *path, const char *origin,
+                       const char *rename, int want_kind, char *err,
+                       size_t errlen)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        snprintf(err, errlen, "%s: no such file", path);
+        return -1;
+    }
+    for (loaded_file *f = r->files; f; f = f->next)
+        if (f->dev == st.st_dev && f->ino == st.st_ino) {
+            snprintf(err, errlen, "%s: already loaded (as %s)", path, f->path);
+            return -1;
+        }
+    int is_lua = has_suffix(path, ".lua");
+    if (!is_lua && !has_suffix(path, ".so")) {
+        snprintf(err, errlen, "%s: not a plugin file: expected a .so or .lua file", path);
+        return -1;
+    }
+    if (rename && !loom_name_valid(rename)) {
+        snprintf(err, errlen, "name \"%s\" is not valid: use 1-63 of A-Z a-z 0-9 _ - .", rename);
+        return -1;
+    }
+
+    loaded_file *f = calloc(1, sizeof *f);
+    if (!f) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    snprintf(f->path, sizeof f->path, "%s", path);
+    f->dev = st.st_dev;
+    f->ino = st.st_ino;
+    const loom_registration *regs = NULL;
+    size_t n = 0;
+    if (is_lua) {
+        f->lua = lua_plugin_open(path, NULL, err, errlen);
+        if (f->lua)
+            n = lua_plugin_registrations(f->lua, &regs);
+        f->abi_major = LOOM_ABI_MAJOR;
+        f->abi_minor = LOOM_ABI_MINOR;
+    } else {
+        f->so = so_plugin_open(path, 1, err, errlen);
+        if (f->so) {
+            n = so_plugin_registrations(f->so, &regs);
+            so_plugin_abi(f->so, &f->abi_major, &f->abi_minor);
+        }
+    }
+    if (!f->so && !f->lua) {
+        free(f);
+        return -1;
+    }
+
+    /* Pick what to register, then check every name before registering any. */
+    const loom_registration *chosen[LOOM_KIND_COUNT * 4];
+    size_t m = 0;
+    for (size_t i = 0; i < n && m < sizeof chosen / sizeof *chosen; i++)
+        if (want_kind < 0 || (int)regs[i].kind == want_kind)
+            chosen[m++] = &regs[i];
+    if (m == 0) {
+        snprintf(err, errlen, "%s: provides no %s", path,
+                 want_kind >= 0 ? loom_kind_name((loom_kind)want_kind) : "plugin");
+        file_close(f);
+        return -1;
+    }
+    if (rename && m > 1) {
+        snprintf(err, errlen, "%s: registers %zu plugins; a new name applies to one only",
+                 path, m);
+        file_close(f);
+        return -1;
+    }
+    for (size_t i = 0; i < m; i++) {
+        const char *name = rename ? rename : chosen[i]->name;
+        slot *clash = find_slot(r, chosen[i]->kind, name, 1);
+        if (clash) {
+            snprintf(err, errlen, "a %s named \"%s\" is already registered (from %s)",
+                     loom_kind_name(chosen[i]->kind), clash->e.name, clash->e.path);
+            file_close(f);
+            return -1;
+        }
+    }
+    for (size_t i = 0; i < m; i++) {
+        slot *s = append_slot(r);
+        if (!s) {
+            snprintf(err, errlen, "out of memory");
+            /* Roll back what this call appended. */
+            while (r->count && r->slots[r->count - 1].file == f)
+                r->count--;
+            file_close(f);
+            return -1;
+        }
+        registry_entry *e = &s->e;
+        e->kind = chosen[i]->kind;
+        snprintf(e->name, sizeof e->name, "%s", rename ? rename : chosen[i]->name);
+        snprintf(e->version, sizeof e->version, "%s", chosen[i]->version ? chosen[i]->version : "");
+        snprintf(e->description, sizeof e->description, "%s",
+                 chosen[i]->description ? chosen[i]->description : "");
+        snprintf(e->path, sizeof e->path, "%s", path);
+        snprintf(e->format, sizeof e->format, "%s", is_lua ? "lua" : "so");
+        snprintf(e->origin, sizeof e->origin, "%s", origin);
+        e->abi_major = f->abi_major;
+        e->abi_minor = f->abi_minor;
+        e->loaded = 1;
+        e->factory = chosen[i]->factory;
+        s->file = f;
+        f->entries++;
+    }
+    f->next = r->files;
+    r->files = f;
+    forget_failure(r, path);
+    return 0;
+}
+
+int registry_load(registry *r, const char *path, const char *origin,
+                  const char *rename, int want_kind, int record, char *err,
+                  size_t errlen)
+{
+    pthread_mutex_lock(&r->lock);
+    int rc = load_locked(r, path, origin, rename, want_kind, err, errlen);
+    if (rc != 0 && record)
+        record_failure(r, path, origin, err);
+    pthread_mutex_unlock(&r->lock);
+    return rc;
+}
+
+static int by_name(const struct dirent **a, const struct dirent **b)
+{
+    return strcmp((*a)->d_name, (*b)->d_name);
+}
+
+static int plugin_file(const struct dirent *d)
+{
+    return has_suffix(d->d_name, ".so") || has_suffix(d->d_name, ".lua");
+}
+
+int registry_load_dir(registry *r, const char *dir, const char *origin)
+{
+    struct dirent **names;
+    int n = scandir(dir, &names, plugin_file, by_name);
+    if (n < 0) {
+        log_warn("plugin directory %s cannot be read; no %s plugins loaded", dir, origin);
+        return 0;
+    }
+    int loaded = 0;
+    for (int i = 0; i < n; i++) {
+        char path[PATH_MAX], err[512];
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]->d_name);
+        free(names[i]);
+        if (registry_load(r, path, origin, NULL, -1, 1, err, sizeof err) == 0)
+            loaded++;
+        else
+            log_warn("plugin skipped: %s", err);
+    }
+    free(names);
+    return loaded;
+}
+
+int registry_acquire(registry *r, loom_kind kind, const char *name,
+                     registry_entry *out)
+{
+    pthread_mutex_lock(&r->lock);
+    slot *s = name ? find_slot(r, (int)kind, name, 1) : NULL;
+    if (s) {
+        s->pins++;
+        *out = s->e;
+    }
+    pthread_mutex_unlock(&r->lock);
+    return s ? 0 : -1;
+}
+
+void registry_release(registry *r, loom_kind kind, const char *name)
+{
+    pthread_mutex_lock(&r->lock);
+    slot *s = find_slot(r, (int)kind, name, 1);
+    if (s && s->pins > 0)
+        s->pins--;
+    pthread_mutex_unlock(&r->lock);
+}
+
+int registry_remove(registry *r, loom_kind kind, const char *name, char *err,
+                    size_t errlen)
+{
+    pthread_mutex_lock(&r->lock);
+    int rc = -1;
+    slot *s = find_slot(r, (int)kind, name, 1);
+    if (!s) {
+        snprintf(err, errlen, "no %s named \"%s\"", loom_kind_name(kind), name);
+    } else if (strcmp(s->e.origin, "builtin") == 0) {
+        snprintf(err, errlen, "%s \"%s\" is built in and cannot be removed",
+                 loom_kind_name(kind), s->e.name);
+    } else if (s->pins > 0) {
+        snprintf(err, errlen, "%s \"%s\" is in use by %d running instance(s)",
+                 loom_kind_name(kind), s->e.name, s->pins);
+    } else {
+        loaded_file *f = s->file;
+        *s = r->slots[--r->count];
+        if (--f->entries == 0) {
+            for (loaded_file **p = &r->files; *p; p = &(*p)->next)
+                if (*p == f) {
+                    *p = f->next;
+                    break;
+                }
+            file_close(f);
+        }
+        rc = 0;
+    }
+    pthread_mutex_unlock(&r->lock);
+    return rc;
+}
+
+size_t registry_list(registry *r, int kind, registry_entry *out, size_t cap)
+{
+    pthread_mutex_lock(&r->lock);
+    size_t n = 0;
+    for (size_t i = 0; i < r->count; i++) {
+        if (kind >= 0 && r->slots[i].e.kind != kind)
+            continue;
+        if (n < cap)
+            out[n] = r->slots[i].e;
+        n++;
+    }
+    pthread_mutex_unlock(&r->lock);
+    return n;
+}

@@ -1,0 +1,65 @@
+/*
+ * plugin/registry.h - every plugin the host knows: kind, name, version, ABI,
+ * format (.so / Lua), origin (built-in or user) and state (loaded, or the
+ * reason it failed). One lock serialises loading; a file is loaded once
+ * (de-duplicated by device and inode); a plugin with live instances is never
+ * unloaded.
+ */
+#ifndef LOOM_PLUGIN_REGISTRY_H
+#define LOOM_PLUGIN_REGISTRY_H
+
+#include <limits.h>
+#include <stddef.h>
+
+#include "plugin/plugin.h"
+
+typedef struct registry registry;
+
+typedef struct registry_entry {
+    int kind; /* loom_kind, or -1 when the file failed before telling */
+    char name[LOOM_NAME_MAX];
+    char version[64];
+    char description[256];
+    char path[PATH_MAX];
+    char format[8];  /* "so" or "lua" */
+    char origin[16]; /* "builtin" or "user" */
+    unsigned abi_major, abi_minor;
+    int loaded; /* 0: failed, see error */
+    char error[512];
+    const void *factory; /* NULL unless loaded */
+} registry_entry;
+
+registry *registry_create(void);
+void registry_destroy(registry *r);
+
+/* Loads `path` (.so or .lua by extension) and registers every factory it
+ * provides. `rename`, when set, registers the file's only factory under that
+ * name; `want_kind` >= 0 requires the file to provide that kind (the other
+ * kinds it provides are ignored). All or nothing: on any error (load
+ * failure, name taken, wrong kind) nothing is registered, err says why and
+ * -1 is returned; with `record_failure` the failure is kept in the list so
+ * `plugin list` shows it. */
+int registry_load(registry *r, const char *path, const char *origin,
+                  const char *rename, int want_kind, int record_failure,
+                  char *err, size_t errlen);
+
+/* Loads every .so and .lua in `dir`, in name order; failures are logged and
+ * recorded, never fatal. Returns the number loaded. */
+int registry_load_dir(registry *r, const char *dir, const char *origin);
+
+/* Looks a loaded plugin up (names match case-insensitively) and pins it
+ * until registry_release. Returns 0 and fills `out`, or -1. */
+int registry_acquire(registry *r, loom_kind kind, const char *name,
+                     registry_entry *out);
+void registry_release(registry *r, loom_kind kind, const char *name);
+
+/* Unregisters a user plugin. Returns 0, or -1 with err (not found,
+ * built-in, or in use). The file is unloaded once nothing of it remains. */
+int registry_remove(registry *r, loom_kind kind, const char *name, char *err,
+                    size_t errlen);
+
+/* Copies up to `cap` entries (kind < 0 for all kinds, else that kind only)
+ * into out; returns how many there are in all. */
+size_t registry_list(registry *r, int kind, registry_entry *out, size_t cap);
+
+#endif

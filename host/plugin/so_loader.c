@@ -1,0 +1,192 @@
+/* plugin/so_loader.c - see so_loader.h. Everything the host keeps from the
+ * descriptor is copied, so a refused library can be dlclosed at once. */
+#include "plugin/so_loader.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugin/host_api.h"
+
+struct so_plugin {
+    void *handle;
+    const loom_module *module;
+    loom_host *host;
+    int initialized;
+    unsigned abi_major, abi_minor;
+    char name[LOOM_NAME_MAX];
+    char version[64];
+    char description[256];
+    size_t count;
+    loom_registration regs[LOOM_KIND_COUNT];
+};
+
+/* The smallest descriptor this host accepts: ABI 1.0's loom_module. */
+#define MODULE_MIN_SIZE                                                        \
+    (offsetof(loom_module, get_factory) + sizeof(((loom_module *)0)->get_factory))
+
+static void copy_text(char *dst, size_t cap, const char *src)
+{
+    snprintf(dst, cap, "%s", src ? src : "");
+}
+
+static int check_module(const char *path, const loom_module *m, char *err,
+                        size_t errlen)
+{
+    static const char host_tag[LOOM_ABI_TAG_SIZE] = LOOM_ABI_TAG_INIT;
+    if (m->struct_size < MODULE_MIN_SIZE) {
+        snprintf(err, errlen,
+                 "%s: loom_module.struct_size is %u; at least %zu expected",
+                 path, (unsigned)m->struct_size, (size_t)MODULE_MIN_SIZE);
+        return -1;
+    }
+    if (m->abi_major != LOOM_ABI_MAJOR) {
+        snprintf(err, errlen,
+                 "%s: abi_major is %u; this host supports ABI major %u", path,
+                 (unsigned)m->abi_major, (unsigned)LOOM_ABI_MAJOR);
+        return -1;
+    }
+    if (m->abi_minor > LOOM_ABI_MINOR) {
+        snprintf(err, errlen,
+                 "%s: abi_minor is %u, newer than this host's ABI %u.%u; "
+                 "rebuild the plugin against this host's SDK or upgrade the host",
+                 path, (unsigned)m->abi_minor, (unsigned)LOOM_ABI_MAJOR,
+                 (unsigned)LOOM_ABI_MINOR);
+        return -1;
+    }
+    if (memcmp(m->abi_tag, host_tag, LOOM_ABI_TAG_SIZE) != 0) {
+        char got[LOOM_ABI_TAG_SIZE + 1], want[LOOM_ABI_TAG_SIZE + 1];
+        for (int i = 0; i < LOOM_ABI_TAG_SIZE; i++) {
+            got[i] = (m->abi_tag[i] >= 32 && m->abi_tag[i] < 127) ? m->abi_tag[i] : '?';
+            want[i] = (host_tag[i] >= 32 && host_tag[i] < 127) ? host_tag[i] : '?';
+        }
+        got[LOOM_ABI_TAG_SIZE] = want[LOOM_ABI_TAG_SIZE] = 0;
+        snprintf(err, errlen,
+                 "%s: abi_tag is \"%s\"; this host's is \"%s\" (built for another "
+                 "platform: pointer size, byte order or long size differ)",
+                 path, got, want);
+        return -1;
+    }
+    if (!loom_name_valid(m->id)) {
+        snprintf(err, errlen,
+                 "%s: module id \"%s\" is not a valid name (1-63 of A-Z a-z 0-9 _ - .)",
+                 path, m->id ? m->id : "(null)");
+        return -1;
+    }
+    if (!m->get_factory) {
+        snprintf(err, errlen, "%s: loom_module.get_factory is NULL", path);
+        return -1;
+    }
+    return 0;
+}
+
+so_plugin *so_plugin_open(const char *path, int call_init, char *err,
+                          size_t errlen)
+{
+    dlerror();
+    void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+        const char *why = dlerror();
+        snprintf(err, errlen, "%s: cannot load: %s", path, why ? why : "unknown error");
+        return NULL;
+    }
+    /* POSIX lets a function pointer round-trip through void *. */
+    loom_module_entry_fn entry;
+    *(void **)&entry = dlsym(handle, LOOM_MODULE_ENTRY_SYMBOL);
+    if (!entry) {
+        snprintf(err, errlen, "%s: no %s function: not a loom plugin", path,
+                 LOOM_MODULE_ENTRY_SYMBOL);
+        dlclose(handle);
+        return NULL;
+    }
+    const loom_module *m = entry();
+    if (!m) {
+        snprintf(err, errlen, "%s: %s returned NULL", path, LOOM_MODULE_ENTRY_SYMBOL);
+        dlclose(handle);
+        return NULL;
+    }
+    if (check_module(path, m, err, errlen) != 0) {
+        dlclose(handle);
+        return NULL;
+    }
+    so_plugin *p = calloc(1, sizeof *p);
+    if (!p) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        dlclose(handle);
+        return NULL;
+    }
+    p->handle = handle;
+    p->module = m;
+    p->abi_major = m->abi_major;
+    p->abi_minor = m->abi_minor;
+    copy_text(p->name, sizeof p->name, m->id);
+    copy_text(p->version, sizeof p->version, m->version);
+    copy_text(p->description, sizeof p->description, m->description);
+
+    if (call_init && m->init) {
+        p->host = host_api_create(p->name);
+        loom_error *e = p->host ? m->init(p->host) : loom_err(LOOM_ERR_RESOURCE_EXHAUSTED, "out of memory");
+        if (e) {
+            snprintf(err, errlen, "%s: init failed: %s", path, loom_err_message(e));
+            loom_err_free(e);
+            host_api_release(p->host);
+            dlclose(handle);
+            free(p);
+            return NULL;
+        }
+        p->initialized = 1;
+    }
+
+    for (int k = 0; k < LOOM_KIND_COUNT; k++) {
+        const void *factory = m->get_factory(loom_kind_factory_id((loom_kind)k));
+        if (!factory)
+            continue;
+        char why[256];
+        if (loom_factory_validate((loom_kind)k, factory, why, sizeof why) != 0) {
+            snprintf(err, errlen, "%s: %s factory: %s", path,
+                     loom_kind_name((loom_kind)k), why);
+            so_plugin_close(p);
+            return NULL;
+        }
+        p->regs[p->count++] = (loom_registration){
+            .kind = (loom_kind)k,
+            .name = p->name,
+            .version = p->version,
+            .description = p->description,
+            .factory = factory,
+        };
+    }
+    if (p->count == 0) {
+        snprintf(err, errlen,
+                 "%s: provides no factory (get_factory returned NULL for %s, %s, %s and %s)",
+                 path, LOOM_FRAMEWORK_FACTORY_ID, LOOM_SEARCH_FACTORY_ID,
+                 LOOM_KERNEL_FACTORY_ID, LOOM_LOGGER_FACTORY_ID);
+        so_plugin_close(p);
+        return NULL;
+    }
+    return p;
+}
+
+size_t so_plugin_registrations(const so_plugin *p, const loom_registration **out)
+{
+    *out = p->regs;
+    return p->count;
+}
+
+void so_plugin_abi(const so_plugin *p, unsigned *major, unsigned *minor)
+{
+    *major = p->abi_major;
+    *minor = p->abi_minor;
+}
+
+void so_plugin_close(so_plugin *p)
+{
+    if (!p)
+        return;
+    if (p->initialized && p->module->deinit)
+        p->module->deinit();
+    host_api_release(p->host);
+    dlclose(p->handle);
+    free(p);
+}

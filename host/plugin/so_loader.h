@@ -1,0 +1,27 @@
+/*
+ * plugin/so_loader.h - loading a compiled plugin (.so) and checking its
+ * descriptor. The host checks versions, never the plugin: same ABI major,
+ * plugin minor <= host minor, ABI tag equal, struct at least ABI 1.0's size.
+ */
+#ifndef LOOM_PLUGIN_SO_LOADER_H
+#define LOOM_PLUGIN_SO_LOADER_H
+
+#include <stddef.h>
+
+#include "plugin/plugin.h"
+
+typedef struct so_plugin so_plugin;
+
+/* dlopens `path` (RTLD_NOW | RTLD_LOCAL), checks the descriptor, collects
+ * its factories and, when `call_init` is set, calls init with a host table.
+ * On failure returns NULL, writes a message naming the file and the field
+ * (with both values on a version mismatch) and leaves nothing loaded. */
+so_plugin *so_plugin_open(const char *path, int call_init, char *err,
+                          size_t errlen);
+size_t so_plugin_registrations(const so_plugin *p,
+                               const loom_registration **out);
+void so_plugin_abi(const so_plugin *p, unsigned *major, unsigned *minor);
+/* Calls deinit (if init was called) and dlcloses. */
+void so_plugin_close(so_plugin *p);
+
+#endif

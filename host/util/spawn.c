@@ -1,0 +1,47 @@
+/* util/spawn.c - see spawn.h. */
+#include "util/spawn.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <string.h>
+
+pid_t spawn_process(const spawn_spec *spec, char *err, size_t errlen)
+{
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t attr;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawnattr_init(&attr);
+    short flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
+    if (spec->pgid >= 0) {
+        flags |= POSIX_SPAWN_SETPGROUP;
+        posix_spawnattr_setpgroup(&attr, spec->pgid);
+    }
+    sigset_t none, all;
+    sigemptyset(&none);
+    sigfillset(&all);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setsigdefault(&attr, &all);
+    posix_spawnattr_setflags(&attr, flags);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    if (spec->stdout_path)
+        posix_spawn_file_actions_addopen(&fa, 1, spec->stdout_path,
+                                         O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (spec->stderr_path)
+        posix_spawn_file_actions_addopen(&fa, 2, spec->stderr_path,
+                                         O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (spec->cwd)
+        posix_spawn_file_actions_addchdir_np(&fa, spec->cwd);
+    pid_t pid = -1;
+    int rc = posix_spawnp(&pid, spec->argv[0], &fa, &attr, spec->argv, spec->envp);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&attr);
+    if (rc != 0) {
+        snprintf(err, errlen, "cannot start \"%s\"%s%s: %s", spec->argv[0],
+                 spec->cwd ? " in " : "", spec->cwd ? spec->cwd : "", strerror(rc));
+        return -1;
+    }
+    return pid;
+}

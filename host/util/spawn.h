@@ -1,0 +1,22 @@
+/* util/spawn.h - starting a child process with its own environment, working
+ * directory, output files and process group (posix_spawn, safe in a threaded
+ * host). */
+#ifndef LOOM_UTIL_SPAWN_H
+#define LOOM_UTIL_SPAWN_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+typedef struct spawn_spec {
+    char *const *argv;       /* argv[0] is searched in PATH unless it has a '/' */
+    char *const *envp;       /* the whole environment */
+    const char *cwd;         /* NULL: inherit */
+    const char *stdout_path; /* appended; NULL: inherit */
+    const char *stderr_path; /* appended; NULL: inherit */
+    pid_t pgid;              /* 0: a new group led by the child; -1: inherit */
+} spawn_spec;
+
+/* Returns the child's pid, or -1 with err naming argv[0] and the reason. */
+pid_t spawn_process(const spawn_spec *spec, char *err, size_t errlen);
+
+#endif
