@@ -116,7 +116,13 @@ cJSON *http_body_json(const http_request *req, http_response *res)
         return NULL;
     }
     const char *end = NULL;
-    cJSON *json = cJSON_ParseWithLengthOpts(req->body, req->body_len, &end, 1);
+    /* The body is NUL-terminated by the collector; a NUL inside it ends the
+     * parse early and is refused as trailing garbage. */
+    cJSON *json = cJSON_ParseWithOpts(req->body, &end, 1);
+    if (json && end != req->body + req->body_len) {
+        cJSON_Delete(json);
+        json = NULL;
+    }
     if (!json) {
         long at = end ? (long)(end - req->body) : 0;
         http_reply_error(res, 400, "request body: malformed JSON near byte %ld", at);

@@ -115,7 +115,7 @@ int cmd_demo(int argc, char **argv, const cli_globals *g)
         rc = exec_print_logs(&hg, id, 1, -1, "stdout");
     }
     if (rc == 0)
-        rc = exec_wait_id(&hg, id, 60, 0);
+        rc = exec_wait_id(&hg, id, 60, 1);
     if (rc == 0) {
         printf("\n== results (WMLA's val_dict_list.json per worker)\n");
         for (int w = 0; w < 2; w++) {

@@ -132,7 +132,8 @@ cJSON *cli_upload(const cli_globals *g, const char *path, const client_part *par
 
 void cli_print_json(const cJSON *j)
 {
-    char *text = cJSON_Print(j);
+    /* One line: --json output is for scripts. */
+    char *text = cJSON_PrintUnformatted(j);
     if (text) {
         puts(text);
         free(text);

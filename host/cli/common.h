@@ -29,7 +29,7 @@ char *cli_request_text(const cli_globals *g, const char *path, size_t *len);
 cJSON *cli_upload(const cli_globals *g, const char *path, const client_part *parts,
                   int nparts);
 
-/* Prints JSON (pretty) to stdout. */
+/* Prints JSON on one line to stdout. */
 void cli_print_json(const cJSON *j);
 
 /* A plain text table: columns sized to their widest cell. */

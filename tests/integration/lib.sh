@@ -1,0 +1,74 @@
+# tests/integration/lib.sh - what the integration tests share: a host
+# started on a free loopback port with a home of its own, assertions that
+# count, and the closing "N passed, N failed" line.
+# Usage: LOOM=/path/to/loom; . lib.sh
+
+set -u
+PASSED=0
+FAILED=0
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/loom-it-XXXXXX")
+HOST_PID=
+export LOOM_HOME="$WORK/home"
+unset LOOM_HOST
+
+cleanup() {
+    if [ -n "$HOST_PID" ]; then kill -9 "$HOST_PID" 2>/dev/null; wait "$HOST_PID" 2>/dev/null; fi
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+pass() { PASSED=$((PASSED + 1)); }
+fail() { FAILED=$((FAILED + 1)); echo "FAIL: $*" >&2; }
+
+expect_eq() { # expect_eq WHAT ACTUAL EXPECTED
+    if [ "$2" = "$3" ]; then pass; else fail "$1: got '$2', expected '$3'"; fi
+}
+expect_contains() { # expect_contains WHAT HAYSTACK NEEDLE
+    case "$2" in *"$3"*) pass ;; *) fail "$1: '$2' does not contain '$3'" ;; esac
+}
+expect_not_contains() {
+    case "$2" in *"$3"*) fail "$1: '$2' contains '$3'" ;; *) pass ;; esac
+}
+expect_ok() { # expect_ok WHAT COMMAND...
+    local what=$1; shift
+    if "$@" >"$WORK/out" 2>&1; then pass; else fail "$what: exit $? ($(tail -c 400 "$WORK/out"))"; fi
+}
+expect_fails() { # expect_fails WHAT COMMAND... ; leaves the output in $WORK/out
+    local what=$1; shift
+    if "$@" >"$WORK/out" 2>&1; then fail "$what: succeeded, expected failure"; else pass; fi
+}
+
+# start_host [extra serve flags]: starts `loom serve` and waits for its address.
+start_host() {
+    rm -f "$LOOM_HOME/host"
+    "$LOOM" serve --listen 127.0.0.1:0 "$@" >"$WORK/serve.out" 2>&1 &
+    HOST_PID=$!
+    for _ in $(seq 1 100); do
+        [ -s "$LOOM_HOME/host" ] && break
+        sleep 0.05
+    done
+    if [ ! -s "$LOOM_HOME/host" ]; then
+        echo "host did not start: $(cat "$WORK/serve.out")" >&2
+        exit 1
+    fi
+    URL=$(head -n1 "$LOOM_HOME/host")
+}
+
+# stop_host [SIGNAL]: SIGTERM by default, and wait for it to exit.
+stop_host() {
+    kill "-${1:-TERM}" "$HOST_PID" 2>/dev/null
+    wait "$HOST_PID" 2>/dev/null
+    HOST_PID=
+}
+
+# http METHOD PATH [curl args]: prints "STATUS BODY".
+http() {
+    local method=$1 path=$2; shift 2
+    curl -s -o "$WORK/body" -w '%{http_code}' -X "$method" "$URL$path" "$@" > "$WORK/status"
+    printf '%s %s' "$(cat "$WORK/status")" "$(cat "$WORK/body")"
+}
+
+finish() {
+    echo "$PASSED passed, $FAILED failed"
+    [ "$FAILED" -eq 0 ] && [ "$PASSED" -gt 0 ]
+}
