@@ -56,7 +56,9 @@ struct loom_proposal_sink {
      * experiment id the host assigned (> 0), or 0 when the proposal was
      * refused (logged by the host). */
     uint64_t (*propose)(const loom_proposal_sink *sink, const char *config_json);
-    /* Says the search has nothing more to propose, ever. */
+    /* Says the search has nothing more to propose, ever. May be called
+     * again on later suggests (a restored search repeats it). A proposal
+     * the host refused (propose returned 0) does not count as made. */
     void (*finish)(const loom_proposal_sink *sink);
 };
 

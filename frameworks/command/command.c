@@ -1,0 +1,85 @@
+/*
+ * frameworks/command/command.c - the "command" framework: launch any program.
+ * One worker per --numWorker (default 1), each running --model-main from the
+ * model directory with the arguments after `--`: directly when the file is
+ * executable, through /bin/sh otherwise (a script copied without its mode).
+ * Workers also get RANK and WORLD_SIZE so a program can split its work.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "launch_common.h"
+
+static const loom_host *command_host;
+
+static loom_error *command_plan_launch(const loom_framework_factory *self,
+                                       const loom_launch_request *request,
+                                       const loom_launch_sink *sink)
+{
+    (void)self;
+    char buf[4096];
+    const char *program;
+    int executable;
+    loom_error *err = launch_find_main(command_host, "command", request, buf,
+                                       sizeof buf, &program, &executable);
+    if (err)
+        return err;
+
+    uint32_t workers = launch_worker_count(request);
+    launch_strings argv = {0}, env = {0};
+    for (uint32_t rank = 0; rank < workers && !err; rank++) {
+        launch_strings_clear(&argv);
+        launch_strings_clear(&env);
+        if (!executable)
+            launch_strings_add(&argv, "/bin/sh");
+        launch_strings_add(&argv, program);
+        for (uint32_t i = 0; i < request->arg_count; i++)
+            launch_strings_add(&argv, request->args[i]);
+        launch_strings_addf(&env, "RANK=%u", rank);
+        launch_strings_addf(&env, "WORLD_SIZE=%u", workers);
+        if (argv.failed || env.failed) {
+            err = command_host->error_new(LOOM_ERR_RESOURCE_EXHAUSTED,
+                                          "command: out of memory planning workers");
+            break;
+        }
+        err = sink->add_worker(sink, (const char *const *)argv.items, argv.count,
+                               (const char *const *)env.items, env.count, NULL);
+    }
+    launch_strings_free(&argv);
+    launch_strings_free(&env);
+    return err;
+}
+
+static const loom_framework_factory command_factory = {
+    .struct_size = sizeof(loom_framework_factory),
+    .style = LOOM_FRAMEWORK_LAUNCH,
+    .plan_launch = command_plan_launch,
+};
+
+static loom_error *command_init(const loom_host *host)
+{
+    command_host = host;
+    return NULL;
+}
+
+static const void *command_get_factory(const char *factory_id)
+{
+    if (factory_id && strcmp(factory_id, LOOM_FRAMEWORK_FACTORY_ID) == 0)
+        return &command_factory;
+    return NULL;
+}
+
+static const loom_module command_module = {
+    LOOM_MODULE_HEADER,
+    .id = "command",
+    .version = "1.0.0",
+    .description = "Launch any program: one process per worker running "
+                   "--model-main with the arguments after --",
+    .init = command_init,
+    .get_factory = command_get_factory,
+};
+
+LOOM_EXPORT const loom_module *loom_module_entry(void)
+{
+    return &command_module;
+}

@@ -1,0 +1,96 @@
+/*
+ * frameworks/distpytorch/distpytorch.c - the "distPyTorch" framework:
+ * torch.distributed's env:// rendezvous. N workers (--numWorker), each
+ * `python3 MODEL_MAIN args...` with MASTER_ADDR and MASTER_PORT (the port
+ * the host reserved for this exec), WORLD_SIZE, RANK and LOCAL_RANK. All
+ * workers run on this node, so LOCAL_RANK equals RANK.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "launch_common.h"
+
+static const loom_host *dist_host;
+
+static loom_error *dist_plan_launch(const loom_framework_factory *self,
+                                    const loom_launch_request *request,
+                                    const loom_launch_sink *sink)
+{
+    (void)self;
+    char buf[4096];
+    const char *script;
+    int executable;
+    loom_error *err = launch_find_main(dist_host, "distPyTorch", request, buf,
+                                       sizeof buf, &script, &executable);
+    if (err)
+        return err;
+    if (request->master_port == 0 || request->master_port > 65535)
+        return dist_host->error_newf(LOOM_ERR_INVALID_ARGUMENT,
+                                     "distPyTorch: master_port %u is not a "
+                                     "usable TCP port for MASTER_PORT",
+                                     request->master_port);
+    const char *master_addr = request->master_addr && request->master_addr[0]
+                                  ? request->master_addr : "127.0.0.1";
+
+    uint32_t workers = launch_worker_count(request);
+    launch_strings argv = {0}, env = {0};
+    for (uint32_t rank = 0; rank < workers && !err; rank++) {
+        launch_strings_clear(&argv);
+        launch_strings_clear(&env);
+        launch_strings_add(&argv, "python3");
+        launch_strings_add(&argv, script);
+        for (uint32_t i = 0; i < request->arg_count; i++)
+            launch_strings_add(&argv, request->args[i]);
+        launch_strings_addf(&env, "MASTER_ADDR=%s", master_addr);
+        launch_strings_addf(&env, "MASTER_PORT=%u", request->master_port);
+        launch_strings_addf(&env, "WORLD_SIZE=%u", workers);
+        launch_strings_addf(&env, "RANK=%u", rank);
+        launch_strings_addf(&env, "LOCAL_RANK=%u", rank);
+        /* Print lines as they come, so the host's log capture keeps up. */
+        launch_strings_add(&env, "PYTHONUNBUFFERED=1");
+        if (argv.failed || env.failed) {
+            err = dist_host->error_new(LOOM_ERR_RESOURCE_EXHAUSTED,
+                                       "distPyTorch: out of memory planning workers");
+            break;
+        }
+        err = sink->add_worker(sink, (const char *const *)argv.items, argv.count,
+                               (const char *const *)env.items, env.count, NULL);
+    }
+    launch_strings_free(&argv);
+    launch_strings_free(&env);
+    return err;
+}
+
+static const loom_framework_factory dist_factory = {
+    .struct_size = sizeof(loom_framework_factory),
+    .style = LOOM_FRAMEWORK_LAUNCH,
+    .plan_launch = dist_plan_launch,
+};
+
+static loom_error *dist_init(const loom_host *host)
+{
+    dist_host = host;
+    return NULL;
+}
+
+static const void *dist_get_factory(const char *factory_id)
+{
+    if (factory_id && strcmp(factory_id, LOOM_FRAMEWORK_FACTORY_ID) == 0)
+        return &dist_factory;
+    return NULL;
+}
+
+static const loom_module dist_module = {
+    LOOM_MODULE_HEADER,
+    .id = "distPyTorch",
+    .version = "1.0.0",
+    .description = "torch.distributed launch: N python3 workers with "
+                   "MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK, LOCAL_RANK",
+    .init = dist_init,
+    .get_factory = dist_get_factory,
+};
+
+LOOM_EXPORT const loom_module *loom_module_entry(void)
+{
+    return &dist_module;
+}
