@@ -8,7 +8,11 @@
  *     TYPE      := void i8 u8 i16 u16 i32 u32 i64 u64 f32 f64
  *                  (int32, int64, float, double are accepted aliases)
  * e.g. "int32(ptr f32 in x, i64 n, ptr f32 out y)". One X-macro table of
- * type names drives the parser, the ffi_type and the sizes.
+ * type names (ffi_types.def) drives the parser, the ffi_type and the sizes.
+ * `void` is a return type only ("()" means no parameters); a pointer names
+ * its element type and its direction; NAME is an identifier of at most 31
+ * characters, unique within the signature; at most FFI_SIG_MAX_ARGS
+ * parameters; pointers are not returned.
  */
 #ifndef LOOM_PLUGIN_FFI_CALL_H
 #define LOOM_PLUGIN_FFI_CALL_H
@@ -55,7 +59,8 @@ typedef struct ffi_signature {
     ffi_sig_param args[FFI_SIG_MAX_ARGS];
 } ffi_signature;
 
-/* Parses `text`. Returns 0, or -1 with err naming the token and position. */
+/* Parses `text`. Returns 0, or -1 with err quoting the signature and naming
+ * the problem, the offending token and its 1-based position. */
 int ffi_sig_parse(const char *text, ffi_signature *out, char *err,
                   size_t errlen);
 /* Size in bytes of one element of `type` (0 for void). */
@@ -69,6 +74,12 @@ int ffi_sig_type_is_integer(ffi_sig_type type);
 int ffi_sig_value_from_double(ffi_sig_type type, double value, void *dst);
 /* Reads one element of `type` at src (0 for void). */
 double ffi_sig_value_to_double(ffi_sig_type type, const void *src);
+/* Writes one element of `type` at src as a JSON number: integers exactly,
+ * f32 with 9 and f64 with 17 significant digits (enough to read back the
+ * same value), NaN and infinities as null. Returns the length, or -1 when `len` is too small
+ * (FFI_SIG_JSON_MAX is always enough). */
+#define FFI_SIG_JSON_MAX 32
+int ffi_sig_value_format_json(ffi_sig_type type, const void *src, char *buf, size_t len);
 
 typedef struct ffi_function ffi_function;
 
@@ -98,8 +109,11 @@ void ffi_function_call(ffi_function *fn, void **args, void *ret);
 void ffi_function_close(ffi_function *fn);
 
 /* The built-in "ffi" kernel: serves a plain C function as a loom.kernel/1
- * factory. model.json: {"runtime": "ffi", "ffi": {"library": "libm.so",
- * "symbol": "f", "signature": "...", "output_size": N}}; see ffi_kernel.c. */
+ * factory. model.json: {"runtime": "ffi", "ffi": {"library": "libvecmath.so",
+ * "symbol": "scale_add", "signature": "int32(ptr f32 in x, i64 n, ptr f32 out
+ * y)", "output_size": "n" or a number}}; the library must lie in the model
+ * directory. A request {"inputs": [...]} is answered {"outputs": [...]};
+ * see ffi_kernel.c for the mapping. */
 const loom_kernel_factory *ffi_kernel_factory(void);
 
 #endif

@@ -24,7 +24,7 @@ typedef struct loom_kernel_model_config {
     uint32_t struct_size;
     uint32_t reserved;
     const char *model_dir;   /* the deployed model directory */
-    const char *model_json;  /* its model.json */
+    const char *model_json;  /* the text of its model.json */
     const char *weight_path; /* absolute path of weight_path, or NULL */
 } loom_kernel_model_config;
 
