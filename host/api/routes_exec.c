@@ -122,6 +122,29 @@ static void stop(void *ctx, const http_request *req, http_response *res)
     http_reply_json(res, 200, exec_describe(d->execs, req->params[0]));
 }
 
+/* POST .../execs/{id}/resize {"workers": N} */
+static void resize(void *ctx, const http_request *req, http_response *res)
+{
+    loomd *d = ctx;
+    cJSON *body = http_body_json(req, res);
+    if (!body)
+        return;
+    const cJSON *w = cJSON_GetObjectItemCaseSensitive(body, "workers");
+    if (!cJSON_IsNumber(w) || w->valuedouble != (double)(int)w->valuedouble) {
+        cJSON_Delete(body);
+        http_reply_error(res, 400, "workers: expected a whole number");
+        return;
+    }
+    char err[512];
+    int status = exec_resize(d->execs, req->params[0], (int)w->valuedouble, err, sizeof err);
+    cJSON_Delete(body);
+    if (status) {
+        http_reply_error(res, status, "%s", err);
+        return;
+    }
+    http_reply_json(res, 200, exec_describe(d->execs, req->params[0]));
+}
+
 static void delete(void *ctx, const http_request *req, http_response *res)
 {
     loomd *d = ctx;
@@ -142,6 +165,7 @@ const http_route loom_exec_routes[] = {
     {"GET", "/platform/rest/deeplearning/v1/execs/{}", view},
     {"GET", "/platform/rest/deeplearning/v1/execs/{}/log", log_chunk},
     {"POST", "/platform/rest/deeplearning/v1/execs/{}/stop", stop},
+    {"POST", "/platform/rest/deeplearning/v1/execs/{}/resize", resize},
     {"DELETE", "/platform/rest/deeplearning/v1/execs/{}", delete},
 };
 const size_t loom_exec_route_count = sizeof loom_exec_routes / sizeof *loom_exec_routes;

@@ -9,6 +9,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include "plugin/ffi_call.h"
 #include "util/fs.h"
 #include "util/log.h"
 
@@ -100,6 +101,9 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
+    registry_add_factory(d->reg, LOOM_KIND_KERNEL, "ffi", LOOM_VERSION,
+                         "serves a plain C function named in model.json through libffi",
+                         ffi_kernel_factory());
     int builtin = registry_load_dir(d->reg, d->plugin_dir, "builtin");
     log_info("loaded %d built-in plugin file(s) from %s", builtin, d->plugin_dir);
     loomd_load_user_plugins(d);

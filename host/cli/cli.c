@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "train/worker.h"
 #include <loom/abi.h>
 
 static const char usage[] =
@@ -52,6 +53,8 @@ int cli_main(int argc, char **argv)
         printf("loom %s (plugin ABI %d.%d)\n", LOOM_VERSION, LOOM_ABI_MAJOR, LOOM_ABI_MINOR);
         return 0;
     }
+    if (strcmp(cmd, "worker") == 0)
+        return worker_main(n - 1, args + 1);
     if (strcmp(cmd, "serve") == 0)
         return cmd_serve(n - 1, args + 1, &g);
     if (strcmp(cmd, "demo") == 0)

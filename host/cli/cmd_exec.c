@@ -23,6 +23,7 @@ static const char exec_usage[] =
     "       loom exec stop ID\n"
     "       loom exec delete ID\n"
     "       loom exec wait ID [--timeout SECONDS]\n"
+    "       loom exec resize ID --workers N\n"
     "\n"
     "start  submits a job in dlicmd's syntax. The model directory is uploaded\n"
     "       and copied to RESULT_DIR/_submitted_code; each worker runs there with\n"
@@ -31,7 +32,9 @@ static const char exec_usage[] =
     "       Frameworks: see 'loom framework list' (command, python, distPyTorch, ...).\n"
     "logs   prints every worker's output (or one with --worker); -f follows it\n"
     "       until the exec ends.\n"
-    "wait   waits for the exec to end; the exit status is 0 only if it FINISHED.\n";
+    "wait   waits for the exec to end; the exit status is 0 only if it FINISHED.\n"
+    "resize asks an elastic training exec for N workers (1 to its --numWorker);\n"
+    "       the trainer grows or shrinks at its next step, without a restart.\n";
 
 int exec_start_words(int argc, char **argv, const cli_globals *g, char *id, size_t idlen)
 {
@@ -99,6 +102,31 @@ static void print_exec(const cJSON *e)
     printf("workers     %d\n", (int)cli_num(e, "numWorker"));
     printf("result dir  %s\n", cli_str(e, "resultDir"));
     printf("created     %s\nstarted     %s\nended       %s\n", t1, t2, t3);
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(e, "training");
+    if (t) {
+        printf("training    %d/%d worker(s) (max %d), generation %d\n", (int)cli_num(t, "workers"),
+               (int)cli_num(t, "targetWorkers"), (int)cli_num(t, "maxWorkers"),
+               (int)cli_num(t, "generation"));
+        printf("            epoch %d of %d, iteration %d, batch %d per worker, effective %d\n",
+               (int)cli_num(t, "epoch"), (int)cli_num(t, "epochs"), (int)cli_num(t, "iteration"),
+               (int)cli_num(t, "batchSize"), (int)cli_num(t, "effectiveBatchSize"));
+        printf("            %.0f samples/s (last epoch)\n", cli_num(t, "samplesPerSecond"));
+        const cJSON *tm = cJSON_GetObjectItemCaseSensitive(t, "testMetrics");
+        const cJSON *m;
+        if (tm) {
+            printf("test        ");
+            cJSON_ArrayForEach(m, tm) printf("%s %.4f  ", m->string, m->valuedouble);
+            putchar('\n');
+        }
+        const cJSON *eps = cJSON_GetObjectItemCaseSensitive(t, "epochsDone");
+        cJSON_ArrayForEach(m, eps) {
+            const cJSON *tr = cJSON_GetObjectItemCaseSensitive(m, "train");
+            printf("  epoch %d: %d/%d samples%s, %.1f s, %.0f samples/s, train loss %.4f\n",
+                   (int)cli_num(m, "epoch"), (int)cli_num(m, "samples"), (int)cli_num(m, "expected"),
+                   cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(m, "exactlyOnce")) ? " (each once)" : " (NOT each once)",
+                   cli_num(m, "seconds"), cli_num(m, "samplesPerSecond"), cli_num(tr, "loss"));
+        }
+    }
     const cJSON *ws = cJSON_GetObjectItemCaseSensitive(e, "workers");
     const cJSON *w;
     cJSON_ArrayForEach(w, ws)
@@ -270,6 +298,22 @@ int cmd_exec(int argc, char **argv, const cli_globals *g)
             cli_print_json(j);
         else
             printf("exec %s %s\n", id, stop ? "stopping" : "deleted");
+        cJSON_Delete(j);
+        return 0;
+    }
+    if (strcmp(verb, "resize") == 0) {
+        if (argc != 4 || strcmp(argv[2], "--workers") != 0)
+            return cli_fail("usage: loom exec resize ID --workers N");
+        char path[256], body[64];
+        snprintf(path, sizeof path, EXECS "/%s/resize", id);
+        snprintf(body, sizeof body, "{\"workers\": %d}", atoi(argv[3]));
+        cJSON *j = cli_request(g, "POST", path, body);
+        if (!j)
+            return 1;
+        if (g->json)
+            cli_print_json(j);
+        else
+            printf("exec %s: asked for %s worker(s)\n", id, argv[3]);
         cJSON_Delete(j);
         return 0;
     }

@@ -178,8 +178,10 @@ int dlicmd_parse_words(int argc, char *const *argv, dlicmd *d, char *err,
             rc = set_string(&d->consumer, flag, value, err, errlen);
         else if (strcmp(flag, "--data-dir") == 0)
             rc = set_string(&d->data_dir, flag, value, err, errlen);
-        else if (strcmp(flag, "--numWorker") == 0)
+        else if (strcmp(flag, "--numWorker") == 0) {
             rc = parse_int(flag, value, 1, 1024, &d->num_worker, err, errlen);
+            d->num_worker_given = 1;
+        }
         else if (strcmp(flag, "--workerDeviceNum") == 0)
             rc = parse_int(flag, value, 1, 64, &d->worker_device_num, err, errlen);
         else if (strcmp(flag, "--msd-priority") == 0)

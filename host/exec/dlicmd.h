@@ -17,6 +17,7 @@ typedef struct dlicmd {
     char *consumer;     /* resource plan; NULL = the user's default */
     char *data_dir;
     int num_worker;     /* default 1 */
+    int num_worker_given; /* --numWorker was on the command line */
     int worker_device_num; /* default 1 */
     int priority;       /* --msd-priority; default 0 */
     int sync_mode_async; /* --syncMode ASYNC */

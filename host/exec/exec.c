@@ -16,6 +16,8 @@
 #include <unistd.h>
 
 #include "exec/dlicmd.h"
+#include "train/coordinator.h"
+#include "train/edt_settings.h"
 #include "plugin/host_api.h"
 #include "util/fs.h"
 #include "util/log.h"
@@ -43,6 +45,7 @@ typedef struct running_exec {
     int stop_requested;
     int64_t kill_at_ms;
     char stop_reason[96];
+    edt_coordinator *edt; /* trainer-style: the elastic trainer runs it */
 } running_exec;
 
 struct exec_service {
@@ -78,6 +81,107 @@ static void set_state(exec_service *es, store_exec *rec, const char *state,
     log_info("exec %s: %s%s%s", rec->id, state, message ? ": " : "", message ? message : "");
 }
 
+static running_exec *find_running(exec_service *es, const char *id);
+
+/* ---- the elastic trainer ------------------------------------------------ */
+
+/* The coordinator reports its state changes here, from its own thread. While
+ * the host shuts down they are not recorded: the exec stays RUNNING in the
+ * store and resumes from its last checkpoint when the host starts again. */
+static void trainer_state_changed(void *ctx, const char *exec_id, const char *state,
+                                  const char *message)
+{
+    exec_service *es = ctx;
+    pthread_mutex_lock(&es->lock);
+    running_exec *r = es->stopping ? NULL : find_running(es, exec_id);
+    if (r)
+        set_state(es, &r->rec, state, message);
+    pthread_mutex_unlock(&es->lock);
+}
+
+static void summary_path(const store_exec *rec, char *path, size_t len)
+{
+    snprintf(path, len, "%s/log/driver/training.json", rec->result_dir);
+}
+
+/* Reads the training spec and resolves the job's settings: everything that
+ * can be wrong with a submission is found here, before anything is stored.
+ * Returns 0, or an HTTP status with err. */
+static int prepare_trainer(exec_service *es, const store_exec *rec, const registry_entry *fw,
+                           const dlicmd *d, const char *data_dir, edt_job *job, char *err,
+                           size_t errlen)
+{
+    memset(job, 0, sizeof *job);
+    const char *spec_name = d->model_main ? d->model_main : EDT_SPEC_DEFAULT;
+    snprintf(job->spec_path, sizeof job->spec_path, "%s/_submitted_code/%s", rec->result_dir,
+             spec_name);
+    char *text = fs_read_file(job->spec_path, 16u << 20, NULL);
+    if (!text) {
+        snprintf(err, errlen,
+                 "%s: the model directory has no training spec \"%s\" (name another with --model-main)",
+                 fw->name, spec_name);
+        return 400;
+    }
+    const char *end = NULL;
+    cJSON *spec = cJSON_ParseWithOpts(text, &end, 1);
+    if (!cJSON_IsObject(spec)) {
+        snprintf(err, errlen, "%s: malformed JSON near byte %ld (expected an object)", spec_name,
+                 spec ? 0L : (long)(end ? end - text : 0));
+        free(text);
+        cJSON_Delete(spec);
+        return 400;
+    }
+    free(text);
+    int rc = edt_settings_resolve(spec, d->num_worker_given ? d->num_worker : 0, d->args,
+                                  d->arg_count, d->msd_env, d->msd_env_count, &job->settings, err,
+                                  errlen);
+    cJSON_Delete(spec);
+    if (rc != 0)
+        return 400;
+    if (d->sync_mode_async) {
+        snprintf(err, errlen, "--syncMode ASYNC: the parameter-server mode is not available yet; use SYNC");
+        edt_settings_free(&job->settings);
+        return 501;
+    }
+    /* Without loggers named, the built-in jsonl one writes WMLA's
+     * evaluation-metrics.txt for the driver and every worker. */
+    registry_entry jsonl;
+    if (!strcmp(job->settings.loggers_json, "[]") &&
+        registry_acquire(es->reg, LOOM_KIND_LOGGER, "jsonl", &jsonl) == 0) {
+        registry_release(es->reg, LOOM_KIND_LOGGER, "jsonl");
+        free(job->settings.loggers_json);
+        job->settings.loggers_json = strdup("[{\"name\": \"jsonl\", \"role\": \"both\"}]");
+    }
+    snprintf(job->exec_id, sizeof job->exec_id, "%s", rec->id);
+    snprintf(job->result_dir, sizeof job->result_dir, "%s", rec->result_dir);
+    snprintf(job->code_dir, sizeof job->code_dir, "%s/_submitted_code", rec->result_dir);
+    snprintf(job->data_dir, sizeof job->data_dir, "%s", data_dir);
+    snprintf(job->framework_path, sizeof job->framework_path, "%s", fw->path);
+    ssize_t n = readlink("/proc/self/exe", job->loom_binary, sizeof job->loom_binary - 1);
+    job->loom_binary[n > 0 ? n : 0] = 0;
+    job->msd_env = d->msd_env;
+    job->reg = es->reg;
+    job->on_state = trainer_state_changed;
+    job->ctx = es;
+    return 0;
+}
+
+/* A finished trainer: keep its progress for `exec view`, then free it. */
+static void trainer_ended(exec_service *es, running_exec *r)
+{
+    cJSON *summary = edt_describe(r->edt);
+    char *text = summary ? cJSON_PrintUnformatted(summary) : NULL;
+    char path[PATH_MAX + 32];
+    summary_path(&r->rec, path, sizeof path);
+    if (text)
+        fs_write_file_atomic(path, text, strlen(text), 0644);
+    free(text);
+    cJSON_Delete(summary);
+    edt_free(r->edt);
+    r->edt = NULL;
+    registry_release(es->reg, LOOM_KIND_FRAMEWORK, r->framework);
+}
+
 /* ---- restart reconciliation --------------------------------------------- */
 
 typedef struct orphan_list {
@@ -101,12 +205,63 @@ static void collect_unfinished(const store_exec *e, void *ctx)
     l->items[l->count++] = *e;
 }
 
+/* A training exec the host was running when it stopped: RECOVERING, then
+ * the trainer resumes it from its newest checkpoint. Returns 1 when it
+ * was taken over. */
+static int resume_trainer(exec_service *es, store_exec *e)
+{
+    registry_entry fw;
+    if (registry_acquire(es->reg, LOOM_KIND_FRAMEWORK, e->framework, &fw) != 0)
+        return 0;
+    const loom_framework_factory *f = fw.factory;
+    dlicmd d;
+    char err[512];
+    edt_job job;
+    running_exec *r = NULL;
+    if (f->style != LOOM_FRAMEWORK_TRAINER || dlicmd_parse(e->args, &d, err, sizeof err) != 0) {
+        registry_release(es->reg, LOOM_KIND_FRAMEWORK, fw.name);
+        return 0;
+    }
+    char data_dir[PATH_MAX];
+    if (d.data_dir)
+        snprintf(data_dir, sizeof data_dir, "%s", d.data_dir);
+    else
+        snprintf(data_dir, sizeof data_dir, "%s/data", es->home);
+    int ok = prepare_trainer(es, e, &fw, &d, data_dir, &job, err, sizeof err) == 0 &&
+             (r = calloc(1, sizeof *r)) != NULL;
+    if (ok) {
+        r->rec = *e;
+        snprintf(r->framework, sizeof r->framework, "%s", fw.name);
+        set_state(es, &r->rec, "RECOVERING", "the host restarted; resuming from the last checkpoint");
+        job.resume = 1;
+        pthread_mutex_lock(&es->lock);
+        r->next = es->running;
+        es->running = r;
+        r->edt = edt_start(&job, err, sizeof err);
+        if (!r->edt) {
+            es->running = r->next;
+            set_state(es, &r->rec, "ERROR", err);
+            free(r);
+            registry_release(es->reg, LOOM_KIND_FRAMEWORK, fw.name);
+        }
+        pthread_mutex_unlock(&es->lock);
+    } else {
+        set_state(es, e, "ERROR", err);
+        registry_release(es->reg, LOOM_KIND_FRAMEWORK, fw.name);
+    }
+    edt_settings_free(&job.settings);
+    dlicmd_free(&d);
+    return 1;
+}
+
 static void reconcile(exec_service *es)
 {
     orphan_list l = {0};
     store_exec_each(es->st, collect_unfinished, &l);
     for (int i = 0; i < l.count; i++) {
         store_exec *e = &l.items[i];
+        if (resume_trainer(es, e))
+            continue;
         /* A launch-style program cannot be re-attached to: the previous host
          * was its parent. Stop what is left of it rather than leave it
          * running unsupervised. */
@@ -155,6 +310,16 @@ static void supervise_once(exec_service *es)
     int64_t now = time_mono_ms();
     for (running_exec **pp = &es->running; *pp;) {
         running_exec *r = *pp;
+        if (r->edt) {
+            if (edt_done(r->edt)) {
+                trainer_ended(es, r);
+                *pp = r->next;
+                free(r);
+            } else {
+                pp = &r->next;
+            }
+            continue;
+        }
         int alive = 0;
         for (int i = 0; i < r->nworkers; i++) {
             worker *w = &r->workers[i];
@@ -218,7 +383,9 @@ void exec_service_destroy(exec_service *es)
     pthread_mutex_lock(&es->lock);
     es->stopping = 1;
     for (running_exec *r = es->running; r; r = r->next)
-        if (!r->stop_requested) {
+        if (r->edt)
+            edt_stop(r->edt);
+        else if (!r->stop_requested) {
             r->stop_requested = 1;
             r->kill_at_ms = deadline;
             snprintf(r->stop_reason, sizeof r->stop_reason,
@@ -228,6 +395,19 @@ void exec_service_destroy(exec_service *es)
     pthread_mutex_unlock(&es->lock);
     if (es->thread_started)
         pthread_join(es->thread, NULL);
+    /* Trainers stop at their next step; their execs stay RUNNING in the
+     * store and resume when the host starts again. */
+    for (running_exec **pp = &es->running; *pp;) {
+        running_exec *r = *pp;
+        if (!r->edt) {
+            pp = &r->next;
+            continue;
+        }
+        edt_free(r->edt);
+        registry_release(es->reg, LOOM_KIND_FRAMEWORK, r->framework);
+        *pp = r->next;
+        free(r);
+    }
     /* The same grace a stop request gets, then SIGKILL (supervise_once). */
     while (es->running && time_mono_ms() < deadline + 2000) {
         supervise_once(es);
@@ -400,13 +580,6 @@ int exec_submit(exec_service *es, const exec_submission *sub, char *id,
     }
     pinned = 1;
     const loom_framework_factory *factory = fw.factory;
-    if (factory->style != LOOM_FRAMEWORK_LAUNCH) {
-        snprintf(err, errlen,
-                 "--exec-start %s: a trainer-style framework needs the elastic trainer, "
-                 "which this host does not provide yet", fw.name);
-        status = 501;
-        goto out;
-    }
     if (strcmp(d.device_type, "gpu") == 0 && !fs_is_dir("/proc/driver/nvidia/gpus")) {
         snprintf(err, errlen, "--workerDeviceType gpu: this host has no GPU");
         status = 400;
@@ -472,6 +645,40 @@ int exec_submit(exec_service *es, const exec_submission *sub, char *id,
             status = 400;
             goto out;
         }
+    }
+
+    if (factory->style == LOOM_FRAMEWORK_TRAINER) {
+        edt_job job;
+        status = prepare_trainer(es, rec, &fw, &d, data_dir, &job, err, errlen);
+        if (status)
+            goto out;
+        rec->num_workers = (int)job.settings.engines;
+        snprintf(rec->state, sizeof rec->state, "SUBMITTED");
+        if (store_exec_insert(es->st, rec, err, errlen) != 0) {
+            edt_settings_free(&job.settings);
+            status = 500;
+            goto out;
+        }
+        set_state(es, rec, "LAUNCHING", NULL);
+        pthread_mutex_lock(&es->lock);
+        r->next = es->running;
+        es->running = r;
+        char why[512];
+        r->edt = edt_start(&job, why, sizeof why);
+        if (!r->edt) {
+            es->running = r->next;
+            set_state(es, rec, "ERROR", why);
+        }
+        pthread_mutex_unlock(&es->lock);
+        edt_settings_free(&job.settings);
+        snprintf(id, idlen, "%s", rec->id);
+        if (r->edt)
+            pinned = 0; /* released when the trainer ends */
+        else
+            free(r);
+        r = NULL;
+        status = 0;
+        goto done;
     }
 
     /* Ask the adapter for the processes before anything is stored: a plan
@@ -617,7 +824,10 @@ int exec_stop(exec_service *es, const char *id, char *err, size_t errlen)
     int rc = 0;
     running_exec *r = find_running(es, id);
     store_exec rec;
-    if (r) {
+    if (r && r->edt) {
+        r->stop_requested = 1;
+        edt_stop(r->edt);
+    } else if (r) {
         if (!r->stop_requested) {
             r->stop_requested = 1;
             r->kill_at_ms = time_mono_ms() + STOP_GRACE_MS;
@@ -628,6 +838,30 @@ int exec_stop(exec_service *es, const char *id, char *err, size_t errlen)
         rc = 404;
     } else {
         snprintf(err, errlen, "exec \"%s\" is already %s", id, rec.state);
+        rc = 409;
+    }
+    pthread_mutex_unlock(&es->lock);
+    return rc;
+}
+
+int exec_resize(exec_service *es, const char *id, int workers, char *err, size_t errlen)
+{
+    pthread_mutex_lock(&es->lock);
+    int rc = 0;
+    running_exec *r = find_running(es, id);
+    store_exec rec;
+    if (r && r->edt) {
+        if (edt_resize(r->edt, workers > 0 ? (uint32_t)workers : 0, err, errlen) != 0)
+            rc = 400;
+    } else if (r) {
+        snprintf(err, errlen, "exec \"%s\" runs a launch-style framework (%s); only elastic training jobs resize",
+                 id, r->framework);
+        rc = 409;
+    } else if (store_exec_get(es->st, id, &rec) != 0) {
+        snprintf(err, errlen, "no exec \"%s\"", id);
+        rc = 404;
+    } else {
+        snprintf(err, errlen, "exec \"%s\" is %s", id, rec.state);
         rc = 409;
     }
     pthread_mutex_unlock(&es->lock);
@@ -669,7 +903,18 @@ static cJSON *describe(const store_exec *e, const running_exec *r)
     cJSON_AddNumberToObject(o, "createTime", (double)e->created_at);
     cJSON_AddNumberToObject(o, "startTime", (double)e->started_at);
     cJSON_AddNumberToObject(o, "endTime", (double)e->ended_at);
-    if (r) {
+    if (r && r->edt) {
+        cJSON_AddItemToObject(o, "training", edt_describe(r->edt));
+    } else if (!r) {
+        char path[PATH_MAX + 32];
+        summary_path(e, path, sizeof path);
+        char *text = fs_read_file(path, 16u << 20, NULL);
+        cJSON *summary = text ? cJSON_Parse(text) : NULL;
+        free(text);
+        if (summary)
+            cJSON_AddItemToObject(o, "training", summary);
+    }
+    if (r && !r->edt) {
         cJSON *ws = cJSON_AddArrayToObject(o, "workers");
         for (int i = 0; i < r->nworkers; i++) {
             cJSON *w = cJSON_CreateObject();

@@ -34,6 +34,8 @@ int exec_submit(exec_service *es, const exec_submission *sub, char *id,
                 size_t idlen, char *err, size_t errlen);
 /* Returns 0, or 404 / 409 with err. */
 int exec_stop(exec_service *es, const char *id, char *err, size_t errlen);
+/* Asks a training exec for `workers` workers; 0, or 400/404/409 with err. */
+int exec_resize(exec_service *es, const char *id, int workers, char *err, size_t errlen);
 int exec_delete(exec_service *es, const char *id, char *err, size_t errlen);
 /* The exec as JSON (caller frees), or NULL when there is none. */
 cJSON *exec_describe(exec_service *es, const char *id);

@@ -254,6 +254,34 @@ int registry_load(registry *r, const char *path, const char *origin,
     return rc;
 }
 
+int registry_add_factory(registry *r, loom_kind kind, const char *name, const char *version,
+                         const char *description, const void *factory)
+{
+    char why[256];
+    if (!loom_name_valid(name) || loom_factory_validate(kind, factory, why, sizeof why) != 0)
+        return -1;
+    pthread_mutex_lock(&r->lock);
+    int rc = -1;
+    slot *s = find_slot(r, (int)kind, name, 1) ? NULL : append_slot(r);
+    if (s) {
+        registry_entry *e = &s->e;
+        e->kind = kind;
+        snprintf(e->name, sizeof e->name, "%s", name);
+        snprintf(e->version, sizeof e->version, "%s", version);
+        snprintf(e->description, sizeof e->description, "%s", description);
+        snprintf(e->path, sizeof e->path, "(in the host)");
+        snprintf(e->format, sizeof e->format, "host");
+        snprintf(e->origin, sizeof e->origin, "builtin");
+        e->abi_major = LOOM_ABI_MAJOR;
+        e->abi_minor = LOOM_ABI_MINOR;
+        e->loaded = 1;
+        e->factory = factory;
+        rc = 0;
+    }
+    pthread_mutex_unlock(&r->lock);
+    return rc;
+}
+
 static int by_name(const struct dirent **a, const struct dirent **b)
 {
     return strcmp((*a)->d_name, (*b)->d_name);

@@ -43,6 +43,11 @@ int registry_load(registry *r, const char *path, const char *origin,
                   const char *rename, int want_kind, int record_failure,
                   char *err, size_t errlen);
 
+/* Registers a factory the host itself provides (format "host", origin
+ * "builtin"), e.g. the ffi kernel. Returns 0, or -1 when the name is taken. */
+int registry_add_factory(registry *r, loom_kind kind, const char *name, const char *version,
+                         const char *description, const void *factory);
+
 /* Loads every .so and .lua in `dir`, in name order; failures are logged and
  * recorded, never fatal. Returns the number loaded. */
 int registry_load_dir(registry *r, const char *dir, const char *origin);

@@ -1,0 +1,283 @@
+/*
+ * backend_cpu.c - the CPU back end: GEMM on OpenBLAS, everything else as
+ * plain loops over the shared element functions of kernels.h.
+ */
+#include "backend.h"
+
+#include <cblas.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct cpu_ctx {
+    float *row_scratch; /* per-row loss and correct flags for softmax_xent */
+    int64_t row_capacity;
+    float *ones;        /* a vector of 1s for column sums by GEMV */
+    int64_t ones_capacity;
+    int failed;
+} cpu_ctx;
+
+static void *cpu_alloc(native_backend *be, size_t bytes)
+{
+    (void)be;
+    /* 64-byte alignment keeps OpenBLAS on its aligned paths. */
+    size_t rounded = (bytes + 63) / 64 * 64;
+    void *p = aligned_alloc(64, rounded ? rounded : 64);
+    if (p)
+        memset(p, 0, rounded ? rounded : 64);
+    return p;
+}
+
+static void cpu_release(native_backend *be, void *ptr)
+{
+    (void)be;
+    free(ptr);
+}
+
+static void cpu_zero(native_backend *be, void *ptr, size_t bytes)
+{
+    (void)be;
+    memset(ptr, 0, bytes);
+}
+
+static void cpu_copy(native_backend *be, void *dst, const void *src, size_t bytes)
+{
+    (void)be;
+    if (dst != src)
+        memcpy(dst, src, bytes);
+}
+
+static void cpu_gemm(native_backend *be, int trans_a, int trans_b, int m, int n,
+                     int k, float alpha, const float *a, int lda, const float *b,
+                     int ldb, float beta, float *c, int ldc)
+{
+    (void)be;
+    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+                trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b,
+                ldb, beta, c, ldc);
+}
+
+/* Walks [B, C, P] in order so the channel is known without dividing. */
+static void cpu_bias_add(native_backend *be, float *restrict y,
+                         const float *restrict bias, int64_t batch,
+                         int64_t channels, int64_t inner)
+{
+    (void)be;
+    if (inner == 1) { /* dense: vectorise along the row */
+        for (int64_t r = 0; r < batch; r++)
+            for (int64_t c = 0; c < channels; c++)
+                nk_bias_add(r * channels + c, y, bias, c);
+        return;
+    }
+    for (int64_t r = 0; r < batch; r++)
+        for (int64_t c = 0; c < channels; c++) {
+            int64_t base = (r * channels + c) * inner;
+            for (int64_t p = 0; p < inner; p++)
+                nk_bias_add(base + p, y, bias, c);
+        }
+}
+
+static void cpu_bias_grad(native_backend *be, const float *dy, float *dbias,
+                          int64_t batch, int64_t channels, int64_t inner)
+{
+    cpu_ctx *ctx = be->ctx;
+    if (inner == 1 && batch <= INT32_MAX && channels <= INT32_MAX) {
+        /* Dense layers: a column sum, dbias += dy^T * ones, which BLAS does
+         * with contiguous reads where the per-channel loop would stride. */
+        if (batch > ctx->ones_capacity) {
+            float *grown = realloc(ctx->ones, (size_t)batch * sizeof(float));
+            if (!grown) {
+                ctx->failed = 1;
+                return;
+            }
+            ctx->ones = grown;
+            for (int64_t i = ctx->ones_capacity; i < batch; i++)
+                ctx->ones[i] = 1.0f;
+            ctx->ones_capacity = batch;
+        }
+        cblas_sgemv(CblasRowMajor, CblasTrans, (int)batch, (int)channels, 1.0f, dy,
+                    (int)channels, ctx->ones, 1, 1.0f, dbias, 1);
+        return;
+    }
+    for (int64_t c = 0; c < channels; c++)
+        nk_bias_grad(c, dy, dbias, batch, channels, inner);
+}
+
+static void cpu_relu_fwd(native_backend *be, const float *restrict x,
+                         float *restrict y, int64_t n)
+{
+    (void)be;
+    for (int64_t i = 0; i < n; i++)
+        nk_relu_fwd(i, x, y);
+}
+
+static void cpu_relu_bwd(native_backend *be, const float *restrict y,
+                         const float *restrict dy, float *restrict dx, int64_t n)
+{
+    (void)be;
+    for (int64_t i = 0; i < n; i++)
+        nk_relu_bwd(i, y, dy, dx);
+}
+
+static void cpu_dropout(native_backend *be, const float *restrict x,
+                        float *restrict y, int64_t n,
+                        int64_t per_sample, const uint64_t *sample_ids,
+                        float rate, uint64_t seed, uint64_t epoch)
+{
+    (void)be;
+    for (int64_t i = 0; i < n; i++)
+        nk_dropout(i, x, y, per_sample, sample_ids, rate, seed, epoch);
+}
+
+static void cpu_im2col(native_backend *be, const float *x, float *col,
+                       nk_conv_geom g)
+{
+    (void)be;
+    int64_t n = (int64_t)g.channels * g.kernel * g.kernel * g.out_height *
+                g.out_width;
+    for (int64_t i = 0; i < n; i++)
+        nk_im2col(i, x, col, g);
+}
+
+static void cpu_col2im(native_backend *be, const float *col, float *x,
+                       nk_conv_geom g)
+{
+    (void)be;
+    int64_t n = (int64_t)g.channels * g.height * g.width;
+    for (int64_t i = 0; i < n; i++)
+        nk_col2im(i, col, x, g);
+}
+
+static void cpu_maxpool_fwd(native_backend *be, const float *x, float *y,
+                            int32_t *argmax, int64_t planes, nk_pool_geom g)
+{
+    (void)be;
+    int64_t n = planes * g.out_height * g.out_width;
+    for (int64_t i = 0; i < n; i++)
+        nk_maxpool_fwd(i, x, y, argmax, g);
+}
+
+static void cpu_maxpool_bwd(native_backend *be, const float *dy,
+                            const int32_t *argmax, float *dx, int64_t planes,
+                            nk_pool_geom g)
+{
+    (void)be;
+    int64_t n = planes * g.height * g.width;
+    for (int64_t i = 0; i < n; i++)
+        nk_maxpool_bwd(i, dy, argmax, dx, g);
+}
+
+static void cpu_softmax_xent(native_backend *be, const float *logits,
+                             const int32_t *labels, int64_t batch,
+                             int32_t classes, float scale, float *dlogits,
+                             double *loss_sum, double *correct_sum)
+{
+    cpu_ctx *ctx = be->ctx;
+    if (batch > ctx->row_capacity) {
+        float *grown = realloc(ctx->row_scratch, (size_t)batch * 2 * sizeof(float));
+        if (!grown) {
+            ctx->failed = 1;
+            return;
+        }
+        ctx->row_scratch = grown;
+        ctx->row_capacity = batch;
+    }
+    float *row_loss = ctx->row_scratch, *row_correct = ctx->row_scratch + batch;
+    for (int64_t r = 0; r < batch; r++)
+        nk_softmax_xent_row(r, logits, labels, classes, scale, dlogits,
+                            row_loss, row_correct);
+    double loss = 0.0, correct = 0.0;
+    for (int64_t r = 0; r < batch; r++) {
+        loss += row_loss[r];
+        correct += row_correct[r];
+    }
+    *loss_sum = loss;
+    *correct_sum = correct;
+}
+
+static void cpu_sgd(native_backend *be, float *restrict p, const float *restrict g,
+                    float *restrict velocity, int64_t n, float lr, float momentum,
+                    float weight_decay, int32_t nesterov)
+{
+    (void)be;
+    /* Separate loops per variant so each vectorises without branches. */
+    if (momentum == 0.0f)
+        for (int64_t i = 0; i < n; i++)
+            nk_sgd(i, p, g, velocity, lr, 0.0f, weight_decay, 0);
+    else if (!nesterov)
+        for (int64_t i = 0; i < n; i++)
+            nk_sgd(i, p, g, velocity, lr, momentum, weight_decay, 0);
+    else
+        for (int64_t i = 0; i < n; i++)
+            nk_sgd(i, p, g, velocity, lr, momentum, weight_decay, 1);
+}
+
+static void cpu_adam(native_backend *be, float *restrict p, const float *restrict g,
+                     float *restrict m, float *restrict v, int64_t n, float lr, float beta1, float beta2,
+                     float eps, float weight_decay, float bc1, float bc2)
+{
+    (void)be;
+    for (int64_t i = 0; i < n; i++)
+        nk_adam(i, p, g, m, v, lr, beta1, beta2, eps, weight_decay, bc1, bc2);
+}
+
+static int cpu_check(native_backend *be, char *msg, size_t msglen)
+{
+    cpu_ctx *ctx = be->ctx;
+    if (!ctx->failed)
+        return 0;
+    if (msg && msglen)
+        strncpy(msg, "cpu back end: out of memory", msglen - 1), msg[msglen - 1] = 0;
+    return -1;
+}
+
+static void cpu_destroy(native_backend *be)
+{
+    if (!be)
+        return;
+    cpu_ctx *ctx = be->ctx;
+    free(ctx->row_scratch);
+    free(ctx->ones);
+    free(ctx);
+    free(be);
+}
+
+native_backend *native_backend_cpu_create(void)
+{
+    native_backend *be = calloc(1, sizeof(*be));
+    cpu_ctx *ctx = calloc(1, sizeof(*ctx));
+    if (!be || !ctx) {
+        free(be);
+        free(ctx);
+        return NULL;
+    }
+    /* One worker per core: unless the operator chose a count, keep BLAS to
+     * the calling thread so two workers' thread pools do not fight. */
+    if (!getenv("OPENBLAS_NUM_THREADS"))
+        openblas_set_num_threads(1);
+    *be = (native_backend){
+        .name = "cpu",
+        .on_device = 0,
+        .ctx = ctx,
+        .alloc = cpu_alloc,
+        .release = cpu_release,
+        .zero = cpu_zero,
+        .upload = cpu_copy,
+        .download = cpu_copy,
+        .gemm = cpu_gemm,
+        .bias_add = cpu_bias_add,
+        .bias_grad = cpu_bias_grad,
+        .relu_fwd = cpu_relu_fwd,
+        .relu_bwd = cpu_relu_bwd,
+        .dropout = cpu_dropout,
+        .im2col = cpu_im2col,
+        .col2im = cpu_col2im,
+        .maxpool_fwd = cpu_maxpool_fwd,
+        .maxpool_bwd = cpu_maxpool_bwd,
+        .softmax_xent = cpu_softmax_xent,
+        .sgd = cpu_sgd,
+        .adam = cpu_adam,
+        .check = cpu_check,
+        .destroy = cpu_destroy,
+    };
+    return be;
+}

@@ -1,0 +1,108 @@
+/*
+ * model.h - a feed-forward network (dense, conv2d, max_pool2d, relu,
+ * dropout, flatten) ending in softmax cross-entropy, with all parameters in
+ * one flat buffer and all gradients in another of the same layout. The math
+ * runs on a native_backend, so the same model runs on CPU or CUDA.
+ *
+ * Tensor layouts follow PyTorch so checkpoints read naturally there: a
+ * dense weight is [out, in], a conv2d weight [filters, channels, k, k],
+ * activations are row-major [batch, ...] with images as [C, H, W].
+ */
+#ifndef NATIVE_MODEL_H
+#define NATIVE_MODEL_H
+
+#include <stdint.h>
+
+#include "backend.h"
+#include "dataset.h"
+#include "spec.h"
+
+/* Rows computed at once; longer batches are split (the result is the same,
+ * only the memory for activations is bounded). */
+#define NATIVE_MAX_CHUNK 256
+
+typedef struct native_param {
+    char name[48];       /* "layers.0.weight" */
+    int32_t shape[4];
+    int32_t ndim;
+    int64_t offset;      /* into the flat buffers, in floats */
+    int64_t count;
+} native_param;
+
+typedef struct native_layer {
+    native_layer_spec spec;
+    int32_t in_shape[3], in_ndim;
+    int32_t out_shape[3], out_ndim;
+    int64_t in_size, out_size; /* floats per sample */
+    int32_t weight, bias;      /* indices into model->params, -1 if none */
+    int32_t needs_input_grad;  /* some earlier layer has parameters */
+    nk_conv_geom conv;
+    nk_pool_geom pool;
+    int32_t *argmax;           /* max_pool2d: backend [capacity, out_size] */
+} native_layer;
+
+typedef struct native_model {
+    native_backend *be; /* borrowed */
+    native_layer *layers;
+    int32_t layer_count;
+    int32_t in_shape[3], in_ndim;
+    int64_t in_size;
+    int32_t classes;
+
+    native_param *params;
+    int32_t param_tensor_count;
+    int64_t param_count; /* floats in the flat buffers */
+    float *weights;      /* backend: the flat parameter buffer */
+    float *grads;        /* backend: the flat gradient buffer */
+
+    /* Per-chunk working memory, sized for `capacity` rows. */
+    int64_t capacity;
+    float **act;         /* act[0] input, act[l + 1] output of layer l */
+    float **dact;        /* gradients of the same */
+    float *col, *dcol;   /* im2col scratch for one sample */
+    int64_t col_size;
+    int32_t *labels;     /* backend */
+    uint64_t *sample_ids;/* backend */
+    float *host_x;       /* host staging for collation */
+    int32_t *host_labels;
+} native_model;
+
+/* Builds the model of `spec` for samples of `in_shape` (1-D [features] or
+ * 3-D [C, H, W]) and `classes` classes, with parameters initialised like
+ * PyTorch's defaults (uniform in +-1/sqrt(fan_in)) from `seed`. Shape errors
+ * name the layer: "model.layers[3] (dense): ...". */
+int native_model_create(const native_spec *spec, const int32_t *in_shape,
+                        int32_t in_ndim, int32_t classes, native_backend *be,
+                        uint64_t seed, native_model **out, char *err,
+                        size_t errlen);
+void native_model_destroy(native_model *m);
+
+/* What one pass over a batch needs besides the data. */
+typedef struct native_pass {
+    int32_t train;        /* 1: dropout active and gradients accumulated */
+    float loss_scale;     /* d(objective)/d(row loss), e.g. grad_scale/count */
+    uint64_t dropout_seed;
+    uint64_t dropout_epoch;
+} native_pass;
+
+/* Forward (and, when training, backward) over `rows` <= capacity samples
+ * given in host memory (`ids` are their dataset indices, for dropout).
+ * Gradients are ADDED to m->grads. Adds the rows' loss and correct counts to
+ * the sums. Grows the working memory first when needed. */
+int native_model_run(native_model *m, const float *host_x,
+                     const int32_t *host_labels, const uint64_t *ids,
+                     int64_t rows, const native_pass *pass, double *loss_sum,
+                     double *correct_sum, char *err, size_t errlen);
+
+/* The same over dataset samples named by `indices` (checked against
+ * ds->count), in chunks of NATIVE_MAX_CHUNK rows. Training adds
+ * grad_scale * d(mean loss)/d(params) to m->grads. Returns mean loss and
+ * accuracy. */
+int native_model_run_dataset(native_model *m, const native_dataset *ds,
+                             const char *split_name, const uint64_t *indices,
+                             uint32_t count, int32_t train, float grad_scale,
+                             uint64_t dropout_seed, uint64_t dropout_epoch,
+                             double *mean_loss, double *accuracy, char *err,
+                             size_t errlen);
+
+#endif

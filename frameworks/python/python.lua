@@ -1,0 +1,37 @@
+-- frameworks/python/python.lua - the built-in `python` launch adapter: runs
+-- `python3 MODEL_MAIN args...` once per worker in the submitted code
+-- directory, with the rank variables torch.distributed and friends read.
+-- DATA_DIR, RESULT_DIR, LOG_DIR, CUDA_VISIBLE_DEVICES and the --msd-env
+-- pairs come from the host's job environment.
+
+loom.register_framework{
+    name = "python",
+    version = "1.0",
+    description = "runs python3 MODEL_MAIN per worker with RANK, WORLD_SIZE and LOCAL_RANK set",
+    style = "launch",
+    plan = function(req)
+        if req.model_main == nil or req.model_main == "" then
+            error({code = "invalid_argument",
+                   message = "python: no --model-main given: name the script to run, "
+                          .. "relative to the model directory (e.g. --model-main train.py)"})
+        end
+        local workers = {}
+        for rank = 0, req.num_workers - 1 do
+            local argv = {"python3", req.model_main}
+            for _, arg in ipairs(req.args) do argv[#argv + 1] = arg end
+            local env = {
+                RANK = tostring(rank),
+                WORLD_SIZE = tostring(req.num_workers),
+                -- one node: the local rank is the rank
+                LOCAL_RANK = tostring(rank),
+            }
+            -- torch.distributed's env:// rendezvous
+            if req.master_addr then env.MASTER_ADDR = req.master_addr end
+            if req.master_port and req.master_port > 0 then
+                env.MASTER_PORT = tostring(req.master_port)
+            end
+            workers[#workers + 1] = {argv = argv, env = env}
+        end
+        return workers
+    end,
+}

@@ -1,0 +1,37 @@
+/*
+ * train/checkpoint.h - checkpoints and the final model as safetensors files:
+ * every state tensor of the framework adapter (parameters, optimizer state),
+ * and the trainer's position as JSON in the "loom.trainer" metadata entry.
+ * A file is written whole or not at all; a damaged one is refused by name.
+ */
+#ifndef LOOM_TRAIN_CHECKPOINT_H
+#define LOOM_TRAIN_CHECKPOINT_H
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+
+#include <loom/loom.h>
+
+#define CHECKPOINT_META_KEY "loom.trainer"
+
+/* Writes views[0..n) (only role PARAMETER ones when params_only) with
+ * `meta` (an object, may be NULL) to path, atomically. 0 or -1 with err. */
+int checkpoint_save(const char *path, const loom_tensor_view *views, const int32_t *roles,
+                    uint32_t n, int params_only, const cJSON *meta, char *err, size_t errlen);
+
+/* Reads path into views[0..n): every view must be in the file with the same
+ * dtype, shape and size. *meta_out (may be NULL) receives the position. */
+int checkpoint_load(const char *path, loom_tensor_view *views, uint32_t n, cJSON **meta_out,
+                    char *err, size_t errlen);
+
+/* Validates path and returns its position metadata (caller frees), or NULL
+ * with err. */
+cJSON *checkpoint_inspect(const char *path, char *err, size_t errlen);
+
+/* The newest valid checkpoint in dir ("epoch-N.safetensors", highest N
+ * first); damaged ones are skipped and each reason appended to `skipped`
+ * (may be NULL). Returns 0 and fills path and *epoch, or -1 when none. */
+int checkpoint_find_latest(const char *dir, char *path, size_t pathlen, int *epoch,
+                           char *skipped, size_t skippedlen);
+
+#endif

@@ -1,0 +1,143 @@
+/*
+ * train/comm/comm.h - collectives for elastic training: average all-reduce,
+ * broadcast and barrier among the members of a numbered generation, behind
+ * one interface with two back ends.
+ *
+ *  shm   CPU worker processes on one node. The coordinator creates a POSIX
+ *        shared-memory segment sized for max ranks and the largest buffer;
+ *        each worker attaches to it by slot. All-reduce is reduce-scatter +
+ *        all-gather through the segment, so every process does 1/world of
+ *        the adds.
+ *  nccl  GPU workers (only when built with LOOM_HAVE_CUDA): the same calls
+ *        over an NCCL communicator made from a unique id the coordinator
+ *        hands out; a new communicator per generation.
+ *
+ * Membership. The coordinator publishes a generation: a number (1, 2, ...)
+ * and the list of member slots. A worker adopts it with comm_shm_join(), a
+ * barrier every member of that generation calls at a step boundary. Within a
+ * generation, rank = position of the slot in the ascending slot list, and
+ * every member calls the same collectives in the same order with the same
+ * sizes.
+ *
+ * Deadlines. Every call that waits takes an absolute deadline on the
+ * CLOCK_MONOTONIC clock in nanoseconds (comm_deadline_after_ms makes one).
+ * Errors (a loom_error the caller frees with loom_err_free):
+ *  LOOM_ERR_DEADLINE_EXCEEDED  a peer did not arrive in time; the message
+ *                              names its slot.
+ *  LOOM_ERR_UNAVAILABLE        a peer died or detached, or the coordinator
+ *                              published a newer generation mid-call.
+ * After such an error the buffer's contents are unspecified; the group is
+ * usable again once the coordinator publishes a generation and its members
+ * join it.
+ *
+ * Determinism. The shm back end sums each element in ascending slot order
+ * and divides by the world size, so equal inputs give bitwise-equal
+ * averages whatever the timing.
+ *
+ * Threading: one comm handle is used by one thread at a time.
+ */
+#ifndef LOOM_TRAIN_COMM_H
+#define LOOM_TRAIN_COMM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <loom/abi.h>
+
+/* ---- deadlines -------------------------------------------------------- */
+
+/* CLOCK_MONOTONIC in nanoseconds: the clock every deadline is measured on. */
+uint64_t comm_now_ns(void);
+/* The deadline `ms` milliseconds from now. */
+uint64_t comm_deadline_after_ms(uint32_t ms);
+
+/* ---- a member's handle (both back ends) ------------------------------- */
+
+typedef struct comm comm;
+
+/* Averages `count` floats in place across the members. For nccl, `buf` is
+ * device memory. */
+loom_error *comm_allreduce_avg_f32(comm *c, float *buf, size_t count,
+                                   uint64_t deadline_ns);
+/* Copies `bytes` from rank `root`'s buffer into every other member's. */
+loom_error *comm_broadcast(comm *c, void *buf, size_t bytes, uint32_t root,
+                           uint64_t deadline_ns);
+/* Returns once every member has called it. */
+loom_error *comm_barrier(comm *c, uint64_t deadline_ns);
+
+uint32_t comm_rank(const comm *c);       /* 0-based, within the generation */
+uint32_t comm_world_size(const comm *c); /* 0 before the first join */
+uint32_t comm_generation(const comm *c); /* 0 before the first join */
+const char *comm_backend_name(const comm *c); /* "shm" or "nccl" */
+
+/* Leaves the group (peers waiting on this member get LOOM_ERR_UNAVAILABLE)
+ * and frees the handle. NULL is fine. */
+void comm_close(comm *c);
+
+/* ---- shm: the coordinator's side -------------------------------------- */
+
+typedef struct comm_shm_segment comm_shm_segment;
+
+typedef struct comm_shm_config {
+    uint32_t max_ranks;        /* slots 0 .. max_ranks-1; at most 256 */
+    uint64_t max_buffer_bytes; /* largest all-reduce or broadcast accepted */
+    /* Per-slot staging memory; larger buffers go through it in chunks.
+     * 0 picks a default (COMM_SHM_DEFAULT_STAGING, or less when
+     * max_buffer_bytes is small). */
+    uint64_t staging_bytes;
+} comm_shm_config;
+
+#define COMM_SHM_MAX_RANKS 256u
+#define COMM_SHM_DEFAULT_STAGING (2u << 20)
+
+/* Creates the segment `name` ("/loom-<job>", see shm_open(3)). Fails with
+ * LOOM_ERR_ALREADY_EXISTS when the name is taken. */
+loom_error *comm_shm_create(const char *name, const comm_shm_config *config,
+                            comm_shm_segment **out);
+/* Publishes the next generation: `count` distinct slots (any order). Members
+ * of the previous generation that are still inside a collective get
+ * LOOM_ERR_UNAVAILABLE. Writes the new generation number to *generation. */
+loom_error *comm_shm_publish(comm_shm_segment *seg, const uint32_t *slots,
+                             uint32_t count, uint32_t *generation);
+/* Tells waiting peers that the process in `slot` is gone (call on SIGCHLD;
+ * peers also notice on their own, this only makes it immediate). */
+void comm_shm_mark_dead(comm_shm_segment *seg, uint32_t slot);
+uint32_t comm_shm_published_generation(const comm_shm_segment *seg);
+/* Unmaps and unlinks the segment. Attached workers keep their mapping. */
+void comm_shm_destroy(comm_shm_segment *seg);
+
+/* ---- shm: a worker's side --------------------------------------------- */
+
+/* Attaches this process to `slot` of segment `name`. Errors: NOT_FOUND (no
+ * such segment), INVALID_ARGUMENT (slot out of range, not a loom segment),
+ * ALREADY_EXISTS (a live process holds the slot). */
+loom_error *comm_shm_attach(const char *name, uint32_t slot, comm **out);
+/* Adopts `generation`: waits until the coordinator has published it, then
+ * until every member has joined it. NOT_FOUND when this slot is not a
+ * member; UNAVAILABLE when a newer generation superseded it. */
+loom_error *comm_shm_join(comm *c, uint32_t generation, uint64_t deadline_ns);
+
+/* ---- nccl (GPU) ------------------------------------------------------- */
+#if defined(LOOM_HAVE_CUDA) && LOOM_HAVE_CUDA
+
+#define COMM_NCCL_ID_BYTES 128
+
+/* Coordinator: a fresh unique id (COMM_NCCL_ID_BYTES) for one generation. */
+loom_error *comm_nccl_unique_id(uint8_t *id, size_t id_len);
+/* A handle bound to CUDA device `device`, with no communicator yet. */
+loom_error *comm_nccl_open(int32_t device, comm **out);
+/* Adopts a generation: aborts the current communicator (if any) and makes
+ * a new one of `world` ranks from the coordinator's `id`. All members call
+ * it with the same id. Used whenever a worker joins. */
+loom_error *comm_nccl_join(comm *c, uint32_t generation, const uint8_t *id,
+                           size_t id_len, uint32_t world, uint32_t rank,
+                           uint64_t deadline_ns);
+/* Adopts a generation without the `count` excluded ranks (ranks of the
+ * current generation) through ncclCommShrink, which needs no new id. All
+ * survivors call it with the same list. */
+loom_error *comm_nccl_shrink(comm *c, uint32_t generation,
+                             const uint32_t *excluded_ranks, uint32_t count,
+                             uint64_t deadline_ns);
+#endif
+
+#endif

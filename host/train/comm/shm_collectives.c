@@ -1,0 +1,194 @@
+/*
+ * train/comm/shm_collectives.c - all-reduce (average), broadcast and barrier
+ * for the members of one shm generation.
+ *
+ * Buffers move through each slot's staging memory in chunks. Chunk k uses
+ * staging half k % 2 and moves every member's step to 2k+1 ("my input is
+ * staged / I finished reading chunk k-1") and then 2k+2 ("my share of chunk
+ * k is done"). A member writes into half k % 2 only after every peer reached
+ * 2k-1, i.e. finished reading chunk k-2 from that half; with two halves
+ * that costs no extra wait in a run of all-reduce chunks.
+ *
+ * All-reduce of one chunk, reduce-scatter + all-gather:
+ *   1. copy my input into my staging half (all but my own share, which
+ *      only I read); step 2k+1; wait for all peers;
+ *   2. reduce my 1/world share of the chunk from every member's staging,
+ *      summing in ascending slot order (deterministic), dividing by world;
+ *      write it to my staging and my buffer; step 2k+2; wait for all;
+ *   3. copy every other member's reduced share from its staging.
+ * Each process reads and adds 1/world of the data, so all cores work.
+ */
+#include <string.h>
+
+#include "plugin/host_api.h"
+#include "shm_member.h"
+
+/* Floats reduced per pass: the accumulator stays in L1. */
+#define REDUCE_BLOCK 2048
+/* Shares are cut on whole cache lines of floats. */
+#define SHARE_ALIGN 16
+
+static size_t min_size(size_t a, size_t b) { return a < b ? a : b; }
+
+/* Rank `rank`'s share [lo, hi) of a chunk of `len` floats. */
+static void share_of(size_t len, uint32_t world, uint32_t rank, size_t *lo,
+                     size_t *hi)
+{
+    size_t lines = (len + SHARE_ALIGN - 1) / SHARE_ALIGN;
+    size_t per = lines / world, extra = lines % world;
+    size_t first = rank * per + min_size(rank, extra);
+    size_t count = per + (rank < extra ? 1 : 0);
+    *lo = min_size(len, first * SHARE_ALIGN);
+    *hi = min_size(len, (first + count) * SHARE_ALIGN);
+}
+
+/* out[i] = (((src0[i] + src1[i]) + src2[i]) + ...) / world for i in
+ * [lo, hi), written to both `staged_out` (which may be one of the sources:
+ * each block is read fully before it is written) and `user_out`. */
+static void reduce_share(float *staged_out, float *user_out, const float *const *src,
+                         uint32_t world, size_t lo, size_t hi)
+{
+    float acc[REDUCE_BLOCK];
+    const float divisor = (float)world;
+    for (size_t b = lo; b < hi; b += REDUCE_BLOCK) {
+        size_t n = min_size(REDUCE_BLOCK, hi - b);
+        const float *s0 = src[0] + b, *s1 = src[1] + b;
+        for (size_t i = 0; i < n; i++)
+            acc[i] = s0[i] + s1[i];
+        for (uint32_t r = 2; r < world; r++) {
+            const float *s = src[r] + b;
+            for (size_t i = 0; i < n; i++)
+                acc[i] += s[i];
+        }
+        float *so = staged_out + b, *uo = user_out + b;
+        for (size_t i = 0; i < n; i++) {
+            float v = acc[i] / divisor;
+            so[i] = v;
+            uo[i] = v;
+        }
+    }
+}
+
+static loom_error *check_capacity(const shm_member *m, const char *op, size_t bytes)
+{
+    if (bytes > m->header->max_buffer_bytes)
+        return loom_err(LOOM_ERR_RESOURCE_EXHAUSTED,
+                        "%s: %zu bytes exceed shm segment '%s' capacity of %llu "
+                        "bytes per buffer (set when the coordinator created it)",
+                        op, bytes, m->segment_name,
+                        (unsigned long long)m->header->max_buffer_bytes);
+    return NULL;
+}
+
+/* Before writing staging half k % 2: every peer has finished chunk k-2. */
+static loom_error *wait_half_free(shm_member *m, uint64_t k, uint64_t deadline_ns,
+                                  const char *op)
+{
+    if (k == 0)
+        return NULL;
+    return shm_wait_all_steps(m, (uint32_t)(2 * k - 1), deadline_ns, op);
+}
+
+loom_error *shm_allreduce_avg_f32(comm *c, float *buf, size_t count,
+                                  uint64_t deadline_ns)
+{
+    shm_member *m = (shm_member *)c;
+    shm_header *h = m->header;
+    const char *op = "allreduce";
+    loom_error *err = check_capacity(m, op, count * sizeof(float));
+    if (err)
+        return err;
+    uint32_t world = m->base.world_size, rank = m->base.rank;
+    if (world == 1 || count == 0)
+        return NULL; /* the average of one buffer is itself */
+
+    const float *src[COMM_SHM_MAX_RANKS];
+    size_t chunk_floats = h->staging_bytes / 2 / sizeof(float);
+    for (size_t off = 0; off < count; off += chunk_floats) {
+        size_t len = min_size(chunk_floats, count - off);
+        uint64_t k = m->chunk++;
+        uint32_t half = (uint32_t)(k & 1);
+        uint32_t staged = (uint32_t)(2 * k + 1), reduced = staged + 1;
+
+        if ((err = wait_half_free(m, k, deadline_ns, op)) != NULL)
+            return err;
+        /* Peers read every share of my staging but mine, which only I
+         * reduce, straight from my buffer. */
+        float *mine = shm_staging(h, m->slot, half);
+        size_t lo, hi;
+        share_of(len, world, rank, &lo, &hi);
+        memcpy(mine, buf + off, lo * sizeof(float));
+        memcpy(mine + hi, buf + off + hi, (len - hi) * sizeof(float));
+        shm_signal_step(m, staged);
+        if ((err = shm_wait_all_steps(m, staged, deadline_ns, op)) != NULL)
+            return err;
+
+        for (uint32_t r = 0; r < world; r++)
+            src[r] = r == rank ? buf + off : shm_staging(h, m->members[r], half);
+        reduce_share(mine, buf + off, src, world, lo, hi);
+        shm_signal_step(m, reduced);
+        if ((err = shm_wait_all_steps(m, reduced, deadline_ns, op)) != NULL)
+            return err;
+
+        for (uint32_t r = 0; r < world; r++) {
+            if (r == rank)
+                continue;
+            share_of(len, world, r, &lo, &hi);
+            memcpy(buf + off + lo, src[r] + lo, (hi - lo) * sizeof(float));
+        }
+    }
+    return shm_check_peers_stayed(m, op);
+}
+
+loom_error *shm_broadcast(comm *c, void *buf, size_t bytes, uint32_t root,
+                          uint64_t deadline_ns)
+{
+    shm_member *m = (shm_member *)c;
+    shm_header *h = m->header;
+    const char *op = "broadcast";
+    loom_error *err = check_capacity(m, op, bytes);
+    if (err)
+        return err;
+    if (m->base.world_size == 1 || bytes == 0)
+        return NULL;
+
+    uint32_t root_slot = m->members[root];
+    size_t chunk_bytes = h->staging_bytes / 2;
+    char *data = buf;
+    for (size_t off = 0; off < bytes; off += chunk_bytes) {
+        size_t len = min_size(chunk_bytes, bytes - off);
+        uint64_t k = m->chunk++;
+        uint32_t half = (uint32_t)(k & 1);
+        uint32_t staged = (uint32_t)(2 * k + 1), done = staged + 1;
+        void *root_staging = shm_staging(h, root_slot, half);
+
+        if (m->base.rank == root) {
+            if ((err = wait_half_free(m, k, deadline_ns, op)) != NULL)
+                return err;
+            memcpy(root_staging, data + off, len);
+            shm_signal_step(m, done); /* the root reads nothing back */
+        } else {
+            shm_signal_step(m, staged);
+            if ((err = shm_wait_step(m, root_slot, staged, deadline_ns, op)) != NULL)
+                return err;
+            memcpy(data + off, root_staging, len);
+            shm_signal_step(m, done);
+        }
+    }
+    return shm_check_peers_stayed(m, op);
+}
+
+loom_error *shm_barrier(comm *c, uint64_t deadline_ns)
+{
+    shm_member *m = (shm_member *)c;
+    if (m->base.world_size == 1)
+        return NULL;
+    uint64_t k = m->chunk++;
+    uint32_t arrived = (uint32_t)(2 * k + 1);
+    shm_signal_step(m, arrived);
+    loom_error *err = shm_wait_all_steps(m, arrived, deadline_ns, "barrier");
+    if (err)
+        return err;
+    shm_signal_step(m, arrived + 1);
+    return NULL;
+}

@@ -1,0 +1,52 @@
+/*
+ * train/coordinator.h - the elastic trainer's coordinator: one thread in the
+ * host per training exec. It starts a `loom worker` per device, forms
+ * numbered generations of members over the shm collectives, plans every
+ * step (which samples each worker uses, with gradient accumulation keeping
+ * the effective batch constant), commits a step only when every member
+ * reduced it, grows and shrinks the group at step boundaries, validates,
+ * checkpoints and finishes. Every wait has a deadline.
+ */
+#ifndef LOOM_TRAIN_COORDINATOR_H
+#define LOOM_TRAIN_COORDINATOR_H
+
+#include <cjson/cJSON.h>
+#include <limits.h>
+#include <stddef.h>
+
+#include "plugin/registry.h"
+#include "train/edt_settings.h"
+
+typedef struct edt_job {
+    char exec_id[64];
+    char result_dir[PATH_MAX];
+    char code_dir[PATH_MAX];
+    char data_dir[PATH_MAX];
+    char framework_path[PATH_MAX]; /* the adapter's .so */
+    char spec_path[PATH_MAX];
+    char loom_binary[PATH_MAX];    /* to start `loom worker` */
+    char **msd_env;                /* "K=V", NULL-terminated; copied */
+    edt_settings settings;         /* taken over (loggers_json is freed) */
+    uint32_t initial_workers;      /* 0: settings.engines */
+    int resume;                    /* continue from the newest checkpoint */
+    registry *reg;                 /* the host's: driver loggers */
+    /* State changes (RUNNING, FINISHED, ERROR, KILLED), from the thread. */
+    void (*on_state)(void *ctx, const char *exec_id, const char *state, const char *message);
+    void *ctx;
+} edt_job;
+
+typedef struct edt_coordinator edt_coordinator;
+
+edt_coordinator *edt_start(edt_job *job, char *err, size_t errlen);
+/* Asks for `workers` workers (1..engines); applied at the next step. */
+int edt_resize(edt_coordinator *c, uint32_t workers, char *err, size_t errlen);
+/* Asks the job to stop; it ends KILLED. */
+void edt_stop(edt_coordinator *c);
+int edt_done(edt_coordinator *c);
+/* Progress: workers, generation, epoch, iteration, throughput, metrics,
+ * per-epoch sample counts. */
+cJSON *edt_describe(edt_coordinator *c);
+/* Waits for the thread and frees everything. */
+void edt_free(edt_coordinator *c);
+
+#endif

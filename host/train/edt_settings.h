@@ -1,0 +1,45 @@
+/*
+ * train/edt_settings.h - an elastic training job's knobs, FabricModel's:
+ * epochs, per-device batch size, engines (max devices), effective (global)
+ * batch size, validation and checkpoint frequency, dataloader threads, seed,
+ * loggers; from the model directory's spec ("training" block), overridden by
+ * the program arguments after "--" and dlicmd's flags, and the EDT_*
+ * environment pairs.
+ */
+#ifndef LOOM_TRAIN_EDT_SETTINGS_H
+#define LOOM_TRAIN_EDT_SETTINGS_H
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define EDT_SPEC_DEFAULT "edt.json"
+
+typedef struct edt_settings {
+    uint32_t epochs;
+    uint32_t batch_size;           /* per device, per micro-batch */
+    uint32_t engines;              /* max devices */
+    uint32_t effective_batch_size; /* samples per optimizer step, constant */
+    uint32_t validation_freq;      /* epochs; 0 = never */
+    uint32_t checkpoint_freq;      /* epochs; 0 = never */
+    uint32_t dataloader_threads;
+    uint32_t log_every;            /* worker step metrics every N steps */
+    uint64_t seed;
+    uint32_t pull_timeout_s;       /* EDT_PULL_WEIGHT_TIME_OUT */
+    uint32_t pull_limit;           /* EDT_PULL_FAILED_LIMITS */
+    uint32_t step_timeout_ms;      /* LOOM_EDT_STEP_TIMEOUT_MS */
+    char *loggers_json;            /* [{"name", "role": driver|worker|both, "config"}] */
+} edt_settings;
+
+/* Resolves the settings. `spec` is the parsed spec (may be NULL);
+ * num_worker <= 0 means not given. Errors name the setting:
+ * batch size 0, effective batch size not a multiple of the batch size, an
+ * unknown argument, a value out of range. The exclusive rule: when both
+ * engines and the effective batch size are given, the larger engine count
+ * wins and the effective batch follows from it. */
+int edt_settings_resolve(const cJSON *spec, int num_worker, char *const *args, int nargs,
+                         char *const *env, int nenv, edt_settings *out, char *err,
+                         size_t errlen);
+void edt_settings_free(edt_settings *s);
+
+#endif

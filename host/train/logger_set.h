@@ -1,0 +1,33 @@
+/*
+ * train/logger_set.h - the logger callbacks of one role (the driver in the
+ * coordinator, or one worker): loaded through the plugin registry, called
+ * in order, a failing one reported and skipped.
+ *
+ * The list is JSON: [{"name": "jsonl", "path": "/.../jsonl.so", "role":
+ * "driver"|"worker"|"both", "config": {...}}]. With a registry, loggers are
+ * taken from it by name; without one (a worker process), each is loaded
+ * from its path.
+ */
+#ifndef LOOM_TRAIN_LOGGER_SET_H
+#define LOOM_TRAIN_LOGGER_SET_H
+
+#include <cjson/cJSON.h>
+#include <stdint.h>
+
+#include "plugin/registry.h"
+
+typedef struct logger_set logger_set;
+
+/* Never fails as a whole: a logger that cannot be made is logged and left
+ * out. Returns NULL only when the list is empty or unparsable. */
+logger_set *logger_set_open(registry *reg, const char *loggers_json, int32_t role, uint32_t rank,
+                            const char *exec_id, const char *log_dir);
+void logger_set_begin(logger_set *s, const loom_train_info *info);
+/* Metrics from a JSON object of name -> number. */
+void logger_set_train_json(logger_set *s, const cJSON *metrics, uint64_t iteration, uint32_t epoch,
+                           uint32_t workers);
+void logger_set_test_json(logger_set *s, const cJSON *metrics, uint64_t iteration, uint32_t epoch);
+void logger_set_end(logger_set *s, int32_t status, const char *message);
+void logger_set_close(logger_set *s);
+
+#endif

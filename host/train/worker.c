@@ -1,0 +1,406 @@
+/* train/worker.c - see worker.h. The plan a worker receives names, in order:
+ * whether to apply the step it reduced last (commit) or drop it, a new
+ * generation to join and a root to take the state from (a joining worker's
+ * weights and optimizer state arrive this way), optionally a checkpoint to
+ * load first, and one action. Every wait has a deadline the plan gives. */
+#include "train/worker.h"
+
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "comm.h"
+#include "plugin/host_api.h"
+#include "plugin/so_loader.h"
+#include "train/checkpoint.h"
+#include "train/logger_set.h"
+#include "train/protocol.h"
+#include "util/fs.h"
+
+#define MAX_STATE_TENSORS 256
+
+typedef struct worker {
+    const char *control, *shm, *framework, *spec_path, *code_dir, *data_dir, *log_dir;
+    const char *exec_id, *loggers_json;
+    uint32_t slot, threads, log_every;
+    uint64_t seed;
+    so_plugin *plugin;
+    const loom_framework_factory *fw;
+    loom_framework_instance *inst;
+    loom_tensor_view params, grads;
+    loom_tensor_view views[MAX_STATE_TENSORS];
+    int32_t roles[MAX_STATE_TENSORS];
+    uint32_t nviews;
+    comm *comm;
+    int fd;
+    logger_set *loggers;
+    uint64_t steps_done;
+} worker;
+
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    putchar('\n');
+    fflush(stdout);
+}
+
+static int fail(loom_error *e, const char *what)
+{
+    fprintf(stderr, "loom worker: %s: %s\n", what, loom_err_message(e));
+    loom_err_free(e);
+    return 1;
+}
+
+static int parse_args(worker *w, int argc, char **argv)
+{
+    for (int i = 0; i + 1 < argc; i += 2) {
+        const char *k = argv[i], *v = argv[i + 1];
+        if (!strcmp(k, "--control")) w->control = v;
+        else if (!strcmp(k, "--shm")) w->shm = v;
+        else if (!strcmp(k, "--framework")) w->framework = v;
+        else if (!strcmp(k, "--spec")) w->spec_path = v;
+        else if (!strcmp(k, "--code-dir")) w->code_dir = v;
+        else if (!strcmp(k, "--data-dir")) w->data_dir = v;
+        else if (!strcmp(k, "--log-dir")) w->log_dir = v;
+        else if (!strcmp(k, "--exec-id")) w->exec_id = v;
+        else if (!strcmp(k, "--loggers")) w->loggers_json = v;
+        else if (!strcmp(k, "--slot")) w->slot = (uint32_t)strtoul(v, NULL, 10);
+        else if (!strcmp(k, "--threads")) w->threads = (uint32_t)strtoul(v, NULL, 10);
+        else if (!strcmp(k, "--log-every")) w->log_every = (uint32_t)strtoul(v, NULL, 10);
+        else if (!strcmp(k, "--seed")) w->seed = strtoull(v, NULL, 10);
+        else {
+            fprintf(stderr, "loom worker: unknown argument %s (workers are started by the trainer)\n", k);
+            return -1;
+        }
+    }
+    if (!w->log_every)
+        w->log_every = 50;
+    if (!w->control || !w->shm || !w->framework || !w->spec_path || !w->code_dir) {
+        fprintf(stderr, "loom worker: --control, --shm, --framework, --spec and --code-dir are required\n");
+        return -1;
+    }
+    return 0;
+}
+
+static int setup(worker *w)
+{
+    char err[1024];
+    w->plugin = so_plugin_open(w->framework, 1, err, sizeof err);
+    if (!w->plugin) {
+        fprintf(stderr, "loom worker: %s\n", err);
+        return 1;
+    }
+    const loom_registration *regs;
+    size_t n = so_plugin_registrations(w->plugin, &regs);
+    for (size_t i = 0; i < n; i++)
+        if (regs[i].kind == LOOM_KIND_FRAMEWORK)
+            w->fw = regs[i].factory;
+    if (!w->fw || w->fw->style != LOOM_FRAMEWORK_TRAINER) {
+        fprintf(stderr, "loom worker: %s is not a trainer-style framework adapter\n", w->framework);
+        return 1;
+    }
+    char *spec = fs_read_file(w->spec_path, 16u << 20, NULL);
+    if (!spec) {
+        fprintf(stderr, "loom worker: cannot read the spec %s\n", w->spec_path);
+        return 1;
+    }
+    loom_trainer_config cfg = {
+        .struct_size = sizeof cfg,
+        .rank = w->slot,
+        .num_dataloader_threads = w->threads ? w->threads : 1,
+        .seed = w->seed,
+        .device = {.struct_size = sizeof(loom_device), .kind = LOOM_DEVICE_CPU, .index = 0},
+        .spec_json = spec,
+        .code_dir = w->code_dir,
+        .data_dir = w->data_dir ? w->data_dir : w->code_dir,
+    };
+    loom_error *e = w->fw->create(w->fw, &cfg, &w->inst);
+    free(spec);
+    if (e)
+        return fail(e, "the framework could not build the model");
+    w->params.struct_size = w->grads.struct_size = sizeof(loom_tensor_view);
+    if ((e = w->fw->buffers(w->inst, &w->params, &w->grads)))
+        return fail(e, "buffers");
+    for (uint32_t i = 0; i < MAX_STATE_TENSORS; i++)
+        w->views[i].struct_size = sizeof(loom_tensor_view);
+    if ((e = w->fw->state_tensors(w->inst, w->views, w->roles, MAX_STATE_TENSORS, &w->nviews)))
+        return fail(e, "state_tensors");
+    if (w->nviews > MAX_STATE_TENSORS) {
+        fprintf(stderr, "loom worker: the model has %u state tensors, more than %d\n", w->nviews,
+                MAX_STATE_TENSORS);
+        return 1;
+    }
+    if ((e = comm_shm_attach(w->shm, w->slot, &w->comm)))
+        return fail(e, "collectives");
+    w->fd = msg_connect(w->control, err, sizeof err);
+    if (w->fd < 0) {
+        fprintf(stderr, "loom worker: %s\n", err);
+        return 1;
+    }
+    w->loggers = logger_set_open(NULL, w->loggers_json, LOOM_LOGGER_WORKER, w->slot,
+                                 w->exec_id, w->log_dir);
+    return 0;
+}
+
+static uint64_t *index_list(const cJSON *array, uint32_t *count)
+{
+    int n = cJSON_GetArraySize(array);
+    uint64_t *idx = malloc(((size_t)n + 1) * sizeof *idx);
+    *count = 0;
+    const cJSON *v;
+    cJSON_ArrayForEach(v, array) idx[(*count)++] = (uint64_t)v->valuedouble;
+    return idx;
+}
+
+static void add_metrics(cJSON *obj, const loom_metrics *m)
+{
+    for (uint32_t i = 0; i < m->count && i < LOOM_MAX_METRICS; i++)
+        cJSON_AddNumberToObject(obj, m->items[i].name, m->items[i].value);
+}
+
+static double num(const cJSON *o, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsNumber(v) ? v->valuedouble : 0;
+}
+
+static const char *str(const cJSON *o, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* A training step: forward + backward over each micro-batch (gradient
+ * accumulation), then the average all-reduce. */
+static loom_error *do_step(worker *w, const cJSON *plan, cJSON *reply, uint64_t deadline)
+{
+    loom_error *e = w->fw->zero_grad(w->inst);
+    if (e)
+        return e;
+    const cJSON *mbs = cJSON_GetObjectItemCaseSensitive(plan, "mb");
+    const cJSON *scales = cJSON_GetObjectItemCaseSensitive(plan, "scale");
+    double loss_sum = 0, acc_sum = 0;
+    uint32_t total = 0;
+    int have_acc = 0;
+    int k = 0;
+    const cJSON *mb;
+    cJSON_ArrayForEach(mb, mbs) {
+        uint32_t n;
+        uint64_t *idx = index_list(mb, &n);
+        float scale = (float)cJSON_GetArrayItem(scales, k++)->valuedouble;
+        loom_metrics m = {.struct_size = sizeof m};
+        e = n ? w->fw->forward_backward(w->inst, idx, n, scale, &m) : NULL;
+        free(idx);
+        if (e)
+            return e;
+        for (uint32_t i = 0; i < m.count; i++) {
+            if (!strcmp(m.items[i].name, "loss"))
+                loss_sum += m.items[i].value * n;
+            else if (!strcmp(m.items[i].name, "accuracy")) {
+                acc_sum += m.items[i].value * n;
+                have_acc = 1;
+            }
+        }
+        total += n;
+    }
+    e = comm_allreduce_avg_f32(w->comm, (float *)w->grads.data,
+                               (size_t)(w->grads.nbytes / sizeof(float)), deadline);
+    if (e)
+        return e;
+    cJSON *m = cJSON_AddObjectToObject(reply, "train");
+    if (total) {
+        cJSON_AddNumberToObject(m, "loss", loss_sum / total);
+        if (have_acc)
+            cJSON_AddNumberToObject(m, "accuracy", acc_sum / total);
+    }
+    cJSON_AddNumberToObject(reply, "count", total);
+    w->steps_done++;
+    return NULL;
+}
+
+static loom_error *do_validate(worker *w, const cJSON *plan, cJSON *reply)
+{
+    uint64_t begin = (uint64_t)num(plan, "begin"), end = (uint64_t)num(plan, "end");
+    uint32_t n = end > begin ? (uint32_t)(end - begin) : 0;
+    cJSON *ev = cJSON_AddObjectToObject(reply, "eval");
+    cJSON_AddNumberToObject(reply, "count", n);
+    if (!n)
+        return NULL;
+    uint64_t *idx = malloc((size_t)n * sizeof *idx);
+    if (!idx)
+        return loom_err(LOOM_ERR_RESOURCE_EXHAUSTED, "out of memory");
+    for (uint32_t i = 0; i < n; i++)
+        idx[i] = begin + i;
+    loom_metrics m = {.struct_size = sizeof m};
+    loom_error *e = w->fw->evaluate(w->inst, LOOM_SPLIT_TEST, idx, n, &m);
+    free(idx);
+    if (!e)
+        add_metrics(ev, &m);
+    return e;
+}
+
+/* Joins a generation and takes the state from its root. */
+static loom_error *join_and_pull(worker *w, const cJSON *join, const char *load_path)
+{
+    uint64_t deadline = comm_deadline_after_ms((uint32_t)num(join, "timeout_ms"));
+    loom_error *e = comm_shm_join(w->comm, (uint32_t)num(join, "gen"), deadline);
+    if (e)
+        return e;
+    if (load_path) {
+        char err[1024];
+        if (checkpoint_load(load_path, w->views, w->nviews, NULL, err, sizeof err) != 0)
+            return loom_err(LOOM_ERR_INVALID_ARGUMENT, "%s", err);
+    }
+    int root = (int)num(join, "root");
+    if (root < 0)
+        return NULL;
+    for (uint32_t i = 0; i < w->nviews; i++) {
+        e = comm_broadcast(w->comm, w->views[i].data, (size_t)w->views[i].nbytes, (uint32_t)root,
+                           deadline);
+        if (e)
+            return loom_err_wrap(e, "pulling the weights (tensor %s)", w->views[i].name);
+    }
+    if (w->fw->state_loaded && (e = w->fw->state_loaded(w->inst)))
+        return e;
+    return NULL;
+}
+
+static void step_info(const cJSON *plan, loom_step_info *si)
+{
+    memset(si, 0, sizeof *si);
+    si->struct_size = sizeof *si;
+    si->epoch = (uint32_t)num(plan, "epoch");
+    si->epochs = (uint32_t)num(plan, "epochs");
+    si->iteration = (uint64_t)num(plan, "iteration");
+    si->steps_per_epoch = (uint64_t)num(plan, "steps_per_epoch");
+}
+
+static int serve(worker *w)
+{
+    cJSON *hello = cJSON_CreateObject();
+    uint64_t ntrain = 0, ntest = 0;
+    loom_error *e = w->fw->dataset_size(w->inst, LOOM_SPLIT_TRAIN, &ntrain);
+    if (!e)
+        e = w->fw->dataset_size(w->inst, LOOM_SPLIT_TEST, &ntest);
+    if (e) {
+        cJSON_Delete(hello);
+        return fail(e, "dataset");
+    }
+    cJSON_AddStringToObject(hello, "t", "hello");
+    cJSON_AddNumberToObject(hello, "slot", w->slot);
+    cJSON_AddNumberToObject(hello, "pid", getpid());
+    cJSON_AddNumberToObject(hello, "params", (double)(w->params.nbytes / sizeof(float)));
+    cJSON_AddNumberToObject(hello, "train", (double)ntrain);
+    cJSON_AddNumberToObject(hello, "test", (double)ntest);
+    msg_send(w->fd, hello);
+    cJSON_Delete(hello);
+    say("worker %u ready: %llu parameters, %llu training and %llu test samples", w->slot,
+        (unsigned long long)(w->params.nbytes / sizeof(float)), (unsigned long long)ntrain,
+        (unsigned long long)ntest);
+
+    int pending = 0; /* a reduced step waiting for commit */
+    for (;;) {
+        char err[256];
+        cJSON *plan = msg_recv(w->fd, 0, err, sizeof err);
+        if (!plan) {
+            say("coordinator gone (%s); exiting", err);
+            return 2;
+        }
+        const char *action = str(plan, "do");
+        if (action && !strcmp(action, "exit")) {
+            const char *reason = str(plan, "reason");
+            say("%s", reason ? reason : "stopped by the coordinator");
+            int code = (int)num(plan, "code");
+            cJSON_Delete(plan);
+            logger_set_end(w->loggers, LOOM_TRAIN_KILLED, "stopped");
+            return code;
+        }
+        cJSON *reply = cJSON_CreateObject();
+        cJSON_AddStringToObject(reply, "t", "reply");
+        cJSON_AddNumberToObject(reply, "round", num(plan, "round"));
+        e = NULL;
+        if (pending && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(plan, "commit"))) {
+            loom_step_info si;
+            step_info(plan, &si);
+            e = w->fw->apply(w->inst, &si);
+        }
+        pending = 0;
+        const cJSON *join = cJSON_GetObjectItemCaseSensitive(plan, "join");
+        if (!e && join) {
+            e = join_and_pull(w, join, str(plan, "load"));
+            if (e)
+                cJSON_AddBoolToObject(reply, "pull_failed", 1);
+        }
+        uint64_t deadline = comm_deadline_after_ms((uint32_t)num(plan, "timeout_ms"));
+        if (!e && action) {
+            if (!strcmp(action, "step")) {
+                e = do_step(w, plan, reply, deadline);
+                if (!e) {
+                    pending = 1;
+                    if (w->steps_done % w->log_every == 0)
+                        logger_set_train_json(w->loggers,
+                                              cJSON_GetObjectItemCaseSensitive(reply, "train"),
+                                              (uint64_t)num(plan, "iteration"),
+                                              (uint32_t)num(plan, "epoch"),
+                                              (uint32_t)num(plan, "workers"));
+                }
+            } else if (!strcmp(action, "validate")) {
+                e = do_validate(w, plan, reply);
+            } else if (!strcmp(action, "checkpoint") || !strcmp(action, "finish")) {
+                const char *path = str(plan, "path");
+                if (path && checkpoint_save(path, w->views, w->roles, w->nviews,
+                                            !strcmp(action, "finish"),
+                                            cJSON_GetObjectItemCaseSensitive(plan, "meta"), err,
+                                            sizeof err) != 0)
+                    e = loom_err(LOOM_ERR_INTERNAL, "%s", err);
+            }
+        }
+        cJSON_AddBoolToObject(reply, "ok", e == NULL);
+        if (e) {
+            cJSON_AddStringToObject(reply, "error", loom_err_message(e));
+            say("round %d failed: %s", (int)num(plan, "round"), loom_err_message(e));
+            loom_err_free(e);
+        }
+        int finishing = action && !strcmp(action, "finish");
+        cJSON_Delete(plan);
+        if (msg_send(w->fd, reply) != 0) {
+            cJSON_Delete(reply);
+            say("coordinator gone; exiting");
+            return 2;
+        }
+        cJSON_Delete(reply);
+        if (finishing) {
+            logger_set_end(w->loggers, LOOM_TRAIN_FINISHED, "finished");
+            say("training finished");
+            return 0;
+        }
+    }
+}
+
+int worker_main(int argc, char **argv)
+{
+    signal(SIGPIPE, SIG_IGN);
+    worker w;
+    memset(&w, 0, sizeof w);
+    w.fd = -1;
+    if (parse_args(&w, argc, argv) != 0)
+        return 2;
+    int rc = setup(&w);
+    if (rc == 0)
+        rc = serve(&w);
+    logger_set_close(w.loggers);
+    comm_close(w.comm);
+    if (w.inst)
+        w.fw->destroy(w.inst);
+    if (w.fd >= 0)
+        close(w.fd);
+    so_plugin_close(w.plugin);
+    return rc;
+}
