@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "sched/sim.h"
 #include "train/worker.h"
 #include <loom/abi.h>
 
@@ -25,6 +26,10 @@ static const char usage[] =
     "  algorithm add|list|show|remove    search algorithms\n"
     "  kernel add|list|show|remove       inference kernels\n"
     "  logger add|list|show|remove       logger callbacks\n"
+    "\n"
+    "Scheduling:\n"
+    "  sim TRACE.json       replay a job trace: elastic fair share, elastic priority\n"
+    "                       and static FIFO side by side\n"
     "\n"
     "  version              print the version and plugin ABI\n"
     "\n"
@@ -53,6 +58,8 @@ int cli_main(int argc, char **argv)
         printf("loom %s (plugin ABI %d.%d)\n", LOOM_VERSION, LOOM_ABI_MAJOR, LOOM_ABI_MINOR);
         return 0;
     }
+    if (strcmp(cmd, "sim") == 0)
+        return sim_main(n, args); /* argv[0] is "sim" */
     if (strcmp(cmd, "worker") == 0)
         return worker_main(n - 1, args + 1);
     if (strcmp(cmd, "serve") == 0)

@@ -1,0 +1,412 @@
+/*
+ * sched/sched.c - the scheduler object, its inventory of devices (with the
+ * free-slot bitmap that keeps assignment O(words)), job submission and end,
+ * and reconstruction after a restart. The policy itself is in
+ * sched_policy.c, the plan tree in sched_plans.c.
+ */
+#include "sched/sched_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugin/host_api.h"
+
+sched *sched_create(const sched_options *opt)
+{
+    sched *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    if (opt)
+        s->opt = *opt;
+    if (!(s->opt.hysteresis > 0))
+        s->opt.hysteresis = 0;
+    s->next_review = INFINITY;
+    if (!sched_plans_init(s)) {
+        sched_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+static void job_free(sched_job *j)
+{
+    if (!j)
+        return;
+    free(j->id);
+    free(j->devices);
+    free(j);
+}
+
+void sched_free(sched *s)
+{
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->n_jobs; i++)
+        job_free(s->jobs[i]);
+    free(s->jobs);
+    for (size_t i = 0; i < s->n_devices; i++)
+        free(s->devices[i].node);
+    free(s->devices);
+    free(s->free_bits);
+    sched_plans_free(s);
+    free(s->queue);
+    free(s->plan_jobs);
+    free(s->wf_items);
+    wf_ctx_free(&s->wf);
+    free(s->decisions);
+    free(s->decision_slots);
+    free(s);
+}
+
+/* ---- inventory --------------------------------------------------------- */
+
+static bool same_node(const char *a, const char *b)
+{
+    if (!a || !b)
+        return a == b;
+    return strcmp(a, b) == 0;
+}
+
+int32_t sched_find_device(const sched *s, int32_t kind, int32_t index, const char *node)
+{
+    for (size_t i = 0; i < s->n_devices; i++) {
+        const sched_device_rec *d = &s->devices[i];
+        if (d->kind == kind && d->index == index && same_node(d->node, node))
+            return (int32_t)i;
+    }
+    return -1;
+}
+
+static void slot_mark_free(sched *s, int32_t slot)
+{
+    s->free_bits[slot / 64] |= UINT64_C(1) << (slot % 64);
+    s->n_free++;
+}
+
+static void slot_mark_taken(sched *s, int32_t slot)
+{
+    s->free_bits[slot / 64] &= ~(UINT64_C(1) << (slot % 64));
+    s->n_free--;
+}
+
+int32_t sched_add_device(sched *s, int32_t kind, int32_t index, const char *node)
+{
+    if (s->n_devices >= INT32_MAX - 1 || sched_find_device(s, kind, index, node) >= 0)
+        return -1;
+    if (s->n_devices == s->devices_cap) {
+        size_t cap = s->devices_cap ? s->devices_cap * 2 : 64;
+        sched_device_rec *d = realloc(s->devices, cap * sizeof *d);
+        if (!d)
+            return -1;
+        s->devices = d;
+        s->devices_cap = cap;
+    }
+    size_t words = (s->n_devices + 1 + 63) / 64;
+    if (words > s->free_words) {
+        uint64_t *bits = realloc(s->free_bits, words * sizeof *bits);
+        if (!bits)
+            return -1;
+        memset(bits + s->free_words, 0, (words - s->free_words) * sizeof *bits);
+        s->free_bits = bits;
+        s->free_words = words;
+    }
+    char *node_copy = NULL;
+    if (node && !(node_copy = strdup(node)))
+        return -1;
+    int32_t slot = (int32_t)s->n_devices++;
+    s->devices[slot] = (sched_device_rec){kind, index, node_copy, NULL};
+    slot_mark_free(s, slot);
+    return slot;
+}
+
+size_t sched_device_count(const sched *s) { return s->n_devices; }
+size_t sched_free_device_count(const sched *s) { return s->n_free; }
+
+bool sched_device(const sched *s, int32_t slot, sched_device_info *out)
+{
+    if (slot < 0 || (size_t)slot >= s->n_devices)
+        return false;
+    const sched_device_rec *d = &s->devices[slot];
+    *out = (sched_device_info){d->kind, d->index, d->node,
+                               d->owner ? d->owner->id : NULL};
+    return true;
+}
+
+int32_t sched_take_free_slot(sched *s, sched_job *owner)
+{
+    for (size_t w = 0; w < s->free_words; w++) {
+        if (!s->free_bits[w])
+            continue;
+        int32_t slot = (int32_t)(w * 64 + (size_t)__builtin_ctzll(s->free_bits[w]));
+        slot_mark_taken(s, slot);
+        s->devices[slot].owner = owner;
+        return slot;
+    }
+    return -1;
+}
+
+void sched_release_slot(sched *s, int32_t slot)
+{
+    s->devices[slot].owner = NULL;
+    slot_mark_free(s, slot);
+}
+
+bool sched_job_reserve(sched_job *j, int32_t n)
+{
+    if (n <= j->devices_cap)
+        return true;
+    int32_t cap = j->devices_cap ? j->devices_cap : 4;
+    while (cap < n)
+        cap *= 2;
+    int32_t *d = realloc(j->devices, (size_t)cap * sizeof *d);
+    if (!d)
+        return false;
+    j->devices = d;
+    j->devices_cap = cap;
+    return true;
+}
+
+/* ---- jobs -------------------------------------------------------------- */
+
+sched_job *sched_job_find(const sched *s, const char *id)
+{
+    for (size_t i = 0; i < s->n_jobs; i++)
+        if (strcmp(s->jobs[i]->id, id) == 0)
+            return s->jobs[i];
+    return NULL;
+}
+
+loom_error *sched_job_check(const sched *s, const sched_job_spec *spec, sched_job *job)
+{
+    if (!spec || !spec->id || !spec->id[0])
+        return loom_err(LOOM_ERR_INVALID_ARGUMENT, "job: id is missing");
+    const char *id = spec->id;
+    const char *plan = spec->plan && spec->plan[0] ? spec->plan : "/";
+    int32_t plan_idx = sched_plan_find(s, plan);
+    if (plan_idx < 0)
+        return loom_err(LOOM_ERR_NOT_FOUND, "job '%s': plan: '%s' does not exist", id,
+                        plan);
+    if (spec->kind < SCHED_JOB_TRAINING || spec->kind > SCHED_JOB_KERNEL)
+        return loom_err(LOOM_ERR_INVALID_ARGUMENT,
+                        "job '%s': kind: expected training (0), experiment (1) or "
+                        "kernel (2), got %d", id, spec->kind);
+    if (spec->max_devices < 1)
+        return loom_err(LOOM_ERR_INVALID_ARGUMENT,
+                        "job '%s': max_devices: expected >= 1, got %d", id,
+                        spec->max_devices);
+    int32_t min = spec->elastic ? (spec->min_devices ? spec->min_devices : 1)
+                                : spec->max_devices;
+    if (spec->elastic && (min < 1 || min > spec->max_devices))
+        return loom_err(LOOM_ERR_INVALID_ARGUMENT,
+                        "job '%s': min_devices: expected 1..max_devices (%d), got %d", id,
+                        spec->max_devices, spec->min_devices);
+    if (sched_job_find(s, id))
+        return loom_err(LOOM_ERR_ALREADY_EXISTS, "job '%s' already exists", id);
+    *job = (sched_job){
+        .plan = plan_idx,
+        .kind = spec->kind,
+        .elastic = spec->elastic,
+        .min_devices = min,
+        .max_devices = spec->max_devices,
+        .priority = spec->priority,
+        .wait_if_too_large = spec->wait_if_too_large,
+        .tag = spec->tag,
+    };
+    return NULL;
+}
+
+/* Why a job can never start as things stand (NULL if it can). */
+static loom_error *never_fits(const sched *s, const sched_job *j, const char *id)
+{
+    int32_t need = sched_job_need(j);
+    const char *field = j->elastic ? "min_devices" : "max_devices";
+    if ((size_t)need > s->n_devices)
+        return loom_err(LOOM_ERR_RESOURCE_EXHAUSTED,
+                        "job '%s': %s %d exceeds the %zu device(s) in the inventory "
+                        "(submit with wait_if_too_large to queue it until devices are "
+                        "added)", id, field, need, s->n_devices);
+    for (int32_t p = j->plan; p >= 0; p = s->plans[p].parent) {
+        int32_t cap = s->plans[p].cap_devices;
+        if (cap > 0 && need > cap)
+            return loom_err(LOOM_ERR_RESOURCE_EXHAUSTED,
+                            "job '%s': %s %d exceeds plan '%s' cap_devices %d", id,
+                            field, need, s->plans[p].path, cap);
+    }
+    return NULL;
+}
+
+static loom_error *job_add(sched *s, const sched_job *proto, const char *id,
+                           sched_job **out)
+{
+    if (s->n_jobs == s->jobs_cap) {
+        size_t cap = s->jobs_cap ? s->jobs_cap * 2 : 64;
+        sched_job **jobs = realloc(s->jobs, cap * sizeof *jobs);
+        if (!jobs)
+            return loom_err(LOOM_ERR_RESOURCE_EXHAUSTED, "job '%s': out of memory", id);
+        s->jobs = jobs;
+        s->jobs_cap = cap;
+    }
+    sched_job *j = malloc(sizeof *j);
+    char *id_copy = strdup(id);
+    if (!j || !id_copy) {
+        free(j);
+        free(id_copy);
+        return loom_err(LOOM_ERR_RESOURCE_EXHAUSTED, "job '%s': out of memory", id);
+    }
+    *j = *proto;
+    j->id = id_copy;
+    j->seq = s->next_seq++;
+    s->jobs[s->n_jobs++] = j;
+    *out = j;
+    return NULL;
+}
+
+loom_error *sched_submit(sched *s, const sched_job_spec *spec, double now)
+{
+    sched_job proto;
+    loom_error *err = sched_job_check(s, spec, &proto);
+    if (err)
+        return err;
+    err = never_fits(s, &proto, spec->id);
+    if (err && !spec->wait_if_too_large)
+        return err;
+    loom_err_free(err);
+    proto.state = SCHED_JOB_QUEUED;
+    proto.submitted = now;
+    sched_job *j;
+    return job_add(s, &proto, spec->id, &j);
+}
+
+loom_error *sched_end(sched *s, const char *id)
+{
+    for (size_t i = 0; id && i < s->n_jobs; i++) {
+        sched_job *j = s->jobs[i];
+        if (strcmp(j->id, id) != 0)
+            continue;
+        for (int32_t k = 0; k < j->count; k++)
+            sched_release_slot(s, j->devices[k]);
+        /* Keep submission order: admission and decisions rely on it. */
+        memmove(&s->jobs[i], &s->jobs[i + 1], (s->n_jobs - i - 1) * sizeof *s->jobs);
+        s->n_jobs--;
+        job_free(j);
+        return NULL;
+    }
+    return loom_err(LOOM_ERR_NOT_FOUND, "job '%s' is not known to the scheduler",
+                    id ? id : "(null)");
+}
+
+bool sched_get_job(const sched *s, const char *id, sched_job_info *out)
+{
+    const sched_job *j = id ? sched_job_find(s, id) : NULL;
+    if (!j)
+        return false;
+    *out = (sched_job_info){
+        .id = j->id,
+        .plan = s->plans[j->plan].path,
+        .kind = j->kind,
+        .state = j->state,
+        .elastic = j->elastic,
+        .min_devices = j->min_devices,
+        .max_devices = j->max_devices,
+        .priority = j->priority,
+        .tag = j->tag,
+        .count = j->count,
+        .devices = j->devices,
+        .submitted = j->submitted,
+        .started = j->started,
+        .last_resize = j->last_resize,
+    };
+    return true;
+}
+
+size_t sched_job_count(const sched *s) { return s->n_jobs; }
+
+size_t sched_queued_count(const sched *s)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < s->n_jobs; i++)
+        n += s->jobs[i]->state == SCHED_JOB_QUEUED;
+    return n;
+}
+
+/* ---- reconstruction ---------------------------------------------------- */
+
+static loom_error *restore_check(const sched *s, const sched_restore_entry *e, size_t n,
+                                 int64_t *claim)
+{
+    for (size_t i = 0; i < n; i++) {
+        sched_job proto;
+        loom_error *err = sched_job_check(s, &e[i].job, &proto);
+        if (err)
+            return loom_err_wrap(err, "restore entry %zu", i);
+        for (size_t k = 0; k < i; k++)
+            if (strcmp(e[k].job.id, e[i].job.id) == 0)
+                return loom_err(LOOM_ERR_ALREADY_EXISTS,
+                                "restore entry %zu: job '%s' is listed twice", i,
+                                e[i].job.id);
+        if (e[i].n_devices < 0 || (e[i].n_devices > 0 && !e[i].devices))
+            return loom_err(LOOM_ERR_INVALID_ARGUMENT,
+                            "restore entry %zu: job '%s': devices: expected %d slots",
+                            i, e[i].job.id, e[i].n_devices);
+        for (int32_t d = 0; d < e[i].n_devices; d++) {
+            int32_t slot = e[i].devices[d];
+            if (slot < 0 || (size_t)slot >= s->n_devices)
+                return loom_err(LOOM_ERR_NOT_FOUND,
+                                "restore entry %zu: job '%s': device slot %d is not "
+                                "in the inventory (%zu devices)",
+                                i, e[i].job.id, slot, s->n_devices);
+            const sched_device_rec *dev = &s->devices[slot];
+            const char *holder = dev->owner ? dev->owner->id
+                                 : claim[slot] >= 0 ? e[claim[slot]].job.id : NULL;
+            if (holder)
+                return loom_err(LOOM_ERR_ALREADY_EXISTS,
+                                "restore: device slot %d (%s:%d%s%s) is held by both "
+                                "job '%s' and job '%s'; refusing a double assignment",
+                                slot, dev->kind == LOOM_DEVICE_CUDA ? "cuda" : "cpu",
+                                dev->index, dev->node ? " on " : "",
+                                dev->node ? dev->node : "", holder, e[i].job.id);
+            claim[slot] = (int64_t)i;
+        }
+    }
+    return NULL;
+}
+
+loom_error *sched_restore(sched *s, const sched_restore_entry *e, size_t n)
+{
+    if (n == 0)
+        return NULL;
+    int64_t *claim = malloc((s->n_devices ? s->n_devices : 1) * sizeof *claim);
+    if (!claim)
+        return loom_err(LOOM_ERR_RESOURCE_EXHAUSTED, "restore: out of memory");
+    for (size_t i = 0; i < s->n_devices; i++)
+        claim[i] = -1;
+    loom_error *err = restore_check(s, e, n, claim);
+    free(claim);
+    if (err)
+        return err;
+
+    size_t first = s->n_jobs;
+    for (size_t i = 0; i < n && !err; i++) {
+        sched_job proto;
+        sched_job *j;
+        err = sched_job_check(s, &e[i].job, &proto);
+        if (!err) {
+            proto.state = e[i].n_devices > 0 ? SCHED_JOB_RUNNING : SCHED_JOB_QUEUED;
+            proto.submitted = proto.started = proto.last_resize = e[i].last_resize;
+            err = job_add(s, &proto, e[i].job.id, &j);
+        }
+        if (!err && !sched_job_reserve(j, e[i].n_devices))
+            err = loom_err(LOOM_ERR_RESOURCE_EXHAUSTED, "restore: out of memory");
+        for (int32_t d = 0; !err && d < e[i].n_devices; d++) {
+            int32_t slot = e[i].devices[d];
+            slot_mark_taken(s, slot);
+            s->devices[slot].owner = j;
+            j->devices[j->count++] = slot;
+        }
+    }
+    if (err) /* out of memory half way: undo what was added */
+        while (s->n_jobs > first)
+            sched_end(s, s->jobs[s->n_jobs - 1]->id);
+    return err;
+}

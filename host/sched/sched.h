@@ -1,0 +1,237 @@
+/*
+ * sched/sched.h - the scheduler's policy core: the devices the host may hand
+ * out (inventory), the resource plans that divide them, the jobs that consume
+ * them (training jobs, HPO experiments, inference kernel instances), and the
+ * decisions that move devices between jobs.
+ *
+ * The core is pure: no clock, no I/O, no processes. The caller passes `now`
+ * (seconds on any monotonic clock) into the calls that need it, persists what
+ * it must, and carries out the decisions sched_plan() returns. The same code
+ * runs the trace simulator (sim.h) on a simulated clock.
+ *
+ * Not thread-safe: one sched is driven by one thread (or under one lock).
+ *
+ * Policy, in short (the details are at sched_plan below):
+ *  - Plans form a tree under the root "/". Between the children of a plan,
+ *    devices are divided by share weight (water-filling), each child getting
+ *    at least its guaranteed minimum when it can use it and never more than
+ *    its cap. A plan's own jobs (jobs directly in a plan that also has child
+ *    plans) count as one more child of weight 1.
+ *  - Inside a plan, the plan's policy divides its devices between its jobs:
+ *    fair (evenly, within each job's [min, max]) or priority (higher priority
+ *    first, equal priorities evenly; lower ones keep their minimum).
+ *  - Leftover devices go to whoever can use them: no device stays idle while
+ *    a running job could grow (within its maximum and its plans' caps).
+ *  - A running job is never stopped by the scheduler; an elastic job is never
+ *    shrunk below its minimum. A fixed (non-elastic) job gets exactly its
+ *    max_devices or waits in the queue.
+ */
+#ifndef LOOM_SCHED_SCHED_H
+#define LOOM_SCHED_SCHED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <loom/abi.h>
+
+typedef struct sched sched;
+
+typedef struct sched_options {
+    /* Minimum seconds between two resizes of the same running job (the
+     * hysteresis interval; see sched_plan for when it is overridden).
+     * 0 turns hysteresis off. */
+    double hysteresis;
+} sched_options;
+
+/* Creates an empty scheduler: no devices, one plan "/" (weight 1, fair, no
+ * minimum, no cap). `opt` may be NULL for the defaults (no hysteresis).
+ * Returns NULL when out of memory. */
+sched *sched_create(const sched_options *opt);
+void sched_free(sched *s);
+
+/* ---- inventory --------------------------------------------------------- */
+
+/* A device as the scheduler sees it. Devices are addressed by their slot:
+ * 0..sched_device_count()-1, in the order they were added. */
+typedef struct sched_device_info {
+    int32_t kind;       /* loom_device_kind: LOOM_DEVICE_CPU or LOOM_DEVICE_CUDA */
+    int32_t index;      /* CUDA ordinal, or CPU slot number, on its node */
+    const char *node;   /* NULL: this host; else the node agent's name */
+    const char *owner;  /* id of the job holding it, NULL when free */
+} sched_device_info;
+
+/* Adds one device and returns its slot, or -1 when out of memory or when
+ * (kind, index, node) is already in the inventory. */
+int32_t sched_add_device(sched *s, int32_t kind, int32_t index, const char *node);
+size_t sched_device_count(const sched *s);
+/* Fills `out` for `slot`; returns false when the slot does not exist. The
+ * strings are borrowed until the device's owner or the inventory changes. */
+bool sched_device(const sched *s, int32_t slot, sched_device_info *out);
+/* The slot of (kind, index, node), or -1. */
+int32_t sched_find_device(const sched *s, int32_t kind, int32_t index, const char *node);
+size_t sched_free_device_count(const sched *s);
+
+/* Number of CUDA devices the driver reports (honouring CUDA_VISIBLE_DEVICES),
+ * 0 when there is no driver or no GPU. Loads libcuda at run time, so the host
+ * needs no CUDA to build or run. */
+int32_t sched_cuda_device_count(void);
+/* Adds this host's devices: every CUDA device when `use_cuda` and any is
+ * found; otherwise `cpu_slots` CPU slots (0: the number of online cores).
+ * Returns the number of devices added, or -1 when out of memory. */
+int32_t sched_add_local_devices(sched *s, int32_t cpu_slots, bool use_cuda);
+
+/* ---- resource plans ---------------------------------------------------- */
+
+typedef enum sched_policy {
+    SCHED_POLICY_FAIR = 0,
+    SCHED_POLICY_PRIORITY = 1
+} sched_policy;
+
+typedef struct sched_plan_spec {
+    const char *path;     /* "/proj/training": '/'-separated, no empty parts */
+    const char *parent;   /* NULL: derived from the path ("/proj"; "/" for "/proj") */
+    double weight;        /* share weight, > 0 */
+    int32_t min_devices;  /* guaranteed minimum when the plan can use it, >= 0 */
+    int32_t cap_devices;  /* at most this many devices, >= 0; 0: no cap */
+    int32_t policy;       /* sched_policy for the plan's own jobs */
+} sched_plan_spec;
+
+/* Errors name the plan and the field: LOOM_ERR_INVALID_ARGUMENT for a bad
+ * path, a weight <= 0, a negative minimum or cap, an unknown policy, a cycle
+ * or a cap below what the plan's running jobs need; LOOM_ERR_NOT_FOUND for an
+ * unknown parent or plan; LOOM_ERR_ALREADY_EXISTS for a duplicate path.
+ * The returned error is the caller's (loom_err_free). */
+loom_error *sched_add_plan(sched *s, const sched_plan_spec *spec);
+/* Changes weight, minimum, cap, policy and (when `parent` is set) parent of
+ * an existing plan; "/" accepts everything but a parent. */
+loom_error *sched_update_plan(sched *s, const sched_plan_spec *spec);
+/* Refused while the plan has child plans or unfinished jobs. */
+loom_error *sched_remove_plan(sched *s, const char *path);
+/* Adds several plans at once, in any order (a parent may come after its
+ * child): for a restart or a trace. All or nothing. */
+loom_error *sched_load_plans(sched *s, const sched_plan_spec *specs, size_t n);
+/* Fills `out` (strings borrowed until the plans change); false if unknown. */
+bool sched_get_plan(const sched *s, const char *path, sched_plan_spec *out);
+
+/* ---- jobs -------------------------------------------------------------- */
+
+typedef enum sched_job_kind {
+    SCHED_JOB_TRAINING = 0,
+    SCHED_JOB_EXPERIMENT = 1,
+    SCHED_JOB_KERNEL = 2
+} sched_job_kind;
+
+typedef enum sched_job_state {
+    SCHED_JOB_QUEUED = 0,
+    SCHED_JOB_RUNNING = 1,
+    SCHED_JOB_ENDED = 2     /* only in the store: sched_end forgets the job */
+} sched_job_state;
+
+typedef struct sched_job_spec {
+    const char *id;          /* unique among unfinished jobs */
+    const char *plan;        /* NULL or "": "/" */
+    int32_t kind;            /* sched_job_kind */
+    bool elastic;            /* false: runs on exactly max_devices or waits */
+    int32_t min_devices;     /* elastic only; 0 means 1 */
+    int32_t max_devices;     /* >= 1, >= min_devices */
+    int32_t priority;        /* higher first, in plans with the priority policy */
+    /* A job that can never fit (its need exceeds the inventory or a plan cap)
+     * is refused with LOOM_ERR_RESOURCE_EXHAUSTED, unless this is set: then
+     * it waits in the queue, without blocking the jobs behind it, until
+     * devices are added or caps raised. */
+    bool wait_if_too_large;
+    uint64_t tag;            /* the caller's, handed back in decisions */
+} sched_job_spec;
+
+/* Queues a job; it starts at the next sched_plan. Errors name the job and
+ * field (LOOM_ERR_INVALID_ARGUMENT, _NOT_FOUND for an unknown plan,
+ * _ALREADY_EXISTS, _RESOURCE_EXHAUSTED as above). */
+loom_error *sched_submit(sched *s, const sched_job_spec *spec, double now);
+/* A job finished, failed or was cancelled: its devices are free at once and
+ * the scheduler forgets it. LOOM_ERR_NOT_FOUND for an unknown id. */
+loom_error *sched_end(sched *s, const char *id);
+
+typedef struct sched_job_info {
+    const char *id;
+    const char *plan;
+    int32_t kind, state;         /* sched_job_kind, sched_job_state */
+    bool elastic;
+    int32_t min_devices, max_devices, priority;
+    uint64_t tag;
+    int32_t count;               /* devices held */
+    const int32_t *devices;      /* their slots; borrowed until the next call
+                                    that changes the scheduler */
+    double submitted, started, last_resize;
+} sched_job_info;
+
+bool sched_get_job(const sched *s, const char *id, sched_job_info *out);
+size_t sched_job_count(const sched *s);
+size_t sched_queued_count(const sched *s);
+
+/* ---- reconstruction after a host restart ------------------------------- */
+
+typedef struct sched_restore_entry {
+    sched_job_spec job;
+    const int32_t *devices;   /* slots the job's live workers hold */
+    int32_t n_devices;        /* 0: the job goes back to the queue */
+    double last_resize;       /* when it last started or resized */
+} sched_restore_entry;
+
+/* Rebuilds jobs from the store and the live workers, in the given order
+ * (queued entries keep that order). All or nothing: refuses, naming both
+ * jobs and the device, a device held twice (by two entries or by an entry
+ * and a job already known), and refuses an unknown slot or a bad spec. A
+ * restored job may hold fewer devices than its minimum or more than its
+ * maximum; the next sched_plan corrects it. */
+loom_error *sched_restore(sched *s, const sched_restore_entry *entries, size_t n);
+
+/* ---- decisions --------------------------------------------------------- */
+
+typedef struct sched_decision {
+    const char *job_id;        /* borrowed: valid until the job ends */
+    uint64_t tag;              /* the job's tag */
+    int32_t old_count;         /* 0: the job starts now */
+    int32_t new_count;
+    const int32_t *added;      /* slots the job takes (ascending) */
+    int32_t n_added;
+    const int32_t *released;   /* slots the job gives up */
+    int32_t n_released;
+} sched_decision;
+
+/* Recomputes every job's target allocation at time `now` and applies it to
+ * the scheduler's own books. Returns the number of decisions and sets `*out`
+ * to them (owned by `s`, valid until the next call that changes `s`).
+ * Shrinks come first, then starts and grows, so a caller that carries them
+ * out in order never runs two jobs on one device. Allocations are sticky: a
+ * shrinking job releases its most recently added devices, a growing or
+ * starting job takes the lowest free slots; nothing else moves.
+ *
+ * Admission: queued jobs are taken in order (priority first in priority
+ * plans, then submission order) and start when their need (minimum for an
+ * elastic job, max_devices for a fixed one) fits beside every running job's
+ * need, both in the inventory and under every cap on the way to the root.
+ * A job that does not fit for lack of devices blocks the jobs behind it
+ * (no backfilling, so big jobs do not starve); one blocked by a cap blocks
+ * only the rest of that plan; one that can never fit blocks nothing.
+ *
+ * Hysteresis: a running elastic job that started or resized less than
+ * `hysteresis` seconds ago, and holds between its minimum and maximum, is
+ * pinned at its current size while the others are planned around it. Pins
+ * give way in three cases, so hysteresis never costs more than stability:
+ *   1. a job below its minimum (or above its maximum) is never pinned;
+ *   2. when the pinned jobs would keep an admissible queued job waiting
+ *      (the need of running and admitted jobs fits only with the pins
+ *      lifted), every pin is lifted for this round;
+ *   3. when devices would stay idle, pinned jobs may grow into them (but not
+ *      shrink): a pin never leaves a device idle that a job could use.
+ * So a pin holds back exactly the rebalancing between running jobs: a
+ * weight or priority change, or a share grown past its due by an earlier
+ * leftover. sched_next_review() says when to call again to apply it. */
+size_t sched_plan(sched *s, double now, const sched_decision **out);
+
+/* The earliest time a pin set by the last sched_plan expires (call
+ * sched_plan again then), or INFINITY when nothing is pinned. */
+double sched_next_review(const sched *s);
+
+#endif
