@@ -35,14 +35,25 @@ static int check_passed, check_failed;
         }                                                                      \
     } while (0)
 
+/* Through functions, so an array argument does not trip -Waddress. */
+static inline const char *check_text(const char *s) { return s ? s : "(null)"; }
+static inline int check_str_eq(const char *a, const char *b)
+{
+    return a != NULL && b != NULL && strcmp(a, b) == 0;
+}
+static inline int check_contains(const char *hay, const char *needle)
+{
+    return hay != NULL && needle != NULL && strstr(hay, needle) != NULL;
+}
+
 #define CHECK_STR_EQ(a, b)                                                     \
-    CHECK_MSG((a) != NULL && (b) != NULL && strcmp((a), (b)) == 0,             \
-              "\"%s\" != \"%s\"", (a) ? (a) : "(null)", (b) ? (b) : "(null)")
+    CHECK_MSG(check_str_eq((a), (b)), "\"%s\" != \"%s\"", check_text(a),      \
+              check_text(b))
 
 #define CHECK_CONTAINS(hay, needle)                                            \
-    CHECK_MSG((hay) != NULL && strstr((hay), (needle)) != NULL,                \
-              "\"%s\" does not contain \"%s\"", (hay) ? (hay) : "(null)",      \
-              (needle))
+    CHECK_MSG(check_contains((hay), (needle)),                                 \
+              "\"%s\" does not contain \"%s\"", check_text(hay),               \
+              check_text(needle))
 
 #define CHECK_DONE()                                                           \
     (printf("%d passed, %d failed\n", check_passed, check_failed),             \

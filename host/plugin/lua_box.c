@@ -195,8 +195,12 @@ loom_error *lua_box_call(lua_box *box, const char *what, lua_CFunction body,
     lua_pushlightuserdata(L, ctx);
     int status = lua_pcall(L, 1, 0, base + 1);
     loom_error *err = NULL;
+    /* The handler always leaves a string; checking the type keeps
+     * lua_tostring from converting (allocating) outside protection. */
     if (status != LUA_OK)
-        err = box_error(box, what, status, lua_tostring(L, -1));
+        err = box_error(box, what, status,
+                        lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1)
+                                                       : NULL);
     lua_settop(L, base);
     box->registering = 0;
     return err;

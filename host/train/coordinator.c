@@ -99,6 +99,7 @@ struct edt_coordinator {
     int64_t resize_latency_ms;
     int measuring_resize;
     FILE *driver_out;
+    char startup_error[600]; /* why a worker died before saying hello */
     logger_set *driver_loggers;
     char loggers_for_workers[8192];
 };
@@ -147,15 +148,40 @@ static void close_slot(edt_coordinator *c, uint32_t i)
         comm_shm_mark_dead(c->seg, i);
 }
 
-/* Kills and forgets a worker that failed or hung. */
+/* "killed by signal 9", "exited with status 1 (see ...)". */
+static void describe_exit(int status, uint32_t slot, char *out, size_t outlen)
+{
+    if (WIFSIGNALED(status))
+        snprintf(out, outlen, "killed by signal %d", WTERMSIG(status));
+    else
+        snprintf(out, outlen, "exited with status %d (see log/worker-%u/stderr)",
+                 WEXITSTATUS(status), slot);
+}
+
+/* Forgets a worker that failed or hung, killing it if it still runs. */
 static void drop_slot(edt_coordinator *c, uint32_t i, const char *why)
 {
     edt_slot *s = &c->slots[i];
+    char how[96] = "";
     if (s->pid > 0) {
-        kill(s->pid, SIGKILL);
-        waitpid(s->pid, NULL, 0);
+        /* A closed connection usually means the process is ending: give it
+         * a moment, so the log says how it ended rather than that we
+         * killed it. */
+        int status, gone = 0;
+        for (int t = 0; t < 20 && !gone; t++) {
+            gone = waitpid(s->pid, &status, WNOHANG) == s->pid;
+            if (!gone)
+                usleep(10000);
+        }
+        if (gone) {
+            describe_exit(status, i, how, sizeof how);
+        } else {
+            kill(s->pid, SIGKILL);
+            waitpid(s->pid, &status, 0);
+            snprintf(how, sizeof how, "stopped");
+        }
     }
-    driver_say(c, "worker %u dropped: %s", i, why);
+    driver_say(c, "worker %u %s: %s", i, how[0] ? how : "dropped", why);
     close_slot(c, i);
 }
 
@@ -241,6 +267,28 @@ static int spawn_worker(edt_coordinator *c, uint32_t slot)
     return 0;
 }
 
+/* The last line a worker wrote to its stderr: why it could not start. */
+static void last_stderr_line(edt_coordinator *c, uint32_t slot, char *out, size_t outlen)
+{
+    char path[PATH_MAX + 48];
+    snprintf(path, sizeof path, "%s/log/worker-%u/stderr", c->job.result_dir, slot);
+    char *text = fs_read_file(path, 1u << 20, NULL);
+    if (!text)
+        return;
+    size_t n = strlen(text);
+    while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == '\r'))
+        text[--n] = 0;
+    char *line = strrchr(text, '\n');
+    line = line ? line + 1 : text;
+    /* Drop the log prefix ("time level source: ") when there is one. */
+    char *colon = strstr(line, "Z ");
+    if (colon && (colon = strstr(colon, ": ")))
+        line = colon + 2;
+    if (*line)
+        snprintf(out, outlen, "worker %u: %s", slot, line);
+    free(text);
+}
+
 /* Reaps workers that ended. Returns how many members were lost. */
 static int reap(edt_coordinator *c)
 {
@@ -253,13 +301,11 @@ static int reap(edt_coordinator *c)
         pid_t got = waitpid(s->pid, &status, WNOHANG);
         if (got != s->pid)
             continue;
+        if (s->state == SLOT_STARTING && !c->startup_error[0])
+            last_stderr_line(c, i, c->startup_error, sizeof c->startup_error);
         if (s->state != SLOT_LEAVING) {
             char why[96];
-            if (WIFSIGNALED(status))
-                snprintf(why, sizeof why, "killed by signal %d", WTERMSIG(status));
-            else
-                snprintf(why, sizeof why, "exited with status %d (see log/worker-%u/stderr)",
-                         WEXITSTATUS(status), i);
+            describe_exit(status, i, why, sizeof why);
             driver_say(c, "worker %u %s", i, why);
             lost += s->state == SLOT_MEMBER;
         }
@@ -759,7 +805,10 @@ static int wait_for_first_workers(edt_coordinator *c, char *err, size_t errlen)
         if (starting == 0 && ready > 0)
             return 0;
         if (starting == 0 && ready == 0) {
-            snprintf(err, errlen, "no worker started (see log/worker-0/stderr)");
+            if (c->startup_error[0])
+                snprintf(err, errlen, "no worker started: %s", c->startup_error);
+            else
+                snprintf(err, errlen, "no worker started (see log/worker-0/stderr)");
             return -1;
         }
         if (time_mono_ms() > deadline) {

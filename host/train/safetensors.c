@@ -1018,7 +1018,8 @@ static int parse_file(st_file *f, const uint8_t *buf, size_t len, uint64_t *data
             goto done;
         }
     }
-    qsort(f->meta, f->meta_count, sizeof *f->meta, cmp_meta_key);
+    if (f->meta_count > 1) /* f->meta is NULL without metadata */
+        qsort(f->meta, f->meta_count, sizeof *f->meta, cmp_meta_key);
     for (uint32_t i = 1; i < f->meta_count; i++) {
         if (strcmp(f->meta[i - 1].key, f->meta[i].key) == 0) {
             set_err(err, errlen, "%s: \"__metadata__\" key '%s' appears twice", label,

@@ -1,0 +1,127 @@
+/* auth/auth_header.c - parsing the Authorization header's Basic (RFC 7617)
+ * and Bearer (RFC 6750) schemes. Strict: anything not in the grammar is
+ * refused rather than guessed at. See auth.h. */
+#include "auth/auth_internal.h"
+
+#include <string.h>
+#include <strings.h>
+
+/* Longest Basic credential accepted (base64 text), far above any real one. */
+#define BASIC_B64_MAX 2048
+
+static int is_space(char c)
+{
+    return c == ' ' || c == '\t';
+}
+
+/* The credentials after "<scheme> " (scheme matched ignoring case), with
+ * their length up to trailing white space; NULL when the scheme differs or
+ * nothing follows it. */
+static const char *after_scheme(const char *header, const char *scheme,
+                                size_t *len)
+{
+    if (!header)
+        return NULL;
+    while (is_space(*header))
+        header++;
+    size_t n = strlen(scheme);
+    if (strncasecmp(header, scheme, n) != 0 || !is_space(header[n]))
+        return NULL;
+    const char *p = header + n;
+    while (is_space(*p))
+        p++;
+    size_t l = strlen(p);
+    while (l > 0 && is_space(p[l - 1]))
+        l--;
+    *len = l;
+    return l > 0 ? p : NULL;
+}
+
+static int is_token68_char(char c)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+           (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' ||
+           c == '~' || c == '+' || c == '/';
+}
+
+/* token68 = 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"=" */
+static int is_token68(const char *s, size_t len)
+{
+    size_t i = 0;
+    while (i < len && is_token68_char(s[i]))
+        i++;
+    if (i == 0)
+        return 0;
+    while (i < len && s[i] == '=')
+        i++;
+    return i == len;
+}
+
+static int decode_base64(const char *b64, size_t len, unsigned char *bin,
+                         size_t cap, size_t *bin_len)
+{
+    /* RFC 7617 says padded base64; some clients drop the padding. */
+    const int variants[] = {sodium_base64_VARIANT_ORIGINAL,
+                            sodium_base64_VARIANT_ORIGINAL_NO_PADDING};
+    for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++) {
+        const char *end = NULL;
+        if (sodium_base642bin(bin, cap, b64, len, NULL, bin_len, &end,
+                              variants[i]) == 0 &&
+            end == b64 + len)
+            return 0;
+    }
+    return -1;
+}
+
+int auth_parse_basic(const char *authorization_header, char *user,
+                     size_t user_len, char *password, size_t password_len)
+{
+    if (!user || !password || user_len == 0 || password_len == 0)
+        return AUTH_EINVAL;
+    user[0] = password[0] = '\0';
+    size_t len;
+    const char *b64 = after_scheme(authorization_header, "Basic", &len);
+    if (!b64 || len > BASIC_B64_MAX || !is_token68(b64, len))
+        return AUTH_EINVAL;
+
+    unsigned char bin[BASIC_B64_MAX];
+    size_t n = 0;
+    int rc = AUTH_EINVAL;
+    if (decode_base64(b64, len, bin, sizeof bin, &n) != 0)
+        goto done;
+    /* A NUL would cut the strings short; the user-id has no control
+     * characters and ends at the first colon (RFC 7617 section 2). */
+    if (memchr(bin, '\0', n))
+        goto done;
+    const unsigned char *colon = memchr(bin, ':', n);
+    if (!colon || colon == bin)
+        goto done;
+    size_t ulen = (size_t)(colon - bin), plen = n - ulen - 1;
+    for (size_t i = 0; i < ulen; i++)
+        if (bin[i] < 0x20 || bin[i] == 0x7f)
+            goto done;
+    if (ulen >= user_len || plen >= password_len)
+        goto done;
+    memcpy(user, bin, ulen);
+    user[ulen] = '\0';
+    memcpy(password, colon + 1, plen);
+    password[plen] = '\0';
+    rc = AUTH_OK;
+done:
+    sodium_memzero(bin, sizeof bin);
+    return rc;
+}
+
+int auth_parse_bearer(const char *authorization_header, char *token, size_t len)
+{
+    if (!token || len == 0)
+        return AUTH_EINVAL;
+    token[0] = '\0';
+    size_t n;
+    const char *t = after_scheme(authorization_header, "Bearer", &n);
+    if (!t || !is_token68(t, n) || n >= len)
+        return AUTH_EINVAL;
+    memcpy(token, t, n);
+    token[n] = '\0';
+    return AUTH_OK;
+}

@@ -1,0 +1,324 @@
+/* auth/auth_logon.c - log-on with a password or an API key, and the bearer
+ * tokens it issues: check, log out, lazy purge of expired ones. See auth.h. */
+#include "auth/auth_internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "util/log.h"
+
+/* Expired tokens are deleted at most this often (and singly when shown). */
+#define PURGE_INTERVAL_MS 60000
+
+static void purge_expired(auth_service *svc, int64_t now_ms)
+{
+    if (now_ms - svc->last_purge_ms < PURGE_INTERVAL_MS &&
+        now_ms >= svc->last_purge_ms)
+        return;
+    svc->last_purge_ms = now_ms;
+    sqlite3_stmt *st = auth_prepare(svc, "DELETE FROM tokens WHERE expires_at <= ?");
+    if (!st)
+        return;
+    sqlite3_bind_int64(st, 1, now_ms);
+    if (sqlite3_step(st) != SQLITE_DONE)
+        log_warn("auth: cannot purge expired tokens: %s", sqlite3_errmsg(svc->db));
+    sqlite3_finalize(st);
+}
+
+int auth_issue_token(auth_service *svc, const char *user,
+                     const unsigned char *apikey_hash, int64_t now_ms,
+                     char *token_out, size_t len, int64_t *expires_at_ms,
+                     char *err, size_t errlen)
+{
+    unsigned char hash[AUTH_SECRET_HASH_BYTES];
+    if (auth_new_secret(AUTH_TOKEN_PREFIX, token_out, len, hash) != AUTH_OK)
+        return auth_fail(err, errlen, AUTH_EINVAL,
+                         "token: the output buffer needs %d bytes", AUTH_SECRET_MAX);
+    purge_expired(svc, now_ms);
+    int64_t expires = now_ms + svc->token_ttl_ms;
+    sqlite3_stmt *st = auth_prepare(
+        svc, "INSERT INTO tokens(token_hash, user, expires_at, apikey_hash) "
+             "VALUES(?,?,?,?)");
+    if (st) {
+        sqlite3_bind_blob(st, 1, hash, sizeof hash, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, user, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 3, expires);
+        if (apikey_hash)
+            sqlite3_bind_blob(st, 4, apikey_hash, AUTH_SECRET_HASH_BYTES,
+                              SQLITE_STATIC);
+    }
+    int rc = st ? sqlite3_step(st) : SQLITE_ERROR;
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) {
+        sodium_memzero(token_out, len);
+        return auth_fail(err, errlen, AUTH_EINTERNAL,
+                         "cannot store a token for '%s': %s", user,
+                         sqlite3_errmsg(svc->db));
+    }
+    if (expires_at_ms)
+        *expires_at_ms = expires;
+    return AUTH_OK;
+}
+
+/* Starts a log-on attempt for the limiter; AUTH_OK or AUTH_ERATELIMITED.
+ * Lock held. */
+static int limiter_begin(auth_service *svc, const char *client_id,
+                         int64_t now_ms, char *err, size_t errlen)
+{
+    int64_t wait = ratelimit_begin(svc->limiter, client_id, now_ms);
+    if (wait == 0)
+        return AUTH_OK;
+    return auth_fail(err, errlen, AUTH_ERATELIMITED,
+                     "too many failed log-ons from %.64s: try again in %lld s",
+                     client_id, (long long)((wait + 999) / 1000));
+}
+
+static int denied(char *err, size_t errlen, const char *what)
+{
+    return auth_fail(err, errlen, AUTH_EDENIED, "invalid %s", what);
+}
+
+/* The stored name, role and hash of `user`; AUTH_OK or AUTH_ENOTFOUND.
+ * Lock held. */
+static int fetch_user(auth_service *svc, const char *user, char *name,
+                      char pwhash[crypto_pwhash_STRBYTES])
+{
+    sqlite3_stmt *st = auth_prepare(svc, "SELECT name, pwhash FROM users WHERE name = ?");
+    if (!st)
+        return AUTH_EINTERNAL;
+    sqlite3_bind_text(st, 1, user, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        auth_column_text(st, 0, name, AUTH_NAME_MAX);
+        auth_column_text(st, 1, pwhash, crypto_pwhash_STRBYTES);
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_ROW ? AUTH_OK : rc == SQLITE_DONE ? AUTH_ENOTFOUND
+                                                         : AUTH_EINTERNAL;
+}
+
+/* After a successful log-on: when the configured cost differs from the one
+ * the hash was made with, store a new hash so the policy catches up. */
+static void rehash_if_needed(auth_service *svc, const char *name,
+                             const char *pwhash, const char *password)
+{
+    if (crypto_pwhash_str_needs_rehash(pwhash, svc->opslimit, svc->memlimit) == 0)
+        return;
+    char fresh[crypto_pwhash_STRBYTES];
+    if (auth_hash_password(svc, password, fresh, NULL, 0) != AUTH_OK)
+        return;
+    pthread_mutex_lock(&svc->lock);
+    sqlite3_stmt *st = auth_prepare(
+        svc, "UPDATE users SET pwhash = ?1 WHERE name = ?2 AND pwhash = ?3");
+    if (st) {
+        sqlite3_bind_text(st, 1, fresh, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, pwhash, -1, SQLITE_STATIC);
+        sqlite3_step(st);
+        sqlite3_finalize(st);
+    }
+    pthread_mutex_unlock(&svc->lock);
+}
+
+int auth_logon_password(auth_service *svc, const char *client_id,
+                        const char *user, const char *password, int64_t now_ms,
+                        char *token_out, size_t len, int64_t *expires_at_ms,
+                        char *err, size_t errlen)
+{
+    if (!client_id)
+        client_id = "";
+    if (!token_out || len < AUTH_SECRET_MAX)
+        return auth_fail(err, errlen, AUTH_EINVAL,
+                         "token: the output buffer needs %d bytes", AUTH_SECRET_MAX);
+    token_out[0] = '\0';
+    char name[AUTH_NAME_MAX] = "";
+    char pwhash[crypto_pwhash_STRBYTES] = "";
+
+    pthread_mutex_lock(&svc->lock);
+    int rc = limiter_begin(svc, client_id, now_ms, err, errlen);
+    int found = AUTH_ENOTFOUND;
+    if (rc == AUTH_OK && auth_check_name("user name", user, NULL, 0) == AUTH_OK)
+        found = fetch_user(svc, user, name, pwhash);
+    pthread_mutex_unlock(&svc->lock);
+    if (rc != AUTH_OK)
+        return rc;
+
+    /* The slow part, outside the lock. An unknown user is checked against a
+     * dummy hash so the answer takes as long as for a wrong password. */
+    size_t plen = password ? strnlen(password, AUTH_PASSWORD_MAX_LEN + 1) : 0;
+    int ok = 0;
+    if (plen <= AUTH_PASSWORD_MAX_LEN) {
+        int verified = crypto_pwhash_str_verify(
+            found == AUTH_OK ? pwhash : svc->dummy_pwhash,
+            password ? password : "", plen);
+        ok = found == AUTH_OK && verified == 0;
+    }
+
+    pthread_mutex_lock(&svc->lock);
+    ratelimit_end(svc->limiter, client_id, now_ms, !ok);
+    if (ok)
+        rc = auth_issue_token(svc, name, NULL, now_ms, token_out, len,
+                              expires_at_ms, err, errlen);
+    else if (found == AUTH_EINTERNAL)
+        rc = auth_fail(err, errlen, AUTH_EINTERNAL, "cannot read users: %s",
+                       sqlite3_errmsg(svc->db));
+    else
+        rc = denied(err, errlen, "user name or password");
+    pthread_mutex_unlock(&svc->lock);
+
+    if (ok)
+        rehash_if_needed(svc, name, pwhash, password);
+    if (rc == AUTH_OK)
+        log_info("auth: '%s' logged on with a password from %s", name, client_id);
+    else if (rc == AUTH_EDENIED)
+        log_warn("auth: failed log-on from %s", client_id);
+    return rc;
+}
+
+/* The user owning the API key of hash `hash`; AUTH_OK or AUTH_EDENIED. Lock
+ * held. */
+static int find_apikey(auth_service *svc,
+                       const unsigned char hash[AUTH_SECRET_HASH_BYTES],
+                       char *user)
+{
+    sqlite3_stmt *st = auth_prepare(
+        svc, "SELECT k.key_hash, u.name FROM api_keys k "
+             "JOIN users u ON u.name = k.user WHERE k.key_hash = ?");
+    if (!st)
+        return AUTH_EINTERNAL;
+    sqlite3_bind_blob(st, 1, hash, AUTH_SECRET_HASH_BYTES, SQLITE_STATIC);
+    int rc = AUTH_EDENIED;
+    int sq = sqlite3_step(st);
+    /* The lookup is by the hash of a 256-bit secret, which leaks nothing
+     * useful through timing; the stored hash is still compared in constant
+     * time so no path compares secrets byte by byte. */
+    if (sq == SQLITE_ROW &&
+        sqlite3_column_bytes(st, 0) == AUTH_SECRET_HASH_BYTES &&
+        sodium_memcmp(sqlite3_column_blob(st, 0), hash, AUTH_SECRET_HASH_BYTES) == 0) {
+        auth_column_text(st, 1, user, AUTH_NAME_MAX);
+        rc = AUTH_OK;
+    } else if (sq != SQLITE_ROW && sq != SQLITE_DONE) {
+        rc = AUTH_EINTERNAL;
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int auth_logon_apikey(auth_service *svc, const char *client_id,
+                      const char *apikey, int64_t now_ms, char *token_out,
+                      size_t len, int64_t *expires_at_ms, char *err,
+                      size_t errlen)
+{
+    if (!client_id)
+        client_id = "";
+    if (!token_out || len < AUTH_SECRET_MAX)
+        return auth_fail(err, errlen, AUTH_EINVAL,
+                         "token: the output buffer needs %d bytes", AUTH_SECRET_MAX);
+    token_out[0] = '\0';
+    unsigned char hash[AUTH_SECRET_HASH_BYTES];
+    int plausible = apikey && strnlen(apikey, AUTH_SECRET_INPUT_MAX + 1) <= AUTH_SECRET_INPUT_MAX;
+    if (plausible)
+        auth_secret_hash(apikey, hash);
+
+    char user[AUTH_NAME_MAX] = "";
+    pthread_mutex_lock(&svc->lock);
+    int rc = limiter_begin(svc, client_id, now_ms, err, errlen);
+    if (rc == AUTH_OK) {
+        int found = plausible ? find_apikey(svc, hash, user) : AUTH_EDENIED;
+        ratelimit_end(svc->limiter, client_id, now_ms, found != AUTH_OK);
+        if (found == AUTH_OK)
+            rc = auth_issue_token(svc, user, hash, now_ms, token_out, len,
+                                  expires_at_ms, err, errlen);
+        else if (found == AUTH_EINTERNAL)
+            rc = auth_fail(err, errlen, AUTH_EINTERNAL, "cannot read API keys: %s",
+                           sqlite3_errmsg(svc->db));
+        else
+            rc = denied(err, errlen, "API key");
+    }
+    pthread_mutex_unlock(&svc->lock);
+    if (rc == AUTH_OK)
+        log_info("auth: '%s' logged on with an API key from %s", user, client_id);
+    else if (rc == AUTH_EDENIED)
+        log_warn("auth: failed API key log-on from %s", client_id);
+    return rc;
+}
+
+int64_t auth_retry_after_ms(auth_service *svc, const char *client_id,
+                            int64_t now_ms)
+{
+    pthread_mutex_lock(&svc->lock);
+    int64_t wait = ratelimit_retry_after(svc->limiter, client_id ? client_id : "", now_ms);
+    pthread_mutex_unlock(&svc->lock);
+    return wait;
+}
+
+/* Deletes the token of hash `hash`; returns the rows deleted or -1. Lock
+ * held. */
+static int delete_token(auth_service *svc,
+                        const unsigned char hash[AUTH_SECRET_HASH_BYTES])
+{
+    sqlite3_stmt *st = auth_prepare(svc, "DELETE FROM tokens WHERE token_hash = ?");
+    if (!st)
+        return -1;
+    sqlite3_bind_blob(st, 1, hash, AUTH_SECRET_HASH_BYTES, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? sqlite3_changes(svc->db) : -1;
+}
+
+static int plausible_token(const char *token)
+{
+    return token && *token &&
+           strnlen(token, AUTH_SECRET_INPUT_MAX + 1) <= AUTH_SECRET_INPUT_MAX;
+}
+
+int auth_check_token(auth_service *svc, const char *token, int64_t now_ms,
+                     auth_identity *who)
+{
+    if (!plausible_token(token))
+        return AUTH_EDENIED;
+    unsigned char hash[AUTH_SECRET_HASH_BYTES];
+    auth_secret_hash(token, hash);
+
+    pthread_mutex_lock(&svc->lock);
+    sqlite3_stmt *st = svc->check_token_stmt;
+    int rc = AUTH_EDENIED;
+    int expired = 0;
+    sqlite3_bind_blob(st, 1, hash, sizeof hash, SQLITE_STATIC);
+    int sq = sqlite3_step(st);
+    if (sq == SQLITE_ROW && sqlite3_column_bytes(st, 0) == (int)sizeof hash &&
+        sodium_memcmp(sqlite3_column_blob(st, 0), hash, sizeof hash) == 0) {
+        int64_t expires = sqlite3_column_int64(st, 1);
+        if (expires <= now_ms) {
+            expired = 1;
+        } else {
+            if (who) {
+                auth_column_text(st, 2, who->user, sizeof who->user);
+                auth_column_text(st, 3, who->role, sizeof who->role);
+                who->expires_at_ms = expires;
+            }
+            rc = AUTH_OK;
+        }
+    } else if (sq != SQLITE_ROW && sq != SQLITE_DONE) {
+        rc = AUTH_EINTERNAL;
+    }
+    /* Reset ends the read so the statement holds no lock on the file. */
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    if (expired)
+        delete_token(svc, hash);
+    pthread_mutex_unlock(&svc->lock);
+    return rc;
+}
+
+int auth_logout(auth_service *svc, const char *token)
+{
+    if (!plausible_token(token))
+        return AUTH_ENOTFOUND;
+    unsigned char hash[AUTH_SECRET_HASH_BYTES];
+    auth_secret_hash(token, hash);
+    pthread_mutex_lock(&svc->lock);
+    int n = delete_token(svc, hash);
+    pthread_mutex_unlock(&svc->lock);
+    return n > 0 ? AUTH_OK : n == 0 ? AUTH_ENOTFOUND : AUTH_EINTERNAL;
+}

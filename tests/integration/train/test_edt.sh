@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# Elastic training end to end: a job trains to a good accuracy with every
+# sample used once per epoch; it grows and shrinks while it runs; a worker
+# SIGKILLed mid-epoch is replaced and no sample is lost or repeated; the
+# host SIGKILLed mid-training resumes the job from its newest whole
+# checkpoint (a truncated one is refused); bad submissions are refused by
+# name.
+LOOM=$1
+. "$(dirname "$0")/../lib.sh"
+
+# A small data set: three classes of points around three centres in 8-D.
+make_data() { # make_data FILE ROWS SEED
+    awk -v rows="$2" -v seed="$3" 'BEGIN { srand(seed)
+        for (r = 0; r < rows; r++) { c = r % 3; line = c
+            for (f = 0; f < 8; f++) { centre = (f % 3 == c) ? 0.75 : 0.25
+                v = centre + (rand() + rand() + rand() - 1.5) * 0.45
+                if (v < 0) v = 0; if (v > 1) v = 1
+                line = line "," sprintf("%.4f", v) }
+            print line } }' > "$1"
+}
+model_dir() { # model_dir DIR TRAIN_ROWS EPOCHS [extra training json]
+    mkdir -p "$1"
+    make_data "$1/train.csv" "$2" 1
+    make_data "$1/test.csv" 600 2
+    cat > "$1/edt.json" <<JSON
+{"model": {"layers": [{"type": "dense", "units": 32}, {"type": "relu"}, {"type": "dense", "units": 3}]},
+ "loss": "softmax_cross_entropy",
+ "optimizer": {"type": "sgd", "lr": 0.1, "momentum": 0.9},
+ "dataset": {"format": "csv", "train": "train.csv", "test": "test.csv", "label_column": 0, "scale": 1},
+ "training": {"epochs": $3, "batch_size": 16 ${4:-}}}
+JSON
+}
+submit() { # submit ARGS... ; prints the exec id
+    "$LOOM" exec start --exec-start native "$@" | sed -n 's/^exec \([^ ]*\) submitted.*/\1/p'
+}
+view() { "$LOOM" --json exec view "$1"; }
+field() { # field ID PYTHON-EXPRESSION over the view as v
+    view "$1" | python3 -c "import json,sys; v=json.load(sys.stdin); print($2)"
+}
+wait_for() { # wait_for ID PYTHON-CONDITION SECONDS
+    for _ in $(seq 1 $(( $3 * 10 ))); do
+        [ "$(field "$1" "$2" 2>/dev/null)" = "True" ] && return 0
+        sleep 0.1
+    done
+    return 1
+}
+every_epoch_once='all(e["exactlyOnce"] and e["samples"] == e["expected"] and e["duplicates"] == 0 for e in v["training"]["epochsDone"])'
+
+start_host
+
+# ---- a job trains, each sample once per epoch, WMLA's files written
+model_dir "$WORK/m1" 3000 3
+id=$(submit --model-dir "$WORK/m1" --numWorker 2)
+expect_ok "basic job finishes" "$LOOM" exec wait "$id" --timeout 120
+R="$LOOM_HOME/execs/$id"
+expect_eq "three epochs recorded" "$(field "$id" 'len(v["training"]["epochsDone"])')" "3"
+expect_eq "every sample once per epoch" "$(field "$id" "$every_epoch_once")" "True"
+expect_eq "learns the task (test accuracy > 0.9)" "$(field "$id" 'v["training"]["testMetrics"]["accuracy"] > 0.9')" "True"
+expect_eq "val_dict_list.json has one entry per epoch" \
+    "$(python3 -c "import json; l=json.load(open('$R/val_dict_list.json')); print([e['step'] for e in l], all('loss' in e and 'accuracy' in e for e in l))")" "[1, 2, 3] True"
+expect_ok "final model written" test -s "$R/model/model.safetensors"
+expect_ok "checkpoints written" test -s "$R/checkpoint/epoch-1.safetensors"
+expect_contains "driver metrics (jsonl logger)" "$(cat "$R/log/driver/evaluation-metrics.txt")" '"type":"test"'
+expect_contains "worker metrics (jsonl logger)" "$(cat "$R/log/worker-1/evaluation-metrics.txt")" '"type":"train"'
+expect_contains "driver log" "$(cat "$R/log/driver/stdout")" "each once: yes"
+
+# ---- the effective batch stays constant whatever the worker count
+id=$(submit --model-dir "$WORK/m1" --numWorker 4 -- --epochs 1 --effective-batch-size 32)
+expect_ok "ebs job finishes" "$LOOM" exec wait "$id" --timeout 120
+expect_eq "engines follow the larger count (4 workers x 16 > 32)" "$(field "$id" 'v["training"]["effectiveBatchSize"]')" "64"
+
+# ---- grow and shrink while it runs
+model_dir "$WORK/m2" 12000 40
+id=$(submit --model-dir "$WORK/m2" --numWorker 3)
+expect_ok "elastic job runs" wait_for "$id" 'v["training"]["iteration"] > 20' 60
+expect_ok "shrink to 1" "$LOOM" exec resize "$id" --workers 1
+expect_ok "shrunk to 1 worker" wait_for "$id" 'v["training"]["workers"] == 1' 30
+expect_ok "grow to 3" "$LOOM" exec resize "$id" --workers 3
+expect_ok "grew to 3 workers" wait_for "$id" 'v["training"]["workers"] == 3 and "lastResizeMs" in v["training"]' 30
+expect_eq "resize latency under 1 s" "$(field "$id" 'v["training"]["lastResizeMs"] < 1000')" "True"
+expect_fails "resize above the job's engines" "$LOOM" exec resize "$id" --workers 9
+expect_contains "resize error names the range" "$(cat "$WORK/out")" "expected 1 to 3"
+# ---- a worker SIGKILLed mid-epoch
+pid=$(pgrep -f "worker .*--exec-id $id .*--slot 1 " | head -n1)
+expect_ok "found worker 1" test -n "$pid"
+kill -9 "$pid"
+expect_ok "killed worker replaced" wait_for "$id" 'v["training"]["workers"] == 3 and v["training"]["generation"] >= 4' 30
+expect_ok "stop the elastic job" "$LOOM" exec stop "$id"
+expect_fails "stopped job does not finish" "$LOOM" exec wait "$id" --timeout 60
+expect_contains "stopped job is KILLED" "$(cat "$WORK/out")" "KILLED"
+expect_eq "every epoch so far used each sample once" "$(field "$id" "$every_epoch_once")" "True"
+expect_contains "the kill was noticed" "$(cat "$LOOM_HOME/execs/$id/log/driver/stdout")" "killed by signal 9"
+
+# ---- the host SIGKILLed mid-training: the job resumes from a whole checkpoint
+model_dir "$WORK/m3" 12000 30
+id=$(submit --model-dir "$WORK/m3" --numWorker 2)
+expect_ok "job reaches epoch 3" wait_for "$id" 'v["training"]["epoch"] >= 3' 60
+stop_host KILL
+ck="$LOOM_HOME/execs/$id/checkpoint"
+newest=$(ls "$ck" | sed -n 's/epoch-\([0-9]*\).safetensors/\1/p' | sort -n | tail -n1)
+truncate -s 100 "$ck/epoch-$newest.safetensors"
+start_host
+expect_ok "recovers and finishes" "$LOOM" exec wait "$id" --timeout 240
+drv=$(cat "$LOOM_HOME/execs/$id/log/driver/stdout")
+expect_contains "truncated checkpoint refused" "$drv" "epoch-$newest.safetensors: truncated"
+expect_contains "resumed from the previous one" "$drv" "resuming from $ck/epoch-$((newest - 1)).safetensors"
+expect_eq "resumed epochs each used every sample once" "$(field "$id" "$every_epoch_once")" "True"
+expect_eq "val_dict_list.json is whole" \
+    "$(python3 -c "import json; l=json.load(open('$LOOM_HOME/execs/$id/val_dict_list.json')); print(l[-1]['step'])")" "30"
+
+# ---- bad submissions
+model_dir "$WORK/bad" 300 1
+expect_fails "batch size 0" "$LOOM" exec start --exec-start native --model-dir "$WORK/bad" -- --batch-size 0
+expect_contains "batch size 0 named" "$(cat "$WORK/out")" "--batch-size: expected a whole number from 1"
+expect_fails "effective batch not a multiple" "$LOOM" exec start --exec-start native --model-dir "$WORK/bad" -- --effective-batch-size 20
+expect_contains "multiple rule named" "$(cat "$WORK/out")" "effective batch size 20 is not a multiple of the batch size 16"
+expect_fails "unknown training argument" "$LOOM" exec start --exec-start native --model-dir "$WORK/bad" -- --epochz 3
+expect_contains "unknown argument named" "$(cat "$WORK/out")" 'unknown training argument "--epochz"'
+id=$(submit --model-dir "$WORK/bad" -- --batch-size 5000)
+expect_fails "batch larger than the data set" "$LOOM" exec wait "$id" --timeout 60
+expect_contains "batch larger named" "$(cat "$WORK/out")" "batch size 5000 is larger than the data set (300 samples)"
+sed -i 's/"dense", "units": 32/"densse", "units": 32/' "$WORK/bad/edt.json"
+id=$(submit --model-dir "$WORK/bad")
+expect_fails "unknown layer" "$LOOM" exec wait "$id" --timeout 60
+expect_contains "unknown layer named" "$(cat "$WORK/out")" "densse"
+model_dir "$WORK/bad2" 300 1
+sed -i 's/"train": "train.csv"/"train": "nothere.csv"/' "$WORK/bad2/edt.json"
+id=$(submit --model-dir "$WORK/bad2")
+expect_fails "missing data set" "$LOOM" exec wait "$id" --timeout 60
+expect_contains "missing data set named" "$(cat "$WORK/out")" "nothere.csv"
+mkdir -p "$WORK/bad3"
+printf '{"model": ' > "$WORK/bad3/edt.json"
+expect_fails "malformed spec" "$LOOM" exec start --exec-start native --model-dir "$WORK/bad3"
+expect_contains "malformed spec named" "$(cat "$WORK/out")" "edt.json: malformed JSON"
+
+stop_host TERM
+finish

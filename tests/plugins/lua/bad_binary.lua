@@ -1,0 +1,2 @@
+local bytes = string.dump(function() return 1 end)
+local chunk = assert(load(bytes, "dumped", "b"))

@@ -1,0 +1,4 @@
+loom.register_search{
+    name = "half",
+    suggest = function(max, sink) end,
+}

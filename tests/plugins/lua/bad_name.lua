@@ -1,0 +1,1 @@
+loom.register_logger{name = "no spaces/allowed"}

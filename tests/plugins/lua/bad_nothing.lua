@@ -1,0 +1,2 @@
+-- runs fine but registers nothing
+local x = 1 + 1

@@ -1,0 +1,1 @@
+os.execute("touch /tmp/loom-lua-should-not-exist")

@@ -1,0 +1,1 @@
+local ffi = require("ffi")

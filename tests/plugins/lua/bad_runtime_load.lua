@@ -1,0 +1,2 @@
+local settings = nil
+local port = settings.port

@@ -1,0 +1,3 @@
+-- line 1
+local ok = true
+local x = = 3

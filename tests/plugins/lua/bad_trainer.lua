@@ -1,0 +1,5 @@
+loom.register_framework{
+    name = "mytrainer",
+    style = "trainer",
+    plan = function(req) return {} end,
+}

@@ -1,0 +1,336 @@
+/*
+ * tests/unit/auth/test_auth_users.c - the first admin, user management, the
+ * last-admin rule, and what ends up in the database (hashes, never secrets).
+ */
+#include <sqlite3.h>
+
+#include "../../check.h"
+#include "auth_test_util.h"
+
+#define NOW 1000000
+
+static int logon_ok(auth_service *svc, const char *user, const char *password)
+{
+    char token[AUTH_SECRET_MAX], err[256];
+    int64_t expires = 0;
+    return auth_logon_password(svc, "127.0.0.1", user, password, NOW, token,
+                               sizeof token, &expires, err, sizeof err) == AUTH_OK;
+}
+
+typedef struct listed {
+    int n;
+    char names[8][AUTH_NAME_MAX];
+    char roles[8][AUTH_ROLE_MAX];
+} listed;
+
+static void collect_user(const auth_user *u, void *ctx)
+{
+    listed *l = ctx;
+    if (l->n < 8) {
+        snprintf(l->names[l->n], AUTH_NAME_MAX, "%s", u->name);
+        snprintf(l->roles[l->n], AUTH_ROLE_MAX, "%s", u->role);
+        CHECK(u->created_at_ms > 0);
+    }
+    l->n++;
+}
+
+static void test_bootstrap_random(void)
+{
+    test_db t;
+    test_db_make(&t);
+    auth_options o = test_fast_options();
+    auth_service *svc = test_open(&t, &o);
+    char generated[AUTH_PASSWORD_GEN_MAX], err[256] = "";
+
+    CHECK(auth_bootstrap_admin(svc, NULL, generated, sizeof generated, err, sizeof err) == 1);
+    CHECK(strlen(generated) >= 20);
+    CHECK(logon_ok(svc, "admin", generated));
+    CHECK(!logon_ok(svc, "admin", "not-the-password"));
+    listed l = {0};
+    CHECK(auth_user_list(svc, collect_user, &l) == 1);
+    CHECK_STR_EQ(l.names[0], "admin");
+    CHECK_STR_EQ(l.roles[0], "admin");
+
+    /* Second run: users exist, nothing changes and nothing is generated. */
+    char again[AUTH_PASSWORD_GEN_MAX] = "junk";
+    CHECK(auth_bootstrap_admin(svc, NULL, again, sizeof again, err, sizeof err) == 0);
+    CHECK_STR_EQ(again, "");
+    CHECK(auth_user_list(svc, NULL, NULL) == 1);
+    CHECK(logon_ok(svc, "admin", generated));
+
+    /* Two databases never get the same password. */
+    test_db t2;
+    test_db_make(&t2);
+    auth_service *svc2 = test_open(&t2, &o);
+    char other[AUTH_PASSWORD_GEN_MAX];
+    CHECK(auth_bootstrap_admin(svc2, NULL, other, sizeof other, err, sizeof err) == 1);
+    CHECK(strcmp(other, generated) != 0);
+    auth_close(svc2);
+    test_db_remove(&t2);
+
+    auth_close(svc);
+    test_db_remove(&t);
+}
+
+static void test_bootstrap_given(void)
+{
+    test_db t;
+    test_db_make(&t);
+    auth_options o = test_fast_options();
+    auth_service *svc = test_open(&t, &o);
+    char generated[AUTH_PASSWORD_GEN_MAX] = "junk", err[256] = "";
+
+    CHECK(auth_bootstrap_admin(svc, "short", generated, sizeof generated, err,
+                               sizeof err) == AUTH_EINVAL);
+    CHECK_CONTAINS(err, "at least 8");
+    CHECK(auth_user_list(svc, NULL, NULL) == 0);
+
+    CHECK(auth_bootstrap_admin(svc, "correct horse", generated, sizeof generated,
+                               err, sizeof err) == 1);
+    CHECK_STR_EQ(generated, "");
+    CHECK(logon_ok(svc, "admin", "correct horse"));
+    /* A too-small buffer for a generated password is refused up front. */
+    char tiny[4];
+    CHECK(auth_bootstrap_admin(svc, NULL, tiny, sizeof tiny, err, sizeof err) == AUTH_EINVAL);
+
+    /* --admin-password-file: the first line without its newline. */
+    char file[160], pw[128];
+    snprintf(file, sizeof file, "%s/pw", t.dir);
+    FILE *f = fopen(file, "w");
+    fputs("from-a-file-123\nsecond line\n", f);
+    fclose(f);
+    CHECK(auth_read_password_file(file, pw, sizeof pw, err, sizeof err) == AUTH_OK);
+    CHECK_STR_EQ(pw, "from-a-file-123");
+    f = fopen(file, "w");
+    fputs("short\n", f);
+    fclose(f);
+    CHECK(auth_read_password_file(file, pw, sizeof pw, err, sizeof err) == AUTH_EINVAL);
+    CHECK_CONTAINS(err, file);
+    CHECK_CONTAINS(err, "at least 8");
+    unlink(file);
+    CHECK(auth_read_password_file(file, pw, sizeof pw, err, sizeof err) == AUTH_EINVAL);
+    CHECK_CONTAINS(err, "No such file");
+
+    auth_close(svc);
+    test_db_remove(&t);
+}
+
+static void test_add_list_remove_passwd(void)
+{
+    test_db t;
+    test_db_make(&t);
+    auth_options o = test_fast_options();
+    auth_service *svc = test_open(&t, &o);
+    char err[256] = "";
+    CHECK(auth_bootstrap_admin(svc, "admin-pass-1", NULL, 0, err, sizeof err) == 1);
+
+    CHECK(auth_user_add(svc, "alice", "alice-pass-1", "user", err, sizeof err) == AUTH_OK);
+    CHECK(auth_user_add(svc, "bob.ops-2_x", "bob-pass-12", "admin", err, sizeof err) == AUTH_OK);
+    listed l = {0};
+    CHECK(auth_user_list(svc, collect_user, &l) == 3);
+    CHECK_STR_EQ(l.names[0], "admin");
+    CHECK_STR_EQ(l.names[1], "alice");
+    CHECK_STR_EQ(l.roles[1], "user");
+    CHECK_STR_EQ(l.names[2], "bob.ops-2_x");
+    CHECK_STR_EQ(l.roles[2], "admin");
+
+    /* Duplicates, also when only the case differs. */
+    CHECK(auth_user_add(svc, "alice", "another-pass", "user", err, sizeof err) == AUTH_EEXISTS);
+    CHECK_STR_EQ(err, "user 'alice' already exists");
+    CHECK(auth_user_add(svc, "ALICE", "another-pass", "user", err, sizeof err) == AUTH_EEXISTS);
+    CHECK_CONTAINS(err, "already exists");
+
+    /* Validation names the field and what was expected. */
+    CHECK(auth_user_add(svc, "", "valid-pass", "user", err, sizeof err) == AUTH_EINVAL);
+    CHECK_CONTAINS(err, "user name");
+    CHECK(auth_user_add(svc, "a b", "valid-pass", "user", err, sizeof err) == AUTH_EINVAL);
+    CHECK_CONTAINS(err, "A-Z a-z 0-9 _ . -");
+    CHECK(auth_user_add(svc, "caf\xc3\xa9", "valid-pass", "user", err, sizeof err) == AUTH_EINVAL);
+    CHECK(auth_user_add(svc, "x;drop", "valid-pass", "user", err, sizeof err) == AUTH_EINVAL);
+    char longest[64], too_long[65];
+    memset(longest, 'n', 63);
+    longest[63] = '\0';
+    memset(too_long, 'n', 64);
+    too_long[64] = '\0';
+    CHECK(auth_user_add(svc, longest, "valid-pass", "user", err, sizeof err) == AUTH_OK);
+    CHECK(auth_user_add(svc, too_long, "valid-pass", "user", err, sizeof err) == AUTH_EINVAL);
+    CHECK_CONTAINS(err, "longer than 63");
+    CHECK(auth_user_add(svc, "carol", "1234567", "user", err, sizeof err) == AUTH_EINVAL);
+    CHECK_CONTAINS(err, "password: must be at least 8");
+    CHECK(auth_user_add(svc, "carol", "12345678", "root", err, sizeof err) == AUTH_EINVAL);
+    CHECK_CONTAINS(err, "role: expected \"admin\" or \"user\"");
+    CHECK(auth_user_add(svc, "carol", "12345678", NULL, err, sizeof err) == AUTH_EINVAL);
+    CHECK(auth_user_list(svc, NULL, NULL) == 4);
+
+    /* passwd: the old password stops working, the new one works. */
+    CHECK(logon_ok(svc, "alice", "alice-pass-1"));
+    CHECK(auth_user_passwd(svc, "alice", "alice-pass-2", err, sizeof err) == AUTH_OK);
+    CHECK(!logon_ok(svc, "alice", "alice-pass-1"));
+    CHECK(logon_ok(svc, "alice", "alice-pass-2"));
+    CHECK(logon_ok(svc, "Alice", "alice-pass-2")); /* names ignore case */
+    CHECK(auth_user_passwd(svc, "alice", "short", err, sizeof err) == AUTH_EINVAL);
+    CHECK(auth_user_passwd(svc, "nobody", "long-enough", err, sizeof err) == AUTH_ENOTFOUND);
+    CHECK_STR_EQ(err, "user 'nobody' does not exist");
+
+    /* remove */
+    CHECK(auth_user_remove(svc, "alice", err, sizeof err) == AUTH_OK);
+    CHECK(!logon_ok(svc, "alice", "alice-pass-2"));
+    CHECK(auth_user_remove(svc, "alice", err, sizeof err) == AUTH_ENOTFOUND);
+    CHECK_STR_EQ(err, "user 'alice' does not exist");
+    CHECK(auth_user_remove(svc, "bad name", err, sizeof err) == AUTH_EINVAL);
+    l.n = 0;
+    CHECK(auth_user_list(svc, collect_user, &l) == 3);
+    CHECK_STR_EQ(l.names[1], "bob.ops-2_x");
+
+    auth_close(svc);
+    test_db_remove(&t);
+}
+
+static void test_last_admin(void)
+{
+    test_db t;
+    test_db_make(&t);
+    auth_options o = test_fast_options();
+    auth_service *svc = test_open(&t, &o);
+    char err[256] = "";
+    CHECK(auth_bootstrap_admin(svc, "admin-pass-1", NULL, 0, err, sizeof err) == 1);
+    CHECK(auth_user_add(svc, "plain", "plain-pass-1", "user", err, sizeof err) == AUTH_OK);
+
+    CHECK(auth_user_remove(svc, "admin", err, sizeof err) == AUTH_ECONFLICT);
+    CHECK_CONTAINS(err, "last admin");
+    CHECK(logon_ok(svc, "admin", "admin-pass-1"));
+
+    CHECK(auth_user_add(svc, "root2", "root2-pass-1", "admin", err, sizeof err) == AUTH_OK);
+    CHECK(auth_user_remove(svc, "admin", err, sizeof err) == AUTH_OK);
+    CHECK(auth_user_remove(svc, "root2", err, sizeof err) == AUTH_ECONFLICT);
+    CHECK_STR_EQ(err, "user 'root2' is the last admin: add another admin first");
+    /* A plain user may go while one admin remains. */
+    CHECK(auth_user_remove(svc, "plain", err, sizeof err) == AUTH_OK);
+    CHECK(auth_user_list(svc, NULL, NULL) == 1);
+    CHECK(auth_http_status(AUTH_ECONFLICT) == 409);
+
+    auth_close(svc);
+    test_db_remove(&t);
+}
+
+/* Reads a column back with sqlite3 itself: what an attacker with a copy of
+ * the file would see. */
+static void test_stored_hashes(void)
+{
+    test_db t;
+    test_db_make(&t);
+    auth_options o = test_fast_options();
+    auth_service *svc = test_open(&t, &o);
+    char err[256] = "", key[AUTH_SECRET_MAX], token[AUTH_SECRET_MAX];
+    const char *password = "Tr0ub4dor&3";
+    CHECK(auth_bootstrap_admin(svc, password, NULL, 0, err, sizeof err) == 1);
+    CHECK(auth_user_add(svc, "dave", password, "user", err, sizeof err) == AUTH_OK);
+    CHECK(auth_apikey_create(svc, "dave", "ci", key, sizeof key, err, sizeof err) == AUTH_OK);
+    CHECK(auth_logon_password(svc, "c", "dave", password, NOW, token, sizeof token,
+                              NULL, err, sizeof err) == AUTH_OK);
+
+    sqlite3 *db = NULL;
+    CHECK(sqlite3_open_v2(t.path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK);
+    sqlite3_stmt *st = NULL;
+    CHECK(sqlite3_prepare_v2(db, "SELECT name, pwhash FROM users", -1, &st, NULL) == SQLITE_OK);
+    int rows = 0;
+    char first_hash[256] = "";
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const char *h = (const char *)sqlite3_column_text(st, 1);
+        CHECK(h != NULL && strstr(h, password) == NULL);
+        CHECK(h != NULL && strncmp(h, "$argon2", 7) == 0);
+        if (rows == 0)
+            snprintf(first_hash, sizeof first_hash, "%s", h ? h : "");
+        else /* same password, different salt */
+            CHECK(h != NULL && strcmp(h, first_hash) != 0);
+        rows++;
+    }
+    CHECK(rows == 2);
+    sqlite3_finalize(st);
+
+    /* API keys and tokens: 32-byte hashes, neither the secret nor a part. */
+    const char *secret_tables[][2] = {{"SELECT key_hash FROM api_keys", key},
+                                      {"SELECT token_hash FROM tokens", token}};
+    for (int i = 0; i < 2; i++) {
+        CHECK(sqlite3_prepare_v2(db, secret_tables[i][0], -1, &st, NULL) == SQLITE_OK);
+        CHECK(sqlite3_step(st) == SQLITE_ROW);
+        const void *blob = sqlite3_column_blob(st, 0);
+        int n = sqlite3_column_bytes(st, 0);
+        CHECK(n == 32);
+        const char *secret = secret_tables[i][1];
+        CHECK(strlen(secret) > 40);
+        CHECK(blob && !memmem(blob, (size_t)n, secret + 6, 8));
+        sqlite3_finalize(st);
+    }
+    /* and nowhere in the file itself */
+    sqlite3_close(db);
+    auth_close(svc);
+    FILE *f = fopen(t.path, "rb");
+    static char file_bytes[1 << 20];
+    size_t n = f ? fread(file_bytes, 1, sizeof file_bytes, f) : 0;
+    if (f)
+        fclose(f);
+    CHECK(n > 0);
+    CHECK(!memmem(file_bytes, n, password, strlen(password)));
+    CHECK(!memmem(file_bytes, n, key, strlen(key)));
+    CHECK(!memmem(file_bytes, n, token, strlen(token)));
+    test_db_remove(&t);
+}
+
+static void read_pwhash(const char *path, const char *user, char *out, size_t cap)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    out[0] = '\0';
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+        sqlite3_prepare_v2(db, "SELECT pwhash FROM users WHERE name = ?", -1, &st,
+                           NULL) == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, user, -1, SQLITE_STATIC);
+        if (sqlite3_step(st) == SQLITE_ROW)
+            snprintf(out, cap, "%s", (const char *)sqlite3_column_text(st, 0));
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+}
+
+/* Raising the configured cost upgrades a hash at the user's next log-on. */
+static void test_rehash_on_logon(void)
+{
+    test_db t;
+    test_db_make(&t);
+    auth_options o = test_fast_options();
+    auth_service *svc = test_open(&t, &o);
+    char err[256], before[256], after[256];
+    CHECK(auth_user_add(svc, "erin", "erin-pass-1", "admin", err, sizeof err) == AUTH_OK);
+    read_pwhash(t.path, "erin", before, sizeof before);
+    CHECK_CONTAINS(before, ",t=1,");
+    auth_close(svc);
+
+    o.pwhash_opslimit = crypto_pwhash_OPSLIMIT_MIN + 1;
+    svc = test_open(&t, &o);
+    CHECK(!logon_ok(svc, "erin", "wrong-pass-1"));
+    read_pwhash(t.path, "erin", after, sizeof after);
+    CHECK_STR_EQ(after, before); /* a failed log-on changes nothing */
+    CHECK(logon_ok(svc, "erin", "erin-pass-1"));
+    read_pwhash(t.path, "erin", after, sizeof after);
+    CHECK_CONTAINS(after, ",t=2,");
+    CHECK(logon_ok(svc, "erin", "erin-pass-1"));
+
+    /* Limits outside libsodium's range are refused by name. */
+    o.pwhash_memlimit = 1;
+    CHECK(auth_open(t.path, &o, err, sizeof err) == NULL);
+    CHECK_CONTAINS(err, "pwhash_memlimit");
+    auth_close(svc);
+    test_db_remove(&t);
+}
+
+int main(void)
+{
+    test_bootstrap_random();
+    test_bootstrap_given();
+    test_add_list_remove_passwd();
+    test_last_admin();
+    test_stored_hashes();
+    test_rehash_on_logon();
+    return CHECK_DONE();
+}

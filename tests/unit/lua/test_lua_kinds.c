@@ -1,0 +1,383 @@
+/*
+ * tests/unit/lua/test_lua_kinds.c - a valid Lua plugin of each kind driven
+ * through the SDK vtables the bridge exposes, and the built-in python
+ * launch adapter.
+ */
+#include <dirent.h>
+#include <unistd.h>
+
+#include "../../check.h"
+#include "lua_fakes.h"
+
+static loom_launch_request make_request(uint32_t workers, const char *model_main)
+{
+    static const char *const args[] = {"--lr", "0.1"};
+    static const char *const msd_env[] = {"MSD_A=1"};
+    loom_launch_request r = {
+        .struct_size = sizeof r,
+        .num_workers = workers,
+        .worker_device_num = 1,
+        .master_port = 29500,
+        .exec_id = "exec-7",
+        .code_dir = "/tmp/code",
+        .model_main = model_main,
+        .data_dir = "/tmp/data",
+        .result_dir = "/tmp/result",
+        .log_dir = "/tmp/log",
+        .device_type = "cpu",
+        .master_addr = "127.0.0.1",
+        .args = args,
+        .arg_count = 2,
+        .msd_env_count = 1,
+        .msd_env = msd_env,
+    };
+    return r;
+}
+
+static void test_framework(void)
+{
+    char err[512] = "";
+    lua_plugin *p = lua_plugin_open(script_path("framework_ok.lua"), NULL, err,
+                                    sizeof err);
+    CHECK_MSG(p != NULL, "%s", err);
+    if (!p)
+        return;
+    const loom_registration *regs;
+    CHECK(lua_plugin_registrations(p, &regs) == 1);
+    CHECK(regs[0].kind == LOOM_KIND_FRAMEWORK);
+    CHECK_STR_EQ(regs[0].name, "echo-launch");
+    CHECK_STR_EQ(regs[0].version, "0.3");
+    CHECK_STR_EQ(regs[0].description, "echoes the launch request");
+    const loom_framework_factory *f = regs[0].factory;
+    char verr[128];
+    CHECK(loom_factory_validate(LOOM_KIND_FRAMEWORK, f, verr, sizeof verr) == 0);
+    CHECK(f->style == LOOM_FRAMEWORK_LAUNCH);
+
+    fake_launch sink;
+    fake_launch_init(&sink);
+    loom_launch_request req = make_request(2, "run.sh");
+    loom_error *e = f->plan_launch(f, &req, &sink.sink);
+    CHECK_MSG(e == NULL, "%s", loom_err_message(e));
+    loom_err_free(e);
+    CHECK(sink.workers == 2);
+    const fake_worker *w0 = &sink.worker[0], *w1 = &sink.worker[1];
+    CHECK(w0->argc == 6);
+    CHECK_STR_EQ(w0->argv[0], "sh");
+    CHECK_STR_EQ(w0->argv[1], "run.sh");
+    CHECK_STR_EQ(w0->argv[3], "exec-7");
+    CHECK_STR_EQ(w0->argv[5], "0.1");
+    /* map-form env: sorted, numbers converted */
+    CHECK(w0->envc == 4);
+    CHECK_STR_EQ(w0->env[0], "DEVICE=cpu");
+    CHECK_STR_EQ(w0->env[1], "MASTER=127.0.0.1:29500");
+    CHECK_STR_EQ(w0->env[2], "RANK=0");
+    CHECK_STR_EQ(w0->env[3], "TWO=2");
+    CHECK_STR_EQ(w0->cwd, "(null)");
+    /* array-form env and a cwd */
+    CHECK(w1->envc == 2);
+    CHECK(worker_has_env(w1, "RANK=1"));
+    CHECK(worker_has_env(w1, "MSD_A=1"));
+    CHECK_STR_EQ(w1->cwd, "/tmp/data");
+
+    /* the sink's own error comes back with its code and the worker */
+    fake_launch_init(&sink);
+    sink.fail_at = 1;
+    e = f->plan_launch(f, &req, &sink.sink);
+    CHECK(loom_err_code(e) == LOOM_ERR_UNAVAILABLE);
+    CHECK_CONTAINS(loom_err_message(e), "worker 1");
+    CHECK_CONTAINS(loom_err_message(e), "no slot for worker 1");
+    loom_err_free(e);
+    lua_plugin_close(p);
+}
+
+static const char *const space_json =
+    "[{\"name\":\"lr\",\"type\":\"Discrete\",\"dataType\":\"DOUBLE\","
+    "\"discreteDbVal\":[0.1,0.01,0.001]}]";
+
+static void test_search(void)
+{
+    char err[512] = "";
+    lua_plugin *p = lua_plugin_open(script_path("search_ok.lua"), NULL, err,
+                                    sizeof err);
+    CHECK_MSG(p != NULL, "%s", err);
+    if (!p)
+        return;
+    const loom_search_factory *f = find_factory(p, LOOM_KIND_SEARCH, "list-search");
+    CHECK(f != NULL);
+    if (!f) {
+        lua_plugin_close(p);
+        return;
+    }
+    char verr[128];
+    CHECK(loom_factory_validate(LOOM_KIND_SEARCH, f, verr, sizeof verr) == 0);
+    CHECK(f->save_state != NULL && f->load_state != NULL);
+
+    loom_search_config config = {
+        .struct_size = sizeof config, .maximize = 0, .max_experiments = 3,
+        .max_parallel = 2, .seed = 42, .space_json = space_json,
+        .params_json = "{\"eta\":\"3\"}", .objective_metric = "loss"};
+    loom_search_instance *a = NULL;
+    loom_error *e = f->create(f, &config, &a);
+    CHECK_MSG(e == NULL, "%s", loom_err_message(e));
+    loom_err_free(e);
+    if (!a) {
+        lua_plugin_close(p);
+        return;
+    }
+
+    fake_proposals sink;
+    fake_proposals_init(&sink, 100);
+    e = f->suggest(a, 2, &sink.sink);
+    CHECK_MSG(e == NULL, "%s", loom_err_message(e));
+    loom_err_free(e);
+    CHECK(sink.count == 2);
+    CHECK_CONTAINS(sink.configs[0], "\"lr\":0.1");
+    CHECK_CONTAINS(sink.configs[0], "\"index\":1");
+    CHECK_CONTAINS(sink.configs[0], "\"metric\":\"loss\"");
+    CHECK_CONTAINS(sink.configs[1], "\"lr\":0.01");
+    CHECK(!sink.finished);
+
+    /* a refused proposal comes back as nil: the script does not advance */
+    fake_proposals refusing;
+    fake_proposals_init(&refusing, 1);
+    refusing.refuse = 1;
+    e = f->suggest(a, 1, &refusing.sink);
+    CHECK(e == NULL);
+    loom_err_free(e);
+
+    loom_metric metrics[] = {{"loss", 0.25}, {"accuracy", 0.9}};
+    e = f->observe(a, 100, LOOM_EXPERIMENT_FINISHED, metrics, 2);
+    CHECK(e == NULL);
+    loom_err_free(e);
+    e = f->observe(a, 101, 7, metrics, 2);
+    CHECK(loom_err_code(e) == LOOM_ERR_INVALID_ARGUMENT);
+    loom_err_free(e);
+
+    char *state = NULL;
+    e = f->save_state(a, &state);
+    CHECK_MSG(e == NULL, "%s", loom_err_message(e));
+    loom_err_free(e);
+    CHECK(state != NULL);
+    CHECK_CONTAINS(state, "\"next\":3");
+    CHECK_CONTAINS(state, "\"loss\":0.25");
+    CHECK_CONTAINS(state, "\"status\":\"FINISHED\"");
+    f->destroy(a);
+
+    /* a second instance, restored from the state, carries on */
+    loom_search_instance *b = NULL;
+    e = f->create(f, &config, &b);
+    CHECK(e == NULL);
+    loom_err_free(e);
+    if (b && state) {
+        e = f->load_state(b, state);
+        CHECK_MSG(e == NULL, "%s", loom_err_message(e));
+        loom_err_free(e);
+        char *again = NULL;
+        e = f->save_state(b, &again);
+        CHECK(e == NULL);
+        loom_err_free(e);
+        CHECK_STR_EQ(again, state);
+        free(again);
+        fake_proposals_init(&sink, 200);
+        e = f->suggest(b, 5, &sink.sink);
+        CHECK(e == NULL);
+        loom_err_free(e);
+        CHECK(sink.count == 1);
+        CHECK_CONTAINS(sink.configs[0], "\"lr\":0.001");
+        CHECK_CONTAINS(sink.configs[0], "\"index\":3");
+        CHECK(sink.finished);
+    }
+    if (b)
+        f->destroy(b);
+    free(state);
+    lua_plugin_close(p);
+}
+
+static void test_kernel(void)
+{
+    char err[512] = "";
+    lua_plugin *p = lua_plugin_open(script_path("kernel_ok.lua"), NULL, err,
+                                    sizeof err);
+    CHECK_MSG(p != NULL, "%s", err);
+    if (!p)
+        return;
+    const loom_kernel_factory *f = find_factory(p, LOOM_KIND_KERNEL, "scale");
+    CHECK(f != NULL);
+    char verr[128];
+    CHECK(f && loom_factory_validate(LOOM_KIND_KERNEL, f, verr, sizeof verr) == 0);
+    loom_kernel_model_config config = {.struct_size = sizeof config,
+                                       .model_dir = "/tmp/model",
+                                       .model_json = "{\"scale\": 3}"};
+    loom_kernel_model *model = NULL;
+    loom_error *e = f ? f->load_model(f, &config, &model) : NULL;
+    CHECK_MSG(e == NULL, "%s", loom_err_message(e));
+    loom_err_free(e);
+    if (!model) {
+        lua_plugin_close(p);
+        return;
+    }
+    loom_device cpu = {.struct_size = sizeof cpu, .kind = LOOM_DEVICE_CPU};
+    loom_kernel_instance *inst = NULL;
+    e = f->create_instance(model, &cpu, &inst);
+    CHECK(e == NULL);
+    loom_err_free(e);
+
+    fake_request r[3];
+    fake_request_init(&r[0], 11, "{\"x\": 2}");
+    fake_request_init(&r[1], 12, "not json");
+    fake_request_init(&r[2], 13, "{\"x\": 0.5}");
+    loom_infer_request *batch[3] = {&r[0].r, &r[1].r, &r[2].r};
+    e = f->execute(inst, batch, 3);
+    CHECK_MSG(e == NULL, "%s", loom_err_message(e));
+    loom_err_free(e);
+    for (int i = 0; i < 3; i++)
+        CHECK(r[i].answers == 1);
+    CHECK(r[0].status == 0);
+    CHECK_STR_EQ(r[0].content_type, "application/json");
+    CHECK_CONTAINS(r[0].body, "\"y\":6");
+    CHECK_CONTAINS(r[0].body, "\"id\":11");
+    CHECK(r[1].status == LOOM_ERR_INVALID_ARGUMENT);
+    CHECK_STR_EQ(r[1].content_type, "text/plain");
+    CHECK_CONTAINS(r[1].body, "expected {\"x\": number}");
+    CHECK(r[2].status == 0);
+    CHECK_CONTAINS(r[2].body, "\"y\":1.5");
+
+    /* answering twice is the host's error, reported with its code */
+    e = f->execute(inst, batch, 1);
+    CHECK(loom_err_code(e) == LOOM_ERR_ALREADY_EXISTS);
+    CHECK_CONTAINS(loom_err_message(e), "responding to request 1");
+    loom_err_free(e);
+
+    f->destroy_instance(inst);
+    f->unload_model(model);
+    lua_plugin_close(p);
+}
+
+static char *read_all(const char *path)
+{
+    static char text[4096];
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return NULL;
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = 0;
+    fclose(f);
+    return text;
+}
+
+static void test_logger(void)
+{
+    char err[512] = "";
+    lua_plugin *p = lua_plugin_open(script_path("logger_ok.lua"), NULL, err,
+                                    sizeof err);
+    CHECK_MSG(p != NULL, "%s", err);
+    if (!p)
+        return;
+    /* one script, two kinds under one name */
+    CHECK(lua_plugin_registrations(p, NULL) == 2);
+    CHECK(find_factory(p, LOOM_KIND_SEARCH, "lines") != NULL);
+    const loom_logger_factory *f = find_factory(p, LOOM_KIND_LOGGER, "lines");
+    CHECK(f != NULL);
+    if (!f) {
+        lua_plugin_close(p);
+        return;
+    }
+    CHECK(f->on_train_begin && f->log_train_metrics && f->on_train_end);
+    CHECK(f->log_test_metrics == NULL); /* the script left it out */
+
+    char dir[] = "/tmp/loom-lua-logger-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    loom_logger_config config = {.struct_size = sizeof config,
+                                 .role = LOOM_LOGGER_WORKER, .rank = 1,
+                                 .exec_id = "exec-9", .log_dir = dir,
+                                 .config_json = "{\"tag\":\"t\"}"};
+    loom_logger_instance *inst = NULL;
+    loom_error *e = f->create(f, &config, &inst);
+    CHECK_MSG(e == NULL, "%s", loom_err_message(e));
+    loom_err_free(e);
+    if (inst) {
+        loom_train_info info = {.struct_size = sizeof info, .epochs = 5,
+                                .workers = 2, .batch_size = 64,
+                                .effective_batch_size = 128,
+                                .exec_id = "exec-9"};
+        e = f->on_train_begin(inst, &info);
+        CHECK_MSG(e == NULL, "%s", loom_err_message(e));
+        loom_err_free(e);
+        loom_metric m = {"loss", 0.5};
+        e = f->log_train_metrics(inst, &m, 1, 40, 1, 2);
+        CHECK(e == NULL);
+        loom_err_free(e);
+        e = f->on_train_end(inst, LOOM_TRAIN_FINISHED, "done");
+        CHECK(e == NULL);
+        loom_err_free(e);
+        f->destroy(inst);
+    }
+    char path[256];
+    snprintf(path, sizeof path, "%s/metrics.txt", dir);
+    CHECK_STR_EQ(read_all(path), "worker1:t begin epochs=5 workers=2\n"
+                                 "train it=40 epoch=1 workers=2 loss=0.50\n"
+                                 "end FINISHED done\n");
+    unlink(path);
+    rmdir(dir);
+    lua_plugin_close(p);
+}
+
+static void test_python_adapter(void)
+{
+    char err[512] = "";
+    lua_plugin *p = lua_plugin_open(PYTHON_ADAPTER_PATH, NULL, err, sizeof err);
+    CHECK_MSG(p != NULL, "%s", err);
+    if (!p)
+        return;
+    const loom_framework_factory *f = find_factory(p, LOOM_KIND_FRAMEWORK, "python");
+    CHECK(f != NULL);
+    if (!f) {
+        lua_plugin_close(p);
+        return;
+    }
+    fake_launch sink;
+    fake_launch_init(&sink);
+    loom_launch_request req = make_request(2, "train.py");
+    loom_error *e = f->plan_launch(f, &req, &sink.sink);
+    CHECK_MSG(e == NULL, "%s", loom_err_message(e));
+    loom_err_free(e);
+    CHECK(sink.workers == 2);
+    for (int rank = 0; rank < 2 && rank < sink.workers; rank++) {
+        const fake_worker *w = &sink.worker[rank];
+        CHECK(w->argc == 4);
+        CHECK_STR_EQ(w->argv[0], "python3");
+        CHECK_STR_EQ(w->argv[1], "train.py");
+        CHECK_STR_EQ(w->argv[2], "--lr");
+        CHECK_STR_EQ(w->argv[3], "0.1");
+        char kv[32];
+        snprintf(kv, sizeof kv, "RANK=%d", rank);
+        CHECK(worker_has_env(w, kv));
+        snprintf(kv, sizeof kv, "LOCAL_RANK=%d", rank);
+        CHECK(worker_has_env(w, kv));
+        CHECK(worker_has_env(w, "WORLD_SIZE=2"));
+        CHECK(worker_has_env(w, "MASTER_ADDR=127.0.0.1"));
+        CHECK(worker_has_env(w, "MASTER_PORT=29500"));
+        CHECK_STR_EQ(w->cwd, "(null)"); /* the code directory */
+    }
+
+    fake_launch_init(&sink);
+    req = make_request(1, NULL);
+    e = f->plan_launch(f, &req, &sink.sink);
+    CHECK(e != NULL);
+    CHECK(loom_err_code(e) == LOOM_ERR_INVALID_ARGUMENT);
+    CHECK_CONTAINS(loom_err_message(e), "--model-main");
+    CHECK_CONTAINS(loom_err_message(e), "python.lua:");
+    loom_err_free(e);
+    CHECK(sink.workers == 0);
+    lua_plugin_close(p);
+}
+
+int main(void)
+{
+    test_framework();
+    test_search();
+    test_kernel();
+    test_logger();
+    test_python_adapter();
+    return CHECK_DONE();
+}

@@ -1,0 +1,277 @@
+/*
+ * test_native_grad.c - the native adapter's backward passes against finite
+ * differences of its forward pass, one small network per layer type (dense,
+ * conv2d with stride and padding, max-pool with overlapping windows, relu,
+ * dropout, softmax cross-entropy), plus the dropout mask's independence
+ * from batch order.
+ */
+#include <math.h>
+#include <stdlib.h>
+
+#include "../../check.h"
+#include "backend.h"
+#include "errbuf.h"
+#include "model.h"
+#include "spec.h"
+
+#define ROWS 5
+
+typedef struct grad_case {
+    native_spec spec;
+    native_model *model;
+    native_backend *be;
+    float *x;
+    int32_t labels[ROWS];
+    uint64_t ids[ROWS];
+    native_pass pass;
+} grad_case;
+
+static float uniform(uint32_t *s)
+{
+    *s = *s * 1664525u + 1013904223u;
+    return (float)(*s >> 8) / 16777216.0f;
+}
+
+/* Builds the network described by `layers_json` for inputs of `shape`. */
+static int case_open(grad_case *c, const char *layers_json, const int32_t *shape,
+                     int ndim, int classes)
+{
+    char json[2048], err[NATIVE_ERR_LEN];
+    snprintf(json, sizeof json,
+             "{\"model\": {\"layers\": %s}, \"optimizer\": {\"type\": \"sgd\", "
+             "\"lr\": 0.1}, \"dataset\": {\"format\": \"idx\"}}",
+             layers_json);
+    memset(c, 0, sizeof *c);
+    if (native_spec_parse(json, &c->spec, err, sizeof err) != 0) {
+        fprintf(stderr, "spec: %s\n", err);
+        return -1;
+    }
+    c->be = native_backend_cpu_create();
+    if (native_model_create(&c->spec, shape, ndim, classes, c->be, 11, &c->model,
+                            err, sizeof err) != 0) {
+        fprintf(stderr, "model: %s\n", err);
+        return -1;
+    }
+    uint32_t s = 99;
+    c->x = malloc((size_t)(ROWS * c->model->in_size) * sizeof(float));
+    for (int64_t i = 0; i < ROWS * c->model->in_size; i++)
+        c->x[i] = uniform(&s);
+    for (int r = 0; r < ROWS; r++) {
+        c->labels[r] = (int32_t)(r % classes);
+        c->ids[r] = 1000 + (uint64_t)r * 17;
+    }
+    c->pass = (native_pass){.train = 1, .loss_scale = 1.0f / ROWS,
+                            .dropout_seed = 5, .dropout_epoch = 2};
+    return 0;
+}
+
+static void case_close(grad_case *c)
+{
+    native_model_destroy(c->model);
+    if (c->be)
+        c->be->destroy(c->be);
+    native_spec_free(&c->spec);
+    free(c->x);
+}
+
+/* Mean loss of the batch at the current weights (training mode, so dropout
+ * masks match the analytic pass; the gradients it adds are discarded). */
+static double mean_loss(grad_case *c)
+{
+    double loss = 0, correct = 0;
+    char err[NATIVE_ERR_LEN];
+    if (native_model_run(c->model, c->x, c->labels, c->ids, ROWS, &c->pass, &loss,
+                         &correct, err, sizeof err) != 0)
+        fprintf(stderr, "run: %s\n", err);
+    return loss / ROWS;
+}
+
+/* Compares every parameter's analytic gradient with a central difference.
+ * Returns the number of mismatches and prints the worst. */
+static int check_gradients(grad_case *c, const char *label)
+{
+    native_model *m = c->model;
+    int64_t n = m->param_count;
+    memset(m->grads, 0, (size_t)n * sizeof(float));
+    mean_loss(c);
+    float *analytic = malloc((size_t)n * sizeof(float));
+    memcpy(analytic, m->grads, (size_t)n * sizeof(float));
+    /* Gradients accumulate: a second pass doubles them. */
+    mean_loss(c);
+    int not_added = 0;
+    for (int64_t j = 0; j < n; j++)
+        not_added += fabsf(m->grads[j] - 2 * analytic[j]) > 1e-6f * (1 + fabsf(analytic[j]));
+    if (not_added)
+        fprintf(stderr, "%s: %d gradients were overwritten, not added\n", label, not_added);
+    const float eps = 1e-3f;
+    int bad = 0;
+    double worst = 0;
+    int64_t worst_at = -1;
+    for (int64_t j = 0; j < n; j++) {
+        float saved = m->weights[j];
+        m->weights[j] = saved + eps;
+        double up = mean_loss(c);
+        m->weights[j] = saved - eps;
+        double down = mean_loss(c);
+        m->weights[j] = saved;
+        double numeric = (up - down) / (2.0 * eps);
+        double diff = fabs(numeric - analytic[j]);
+        double tol = 1e-3 + 1e-2 * fmax(fabs(numeric), fabs(analytic[j]));
+        if (diff > tol) {
+            bad++;
+            fprintf(stderr, "%s: parameter %lld: analytic %.6g numeric %.6g\n", label,
+                    (long long)j, analytic[j], numeric);
+        }
+        if (diff - tol > worst - 1e-12 || worst_at < 0) {
+            worst = diff - tol;
+            worst_at = j;
+        }
+    }
+    if (bad)
+        fprintf(stderr, "%s: %d of %lld gradients differ; worst at %lld\n", label,
+                bad, (long long)n, (long long)worst_at);
+    /* Non-zero gradients prove the check compared something. */
+    double norm = 0;
+    for (int64_t j = 0; j < n; j++)
+        norm += fabs(analytic[j]);
+    free(analytic);
+    return bad + not_added + (norm == 0);
+}
+
+static void test_softmax_xent(void)
+{
+    grad_case c;
+    int32_t shape[1] = {6};
+    CHECK(case_open(&c, "[{\"type\": \"dense\", \"units\": 4}]", shape, 1, 4) == 0);
+    CHECK(check_gradients(&c, "softmax_xent") == 0);
+    /* Zero weights give uniform probabilities: loss ln(4) for every row. */
+    memset(c.model->weights, 0, (size_t)c.model->param_count * sizeof(float));
+    CHECK(fabs(mean_loss(&c) - log(4.0)) < 1e-6);
+    /* A hand-computed row: logits (1, 2, 0, -1) from the bias alone. */
+    float *bias = c.model->weights + c.model->params[1].offset;
+    bias[0] = 1, bias[1] = 2, bias[2] = 0, bias[3] = -1;
+    double z[4] = {1, 2, 0, -1}, sum = 0;
+    for (int j = 0; j < 4; j++)
+        sum += exp(z[j]);
+    double expect = 0;
+    for (int r = 0; r < ROWS; r++)
+        expect += log(sum) - z[c.labels[r]];
+    CHECK(fabs(mean_loss(&c) - expect / ROWS) < 1e-5);
+    case_close(&c);
+}
+
+static void test_dense_relu(void)
+{
+    grad_case c;
+    int32_t shape[1] = {5};
+    CHECK(case_open(&c,
+                    "[{\"type\": \"dense\", \"units\": 7}, {\"type\": \"relu\"}, "
+                    "{\"type\": \"dense\", \"units\": 3}]",
+                    shape, 1, 3) == 0);
+    CHECK(check_gradients(&c, "dense+relu") == 0);
+    case_close(&c);
+}
+
+static void test_conv2d(void)
+{
+    grad_case c;
+    int32_t shape[3] = {2, 6, 6};
+    CHECK(case_open(&c,
+                    "[{\"type\": \"conv2d\", \"filters\": 3, \"kernel\": 3, "
+                    "\"padding\": 1},"
+                    " {\"type\": \"relu\"},"
+                    " {\"type\": \"conv2d\", \"filters\": 2, \"kernel\": 3, "
+                    "\"stride\": 2, \"padding\": 1},"
+                    " {\"type\": \"flatten\"}, {\"type\": \"dense\", \"units\": 3}]",
+                    shape, 3, 3) == 0);
+    CHECK(c.model->layers[0].out_shape[1] == 6);
+    CHECK(c.model->layers[2].out_shape[1] == 3);
+    CHECK(check_gradients(&c, "conv2d") == 0);
+    case_close(&c);
+}
+
+static void test_maxpool(void)
+{
+    grad_case c;
+    int32_t shape[3] = {1, 7, 7};
+    /* Overlapping windows (kernel 3, stride 2) exercise the gather-form
+     * backward where one input feeds several outputs. */
+    CHECK(case_open(&c,
+                    "[{\"type\": \"conv2d\", \"filters\": 2, \"kernel\": 3, "
+                    "\"padding\": 1},"
+                    " {\"type\": \"max_pool2d\", \"kernel\": 3, \"stride\": 2},"
+                    " {\"type\": \"flatten\"}, {\"type\": \"dense\", \"units\": 3}]",
+                    shape, 3, 3) == 0);
+    CHECK(c.model->layers[1].out_shape[1] == 3);
+    CHECK(check_gradients(&c, "max_pool2d overlapping") == 0);
+    case_close(&c);
+
+    int32_t square[3] = {2, 8, 8};
+    CHECK(case_open(&c,
+                    "[{\"type\": \"conv2d\", \"filters\": 2, \"kernel\": 3},"
+                    " {\"type\": \"max_pool2d\", \"kernel\": 2},"
+                    " {\"type\": \"flatten\"}, {\"type\": \"dense\", \"units\": 3}]",
+                    square, 3, 3) == 0);
+    CHECK(c.model->layers[1].out_shape[1] == 3);
+    CHECK(check_gradients(&c, "max_pool2d") == 0);
+    case_close(&c);
+}
+
+static void test_dropout(void)
+{
+    grad_case c;
+    int32_t shape[1] = {8};
+    CHECK(case_open(&c,
+                    "[{\"type\": \"dense\", \"units\": 12}, {\"type\": \"dropout\", "
+                    "\"rate\": 0.5}, {\"type\": \"dense\", \"units\": 3}]",
+                    shape, 1, 3) == 0);
+    CHECK(check_gradients(&c, "dropout") == 0);
+
+    /* The mask follows the sample, not its row: the batch reversed (ids and
+     * all) gives the same loss and gradients. */
+    native_model *m = c.model;
+    int64_t n = m->param_count, in = m->in_size;
+    memset(m->grads, 0, (size_t)n * sizeof(float));
+    double loss = mean_loss(&c);
+    float *forward = malloc((size_t)n * sizeof(float));
+    memcpy(forward, m->grads, (size_t)n * sizeof(float));
+    float *x = malloc((size_t)(ROWS * in) * sizeof(float));
+    int32_t labels[ROWS];
+    uint64_t ids[ROWS];
+    for (int r = 0; r < ROWS; r++) {
+        memcpy(x + r * in, c.x + (ROWS - 1 - r) * in, (size_t)in * sizeof(float));
+        labels[r] = c.labels[ROWS - 1 - r];
+        ids[r] = c.ids[ROWS - 1 - r];
+    }
+    memcpy(c.x, x, (size_t)(ROWS * in) * sizeof(float));
+    memcpy(c.labels, labels, sizeof labels);
+    memcpy(c.ids, ids, sizeof ids);
+    memset(m->grads, 0, (size_t)n * sizeof(float));
+    CHECK(fabs(mean_loss(&c) - loss) < 1e-6);
+    double diff = 0;
+    for (int64_t j = 0; j < n; j++)
+        diff = fmax(diff, fabs(forward[j] - m->grads[j]));
+    CHECK_MSG(diff < 1e-6, "reordered batch changes gradients by %g", diff);
+
+    /* Another epoch draws another mask. */
+    c.pass.dropout_epoch++;
+    CHECK(fabs(mean_loss(&c) - loss) > 1e-4);
+    /* Evaluation ignores dropout: the same loss at any epoch. */
+    c.pass.train = 0;
+    double eval1 = mean_loss(&c);
+    c.pass.dropout_epoch++;
+    CHECK(fabs(mean_loss(&c) - eval1) < 1e-9);
+    free(forward);
+    free(x);
+    case_close(&c);
+}
+
+int main(void)
+{
+    test_softmax_xent();
+    test_dense_relu();
+    test_conv2d();
+    test_maxpool();
+    test_dropout();
+    return CHECK_DONE();
+}
