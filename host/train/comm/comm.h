@@ -7,7 +7,8 @@
  *        shared-memory segment sized for max ranks and the largest buffer;
  *        each worker attaches to it by slot. All-reduce is reduce-scatter +
  *        all-gather through the segment, so every process does 1/world of
- *        the adds.
+ *        the adds. Coordinator and workers share one PID namespace: a
+ *        slot records its process's pid so peers notice its death.
  *  nccl  GPU workers (only when built with LOOM_HAVE_CUDA): the same calls
  *        over an NCCL communicator made from a unique id the coordinator
  *        hands out; a new communicator per generation.
@@ -88,7 +89,10 @@ typedef struct comm_shm_config {
 } comm_shm_config;
 
 #define COMM_SHM_MAX_RANKS 256u
-#define COMM_SHM_DEFAULT_STAGING (2u << 20)
+/* Two 256 KB halves: a chunk's input, a peer's staging and the output stay
+ * in L2, and the per-chunk handshakes (about a microsecond each) stay far
+ * below the copy time. */
+#define COMM_SHM_DEFAULT_STAGING (512u << 10)
 
 /* Creates the segment `name` ("/loom-<job>", see shm_open(3)). Fails with
  * LOOM_ERR_ALREADY_EXISTS when the name is taken. */

@@ -227,6 +227,7 @@ static loom_error *wait_until(shm_member *m, const wait_spec *w, uint64_t deadli
 {
     int done = 0;
     loom_error *err;
+    uint64_t started = comm_now_ns();
     for (uint32_t i = 0; i < SPIN_ITERATIONS; i++) {
         if ((err = check_once(m, w, &done)) != NULL || done)
             return err;
@@ -246,7 +247,6 @@ static loom_error *wait_until(shm_member *m, const wait_spec *w, uint64_t deadli
         word = w->kind == WAIT_STEP ? &p->step : &p->adopted_gen;
         waiters = &p->waiters;
     }
-    uint64_t started = comm_now_ns();
     for (;;) {
         uint64_t now = comm_now_ns();
         if ((err = check_slow(m, w, started, now, deadline_ns)) != NULL)

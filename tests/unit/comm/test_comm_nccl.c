@@ -1,0 +1,58 @@
+/*
+ * tests/unit/comm/test_comm_nccl.c - the nccl back end as far as a machine
+ * without a GPU can check it: it links against CUDA and NCCL, refuses bad
+ * arguments by name, and opening a device that is not there is a clear
+ * error rather than a crash. With a GPU present, open succeeds instead.
+ */
+#include <cuda_runtime.h>
+
+#include "../../check.h"
+#include "comm.h"
+#include "plugin/host_api.h"
+
+/* "" for no error, so CHECK_CONTAINS fails instead of dereferencing NULL. */
+static const char *message_of(const loom_error *err)
+{
+    return err ? loom_err_message(err) : "";
+}
+
+int main(void)
+{
+    uint8_t id[COMM_NCCL_ID_BYTES];
+    loom_error *err = comm_nccl_unique_id(id, 16);
+    CHECK(err != NULL && loom_err_code(err) == LOOM_ERR_INVALID_ARGUMENT);
+    CHECK_CONTAINS(message_of(err), "must be 128 bytes, got 16");
+    loom_err_free(err);
+
+    int devices = 0;
+    if (cudaGetDeviceCount(&devices) != cudaSuccess)
+        devices = 0;
+    comm *c = NULL;
+    err = comm_nccl_open(0, &c);
+    if (devices == 0) {
+        CHECK(err != NULL && c == NULL);
+        CHECK_CONTAINS(message_of(err), "CUDA device 0");
+        CHECK_CONTAINS(message_of(err), "CUDA error");
+        loom_err_free(err);
+    } else {
+        CHECK(err == NULL && c != NULL);
+        CHECK_STR_EQ(comm_backend_name(c), "nccl");
+        /* Not joined: collectives say so. */
+        float *dev = NULL;
+        loom_error *e2 = comm_allreduce_avg_f32(c, dev, 0, comm_deadline_after_ms(10));
+        CHECK(e2 != NULL);
+        CHECK_CONTAINS(message_of(e2), "join one first");
+        loom_err_free(e2);
+        e2 = comm_nccl_join(c, 1, id, 4, 1, 0, comm_deadline_after_ms(10));
+        CHECK(e2 != NULL && loom_err_code(e2) == LOOM_ERR_INVALID_ARGUMENT);
+        loom_err_free(e2);
+        comm_close(c);
+    }
+
+    /* The shm handle is not an nccl handle. */
+    err = comm_nccl_shrink(NULL, 2, NULL, 0, comm_deadline_after_ms(10));
+    CHECK(err != NULL && loom_err_code(err) == LOOM_ERR_INVALID_ARGUMENT);
+    CHECK_CONTAINS(message_of(err), "no communicator to shrink");
+    loom_err_free(err);
+    return CHECK_DONE();
+}
