@@ -125,14 +125,25 @@ static int idx_read(const char *path, const char *role, int want_ndims,
                         role, path, (unsigned long long)out->size);
         goto done;
     }
-    out->data = malloc(out->size);
-    if (!out->data) {
-        rc = native_err(err, errlen, LOOM_ERR_RESOURCE_EXHAUSTED,
-                        "IDX %s file '%s': cannot allocate %llu bytes", role,
-                        path, (unsigned long long)out->size);
-        goto done;
+    /* Grow the buffer as data arrives, so a header that promises more
+     * than the file holds costs only what the file holds. */
+    uint64_t cap = out->size < (1u << 20) ? out->size : (1u << 20);
+    got = 0;
+    for (;;) {
+        uint8_t *grown = realloc(out->data, cap);
+        if (!grown) {
+            rc = native_err(err, errlen, LOOM_ERR_RESOURCE_EXHAUSTED,
+                            "IDX %s file '%s': cannot allocate %llu bytes", role,
+                            path, (unsigned long long)cap);
+            goto done;
+        }
+        out->data = grown;
+        uint64_t n = read_fully(f, out->data + got, cap - got);
+        got += n;
+        if (got < cap || cap == out->size)
+            break;
+        cap = cap * 2 < out->size ? cap * 2 : out->size;
     }
-    got = read_fully(f, out->data, out->size);
     if (got < out->size) {
         char dims[96];
         format_dims(out, dims, sizeof dims);

@@ -107,7 +107,12 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
     int builtin = registry_load_dir(d->reg, d->plugin_dir, "builtin");
     log_info("loaded %d built-in plugin file(s) from %s", builtin, d->plugin_dir);
     loomd_load_user_plugins(d);
-    d->execs = exec_service_create(d->st, d->reg, d->home);
+    sched_service_options so = {.cpu_slots = opt->cpu_slots,
+                                .hysteresis = opt->hysteresis >= 0 ? opt->hysteresis : 5.0};
+    d->sched = sched_service_create(d->st, &so, err, errlen);
+    if (!d->sched)
+        goto fail;
+    d->execs = exec_service_create(d->st, d->reg, d->sched, d->home);
     if (!d->execs) {
         snprintf(err, errlen, "out of memory");
         goto fail;
@@ -119,6 +124,8 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
         routes[n++] = core_routes[i];
     for (size_t i = 0; i < loom_plugin_route_count; i++)
         routes[n++] = loom_plugin_routes[i];
+    for (size_t i = 0; i < loom_sched_route_count; i++)
+        routes[n++] = loom_sched_routes[i];
     for (size_t i = 0; i < loom_exec_route_count; i++)
         routes[n++] = loom_exec_routes[i];
     http_config cfg = {
@@ -147,6 +154,7 @@ void loomd_stop(loomd *d)
         return;
     http_server_stop(d->http);
     exec_service_destroy(d->execs);
+    sched_service_destroy(d->sched);
     registry_destroy(d->reg);
     store_close(d->st);
     if (d->lock_fd >= 0)

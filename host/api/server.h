@@ -11,6 +11,7 @@
 
 #include "api/http.h"
 #include "exec/exec.h"
+#include "sched/sched_service.h"
 #include "plugin/registry.h"
 #include "store/store.h"
 
@@ -19,6 +20,8 @@ typedef struct loomd_options {
     const char *address;     /* default "127.0.0.1" */
     int port;                /* 0: any free port */
     const char *plugin_dir;  /* built-in plugins; NULL: next to the binary */
+    int cpu_slots;           /* devices without a GPU; 0: the number of cores */
+    double hysteresis;       /* seconds between resizes of one job; < 0: default */
 } loomd_options;
 
 typedef struct loomd {
@@ -27,6 +30,7 @@ typedef struct loomd {
     int lock_fd;
     store *st;
     registry *reg;
+    sched_service *sched;
     exec_service *execs;
     http_server *http;
     http_route routes[64];
@@ -45,6 +49,8 @@ void loomd_default_plugin_dir(char *out, size_t outlen);
 /* Route tables of the subsystems (routes_*.c). */
 extern const http_route loom_exec_routes[];
 extern const size_t loom_exec_route_count;
+extern const http_route loom_sched_routes[];
+extern const size_t loom_sched_route_count;
 extern const http_route loom_plugin_routes[];
 extern const size_t loom_plugin_route_count;
 

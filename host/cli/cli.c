@@ -28,6 +28,8 @@ static const char usage[] =
     "  logger add|list|show|remove       logger callbacks\n"
     "\n"
     "Scheduling:\n"
+    "  slots                every device and the exec holding it\n"
+    "  plan add|list|show|update|remove  resource plans (shares, minimums, caps)\n"
     "  sim TRACE.json       replay a job trace: elastic fair share, elastic priority\n"
     "                       and static FIFO side by side\n"
     "\n"
@@ -58,6 +60,10 @@ int cli_main(int argc, char **argv)
         printf("loom %s (plugin ABI %d.%d)\n", LOOM_VERSION, LOOM_ABI_MAJOR, LOOM_ABI_MINOR);
         return 0;
     }
+    if (strcmp(cmd, "slots") == 0)
+        return cmd_slots(n - 1, args + 1, &g);
+    if (strcmp(cmd, "plan") == 0)
+        return cmd_plan(n - 1, args + 1, &g);
     if (strcmp(cmd, "sim") == 0)
         return sim_main(n, args); /* argv[0] is "sim" */
     if (strcmp(cmd, "worker") == 0)

@@ -85,7 +85,7 @@ int cmd_demo(int argc, char **argv, const cli_globals *g)
     signal(SIGPIPE, SIG_IGN);
 
     char err[1024];
-    loomd_options opt = {.home = home, .address = "127.0.0.1", .port = 0};
+    loomd_options opt = {.home = home, .address = "127.0.0.1", .port = 0, .hysteresis = -1};
     loomd *d = loomd_start(&opt, err, sizeof err);
     if (!d)
         return cli_fail("demo host: %s", err);

@@ -13,6 +13,7 @@
 
 static const char serve_usage[] =
     "usage: loom serve [--home DIR] [--listen ADDR:PORT] [--plugin-dir DIR]\n"
+    "                  [--cpu-slots N] [--hysteresis SECONDS]\n"
     "\n"
     "Runs the loom host: REST API, state store, plugin registry and job\n"
     "supervision. It stops cleanly on SIGTERM or SIGINT.\n"
@@ -21,6 +22,10 @@ static const char serve_usage[] =
     "  --listen ADDR:PORT  address to listen on (default 127.0.0.1:9280;\n"
     "                      port 0 picks a free one)\n"
     "  --plugin-dir DIR    built-in plugins (default: next to the binary)\n"
+    "  --cpu-slots N       devices to share when there is no GPU (default: the\n"
+    "                      number of cores)\n"
+    "  --hysteresis S      seconds before the scheduler resizes a job again\n"
+    "                      (default 5)\n"
     "\n"
     "The host writes its address to HOME/host, so the CLI finds it, and its\n"
     "log to HOME/loom.log.\n";
@@ -51,12 +56,25 @@ int cmd_serve(int argc, char **argv, const cli_globals *g)
     char addr[256] = "127.0.0.1";
     int port = LOOM_DEFAULT_PORT;
     const char *plugin_dir = NULL;
+    int cpu_slots = 0;
+    double hysteresis = -1;
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--listen") == 0 && i + 1 < argc) {
             if (parse_listen(argv[++i], addr, sizeof addr, &port) != 0)
                 return cli_fail("--listen: expected ADDR:PORT, got \"%s\"", argv[i]);
         } else if (strcmp(argv[i], "--plugin-dir") == 0 && i + 1 < argc) {
             plugin_dir = argv[++i];
+        } else if (strcmp(argv[i], "--cpu-slots") == 0 && i + 1 < argc) {
+            char *end;
+            long v = strtol(argv[++i], &end, 10);
+            if (*end || v < 1 || v > 4096)
+                return cli_fail("--cpu-slots: expected a whole number from 1 to 4096, got \"%s\"", argv[i]);
+            cpu_slots = (int)v;
+        } else if (strcmp(argv[i], "--hysteresis") == 0 && i + 1 < argc) {
+            char *end;
+            hysteresis = strtod(argv[++i], &end);
+            if (*end || hysteresis < 0 || hysteresis > 86400)
+                return cli_fail("--hysteresis: expected seconds from 0 to 86400, got \"%s\"", argv[i]);
         } else {
             fputs(serve_usage, stderr);
             return cli_fail("serve: unexpected \"%s\"", argv[i]);
@@ -80,7 +98,8 @@ int cmd_serve(int argc, char **argv, const cli_globals *g)
     signal(SIGPIPE, SIG_IGN);
 
     char err[1024];
-    loomd_options opt = {.home = home, .address = addr, .port = port, .plugin_dir = plugin_dir};
+    loomd_options opt = {.home = home, .address = addr, .port = port, .plugin_dir = plugin_dir,
+                         .cpu_slots = cpu_slots, .hysteresis = hysteresis};
     loomd *d = loomd_start(&opt, err, sizeof err);
     if (!d) {
         log_error("start failed: %s", err);

@@ -11,6 +11,8 @@ int cmd_plugin(int argc, char **argv, const cli_globals *g);
 /* framework | algorithm | kernel | logger */
 int cmd_kind(const char *kind, int argc, char **argv, const cli_globals *g);
 int cmd_exec(int argc, char **argv, const cli_globals *g);
+int cmd_slots(int argc, char **argv, const cli_globals *g);
+int cmd_plan(int argc, char **argv, const cli_globals *g);
 
 /* Shared by exec and demo. */
 int exec_start_words(int argc, char **argv, const cli_globals *g, char *id, size_t idlen);

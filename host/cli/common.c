@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <curl/curl.h>
 #include <time.h>
 
 int cli_take_globals(int argc, char **argv, cli_globals *g)
@@ -238,4 +239,12 @@ int cli_wants_help(int argc, char **argv)
             return 1;
     }
     return 0;
+}
+
+char *curl_escape_path(const char *text)
+{
+    char *e = curl_easy_escape(NULL, text, 0);
+    char *out = e ? strdup(e) : NULL;
+    curl_free(e);
+    return out;
 }

@@ -194,6 +194,14 @@ int dlicmd_parse_words(int argc, char *const *argv, dlicmd *d, char *err,
                 snprintf(err, errlen, "--syncMode: expected SYNC or ASYNC, got \"%s\"", value);
                 rc = -1;
             }
+        } else if (strcmp(flag, "--queue-if-too-large") == 0) {
+            rc = 0;
+            if (!strcmp(value, "true") || !strcmp(value, "1"))
+                d->queue_if_too_large = 1;
+            else if (strcmp(value, "false") && strcmp(value, "0")) {
+                snprintf(err, errlen, "--queue-if-too-large: expected true or false, got \"%s\"", value);
+                rc = -1;
+            }
         } else if (strcmp(flag, "--msd-env") == 0) {
             const char *e = strchr(value, '=');
             if (!e || e == value) {
@@ -206,7 +214,7 @@ int dlicmd_parse_words(int argc, char *const *argv, dlicmd *d, char *err,
             snprintf(err, errlen,
                      "unknown flag %s (known: --exec-start --model-dir --model-main "
                      "--numWorker --workerDeviceNum --workerDeviceType --msd-env "
-                     "--msd-priority --consumer --data-dir --syncMode)",
+                     "--msd-priority --consumer --data-dir --syncMode --queue-if-too-large)",
                      flag);
             rc = -1;
         }

@@ -21,6 +21,7 @@ typedef struct dlicmd {
     int worker_device_num; /* default 1 */
     int priority;       /* --msd-priority; default 0 */
     int sync_mode_async; /* --syncMode ASYNC */
+    int queue_if_too_large; /* --queue-if-too-large: wait for devices that do not exist yet */
     char **msd_env;     /* "K=V" */
     int msd_env_count;
     char **args;        /* after "--" */

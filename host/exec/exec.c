@@ -1,73 +1,37 @@
-/* exec/exec.c - see exec.h. One lock guards the running set and the store;
- * a supervisor thread reaps the workers of running execs. */
+/* exec/exec.c - see exec.h. One lock guards the running list and the store.
+ * An exec is submitted (checked, stored), waits for devices (PENDING) until
+ * the scheduler grants them, runs (launch-style processes, or the elastic
+ * trainer that the scheduler also grows and shrinks), and ends. A
+ * supervisor thread reaps processes, notices ended trainers and runs the
+ * scheduler. */
 #include "exec/exec.h"
 
 #include <errno.h>
-#include <limits.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
-#include <netinet/in.h>
-#include <arpa/inet.h>
 #include <unistd.h>
 
-#include "exec/dlicmd.h"
-#include "train/coordinator.h"
-#include "train/edt_settings.h"
+#include "exec/exec_internal.h"
 #include "plugin/host_api.h"
 #include "util/fs.h"
 #include "util/log.h"
-#include "util/spawn.h"
 #include "util/tarball.h"
-
-extern char **environ;
 
 #define ARCHIVE_MAX_BYTES ((uint64_t)2 << 30)
 #define STOP_GRACE_MS 5000
 #define SUPERVISE_INTERVAL_US 50000
-
-typedef struct worker {
-    pid_t pid;
-    int done;
-    int status; /* waitpid status */
-} worker;
-
-typedef struct running_exec {
-    struct running_exec *next;
-    store_exec rec;
-    char framework[LOOM_NAME_MAX];
-    int nworkers;
-    worker *workers;
-    int stop_requested;
-    int64_t kill_at_ms;
-    char stop_reason[96];
-    edt_coordinator *edt; /* trainer-style: the elastic trainer runs it */
-} running_exec;
-
-struct exec_service {
-    store *st;
-    registry *reg;
-    char home[PATH_MAX];
-    pthread_mutex_t lock;
-    pthread_t thread;
-    int thread_started;
-    int stopping;
-    running_exec *running;
-    unsigned seq;
-};
+#define MAX_DECISIONS 4096
+#define MAX_DEVICES 4096
 
 int exec_state_is_final(const char *s)
 {
-    return strcmp(s, "FINISHED") == 0 || strcmp(s, "KILLED") == 0 ||
-           strcmp(s, "ERROR") == 0;
+    return strcmp(s, "FINISHED") == 0 || strcmp(s, "KILLED") == 0 || strcmp(s, "ERROR") == 0;
 }
 
-static void set_state(exec_service *es, store_exec *rec, const char *state,
-                      const char *message)
+void exec_set_state(exec_service *es, store_exec *rec, const char *state, const char *message)
 {
     snprintf(rec->state, sizeof rec->state, "%s", state);
     if (message)
@@ -81,105 +45,113 @@ static void set_state(exec_service *es, store_exec *rec, const char *state,
     log_info("exec %s: %s%s%s", rec->id, state, message ? ": " : "", message ? message : "");
 }
 
-static running_exec *find_running(exec_service *es, const char *id);
-
-/* ---- the elastic trainer ------------------------------------------------ */
-
-/* The coordinator reports its state changes here, from its own thread. While
- * the host shuts down they are not recorded: the exec stays RUNNING in the
- * store and resumes from its last checkpoint when the host starts again. */
-static void trainer_state_changed(void *ctx, const char *exec_id, const char *state,
-                                  const char *message)
+running_exec *exec_find_running(exec_service *es, const char *id)
 {
-    exec_service *es = ctx;
-    pthread_mutex_lock(&es->lock);
-    running_exec *r = es->stopping ? NULL : find_running(es, exec_id);
-    if (r)
-        set_state(es, &r->rec, state, message);
-    pthread_mutex_unlock(&es->lock);
+    for (running_exec *r = es->running; r; r = r->next)
+        if (strcmp(r->rec.id, id) == 0)
+            return r;
+    return NULL;
 }
 
-static void summary_path(const store_exec *rec, char *path, size_t len)
+void exec_free_running(running_exec *r)
 {
-    snprintf(path, len, "%s/log/driver/training.json", rec->result_dir);
+    if (!r)
+        return;
+    launch_plan_free(&r->plan);
+    strings_free(r->msd_env);
+    free(r->workers);
+    if (r->job) {
+        strings_free(r->job->msd_env);
+        edt_settings_free(&r->job->settings);
+        free(r->job);
+    }
+    free(r);
 }
 
-/* Reads the training spec and resolves the job's settings: everything that
- * can be wrong with a submission is found here, before anything is stored.
- * Returns 0, or an HTTP status with err. */
-static int prepare_trainer(exec_service *es, const store_exec *rec, const registry_entry *fw,
-                           const dlicmd *d, const char *data_dir, edt_job *job, char *err,
-                           size_t errlen)
+static void unlink_running(exec_service *es, running_exec *r)
 {
-    memset(job, 0, sizeof *job);
-    const char *spec_name = d->model_main ? d->model_main : EDT_SPEC_DEFAULT;
-    snprintf(job->spec_path, sizeof job->spec_path, "%s/_submitted_code/%s", rec->result_dir,
-             spec_name);
-    char *text = fs_read_file(job->spec_path, 16u << 20, NULL);
-    if (!text) {
+    for (running_exec **pp = &es->running; *pp; pp = &(*pp)->next)
+        if (*pp == r) {
+            *pp = r->next;
+            return;
+        }
+}
+
+/* ---- scheduling --------------------------------------------------------- */
+
+/* Runs the scheduler and carries out its decisions: pending execs start on
+ * the devices granted, running trainers grow or shrink. Call with es->lock. */
+static void schedule_locked(exec_service *es)
+{
+    static sched_action actions[MAX_DECISIONS];
+    size_t n = sched_service_decide(es->sched, actions, MAX_DECISIONS);
+    for (size_t i = 0; i < n && i < MAX_DECISIONS; i++) {
+        running_exec *r = exec_find_running(es, actions[i].job_id);
+        if (!r || actions[i].new_count <= 0)
+            continue;
+        char err[512] = "";
+        if (r->pending) {
+            int rc;
+            if (r->job) {
+                rc = trainer_start(es, r, actions[i].new_count, err, sizeof err);
+            } else {
+                int32_t dev[MAX_DEVICES];
+                int nd = sched_service_job_devices(es->sched, r->rec.id, dev, MAX_DEVICES, dev);
+                rc = launch_start(es, r, dev, nd > 0 ? nd : 0, err, sizeof err);
+            }
+            r->pending = 0;
+            if (rc != 0) {
+                /* Ends at the next supervision with its reason. */
+                exec_set_state(es, &r->rec, "ERROR", err);
+                r->stop_requested = 1;
+                continue;
+            }
+            if (!r->edt)
+                exec_set_state(es, &r->rec, "RUNNING", NULL);
+        } else if (r->edt && actions[i].new_count != actions[i].old_count) {
+            if (edt_resize(r->edt, (uint32_t)actions[i].new_count, err, sizeof err) != 0)
+                log_warn("exec %s: resize to %d refused: %s", r->rec.id, actions[i].new_count, err);
+            else
+                log_info("exec %s: scheduler moves it from %d to %d device(s)", r->rec.id,
+                         actions[i].old_count, actions[i].new_count);
+        }
+    }
+}
+
+/* Hands an exec to the scheduler and to the running list, pending until
+ * the scheduler grants its devices. Call with es->lock. 0, or an HTTP
+ * status with err. */
+static int enqueue_locked(exec_service *es, running_exec *r, const dlicmd *d, char *err,
+                          size_t errlen)
+{
+    char plan[128];
+    if (d->consumer)
+        snprintf(plan, sizeof plan, "%s", d->consumer);
+    else
+        snprintf(plan, sizeof plan, "/%s", r->rec.user);
+    sched_job_spec spec = {
+        .id = r->rec.id,
+        .plan = plan,
+        .kind = SCHED_JOB_TRAINING,
+        .elastic = r->elastic,
+        .min_devices = 1,
+        .max_devices = r->devices,
+        .priority = d->priority,
+        .wait_if_too_large = d->queue_if_too_large,
+    };
+    int status = sched_service_submit(es->sched, &spec, err, errlen);
+    if (status == 409 && !r->elastic && strstr(err, "inventory")) {
         snprintf(err, errlen,
-                 "%s: the model directory has no training spec \"%s\" (name another with --model-main)",
-                 fw->name, spec_name);
-        return 400;
+                 "this exec needs %d device(s) and the host has %zu: it could never start "
+                 "(add --queue-if-too-large true to queue it until devices are added)",
+                 r->devices, sched_service_device_count(es->sched));
     }
-    const char *end = NULL;
-    cJSON *spec = cJSON_ParseWithOpts(text, &end, 1);
-    if (!cJSON_IsObject(spec)) {
-        snprintf(err, errlen, "%s: malformed JSON near byte %ld (expected an object)", spec_name,
-                 spec ? 0L : (long)(end ? end - text : 0));
-        free(text);
-        cJSON_Delete(spec);
-        return 400;
-    }
-    free(text);
-    int rc = edt_settings_resolve(spec, d->num_worker_given ? d->num_worker : 0, d->args,
-                                  d->arg_count, d->msd_env, d->msd_env_count, &job->settings, err,
-                                  errlen);
-    cJSON_Delete(spec);
-    if (rc != 0)
-        return 400;
-    if (d->sync_mode_async) {
-        snprintf(err, errlen, "--syncMode ASYNC: the parameter-server mode is not available yet; use SYNC");
-        edt_settings_free(&job->settings);
-        return 501;
-    }
-    /* Without loggers named, the built-in jsonl one writes WMLA's
-     * evaluation-metrics.txt for the driver and every worker. */
-    registry_entry jsonl;
-    if (!strcmp(job->settings.loggers_json, "[]") &&
-        registry_acquire(es->reg, LOOM_KIND_LOGGER, "jsonl", &jsonl) == 0) {
-        registry_release(es->reg, LOOM_KIND_LOGGER, "jsonl");
-        free(job->settings.loggers_json);
-        job->settings.loggers_json = strdup("[{\"name\": \"jsonl\", \"role\": \"both\"}]");
-    }
-    snprintf(job->exec_id, sizeof job->exec_id, "%s", rec->id);
-    snprintf(job->result_dir, sizeof job->result_dir, "%s", rec->result_dir);
-    snprintf(job->code_dir, sizeof job->code_dir, "%s/_submitted_code", rec->result_dir);
-    snprintf(job->data_dir, sizeof job->data_dir, "%s", data_dir);
-    snprintf(job->framework_path, sizeof job->framework_path, "%s", fw->path);
-    ssize_t n = readlink("/proc/self/exe", job->loom_binary, sizeof job->loom_binary - 1);
-    job->loom_binary[n > 0 ? n : 0] = 0;
-    job->msd_env = d->msd_env;
-    job->reg = es->reg;
-    job->on_state = trainer_state_changed;
-    job->ctx = es;
+    if (status)
+        return status;
+    r->pending = 1;
+    r->next = es->running;
+    es->running = r;
     return 0;
-}
-
-/* A finished trainer: keep its progress for `exec view`, then free it. */
-static void trainer_ended(exec_service *es, running_exec *r)
-{
-    cJSON *summary = edt_describe(r->edt);
-    char *text = summary ? cJSON_PrintUnformatted(summary) : NULL;
-    char path[PATH_MAX + 32];
-    summary_path(&r->rec, path, sizeof path);
-    if (text)
-        fs_write_file_atomic(path, text, strlen(text), 0644);
-    free(text);
-    cJSON_Delete(summary);
-    edt_free(r->edt);
-    r->edt = NULL;
-    registry_release(es->reg, LOOM_KIND_FRAMEWORK, r->framework);
 }
 
 /* ---- restart reconciliation --------------------------------------------- */
@@ -205,9 +177,17 @@ static void collect_unfinished(const store_exec *e, void *ctx)
     l->items[l->count++] = *e;
 }
 
-/* A training exec the host was running when it stopped: RECOVERING, then
- * the trainer resumes it from its newest checkpoint. Returns 1 when it
- * was taken over. */
+static void data_dir_of(exec_service *es, const dlicmd *d, char *out, size_t len)
+{
+    if (d->data_dir)
+        snprintf(out, len, "%s", d->data_dir);
+    else
+        snprintf(out, len, "%s/data", es->home);
+}
+
+/* A training exec the host was running when it stopped: RECOVERING, back
+ * to the scheduler, and the trainer resumes it from its newest checkpoint.
+ * Returns 1 when it was taken over. */
 static int resume_trainer(exec_service *es, store_exec *e)
 {
     registry_entry fw;
@@ -216,40 +196,41 @@ static int resume_trainer(exec_service *es, store_exec *e)
     const loom_framework_factory *f = fw.factory;
     dlicmd d;
     char err[512];
-    edt_job job;
-    running_exec *r = NULL;
     if (f->style != LOOM_FRAMEWORK_TRAINER || dlicmd_parse(e->args, &d, err, sizeof err) != 0) {
         registry_release(es->reg, LOOM_KIND_FRAMEWORK, fw.name);
         return 0;
     }
     char data_dir[PATH_MAX];
-    if (d.data_dir)
-        snprintf(data_dir, sizeof data_dir, "%s", d.data_dir);
-    else
-        snprintf(data_dir, sizeof data_dir, "%s/data", es->home);
-    int ok = prepare_trainer(es, e, &fw, &d, data_dir, &job, err, sizeof err) == 0 &&
-             (r = calloc(1, sizeof *r)) != NULL;
-    if (ok) {
+    data_dir_of(es, &d, data_dir, sizeof data_dir);
+    running_exec *r = calloc(1, sizeof *r);
+    edt_job *job = calloc(1, sizeof *job);
+    int status = r && job ? trainer_prepare(es, e, &fw, &d, data_dir, job, err, sizeof err) : 500;
+    if (status == 0) {
         r->rec = *e;
+        r->job = job;
+        r->elastic = 1;
+        r->devices = (int)job->settings.engines;
+        job->resume = 1;
         snprintf(r->framework, sizeof r->framework, "%s", fw.name);
-        set_state(es, &r->rec, "RECOVERING", "the host restarted; resuming from the last checkpoint");
-        job.resume = 1;
+        exec_set_state(es, &r->rec, "RECOVERING",
+                       "the host restarted; resuming from the last checkpoint");
         pthread_mutex_lock(&es->lock);
-        r->next = es->running;
-        es->running = r;
-        r->edt = edt_start(&job, err, sizeof err);
-        if (!r->edt) {
-            es->running = r->next;
-            set_state(es, &r->rec, "ERROR", err);
-            free(r);
-            registry_release(es->reg, LOOM_KIND_FRAMEWORK, fw.name);
-        }
+        status = enqueue_locked(es, r, &d, err, sizeof err);
+        if (status == 0)
+            schedule_locked(es);
         pthread_mutex_unlock(&es->lock);
-    } else {
-        set_state(es, e, "ERROR", err);
-        registry_release(es->reg, LOOM_KIND_FRAMEWORK, fw.name);
+        if (status == 0)
+            r = NULL;
+        else
+            job = NULL; /* freed with r */
     }
-    edt_settings_free(&job.settings);
+    if (status) {
+        exec_set_state(es, e, "ERROR", err);
+        registry_release(es->reg, LOOM_KIND_FRAMEWORK, fw.name);
+        if (r && r->job != job)
+            free(job);
+        exec_free_running(r);
+    }
     dlicmd_free(&d);
     return 1;
 }
@@ -269,17 +250,17 @@ static void reconcile(exec_service *es)
             kill(-e->pgid, SIGKILL);
         char msg[160];
         snprintf(msg, sizeof msg,
-                 "the host restarted while this exec was %s; its workers were stopped",
-                 e->state);
+                 "the host restarted while this exec was %s; its workers were stopped", e->state);
         e->pgid = 0;
-        set_state(es, e, "ERROR", msg);
+        exec_set_state(es, e, "ERROR", msg);
     }
     free(l.items);
 }
 
-/* ---- supervision ------------------------------------------------------- */
+/* ---- supervision -------------------------------------------------------- */
 
-static void finish(exec_service *es, running_exec *r)
+/* A launch-style exec whose workers all ended. */
+static void finish_launch(exec_service *es, running_exec *r)
 {
     char msg[512] = "";
     const char *state = "FINISHED";
@@ -300,26 +281,22 @@ static void finish(exec_service *es, running_exec *r)
         snprintf(msg, sizeof msg, "%s", r->stop_reason[0] ? r->stop_reason : "stopped by request");
     }
     r->rec.pgid = 0;
-    set_state(es, &r->rec, state, msg);
-    registry_release(es->reg, LOOM_KIND_FRAMEWORK, r->framework);
+    exec_set_state(es, &r->rec, state, msg);
 }
 
-static void supervise_once(exec_service *es)
+/* Returns 1 when the exec has ended and was removed. */
+static int supervise_exec(exec_service *es, running_exec *r, int64_t now)
 {
-    pthread_mutex_lock(&es->lock);
-    int64_t now = time_mono_ms();
-    for (running_exec **pp = &es->running; *pp;) {
-        running_exec *r = *pp;
-        if (r->edt) {
-            if (edt_done(r->edt)) {
-                trainer_ended(es, r);
-                *pp = r->next;
-                free(r);
-            } else {
-                pp = &r->next;
-            }
-            continue;
-        }
+    if (r->pending)
+        return 0;
+    if (r->edt) {
+        if (!edt_done(r->edt))
+            return 0;
+        trainer_ended(es, r);
+    } else if (r->nworkers == 0) {
+        /* Failed to start: its state says why. */
+        registry_release(es->reg, LOOM_KIND_FRAMEWORK, r->framework);
+    } else {
         int alive = 0;
         for (int i = 0; i < r->nworkers; i++) {
             worker *w = &r->workers[i];
@@ -333,15 +310,30 @@ static void supervise_once(exec_service *es)
         }
         if (alive && r->stop_requested && now >= r->kill_at_ms)
             kill(-r->rec.pgid, SIGKILL);
-        if (alive) {
-            pp = &r->next;
-            continue;
-        }
-        finish(es, r);
-        *pp = r->next;
-        free(r->workers);
-        free(r);
+        if (alive)
+            return 0;
+        finish_launch(es, r);
+        registry_release(es->reg, LOOM_KIND_FRAMEWORK, r->framework);
     }
+    sched_service_end(es->sched, r->rec.id);
+    unlink_running(es, r);
+    exec_free_running(r);
+    return 1;
+}
+
+static void supervise_once(exec_service *es)
+{
+    pthread_mutex_lock(&es->lock);
+    int64_t now = time_mono_ms();
+    int ended = 0;
+    for (running_exec *r = es->running, *next; r; r = next) {
+        next = r->next;
+        ended += supervise_exec(es, r, now);
+    }
+    /* Freed devices, expired hysteresis: the scheduler decides again. */
+    (void)ended;
+    if (!es->stopping)
+        schedule_locked(es);
     pthread_mutex_unlock(&es->lock);
 }
 
@@ -360,13 +352,15 @@ static void *supervisor(void *arg)
     return NULL;
 }
 
-exec_service *exec_service_create(store *st, registry *reg, const char *home)
+exec_service *exec_service_create(store *st, registry *reg, sched_service *sched,
+                                  const char *home)
 {
     exec_service *es = calloc(1, sizeof *es);
     if (!es)
         return NULL;
     es->st = st;
     es->reg = reg;
+    es->sched = sched;
     snprintf(es->home, sizeof es->home, "%s", home);
     pthread_mutex_init(&es->lock, NULL);
     reconcile(es);
@@ -382,65 +376,58 @@ void exec_service_destroy(exec_service *es)
     int64_t deadline = time_mono_ms() + STOP_GRACE_MS;
     pthread_mutex_lock(&es->lock);
     es->stopping = 1;
-    for (running_exec *r = es->running; r; r = r->next)
-        if (r->edt)
+    for (running_exec *r = es->running; r; r = r->next) {
+        if (r->edt) {
             edt_stop(r->edt);
-        else if (!r->stop_requested) {
+        } else if (!r->pending && r->nworkers && !r->stop_requested) {
             r->stop_requested = 1;
             r->kill_at_ms = deadline;
-            snprintf(r->stop_reason, sizeof r->stop_reason,
-                     "stopped because the host shut down");
+            snprintf(r->stop_reason, sizeof r->stop_reason, "stopped because the host shut down");
             kill(-r->rec.pgid, SIGTERM);
         }
+    }
     pthread_mutex_unlock(&es->lock);
     if (es->thread_started)
         pthread_join(es->thread, NULL);
-    /* Trainers stop at their next step; their execs stay RUNNING in the
-     * store and resume when the host starts again. */
-    for (running_exec **pp = &es->running; *pp;) {
-        running_exec *r = *pp;
-        if (!r->edt) {
-            pp = &r->next;
+    /* Trainers stop at their next step, and pending execs are left as they
+     * are: both stay in the store unfinished and are taken up again when
+     * the host starts. Their state changes are not recorded now. */
+    for (running_exec *r = es->running, *next; r; r = next) {
+        next = r->next;
+        if (r->edt) {
+            edt_free(r->edt);
+            registry_release(es->reg, LOOM_KIND_FRAMEWORK, r->framework);
+        } else if (r->pending) {
+            registry_release(es->reg, LOOM_KIND_FRAMEWORK, r->framework);
+        } else {
             continue;
         }
-        edt_free(r->edt);
-        registry_release(es->reg, LOOM_KIND_FRAMEWORK, r->framework);
-        *pp = r->next;
-        free(r);
+        unlink_running(es, r);
+        r->edt = NULL;
+        exec_free_running(r);
     }
-    /* The same grace a stop request gets, then SIGKILL (supervise_once). */
+    /* Launch-style workers get the stop grace, then SIGKILL. */
     while (es->running && time_mono_ms() < deadline + 2000) {
-        supervise_once(es);
+        pthread_mutex_lock(&es->lock);
+        for (running_exec *r = es->running, *next; r; r = next) {
+            next = r->next;
+            supervise_exec(es, r, time_mono_ms());
+        }
+        pthread_mutex_unlock(&es->lock);
         if (es->running)
             usleep(SUPERVISE_INTERVAL_US);
     }
     while (es->running) { /* unkillable workers: record and let go */
         running_exec *r = es->running;
         es->running = r->next;
-        set_state(es, &r->rec, "KILLED", "the host shut down; workers did not exit");
-        free(r->workers);
-        free(r);
+        exec_set_state(es, &r->rec, "KILLED", "the host shut down; workers did not exit");
+        exec_free_running(r);
     }
     pthread_mutex_destroy(&es->lock);
     free(es);
 }
 
-/* ---- submission -------------------------------------------------------- */
-
-static int reserve_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0)
-        return 0;
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof a;
-    int port = 0;
-    if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-        port = ntohs(a.sin_port);
-    close(fd);
-    return port;
-}
+/* ---- submission --------------------------------------------------------- */
 
 /* A relative path that stays inside its directory. */
 static int path_is_contained(const char *p)
@@ -456,153 +443,128 @@ static int path_is_contained(const char *p)
     return 1;
 }
 
-typedef struct planned_worker {
-    char **argv;
-    char **env;
-    char *cwd;
-} planned_worker;
-
-typedef struct plan {
-    loom_launch_sink sink;
-    planned_worker *workers;
-    int count;
-} plan;
-
-static char **copy_strings(const char *const *src, uint32_t n)
-{
-    char **out = calloc((size_t)n + 1, sizeof *out);
-    for (uint32_t i = 0; out && i < n; i++)
-        out[i] = strdup(src[i] ? src[i] : "");
-    return out;
-}
-
-static void free_strings(char **v)
-{
-    if (!v)
-        return;
-    for (char **p = v; *p; p++)
-        free(*p);
-    free(v);
-}
-
-static loom_error *plan_add_worker(const loom_launch_sink *sink,
-                                   const char *const *argv, uint32_t argc,
-                                   const char *const *env, uint32_t envc,
-                                   const char *cwd)
-{
-    plan *p = (plan *)sink;
-    if (argc == 0 || !argv || !argv[0] || !*argv[0])
-        return loom_err(LOOM_ERR_INVALID_ARGUMENT, "worker %d: empty argv", p->count);
-    for (uint32_t i = 0; i < envc; i++)
-        if (!env[i] || !strchr(env[i], '=') || env[i][0] == '=')
-            return loom_err(LOOM_ERR_INVALID_ARGUMENT,
-                            "worker %d: environment entry \"%s\" is not KEY=VALUE",
-                            p->count, env[i] ? env[i] : "(null)");
-    planned_worker *grown = realloc(p->workers, (size_t)(p->count + 1) * sizeof *grown);
-    if (!grown)
-        return loom_err(LOOM_ERR_RESOURCE_EXHAUSTED, "out of memory");
-    p->workers = grown;
-    planned_worker *w = &p->workers[p->count++];
-    w->argv = copy_strings(argv, argc);
-    w->env = copy_strings(env, envc);
-    w->cwd = cwd ? strdup(cwd) : NULL;
-    return NULL;
-}
-
-static void plan_free(plan *p)
-{
-    for (int i = 0; i < p->count; i++) {
-        free_strings(p->workers[i].argv);
-        free_strings(p->workers[i].env);
-        free(p->workers[i].cwd);
-    }
-    free(p->workers);
-}
-
-/* The worker's environment: the host's, then the job's variables, then the
- * --msd-env pairs, then the adapter's; later entries win. */
-static char **build_env(const char *const *layers[], const int counts[], int nlayers)
-{
-    size_t total = 0;
-    for (char **e = environ; *e; e++)
-        total++;
-    for (int l = 0; l < nlayers; l++)
-        total += (size_t)counts[l];
-    char **out = calloc(total + 1, sizeof *out);
-    if (!out)
-        return NULL;
-    size_t n = 0;
-    for (char **e = environ; *e; e++)
-        out[n++] = strdup(*e);
-    for (int l = 0; l < nlayers; l++)
-        for (int i = 0; i < counts[l]; i++) {
-            const char *kv = layers[l][i];
-            size_t klen = (size_t)(strchr(kv, '=') - kv);
-            size_t j = 0;
-            for (; j < n; j++)
-                if (strncmp(out[j], kv, klen) == 0 && out[j][klen] == '=')
-                    break;
-            if (j < n) {
-                free(out[j]);
-                out[j] = strdup(kv);
-            } else {
-                out[n++] = strdup(kv);
-            }
-        }
-    return out;
-}
-
 static void remove_exec_dir(const char *dir)
 {
     if (fs_rm_rf(dir) != 0)
         log_warn("cannot remove %s: %s", dir, strerror(errno));
 }
 
-int exec_submit(exec_service *es, const exec_submission *sub, char *id,
-                size_t idlen, char *err, size_t errlen)
+/* Checks the submission against the framework and prepares how it will
+ * run, without storing anything. 0, or an HTTP status with err. */
+static int prepare(exec_service *es, const exec_submission *sub, const dlicmd *d,
+                   const registry_entry *fw, running_exec *r, char *err, size_t errlen)
+{
+    const loom_framework_factory *factory = fw->factory;
+    store_exec *rec = &r->rec;
+    if (strcmp(d->device_type, "gpu") == 0 && !fs_is_dir("/proc/driver/nvidia/gpus")) {
+        snprintf(err, errlen, "--workerDeviceType gpu: this host has no GPU");
+        return 400;
+    }
+    if (d->model_main && !path_is_contained(d->model_main)) {
+        snprintf(err, errlen,
+                 "--model-main \"%s\": expected a path relative to the model directory, without \"..\"",
+                 d->model_main);
+        return 400;
+    }
+    if (d->model_dir && !sub->archive) {
+        snprintf(err, errlen,
+                 "--model-dir given but the request carries no model directory (a tar in the 'file' part)");
+        return 400;
+    }
+    snprintf(r->code_dir, sizeof r->code_dir, "%s/_submitted_code", rec->result_dir);
+    snprintf(r->log_dir, sizeof r->log_dir, "%s/log", rec->result_dir);
+    data_dir_of(es, d, r->data_dir, sizeof r->data_dir);
+    if (fs_mkdir_p(r->code_dir) != 0 || fs_mkdir_p(r->log_dir) != 0 || fs_mkdir_p(r->data_dir) != 0) {
+        snprintf(err, errlen, "cannot create the exec's directories under %s: %s",
+                 rec->result_dir, strerror(errno));
+        return 500;
+    }
+    if (sub->archive && tarball_unpack(sub->archive, sub->archive_len, r->code_dir,
+                                       ARCHIVE_MAX_BYTES, err, errlen) != 0)
+        return 400;
+    if (d->model_main) {
+        char main_path[PATH_MAX * 2];
+        snprintf(main_path, sizeof main_path, "%s/%s", r->code_dir, d->model_main);
+        if (!fs_is_file(main_path)) {
+            snprintf(err, errlen, "--model-main \"%s\": no such file in the model directory",
+                     d->model_main);
+            return 400;
+        }
+    }
+    if (factory->style == LOOM_FRAMEWORK_TRAINER) {
+        r->job = calloc(1, sizeof *r->job);
+        if (!r->job) {
+            snprintf(err, errlen, "out of memory");
+            return 500;
+        }
+        int status = trainer_prepare(es, rec, fw, d, r->data_dir, r->job, err, errlen);
+        if (status) {
+            free(r->job);
+            r->job = NULL;
+            return status;
+        }
+        r->elastic = 1;
+        r->devices = (int)r->job->settings.engines;
+        rec->num_workers = r->devices;
+        return 0;
+    }
+    /* Ask the adapter for the processes before anything is stored: a plan
+     * it refuses is the submitter's error (400), not a failed exec. */
+    loom_launch_request req = {
+        .struct_size = sizeof req,
+        .num_workers = (uint32_t)d->num_worker,
+        .worker_device_num = (uint32_t)d->worker_device_num,
+        .master_port = (uint32_t)reserve_port(),
+        .exec_id = rec->id,
+        .code_dir = r->code_dir,
+        .model_main = d->model_main,
+        .data_dir = r->data_dir,
+        .result_dir = rec->result_dir,
+        .log_dir = r->log_dir,
+        .device_type = d->device_type,
+        .master_addr = "127.0.0.1",
+        .args = (const char *const *)d->args,
+        .arg_count = (uint32_t)d->arg_count,
+        .msd_env_count = (uint32_t)d->msd_env_count,
+        .msd_env = (const char *const *)d->msd_env,
+    };
+    launch_plan_init(&r->plan);
+    loom_error *e = factory->plan_launch(factory, &req, &r->plan.sink);
+    if (!e && r->plan.count == 0)
+        e = loom_err(LOOM_ERR_INVALID_ARGUMENT, "the framework planned no worker");
+    if (e) {
+        snprintf(err, errlen, "framework %s: %s", fw->name, loom_err_message(e));
+        int code = loom_err_code(e);
+        loom_err_free(e);
+        return code == LOOM_ERR_INVALID_ARGUMENT || code == LOOM_ERR_NOT_FOUND ? 400 : 500;
+    }
+    r->msd_env = strings_copy((const char *const *)d->msd_env, (uint32_t)d->msd_env_count);
+    r->worker_device_num = d->worker_device_num;
+    r->gpu = strcmp(d->device_type, "gpu") == 0;
+    rec->num_workers = r->plan.count;
+    r->devices = r->plan.count * d->worker_device_num;
+    return 0;
+}
+
+int exec_submit(exec_service *es, const exec_submission *sub, char *id, size_t idlen, char *err,
+                size_t errlen)
 {
     dlicmd d;
     if (dlicmd_parse(sub->args ? sub->args : "", &d, err, errlen) != 0)
         return 400;
-    int status = 500;
     registry_entry fw;
-    int pinned = 0;
-    running_exec *r = NULL;
-    plan p = {.sink = {.struct_size = sizeof(loom_launch_sink), .add_worker = plan_add_worker}};
-    p.sink.host_data = &p;
-    char dir[PATH_MAX] = "";
-
     if (registry_acquire(es->reg, LOOM_KIND_FRAMEWORK, d.exec_start, &fw) != 0) {
         snprintf(err, errlen, "--exec-start: no framework named \"%s\" (see loom framework list)",
                  d.exec_start);
-        status = 404;
-        goto out;
+        dlicmd_free(&d);
+        return 404;
     }
-    pinned = 1;
-    const loom_framework_factory *factory = fw.factory;
-    if (strcmp(d.device_type, "gpu") == 0 && !fs_is_dir("/proc/driver/nvidia/gpus")) {
-        snprintf(err, errlen, "--workerDeviceType gpu: this host has no GPU");
-        status = 400;
-        goto out;
-    }
-    if (d.model_main && !path_is_contained(d.model_main)) {
-        snprintf(err, errlen,
-                 "--model-main \"%s\": expected a path relative to the model directory, without \"..\"",
-                 d.model_main);
-        status = 400;
-        goto out;
-    }
-    if (d.model_dir && !sub->archive) {
-        snprintf(err, errlen,
-                 "--model-dir given but the request carries no model directory (a tar in the 'file' part)");
-        status = 400;
-        goto out;
-    }
-
-    r = calloc(1, sizeof *r);
+    running_exec *r = calloc(1, sizeof *r);
     if (!r) {
+        registry_release(es->reg, LOOM_KIND_FRAMEWORK, fw.name);
+        dlicmd_free(&d);
         snprintf(err, errlen, "out of memory");
-        goto out;
+        return 500;
     }
     store_exec *rec = &r->rec;
     pthread_mutex_lock(&es->lock);
@@ -612,226 +574,58 @@ int exec_submit(exec_service *es, const exec_submission *sub, char *id,
     snprintf(rec->framework, sizeof rec->framework, "%s", fw.name);
     snprintf(r->framework, sizeof r->framework, "%s", fw.name);
     snprintf(rec->args, sizeof rec->args, "%s", sub->args);
-    rec->num_workers = d.num_worker;
     rec->created_at = time_now_ms();
-    snprintf(dir, sizeof dir, "%s/execs/%s", es->home, rec->id);
-    snprintf(rec->result_dir, sizeof rec->result_dir, "%s", dir);
-
-    char code_dir[PATH_MAX], log_dir[PATH_MAX], data_dir[PATH_MAX];
-    snprintf(code_dir, sizeof code_dir, "%s/_submitted_code", dir);
-    snprintf(log_dir, sizeof log_dir, "%s/log", dir);
-    if (d.data_dir)
-        snprintf(data_dir, sizeof data_dir, "%s", d.data_dir);
-    else
-        snprintf(data_dir, sizeof data_dir, "%s/data", es->home);
-    if (fs_mkdir_p(code_dir) != 0 || fs_mkdir_p(log_dir) != 0 ||
-        fs_mkdir_p(data_dir) != 0) {
-        snprintf(err, errlen, "cannot create the exec's directories under %s: %s", dir,
-                 strerror(errno));
-        goto out;
-    }
-    if (sub->archive &&
-        tarball_unpack(sub->archive, sub->archive_len, code_dir, ARCHIVE_MAX_BYTES, err,
-                       errlen) != 0) {
-        status = 400;
-        goto out;
-    }
-    if (d.model_main) {
-        char main_path[PATH_MAX];
-        snprintf(main_path, sizeof main_path, "%s/%s", code_dir, d.model_main);
-        if (!fs_is_file(main_path)) {
-            snprintf(err, errlen, "--model-main \"%s\": no such file in the model directory",
-                     d.model_main);
-            status = 400;
-            goto out;
-        }
-    }
-
-    if (factory->style == LOOM_FRAMEWORK_TRAINER) {
-        edt_job job;
-        status = prepare_trainer(es, rec, &fw, &d, data_dir, &job, err, errlen);
-        if (status)
-            goto out;
-        rec->num_workers = (int)job.settings.engines;
-        snprintf(rec->state, sizeof rec->state, "SUBMITTED");
-        if (store_exec_insert(es->st, rec, err, errlen) != 0) {
-            edt_settings_free(&job.settings);
-            status = 500;
-            goto out;
-        }
-        set_state(es, rec, "LAUNCHING", NULL);
-        pthread_mutex_lock(&es->lock);
-        r->next = es->running;
-        es->running = r;
-        char why[512];
-        r->edt = edt_start(&job, why, sizeof why);
-        if (!r->edt) {
-            es->running = r->next;
-            set_state(es, rec, "ERROR", why);
-        }
-        pthread_mutex_unlock(&es->lock);
-        edt_settings_free(&job.settings);
-        snprintf(id, idlen, "%s", rec->id);
-        if (r->edt)
-            pinned = 0; /* released when the trainer ends */
-        else
-            free(r);
-        r = NULL;
-        status = 0;
-        goto done;
-    }
-
-    /* Ask the adapter for the processes before anything is stored: a plan
-     * it refuses is the submitter's error (400), not a failed exec. */
-    loom_launch_request req = {
-        .struct_size = sizeof req,
-        .num_workers = (uint32_t)d.num_worker,
-        .worker_device_num = (uint32_t)d.worker_device_num,
-        .master_port = (uint32_t)reserve_port(),
-        .exec_id = rec->id,
-        .code_dir = code_dir,
-        .model_main = d.model_main,
-        .data_dir = data_dir,
-        .result_dir = dir,
-        .log_dir = log_dir,
-        .device_type = d.device_type,
-        .master_addr = "127.0.0.1",
-        .args = (const char *const *)d.args,
-        .arg_count = (uint32_t)d.arg_count,
-        .msd_env_count = (uint32_t)d.msd_env_count,
-        .msd_env = (const char *const *)d.msd_env,
-    };
-    loom_error *e = factory->plan_launch(factory, &req, &p.sink);
-    if (!e && p.count == 0)
-        e = loom_err(LOOM_ERR_INVALID_ARGUMENT, "the framework planned no worker");
-    if (e) {
-        snprintf(err, errlen, "framework %s: %s", fw.name, loom_err_message(e));
-        status = loom_err_code(e) == LOOM_ERR_INVALID_ARGUMENT ||
-                         loom_err_code(e) == LOOM_ERR_NOT_FOUND
-                     ? 400
-                     : 500;
-        loom_err_free(e);
-        goto out;
-    }
-    rec->num_workers = p.count;
+    snprintf(rec->result_dir, sizeof rec->result_dir, "%s/execs/%s", es->home, rec->id);
     snprintf(rec->state, sizeof rec->state, "SUBMITTED");
-    if (store_exec_insert(es->st, rec, err, errlen) != 0)
-        goto out;
 
-    /* From here on the exec exists: failures are its state, not the reply. */
-    r->workers = calloc((size_t)p.count, sizeof *r->workers);
-    r->nworkers = p.count;
-    set_state(es, rec, "LAUNCHING", NULL);
-    char job_env_store[6][PATH_MAX + 32];
-    snprintf(job_env_store[0], sizeof job_env_store[0], "DATA_DIR=%s", data_dir);
-    snprintf(job_env_store[1], sizeof job_env_store[1], "RESULT_DIR=%s", dir);
-    snprintf(job_env_store[2], sizeof job_env_store[2], "LOG_DIR=%s", log_dir);
-    snprintf(job_env_store[3], sizeof job_env_store[3], "DLI_EXECID=%s", rec->id);
-    snprintf(job_env_store[4], sizeof job_env_store[4], "FABRIC_HOME=%s", es->home);
-    const char *job_env[7] = {job_env_store[0], job_env_store[1], job_env_store[2],
-                              job_env_store[3], job_env_store[4], NULL, NULL};
+    int status = prepare(es, sub, &d, &fw, r, err, errlen);
+    /* The scheduler accepts or refuses the job before anything is stored:
+     * one too large for this host is the submitter's error. */
     pthread_mutex_lock(&es->lock);
-    char launch_err[512] = "";
-    for (int i = 0; i < p.count && !launch_err[0]; i++) {
-        char wdir[PATH_MAX], out_path[PATH_MAX + 16], err_path[PATH_MAX + 16];
-        snprintf(wdir, sizeof wdir, "%s/worker-%d", log_dir, i);
-        fs_mkdir_p(wdir);
-        snprintf(out_path, sizeof out_path, "%s/stdout", wdir);
-        snprintf(err_path, sizeof err_path, "%s/stderr", wdir);
-        /* CPU workers see no GPU; GPU placement comes from the scheduler. */
-        snprintf(job_env_store[5], sizeof job_env_store[5], "CUDA_VISIBLE_DEVICES=");
-        job_env[5] = job_env_store[5];
-        int wenv_count = 0;
-        while (p.workers[i].env[wenv_count])
-            wenv_count++;
-        const char *const *layers[3] = {job_env, (const char *const *)d.msd_env,
-                                        (const char *const *)p.workers[i].env};
-        int counts[3] = {6, d.msd_env_count, wenv_count};
-        char **envp = build_env(layers, counts, 3);
-        spawn_spec spec = {
-            .argv = p.workers[i].argv,
-            .envp = envp,
-            .cwd = p.workers[i].cwd ? p.workers[i].cwd : code_dir,
-            .stdout_path = out_path,
-            .stderr_path = err_path,
-            .pgid = rec->pgid, /* the first worker leads the group */
-        };
-        pid_t pid = envp ? spawn_process(&spec, launch_err, sizeof launch_err) : -1;
-        free_strings(envp);
-        if (pid < 0) {
-            if (!launch_err[0])
-                snprintf(launch_err, sizeof launch_err, "out of memory");
-            break;
-        }
-        if (rec->pgid == 0)
-            rec->pgid = pid;
-        r->workers[i].pid = pid;
+    if (status == 0)
+        status = enqueue_locked(es, r, &d, err, errlen);
+    if (status == 0 && store_exec_insert(es->st, rec, err, errlen) != 0) {
+        sched_service_end(es->sched, rec->id);
+        unlink_running(es, r);
+        status = 500;
     }
-    if (launch_err[0]) {
-        /* Stop the workers already started; the exec records why. */
-        if (rec->pgid > 0)
-            kill(-rec->pgid, SIGKILL);
-        for (int i = 0; i < p.count; i++)
-            if (r->workers[i].pid > 0)
-                waitpid(r->workers[i].pid, NULL, 0);
-        rec->pgid = 0;
-        set_state(es, rec, "ERROR", launch_err);
-        pthread_mutex_unlock(&es->lock);
-        free(r->workers);
-        free(r);
-        r = NULL;
+    if (status == 0) {
+        exec_set_state(es, rec, "PENDING", NULL);
+        schedule_locked(es);
         snprintf(id, idlen, "%s", rec->id);
-        registry_release(es->reg, LOOM_KIND_FRAMEWORK, fw.name);
-        pinned = 0;
-        status = 0;
-        goto done;
     }
-    set_state(es, rec, "RUNNING", NULL);
-    r->next = es->running;
-    es->running = r;
     pthread_mutex_unlock(&es->lock);
-    snprintf(id, idlen, "%s", rec->id);
-    r = NULL;
-    pinned = 0; /* released when the exec ends */
-    status = 0;
-    goto done;
-out:
-    if (dir[0])
-        remove_exec_dir(dir);
-done:
-    if (pinned)
+    if (status) {
+        remove_exec_dir(rec->result_dir);
         registry_release(es->reg, LOOM_KIND_FRAMEWORK, fw.name);
-    if (r) {
-        free(r->workers);
-        free(r);
+        exec_free_running(r);
     }
-    plan_free(&p);
     dlicmd_free(&d);
     return status;
-}
-
-static running_exec *find_running(exec_service *es, const char *id)
-{
-    for (running_exec *r = es->running; r; r = r->next)
-        if (strcmp(r->rec.id, id) == 0)
-            return r;
-    return NULL;
 }
 
 int exec_stop(exec_service *es, const char *id, char *err, size_t errlen)
 {
     pthread_mutex_lock(&es->lock);
     int rc = 0;
-    running_exec *r = find_running(es, id);
+    running_exec *r = exec_find_running(es, id);
     store_exec rec;
-    if (r && r->edt) {
+    if (r && r->pending) {
+        /* Never started: it ends here. */
+        sched_service_end(es->sched, id);
+        exec_set_state(es, &r->rec, "KILLED", "stopped by request before it started");
+        registry_release(es->reg, LOOM_KIND_FRAMEWORK, r->framework);
+        unlink_running(es, r);
+        exec_free_running(r);
+    } else if (r && r->edt) {
         r->stop_requested = 1;
         edt_stop(r->edt);
     } else if (r) {
         if (!r->stop_requested) {
             r->stop_requested = 1;
             r->kill_at_ms = time_mono_ms() + STOP_GRACE_MS;
-            kill(-r->rec.pgid, SIGTERM);
+            if (r->rec.pgid > 0)
+                kill(-r->rec.pgid, SIGTERM);
         }
     } else if (store_exec_get(es->st, id, &rec) != 0) {
         snprintf(err, errlen, "no exec \"%s\"", id);
@@ -848,13 +642,23 @@ int exec_resize(exec_service *es, const char *id, int workers, char *err, size_t
 {
     pthread_mutex_lock(&es->lock);
     int rc = 0;
-    running_exec *r = find_running(es, id);
+    running_exec *r = exec_find_running(es, id);
     store_exec rec;
-    if (r && r->edt) {
-        if (edt_resize(r->edt, workers > 0 ? (uint32_t)workers : 0, err, errlen) != 0)
+    if (r && r->elastic) {
+        if (workers < 1 || workers > r->devices) {
+            snprintf(err, errlen, "workers: expected 1 to %d (the job's engines), got %d",
+                     r->devices, workers);
             rc = 400;
+        } else {
+            /* The job asks for at most `workers`; the scheduler grants what
+             * the other jobs leave. */
+            rc = sched_service_set_range(es->sched, id, 1, workers, err, errlen);
+            if (!rc)
+                schedule_locked(es);
+        }
     } else if (r) {
-        snprintf(err, errlen, "exec \"%s\" runs a launch-style framework (%s); only elastic training jobs resize",
+        snprintf(err, errlen,
+                 "exec \"%s\" runs a launch-style framework (%s); only elastic training jobs resize",
                  id, r->framework);
         rc = 409;
     } else if (store_exec_get(es->st, id, &rec) != 0) {
@@ -876,7 +680,7 @@ int exec_delete(exec_service *es, const char *id, char *err, size_t errlen)
     if (store_exec_get(es->st, id, &rec) != 0) {
         snprintf(err, errlen, "no exec \"%s\"", id);
         rc = 404;
-    } else if (find_running(es, id) || !exec_state_is_final(rec.state)) {
+    } else if (exec_find_running(es, id) || !exec_state_is_final(rec.state)) {
         snprintf(err, errlen, "exec \"%s\" is %s; stop it first", id, rec.state);
         rc = 409;
     } else if (store_exec_delete(es->st, id) != 0) {
@@ -889,7 +693,7 @@ int exec_delete(exec_service *es, const char *id, char *err, size_t errlen)
     return rc;
 }
 
-static cJSON *describe(const store_exec *e, const running_exec *r)
+static cJSON *describe(exec_service *es, const store_exec *e, const running_exec *r)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "id", e->id);
@@ -903,18 +707,25 @@ static cJSON *describe(const store_exec *e, const running_exec *r)
     cJSON_AddNumberToObject(o, "createTime", (double)e->created_at);
     cJSON_AddNumberToObject(o, "startTime", (double)e->started_at);
     cJSON_AddNumberToObject(o, "endTime", (double)e->ended_at);
+    if (r) {
+        int32_t dev[64];
+        int n = sched_service_job_devices(es->sched, e->id, dev, 64, NULL);
+        cJSON *slots = cJSON_AddArrayToObject(o, "slots");
+        for (int i = 0; i < n && i < 64; i++)
+            cJSON_AddItemToArray(slots, cJSON_CreateNumber(dev[i]));
+    }
     if (r && r->edt) {
         cJSON_AddItemToObject(o, "training", edt_describe(r->edt));
     } else if (!r) {
         char path[PATH_MAX + 32];
-        summary_path(e, path, sizeof path);
+        trainer_summary_path(e, path, sizeof path);
         char *text = fs_read_file(path, 16u << 20, NULL);
         cJSON *summary = text ? cJSON_Parse(text) : NULL;
         free(text);
         if (summary)
             cJSON_AddItemToObject(o, "training", summary);
     }
-    if (r && !r->edt) {
+    if (r && !r->edt && r->workers) {
         cJSON *ws = cJSON_AddArrayToObject(o, "workers");
         for (int i = 0; i < r->nworkers; i++) {
             cJSON *w = cJSON_CreateObject();
@@ -931,12 +742,12 @@ cJSON *exec_describe(exec_service *es, const char *id)
 {
     pthread_mutex_lock(&es->lock);
     cJSON *o = NULL;
-    running_exec *r = find_running(es, id);
+    running_exec *r = exec_find_running(es, id);
     store_exec rec;
     if (r)
-        o = describe(&r->rec, r);
+        o = describe(es, &r->rec, r);
     else if (store_exec_get(es->st, id, &rec) == 0)
-        o = describe(&rec, NULL);
+        o = describe(es, &rec, NULL);
     pthread_mutex_unlock(&es->lock);
     return o;
 }
@@ -949,7 +760,7 @@ typedef struct list_ctx {
 static void add_to_list(const store_exec *e, void *ctx)
 {
     list_ctx *l = ctx;
-    cJSON_AddItemToArray(l->array, describe(e, find_running(l->es, e->id)));
+    cJSON_AddItemToArray(l->array, describe(l->es, e, exec_find_running(l->es, e->id)));
 }
 
 cJSON *exec_list(exec_service *es)
@@ -961,8 +772,8 @@ cJSON *exec_list(exec_service *es)
     return l.array;
 }
 
-int exec_log_path(exec_service *es, const char *id, int worker, const char *stream,
-                  char *path, size_t pathlen, char *err, size_t errlen)
+int exec_log_path(exec_service *es, const char *id, int worker, const char *stream, char *path,
+                  size_t pathlen, char *err, size_t errlen)
 {
     store_exec rec;
     pthread_mutex_lock(&es->lock);
@@ -975,6 +786,10 @@ int exec_log_path(exec_service *es, const char *id, int worker, const char *stre
     if (strcmp(stream, "stdout") != 0 && strcmp(stream, "stderr") != 0) {
         snprintf(err, errlen, "stream: expected stdout or stderr, got \"%s\"", stream);
         return 400;
+    }
+    if (worker == -1) { /* the training driver's log */
+        snprintf(path, pathlen, "%s/log/driver/%s", rec.result_dir, stream);
+        return 0;
     }
     if (worker < 0 || worker >= rec.num_workers) {
         snprintf(err, errlen, "worker: exec \"%s\" has workers 0 to %d", id, rec.num_workers - 1);

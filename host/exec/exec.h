@@ -11,13 +11,15 @@
 #include <stddef.h>
 
 #include "plugin/registry.h"
+#include "sched/sched_service.h"
 #include "store/store.h"
 
 typedef struct exec_service exec_service;
 
 /* Takes over the stored execs: any left running by a host that died is
  * stopped and marked ERROR with the reason. `home` holds execs/ and data/. */
-exec_service *exec_service_create(store *st, registry *reg, const char *home);
+exec_service *exec_service_create(store *st, registry *reg, sched_service *sched,
+                                  const char *home);
 /* Stops running execs (marked KILLED: the host shut down) and the
  * supervisor thread. */
 void exec_service_destroy(exec_service *es);
@@ -40,7 +42,8 @@ int exec_delete(exec_service *es, const char *id, char *err, size_t errlen);
 /* The exec as JSON (caller frees), or NULL when there is none. */
 cJSON *exec_describe(exec_service *es, const char *id);
 cJSON *exec_list(exec_service *es);
-/* Path of a worker's "stdout" or "stderr" file; 0, or 404 with err. */
+/* Path of a worker's "stdout" or "stderr" file (worker -1: the training
+ * driver's); 0, or 404 with err. */
 int exec_log_path(exec_service *es, const char *id, int worker,
                   const char *stream, char *path, size_t pathlen, char *err,
                   size_t errlen);

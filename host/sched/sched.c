@@ -296,6 +296,28 @@ loom_error *sched_end(sched *s, const char *id)
                     id ? id : "(null)");
 }
 
+loom_error *sched_set_job_range(sched *s, const char *id, int32_t min_devices,
+                                int32_t max_devices)
+{
+    sched_job *j = id ? sched_job_find(s, id) : NULL;
+    if (!j)
+        return loom_err(LOOM_ERR_NOT_FOUND, "job '%s' is not known to the scheduler",
+                        id ? id : "(null)");
+    if (!j->elastic)
+        return loom_err(LOOM_ERR_INVALID_ARGUMENT,
+                        "job '%s' is not elastic: it runs on exactly %d device(s)", id,
+                        j->max_devices);
+    if (min_devices < 1 || max_devices < min_devices)
+        return loom_err(LOOM_ERR_INVALID_ARGUMENT,
+                        "job '%s': devices must satisfy 1 <= min (%d) <= max (%d)", id,
+                        min_devices, max_devices);
+    j->min_devices = min_devices;
+    j->max_devices = max_devices;
+    /* Outside its new range the job is never pinned (sched_plan's rule 1),
+     * so the change applies at the next plan. */
+    return NULL;
+}
+
 bool sched_get_job(const sched *s, const char *id, sched_job_info *out)
 {
     const sched_job *j = id ? sched_job_find(s, id) : NULL;

@@ -152,6 +152,13 @@ loom_error *sched_submit(sched *s, const sched_job_spec *spec, double now);
  * the scheduler forgets it. LOOM_ERR_NOT_FOUND for an unknown id. */
 loom_error *sched_end(sched *s, const char *id);
 
+/* Changes an elastic job's device range while it runs (an explicit resize,
+ * `loom exec resize`): the next sched_plan moves it into [min, max] at once,
+ * whatever the hysteresis. LOOM_ERR_NOT_FOUND for an unknown id,
+ * LOOM_ERR_INVALID_ARGUMENT for a fixed job or a bad range. */
+loom_error *sched_set_job_range(sched *s, const char *id, int32_t min_devices,
+                                int32_t max_devices);
+
 typedef struct sched_job_info {
     const char *id;
     const char *plan;

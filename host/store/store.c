@@ -23,7 +23,10 @@ static const char *const schema =
     "  args TEXT NOT NULL, state TEXT NOT NULL, message TEXT NOT NULL DEFAULT '',"
     "  result_dir TEXT NOT NULL, num_workers INTEGER NOT NULL, pgid INTEGER NOT NULL DEFAULT 0,"
     "  created_at INTEGER NOT NULL, started_at INTEGER NOT NULL DEFAULT 0,"
-    "  ended_at INTEGER NOT NULL DEFAULT 0);";
+    "  ended_at INTEGER NOT NULL DEFAULT 0);"
+    "CREATE TABLE IF NOT EXISTS plans("
+    "  path TEXT PRIMARY KEY, weight REAL NOT NULL, min_devices INTEGER NOT NULL,"
+    "  cap_devices INTEGER NOT NULL, policy TEXT NOT NULL);";
 
 store *store_open(const char *path, char *err, size_t errlen)
 {
@@ -235,6 +238,50 @@ int store_exec_each(store *s, void (*fn)(const store_exec *, void *), void *ctx)
         n++;
     }
     free(e);
+    sqlite3_finalize(st);
+    return n;
+}
+
+int store_plan_put(store *s, const store_plan *p)
+{
+    sqlite3_stmt *st = prepare(s, "INSERT OR REPLACE INTO plans(path, weight, min_devices, "
+                                  "cap_devices, policy) VALUES(?,?,?,?,?)");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, p->path, -1, SQLITE_STATIC);
+    sqlite3_bind_double(st, 2, p->weight);
+    sqlite3_bind_int(st, 3, p->min_devices);
+    sqlite3_bind_int(st, 4, p->cap_devices);
+    sqlite3_bind_text(st, 5, p->policy, -1, SQLITE_STATIC);
+    return finish_write(s, st, NULL, 0);
+}
+
+int store_plan_remove(store *s, const char *path)
+{
+    sqlite3_stmt *st = prepare(s, "DELETE FROM plans WHERE path = ?");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, path, -1, SQLITE_STATIC);
+    int rc = finish_write(s, st, NULL, 0);
+    return rc == 0 && sqlite3_changes(s->db) > 0 ? 0 : -1;
+}
+
+int store_plan_each(store *s, void (*fn)(const store_plan *, void *), void *ctx)
+{
+    sqlite3_stmt *st = prepare(s, "SELECT path, weight, min_devices, cap_devices, policy FROM plans ORDER BY path");
+    if (!st)
+        return -1;
+    int n = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        store_plan p;
+        column_text(st, 0, p.path, sizeof p.path);
+        p.weight = sqlite3_column_double(st, 1);
+        p.min_devices = sqlite3_column_int(st, 2);
+        p.cap_devices = sqlite3_column_int(st, 3);
+        column_text(st, 4, p.policy, sizeof p.policy);
+        fn(&p, ctx);
+        n++;
+    }
     sqlite3_finalize(st);
     return n;
 }

@@ -52,4 +52,17 @@ int store_exec_get(store *s, const char *id, store_exec *out);
 int store_exec_delete(store *s, const char *id);
 int store_exec_each(store *s, void (*fn)(const store_exec *, void *), void *ctx);
 
+/* ---- resource plans ---- */
+typedef struct store_plan {
+    char path[256];
+    double weight;
+    int min_devices, cap_devices;
+    char policy[16]; /* "fair" or "priority" */
+} store_plan;
+
+/* Inserts or replaces the plan at p->path. */
+int store_plan_put(store *s, const store_plan *p);
+int store_plan_remove(store *s, const char *path);
+int store_plan_each(store *s, void (*fn)(const store_plan *, void *), void *ctx);
+
 #endif

@@ -100,6 +100,7 @@ struct edt_coordinator {
     int measuring_resize;
     FILE *driver_out;
     char startup_error[600]; /* why a worker died before saying hello */
+    uint32_t deaths_since_progress; /* workers lost since the last good round */
     logger_set *driver_loggers;
     char loggers_for_workers[8192];
 };
@@ -182,6 +183,7 @@ static void drop_slot(edt_coordinator *c, uint32_t i, const char *why)
         }
     }
     driver_say(c, "worker %u %s: %s", i, how[0] ? how : "dropped", why);
+    c->deaths_since_progress++;
     close_slot(c, i);
 }
 
@@ -307,6 +309,7 @@ static int reap(edt_coordinator *c)
             char why[96];
             describe_exit(status, i, why, sizeof why);
             driver_say(c, "worker %u %s", i, why);
+            c->deaths_since_progress++;
             lost += s->state == SLOT_MEMBER;
         }
         s->pid = 0;
@@ -371,6 +374,11 @@ static int plan_membership(edt_coordinator *c, int force_new, int *root, char *e
 {
     uint32_t target = current_target(c);
     uint32_t members = count_in(c, SLOT_MEMBER);
+    /* Replacements that die as fast as they start would loop forever. */
+    if (c->deaths_since_progress > 2 * c->nslots + 2) {
+        snprintf(err, errlen, "workers keep dying: %u lost without a step done", c->deaths_since_progress);
+        return -2;
+    }
     uint32_t coming = count_in(c, SLOT_STARTING) + count_in(c, SLOT_READY);
     for (uint32_t i = 0; i < c->nslots && members + coming < target; i++)
         if (c->slots[i].state == SLOT_FREE && spawn_worker(c, i) == 0)
@@ -902,6 +910,8 @@ static void *run(void *arg)
         accept_hellos(c, 0);
         int root = -1;
         int join = plan_membership(c, failed_round, &root, err, sizeof err);
+        if (join == -2)
+            break;
         if (join < 0) {
             /* Nobody left now; replacements may still be starting. */
             if (count_in(c, SLOT_STARTING) + count_in(c, SLOT_READY) > 0) {
@@ -933,6 +943,8 @@ static void *run(void *arg)
                            (join ? (int64_t)j->settings.pull_timeout_s * 1000 : 0) + 2000;
         int ok = collect_replies(c, deadline);
         failed_round = !ok;
+        if (ok)
+            c->deaths_since_progress = 0;
         if (!strcmp(p.action, "step")) {
             if (ok) {
                 sampler_commit(&c->smp, taken, p.ntaken);

@@ -2,6 +2,7 @@
 #include "train/edt_settings.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,8 +72,9 @@ int edt_settings_resolve(const cJSON *spec, int num_worker, char *const *args, i
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(training, knobs[i].json);
         if (!v)
             continue;
-        if (!cJSON_IsNumber(v) || v->valuedouble != (double)(long long)v->valuedouble ||
-            v->valuedouble < knobs[i].min || v->valuedouble > knobs[i].max) {
+        /* Range first: converting an out-of-range double is undefined. */
+        if (!cJSON_IsNumber(v) || !(v->valuedouble >= knobs[i].min) ||
+            !(v->valuedouble <= knobs[i].max) || v->valuedouble != floor(v->valuedouble)) {
             snprintf(err, errlen, "spec: training.%s: expected a whole number from %u to %u",
                      knobs[i].json, knobs[i].min, knobs[i].max);
             return -1;
@@ -82,8 +84,9 @@ int edt_settings_resolve(const cJSON *spec, int num_worker, char *const *args, i
     }
     const cJSON *seed = cJSON_GetObjectItemCaseSensitive(training, "seed");
     if (seed) {
-        if (!cJSON_IsNumber(seed) || seed->valuedouble < 0) {
-            snprintf(err, errlen, "spec: training.seed: expected a non-negative number");
+        if (!cJSON_IsNumber(seed) || !(seed->valuedouble >= 0) ||
+            !(seed->valuedouble <= 9007199254740992.0) || seed->valuedouble != floor(seed->valuedouble)) {
+            snprintf(err, errlen, "spec: training.seed: expected a whole number from 0 to 2^53");
             return -1;
         }
         s->seed = (uint64_t)seed->valuedouble;

@@ -153,21 +153,15 @@ static int entry_is_safe(struct archive_entry *e, char *err, size_t errlen)
             snprintf(err, errlen, "archive entry \"%s\" is a symbolic link out of the directory", name);
             return 0;
         }
-        /* Resolve the link lexically relative to its folder: it must never
-         * climb above the top. */
-        int depth = 0;
-        for (const char *p = name; (p = strchr(p, '/')); p++)
-            depth++;
+        /* Links may only point down: a ".." anywhere could climb out,
+         * alone or through a chain of links that each look harmless. */
         for (const char *p = target; *p;) {
             const char *slash = strchr(p, '/');
             size_t n = slash ? (size_t)(slash - p) : strlen(p);
-            if (n == 2 && p[0] == '.' && p[1] == '.')
-                depth--;
-            else if (n > 0 && !(n == 1 && p[0] == '.'))
-                depth++;
-            if (depth < 0) {
+            if (n == 2 && p[0] == '.' && p[1] == '.') {
                 snprintf(err, errlen,
-                         "archive entry \"%s\" is a symbolic link out of the directory (to \"%s\")",
+                         "archive entry \"%s\" is a symbolic link with \"..\" (to \"%s\"): "
+                         "links may only point inside their folder",
                          name, target);
                 return 0;
             }

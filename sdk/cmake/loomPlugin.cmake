@@ -11,8 +11,12 @@ function(loom_add_plugin name)
     PREFIX ""
     C_VISIBILITY_PRESET hidden
     LINK_DEPENDS "${LOOM_PLUGIN_VERSION_SCRIPT}")
-  target_link_options(${name} PRIVATE
-    "-Wl,--version-script=${LOOM_PLUGIN_VERSION_SCRIPT}" "-Wl,--no-undefined")
+  target_link_options(${name} PRIVATE "-Wl,--version-script=${LOOM_PLUGIN_VERSION_SCRIPT}")
+  # clang links the sanitizer runtime into executables only, so a sanitized
+  # plugin has undefined __asan_* symbols until the host loads it.
+  if(NOT (LOOM_SANITIZE AND CMAKE_C_COMPILER_ID STREQUAL "Clang"))
+    target_link_options(${name} PRIVATE "-Wl,--no-undefined")
+  endif()
   if(TARGET loom::sdk)
     target_link_libraries(${name} PRIVATE loom::sdk)
   endif()

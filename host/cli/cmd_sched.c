@@ -1,0 +1,155 @@
+/* cli/cmd_sched.c - `loom slots` and `loom plan add|list|show|update|remove`:
+ * the scheduler's devices and resource plans. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/commands.h"
+
+static const char plan_usage[] =
+    "usage: loom plan add PATH [--share W] [--min N] [--cap N] [--policy fair|priority]\n"
+    "       loom plan update PATH [--share W] [--min N] [--cap N] [--policy fair|priority]\n"
+    "       loom plan list [--json]\n"
+    "       loom plan show PATH [--json]\n"
+    "       loom plan remove PATH\n"
+    "\n"
+    "Resource plans are a tree of consumers (\"/project/training\"): devices are\n"
+    "divided between a plan's children by share weight, each child getting at\n"
+    "least its minimum when it can use it and never more than its cap (0: no\n"
+    "cap); inside a plan, its policy divides them between its jobs: fair\n"
+    "(evenly) or priority (--msd-priority, higher first). Jobs name their plan\n"
+    "with --consumer; without one a job runs in its user's plan \"/USER\".\n";
+
+static void print_plans(const cJSON *array)
+{
+    const char *headers[] = {"PATH", "SHARE", "MIN", "CAP", "POLICY"};
+    cli_table *t = cli_table_new(5, headers);
+    const cJSON *p;
+    cJSON_ArrayForEach(p, array) {
+        char share[32], min[16], cap[16];
+        snprintf(share, sizeof share, "%g", cli_num(p, "share"));
+        snprintf(min, sizeof min, "%d", (int)cli_num(p, "min"));
+        snprintf(cap, sizeof cap, "%d", (int)cli_num(p, "cap"));
+        const char *cells[] = {cli_str(p, "path"), share, min, cap, cli_str(p, "policy")};
+        cli_table_add(t, cells);
+    }
+    cli_table_print(t);
+    cli_table_free(t);
+}
+
+int cmd_slots(int argc, char **argv, const cli_globals *g)
+{
+    if (cli_wants_help(argc, argv)) {
+        puts("usage: loom slots [--json]\n\nEvery device the host hands out and the exec holding it.");
+        return 0;
+    }
+    if (argc > 0)
+        return cli_fail("slots: unexpected \"%s\"", argv[0]);
+    cJSON *j = cli_request(g, "GET", "/loom/v1/slots", NULL);
+    if (!j)
+        return 1;
+    if (g->json) {
+        cli_print_json(j);
+    } else {
+        const char *headers[] = {"SLOT", "KIND", "INDEX", "NODE", "OWNER"};
+        cli_table *t = cli_table_new(5, headers);
+        const cJSON *s;
+        cJSON_ArrayForEach(s, j) {
+            char slot[16], index[16];
+            snprintf(slot, sizeof slot, "%d", (int)cli_num(s, "slot"));
+            snprintf(index, sizeof index, "%d", (int)cli_num(s, "index"));
+            const char *owner = cli_str(s, "owner");
+            const char *cells[] = {slot, cli_str(s, "kind"), index, cli_str(s, "node"),
+                                   *owner ? owner : "-"};
+            cli_table_add(t, cells);
+        }
+        cli_table_print(t);
+        cli_table_free(t);
+    }
+    cJSON_Delete(j);
+    return 0;
+}
+
+int cmd_plan(int argc, char **argv, const cli_globals *g)
+{
+    if (argc < 1 || cli_wants_help(argc, argv)) {
+        fputs(plan_usage, argc < 1 ? stderr : stdout);
+        return argc < 1 ? 2 : 0;
+    }
+    const char *verb = argv[0];
+    if (!strcmp(verb, "list")) {
+        cJSON *j = cli_request(g, "GET", "/loom/v1/plans", NULL);
+        if (!j)
+            return 1;
+        if (g->json)
+            cli_print_json(j);
+        else
+            print_plans(j);
+        cJSON_Delete(j);
+        return 0;
+    }
+    if (argc < 2)
+        return cli_fail("usage: loom plan %s PATH (see loom plan --help)", verb);
+    const char *path = argv[1];
+    char url[512];
+    char *escaped = curl_escape_path(path);
+    snprintf(url, sizeof url, "/loom/v1/plan?path=%s", escaped ? escaped : path);
+    free(escaped);
+    if (!strcmp(verb, "show") || !strcmp(verb, "remove")) {
+        int show = !strcmp(verb, "show");
+        cJSON *j = cli_request(g, show ? "GET" : "DELETE", url, NULL);
+        if (!j)
+            return 1;
+        if (g->json)
+            cli_print_json(j);
+        else if (show) {
+            cJSON *a = cJSON_CreateArray();
+            cJSON_AddItemReferenceToArray(a, j);
+            print_plans(a);
+            cJSON_Delete(a);
+        } else
+            printf("removed plan %s\n", path);
+        cJSON_Delete(j);
+        return 0;
+    }
+    if (!strcmp(verb, "add") || !strcmp(verb, "update")) {
+        cJSON *body = cJSON_CreateObject();
+        cJSON_AddStringToObject(body, "path", path);
+        for (int i = 2; i < argc; i++) {
+            const char *flag = argv[i];
+            if (i + 1 >= argc) {
+                cJSON_Delete(body);
+                return cli_fail("plan %s: %s needs a value", verb, flag);
+            }
+            const char *value = argv[++i];
+            char *end;
+            double v = strtod(value, &end);
+            if (!strcmp(flag, "--policy")) {
+                cJSON_AddStringToObject(body, "policy", value);
+            } else if ((!strcmp(flag, "--share") || !strcmp(flag, "--min") || !strcmp(flag, "--cap")) &&
+                       !*end && end != value) {
+                cJSON_AddNumberToObject(body, flag + 2, v);
+            } else {
+                cJSON_Delete(body);
+                return cli_fail("plan %s: unexpected \"%s %s\" (see loom plan --help)", verb, flag, value);
+            }
+        }
+        char *text = cJSON_PrintUnformatted(body);
+        cJSON_Delete(body);
+        int add = !strcmp(verb, "add");
+        cJSON *j = cli_request(g, add ? "POST" : "PUT", add ? "/loom/v1/plans" : url, text);
+        free(text);
+        if (!j)
+            return 1;
+        if (g->json)
+            cli_print_json(j);
+        else
+            printf("%s plan %s: share %g, min %d, cap %d, %s\n", add ? "added" : "updated",
+                   cli_str(j, "path"), cli_num(j, "share"), (int)cli_num(j, "min"),
+                   (int)cli_num(j, "cap"), cli_str(j, "policy"));
+        cJSON_Delete(j);
+        return 0;
+    }
+    fputs(plan_usage, stderr);
+    return cli_fail("plan: unknown command \"%s\"", verb);
+}

@@ -1,0 +1,195 @@
+/* exec/exec_launch.c - launch-style execs: the framework adapter's plan
+ * (argv, env, cwd per worker) and starting those processes in one process
+ * group, each with the job's environment and its own log files. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "exec/exec_internal.h"
+#include "plugin/host_api.h"
+#include "util/fs.h"
+#include "util/spawn.h"
+
+extern char **environ;
+
+char **strings_copy(const char *const *src, uint32_t n)
+{
+    char **out = calloc((size_t)n + 1, sizeof *out);
+    for (uint32_t i = 0; out && i < n; i++)
+        out[i] = strdup(src[i] ? src[i] : "");
+    return out;
+}
+
+void strings_free(char **v)
+{
+    if (!v)
+        return;
+    for (char **p = v; *p; p++)
+        free(*p);
+    free(v);
+}
+
+int reserve_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0)
+        return 0;
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    int port = 0;
+    if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+        port = ntohs(a.sin_port);
+    close(fd);
+    return port;
+}
+
+static loom_error *plan_add_worker(const loom_launch_sink *sink, const char *const *argv,
+                                   uint32_t argc, const char *const *env, uint32_t envc,
+                                   const char *cwd)
+{
+    launch_plan *p = (launch_plan *)sink;
+    if (argc == 0 || !argv || !argv[0] || !*argv[0])
+        return loom_err(LOOM_ERR_INVALID_ARGUMENT, "worker %d: empty argv", p->count);
+    for (uint32_t i = 0; i < envc; i++)
+        if (!env[i] || !strchr(env[i], '=') || env[i][0] == '=')
+            return loom_err(LOOM_ERR_INVALID_ARGUMENT,
+                            "worker %d: environment entry \"%s\" is not KEY=VALUE", p->count,
+                            env[i] ? env[i] : "(null)");
+    planned_worker *grown = realloc(p->workers, (size_t)(p->count + 1) * sizeof *grown);
+    if (!grown)
+        return loom_err(LOOM_ERR_RESOURCE_EXHAUSTED, "out of memory");
+    p->workers = grown;
+    planned_worker *w = &p->workers[p->count++];
+    w->argv = strings_copy(argv, argc);
+    w->env = strings_copy(env, envc);
+    w->cwd = cwd ? strdup(cwd) : NULL;
+    return NULL;
+}
+
+void launch_plan_init(launch_plan *p)
+{
+    memset(p, 0, sizeof *p);
+    p->sink.struct_size = sizeof p->sink;
+    p->sink.add_worker = plan_add_worker;
+    p->sink.host_data = p;
+}
+
+void launch_plan_free(launch_plan *p)
+{
+    for (int i = 0; i < p->count; i++) {
+        strings_free(p->workers[i].argv);
+        strings_free(p->workers[i].env);
+        free(p->workers[i].cwd);
+    }
+    free(p->workers);
+    p->workers = NULL;
+    p->count = 0;
+}
+
+/* The worker's environment: the host's, then each layer in order; a later
+ * KEY= replaces an earlier one. */
+static char **build_env(char *const *layers[], int nlayers)
+{
+    size_t total = 0;
+    for (char **e = environ; *e; e++)
+        total++;
+    for (int l = 0; l < nlayers; l++)
+        for (char *const *e = layers[l]; e && *e; e++)
+            total++;
+    char **out = calloc(total + 1, sizeof *out);
+    if (!out)
+        return NULL;
+    size_t n = 0;
+    for (char **e = environ; *e; e++)
+        out[n++] = strdup(*e);
+    for (int l = 0; l < nlayers; l++)
+        for (char *const *e = layers[l]; e && *e; e++) {
+            const char *kv = *e;
+            size_t klen = (size_t)(strchr(kv, '=') - kv);
+            size_t j = 0;
+            while (j < n && !(strncmp(out[j], kv, klen) == 0 && out[j][klen] == '='))
+                j++;
+            if (j < n)
+                free(out[j]);
+            out[j < n ? j : n++] = strdup(kv);
+        }
+    return out;
+}
+
+int launch_start(exec_service *es, running_exec *r, const int32_t *device_index, int ndev,
+                 char *err, size_t errlen)
+{
+    (void)es;
+    store_exec *rec = &r->rec;
+    r->nworkers = r->plan.count;
+    r->workers = calloc((size_t)r->nworkers, sizeof *r->workers);
+    if (!r->workers) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    char job_env[6][PATH_MAX + 32];
+    snprintf(job_env[0], sizeof job_env[0], "DATA_DIR=%s", r->data_dir);
+    snprintf(job_env[1], sizeof job_env[1], "RESULT_DIR=%s", rec->result_dir);
+    snprintf(job_env[2], sizeof job_env[2], "LOG_DIR=%s", r->log_dir);
+    snprintf(job_env[3], sizeof job_env[3], "DLI_EXECID=%s", rec->id);
+    snprintf(job_env[4], sizeof job_env[4], "FABRIC_HOME=%s", es->home);
+    err[0] = 0;
+    rec->pgid = 0;
+    for (int i = 0; i < r->nworkers && !err[0]; i++) {
+        char wdir[PATH_MAX + 16], out_path[PATH_MAX + 32], err_path[PATH_MAX + 32];
+        snprintf(wdir, sizeof wdir, "%s/worker-%d", r->log_dir, i);
+        fs_mkdir_p(wdir);
+        snprintf(out_path, sizeof out_path, "%s/stdout", wdir);
+        snprintf(err_path, sizeof err_path, "%s/stderr", wdir);
+        /* GPU workers see their share of the exec's devices; CPU workers
+         * see none. */
+        int k = r->worker_device_num;
+        int used = snprintf(job_env[5], sizeof job_env[5], "CUDA_VISIBLE_DEVICES=");
+        if (r->gpu && device_index)
+            for (int d = i * k; d < (i + 1) * k && d < ndev; d++)
+                used += snprintf(job_env[5] + used, sizeof job_env[5] - (size_t)used, "%s%d",
+                                 d > i * k ? "," : "", device_index[d]);
+        char *job[7] = {job_env[0], job_env[1], job_env[2], job_env[3], job_env[4], job_env[5], NULL};
+        char *const *layers[3] = {job, r->msd_env, r->plan.workers[i].env};
+        char **envp = build_env(layers, 3);
+        spawn_spec spec = {
+            .argv = r->plan.workers[i].argv,
+            .envp = envp,
+            .cwd = r->plan.workers[i].cwd ? r->plan.workers[i].cwd : r->code_dir,
+            .stdout_path = out_path,
+            .stderr_path = err_path,
+            .pgid = rec->pgid, /* the first worker leads the group */
+        };
+        pid_t pid = envp ? spawn_process(&spec, err, errlen) : -1;
+        strings_free(envp);
+        if (pid < 0) {
+            if (!err[0])
+                snprintf(err, errlen, "out of memory");
+            break;
+        }
+        if (rec->pgid == 0)
+            rec->pgid = pid;
+        r->workers[i].pid = pid;
+    }
+    if (!err[0])
+        return 0;
+    /* Stop the workers already started. */
+    if (rec->pgid > 0)
+        kill(-rec->pgid, SIGKILL);
+    for (int i = 0; i < r->nworkers; i++)
+        if (r->workers[i].pid > 0)
+            waitpid(r->workers[i].pid, NULL, 0);
+    rec->pgid = 0;
+    free(r->workers);
+    r->workers = NULL;
+    r->nworkers = 0;
+    return -1;
+}

@@ -1,0 +1,114 @@
+/* exec/exec_trainer.c - execs of trainer-style frameworks: the training
+ * spec and settings checked at submission, the elastic trainer started on
+ * the devices the scheduler grants, and its end recorded. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "exec/exec_internal.h"
+#include "util/fs.h"
+
+void trainer_summary_path(const store_exec *rec, char *path, size_t len)
+{
+    snprintf(path, len, "%s/log/driver/training.json", rec->result_dir);
+}
+
+/* The coordinator reports its state changes here, from its own thread. While
+ * the host shuts down they are not recorded: the exec stays RUNNING in the
+ * store and resumes from its last checkpoint when the host starts again. */
+static void trainer_state_changed(void *ctx, const char *exec_id, const char *state,
+                                  const char *message)
+{
+    exec_service *es = ctx;
+    pthread_mutex_lock(&es->lock);
+    running_exec *r = es->stopping ? NULL : exec_find_running(es, exec_id);
+    if (r)
+        exec_set_state(es, &r->rec, state, message);
+    pthread_mutex_unlock(&es->lock);
+}
+
+int trainer_prepare(exec_service *es, const store_exec *rec, const registry_entry *fw,
+                    const dlicmd *d, const char *data_dir, edt_job *job, char *err, size_t errlen)
+{
+    memset(job, 0, sizeof *job);
+    const char *spec_name = d->model_main ? d->model_main : EDT_SPEC_DEFAULT;
+    snprintf(job->spec_path, sizeof job->spec_path, "%s/_submitted_code/%s", rec->result_dir,
+             spec_name);
+    char *text = fs_read_file(job->spec_path, 16u << 20, NULL);
+    if (!text) {
+        snprintf(err, errlen,
+                 "%s: the model directory has no training spec \"%s\" (name another with --model-main)",
+                 fw->name, spec_name);
+        return 400;
+    }
+    const char *end = NULL;
+    cJSON *spec = cJSON_ParseWithOpts(text, &end, 1);
+    if (!cJSON_IsObject(spec)) {
+        snprintf(err, errlen, "%s: malformed JSON near byte %ld (expected an object)", spec_name,
+                 spec ? 0L : (long)(end ? end - text : 0));
+        free(text);
+        cJSON_Delete(spec);
+        return 400;
+    }
+    free(text);
+    int rc = edt_settings_resolve(spec, d->num_worker_given ? d->num_worker : 0, d->args,
+                                  d->arg_count, d->msd_env, d->msd_env_count, &job->settings, err,
+                                  errlen);
+    cJSON_Delete(spec);
+    if (rc != 0)
+        return 400;
+    if (d->sync_mode_async) {
+        snprintf(err, errlen, "--syncMode ASYNC: the parameter-server mode is not available yet; use SYNC");
+        edt_settings_free(&job->settings);
+        return 501;
+    }
+    /* Without loggers named, the built-in jsonl one writes WMLA's
+     * evaluation-metrics.txt for the driver and every worker. */
+    registry_entry jsonl;
+    if (!strcmp(job->settings.loggers_json, "[]") &&
+        registry_acquire(es->reg, LOOM_KIND_LOGGER, "jsonl", &jsonl) == 0) {
+        registry_release(es->reg, LOOM_KIND_LOGGER, "jsonl");
+        free(job->settings.loggers_json);
+        job->settings.loggers_json = strdup("[{\"name\": \"jsonl\", \"role\": \"both\"}]");
+    }
+    snprintf(job->exec_id, sizeof job->exec_id, "%s", rec->id);
+    snprintf(job->result_dir, sizeof job->result_dir, "%s", rec->result_dir);
+    snprintf(job->code_dir, sizeof job->code_dir, "%s/_submitted_code", rec->result_dir);
+    snprintf(job->data_dir, sizeof job->data_dir, "%s", data_dir);
+    snprintf(job->framework_path, sizeof job->framework_path, "%s", fw->path);
+    ssize_t n = readlink("/proc/self/exe", job->loom_binary, sizeof job->loom_binary - 1);
+    job->loom_binary[n > 0 ? n : 0] = 0;
+    job->msd_env = strings_copy((const char *const *)d->msd_env, (uint32_t)d->msd_env_count);
+    job->reg = es->reg;
+    job->on_state = trainer_state_changed;
+    job->ctx = es;
+    return 0;
+}
+
+int trainer_start(exec_service *es, running_exec *r, int workers, char *err, size_t errlen)
+{
+    (void)es;
+    r->job->initial_workers = (uint32_t)workers;
+    r->edt = edt_start(r->job, err, errlen);
+    strings_free(r->job->msd_env); /* edt_start copied it */
+    edt_settings_free(&r->job->settings);
+    free(r->job);
+    r->job = NULL;
+    return r->edt ? 0 : -1;
+}
+
+void trainer_ended(exec_service *es, running_exec *r)
+{
+    cJSON *summary = edt_describe(r->edt);
+    char *text = summary ? cJSON_PrintUnformatted(summary) : NULL;
+    char path[PATH_MAX + 32];
+    trainer_summary_path(&r->rec, path, sizeof path);
+    if (text)
+        fs_write_file_atomic(path, text, strlen(text), 0644);
+    free(text);
+    cJSON_Delete(summary);
+    edt_free(r->edt);
+    r->edt = NULL;
+    registry_release(es->reg, LOOM_KIND_FRAMEWORK, r->framework);
+}
