@@ -1009,11 +1009,8 @@ static void *run(void *arg)
             driver_say(c, "finished: model in %s/model", j->result_dir);
             final_state = "FINISHED";
             err[0] = 0;
-            for (uint32_t i = 0; i < c->nslots; i++)
-                if (c->slots[i].state == SLOT_MEMBER)
-                    c->slots[i].state = SLOT_LEAVING; /* they exit by themselves */
             clear_replies(c);
-            break;
+            break; /* finish_workers tells them to exit */
         }
         if (ok && join)
             for (uint32_t i = 0; i < c->nslots; i++)

@@ -305,7 +305,8 @@ static int serve(worker *w)
         (unsigned long long)(w->params.nbytes / sizeof(float)), (unsigned long long)ntrain,
         (unsigned long long)ntest);
 
-    int pending = 0; /* a reduced step waiting for commit */
+    int pending = 0;  /* a reduced step waiting for commit */
+    int finished = 0; /* the finish round is done */
     for (;;) {
         char err[256];
         cJSON *plan = msg_recv(w->fd, 0, err, sizeof err);
@@ -319,7 +320,8 @@ static int serve(worker *w)
             say("%s", reason ? reason : "stopped by the coordinator");
             int code = (int)num(plan, "code");
             cJSON_Delete(plan);
-            logger_set_end(w->loggers, LOOM_TRAIN_KILLED, "stopped");
+            if (!finished)
+                logger_set_end(w->loggers, LOOM_TRAIN_KILLED, "stopped");
             return code;
         }
         cJSON *reply = cJSON_CreateObject();
@@ -368,7 +370,8 @@ static int serve(worker *w)
             say("round %d failed: %s", (int)num(plan, "round"), loom_err_message(e));
             loom_err_free(e);
         }
-        int finishing = action && !strcmp(action, "finish");
+        int finishing = action && !strcmp(action, "finish") && !e;
+        finished |= finishing;
         cJSON_Delete(plan);
         if (msg_send(w->fd, reply) != 0) {
             cJSON_Delete(reply);
@@ -376,10 +379,11 @@ static int serve(worker *w)
             return 2;
         }
         cJSON_Delete(reply);
+        /* After finishing, wait for the coordinator's exit: leaving first
+         * would look like a death before every reply is in. */
         if (finishing) {
             logger_set_end(w->loggers, LOOM_TRAIN_FINISHED, "finished");
             say("training finished");
-            return 0;
         }
     }
 }
