@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "api/server.h"
 #include "cli/commands.h"
@@ -13,13 +14,127 @@
 #include "util/log.h"
 
 static const char demo_usage[] =
-    "usage: loom demo [--home DIR] [--keep]\n"
+    "usage: loom demo [--home DIR] [--keep] [--epochs N]\n"
     "\n"
     "Starts a host on a free loopback port with its own state directory (a new\n"
-    "temporary one unless --home is given), lists its built-in plugins, and\n"
-    "runs a two-worker job through the 'command' framework adapter: each\n"
-    "worker fits a line to its share of a data set by gradient descent and\n"
-    "writes WMLA's val_dict_list.json. --keep leaves the state directory.\n";
+    "temporary one unless --home is given) and lists its built-in plugins. Then:\n"
+    "  1. a two-worker job through the 'command' framework adapter, each worker\n"
+    "     fitting a line to its share of a data set and writing WMLA's\n"
+    "     val_dict_list.json;\n"
+    "  2. elastic training: the native MLP 784-512-512-10 on Fashion-MNIST\n"
+    "     (Debian's dataset-fashion-mnist), shrunk from 2 workers to 1 and grown\n"
+    "     back while it trains, every sample used once per epoch; it prints the\n"
+    "     test accuracy at the end (default 3 epochs).\n"
+    "--keep leaves the state directory.\n";
+
+#define FMNIST_DIR "/usr/share/datasets/fashion-mnist"
+
+static const char demo_spec[] =
+    "{\n"
+    "  \"model\": {\"input\": [1, 28, 28], \"layers\": [\n"
+    "    {\"type\": \"flatten\"},\n"
+    "    {\"type\": \"dense\", \"units\": 512}, {\"type\": \"relu\"},\n"
+    "    {\"type\": \"dense\", \"units\": 512}, {\"type\": \"relu\"},\n"
+    "    {\"type\": \"dense\", \"units\": 10}]},\n"
+    "  \"loss\": \"softmax_cross_entropy\",\n"
+    "  \"optimizer\": {\"type\": \"sgd\", \"lr\": 0.05, \"momentum\": 0.9},\n"
+    "  \"dataset\": {\"format\": \"idx\",\n"
+    "    \"train_images\": \"" FMNIST_DIR "/train-images-idx3-ubyte.gz\",\n"
+    "    \"train_labels\": \"" FMNIST_DIR "/train-labels-idx1-ubyte.gz\",\n"
+    "    \"test_images\": \"" FMNIST_DIR "/t10k-images-idx3-ubyte.gz\",\n"
+    "    \"test_labels\": \"" FMNIST_DIR "/t10k-labels-idx1-ubyte.gz\"},\n"
+    "  \"training\": {\"batch_size\": 64, \"checkpoint_freq\": 1}\n"
+    "}\n";
+
+static cJSON *view_exec(const cli_globals *g, const char *id)
+{
+    char path[256];
+    snprintf(path, sizeof path, "/platform/rest/deeplearning/v1/execs/%s", id);
+    return cli_request(g, "GET", path, NULL);
+}
+
+static int resize_exec(const cli_globals *g, const char *id, int workers)
+{
+    char path[256], body[64];
+    snprintf(path, sizeof path, "/platform/rest/deeplearning/v1/execs/%s/resize", id);
+    snprintf(body, sizeof body, "{\"workers\": %d}", workers);
+    printf("== loom exec resize %s --workers %d\n", id, workers);
+    fflush(stdout);
+    cJSON *j = cli_request(g, "POST", path, body);
+    cJSON_Delete(j);
+    return j ? 0 : 1;
+}
+
+/* Trains the MLP, following the driver's log, and resizes it twice while it
+ * runs: to 1 worker early in the first epoch, back to 2 in the second. */
+static int demo_training(const cli_globals *g, const char *home, int epochs)
+{
+    if (!fs_is_dir(FMNIST_DIR)) {
+        printf("\n== skipping the training demo: %s is missing (apt-get install dataset-fashion-mnist)\n",
+               FMNIST_DIR);
+        return 0;
+    }
+    char dir[4200], path[4300], epochs_arg[32], id[128] = "";
+    snprintf(dir, sizeof dir, "%s/fmnist-mlp", home);
+    snprintf(path, sizeof path, "%s/edt.json", dir);
+    if (fs_mkdir_p(dir) != 0 || fs_write_file_atomic(path, demo_spec, strlen(demo_spec), 0644) != 0)
+        return cli_fail("cannot write the demo model directory %s", dir);
+    snprintf(epochs_arg, sizeof epochs_arg, "%d", epochs);
+    printf("\n== loom exec start --exec-start edt --model-dir %s --numWorker 2 -- --epochs %d\n", dir,
+           epochs);
+    char *argv[] = {"--exec-start", "native", "--model-dir", dir, "--numWorker", "2",
+                    "--", "--epochs", epochs_arg, NULL};
+    if (exec_start_words(9, argv, g, id, sizeof id) != 0)
+        return 1;
+    long long offset = 0;
+    int phase = 0, rc = 1;
+    for (;;) {
+        char logpath[512];
+        snprintf(logpath, sizeof logpath,
+                 "/platform/rest/deeplearning/v1/execs/%s/log?worker=-1&offset=%lld", id, offset);
+        size_t n = 0;
+        char *text = cli_request_text(g, logpath, &n);
+        if (text) {
+            fwrite(text, 1, n, stdout);
+            offset += (long long)n;
+            free(text);
+        }
+        fflush(stdout);
+        cJSON *v = view_exec(g, id);
+        if (!v)
+            return 1;
+        const char *state = cli_str(v, "state");
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(v, "training");
+        if (exec_state_is_final(state) && n == 0) {
+            printf("== exec %s %s%s%s\n", id, state, *cli_str(v, "message") ? ": " : "",
+                   cli_str(v, "message"));
+            const cJSON *tm = cJSON_GetObjectItemCaseSensitive(t, "testMetrics");
+            const cJSON *eps = cJSON_GetObjectItemCaseSensitive(t, "epochsDone");
+            int exact = 1;
+            const cJSON *e;
+            cJSON_ArrayForEach(e, eps) exact &= cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "exactlyOnce"));
+            if (!strcmp(state, "FINISHED") && tm) {
+                printf("\n== test accuracy %.4f (loss %.4f) after %d epoch(s); every sample used once "
+                       "per epoch through both resizes: %s\n",
+                       cli_num(tm, "accuracy"), cli_num(tm, "loss"), cJSON_GetArraySize(eps),
+                       exact ? "yes" : "NO");
+                rc = exact ? 0 : 1;
+            }
+            cJSON_Delete(v);
+            return rc;
+        }
+        double iteration = cli_num(t, "iteration"), epoch = cli_num(t, "epoch");
+        if (phase == 0 && iteration >= 150) {
+            phase = 1;
+            resize_exec(g, id, 1);
+        } else if (phase == 1 && epoch >= 1 && epochs > 1) {
+            phase = 2;
+            resize_exec(g, id, 2);
+        }
+        cJSON_Delete(v);
+        usleep(200000);
+    }
+}
 
 /* The demo's model directory: a plain POSIX sh + awk program, so the demo
  * needs nothing beyond the base system. */
@@ -61,10 +176,12 @@ int cmd_demo(int argc, char **argv, const cli_globals *g)
         fputs(demo_usage, stdout);
         return 0;
     }
-    int keep = 0;
+    int keep = 0, epochs = 3;
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--keep") == 0)
             keep = 1;
+        else if (strcmp(argv[i], "--epochs") == 0 && i + 1 < argc && atoi(argv[i + 1]) > 0)
+            epochs = atoi(argv[++i]);
         else
             return cli_fail("demo: unexpected \"%s\" (see loom demo --help)", argv[i]);
     }
@@ -127,6 +244,8 @@ int cmd_demo(int argc, char **argv, const cli_globals *g)
             free(text);
         }
     }
+    if (rc == 0)
+        rc = demo_training(&hg, home, epochs);
     loomd_stop(d);
     log_close();
     if (!keep)
