@@ -176,10 +176,31 @@ static void route(http_server *srv, http_request *req, http_response *res)
         if (!match(r->pattern, req->path, req))
             continue;
         path_known = 1;
-        if (strcmp(r->method, req->method) == 0) {
-            r->handler(srv->cfg.ctx, req, res);
+        if (strcmp(r->method, req->method) != 0)
+            continue;
+        int is_admin = 0;
+        int known = srv->cfg.authenticate &&
+                    srv->cfg.authenticate(srv->cfg.ctx, req, req->user_buf, sizeof req->user_buf,
+                                          &is_admin) == 0;
+        if (known) {
+            req->user = req->user_buf;
+            req->is_admin = is_admin;
+        } else if (!srv->cfg.authenticate) {
+            req->user = "admin";
+            req->is_admin = 1;
+        }
+        if (r->access != HTTP_PUBLIC && !req->user) {
+            http_reply_error(res, 401,
+                             "authentication required: log on with POST /auth/v1/logon "
+                             "(Authorization: Basic) and send Authorization: Bearer TOKEN");
             return;
         }
+        if (r->access == HTTP_ADMIN && !req->is_admin) {
+            http_reply_error(res, 403, "%s %s is for administrators only", req->method, req->path);
+            return;
+        }
+        r->handler(srv->cfg.ctx, req, res);
+        return;
     }
     if (path_known)
         http_reply_error(res, 405, "method %s is not allowed on %s", req->method, req->path);
@@ -336,7 +357,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         req->body = "";
         req->body_len = 0;
     }
-    req->user = "admin";
+    req->user = NULL;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)ci->client_addr)->sin_addr, req->peer,
+                  sizeof req->peer);
     http_response res = {0};
     route(srv, req, &res);
     if (!res.status)

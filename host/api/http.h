@@ -31,7 +31,10 @@ typedef struct http_request {
     const char *params[HTTP_MAX_PARAMS]; /* the {} segments of the route */
     int nparams;
     char param_buf[HTTP_MAX_PARAMS][256];
-    const char *user; /* who is asking */
+    const char *user; /* who is asking (NULL on a public route without credentials) */
+    int is_admin;
+    char user_buf[64];
+    char peer[64];    /* the client's address, for rate limits */
 } http_request;
 
 typedef struct http_response {
@@ -43,11 +46,20 @@ typedef struct http_response {
 
 typedef void (*http_handler)(void *ctx, const http_request *req, http_response *res);
 
+/* Who may call a route. */
+enum { HTTP_USER = 0, HTTP_PUBLIC = 1, HTTP_ADMIN = 2 };
+
 typedef struct http_route {
     const char *method;
     const char *pattern; /* "{}" matches one path segment */
     http_handler handler;
+    int access;          /* HTTP_USER (default), HTTP_PUBLIC or HTTP_ADMIN */
 } http_route;
+
+/* Identifies the caller from the request's credentials: fills user and
+ * is_admin and returns 0, or returns -1 (the request is refused with 401). */
+typedef int (*http_authenticator)(void *ctx, const http_request *req, char *user, size_t userlen,
+                                  int *is_admin);
 
 const char *http_query(const http_request *req, const char *key);
 const char *http_header(const http_request *req, const char *key);
@@ -73,6 +85,7 @@ typedef struct http_config {
     const http_route *routes;
     size_t nroutes;
     void *ctx;             /* passed to every handler */
+    http_authenticator authenticate; /* NULL: every route is open */
 } http_config;
 
 http_server *http_server_start(const http_config *cfg, char *err, size_t errlen);

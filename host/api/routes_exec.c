@@ -11,6 +11,9 @@
 
 #define LOG_CHUNK_MAX ((size_t)1 << 20)
 
+/* Users see their own execs; administrators see all. */
+#define OWNER(req) ((req)->is_admin ? NULL : (req)->user)
+
 static void submit(void *ctx, const http_request *req, http_response *res)
 {
     loomd *d = ctx;
@@ -47,7 +50,7 @@ static void submit(void *ctx, const http_request *req, http_response *res)
         http_reply_error(res, status, "%s", err);
         return;
     }
-    cJSON *o = exec_describe(d->execs, id);
+    cJSON *o = exec_describe(d->execs, NULL, id);
     http_reply_json(res, 201, o);
 }
 
@@ -55,13 +58,13 @@ static void list(void *ctx, const http_request *req, http_response *res)
 {
     (void)req;
     loomd *d = ctx;
-    http_reply_json(res, 200, exec_list(d->execs));
+    http_reply_json(res, 200, exec_list(d->execs, OWNER(req)));
 }
 
 static void view(void *ctx, const http_request *req, http_response *res)
 {
     loomd *d = ctx;
-    cJSON *o = exec_describe(d->execs, req->params[0]);
+    cJSON *o = exec_describe(d->execs, OWNER(req), req->params[0]);
     if (!o) {
         http_reply_error(res, 404, "no exec \"%s\"", req->params[0]);
         return;
@@ -90,7 +93,7 @@ static void log_chunk(void *ctx, const http_request *req, http_response *res)
         return;
     }
     char path[PATH_MAX], err[512];
-    int status = exec_log_path(d->execs, req->params[0], (int)worker, stream ? stream : "stdout",
+    int status = exec_log_path(d->execs, OWNER(req), req->params[0], (int)worker, stream ? stream : "stdout",
                                path, sizeof path, err, sizeof err);
     if (status) {
         http_reply_error(res, status, "%s", err);
@@ -114,12 +117,12 @@ static void stop(void *ctx, const http_request *req, http_response *res)
 {
     loomd *d = ctx;
     char err[512];
-    int status = exec_stop(d->execs, req->params[0], err, sizeof err);
+    int status = exec_stop(d->execs, OWNER(req), req->params[0], err, sizeof err);
     if (status) {
         http_reply_error(res, status, "%s", err);
         return;
     }
-    http_reply_json(res, 200, exec_describe(d->execs, req->params[0]));
+    http_reply_json(res, 200, exec_describe(d->execs, OWNER(req), req->params[0]));
 }
 
 /* POST .../execs/{id}/resize {"workers": N} */
@@ -136,20 +139,20 @@ static void resize(void *ctx, const http_request *req, http_response *res)
         return;
     }
     char err[512];
-    int status = exec_resize(d->execs, req->params[0], (int)w->valuedouble, err, sizeof err);
+    int status = exec_resize(d->execs, OWNER(req), req->params[0], (int)w->valuedouble, err, sizeof err);
     cJSON_Delete(body);
     if (status) {
         http_reply_error(res, status, "%s", err);
         return;
     }
-    http_reply_json(res, 200, exec_describe(d->execs, req->params[0]));
+    http_reply_json(res, 200, exec_describe(d->execs, OWNER(req), req->params[0]));
 }
 
 static void delete(void *ctx, const http_request *req, http_response *res)
 {
     loomd *d = ctx;
     char err[512];
-    int status = exec_delete(d->execs, req->params[0], err, sizeof err);
+    int status = exec_delete(d->execs, OWNER(req), req->params[0], err, sizeof err);
     if (status) {
         http_reply_error(res, status, "%s", err);
         return;
@@ -160,12 +163,12 @@ static void delete(void *ctx, const http_request *req, http_response *res)
 }
 
 const http_route loom_exec_routes[] = {
-    {"GET", "/platform/rest/deeplearning/v1/execs", list},
-    {"POST", "/platform/rest/deeplearning/v1/execs", submit},
-    {"GET", "/platform/rest/deeplearning/v1/execs/{}", view},
-    {"GET", "/platform/rest/deeplearning/v1/execs/{}/log", log_chunk},
-    {"POST", "/platform/rest/deeplearning/v1/execs/{}/stop", stop},
-    {"POST", "/platform/rest/deeplearning/v1/execs/{}/resize", resize},
-    {"DELETE", "/platform/rest/deeplearning/v1/execs/{}", delete},
+    {"GET", "/platform/rest/deeplearning/v1/execs", list, HTTP_USER},
+    {"POST", "/platform/rest/deeplearning/v1/execs", submit, HTTP_USER},
+    {"GET", "/platform/rest/deeplearning/v1/execs/{}", view, HTTP_USER},
+    {"GET", "/platform/rest/deeplearning/v1/execs/{}/log", log_chunk, HTTP_USER},
+    {"POST", "/platform/rest/deeplearning/v1/execs/{}/stop", stop, HTTP_USER},
+    {"POST", "/platform/rest/deeplearning/v1/execs/{}/resize", resize, HTTP_USER},
+    {"DELETE", "/platform/rest/deeplearning/v1/execs/{}", delete, HTTP_USER},
 };
 const size_t loom_exec_route_count = sizeof loom_exec_routes / sizeof *loom_exec_routes;

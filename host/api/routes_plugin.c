@@ -245,10 +245,12 @@ void loomd_load_user_plugins(loomd *d)
 }
 
 const http_route loom_plugin_routes[] = {
-    {"GET", "/loom/v1/plugins", list_plugins},
-    {"POST", "/loom/v1/plugins", add_plugin},
-    {"GET", "/loom/v1/plugins/{}/{}", show_plugin},
-    {"DELETE", "/loom/v1/plugins/{}/{}", remove_plugin},
-    {"GET", "/platform/rest/deeplearning/v1/execs/frameworks", list_frameworks},
+    {"GET", "/loom/v1/plugins", list_plugins, HTTP_USER},
+    /* A .so runs in the host: installing and removing plugins is for
+     * administrators. */
+    {"POST", "/loom/v1/plugins", add_plugin, HTTP_ADMIN},
+    {"GET", "/loom/v1/plugins/{}/{}", show_plugin, HTTP_USER},
+    {"DELETE", "/loom/v1/plugins/{}/{}", remove_plugin, HTTP_ADMIN},
+    {"GET", "/platform/rest/deeplearning/v1/execs/frameworks", list_frameworks, HTTP_USER},
 };
 const size_t loom_plugin_route_count = sizeof loom_plugin_routes / sizeof *loom_plugin_routes;

@@ -78,11 +78,11 @@ static void remove_plan(void *ctx, const http_request *req, http_response *res)
 }
 
 const http_route loom_sched_routes[] = {
-    {"GET", "/loom/v1/slots", slots},
-    {"GET", "/loom/v1/plans", list_plans},
-    {"POST", "/loom/v1/plans", add_plan},
-    {"GET", "/loom/v1/plan", show_plan},
-    {"PUT", "/loom/v1/plan", update_plan},
-    {"DELETE", "/loom/v1/plan", remove_plan},
+    {"GET", "/loom/v1/slots", slots, HTTP_USER},
+    {"GET", "/loom/v1/plans", list_plans, HTTP_USER},
+    {"POST", "/loom/v1/plans", add_plan, HTTP_ADMIN},
+    {"GET", "/loom/v1/plan", show_plan, HTTP_USER},
+    {"PUT", "/loom/v1/plan", update_plan, HTTP_ADMIN},
+    {"DELETE", "/loom/v1/plan", remove_plan, HTTP_ADMIN},
 };
 const size_t loom_sched_route_count = sizeof loom_sched_routes / sizeof *loom_sched_routes;

@@ -29,7 +29,7 @@ static void health(void *ctx, const http_request *req, http_response *res)
 }
 
 static const http_route core_routes[] = {
-    {"GET", "/loom/v1/health", health},
+    {"GET", "/loom/v1/health", health, HTTP_USER},
 };
 
 void loomd_default_plugin_dir(char *out, size_t outlen)
@@ -96,6 +96,14 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
     d->st = store_open(path, err, errlen);
     if (!d->st)
         goto fail;
+    d->auth = auth_open(path, NULL, err, errlen);
+    if (!d->auth)
+        goto fail;
+    if (auth_bootstrap_admin(d->auth, opt->admin_password, d->generated_admin_password,
+                             sizeof d->generated_admin_password, err, errlen) < 0)
+        goto fail;
+    if (opt->admin_password)
+        d->generated_admin_password[0] = 0;
     d->reg = registry_create();
     if (!d->reg) {
         snprintf(err, errlen, "out of memory");
@@ -124,6 +132,8 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
         routes[n++] = core_routes[i];
     for (size_t i = 0; i < loom_plugin_route_count; i++)
         routes[n++] = loom_plugin_routes[i];
+    for (size_t i = 0; i < loom_auth_route_count; i++)
+        routes[n++] = loom_auth_routes[i];
     for (size_t i = 0; i < loom_sched_route_count; i++)
         routes[n++] = loom_sched_routes[i];
     for (size_t i = 0; i < loom_exec_route_count; i++)
@@ -136,6 +146,7 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
         .routes = routes,
         .nroutes = n,
         .ctx = d,
+        .authenticate = loomd_authenticate,
     };
     d->http = http_server_start(&cfg, err, errlen);
     if (!d->http)
@@ -156,6 +167,7 @@ void loomd_stop(loomd *d)
     exec_service_destroy(d->execs);
     sched_service_destroy(d->sched);
     registry_destroy(d->reg);
+    auth_close(d->auth);
     store_close(d->st);
     if (d->lock_fd >= 0)
         close(d->lock_fd);

@@ -10,6 +10,7 @@
 #include <pthread.h>
 
 #include "api/http.h"
+#include "auth/auth.h"
 #include "exec/exec.h"
 #include "sched/sched_service.h"
 #include "plugin/registry.h"
@@ -22,6 +23,7 @@ typedef struct loomd_options {
     const char *plugin_dir;  /* built-in plugins; NULL: next to the binary */
     int cpu_slots;           /* devices without a GPU; 0: the number of cores */
     double hysteresis;       /* seconds between resizes of one job; < 0: default */
+    const char *admin_password; /* the first admin's, on a new home; NULL: random */
 } loomd_options;
 
 typedef struct loomd {
@@ -32,6 +34,9 @@ typedef struct loomd {
     registry *reg;
     sched_service *sched;
     exec_service *execs;
+    auth_service *auth;
+    /* A new home's first admin password when it was generated: shown once. */
+    char generated_admin_password[AUTH_PASSWORD_GEN_MAX];
     http_server *http;
     http_route routes[64];
     pthread_mutex_t admin_lock; /* plugin add/remove: file, registry, store */
@@ -49,6 +54,10 @@ void loomd_default_plugin_dir(char *out, size_t outlen);
 /* Route tables of the subsystems (routes_*.c). */
 extern const http_route loom_exec_routes[];
 extern const size_t loom_exec_route_count;
+extern const http_route loom_auth_routes[];
+extern const size_t loom_auth_route_count;
+int loomd_authenticate(void *ctx, const http_request *req, char *user, size_t userlen,
+                       int *is_admin);
 extern const http_route loom_sched_routes[];
 extern const size_t loom_sched_route_count;
 extern const http_route loom_plugin_routes[];

@@ -27,6 +27,12 @@ static const char usage[] =
     "  kernel add|list|show|remove       inference kernels\n"
     "  logger add|list|show|remove       logger callbacks\n"
     "\n"
+    "Users:\n"
+    "  login -u USER | -k APIKEY   log on; the token is kept in $LOOM_HOME/credentials\n"
+    "  logout\n"
+    "  user add|list|remove|passwd  users (administrators), or your own password\n"
+    "  apikey create LABEL  an API key for scripts\n"
+    "\n"
     "Scheduling:\n"
     "  slots                every device and the exec holding it\n"
     "  plan add|list|show|update|remove  resource plans (shares, minimums, caps)\n"
@@ -60,6 +66,14 @@ int cli_main(int argc, char **argv)
         printf("loom %s (plugin ABI %d.%d)\n", LOOM_VERSION, LOOM_ABI_MAJOR, LOOM_ABI_MINOR);
         return 0;
     }
+    if (strcmp(cmd, "login") == 0)
+        return cmd_login(n - 1, args + 1, &g);
+    if (strcmp(cmd, "logout") == 0)
+        return cmd_logout(n - 1, args + 1, &g);
+    if (strcmp(cmd, "user") == 0)
+        return cmd_user(n - 1, args + 1, &g);
+    if (strcmp(cmd, "apikey") == 0)
+        return cmd_apikey(n - 1, args + 1, &g);
     if (strcmp(cmd, "slots") == 0)
         return cmd_slots(n - 1, args + 1, &g);
     if (strcmp(cmd, "plan") == 0)

@@ -40,6 +40,7 @@ void client_init(client *c, const char *host_flag)
     }
     if (!host) {
         snprintf(c->base, sizeof c->base, "http://127.0.0.1:%d", LOOM_DEFAULT_PORT);
+        client_load_token(c);
         return;
     }
     if (strncmp(host, "http://", 7) == 0 || strncmp(host, "https://", 8) == 0)
@@ -49,6 +50,7 @@ void client_init(client *c, const char *host_flag)
     size_t n = strlen(c->base);
     while (n > 0 && c->base[n - 1] == '/')
         c->base[--n] = 0;
+    client_load_token(c);
 }
 
 static size_t collect(char *data, size_t size, size_t nmemb, void *arg)
@@ -65,6 +67,60 @@ static size_t collect(char *data, size_t size, size_t nmemb, void *arg)
     return n;
 }
 
+static void credentials_path(char *out, size_t len)
+{
+    char home[4096];
+    client_home(NULL, home, sizeof home);
+    snprintf(out, len, "%s/credentials", home);
+}
+
+void client_load_token(client *c)
+{
+    c->token[0] = 0;
+    const char *env = getenv("LOOM_TOKEN");
+    if (env && *env) {
+        snprintf(c->token, sizeof c->token, "%s", env);
+        return;
+    }
+    char path[4200];
+    credentials_path(path, sizeof path);
+    char *text = fs_read_file(path, 1u << 20, NULL);
+    if (!text)
+        return;
+    size_t blen = strlen(c->base);
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n"))
+        if (strncmp(line, c->base, blen) == 0 && line[blen] == ' ')
+            snprintf(c->token, sizeof c->token, "%s", line + blen + 1);
+    free(text);
+}
+
+int client_save_token(const client *c, const char *token)
+{
+    char path[4200];
+    credentials_path(path, sizeof path);
+    char *old = fs_read_file(path, 1u << 20, NULL);
+    size_t cap = (old ? strlen(old) : 0) + strlen(c->base) + (token ? strlen(token) : 0) + 8;
+    char *out = calloc(1, cap);
+    if (!out) {
+        free(old);
+        return -1;
+    }
+    size_t blen = strlen(c->base), used = 0;
+    for (char *line = old ? strtok(old, "\n") : NULL; line; line = strtok(NULL, "\n"))
+        if (!(strncmp(line, c->base, blen) == 0 && line[blen] == ' '))
+            used += (size_t)snprintf(out + used, cap - used, "%s\n", line);
+    if (token)
+        snprintf(out + used, cap - used, "%s %s\n", c->base, token);
+    char home[4096];
+    client_home(NULL, home, sizeof home);
+    fs_mkdir_p(home);
+    /* Written whole with mode 0600: the token is a secret. */
+    int rc = fs_write_file_atomic(path, out, strlen(out), 0600);
+    free(out);
+    free(old);
+    return rc;
+}
+
 static int perform(CURL *curl, const client *c, const char *path, client_reply *reply,
                    char *err, size_t errlen)
 {
@@ -76,6 +132,10 @@ static int perform(CURL *curl, const client *c, const char *path, client_reply *
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, reply);
     curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 10L);
     curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    if (c->token[0]) {
+        curl_easy_setopt(curl, CURLOPT_XOAUTH2_BEARER, c->token);
+        curl_easy_setopt(curl, CURLOPT_HTTPAUTH, (long)CURLAUTH_BEARER);
+    }
     CURLcode rc = curl_easy_perform(curl);
     if (rc != CURLE_OK) {
         snprintf(err, errlen, "cannot reach the loom host at %s: %s (start one with 'loom serve', or set --host / LOOM_HOST)",
@@ -142,6 +202,26 @@ int client_upload(const client *c, const char *path, const client_part *parts, i
     int rc = perform(curl, c, path, reply, err, errlen);
     curl_slist_free_all(headers);
     curl_mime_free(mime);
+    curl_easy_cleanup(curl);
+    return rc;
+}
+
+int client_logon_basic(const client *c, const char *user, const char *password,
+                       client_reply *reply, char *err, size_t errlen)
+{
+    CURL *curl = curl_easy_init();
+    if (!curl) {
+        snprintf(err, errlen, "cannot initialise libcurl");
+        return -1;
+    }
+    client anonymous = *c;
+    anonymous.token[0] = 0;
+    curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, "POST");
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, "");
+    curl_easy_setopt(curl, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+    curl_easy_setopt(curl, CURLOPT_USERNAME, user);
+    curl_easy_setopt(curl, CURLOPT_PASSWORD, password);
+    int rc = perform(curl, &anonymous, "/auth/v1/logon", reply, err, errlen);
     curl_easy_cleanup(curl);
     return rc;
 }

@@ -13,6 +13,7 @@
 
 typedef struct client {
     char base[512];
+    char token[128]; /* sent as Authorization: Bearer; "" = none */
 } client;
 
 typedef struct client_reply {
@@ -38,6 +39,15 @@ int client_call(const client *c, const char *method, const char *path,
                 size_t errlen);
 int client_upload(const client *c, const char *path, const client_part *parts,
                   int nparts, client_reply *reply, char *err, size_t errlen);
+/* POST /auth/v1/logon with Basic credentials. */
+int client_logon_basic(const client *c, const char *user, const char *password,
+                       client_reply *reply, char *err, size_t errlen);
+/* The token the CLI keeps for this host: $LOOM_TOKEN, else the one saved in
+ * $LOOM_HOME/credentials by `loom login`. */
+void client_load_token(client *c);
+/* Saves (token non-NULL) or forgets this host's token in the credentials
+ * file, which is created with mode 0600. 0 or -1. */
+int client_save_token(const client *c, const char *token);
 void client_reply_free(client_reply *r);
 /* The reply's JSON, or NULL. */
 cJSON *client_reply_json(const client_reply *r);

@@ -202,13 +202,35 @@ int cmd_demo(int argc, char **argv, const cli_globals *g)
     signal(SIGPIPE, SIG_IGN);
 
     char err[1024];
-    loomd_options opt = {.home = home, .address = "127.0.0.1", .port = 0, .hysteresis = -1};
+    /* The demo's own administrator, with a password nobody needs to know. */
+    unsigned char raw[12];
+    char password[32];
+    FILE *urandom = fopen("/dev/urandom", "rb");
+    if (!urandom || fread(raw, 1, sizeof raw, urandom) != sizeof raw)
+        return cli_fail("cannot read /dev/urandom");
+    fclose(urandom);
+    for (size_t i = 0; i < sizeof raw; i++)
+        snprintf(password + 2 * i, 3, "%02x", raw[i]);
+    loomd_options opt = {.home = home, .address = "127.0.0.1", .port = 0, .hysteresis = -1,
+                         .admin_password = password};
     loomd *d = loomd_start(&opt, err, sizeof err);
     if (!d)
         return cli_fail("demo host: %s", err);
     char url[64];
     snprintf(url, sizeof url, "http://127.0.0.1:%d", loomd_port(d));
     cli_globals hg = {.host = url, .json = 0};
+    client c;
+    client_init(&c, url);
+    client_reply r;
+    if (client_logon_basic(&c, "admin", password, &r, err, sizeof err) != 0 || r.status != 200) {
+        client_reply_free(&r);
+        loomd_stop(d);
+        return cli_fail("demo: cannot log on to its own host");
+    }
+    cJSON *logon = client_reply_json(&r);
+    client_reply_free(&r);
+    setenv("LOOM_TOKEN", cli_str(logon, "token"), 1);
+    cJSON_Delete(logon);
     printf("== loom demo: host %s on %s, state in %s\n\n", LOOM_VERSION, url, home);
 
     printf("== plugins (loaded through the SDK's ABI like anyone's)\n");

@@ -7,13 +7,14 @@
 #include <string.h>
 
 #include "api/server.h"
+#include "auth/auth.h"
 #include "cli/commands.h"
 #include "util/fs.h"
 #include "util/log.h"
 
 static const char serve_usage[] =
     "usage: loom serve [--home DIR] [--listen ADDR:PORT] [--plugin-dir DIR]\n"
-    "                  [--cpu-slots N] [--hysteresis SECONDS]\n"
+    "                  [--cpu-slots N] [--hysteresis SECONDS] [--admin-password-file F]\n"
     "\n"
     "Runs the loom host: REST API, state store, plugin registry and job\n"
     "supervision. It stops cleanly on SIGTERM or SIGINT.\n"
@@ -26,6 +27,8 @@ static const char serve_usage[] =
     "                      number of cores)\n"
     "  --hysteresis S      seconds before the scheduler resizes a job again\n"
     "                      (default 5)\n"
+    "  --admin-password-file F  on a new home, the first administrator's\n"
+    "                      password (else a random one is printed once)\n"
     "\n"
     "The host writes its address to HOME/host, so the CLI finds it, and its\n"
     "log to HOME/loom.log.\n";
@@ -58,6 +61,7 @@ int cmd_serve(int argc, char **argv, const cli_globals *g)
     const char *plugin_dir = NULL;
     int cpu_slots = 0;
     double hysteresis = -1;
+    const char *admin_password_file = NULL;
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--listen") == 0 && i + 1 < argc) {
             if (parse_listen(argv[++i], addr, sizeof addr, &port) != 0)
@@ -70,6 +74,8 @@ int cmd_serve(int argc, char **argv, const cli_globals *g)
             if (*end || v < 1 || v > 4096)
                 return cli_fail("--cpu-slots: expected a whole number from 1 to 4096, got \"%s\"", argv[i]);
             cpu_slots = (int)v;
+        } else if (strcmp(argv[i], "--admin-password-file") == 0 && i + 1 < argc) {
+            admin_password_file = argv[++i];
         } else if (strcmp(argv[i], "--hysteresis") == 0 && i + 1 < argc) {
             char *end;
             hysteresis = strtod(argv[++i], &end);
@@ -97,9 +103,14 @@ int cmd_serve(int argc, char **argv, const cli_globals *g)
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    char err[1024];
+    char err[1024], admin_password[AUTH_PASSWORD_MAX_LEN + 1] = "";
+    if (admin_password_file &&
+        auth_read_password_file(admin_password_file, admin_password, sizeof admin_password, err,
+                                sizeof err) != AUTH_OK)
+        return cli_fail("--admin-password-file: %s", err);
     loomd_options opt = {.home = home, .address = addr, .port = port, .plugin_dir = plugin_dir,
-                         .cpu_slots = cpu_slots, .hysteresis = hysteresis};
+                         .cpu_slots = cpu_slots, .hysteresis = hysteresis,
+                         .admin_password = admin_password[0] ? admin_password : NULL};
     loomd *d = loomd_start(&opt, err, sizeof err);
     if (!d) {
         log_error("start failed: %s", err);
@@ -111,6 +122,9 @@ int cmd_serve(int argc, char **argv, const cli_globals *g)
     fs_write_file_atomic(path, url, strlen(url), 0644);
     printf("loom host %s listening on %s", LOOM_VERSION, url);
     printf("home %s, log %s/loom.log\n", home, home);
+    if (d->generated_admin_password[0])
+        printf("created user admin with password %s (shown once: change it with "
+               "'loom user passwd admin')\n", d->generated_admin_password);
     fflush(stdout);
 
     int sig = 0;

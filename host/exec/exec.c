@@ -77,6 +77,12 @@ static void unlink_running(exec_service *es, running_exec *r)
         }
 }
 
+/* Whether `owner` (NULL: anyone) may see an exec of `user`. */
+static int visible(const char *owner, const char *user)
+{
+    return owner == NULL || strcmp(owner, user) == 0;
+}
+
 /* ---- scheduling --------------------------------------------------------- */
 
 /* Runs the scheduler and carries out its decisions: pending execs start on
@@ -604,13 +610,18 @@ int exec_submit(exec_service *es, const exec_submission *sub, char *id, size_t i
     return status;
 }
 
-int exec_stop(exec_service *es, const char *id, char *err, size_t errlen)
+int exec_stop(exec_service *es, const char *owner, const char *id, char *err, size_t errlen)
 {
     pthread_mutex_lock(&es->lock);
     int rc = 0;
     running_exec *r = exec_find_running(es, id);
     store_exec rec;
-    if (r && r->pending) {
+    int found = r ? visible(owner, r->rec.user)
+                  : store_exec_get(es->st, id, &rec) == 0 && visible(owner, rec.user);
+    if (!found) {
+        snprintf(err, errlen, "no exec \"%s\"", id);
+        rc = 404;
+    } else if (r && r->pending) {
         /* Never started: it ends here. */
         sched_service_end(es->sched, id);
         exec_set_state(es, &r->rec, "KILLED", "stopped by request before it started");
@@ -627,9 +638,6 @@ int exec_stop(exec_service *es, const char *id, char *err, size_t errlen)
             if (r->rec.pgid > 0)
                 kill(-r->rec.pgid, SIGTERM);
         }
-    } else if (store_exec_get(es->st, id, &rec) != 0) {
-        snprintf(err, errlen, "no exec \"%s\"", id);
-        rc = 404;
     } else {
         snprintf(err, errlen, "exec \"%s\" is already %s", id, rec.state);
         rc = 409;
@@ -638,13 +646,19 @@ int exec_stop(exec_service *es, const char *id, char *err, size_t errlen)
     return rc;
 }
 
-int exec_resize(exec_service *es, const char *id, int workers, char *err, size_t errlen)
+int exec_resize(exec_service *es, const char *owner, const char *id, int workers, char *err,
+                size_t errlen)
 {
     pthread_mutex_lock(&es->lock);
     int rc = 0;
     running_exec *r = exec_find_running(es, id);
     store_exec rec;
-    if (r && r->elastic) {
+    int found = r ? visible(owner, r->rec.user)
+                  : store_exec_get(es->st, id, &rec) == 0 && visible(owner, rec.user);
+    if (!found) {
+        snprintf(err, errlen, "no exec \"%s\"", id);
+        rc = 404;
+    } else if (r && r->elastic) {
         if (workers < 1 || workers > r->devices) {
             snprintf(err, errlen, "workers: expected 1 to %d (the job's engines), got %d",
                      r->devices, workers);
@@ -661,9 +675,6 @@ int exec_resize(exec_service *es, const char *id, int workers, char *err, size_t
                  "exec \"%s\" runs a launch-style framework (%s); only elastic training jobs resize",
                  id, r->framework);
         rc = 409;
-    } else if (store_exec_get(es->st, id, &rec) != 0) {
-        snprintf(err, errlen, "no exec \"%s\"", id);
-        rc = 404;
     } else {
         snprintf(err, errlen, "exec \"%s\" is %s", id, rec.state);
         rc = 409;
@@ -672,12 +683,12 @@ int exec_resize(exec_service *es, const char *id, int workers, char *err, size_t
     return rc;
 }
 
-int exec_delete(exec_service *es, const char *id, char *err, size_t errlen)
+int exec_delete(exec_service *es, const char *owner, const char *id, char *err, size_t errlen)
 {
     pthread_mutex_lock(&es->lock);
     int rc = 0;
     store_exec rec;
-    if (store_exec_get(es->st, id, &rec) != 0) {
+    if (store_exec_get(es->st, id, &rec) != 0 || !visible(owner, rec.user)) {
         snprintf(err, errlen, "no exec \"%s\"", id);
         rc = 404;
     } else if (exec_find_running(es, id) || !exec_state_is_final(rec.state)) {
@@ -738,15 +749,15 @@ static cJSON *describe(exec_service *es, const store_exec *e, const running_exec
     return o;
 }
 
-cJSON *exec_describe(exec_service *es, const char *id)
+cJSON *exec_describe(exec_service *es, const char *owner, const char *id)
 {
     pthread_mutex_lock(&es->lock);
     cJSON *o = NULL;
     running_exec *r = exec_find_running(es, id);
     store_exec rec;
-    if (r)
+    if (r && visible(owner, r->rec.user))
         o = describe(es, &r->rec, r);
-    else if (store_exec_get(es->st, id, &rec) == 0)
+    else if (!r && store_exec_get(es->st, id, &rec) == 0 && visible(owner, rec.user))
         o = describe(es, &rec, NULL);
     pthread_mutex_unlock(&es->lock);
     return o;
@@ -754,30 +765,32 @@ cJSON *exec_describe(exec_service *es, const char *id)
 
 typedef struct list_ctx {
     exec_service *es;
+    const char *owner;
     cJSON *array;
 } list_ctx;
 
 static void add_to_list(const store_exec *e, void *ctx)
 {
     list_ctx *l = ctx;
-    cJSON_AddItemToArray(l->array, describe(l->es, e, exec_find_running(l->es, e->id)));
+    if (visible(l->owner, e->user))
+        cJSON_AddItemToArray(l->array, describe(l->es, e, exec_find_running(l->es, e->id)));
 }
 
-cJSON *exec_list(exec_service *es)
+cJSON *exec_list(exec_service *es, const char *owner)
 {
-    list_ctx l = {es, cJSON_CreateArray()};
+    list_ctx l = {es, owner, cJSON_CreateArray()};
     pthread_mutex_lock(&es->lock);
     store_exec_each(es->st, add_to_list, &l);
     pthread_mutex_unlock(&es->lock);
     return l.array;
 }
 
-int exec_log_path(exec_service *es, const char *id, int worker, const char *stream, char *path,
-                  size_t pathlen, char *err, size_t errlen)
+int exec_log_path(exec_service *es, const char *owner, const char *id, int worker,
+                  const char *stream, char *path, size_t pathlen, char *err, size_t errlen)
 {
     store_exec rec;
     pthread_mutex_lock(&es->lock);
-    int found = store_exec_get(es->st, id, &rec) == 0;
+    int found = store_exec_get(es->st, id, &rec) == 0 && visible(owner, rec.user);
     pthread_mutex_unlock(&es->lock);
     if (!found) {
         snprintf(err, errlen, "no exec \"%s\"", id);

@@ -34,17 +34,21 @@ typedef struct exec_submission {
 /* Returns 0 and the new id, or an HTTP status (400, 404, 500, ...) with err. */
 int exec_submit(exec_service *es, const exec_submission *sub, char *id,
                 size_t idlen, char *err, size_t errlen);
+/* `owner` limits every call to that user's execs (NULL: an administrator's
+ * view, every exec); another user's exec is "not found", so names do not
+ * leak. */
 /* Returns 0, or 404 / 409 with err. */
-int exec_stop(exec_service *es, const char *id, char *err, size_t errlen);
+int exec_stop(exec_service *es, const char *owner, const char *id, char *err, size_t errlen);
 /* Asks a training exec for `workers` workers; 0, or 400/404/409 with err. */
-int exec_resize(exec_service *es, const char *id, int workers, char *err, size_t errlen);
-int exec_delete(exec_service *es, const char *id, char *err, size_t errlen);
+int exec_resize(exec_service *es, const char *owner, const char *id, int workers, char *err,
+                size_t errlen);
+int exec_delete(exec_service *es, const char *owner, const char *id, char *err, size_t errlen);
 /* The exec as JSON (caller frees), or NULL when there is none. */
-cJSON *exec_describe(exec_service *es, const char *id);
-cJSON *exec_list(exec_service *es);
+cJSON *exec_describe(exec_service *es, const char *owner, const char *id);
+cJSON *exec_list(exec_service *es, const char *owner);
 /* Path of a worker's "stdout" or "stderr" file (worker -1: the training
  * driver's); 0, or 404 with err. */
-int exec_log_path(exec_service *es, const char *id, int worker,
+int exec_log_path(exec_service *es, const char *owner, const char *id, int worker,
                   const char *stream, char *path, size_t pathlen, char *err,
                   size_t errlen);
 /* True for FINISHED, KILLED, ERROR. */

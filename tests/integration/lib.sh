@@ -38,10 +38,14 @@ expect_fails() { # expect_fails WHAT COMMAND... ; leaves the output in $WORK/out
     if "$@" >"$WORK/out" 2>&1; then fail "$what: succeeded, expected failure"; else pass; fi
 }
 
-# start_host [extra serve flags]: starts `loom serve` and waits for its address.
+ADMIN_PASSWORD=admin-password-for-tests
+printf '%s\n' "$ADMIN_PASSWORD" > "$WORK/admin.pw"
+
+# start_host [extra serve flags]: starts `loom serve`, waits for its
+# address and logs on as the administrator.
 start_host() {
     rm -f "$LOOM_HOME/host"
-    "$LOOM" serve --listen 127.0.0.1:0 "$@" >"$WORK/serve.out" 2>&1 &
+    "$LOOM" serve --listen 127.0.0.1:0 --admin-password-file "$WORK/admin.pw" "$@" >"$WORK/serve.out" 2>&1 &
     HOST_PID=$!
     for _ in $(seq 1 100); do
         [ -s "$LOOM_HOME/host" ] && break
@@ -52,6 +56,8 @@ start_host() {
         exit 1
     fi
     URL=$(head -n1 "$LOOM_HOME/host")
+    echo "$ADMIN_PASSWORD" | "$LOOM" login -u admin --password-stdin >/dev/null || exit 1
+    TOKEN=$(awk -v u="$URL" '$1 == u {print $2}' "$LOOM_HOME/credentials")
 }
 
 # stop_host [SIGNAL]: SIGTERM by default, and wait for it to exit.
@@ -64,7 +70,8 @@ stop_host() {
 # http METHOD PATH [curl args]: prints "STATUS BODY".
 http() {
     local method=$1 path=$2; shift 2
-    curl -s -o "$WORK/body" -w '%{http_code}' -X "$method" "$URL$path" "$@" > "$WORK/status"
+    curl -s -o "$WORK/body" -w '%{http_code}' -X "$method" -H "Authorization: Bearer $TOKEN" \
+         "$URL$path" "$@" > "$WORK/status"
     printf '%s %s' "$(cat "$WORK/status")" "$(cat "$WORK/body")"
 }
 

@@ -1,0 +1,211 @@
+/* api/routes_auth.c - logging on and users over REST: a token for Basic
+ * credentials or an API key (WMLA's /auth/v1/logon and dlim's
+ * /dlim/v1/auth/token), logging off, users (admin), API keys (self). */
+#include <stdio.h>
+#include <string.h>
+
+#include "api/server.h"
+#include "util/fs.h"
+
+int loomd_authenticate(void *ctx, const http_request *req, char *user, size_t userlen,
+                       int *is_admin)
+{
+    loomd *d = ctx;
+    char token[AUTH_SECRET_MAX + 8];
+    const char *authz = http_header(req, "Authorization");
+    const char *x = http_header(req, "X-Auth-Token");
+    if (authz && auth_parse_bearer(authz, token, sizeof token) == AUTH_OK)
+        ;
+    else if (x && strlen(x) < sizeof token)
+        snprintf(token, sizeof token, "%s", x);
+    else
+        return -1;
+    auth_identity who;
+    if (auth_check_token(d->auth, token, time_now_ms(), &who) != AUTH_OK)
+        return -1;
+    snprintf(user, userlen, "%s", who.user);
+    *is_admin = strcmp(who.role, "admin") == 0;
+    return 0;
+}
+
+static void reply_auth_error(http_response *res, int rc, const char *err)
+{
+    http_reply_error(res, auth_http_status(rc), "%s", err && *err ? err : "refused");
+}
+
+/* Basic credentials, or {"apikey": "..."} in the body. */
+static void logon(void *ctx, const http_request *req, http_response *res)
+{
+    loomd *d = ctx;
+    char user[AUTH_NAME_MAX], password[AUTH_PASSWORD_MAX_LEN + 1], token[AUTH_SECRET_MAX], err[256] = "";
+    int64_t expires = 0;
+    int rc;
+    const char *authz = http_header(req, "Authorization");
+    const char *client = req->peer[0] ? req->peer : "local";
+    if (authz && auth_parse_basic(authz, user, sizeof user, password, sizeof password) == AUTH_OK) {
+        rc = auth_logon_password(d->auth, client, user, password, time_now_ms(), token, sizeof token,
+                                 &expires, err, sizeof err);
+    } else if (req->body_len) {
+        cJSON *body = http_body_json(req, res);
+        if (!body)
+            return;
+        const cJSON *key = cJSON_GetObjectItemCaseSensitive(body, "apikey");
+        if (!cJSON_IsString(key)) {
+            cJSON_Delete(body);
+            http_reply_error(res, 400, "apikey: expected a string (or send Authorization: Basic)");
+            return;
+        }
+        rc = auth_logon_apikey(d->auth, client, key->valuestring, time_now_ms(), token, sizeof token,
+                               &expires, err, sizeof err);
+        snprintf(user, sizeof user, "(api key)");
+        cJSON_Delete(body);
+    } else {
+        http_reply_error(res, 401, "credentials required: Authorization: Basic, or {\"apikey\": ...}");
+        return;
+    }
+    if (rc != AUTH_OK) {
+        reply_auth_error(res, rc, err);
+        return;
+    }
+    auth_identity who;
+    cJSON *o = cJSON_CreateObject();
+    if (auth_check_token(d->auth, token, time_now_ms(), &who) == AUTH_OK) {
+        cJSON_AddStringToObject(o, "user", who.user);
+        cJSON_AddStringToObject(o, "role", who.role);
+    }
+    cJSON_AddStringToObject(o, "token", token);
+    cJSON_AddNumberToObject(o, "expiresAt", (double)expires);
+    http_reply_json(res, 200, o);
+}
+
+static void logout(void *ctx, const http_request *req, http_response *res)
+{
+    loomd *d = ctx;
+    char token[AUTH_SECRET_MAX + 8];
+    const char *authz = http_header(req, "Authorization");
+    const char *x = http_header(req, "X-Auth-Token");
+    if (authz && auth_parse_bearer(authz, token, sizeof token) == AUTH_OK)
+        auth_logout(d->auth, token);
+    else if (x)
+        auth_logout(d->auth, x);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "loggedOut", req->user);
+    http_reply_json(res, 200, o);
+}
+
+static void add_user_item(const auth_user *u, void *ctx)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", u->name);
+    cJSON_AddStringToObject(o, "role", u->role);
+    cJSON_AddNumberToObject(o, "createTime", (double)u->created_at_ms);
+    cJSON_AddItemToArray(ctx, o);
+}
+
+static void list_users(void *ctx, const http_request *req, http_response *res)
+{
+    (void)req;
+    loomd *d = ctx;
+    cJSON *a = cJSON_CreateArray();
+    auth_user_list(d->auth, add_user_item, a);
+    http_reply_json(res, 200, a);
+}
+
+static void add_user(void *ctx, const http_request *req, http_response *res)
+{
+    loomd *d = ctx;
+    cJSON *body = http_body_json(req, res);
+    if (!body)
+        return;
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(body, "name");
+    const cJSON *password = cJSON_GetObjectItemCaseSensitive(body, "password");
+    const cJSON *role = cJSON_GetObjectItemCaseSensitive(body, "role");
+    char err[256] = "";
+    int rc = !cJSON_IsString(name) || !cJSON_IsString(password)
+                 ? (snprintf(err, sizeof err, "name and password: expected strings"), AUTH_EINVAL)
+                 : auth_user_add(d->auth, name->valuestring, password->valuestring,
+                                 cJSON_IsString(role) ? role->valuestring : "user", err, sizeof err);
+    if (rc != AUTH_OK) {
+        reply_auth_error(res, rc, err);
+    } else {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "name", name->valuestring);
+        cJSON_AddStringToObject(o, "role", cJSON_IsString(role) ? role->valuestring : "user");
+        http_reply_json(res, 201, o);
+    }
+    cJSON_Delete(body);
+}
+
+static void remove_user(void *ctx, const http_request *req, http_response *res)
+{
+    loomd *d = ctx;
+    char err[256] = "";
+    int rc = auth_user_remove(d->auth, req->params[0], err, sizeof err);
+    if (rc != AUTH_OK) {
+        reply_auth_error(res, rc, err);
+        return;
+    }
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "removed", req->params[0]);
+    http_reply_json(res, 200, o);
+}
+
+/* A user changes their own password; an admin anyone's. */
+static void passwd(void *ctx, const http_request *req, http_response *res)
+{
+    loomd *d = ctx;
+    if (!req->is_admin && strcmp(req->user, req->params[0]) != 0) {
+        http_reply_error(res, 403, "only an administrator changes another user's password");
+        return;
+    }
+    cJSON *body = http_body_json(req, res);
+    if (!body)
+        return;
+    const cJSON *password = cJSON_GetObjectItemCaseSensitive(body, "password");
+    char err[256] = "";
+    int rc = cJSON_IsString(password)
+                 ? auth_user_passwd(d->auth, req->params[0], password->valuestring, err, sizeof err)
+                 : (snprintf(err, sizeof err, "password: expected a string"), AUTH_EINVAL);
+    cJSON_Delete(body);
+    if (rc != AUTH_OK) {
+        reply_auth_error(res, rc, err);
+        return;
+    }
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "changed", req->params[0]);
+    http_reply_json(res, 200, o);
+}
+
+static void create_apikey(void *ctx, const http_request *req, http_response *res)
+{
+    loomd *d = ctx;
+    cJSON *body = http_body_json(req, res);
+    if (!body)
+        return;
+    const cJSON *label = cJSON_GetObjectItemCaseSensitive(body, "label");
+    char key[AUTH_SECRET_MAX], err[256] = "";
+    int rc = cJSON_IsString(label)
+                 ? auth_apikey_create(d->auth, req->user, label->valuestring, key, sizeof key, err, sizeof err)
+                 : (snprintf(err, sizeof err, "label: expected a string"), AUTH_EINVAL);
+    if (rc != AUTH_OK) {
+        reply_auth_error(res, rc, err);
+    } else {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "label", label->valuestring);
+        cJSON_AddStringToObject(o, "apikey", key);
+        http_reply_json(res, 201, o);
+    }
+    cJSON_Delete(body);
+}
+
+const http_route loom_auth_routes[] = {
+    {"POST", "/auth/v1/logon", logon, HTTP_PUBLIC},
+    {"POST", "/dlim/v1/auth/token", logon, HTTP_PUBLIC},
+    {"POST", "/auth/v1/logout", logout, HTTP_USER},
+    {"GET", "/auth/v1/users", list_users, HTTP_ADMIN},
+    {"POST", "/auth/v1/users", add_user, HTTP_ADMIN},
+    {"DELETE", "/auth/v1/users/{}", remove_user, HTTP_ADMIN},
+    {"PUT", "/auth/v1/users/{}/password", passwd, HTTP_USER},
+    {"POST", "/auth/v1/apikeys", create_apikey, HTTP_USER},
+};
+const size_t loom_auth_route_count = sizeof loom_auth_routes / sizeof *loom_auth_routes;

@@ -1,0 +1,236 @@
+/* cli/cmd_auth.c - `loom login|logout`, `loom user add|list|remove|passwd`
+ * and `loom apikey create`. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/commands.h"
+
+/* A password: --password-stdin reads a line, -p gives it, else a prompt. */
+static int read_password(int from_stdin, const char *given, const char *prompt, char *out,
+                         size_t len)
+{
+    if (given) {
+        snprintf(out, len, "%s", given);
+        return 0;
+    }
+    if (from_stdin || !isatty(STDIN_FILENO)) {
+        if (!fgets(out, (int)len, stdin))
+            return -1;
+        out[strcspn(out, "\r\n")] = 0;
+        return 0;
+    }
+    char *p = getpass(prompt);
+    if (!p)
+        return -1;
+    snprintf(out, len, "%s", p);
+    return 0;
+}
+
+static void client_of(const cli_globals *g, client *c)
+{
+    char prev[4096] = "";
+    const char *env = getenv("LOOM_HOME");
+    if (g->home) {
+        snprintf(prev, sizeof prev, "%s", env ? env : "");
+        setenv("LOOM_HOME", g->home, 1);
+    }
+    client_init(c, g->host);
+    if (g->home) {
+        if (env)
+            setenv("LOOM_HOME", prev, 1);
+        else
+            unsetenv("LOOM_HOME");
+    }
+}
+
+int cmd_login(int argc, char **argv, const cli_globals *g)
+{
+    const char *user = NULL, *password = NULL, *apikey = NULL;
+    int from_stdin = 0;
+    for (int i = 0; i < argc; i++) {
+        if ((!strcmp(argv[i], "-u") || !strcmp(argv[i], "--user")) && i + 1 < argc)
+            user = argv[++i];
+        else if ((!strcmp(argv[i], "-p") || !strcmp(argv[i], "--password")) && i + 1 < argc)
+            password = argv[++i];
+        else if ((!strcmp(argv[i], "-k") || !strcmp(argv[i], "--apikey")) && i + 1 < argc)
+            apikey = argv[++i];
+        else if (!strcmp(argv[i], "--password-stdin"))
+            from_stdin = 1;
+        else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            puts("usage: loom login -u USER [--password-stdin | -p PASSWORD]\n"
+                 "       loom login -k APIKEY\n\n"
+                 "Logs on to the host and keeps the token in $LOOM_HOME/credentials (mode\n"
+                 "0600); later commands send it. Without -p the password is asked for,\n"
+                 "or read from standard input when that is not a terminal.");
+            return 0;
+        } else
+            return cli_fail("login: unexpected \"%s\" (see loom login --help)", argv[i]);
+    }
+    if (!user && !apikey)
+        return cli_fail("login: give -u USER or -k APIKEY");
+    client c;
+    client_of(g, &c);
+    client_reply r;
+    char err[1024];
+    int rc;
+    if (apikey) {
+        cJSON *body = cJSON_CreateObject();
+        cJSON_AddStringToObject(body, "apikey", apikey);
+        char *text = cJSON_PrintUnformatted(body);
+        cJSON_Delete(body);
+        c.token[0] = 0;
+        rc = client_call(&c, "POST", "/auth/v1/logon", text, &r, err, sizeof err);
+        free(text);
+    } else {
+        char pw[1100];
+        if (read_password(from_stdin, password, "Password: ", pw, sizeof pw) != 0)
+            return cli_fail("login: no password given");
+        rc = client_logon_basic(&c, user, pw, &r, err, sizeof err);
+    }
+    if (rc != 0)
+        return cli_fail("%s", err);
+    if (r.status != 200) {
+        client_reply_error(&r, err, sizeof err);
+        client_reply_free(&r);
+        return cli_fail("login refused: %s", err);
+    }
+    cJSON *j = client_reply_json(&r);
+    client_reply_free(&r);
+    const char *token = cli_str(j, "token");
+    if (!*token || client_save_token(&c, token) != 0) {
+        cJSON_Delete(j);
+        return cli_fail("cannot save the token");
+    }
+    printf("logged in to %s as %s (%s)\n", c.base, cli_str(j, "user"), cli_str(j, "role"));
+    cJSON_Delete(j);
+    return 0;
+}
+
+int cmd_logout(int argc, char **argv, const cli_globals *g)
+{
+    (void)argv;
+    if (argc > 0)
+        return cli_fail("logout takes no arguments");
+    cJSON *j = cli_request(g, "POST", "/auth/v1/logout", NULL);
+    cJSON_Delete(j);
+    client c;
+    client_of(g, &c);
+    client_save_token(&c, NULL);
+    printf("logged out of %s\n", c.base);
+    return 0;
+}
+
+static const char user_usage[] =
+    "usage: loom user add NAME [--role user|admin] [--password-stdin | -p PASSWORD]\n"
+    "       loom user list [--json]\n"
+    "       loom user remove NAME\n"
+    "       loom user passwd NAME [--password-stdin | -p PASSWORD]\n"
+    "       loom apikey create LABEL\n"
+    "\n"
+    "Users are administrators (all jobs, plugins, plans, users) or users (their\n"
+    "own jobs). add, list and remove are for administrators; a user may change\n"
+    "their own password. An API key logs on like a password (loom login -k).\n";
+
+int cmd_user(int argc, char **argv, const cli_globals *g)
+{
+    if (argc < 1 || cli_wants_help(argc, argv)) {
+        fputs(user_usage, argc < 1 ? stderr : stdout);
+        return argc < 1 ? 2 : 0;
+    }
+    const char *verb = argv[0];
+    if (!strcmp(verb, "list")) {
+        cJSON *j = cli_request(g, "GET", "/auth/v1/users", NULL);
+        if (!j)
+            return 1;
+        if (g->json) {
+            cli_print_json(j);
+        } else {
+            const char *headers[] = {"NAME", "ROLE", "CREATED"};
+            cli_table *t = cli_table_new(3, headers);
+            const cJSON *u;
+            cJSON_ArrayForEach(u, j) {
+                char created[32];
+                cli_time(cli_num(u, "createTime"), created, sizeof created);
+                const char *cells[] = {cli_str(u, "name"), cli_str(u, "role"), created};
+                cli_table_add(t, cells);
+            }
+            cli_table_print(t);
+            cli_table_free(t);
+        }
+        cJSON_Delete(j);
+        return 0;
+    }
+    if (argc < 2)
+        return cli_fail("usage: loom user %s NAME (see loom user --help)", verb);
+    const char *name = argv[1];
+    const char *role = "user", *password = NULL;
+    int from_stdin = 0;
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "--role") && i + 1 < argc)
+            role = argv[++i];
+        else if ((!strcmp(argv[i], "-p") || !strcmp(argv[i], "--password")) && i + 1 < argc)
+            password = argv[++i];
+        else if (!strcmp(argv[i], "--password-stdin"))
+            from_stdin = 1;
+        else
+            return cli_fail("user %s: unexpected \"%s\"", verb, argv[i]);
+    }
+    char path[256];
+    if (!strcmp(verb, "remove")) {
+        snprintf(path, sizeof path, "/auth/v1/users/%s", name);
+        cJSON *j = cli_request(g, "DELETE", path, NULL);
+        if (!j)
+            return 1;
+        cJSON_Delete(j);
+        printf("removed user %s\n", name);
+        return 0;
+    }
+    if (!strcmp(verb, "add") || !strcmp(verb, "passwd")) {
+        char pw[1100];
+        if (read_password(from_stdin, password, "New password: ", pw, sizeof pw) != 0)
+            return cli_fail("user %s: no password given", verb);
+        cJSON *body = cJSON_CreateObject();
+        cJSON_AddStringToObject(body, "password", pw);
+        int add = !strcmp(verb, "add");
+        if (add) {
+            cJSON_AddStringToObject(body, "name", name);
+            cJSON_AddStringToObject(body, "role", role);
+            snprintf(path, sizeof path, "/auth/v1/users");
+        } else {
+            snprintf(path, sizeof path, "/auth/v1/users/%s/password", name);
+        }
+        char *text = cJSON_PrintUnformatted(body);
+        cJSON_Delete(body);
+        cJSON *j = cli_request(g, add ? "POST" : "PUT", path, text);
+        free(text);
+        if (!j)
+            return 1;
+        cJSON_Delete(j);
+        printf(add ? "added user %s (%s)\n" : "changed the password of %s\n", name, role);
+        return 0;
+    }
+    fputs(user_usage, stderr);
+    return cli_fail("user: unknown command \"%s\"", verb);
+}
+
+int cmd_apikey(int argc, char **argv, const cli_globals *g)
+{
+    if (argc != 2 || strcmp(argv[0], "create") != 0)
+        return cli_fail("usage: loom apikey create LABEL");
+    cJSON *body = cJSON_CreateObject();
+    cJSON_AddStringToObject(body, "label", argv[1]);
+    char *text = cJSON_PrintUnformatted(body);
+    cJSON_Delete(body);
+    cJSON *j = cli_request(g, "POST", "/auth/v1/apikeys", text);
+    free(text);
+    if (!j)
+        return 1;
+    if (g->json)
+        cli_print_json(j);
+    else
+        printf("API key %s (shown once): %s\n", cli_str(j, "label"), cli_str(j, "apikey"));
+    cJSON_Delete(j);
+    return 0;
+}
