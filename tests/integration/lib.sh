@@ -60,11 +60,21 @@ start_host() {
     TOKEN=$(awk -v u="$URL" '$1 == u {print $2}' "$LOOM_HOME/credentials")
 }
 
-# stop_host [SIGNAL]: SIGTERM by default, and wait for it to exit.
+# stop_host [SIGNAL]: SIGTERM by default, and wait for it to exit. A clean
+# stop must exit 0 and, in a sanitizer build, report no leak or error.
 stop_host() {
     kill "-${1:-TERM}" "$HOST_PID" 2>/dev/null
     wait "$HOST_PID" 2>/dev/null
+    local rc=$?
     HOST_PID=
+    if [ "${1:-TERM}" = TERM ]; then
+        expect_eq "the host stopped cleanly" "$rc" "0"
+        if grep -qE "ERROR: (LeakSanitizer|AddressSanitizer)|runtime error:" "$WORK/serve.out"; then
+            fail "sanitizer report from the host: $(grep -m3 -E 'ERROR|runtime error' "$WORK/serve.out")"
+        else
+            pass
+        fi
+    fi
 }
 
 # http METHOD PATH [curl args]: prints "STATUS BODY".
