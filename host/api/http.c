@@ -402,14 +402,25 @@ http_server *http_server_start(const http_config *cfg, char *err, size_t errlen)
         free(s);
         return NULL;
     }
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+    int tls = cfg->tls_cert_pem && cfg->tls_key_pem;
+    if (tls && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+        snprintf(err, errlen, "--tls-cert: this libmicrohttpd was built without TLS");
+        free(s);
+        return NULL;
+    }
+    if (tls)
+        flags |= MHD_USE_TLS;
+    /* The TLS options go last: without TLS they are left out entirely. */
     s->daemon = MHD_start_daemon(
-        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG, (uint16_t)cfg->port,
-        NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
-        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)4, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120, MHD_OPTION_END);
+        flags, (uint16_t)cfg->port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR,
+        (struct sockaddr *)&addr, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)4,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
+        tls ? MHD_OPTION_HTTPS_MEM_KEY : MHD_OPTION_END, cfg->tls_key_pem,
+        MHD_OPTION_HTTPS_MEM_CERT, cfg->tls_cert_pem, MHD_OPTION_END);
     if (!s->daemon) {
-        snprintf(err, errlen, "cannot listen on %s:%d (address in use or not permitted)",
-                 cfg->address, cfg->port);
+        snprintf(err, errlen, "cannot listen on %s:%d (address in use or not permitted%s)",
+                 cfg->address, cfg->port, tls ? ", or the TLS certificate or key is not valid PEM" : "");
         free(s);
         return NULL;
     }

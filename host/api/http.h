@@ -86,6 +86,8 @@ typedef struct http_config {
     size_t nroutes;
     void *ctx;             /* passed to every handler */
     http_authenticator authenticate; /* NULL: every route is open */
+    const char *tls_cert_pem;  /* both set: HTTPS (GnuTLS) instead of HTTP */
+    const char *tls_key_pem;
 } http_config;
 
 http_server *http_server_start(const http_config *cfg, char *err, size_t errlen);

@@ -114,6 +114,8 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
                          ffi_kernel_factory());
     int builtin = registry_load_dir(d->reg, d->plugin_dir, "builtin");
     log_info("loaded %d built-in plugin file(s) from %s", builtin, d->plugin_dir);
+    /* WMLA submits elastic training as `--exec-start edt`. */
+    registry_alias(d->reg, LOOM_KIND_FRAMEWORK, "native", "edt");
     loomd_load_user_plugins(d);
     sched_service_options so = {.cpu_slots = opt->cpu_slots,
                                 .hysteresis = opt->hysteresis >= 0 ? opt->hysteresis : 5.0};
@@ -147,6 +149,8 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
         .nroutes = n,
         .ctx = d,
         .authenticate = loomd_authenticate,
+        .tls_cert_pem = opt->tls_cert_pem,
+        .tls_key_pem = opt->tls_key_pem,
     };
     d->http = http_server_start(&cfg, err, errlen);
     if (!d->http)

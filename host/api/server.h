@@ -24,6 +24,8 @@ typedef struct loomd_options {
     int cpu_slots;           /* devices without a GPU; 0: the number of cores */
     double hysteresis;       /* seconds between resizes of one job; < 0: default */
     const char *admin_password; /* the first admin's, on a new home; NULL: random */
+    const char *tls_cert_pem;   /* both set: serve HTTPS */
+    const char *tls_key_pem;
 } loomd_options;
 
 typedef struct loomd {

@@ -82,7 +82,7 @@ static int demo_training(const cli_globals *g, const char *home, int epochs)
     snprintf(epochs_arg, sizeof epochs_arg, "%d", epochs);
     printf("\n== loom exec start --exec-start edt --model-dir %s --numWorker 2 -- --epochs %d\n", dir,
            epochs);
-    char *argv[] = {"--exec-start", "native", "--model-dir", dir, "--numWorker", "2",
+    char *argv[] = {"--exec-start", "edt", "--model-dir", dir, "--numWorker", "2",
                     "--", "--epochs", epochs_arg, NULL};
     if (exec_start_words(9, argv, g, id, sizeof id) != 0)
         return 1;

@@ -15,6 +15,7 @@
 static const char serve_usage[] =
     "usage: loom serve [--home DIR] [--listen ADDR:PORT] [--plugin-dir DIR]\n"
     "                  [--cpu-slots N] [--hysteresis SECONDS] [--admin-password-file F]\n"
+    "                  [--tls-cert PEM --tls-key PEM]\n"
     "\n"
     "Runs the loom host: REST API, state store, plugin registry and job\n"
     "supervision. It stops cleanly on SIGTERM or SIGINT.\n"
@@ -27,6 +28,9 @@ static const char serve_usage[] =
     "                      number of cores)\n"
     "  --hysteresis S      seconds before the scheduler resizes a job again\n"
     "                      (default 5)\n"
+    "  --tls-cert, --tls-key  serve HTTPS with this certificate and key (the\n"
+    "                      CLI then needs LOOM_CA_CERT when the certificate is\n"
+    "                      not signed by a system-trusted authority)\n"
     "  --admin-password-file F  on a new home, the first administrator's\n"
     "                      password (else a random one is printed once)\n"
     "\n"
@@ -61,7 +65,7 @@ int cmd_serve(int argc, char **argv, const cli_globals *g)
     const char *plugin_dir = NULL;
     int cpu_slots = 0;
     double hysteresis = -1;
-    const char *admin_password_file = NULL;
+    const char *admin_password_file = NULL, *tls_cert = NULL, *tls_key = NULL;
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--listen") == 0 && i + 1 < argc) {
             if (parse_listen(argv[++i], addr, sizeof addr, &port) != 0)
@@ -74,6 +78,10 @@ int cmd_serve(int argc, char **argv, const cli_globals *g)
             if (*end || v < 1 || v > 4096)
                 return cli_fail("--cpu-slots: expected a whole number from 1 to 4096, got \"%s\"", argv[i]);
             cpu_slots = (int)v;
+        } else if (strcmp(argv[i], "--tls-cert") == 0 && i + 1 < argc) {
+            tls_cert = argv[++i];
+        } else if (strcmp(argv[i], "--tls-key") == 0 && i + 1 < argc) {
+            tls_key = argv[++i];
         } else if (strcmp(argv[i], "--admin-password-file") == 0 && i + 1 < argc) {
             admin_password_file = argv[++i];
         } else if (strcmp(argv[i], "--hysteresis") == 0 && i + 1 < argc) {
@@ -108,16 +116,27 @@ int cmd_serve(int argc, char **argv, const cli_globals *g)
         auth_read_password_file(admin_password_file, admin_password, sizeof admin_password, err,
                                 sizeof err) != AUTH_OK)
         return cli_fail("--admin-password-file: %s", err);
-    loomd_options opt = {.home = home, .address = addr, .port = port, .plugin_dir = plugin_dir,
+    if (!tls_cert != !tls_key)
+        return cli_fail("--tls-cert and --tls-key go together");
+    char *cert_pem = tls_cert ? fs_read_file(tls_cert, 1u << 20, NULL) : NULL;
+    char *key_pem = tls_key ? fs_read_file(tls_key, 1u << 20, NULL) : NULL;
+    if (tls_cert && (!cert_pem || !key_pem)) {
+        free(cert_pem);
+        free(key_pem);
+        return cli_fail("cannot read %s", !cert_pem ? tls_cert : tls_key);
+    }
+    loomd_options opt = {.tls_cert_pem = cert_pem, .tls_key_pem = key_pem, .home = home, .address = addr, .port = port, .plugin_dir = plugin_dir,
                          .cpu_slots = cpu_slots, .hysteresis = hysteresis,
                          .admin_password = admin_password[0] ? admin_password : NULL};
     loomd *d = loomd_start(&opt, err, sizeof err);
+    free(key_pem);
+    free(cert_pem);
     if (!d) {
         log_error("start failed: %s", err);
         return cli_fail("%s", err);
     }
     char url[300];
-    snprintf(url, sizeof url, "http://%s:%d\n", addr, loomd_port(d));
+    snprintf(url, sizeof url, "%s://%s:%d\n", tls_cert ? "https" : "http", addr, loomd_port(d));
     snprintf(path, sizeof path, "%s/host", home);
     fs_write_file_atomic(path, url, strlen(url), 0644);
     printf("loom host %s listening on %s", LOOM_VERSION, url);

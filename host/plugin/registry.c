@@ -282,6 +282,32 @@ int registry_add_factory(registry *r, loom_kind kind, const char *name, const ch
     return rc;
 }
 
+int registry_alias(registry *r, loom_kind kind, const char *name, const char *alias)
+{
+    if (!loom_name_valid(alias))
+        return -1;
+    pthread_mutex_lock(&r->lock);
+    int rc = -1;
+    slot *target = find_slot(r, (int)kind, name, 1);
+    if (target && !find_slot(r, (int)kind, alias, 1)) {
+        size_t index = (size_t)(target - r->slots);
+        slot *s = append_slot(r); /* may move the array */
+        if (s) {
+            target = &r->slots[index];
+            *s = *target;
+            s->pins = 0;
+            snprintf(s->e.name, sizeof s->e.name, "%s", alias);
+            snprintf(s->e.description, sizeof s->e.description, "another name of %s: %s",
+                     target->e.name, target->e.description);
+            if (s->file)
+                s->file->entries++;
+            rc = 0;
+        }
+    }
+    pthread_mutex_unlock(&r->lock);
+    return rc;
+}
+
 static int by_name(const struct dirent **a, const struct dirent **b)
 {
     return strcmp((*a)->d_name, (*b)->d_name);

@@ -48,6 +48,11 @@ int registry_load(registry *r, const char *path, const char *origin,
 int registry_add_factory(registry *r, loom_kind kind, const char *name, const char *version,
                          const char *description, const void *factory);
 
+/* Registers `alias` as a second name of the loaded plugin `name` (same
+ * factory, same file), e.g. WMLA's "edt" for the native adapter. Returns 0,
+ * or -1 when `name` is not loaded or `alias` is taken. */
+int registry_alias(registry *r, loom_kind kind, const char *name, const char *alias);
+
 /* Loads every .so and .lua in `dir`, in name order; failures are logged and
  * recorded, never fatal. Returns the number loaded. */
 int registry_load_dir(registry *r, const char *dir, const char *origin);

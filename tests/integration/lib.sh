@@ -80,7 +80,7 @@ stop_host() {
 # http METHOD PATH [curl args]: prints "STATUS BODY".
 http() {
     local method=$1 path=$2; shift 2
-    curl -s -o "$WORK/body" -w '%{http_code}' -X "$method" -H "Authorization: Bearer $TOKEN" \
+    curl -s ${LOOM_CA_CERT:+--cacert "$LOOM_CA_CERT"} -o "$WORK/body" -w '%{http_code}' -X "$method" -H "Authorization: Bearer $TOKEN" \
          "$URL$path" "$@" > "$WORK/status"
     printf '%s %s' "$(cat "$WORK/status")" "$(cat "$WORK/body")"
 }

@@ -24,7 +24,7 @@ model_dir() { # model_dir DIR TRAIN_ROWS EPOCHS [extra training json]
 JSON
 }
 submit() { # submit ARGS... ; prints the exec id
-    "$LOOM" exec start --exec-start native "$@" | sed -n 's/^exec \([^ ]*\) submitted.*/\1/p'
+    "$LOOM" exec start --exec-start edt "$@" | sed -n 's/^exec \([^ ]*\) submitted.*/\1/p'
 }
 view() { "$LOOM" --json exec view "$1"; }
 field() { # field ID PYTHON-EXPRESSION over the view as v
