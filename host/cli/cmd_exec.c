@@ -30,8 +30,9 @@ static const char exec_usage[] =
     "       DATA_DIR, RESULT_DIR, LOG_DIR, DLI_EXECID, CUDA_VISIBLE_DEVICES and the\n"
     "       --msd-env pairs set; its stdout and stderr go to RESULT_DIR/log/worker-N/.\n"
     "       Frameworks: see 'loom framework list' (command, python, distPyTorch, ...).\n"
-    "logs   prints every worker's output (or one with --worker); -f follows it\n"
-    "       until the exec ends.\n"
+    "logs   prints every worker's output (or one with --worker); for a training\n"
+    "       exec, the trainer's (driver's) log. -f follows it until the exec ends,\n"
+    "       with a progress line every 2 s for training.\n"
     "wait   waits for the exec to end; the exit status is 0 only if it FINISHED.\n"
     "resize asks an elastic training exec for N workers (1 to its --numWorker);\n"
     "       the trainer grows or shrinks at its next step, without a restart.\n";
@@ -194,6 +195,16 @@ static long print_log_chunk(const cli_globals *g, const char *id, int worker, co
     return (long)n;
 }
 
+/* One line of a training exec's progress, for `logs -f`. */
+static void print_progress(const cJSON *t)
+{
+    fprintf(stderr, "[progress] epoch %d/%d, %d of %d samples, iteration %d, %d worker(s), "
+                    "%.0f samples/s (last epoch), train loss %.4f\n",
+            (int)cli_num(t, "epoch") + 1, (int)cli_num(t, "epochs"), (int)cli_num(t, "epochSamplesDone"),
+            (int)cli_num(t, "epochSamples"), (int)cli_num(t, "iteration"), (int)cli_num(t, "workers"),
+            cli_num(t, "samplesPerSecond"), cli_num(t, "trainLoss"));
+}
+
 int exec_print_logs(const cli_globals *g, const char *id, int follow, int worker,
                     const char *stream)
 {
@@ -201,13 +212,24 @@ int exec_print_logs(const cli_globals *g, const char *id, int follow, int worker
     if (!e)
         return 1;
     int nworkers = (int)cli_num(e, "numWorker");
+    int training = cJSON_GetObjectItemCaseSensitive(e, "training") != NULL;
     cJSON_Delete(e);
     if (worker >= nworkers)
         return cli_fail("--worker: exec %s has workers 0 to %d", id, nworkers - 1);
-    int first = worker >= 0 ? worker : 0, last = worker >= 0 ? worker : nworkers - 1;
+    /* A training exec's story is its driver's log (worker -1); a launch
+     * exec's is its workers'. */
+    int first, last;
+    if (worker >= 0)
+        first = last = worker;
+    else if (training)
+        first = last = -1;
+    else {
+        first = 0;
+        last = nworkers - 1;
+    }
     if (!follow) {
         for (int w = first; w <= last; w++) {
-            if (worker < 0 && nworkers > 1)
+            if (first != last)
                 printf("==> worker-%d/%s <==\n", w, stream);
             long long off = 0;
             long n;
@@ -218,9 +240,10 @@ int exec_print_logs(const cli_globals *g, const char *id, int follow, int worker
         }
         return 0;
     }
-    long long offsets[1024] = {0};
+    long long offsets[1025] = {0};
     if (last - first >= 1024)
         return cli_fail("too many workers to follow at once; use --worker");
+    double last_progress = 0, waited = 0;
     for (;;) {
         /* Read the state first, so output written before the end is not missed. */
         cJSON *j = get_exec(g, id);
@@ -230,6 +253,11 @@ int exec_print_logs(const cli_globals *g, const char *id, int follow, int worker
         char state_line[640];
         snprintf(state_line, sizeof state_line, "exec %s %s%s%s", id, cli_str(j, "state"),
                  *cli_str(j, "message") ? ": " : "", cli_str(j, "message"));
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "training");
+        if (t && !final && waited - last_progress >= 2.0) {
+            print_progress(t);
+            last_progress = waited;
+        }
         cJSON_Delete(j);
         long got = 0;
         for (int w = first; w <= last; w++) {
@@ -237,7 +265,7 @@ int exec_print_logs(const cli_globals *g, const char *id, int follow, int worker
             snprintf(prefix, sizeof prefix, "[worker-%d] ", w);
             long n;
             while ((n = print_log_chunk(g, id, w, stream, &offsets[w - first],
-                                        nworkers > 1 ? prefix : NULL)) > 0)
+                                        first != last ? prefix : NULL)) > 0)
                 got += n;
             if (n < 0)
                 return 1;
@@ -246,8 +274,10 @@ int exec_print_logs(const cli_globals *g, const char *id, int follow, int worker
             fprintf(stderr, "%s\n", state_line);
             return 0;
         }
-        if (!got)
+        if (!got) {
             usleep(200000);
+            waited += 0.2;
+        }
     }
 }
 

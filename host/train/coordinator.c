@@ -380,7 +380,11 @@ static int plan_membership(edt_coordinator *c, int force_new, int *root, char *e
         return -2;
     }
     uint32_t coming = count_in(c, SLOT_STARTING) + count_in(c, SLOT_READY);
-    for (uint32_t i = 0; i < c->nslots && members + coming < target; i++)
+    /* One warm spare beyond the target while the job may still grow: it
+     * starts and loads its data while idle, so a grow only waits for the
+     * next step boundary and the weights. */
+    uint32_t want = target < c->nslots ? target + 1 : target;
+    for (uint32_t i = 0; i < c->nslots && members + coming < want; i++)
         if (c->slots[i].state == SLOT_FREE && spawn_worker(c, i) == 0)
             coming++;
     int changed = force_new;

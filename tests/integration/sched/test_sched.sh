@@ -73,6 +73,21 @@ list=$("$LOOM" plan list)
 expect_contains "plans listed" "$list" "/proj/training"
 expect_fails "a plan with children cannot go" "$LOOM" plan remove /proj
 
+# ---- a job whose workers all die fails cleanly and its devices go back
+expect_ok "stop A for room" "$LOOM" exec stop "$a"
+"$LOOM" exec wait "$a" --timeout 60 >/dev/null 2>&1
+model_dir "$WORK/d" 3000 400
+dd=$(submit --model-dir "$WORK/d" --numWorker 2)
+expect_ok "D runs" wait_for "$dd" 'v["state"] == "RUNNING" and v["training"]["iteration"] > 5' 60
+rm "$LOOM_HOME/execs/$dd/_submitted_code/train.csv"   # replacements cannot start
+pkill -9 -f "worker .*--exec-id $dd "
+expect_fails "D fails" "$LOOM" exec wait "$dd" --timeout 120
+expect_contains "D says why" "$(cat "$WORK/out")" "ERROR"
+for _ in $(seq 1 50); do [ "$(slots_owned "$dd")" = "0" ] && break; sleep 0.1; done
+expect_eq "D's devices went back" "$(slots_owned "$dd")" "0"
+a=$(submit --model-dir "$WORK/a" --numWorker 4)
+expect_ok "A again" wait_for "$a" 'v["state"] == "RUNNING"' 60
+
 # ---- the host restarted with a job running: no device handed out twice
 c=$(submit --model-dir "$WORK/b" --numWorker 4 --consumer /proj/training)
 expect_ok "C runs" wait_for "$c" 'v["state"] == "RUNNING" and v["training"]["iteration"] > 5' 60
