@@ -97,7 +97,8 @@ struct edt_coordinator {
     cJSON *last_test;
     double last_rate;
     int64_t resize_latency_ms;
-    int measuring_resize;
+    int measuring_resize; /* 1: a grow was asked for; 3: its first step is planned */
+    int grew;             /* this round's membership added workers */
     FILE *driver_out;
     char startup_error[600]; /* why a worker died before saying hello */
     uint32_t deaths_since_progress; /* workers lost since the last good round */
@@ -351,8 +352,7 @@ static void accept_hellos(edt_coordinator *c, int wait_ms)
             drop_slot(c, i, "its model or data set differs from the others'");
             continue;
         }
-        if (c->measuring_resize == 1)
-            c->measuring_resize = 2;
+
     }
 }
 
@@ -402,6 +402,7 @@ static int plan_membership(edt_coordinator *c, int force_new, int *root, char *e
             c->slots[i].has_state = 0;
             members++;
             changed = 1;
+            c->grew = 1;
         }
     if (!changed)
         return 0;
@@ -940,8 +941,11 @@ static void *run(void *arg)
             p.action = "step";
             p.ntaken = sampler_take(&c->smp, taken, j->settings.effective_batch_size);
         }
-        if (c->measuring_resize == 2 && join)
+        pthread_mutex_lock(&c->lock);
+        if (c->measuring_resize == 1 && c->grew)
             c->measuring_resize = 3;
+        pthread_mutex_unlock(&c->lock);
+        c->grew = 0;
         send_plans(c, &p);
         int64_t deadline = time_mono_ms() + j->settings.step_timeout_ms +
                            (join ? (int64_t)j->settings.pull_timeout_s * 1000 : 0) + 2000;
