@@ -58,11 +58,8 @@ int trainer_prepare(exec_service *es, const store_exec *rec, const registry_entr
     cJSON_Delete(spec);
     if (rc != 0)
         return 400;
-    if (d->sync_mode_async) {
-        snprintf(err, errlen, "--syncMode ASYNC: the parameter-server mode is not available yet; use SYNC");
-        edt_settings_free(&job->settings);
-        return 501;
-    }
+    job->settings.async = d->sync_mode_async;
+    job->framework = fw->factory;
     /* Without loggers named, the built-in jsonl one writes WMLA's
      * evaluation-metrics.txt for the driver and every worker. */
     registry_entry jsonl;

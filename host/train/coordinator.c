@@ -56,6 +56,10 @@ typedef struct edt_slot {
     int pull_failures;
     cJSON *reply;
     int64_t started_ms;
+    /* ASYNC: the samples handed to this worker and the weights' version */
+    uint64_t *inflight;
+    size_t ninflight;
+    uint64_t version;
 } edt_slot;
 
 struct edt_coordinator {
@@ -140,6 +144,9 @@ static uint32_t count_in(edt_coordinator *c, slot_state st)
 static void close_slot(edt_coordinator *c, uint32_t i)
 {
     edt_slot *s = &c->slots[i];
+    if (s->ninflight && c->sampler_ready)
+        sampler_give_back(&c->smp, s->inflight, s->ninflight);
+    free(s->inflight);
     if (s->fd >= 0)
         close(s->fd);
     cJSON_Delete(s->reply);
@@ -862,6 +869,8 @@ static void finish_workers(edt_coordinator *c, const char *reason)
     }
 }
 
+static const char *run_async(edt_coordinator *c, char *err, size_t errlen);
+
 static void *run(void *arg)
 {
     edt_coordinator *c = arg;
@@ -901,6 +910,10 @@ static void *run(void *arg)
                             .exec_id = j->exec_id};
     logger_set_begin(c->driver_loggers, &info);
 
+    if (j->settings.async) {
+        final_state = run_async(c, err, sizeof err);
+        goto end;
+    }
     uint64_t *taken = malloc(sizeof(uint64_t) * j->settings.effective_batch_size);
     for (;;) {
         pthread_mutex_lock(&c->lock);
@@ -1042,6 +1055,292 @@ end:
     c->done = 1;
     pthread_mutex_unlock(&c->lock);
     return NULL;
+}
+
+
+/* ---- ASYNC: a parameter server in the coordinator ------------------------
+ *
+ * The coordinator holds the model (an instance of the same adapter, in the
+ * host) and its optimizer. Each worker gets a batch and the current weights,
+ * sends back its gradient, and the server applies it unless it is staler
+ * than EDT_MAX_STALENESS updates (then its samples go back to the pool).
+ * Workers never wait for each other; they join and leave at any time. */
+
+typedef struct param_server {
+    loom_framework_instance *inst;
+    loom_tensor_view params, grads;
+    loom_tensor_view views[256];
+    int32_t roles[256];
+    uint32_t nviews;
+    uint64_t version;
+    uint64_t stale;
+} param_server;
+
+static int ps_open(edt_coordinator *c, param_server *ps, char *err, size_t errlen)
+{
+    const loom_framework_factory *f = c->job.framework;
+    if (!f || f->style != LOOM_FRAMEWORK_TRAINER) {
+        snprintf(err, errlen, "ASYNC needs the framework adapter loaded in the host");
+        return -1;
+    }
+    char *spec = fs_read_file(c->job.spec_path, 16u << 20, NULL);
+    if (!spec) {
+        snprintf(err, errlen, "cannot read %s", c->job.spec_path);
+        return -1;
+    }
+    loom_trainer_config cfg = {
+        .struct_size = sizeof cfg,
+        .num_dataloader_threads = 1,
+        .seed = c->job.settings.seed,
+        .device = {.struct_size = sizeof(loom_device), .kind = LOOM_DEVICE_CPU},
+        .spec_json = spec,
+        .code_dir = c->job.code_dir,
+        .data_dir = c->job.data_dir,
+    };
+    loom_error *e = f->create(f, &cfg, &ps->inst);
+    free(spec);
+    ps->params.struct_size = ps->grads.struct_size = sizeof(loom_tensor_view);
+    for (uint32_t i = 0; i < 256; i++)
+        ps->views[i].struct_size = sizeof(loom_tensor_view);
+    if (!e)
+        e = f->buffers(ps->inst, &ps->params, &ps->grads);
+    if (!e)
+        e = f->state_tensors(ps->inst, ps->views, ps->roles, 256, &ps->nviews);
+    if (e) {
+        snprintf(err, errlen, "parameter server: %s", loom_err_message(e));
+        loom_err_free(e);
+        return -1;
+    }
+    if (c->load_path[0]) {
+        if (checkpoint_load(c->load_path, ps->views, ps->nviews, NULL, err, errlen) != 0)
+            return -1;
+        if (f->state_loaded && (e = f->state_loaded(ps->inst))) {
+            snprintf(err, errlen, "%s", loom_err_message(e));
+            loom_err_free(e);
+            return -1;
+        }
+        c->load_path[0] = 0;
+    }
+    return 0;
+}
+
+/* Hands a worker its next batch with the current weights. */
+static void ps_assign(edt_coordinator *c, param_server *ps, uint32_t i)
+{
+    edt_slot *s = &c->slots[i];
+    uint32_t b = c->job.settings.batch_size;
+    free(s->inflight);
+    s->inflight = malloc(sizeof(uint64_t) * b);
+    s->ninflight = s->inflight ? sampler_take(&c->smp, s->inflight, b) : 0;
+    if (s->ninflight == 0)
+        return;
+    s->version = ps->version;
+    cJSON *m = cJSON_CreateObject();
+    cJSON_AddStringToObject(m, "do", "async_step");
+    cJSON_AddNumberToObject(m, "round", (double)ps->version);
+    cJSON_AddNumberToObject(m, "epoch", c->epoch);
+    cJSON_AddNumberToObject(m, "iteration", (double)c->iteration);
+    cJSON_AddNumberToObject(m, "workers", count_in(c, SLOT_MEMBER));
+    cJSON *mbs = cJSON_AddArrayToObject(m, "mb");
+    cJSON *mb = cJSON_CreateArray();
+    add_indices(mb, s->inflight, s->ninflight);
+    cJSON_AddItemToArray(mbs, mb);
+    cJSON *scales = cJSON_AddArrayToObject(m, "scale");
+    cJSON_AddItemToArray(scales, cJSON_CreateNumber(1.0));
+    if (msg_send_blob(s->fd, m, ps->params.data, (size_t)ps->params.nbytes) != 0)
+        s->reply = cJSON_Parse("{\"ok\": false}");
+    cJSON_Delete(m);
+}
+
+static const char *run_async(edt_coordinator *c, char *err, size_t errlen)
+{
+    edt_job *j = &c->job;
+    const loom_framework_factory *f = j->framework;
+    param_server ps;
+    memset(&ps, 0, sizeof ps);
+    const char *final_state = "ERROR";
+    if (ps_open(c, &ps, err, errlen) != 0)
+        goto out;
+    driver_say(c, "ASYNC: a parameter server in the host; gradients staler than %u updates are dropped",
+               j->settings.max_staleness);
+    for (;;) {
+        pthread_mutex_lock(&c->lock);
+        int stop = c->stop_requested;
+        pthread_mutex_unlock(&c->lock);
+        if (stop) {
+            final_state = "KILLED";
+            snprintf(err, errlen, "stopped by request");
+            break;
+        }
+        reap(c);
+        accept_hellos(c, 0);
+        /* Members: up to the target; no generations, no broadcast. */
+        uint32_t target = current_target(c);
+        uint32_t members = count_in(c, SLOT_MEMBER);
+        uint32_t coming = count_in(c, SLOT_STARTING) + count_in(c, SLOT_READY);
+        for (uint32_t i = 0; i < c->nslots && members + coming < target; i++)
+            if (c->slots[i].state == SLOT_FREE && spawn_worker(c, i) == 0)
+                coming++;
+        for (uint32_t i = 0; i < c->nslots; i++) {
+            edt_slot *s = &c->slots[i];
+            if (s->state == SLOT_READY && members < target) {
+                s->state = SLOT_MEMBER;
+                members++;
+            } else if (s->state == SLOT_MEMBER && members > target && s->ninflight == 0) {
+                send_exit(c, i, "leaving: the job was resized", 0);
+                members--;
+            }
+        }
+        if (members == 0 && coming == 0 && c->epoch < j->settings.epochs) {
+            snprintf(err, errlen, "every worker died; the job cannot go on");
+            break;
+        }
+        if (c->deaths_since_progress > 2 * c->nslots + 2) {
+            snprintf(err, errlen, "workers keep dying: %u lost without a step done", c->deaths_since_progress);
+            break;
+        }
+        /* Epoch boundary: everything handed out came back. */
+        size_t inflight = 0;
+        for (uint32_t i = 0; i < c->nslots; i++)
+            inflight += c->slots[i].ninflight;
+        if (sampler_remaining(&c->smp) == 0 && inflight == 0 && c->epoch < j->settings.epochs) {
+            end_epoch(c);
+            if (c->pending_validate && c->ntest) {
+                uint64_t *idx = malloc(sizeof(uint64_t) * c->ntest);
+                loom_metrics m = {.struct_size = sizeof m};
+                for (uint64_t k = 0; idx && k < c->ntest; k++)
+                    idx[k] = k;
+                loom_error *e = idx ? f->evaluate(ps.inst, LOOM_SPLIT_TEST, idx, (uint32_t)c->ntest, &m)
+                                    : loom_err(LOOM_ERR_RESOURCE_EXHAUSTED, "out of memory");
+                free(idx);
+                if (e) {
+                    snprintf(err, errlen, "validation: %s", loom_err_message(e));
+                    loom_err_free(e);
+                    break;
+                }
+                cJSON *metrics = cJSON_CreateObject();
+                cJSON *entry = cJSON_CreateObject();
+                cJSON_AddNumberToObject(entry, "step", c->epoch);
+                for (uint32_t k = 0; k < m.count; k++) {
+                    cJSON_AddNumberToObject(metrics, m.items[k].name, m.items[k].value);
+                    cJSON_AddNumberToObject(entry, m.items[k].name, m.items[k].value);
+                }
+                cJSON_AddItemToArray(c->val_list, entry);
+                write_val_list(c);
+                logger_set_test_json(c->driver_loggers, metrics, c->iteration, c->epoch);
+                driver_say(c, "validation after epoch %u on %llu test samples: loss %.4f accuracy %.4f",
+                           c->epoch, (unsigned long long)c->ntest,
+                           cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(metrics, "loss")),
+                           cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(metrics, "accuracy")));
+                cJSON_Delete(c->last_test);
+                c->last_test = metrics;
+            }
+            c->pending_validate = 0;
+            if (c->pending_checkpoint) {
+                char path[PATH_MAX + 64];
+                snprintf(path, sizeof path, "%s/checkpoint/epoch-%u.safetensors", j->result_dir, c->epoch);
+                cJSON *meta = cJSON_CreateObject();
+                cJSON_AddNumberToObject(meta, "epoch", c->epoch);
+                cJSON_AddNumberToObject(meta, "iteration", (double)c->iteration);
+                if (checkpoint_save(path, ps.views, ps.roles, ps.nviews, 0, meta, err, errlen) == 0)
+                    driver_say(c, "checkpoint %s", path);
+                else
+                    driver_say(c, "checkpoint failed: %s", err);
+                cJSON_Delete(meta);
+                c->pending_checkpoint = 0;
+            }
+            if (c->epoch >= j->settings.epochs) {
+                char path[PATH_MAX + 64];
+                snprintf(path, sizeof path, "%s/model", j->result_dir);
+                fs_mkdir_p(path);
+                snprintf(path, sizeof path, "%s/model/model.safetensors", j->result_dir);
+                if (checkpoint_save(path, ps.views, ps.roles, ps.nviews, 1, NULL, err, errlen) != 0)
+                    break;
+                char spec_copy[PATH_MAX + 32];
+                snprintf(spec_copy, sizeof spec_copy, "%s/model/%s", j->result_dir, EDT_SPEC_DEFAULT);
+                fs_copy_file(j->spec_path, spec_copy, 0644);
+                driver_say(c, "finished: model in %s/model (%llu stale gradient(s) dropped)",
+                           j->result_dir, (unsigned long long)ps.stale);
+                final_state = "FINISHED";
+                err[0] = 0;
+                break;
+            }
+        }
+        /* Idle members get work. */
+        for (uint32_t i = 0; i < c->nslots; i++)
+            if (c->slots[i].state == SLOT_MEMBER && c->slots[i].ninflight == 0 &&
+                sampler_remaining(&c->smp) > 0)
+                ps_assign(c, &ps, i);
+        /* Gradients back. */
+        struct pollfd fds[MAX_SLOTS];
+        uint32_t who[MAX_SLOTS], n = 0;
+        for (uint32_t i = 0; i < c->nslots; i++)
+            if (c->slots[i].state == SLOT_MEMBER && c->slots[i].ninflight) {
+                fds[n] = (struct pollfd){.fd = c->slots[i].fd, .events = POLLIN};
+                who[n++] = i;
+            }
+        if (n == 0) {
+            accept_hellos(c, 50);
+            continue;
+        }
+        if (poll(fds, n, 50) <= 0)
+            continue;
+        for (uint32_t k = 0; k < n; k++) {
+            if (!(fds[k].revents & (POLLIN | POLLHUP | POLLERR)))
+                continue;
+            edt_slot *s = &c->slots[who[k]];
+            char why[256];
+            int64_t deadline = time_mono_ms() + j->settings.step_timeout_ms;
+            cJSON *reply = msg_recv(s->fd, deadline, why, sizeof why);
+            if (!reply || msg_recv_blob(s->fd, reply, ps.grads.data, (size_t)ps.grads.nbytes, deadline,
+                                        why, sizeof why) != 0) {
+                cJSON_Delete(reply);
+                drop_slot(c, who[k], "its control connection closed (the process died)");
+                continue;
+            }
+            int ok = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "ok"));
+            if (ok && ps.version - s->version > j->settings.max_staleness) {
+                ps.stale++;
+                ok = 0;
+            }
+            if (ok) {
+                loom_step_info si = {.struct_size = sizeof si, .epoch = c->epoch,
+                                     .epochs = j->settings.epochs, .iteration = c->iteration,
+                                     .steps_per_epoch = c->steps_per_epoch};
+                loom_error *e = f->apply(ps.inst, &si);
+                if (e) {
+                    snprintf(err, errlen, "parameter server: %s", loom_err_message(e));
+                    loom_err_free(e);
+                    cJSON_Delete(reply);
+                    goto out;
+                }
+                ps.version++;
+                c->iteration++;
+                c->deaths_since_progress = 0;
+                sampler_commit(&c->smp, s->inflight, s->ninflight);
+                const cJSON *tr = cJSON_GetObjectItemCaseSensitive(reply, "train");
+                const cJSON *loss = cJSON_GetObjectItemCaseSensitive(tr, "loss");
+                const cJSON *acc = cJSON_GetObjectItemCaseSensitive(tr, "accuracy");
+                if (cJSON_IsNumber(loss)) {
+                    c->epoch_loss_sum += loss->valuedouble * (double)s->ninflight;
+                    c->epoch_loss_n += s->ninflight;
+                }
+                if (cJSON_IsNumber(acc)) {
+                    c->epoch_acc_sum += acc->valuedouble * (double)s->ninflight;
+                    c->have_acc = 1;
+                }
+            } else {
+                sampler_give_back(&c->smp, s->inflight, s->ninflight);
+            }
+            s->ninflight = 0;
+            cJSON_Delete(reply);
+        }
+        update_snapshot(c, "step");
+    }
+out:
+    if (ps.inst)
+        f->destroy(ps.inst);
+    return final_state;
 }
 
 /* ---- the public side ---------------------------------------------------- */

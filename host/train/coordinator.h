@@ -15,6 +15,7 @@
 #include <stddef.h>
 
 #include "plugin/registry.h"
+#include <loom/loom.h>
 #include "train/edt_settings.h"
 
 typedef struct edt_job {
@@ -23,6 +24,9 @@ typedef struct edt_job {
     char code_dir[PATH_MAX];
     char data_dir[PATH_MAX];
     char framework_path[PATH_MAX]; /* the adapter's .so */
+    /* The same adapter loaded in the host: the parameter server's model in
+     * ASYNC mode. Must stay loaded while the trainer runs. */
+    const loom_framework_factory *framework;
     char spec_path[PATH_MAX];
     char loom_binary[PATH_MAX];    /* to start `loom worker` */
     char **msd_env;                /* "K=V", NULL-terminated; copied */

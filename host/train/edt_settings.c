@@ -61,6 +61,7 @@ int edt_settings_resolve(const cJSON *spec, int num_worker, char *const *args, i
     s->pull_timeout_s = 30;
     s->pull_limit = 3;
     s->step_timeout_ms = 60000;
+    s->max_staleness = UINT32_MAX; /* resolved from the engines below */
     int have[NKNOBS] = {0};
 
     const cJSON *training = cJSON_GetObjectItemCaseSensitive(spec, "training");
@@ -147,6 +148,9 @@ int edt_settings_resolve(const cJSON *spec, int num_worker, char *const *args, i
         } else if (strncmp(kv, "EDT_PULL_FAILED_LIMITS=", 23) == 0) {
             if (parse_u32("EDT_PULL_FAILED_LIMITS", kv + 23, 1, 1000, &s->pull_limit, err, errlen))
                 return -1;
+        } else if (strncmp(kv, "EDT_MAX_STALENESS=", 18) == 0) {
+            if (parse_u32("EDT_MAX_STALENESS", kv + 18, 0, 1000000, &s->max_staleness, err, errlen))
+                return -1;
         } else if (strncmp(kv, "LOOM_EDT_STEP_TIMEOUT_MS=", 25) == 0) {
             if (parse_u32("LOOM_EDT_STEP_TIMEOUT_MS", kv + 25, 100, 86400000, &s->step_timeout_ms, err, errlen))
                 return -1;
@@ -172,6 +176,8 @@ int edt_settings_resolve(const cJSON *spec, int num_worker, char *const *args, i
             s->engines = 1;
         s->effective_batch_size = s->engines * b;
     }
+    if (s->max_staleness == UINT32_MAX)
+        s->max_staleness = 2 * s->engines;
     if (s->engines > 1024) {
         snprintf(err, errlen, "engines: %u is more than 1024", s->engines);
         return -1;

@@ -29,6 +29,8 @@ typedef struct edt_settings {
     uint32_t pull_limit;           /* EDT_PULL_FAILED_LIMITS */
     uint32_t step_timeout_ms;      /* LOOM_EDT_STEP_TIMEOUT_MS */
     char *loggers_json;            /* [{"name", "role": driver|worker|both, "config"}] */
+    int async;                     /* --syncMode ASYNC: parameter server */
+    uint32_t max_staleness;        /* EDT_MAX_STALENESS: ASYNC updates a gradient may lag */
 } edt_settings;
 
 /* Resolves the settings. `spec` is the parsed spec (may be NULL);

@@ -144,3 +144,24 @@ cJSON *msg_recv(int fd, int64_t deadline_ms, char *err, size_t errlen)
         snprintf(err, errlen, "malformed message");
     return msg;
 }
+
+int msg_send_blob(int fd, cJSON *msg, const void *blob, size_t len)
+{
+    cJSON_DeleteItemFromObjectCaseSensitive(msg, "blob");
+    cJSON_AddNumberToObject(msg, "blob", (double)len);
+    if (msg_send(fd, msg) != 0)
+        return -1;
+    return write_all(fd, blob, len);
+}
+
+int msg_recv_blob(int fd, const cJSON *msg, void *buf, size_t len, int64_t deadline_ms,
+                  char *err, size_t errlen)
+{
+    const cJSON *n = cJSON_GetObjectItemCaseSensitive(msg, "blob");
+    if (!cJSON_IsNumber(n) || (size_t)n->valuedouble != len) {
+        snprintf(err, errlen, "expected %zu bytes after the message, it announces %.0f", len,
+                 cJSON_IsNumber(n) ? n->valuedouble : 0.0);
+        return -1;
+    }
+    return read_all(fd, buf, len, deadline_ms, err, errlen);
+}

@@ -24,4 +24,12 @@ int msg_send(int fd, const cJSON *msg);
  * clock; 0 = forever). NULL with err "closed", "deadline" or the reason. */
 cJSON *msg_recv(int fd, int64_t deadline_ms, char *err, size_t errlen);
 
+/* A message with raw bytes after it (gradients, weights): the JSON carries
+ * "blob": the byte count. */
+int msg_send_blob(int fd, cJSON *msg, const void *blob, size_t len);
+/* Reads the bytes a received message announced into buf (exactly `len`).
+ * 0, or -1 with err (size mismatch, closed, deadline). */
+int msg_recv_blob(int fd, const cJSON *msg, void *buf, size_t len, int64_t deadline_ms,
+                  char *err, size_t errlen);
+
 #endif

@@ -179,7 +179,8 @@ static const char *str(const cJSON *o, const char *k)
 
 /* A training step: forward + backward over each micro-batch (gradient
  * accumulation), then the average all-reduce. */
-static loom_error *do_step(worker *w, const cJSON *plan, cJSON *reply, uint64_t deadline)
+static loom_error *do_step(worker *w, const cJSON *plan, cJSON *reply, int reduce,
+                           uint64_t deadline)
 {
     loom_error *e = w->fw->zero_grad(w->inst);
     if (e)
@@ -210,10 +211,12 @@ static loom_error *do_step(worker *w, const cJSON *plan, cJSON *reply, uint64_t 
         }
         total += n;
     }
-    e = comm_allreduce_avg_f32(w->comm, (float *)w->grads.data,
-                               (size_t)(w->grads.nbytes / sizeof(float)), deadline);
-    if (e)
-        return e;
+    if (reduce) {
+        e = comm_allreduce_avg_f32(w->comm, (float *)w->grads.data,
+                                   (size_t)(w->grads.nbytes / sizeof(float)), deadline);
+        if (e)
+            return e;
+    }
     cJSON *m = cJSON_AddObjectToObject(reply, "train");
     if (total) {
         cJSON_AddNumberToObject(m, "loss", loss_sum / total);
@@ -314,7 +317,44 @@ static int serve(worker *w)
             say("coordinator gone (%s); exiting", err);
             return 2;
         }
+        /* ASYNC: the parameter server's current weights come with the work. */
+        if (cJSON_GetObjectItemCaseSensitive(plan, "blob")) {
+            if (msg_recv_blob(w->fd, plan, w->params.data, (size_t)w->params.nbytes, 0, err,
+                              sizeof err) != 0) {
+                say("cannot read the weights: %s; exiting", err);
+                cJSON_Delete(plan);
+                return 2;
+            }
+            if (w->fw->state_loaded && (e = w->fw->state_loaded(w->inst))) {
+                cJSON_Delete(plan);
+                return fail(e, "state_loaded");
+            }
+        }
         const char *action = str(plan, "do");
+        if (action && !strcmp(action, "async_step")) {
+            cJSON *reply = cJSON_CreateObject();
+            cJSON_AddStringToObject(reply, "t", "reply");
+            cJSON_AddNumberToObject(reply, "round", num(plan, "round"));
+            e = do_step(w, plan, reply, 0, 0);
+            cJSON_AddBoolToObject(reply, "ok", e == NULL);
+            if (e) {
+                cJSON_AddStringToObject(reply, "error", loom_err_message(e));
+                loom_err_free(e);
+            } else if (w->steps_done % w->log_every == 0) {
+                logger_set_train_json(w->loggers, cJSON_GetObjectItemCaseSensitive(reply, "train"),
+                                      (uint64_t)num(plan, "iteration"), (uint32_t)num(plan, "epoch"),
+                                      (uint32_t)num(plan, "workers"));
+            }
+            cJSON_Delete(plan);
+            /* The gradients go back to the parameter server. */
+            int rc = msg_send_blob(w->fd, reply, w->grads.data, (size_t)w->grads.nbytes);
+            cJSON_Delete(reply);
+            if (rc != 0) {
+                say("coordinator gone; exiting");
+                return 2;
+            }
+            continue;
+        }
         if (action && !strcmp(action, "exit")) {
             const char *reason = str(plan, "reason");
             say("%s", reason ? reason : "stopped by the coordinator");
@@ -343,7 +383,7 @@ static int serve(worker *w)
         uint64_t deadline = comm_deadline_after_ms((uint32_t)num(plan, "timeout_ms"));
         if (!e && action) {
             if (!strcmp(action, "step")) {
-                e = do_step(w, plan, reply, deadline);
+                e = do_step(w, plan, reply, 1, deadline);
                 if (!e) {
                     pending = 1;
                     if (w->steps_done % w->log_every == 0)

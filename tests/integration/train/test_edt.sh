@@ -56,6 +56,26 @@ expect_contains "stopped job is KILLED" "$(cat "$WORK/out")" "KILLED"
 expect_eq "every epoch so far used each sample once" "$(field "$id" "$every_epoch_once")" "True"
 expect_contains "the kill was noticed" "$(cat "$LOOM_HOME/execs/$id/log/driver/stdout")" "killed by signal 9"
 
+# ---- ASYNC: a parameter server; workers come and go without waiting for each other
+model_dir "$WORK/m4" 6000 1000
+id=$(submit --model-dir "$WORK/m4" --numWorker 3 --syncMode ASYNC --msd-env EDT_MAX_STALENESS=8)
+expect_ok "async job runs" wait_for "$id" 'v["training"]["iteration"] > 50' 60
+expect_ok "async shrink to 1" "$LOOM" exec resize "$id" --workers 1
+expect_ok "async shrunk" wait_for "$id" 'v["training"]["workers"] == 1' 30
+expect_ok "async grow to 3" "$LOOM" exec resize "$id" --workers 3
+expect_ok "async grew" wait_for "$id" 'v["training"]["workers"] == 3' 30
+pid=$(pgrep -f "worker .*--exec-id $id .*--slot 2 " | head -n1)
+expect_ok "found an async worker" test -n "$pid"
+kill -9 "$pid"
+expect_ok "the dead async worker is replaced" wait_for "$id" 'v["training"]["workers"] == 3' 30
+e0=$(field "$id" 'len(v["training"]["epochsDone"])')
+expect_ok "async training goes on" wait_for "$id" "len(v[\"training\"][\"epochsDone\"]) > $e0 + 2" 60
+expect_ok "stop the async job" "$LOOM" exec stop "$id"
+"$LOOM" exec wait "$id" --timeout 60 >/dev/null 2>&1
+expect_eq "async: every sample once per epoch" "$(field "$id" "$every_epoch_once")" "True"
+expect_eq "async learns (test accuracy > 0.9)" "$(field "$id" 'v["training"]["testMetrics"]["accuracy"] > 0.9')" "True"
+expect_contains "async ran a parameter server" "$(cat "$LOOM_HOME/execs/$id/log/driver/stdout")" "parameter server"
+
 # ---- the host SIGKILLed mid-training: the job resumes from a whole checkpoint
 model_dir "$WORK/m3" 12000 30
 id=$(submit --model-dir "$WORK/m3" --numWorker 2)
