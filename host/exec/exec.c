@@ -83,6 +83,18 @@ static int visible(const char *owner, const char *user)
     return owner == NULL || strcmp(owner, user) == 0;
 }
 
+/* Finds an exec `owner` may see: a running one in *r, else its stored
+ * record in *rec. Returns 0 when there is none (for that owner). Call with
+ * es->lock. */
+static int lookup(exec_service *es, const char *owner, const char *id, running_exec **r,
+                  store_exec *rec)
+{
+    *r = exec_find_running(es, id);
+    if (*r)
+        return visible(owner, (*r)->rec.user);
+    return store_exec_get(es->st, id, rec) == 0 && visible(owner, rec->user);
+}
+
 /* ---- scheduling --------------------------------------------------------- */
 
 /* Runs the scheduler and carries out its decisions: pending execs start on
@@ -614,11 +626,9 @@ int exec_stop(exec_service *es, const char *owner, const char *id, char *err, si
 {
     pthread_mutex_lock(&es->lock);
     int rc = 0;
-    running_exec *r = exec_find_running(es, id);
     store_exec rec;
-    int found = r ? visible(owner, r->rec.user)
-                  : store_exec_get(es->st, id, &rec) == 0 && visible(owner, rec.user);
-    if (!found) {
+    running_exec *r = NULL;
+    if (!lookup(es, owner, id, &r, &rec)) {
         snprintf(err, errlen, "no exec \"%s\"", id);
         rc = 404;
     } else if (r && r->pending) {
@@ -651,11 +661,9 @@ int exec_resize(exec_service *es, const char *owner, const char *id, int workers
 {
     pthread_mutex_lock(&es->lock);
     int rc = 0;
-    running_exec *r = exec_find_running(es, id);
     store_exec rec;
-    int found = r ? visible(owner, r->rec.user)
-                  : store_exec_get(es->st, id, &rec) == 0 && visible(owner, rec.user);
-    if (!found) {
+    running_exec *r = NULL;
+    if (!lookup(es, owner, id, &r, &rec)) {
         snprintf(err, errlen, "no exec \"%s\"", id);
         rc = 404;
     } else if (r && r->elastic) {
