@@ -38,6 +38,7 @@ typedef struct worker {
     int fd;
     logger_set *loggers;
     uint64_t steps_done;
+    int joined_once;
 } worker;
 
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -253,6 +254,11 @@ static loom_error *do_validate(worker *w, const cJSON *plan, cJSON *reply)
 static loom_error *join_and_pull(worker *w, const cJSON *join, const char *load_path)
 {
     uint64_t deadline = comm_deadline_after_ms((uint32_t)num(join, "timeout_ms"));
+    /* Fault injection for the tests of EDT_PULL_*: a worker that has not
+     * yet pulled the weights arrives this late at a later generation. */
+    const char *delay = getenv("LOOM_FAULT_JOIN_DELAY_MS");
+    if (delay && num(join, "gen") > 1 && !w->joined_once)
+        usleep((useconds_t)strtoul(delay, NULL, 10) * 1000u);
     loom_error *e = comm_shm_join(w->comm, (uint32_t)num(join, "gen"), deadline);
     if (e)
         return e;
@@ -262,8 +268,10 @@ static loom_error *join_and_pull(worker *w, const cJSON *join, const char *load_
             return loom_err(LOOM_ERR_INVALID_ARGUMENT, "%s", err);
     }
     int root = (int)num(join, "root");
-    if (root < 0)
+    if (root < 0) {
+        w->joined_once = 1;
         return NULL;
+    }
     for (uint32_t i = 0; i < w->nviews; i++) {
         e = comm_broadcast(w->comm, w->views[i].data, (size_t)w->views[i].nbytes, (uint32_t)root,
                            deadline);
@@ -272,6 +280,7 @@ static loom_error *join_and_pull(worker *w, const cJSON *join, const char *load_
     }
     if (w->fw->state_loaded && (e = w->fw->state_loaded(w->inst)))
         return e;
+    w->joined_once = 1; /* holds the weights now */
     return NULL;
 }
 

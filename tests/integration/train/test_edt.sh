@@ -56,6 +56,22 @@ expect_contains "stopped job is KILLED" "$(cat "$WORK/out")" "KILLED"
 expect_eq "every epoch so far used each sample once" "$(field "$id" "$every_epoch_once")" "True"
 expect_contains "the kill was noticed" "$(cat "$LOOM_HOME/execs/$id/log/driver/stdout")" "killed by signal 9"
 
+# ---- a joining worker that cannot pull the weights in time is stopped: PULL_FAILED
+model_dir "$WORK/m5" 6000 1000
+id=$(submit --model-dir "$WORK/m5" --numWorker 2 --msd-env EDT_PULL_WEIGHT_TIME_OUT=1 \
+     --msd-env EDT_PULL_FAILED_LIMITS=2 --msd-env LOOM_FAULT_JOIN_DELAY_MS=2500)
+expect_ok "pull job runs" wait_for "$id" 'v["training"]["iteration"] > 20' 60
+expect_ok "shrink to 1" "$LOOM" exec resize "$id" --workers 1
+expect_ok "shrunk" wait_for "$id" 'v["training"]["workers"] == 1' 30
+expect_ok "grow to 2" "$LOOM" exec resize "$id" --workers 2
+for _ in $(seq 1 300); do grep -qs PULL_FAILED "$LOOM_HOME/execs/$id"/log/worker-*/stdout && break; sleep 0.1; done
+expect_contains "the late joiner was stopped with PULL_FAILED" \
+    "$(cat "$LOOM_HOME/execs/$id"/log/worker-*/stdout)" "PULL_FAILED: could not pull the weights within 1 s, 2 time(s)"
+expect_eq "training went on" "$(field "$id" 'v["state"]')" "RUNNING"
+expect_ok "stop the pull job" "$LOOM" exec stop "$id"
+"$LOOM" exec wait "$id" --timeout 60 >/dev/null 2>&1
+expect_eq "pull job: every sample once per epoch" "$(field "$id" "$every_epoch_once")" "True"
+
 # ---- ASYNC: a parameter server; workers come and go without waiting for each other
 model_dir "$WORK/m4" 6000 1000
 id=$(submit --model-dir "$WORK/m4" --numWorker 3 --syncMode ASYNC --msd-env EDT_MAX_STALENESS=8)
