@@ -1,0 +1,307 @@
+#!/bin/sh
+# bench/train/run.sh - loom's elastic trainer beside PyTorch, from the same
+# invocation on the same machine (README.md says what each figure means).
+#
+# Default: training throughput of the MLP 784-512-512-10 on Fashion-MNIST at
+# batch 64 per worker: loom with 1 and 2 workers; PyTorch in one process,
+# DistributedDataParallel over gloo with 2 processes, and 2 processes that
+# never synchronise; the native adapter alone without the trainer (1 and 2
+# processes, when bench_native is built). Interleaved, RUNS repetitions,
+# medians. Then the elastic resize latency (request -> first step with the
+# new worker) over GROWS grows from 1 to 2 workers, on the gzip data as
+# installed and on uncompressed copies.
+#
+# --accuracy: instead, the 10-epoch accuracy runs (2 workers, batch 64 each)
+# of the MLP and of a 2-conv CNN, loom's test accuracy beside PyTorch DDP's
+# for the same model and schedule (the CNN takes about 90 minutes).
+#
+#   bench/train/run.sh [BUILD_DIR]                 (default: build-benchtrain)
+#   bench/train/run.sh --only throughput|resize [BUILD_DIR]
+#   bench/train/run.sh --accuracy [--models mlp,cnn] [BUILD_DIR]
+#   env: RUNS=3 EPOCHS=2 GROWS=5 ACC_EPOCHS=10 NATIVE_SECONDS=4 KEEP=1 (keep
+#        the work dir) DATA=/usr/share/datasets/fashion-mnist PYTHON=/usr/bin/python3
+set -eu
+
+here=$(cd "$(dirname "$0")" && pwd)
+mode=all
+models=mlp,cnn
+build=
+while [ $# -gt 0 ]; do
+    case $1 in
+        --accuracy) mode=accuracy ;;
+        --only) mode=$2; shift ;;
+        --models) models=$2; shift ;;
+        -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+        -*) echo "run.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+        *) build=$1 ;;
+    esac
+    shift
+done
+build=${build:-$here/../../build-benchtrain}
+runs=${RUNS:-3}
+epochs=${EPOCHS:-2}
+grows=${GROWS:-5}
+acc_epochs=${ACC_EPOCHS:-10}
+native_seconds=${NATIVE_SECONDS:-4}
+data=${DATA:-/usr/share/datasets/fashion-mnist}
+# Debian's python3-torch lives in the system interpreter, not in a pyenv one.
+python=${PYTHON:-/usr/bin/python3}
+loom=$build/bin/loom
+
+if [ ! -x "$loom" ] || [ ! -e "$build/lib/loom/plugins/native.so" ]; then
+    echo "run.sh: loom or native.so missing in $build; build them:" >&2
+    echo "  cmake -S $here/../.. -B $build -DCMAKE_BUILD_TYPE=RelWithDebInfo && make -C $build -j2 loom native jsonl bench_native" >&2
+    exit 1
+fi
+if [ ! -r "$data/train-images-idx3-ubyte.gz" ]; then
+    echo "run.sh: Fashion-MNIST not found in $data: apt-get install -y dataset-fashion-mnist" >&2
+    exit 1
+fi
+if ! "$python" -c 'import torch.distributed, numpy' 2>/dev/null; then
+    echo "run.sh: PyTorch missing for $python: apt-get install -y python3-torch" >&2
+    exit 1
+fi
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/loom-benchtrain-XXXXXX")
+export LOOM_HOME="$work/home"
+unset LOOM_HOST
+cleanup() {
+    if [ -s "$work/host.pid" ]; then
+        pid=$(cat "$work/host.pid")
+        kill "$pid" 2>/dev/null || true
+        for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+    fi
+    if [ -n "${KEEP:-}" ]; then echo "work directory kept: $work" >&2; else rm -rf "$work"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# The host's pid goes to a file: a restart may happen in a subshell.
+start_host() {
+    rm -f "$LOOM_HOME/host"
+    "$loom" serve --listen 127.0.0.1:0 >>"$work/serve.out" 2>&1 &
+    echo $! >"$work/host.pid"
+    for _ in $(seq 1 100); do
+        [ -s "$LOOM_HOME/host" ] && return 0
+        sleep 0.05
+    done
+    echo "run.sh: the host did not start: $(cat "$work/serve.out")" >&2
+    exit 1
+}
+host_alive() { kill -0 "$(cat "$work/host.pid")" 2>/dev/null; }
+start_host
+
+# ---- helpers ---------------------------------------------------------------
+
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+say() { echo "$*" >&2; }
+
+submit() { # submit MODEL WORKERS ARGS... ; prints the exec id. MODEL: a name under models/ or a directory
+    m=$1 n=$2
+    shift 2
+    dir=$here/models/$m dd=$data
+    case $m in */*) dir=$m dd=$(cat "$m/data-dir") ;; esac
+    "$loom" exec start --exec-start native --model-dir "$dir" --data-dir "$dd" \
+        --numWorker "$n" -- "$@" | sed -n 's/^exec \([^ ]*\) submitted.*/\1/p'
+}
+field() { # field ID PYTHON-EXPRESSION over the exec's view as v
+    "$loom" --json exec view "$1" | "$python" -c "import json,sys; v=json.load(sys.stdin); print($2)"
+}
+wait_for() { # wait_for ID PYTHON-CONDITION SECONDS
+    _end=$(($(date +%s) + $3))
+    while [ "$(date +%s)" -le "$_end" ]; do
+        [ "$(field "$1" "$2" 2>/dev/null)" = "True" ] && return 0
+        sleep 0.2
+    done
+    return 1
+}
+loom_train() { # loom_train MODEL WORKERS TIMEOUT ARGS... ; prints the exec id when it finished
+    m=$1 n=$2 t=$3
+    shift 3
+    id=$(submit "$m" "$n" "$@")
+    restarts=0 submitted=$id
+    while [ -n "$id" ] && ! "$loom" exec wait "$id" --timeout "$t" >/dev/null 2>&1; do
+        # A host stopped from outside (SIGTERM) leaves the exec RUNNING in its
+        # store; started again on the same home it resumes the job from its
+        # newest checkpoint. Anything else is a failure.
+        if "$loom" exec view "$id" >/dev/null 2>&1 || [ "$restarts" -ge 3 ]; then
+            id= # the host answers: the job itself ended badly
+            break
+        fi
+        for _ in $(seq 1 300); do host_alive || break; sleep 0.05; done
+        restarts=$((restarts + 1))
+        say "run.sh: the host was stopped from outside; restarting it (the job resumes from its last checkpoint)"
+        start_host
+    done
+    if [ -z "$id" ]; then
+        say "run.sh: loom's $m run with $n worker(s) failed; driver log:"
+        [ -n "$submitted" ] && cat "$LOOM_HOME/execs/$submitted/log/driver/stdout" >&2
+        exit 1
+    fi
+    echo "$id"
+}
+torch_train() { # torch_train ARGS... ; prints the RESULT line's fields
+    out=$("$python" "$here/torch_train.py" --data "$data" "$@") || {
+        say "run.sh: torch_train.py $* failed"
+        exit 1
+    }
+    echo "$out" | sed -n 's/^RESULT //p'
+}
+
+# ---- throughput ------------------------------------------------------------
+
+# bench/native's program trains the same MLP through native.so's calls in a
+# plain loop, without the trainer: N copies side by side, no coordinator
+# and no all-reduce, are the most loom's trainer could reach with N workers.
+native=$build/bin/bench_native
+native_alone() { # native_alone N ; prints the summed samples/s
+    i=0
+    while [ "$i" -lt "$1" ]; do
+        OPENBLAS_NUM_THREADS=1 "$native" --seconds "$native_seconds" --batch 64 --data "$data" \
+            >"$work/native.$i" 2>/dev/null &
+        i=$((i + 1))
+    done
+    wait
+    cat "$work"/native.* | awk '{ sum += $3 } END { print sum }'
+    rm -f "$work"/native.*
+}
+
+throughput() {
+    results=$work/throughput
+    : >"$results"
+    args="--epochs $epochs --batch-size 64 --validation-freq 0 --checkpoint-freq 0"
+    last='v["training"]["epochsDone"][-1]["samplesPerSecond"]'
+    say "throughput: MLP 784-512-512-10, batch 64 per worker, $epochs epoch(s) per run (the last is timed), $runs run(s)"
+    for run in $(seq "$runs"); do
+        # shellcheck disable=SC2086
+        id=$(loom_train mlp 1 300 $args)
+        echo "loom1 $run $(field "$id" "$last")" >>"$results"
+        echo "torch1 $run $(torch_train --mode single --epochs "$epochs" --batch 64 | awk '{ print $4 }')" >>"$results"
+        # shellcheck disable=SC2086
+        id=$(loom_train mlp 2 300 $args)
+        echo "loom2 $run $(field "$id" "$last")" >>"$results"
+        echo "ddp2 $run $(torch_train --mode ddp --procs 2 --epochs "$epochs" --batch 64 | awk '{ print $4 }')" >>"$results"
+        echo "nosync2 $run $(torch_train --mode nosync --procs 2 --epochs "$epochs" --batch 64 | awk '{ print $4 }')" >>"$results"
+        if [ -x "$native" ]; then
+            echo "native1 $run $(native_alone 1)" >>"$results"
+            echo "native2 $run $(native_alone 2)" >>"$results"
+        fi
+        say "  run $run of $runs: $(awk -v r="$run" '$2 == r { printf "%s %.0f  ", $1, $3 }' "$results")"
+    done
+    med() { awk -v k="$1" '$1 == k { print $3 }' "$results" | median; }
+    # loom / peer within each run (the two ran minutes apart at most, so the
+    # ratio moves less than either figure when the machine's load changes).
+    ratio() { awk -v a="$1" -v b="$2" '$1 == a { x[$2] = $3 } $1 == b { y[$2] = $3 }
+        END { for (r in x) if (y[r] > 0) print x[r] / y[r] }' "$results" | median; }
+    l1=$(med loom1) t1=$(med torch1) l2=$(med loom2) d2=$(med ddp2) n2=$(med nosync2)
+    echo
+    echo "Training throughput, samples/s (median of $runs; MLP 784-512-512-10, batch 64 per worker, epoch $epochs of $epochs)"
+    printf '  %-44s %8s %8s %10s %10s\n' "" "loom" "peer" "loom/peer" "per run"
+    row() { printf '  %-44s %8.0f %8.0f %10.2f %10.2f\n' "$1" "$2" "$3" "$(echo "$2 $3" | awk '{ print $1 / $2 }')" "$4"; }
+    row "1 worker  vs PyTorch, one process" "$l1" "$t1" "$(ratio loom1 torch1)"
+    row "2 workers vs PyTorch DDP/gloo, 2 processes" "$l2" "$d2" "$(ratio loom2 ddp2)"
+    row "2 workers vs 2 unsynchronised processes" "$l2" "$n2" "$(ratio loom2 nosync2)"
+    if [ -x "$native" ]; then
+        a1=$(med native1) a2=$(med native2)
+        row "1 worker  vs the native adapter alone" "$l1" "$a1" "$(ratio loom1 native1)"
+        row "2 workers vs 2 native adapter processes" "$l2" "$a2" "$(ratio loom2 native2)"
+    fi
+    printf '  %-44s %8.2f %8.2f   (2 workers / 1; the peer: DDP / one process)\n' "scaling" \
+        "$(echo "$l2 $l1" | awk '{ print $1 / $2 }')" "$(echo "$d2 $t1" | awk '{ print $1 / $2 }')"
+    echo "  every run (in the order they ran):"
+    for k in loom1 torch1 loom2 ddp2 nosync2 native1 native2; do
+        printf '    %-8s %s\n' "$k" "$(awk -v k="$k" '$1 == k { printf "%.0f ", $3 }' "$results")"
+    done
+}
+
+# ---- resize latency --------------------------------------------------------
+
+resize_latency() { # resize_latency LABEL MODEL
+    label=$1
+    say "resize ($label): MLP on 2 engines, shrink to 1 then grow to 2, $grows time(s)"
+    id=$(submit "$2" 2 --epochs 1000 --batch-size 64 --validation-freq 0 --checkpoint-freq 0)
+    log=$LOOM_HOME/execs/$id/log/driver/stdout
+    if ! wait_for "$id" 'v["training"]["iteration"] >= 50 and v["training"]["workers"] == 2' 120; then
+        say "run.sh: the resize job did not start; driver log:"
+        cat "$log" >&2
+        exit 1
+    fi
+    for g in $(seq "$grows"); do
+        "$loom" exec resize "$id" --workers 1 >/dev/null
+        wait_for "$id" 'v["training"]["workers"] == 1' 30 || { say "run.sh: shrink $g did not happen"; cat "$log" >&2; exit 1; }
+        sleep 1 # the leaving worker's process is gone; training goes on with one
+        "$loom" exec resize "$id" --workers 2 >/dev/null
+        # The trainer logs one "resize applied" line per grow, when the first
+        # step with the new worker has committed.
+        end=$(($(date +%s) + 30))
+        while [ "$(grep -c 'resize applied' "$log")" -lt "$g" ]; do
+            if [ "$(date +%s)" -gt "$end" ]; then
+                say "run.sh: grow $g was not applied within 30 s; driver log:"
+                cat "$log" >&2
+                exit 1
+            fi
+            sleep 0.1
+        done
+        say "  grow $g: $(grep 'resize applied' "$log" | tail -n1 | sed 's/.*workers \([0-9]*\) ms.*/\1/') ms"
+    done
+    last_ms=$(field "$id" 'v["training"].get("lastResizeMs")')
+    "$loom" exec stop "$id" >/dev/null
+    grep 'resize applied' "$log" | sed 's/.*workers \([0-9]*\) ms.*/\1/' >"$work/resize"
+    echo
+    echo "Elastic resize latency, ms ($label): request -> first step with the new worker committed, grow 1 -> 2 workers, MLP"
+    echo "  median $(median <"$work/resize"), min $(sort -g "$work/resize" | head -n1), max $(sort -g "$work/resize" | tail -n1) over $grows grows (target: < 1000)"
+    echo "  all: $(tr '\n' ' ' <"$work/resize")(training.lastResizeMs after the last: $last_ms)"
+}
+
+# The same MLP reading uncompressed IDX copies: a joining worker loads the
+# whole data set before it says hello, and inflating the 26 MB gzip of the
+# training images is most of a grow (see README.md).
+raw_model() {
+    raw=$work/mlp-raw
+    mkdir -p "$raw/data"
+    for f in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do
+        gzip -dc "$data/$f.gz" >"$raw/data/$f"
+    done
+    mkdir -p "$raw/model"
+    sed 's/-ubyte\.gz"/-ubyte"/' "$here/models/mlp/edt.json" >"$raw/model/edt.json"
+    echo "$raw/data" >"$raw/model/data-dir"
+    echo "$raw/model"
+}
+
+# ---- accuracy --------------------------------------------------------------
+
+accuracy() {
+    echo "Test accuracy after $acc_epochs epochs, 2 workers x batch 64, SGD lr 0.05 momentum 0.9, lr halved every 3 epochs (models/*/edt.json)"
+    printf '  %-34s %8s %8s %8s %9s %9s\n' "" "loom" "pytorch" "target" "loom s" "pytorch s"
+    for m in $(echo "$models" | tr ',' ' '); do
+        case $m in
+            mlp) target=0.88 name="MLP 784-512-512-10" ;;
+            cnn) target=0.90 name="CNN conv16-pool-conv32-pool-128" ;;
+            *) say "run.sh: --models: expected mlp and/or cnn, got $m"; exit 2 ;;
+        esac
+        say "accuracy: $name, loom ($acc_epochs epochs, 2 workers)"
+        t0=$(date +%s)
+        id=$(loom_train "$m" 2 36000 --epochs "$acc_epochs" --checkpoint-freq 1)
+        t1=$(date +%s)
+        acc=$(field "$id" 'v["training"]["testMetrics"]["accuracy"]')
+        cp "$LOOM_HOME/execs/$id/val_dict_list.json" "$work/val-$m.json"
+        say "  loom per epoch: $("$python" -c "import json; print(' '.join('%.4f' % e['accuracy'] for e in json.load(open('$work/val-$m.json'))))")"
+        say "accuracy: $name, PyTorch DDP/gloo ($acc_epochs epochs, 2 processes)"
+        r=$(torch_train --mode ddp --procs 2 --model "$m" --epochs "$acc_epochs" --batch 64 --eval \
+            --spec "$here/models/$m/edt.json")
+        t2=$(date +%s)
+        tacc=$(echo "$r" | awk '{ print $6 }')
+        printf '  %-34s %8.4f %8.4f %8s %9d %9d\n' "$name" "$acc" "$tacc" ">= $target" $((t1 - t0)) $((t2 - t1))
+    done
+}
+
+case $mode in
+    accuracy) accuracy ;;
+    throughput|all|resize)
+        [ "$mode" = resize ] || throughput
+        [ "$mode" = throughput ] || {
+            resize_latency "Fashion-MNIST as installed, gzip IDX" mlp
+            resize_latency "uncompressed IDX copies" "$(raw_model)"
+        } ;;
+    *) echo "run.sh: --only: expected throughput, resize or accuracy, got $mode" >&2; exit 2 ;;
+esac
