@@ -113,9 +113,9 @@ static void schedule_locked(exec_service *es)
             if (r->job) {
                 rc = trainer_start(es, r, actions[i].new_count, err, sizeof err);
             } else {
-                int32_t dev[MAX_DEVICES];
-                int nd = sched_service_job_devices(es->sched, r->rec.id, dev, MAX_DEVICES, dev);
-                rc = launch_start(es, r, dev, nd > 0 ? nd : 0, err, sizeof err);
+                static int32_t slots[MAX_DEVICES], index[MAX_DEVICES];
+                int nd = sched_service_job_devices(es->sched, r->rec.id, slots, MAX_DEVICES, index);
+                rc = launch_start(es, r, index, nd > 0 ? nd : 0, err, sizeof err);
             }
             r->pending = 0;
             if (rc != 0) {
@@ -343,13 +343,11 @@ static void supervise_once(exec_service *es)
 {
     pthread_mutex_lock(&es->lock);
     int64_t now = time_mono_ms();
-    int ended = 0;
     for (running_exec *r = es->running, *next; r; r = next) {
         next = r->next;
-        ended += supervise_exec(es, r, now);
+        supervise_exec(es, r, now);
     }
     /* Freed devices, expired hysteresis: the scheduler decides again. */
-    (void)ended;
     if (!es->stopping)
         schedule_locked(es);
     pthread_mutex_unlock(&es->lock);

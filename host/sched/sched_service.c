@@ -326,7 +326,7 @@ int sched_service_set_range(sched_service *ss, const char *id, int min, int max,
 }
 
 int sched_service_job_devices(sched_service *ss, const char *id, int32_t *out, int cap,
-                              int32_t *kinds)
+                              int32_t *index)
 {
     pthread_mutex_lock(&ss->lock);
     sched_job_info j;
@@ -334,10 +334,10 @@ int sched_service_job_devices(sched_service *ss, const char *id, int32_t *out, i
     if (sched_get_job(ss->core, id, &j)) {
         n = j.count;
         for (int i = 0; i < n && i < cap; i++) {
-            out[i] = j.devices[i];
             sched_device_info d;
-            if (kinds)
-                kinds[i] = sched_device(ss->core, j.devices[i], &d) ? (int32_t)d.index : -1;
+            if (index)
+                index[i] = sched_device(ss->core, j.devices[i], &d) ? (int32_t)d.index : -1;
+            out[i] = j.devices[i];
         }
     }
     pthread_mutex_unlock(&ss->lock);

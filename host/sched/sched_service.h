@@ -41,10 +41,11 @@ int sched_service_submit(sched_service *ss, const sched_job_spec *spec, char *er
 void sched_service_end(sched_service *ss, const char *id);
 int sched_service_set_range(sched_service *ss, const char *id, int min, int max, char *err,
                             size_t errlen);
-/* The devices a job holds (count; slots copied into out, up to cap) and
- * their kind; -1 when the job is unknown. */
+/* The devices a job holds: returns the count and copies up to `cap` slots
+ * into out and, when `index` is set, each device's own index (the CUDA
+ * ordinal for CUDA_VISIBLE_DEVICES); -1 when the job is unknown. */
 int sched_service_job_devices(sched_service *ss, const char *id, int32_t *out, int cap,
-                              int32_t *kinds);
+                              int32_t *index);
 
 /* One decision to carry out. */
 typedef struct sched_action {
