@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "plugin/ffi_call.h"
+#include "train/coordinator.h"
 #include "util/fs.h"
 #include "util/log.h"
 
@@ -122,6 +123,9 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
     d->sched = sched_service_create(d->st, &so, err, errlen);
     if (!d->sched)
         goto fail;
+    int swept = edt_sweep_stale_segments();
+    if (swept)
+        log_info("removed %d shared-memory segment(s) left by hosts that were killed", swept);
     d->execs = exec_service_create(d->st, d->reg, d->sched, d->home);
     if (!d->execs) {
         snprintf(err, errlen, "out of memory");

@@ -10,6 +10,7 @@
  * never a sample twice or not at all. */
 #include "train/coordinator.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <poll.h>
@@ -1443,4 +1444,27 @@ void edt_free(edt_coordinator *c)
     edt_settings_free(&c->job.settings);
     pthread_mutex_destroy(&c->lock);
     free(c);
+}
+
+int edt_sweep_stale_segments(void)
+{
+    DIR *d = opendir("/dev/shm");
+    if (!d)
+        return 0;
+    int removed = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        int pid;
+        /* Our names: "loom-<host pid>-<exec id>" (see prepare()). */
+        if (sscanf(de->d_name, "loom-%d-", &pid) != 1 || pid <= 0)
+            continue;
+        if (kill(pid, 0) == 0 || errno != ESRCH)
+            continue;
+        char name[300];
+        snprintf(name, sizeof name, "/%s", de->d_name);
+        if (shm_unlink(name) == 0)
+            removed++;
+    }
+    closedir(d);
+    return removed;
 }

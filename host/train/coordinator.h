@@ -53,4 +53,9 @@ cJSON *edt_describe(edt_coordinator *c);
 /* Waits for the thread and frees everything. */
 void edt_free(edt_coordinator *c);
 
+/* Removes the shared-memory segments of trainers whose host process is
+ * gone (a host that was killed cannot clean up after itself). Returns how
+ * many were removed. */
+int edt_sweep_stale_segments(void);
+
 #endif

@@ -96,11 +96,13 @@ expect_contains "async ran a parameter server" "$(cat "$LOOM_HOME/execs/$id/log/
 model_dir "$WORK/m3" 12000 30
 id=$(submit --model-dir "$WORK/m3" --numWorker 2)
 expect_ok "job reaches epoch 3" wait_for "$id" 'v["training"]["epoch"] >= 3' 60
+killed_pid=$HOST_PID
 stop_host KILL
 ck="$LOOM_HOME/execs/$id/checkpoint"
 newest=$(ls "$ck" | sed -n 's/epoch-\([0-9]*\).safetensors/\1/p' | sort -n | tail -n1)
 truncate -s 100 "$ck/epoch-$newest.safetensors"
 start_host --cpu-slots 8
+expect_eq "the killed host's shared memory was swept" "$(ls /dev/shm | grep -c "^loom-$killed_pid-")" "0"
 expect_ok "recovers and finishes" "$LOOM" exec wait "$id" --timeout 240
 drv=$(cat "$LOOM_HOME/execs/$id/log/driver/stdout")
 expect_contains "truncated checkpoint refused" "$drv" "epoch-$newest.safetensors: truncated"
