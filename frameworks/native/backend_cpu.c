@@ -128,23 +128,59 @@ static void cpu_dropout(native_backend *be, const float *restrict x,
         nk_dropout(i, x, y, per_sample, sample_ids, rate, seed, epoch);
 }
 
+/* The same mapping as nk_im2col (which the CUDA twin runs per element),
+ * walked row by row: per element, nk_im2col's index arithmetic costs six
+ * 64-bit divisions, which made im2col most of a CNN step on the CPU. The
+ * gradient tests hold both to the finite-difference reference. */
 static void cpu_im2col(native_backend *be, const float *x, float *col,
                        nk_conv_geom g)
 {
     (void)be;
-    int64_t n = (int64_t)g.channels * g.kernel * g.kernel * g.out_height *
-                g.out_width;
-    for (int64_t i = 0; i < n; i++)
-        nk_im2col(i, x, col, g);
+    int64_t plane = (int64_t)g.out_height * g.out_width;
+    for (int32_t c = 0; c < g.channels; c++)
+        for (int32_t ki = 0; ki < g.kernel; ki++)
+            for (int32_t kj = 0; kj < g.kernel; kj++) {
+                float *dst = col + (((int64_t)c * g.kernel + ki) * g.kernel + kj) * plane;
+                for (int32_t oy = 0; oy < g.out_height; oy++, dst += g.out_width) {
+                    int32_t iy = oy * g.stride - g.padding + ki;
+                    if (iy < 0 || iy >= g.height) {
+                        memset(dst, 0, sizeof(float) * (size_t)g.out_width);
+                        continue;
+                    }
+                    const float *src = x + ((int64_t)c * g.height + iy) * g.width;
+                    for (int32_t ox = 0; ox < g.out_width; ox++) {
+                        int32_t ix = ox * g.stride - g.padding + kj;
+                        dst[ox] = (ix >= 0 && ix < g.width) ? src[ix] : 0.0f;
+                    }
+                }
+            }
 }
 
+/* The adjoint of cpu_im2col in scatter form (nk_col2im gathers, for the
+ * GPU, where scattering would race): zero x, then add every column entry
+ * back where im2col took it from. */
 static void cpu_col2im(native_backend *be, const float *col, float *x,
                        nk_conv_geom g)
 {
     (void)be;
-    int64_t n = (int64_t)g.channels * g.height * g.width;
-    for (int64_t i = 0; i < n; i++)
-        nk_col2im(i, col, x, g);
+    int64_t plane = (int64_t)g.out_height * g.out_width;
+    memset(x, 0, sizeof(float) * (size_t)g.channels * (size_t)g.height * (size_t)g.width);
+    for (int32_t c = 0; c < g.channels; c++)
+        for (int32_t ki = 0; ki < g.kernel; ki++)
+            for (int32_t kj = 0; kj < g.kernel; kj++) {
+                const float *src = col + (((int64_t)c * g.kernel + ki) * g.kernel + kj) * plane;
+                for (int32_t oy = 0; oy < g.out_height; oy++, src += g.out_width) {
+                    int32_t iy = oy * g.stride - g.padding + ki;
+                    if (iy < 0 || iy >= g.height)
+                        continue;
+                    float *dst = x + ((int64_t)c * g.height + iy) * g.width;
+                    for (int32_t ox = 0; ox < g.out_width; ox++) {
+                        int32_t ix = ox * g.stride - g.padding + kj;
+                        if (ix >= 0 && ix < g.width)
+                            dst[ix] += src[ox];
+                    }
+                }
+            }
 }
 
 static void cpu_maxpool_fwd(native_backend *be, const float *x, float *y,
