@@ -91,7 +91,10 @@ expect_ok "A again" wait_for "$a" 'v["state"] == "RUNNING"' 60
 # ---- the host restarted with a job running: no device handed out twice
 c=$(submit --model-dir "$WORK/b" --numWorker 4 --consumer /proj/training)
 expect_ok "C runs" wait_for "$c" 'v["state"] == "RUNNING" and v["training"]["iteration"] > 5' 60
+for _ in $(seq 1 100); do [ "$(slots_owned "$c")" = 2 ] && break; sleep 0.1; done
 expect_eq "C's plan caps it at 2" "$(slots_owned "$c")" "2"
+sleep 1.5   # past the hysteresis: the cap still holds
+expect_eq "and keeps it at 2" "$(slots_owned "$c")" "2"
 stop_host KILL
 start_host --cpu-slots 4 --hysteresis 1
 expect_ok "A resumes" wait_for "$a" 'v["state"] == "RUNNING" and v["training"]["workers"] >= 1' 60
