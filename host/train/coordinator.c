@@ -94,6 +94,7 @@ struct edt_coordinator {
     uint32_t round;
     char load_path[PATH_MAX]; /* checkpoint the root loads at the next join */
     int64_t epoch_started_ms;
+    int epoch_clock_pending;
     double epoch_loss_sum, epoch_acc_sum;
     uint64_t epoch_loss_n;
     int have_acc;
@@ -720,7 +721,9 @@ static void end_epoch(edt_coordinator *c)
     c->epoch_loss_n = 0;
     if (c->epoch < s->epochs) {
         sampler_begin_epoch(&c->smp, c->epoch);
-        c->epoch_started_ms = time_mono_ms();
+        /* The clock starts at the epoch's first step: validation and the
+         * checkpoint belong to neither epoch's rate. */
+        c->epoch_clock_pending = 1;
     }
 }
 
@@ -954,6 +957,10 @@ static void *run(void *arg)
         } else {
             p.action = "step";
             p.ntaken = sampler_take(&c->smp, taken, j->settings.effective_batch_size);
+            if (c->epoch_clock_pending) {
+                c->epoch_started_ms = time_mono_ms();
+                c->epoch_clock_pending = 0;
+            }
         }
         pthread_mutex_lock(&c->lock);
         if (c->measuring_resize == 1 && c->grew)
@@ -1135,6 +1142,10 @@ static void ps_assign(edt_coordinator *c, param_server *ps, uint32_t i)
     s->ninflight = s->inflight ? sampler_take(&c->smp, s->inflight, b) : 0;
     if (s->ninflight == 0)
         return;
+    if (c->epoch_clock_pending) {
+        c->epoch_started_ms = time_mono_ms();
+        c->epoch_clock_pending = 0;
+    }
     s->version = ps->version;
     cJSON *m = cJSON_CreateObject();
     cJSON_AddStringToObject(m, "do", "async_step");
