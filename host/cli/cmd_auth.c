@@ -28,23 +28,6 @@ static int read_password(int from_stdin, const char *given, const char *prompt, 
     return 0;
 }
 
-static void client_of(const cli_globals *g, client *c)
-{
-    char prev[4096] = "";
-    const char *env = getenv("LOOM_HOME");
-    if (g->home) {
-        snprintf(prev, sizeof prev, "%s", env ? env : "");
-        setenv("LOOM_HOME", g->home, 1);
-    }
-    client_init(c, g->host);
-    if (g->home) {
-        if (env)
-            setenv("LOOM_HOME", prev, 1);
-        else
-            unsetenv("LOOM_HOME");
-    }
-}
-
 int cmd_login(int argc, char **argv, const cli_globals *g)
 {
     const char *user = NULL, *password = NULL, *apikey = NULL;
@@ -71,7 +54,7 @@ int cmd_login(int argc, char **argv, const cli_globals *g)
     if (!user && !apikey)
         return cli_fail("login: give -u USER or -k APIKEY");
     client c;
-    client_of(g, &c);
+    cli_client(g, &c);
     client_reply r;
     char err[1024];
     int rc;
@@ -116,7 +99,7 @@ int cmd_logout(int argc, char **argv, const cli_globals *g)
     cJSON *j = cli_request(g, "POST", "/auth/v1/logout", NULL);
     cJSON_Delete(j);
     client c;
-    client_of(g, &c);
+    cli_client(g, &c);
     client_save_token(&c, NULL);
     printf("logged out of %s\n", c.base);
     return 0;

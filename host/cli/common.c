@@ -66,7 +66,7 @@ static cJSON *finish(client_reply *r)
     return NULL;
 }
 
-static void client_for(const cli_globals *g, client *c)
+void cli_client(const cli_globals *g, client *c)
 {
     if (!g->host && g->home) {
         /* The host of that home, when it wrote its address there. */
@@ -88,7 +88,7 @@ cJSON *cli_request(const cli_globals *g, const char *method, const char *path,
                    const char *json_body)
 {
     client c;
-    client_for(g, &c);
+    cli_client(g, &c);
     client_reply r;
     char err[1024];
     if (client_call(&c, method, path, json_body, &r, err, sizeof err) != 0) {
@@ -101,7 +101,7 @@ cJSON *cli_request(const cli_globals *g, const char *method, const char *path,
 char *cli_request_text(const cli_globals *g, const char *path, size_t *len)
 {
     client c;
-    client_for(g, &c);
+    cli_client(g, &c);
     client_reply r;
     char err[1024];
     if (client_call(&c, "GET", path, NULL, &r, err, sizeof err) != 0) {
@@ -121,7 +121,7 @@ char *cli_request_text(const cli_globals *g, const char *path, size_t *len)
 cJSON *cli_upload(const cli_globals *g, const char *path, const client_part *parts, int nparts)
 {
     client c;
-    client_for(g, &c);
+    cli_client(g, &c);
     client_reply r;
     char err[1024];
     if (client_upload(&c, path, parts, nparts, &r, err, sizeof err) != 0) {

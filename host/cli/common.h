@@ -17,6 +17,9 @@ typedef struct cli_globals {
  * them in g; returns the new argc or -1 (error printed). */
 int cli_take_globals(int argc, char **argv, cli_globals *g);
 
+/* A client for the host g names (--host, or the host of --home). */
+void cli_client(const cli_globals *g, client *c);
+
 /* Prints "loom: message" to stderr and returns 1. */
 int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
