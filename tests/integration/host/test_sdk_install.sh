@@ -35,7 +35,7 @@ expect_eq "one of each kind" "$kinds" "framework kernel logger search "
 
 # A plugin compiled with only the compiler and pkg-config's flags.
 cflags=$(PKG_CONFIG_PATH="$pcdir" pkg-config --cflags loom)
-incdir=$(echo "$cflags" | sed -n 's/.*-I\([^ ]*\).*/\1/p')
+incdir=$(PKG_CONFIG_PATH="$pcdir" pkg-config --variable=includedir loom)
 expect_eq "pkg-config's include dir is the installed one" "$(cd "$incdir" && pwd -P)" "$(cd "$PREFIX/include" && pwd -P)"
 expect_ok "plain cc build against the installed headers" \
     cc -std=c11 -Wall -Werror $cflags -shared -fPIC -Wl,--no-undefined \
