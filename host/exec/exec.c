@@ -108,15 +108,17 @@ static void schedule_locked(exec_service *es)
         if (!r || actions[i].new_count <= 0)
             continue;
         char err[512] = "";
+        /* The devices granted, by their own index (CUDA ordinal, CPU slot). */
+        static int32_t slots[MAX_DEVICES], index[MAX_DEVICES];
+        int32_t kind = LOOM_DEVICE_CPU;
+        int nd = sched_service_job_devices(es->sched, r->rec.id, slots, MAX_DEVICES, index, &kind);
+        nd = nd < 0 ? 0 : nd > MAX_DEVICES ? MAX_DEVICES : nd;
         if (r->pending) {
             int rc;
-            if (r->job) {
-                rc = trainer_start(es, r, actions[i].new_count, err, sizeof err);
-            } else {
-                static int32_t slots[MAX_DEVICES], index[MAX_DEVICES];
-                int nd = sched_service_job_devices(es->sched, r->rec.id, slots, MAX_DEVICES, index);
-                rc = launch_start(es, r, index, nd > 0 ? nd : 0, err, sizeof err);
-            }
+            if (r->job)
+                rc = trainer_start(es, r, index, nd, kind, err, sizeof err);
+            else
+                rc = launch_start(es, r, index, nd, err, sizeof err);
             r->pending = 0;
             if (rc != 0) {
                 /* Ends at the next supervision with its reason. */
@@ -127,7 +129,7 @@ static void schedule_locked(exec_service *es)
             if (!r->edt)
                 exec_set_state(es, &r->rec, "RUNNING", NULL);
         } else if (r->edt && actions[i].new_count != actions[i].old_count) {
-            if (edt_resize(r->edt, (uint32_t)actions[i].new_count, err, sizeof err) != 0)
+            if (edt_set_devices(r->edt, index, (uint32_t)nd, err, sizeof err) != 0)
                 log_warn("exec %s: resize to %d refused: %s", r->rec.id, actions[i].new_count, err);
             else
                 log_info("exec %s: scheduler moves it from %d to %d device(s)", r->rec.id,
@@ -726,7 +728,7 @@ static cJSON *describe(exec_service *es, const store_exec *e, const running_exec
     cJSON_AddNumberToObject(o, "endTime", (double)e->ended_at);
     if (r) {
         int32_t dev[64];
-        int n = sched_service_job_devices(es->sched, e->id, dev, 64, NULL);
+        int n = sched_service_job_devices(es->sched, e->id, dev, 64, NULL, NULL);
         cJSON *slots = cJSON_AddArrayToObject(o, "slots");
         for (int i = 0; i < n && i < 64; i++)
             cJSON_AddItemToArray(slots, cJSON_CreateNumber(dev[i]));

@@ -89,7 +89,10 @@ int reserve_port(void);
 int trainer_prepare(exec_service *es, const store_exec *rec, const registry_entry *fw,
                     const dlicmd *d, const char *data_dir, edt_job *job, char *err, size_t errlen);
 /* Starts a prepared trainer with `workers` workers. Call with es->lock. */
-int trainer_start(exec_service *es, running_exec *r, int workers, char *err, size_t errlen);
+/* Starts the trainer on the devices granted (CUDA ordinals or CPU slot
+ * numbers, of `kind`). */
+int trainer_start(exec_service *es, running_exec *r, const int32_t *devices, int count,
+                  int32_t kind, char *err, size_t errlen);
 /* Keeps the trainer's progress for `exec view` and frees it. */
 void trainer_ended(exec_service *es, running_exec *r);
 void trainer_summary_path(const store_exec *rec, char *path, size_t len);

@@ -83,10 +83,14 @@ int trainer_prepare(exec_service *es, const store_exec *rec, const registry_entr
     return 0;
 }
 
-int trainer_start(exec_service *es, running_exec *r, int workers, char *err, size_t errlen)
+int trainer_start(exec_service *es, running_exec *r, const int32_t *devices, int count,
+                  int32_t kind, char *err, size_t errlen)
 {
     (void)es;
-    r->job->initial_workers = (uint32_t)workers;
+    r->job->initial_workers = (uint32_t)count;
+    r->job->device_kind = kind;
+    r->job->ndevices = count > 0 && count <= EDT_MAX_WORKERS ? (uint32_t)count : 0;
+    memcpy(r->job->devices, devices, sizeof(int32_t) * r->job->ndevices);
     r->edt = edt_start(r->job, err, errlen);
     strings_free(r->job->msd_env); /* edt_start copied it */
     edt_settings_free(&r->job->settings);

@@ -326,15 +326,17 @@ int sched_service_set_range(sched_service *ss, const char *id, int min, int max,
 }
 
 int sched_service_job_devices(sched_service *ss, const char *id, int32_t *out, int cap,
-                              int32_t *index)
+                              int32_t *index, int32_t *kind)
 {
     pthread_mutex_lock(&ss->lock);
     sched_job_info j;
+    sched_device_info d;
     int n = -1;
+    if (kind)
+        *kind = sched_device(ss->core, 0, &d) ? d.kind : LOOM_DEVICE_CPU;
     if (sched_get_job(ss->core, id, &j)) {
         n = j.count;
         for (int i = 0; i < n && i < cap; i++) {
-            sched_device_info d;
             if (index)
                 index[i] = sched_device(ss->core, j.devices[i], &d) ? (int32_t)d.index : -1;
             out[i] = j.devices[i];

@@ -43,9 +43,11 @@ int sched_service_set_range(sched_service *ss, const char *id, int min, int max,
                             size_t errlen);
 /* The devices a job holds: returns the count and copies up to `cap` slots
  * into out and, when `index` is set, each device's own index (the CUDA
- * ordinal for CUDA_VISIBLE_DEVICES); -1 when the job is unknown. */
+ * ordinal for CUDA_VISIBLE_DEVICES); when `kind` is set, the devices'
+ * loom_device_kind (the inventory is all GPUs or all CPU slots); -1 when
+ * the job is unknown. */
 int sched_service_job_devices(sched_service *ss, const char *id, int32_t *out, int cap,
-                              int32_t *index);
+                              int32_t *index, int32_t *kind);
 
 /* One decision to carry out. */
 typedef struct sched_action {

@@ -37,7 +37,7 @@
 
 extern char **environ;
 
-#define MAX_SLOTS 1024
+#define MAX_SLOTS EDT_MAX_WORKERS
 #define STARTUP_TIMEOUT_MS 120000
 #define EXIT_GRACE_MS 5000
 
@@ -57,6 +57,8 @@ typedef struct edt_slot {
     int pull_failures;
     cJSON *reply;
     int64_t started_ms;
+    int32_t device; /* the granted device it runs on (or, on CPU, is
+                     * counted against); -1: none yet */
     /* ASYNC: the samples handed to this worker and the weights' version */
     uint64_t *inflight;
     size_t ninflight;
@@ -70,6 +72,8 @@ struct edt_coordinator {
 
     pthread_mutex_t lock; /* guards the fields up to `snapshot` */
     uint32_t target;
+    int32_t granted[MAX_SLOTS]; /* the devices the scheduler granted; */
+    uint32_t ngranted;          /* 0: a bare worker count (target) */
     int stop_requested;
     int done;
     int64_t resize_requested_ms;
@@ -83,6 +87,11 @@ struct edt_coordinator {
     edt_slot slots[MAX_SLOTS];
     uint32_t nslots;
     uint32_t generation;
+    uint32_t prev_members[MAX_SLOTS]; /* the current generation's slots, */
+    uint32_t nprev;                   /* in rank order (GPU: shrink) */
+    char nccl_id_hex[2 * 128 + 1];    /* GPU: the generation's unique id */
+    char nccl_exclude[MAX_SLOTS];     /* GPU: 1 at ranks that left */
+    int nccl_shrink;                  /* GPU: shrink instead of a new id */
     uint64_t params, ntrain, ntest;
     sampler smp;
     int sampler_ready;
@@ -154,6 +163,7 @@ static void close_slot(edt_coordinator *c, uint32_t i)
     cJSON_Delete(s->reply);
     memset(s, 0, sizeof *s);
     s->fd = -1;
+    s->device = -1;
     s->state = SLOT_FREE;
     if (c->seg)
         comm_shm_mark_dead(c->seg, i);
@@ -212,7 +222,13 @@ static int send_exit(edt_coordinator *c, uint32_t i, const char *reason, int cod
 
 /* ---- workers: start, hello, reap ---------------------------------------- */
 
-static int spawn_worker(edt_coordinator *c, uint32_t slot)
+static int is_gpu_job(const edt_coordinator *c)
+{
+    return c->job.device_kind == LOOM_DEVICE_CUDA;
+}
+
+/* Starts a worker in `slot` on `device` (-1: none yet, CPU only). */
+static int spawn_worker(edt_coordinator *c, uint32_t slot, int32_t device)
 {
     edt_job *j = &c->job;
     char log_dir[PATH_MAX + 32], out[PATH_MAX + 48], errp[PATH_MAX + 48];
@@ -230,7 +246,8 @@ static int spawn_worker(edt_coordinator *c, uint32_t slot)
                     "--code-dir", j->code_dir, "--data-dir", j->data_dir, "--log-dir", log_dir,
                     "--exec-id", j->exec_id, "--slot", slot_s, "--seed", seed_s,
                     "--threads", threads_s, "--log-every", every_s,
-                    "--loggers", c->loggers_for_workers, NULL};
+                    "--loggers", c->loggers_for_workers,
+                    "--device", is_gpu_job(c) ? "cuda" : "cpu", NULL};
     /* The job's environment on top of the host's. */
     size_t n = 0, extra = 8;
     for (char **e = environ; *e; e++)
@@ -251,7 +268,11 @@ static int spawn_worker(edt_coordinator *c, uint32_t slot)
     snprintf(job_env[1], sizeof job_env[1], "RESULT_DIR=%s", j->result_dir);
     snprintf(job_env[2], sizeof job_env[2], "LOG_DIR=%s/log", j->result_dir);
     snprintf(job_env[3], sizeof job_env[3], "DLI_EXECID=%s", j->exec_id);
-    snprintf(job_env[4], sizeof job_env[4], "CUDA_VISIBLE_DEVICES=");
+    /* A GPU worker sees its own device only; a CPU worker none. */
+    if (is_gpu_job(c) && device >= 0)
+        snprintf(job_env[4], sizeof job_env[4], "CUDA_VISIBLE_DEVICES=%d", device);
+    else
+        snprintf(job_env[4], sizeof job_env[4], "CUDA_VISIBLE_DEVICES=");
     for (int i = 0; i < 5; i++)
         envp[k++] = job_env[i];
     /* One BLAS thread per worker: a worker per core, and two pools on two
@@ -274,6 +295,7 @@ static int spawn_worker(edt_coordinator *c, uint32_t slot)
     memset(s, 0, sizeof *s);
     s->fd = -1;
     s->pid = pid;
+    s->device = device;
     s->state = SLOT_STARTING;
     s->started_ms = time_mono_ms();
     return 0;
@@ -375,28 +397,153 @@ static uint32_t current_target(edt_coordinator *c)
     return t;
 }
 
+/* The target and, when the scheduler named them, the granted devices. */
+static uint32_t current_grant(edt_coordinator *c, int32_t *granted, uint32_t *ngranted)
+{
+    pthread_mutex_lock(&c->lock);
+    uint32_t t = c->target;
+    *ngranted = c->ngranted;
+    memcpy(granted, c->granted, sizeof(int32_t) * c->ngranted);
+    pthread_mutex_unlock(&c->lock);
+    return t;
+}
+
+static int is_live(slot_state st)
+{
+    return st == SLOT_STARTING || st == SLOT_READY || st == SLOT_MEMBER;
+}
+
+static int device_in(int32_t device, const int32_t *list, uint32_t n)
+{
+    for (uint32_t k = 0; k < n; k++)
+        if (list[k] == device)
+            return 1;
+    return 0;
+}
+
+/* A granted device no worker holds: on a GPU every live worker holds one,
+ * on CPU only members do (a warm spare holds none). -1 when there is none. */
+static int32_t free_device(edt_coordinator *c, const int32_t *granted, uint32_t ngranted)
+{
+    for (uint32_t k = 0; k < ngranted; k++) {
+        int held = 0;
+        for (uint32_t i = 0; i < c->nslots && !held; i++)
+            held = c->slots[i].device == granted[k] &&
+                   (is_gpu_job(c) ? is_live(c->slots[i].state) : c->slots[i].state == SLOT_MEMBER);
+        if (!held)
+            return granted[k];
+    }
+    return -1;
+}
+
+/* Starts workers until members + starting ones reach `want`. A GPU worker
+ * starts only on a granted device no one holds. */
+static void start_workers(edt_coordinator *c, uint32_t want, const int32_t *granted,
+                          uint32_t ngranted)
+{
+    uint32_t have = count_in(c, SLOT_MEMBER) + count_in(c, SLOT_STARTING) + count_in(c, SLOT_READY);
+    for (uint32_t i = 0; i < c->nslots && have < want; i++) {
+        if (c->slots[i].state != SLOT_FREE)
+            continue;
+        int32_t device = is_gpu_job(c) ? free_device(c, granted, ngranted) : -1;
+        if (is_gpu_job(c) && ngranted && device < 0)
+            break;
+        if (spawn_worker(c, i, device) == 0)
+            have++;
+    }
+}
+
+/* Workers on devices the scheduler took back leave (members at this step
+ * boundary). Returns how many members left. */
+static uint32_t release_revoked(edt_coordinator *c, const int32_t *granted, uint32_t ngranted)
+{
+    uint32_t left = 0;
+    for (uint32_t i = 0; ngranted && i < c->nslots; i++) {
+        edt_slot *s = &c->slots[i];
+        if (!is_live(s->state) || s->device < 0 || device_in(s->device, granted, ngranted))
+            continue;
+        left += s->state == SLOT_MEMBER;
+        send_exit(c, i, "leaving: the scheduler gave its device to another job", 0);
+    }
+    return left;
+}
+
+/* A worker becoming a member; on CPU it now counts against a granted slot. */
+static void make_member(edt_coordinator *c, uint32_t i, const int32_t *granted, uint32_t ngranted)
+{
+    edt_slot *s = &c->slots[i];
+    if (!is_gpu_job(c))
+        s->device = free_device(c, granted, ngranted);
+    s->state = SLOT_MEMBER;
+}
+
+/* How GPU members form the next generation's communicator: when members
+ * only left and the last round went well (every communicator is live), the
+ * survivors shrink theirs, excluding the leavers' ranks; otherwise (anyone
+ * joins, or a collective failed and aborted the communicators) they build a
+ * new one from a fresh unique id. */
+static int plan_gpu_generation(edt_coordinator *c, const uint32_t *list, uint32_t n, int force_new,
+                               char *err, size_t errlen)
+{
+    int only_left = !force_new && c->nprev > n;
+    for (uint32_t r = 0; r < n && only_left; r++) {
+        int was = 0;
+        for (uint32_t k = 0; k < c->nprev && !was; k++)
+            was = c->prev_members[k] == list[r];
+        only_left = was;
+    }
+    c->nccl_shrink = only_left;
+    memset(c->nccl_exclude, 0, sizeof c->nccl_exclude);
+    if (only_left) {
+        for (uint32_t k = 0; k < c->nprev; k++) {
+            int stays = 0;
+            for (uint32_t r = 0; r < n && !stays; r++)
+                stays = list[r] == c->prev_members[k];
+            c->nccl_exclude[k] = (char)!stays;
+        }
+        return 0;
+    }
+#if defined(LOOM_HAVE_CUDA) && LOOM_HAVE_CUDA
+    uint8_t id[COMM_NCCL_ID_BYTES];
+    loom_error *e = comm_nccl_unique_id(id, sizeof id);
+    if (e) {
+        snprintf(err, errlen, "nccl: %s", loom_err_message(e));
+        loom_err_free(e);
+        return -1;
+    }
+    for (size_t k = 0; k < sizeof id; k++)
+        snprintf(c->nccl_id_hex + 2 * k, 3, "%02x", id[k]);
+    return 0;
+#else
+    snprintf(err, errlen, "a GPU job in a loom built without CUDA");
+    return -1;
+#endif
+}
+
 /* Starts workers up to the target, tells the extra ones to leave, and forms
  * a new generation when the members change (or after a failed round, since
  * a failed collective leaves the old generation unusable). Returns 1 when
  * a join is due, with the root rank in *root (-1: no state to pull). */
 static int plan_membership(edt_coordinator *c, int force_new, int *root, char *err, size_t errlen)
 {
-    uint32_t target = current_target(c);
-    uint32_t members = count_in(c, SLOT_MEMBER);
+    int32_t granted[MAX_SLOTS];
+    uint32_t ngranted;
+    uint32_t target = current_grant(c, granted, &ngranted);
     /* Replacements that die as fast as they start would loop forever. */
     if (c->deaths_since_progress > 2 * c->nslots + 2) {
         snprintf(err, errlen, "workers keep dying: %u lost without a step done", c->deaths_since_progress);
         return -2;
     }
-    uint32_t coming = count_in(c, SLOT_STARTING) + count_in(c, SLOT_READY);
-    /* One warm spare beyond the target while the job may still grow: it
-     * starts and loads its data while idle, so a grow only waits for the
-     * next step boundary and the weights. */
-    uint32_t want = target < c->nslots ? target + 1 : target;
-    for (uint32_t i = 0; i < c->nslots && members + coming < want; i++)
-        if (c->slots[i].state == SLOT_FREE && spawn_worker(c, i) == 0)
-            coming++;
     int changed = force_new;
+    uint32_t left = release_revoked(c, granted, ngranted);
+    changed |= left > 0;
+    uint32_t members = count_in(c, SLOT_MEMBER);
+    /* On CPU, one warm spare beyond the target while the job may still
+     * grow: it starts and loads its data while idle, so a grow only waits
+     * for the next step boundary and the weights. A GPU holds no spare: it
+     * would sit on a device the job was not granted. */
+    uint32_t want = target < c->nslots && !is_gpu_job(c) ? target + 1 : target;
+    start_workers(c, want, granted, ngranted);
     /* Shrink: the highest slots leave. */
     for (uint32_t i = c->nslots; i-- > 0 && members > target;)
         if (c->slots[i].state == SLOT_MEMBER) {
@@ -407,7 +554,7 @@ static int plan_membership(edt_coordinator *c, int force_new, int *root, char *e
     /* Grow: workers that said hello join at this boundary. */
     for (uint32_t i = 0; i < c->nslots; i++)
         if (c->slots[i].state == SLOT_READY && members < target) {
-            c->slots[i].state = SLOT_MEMBER;
+            make_member(c, i, granted, ngranted);
             c->slots[i].has_state = 0;
             members++;
             changed = 1;
@@ -435,12 +582,16 @@ static int plan_membership(edt_coordinator *c, int force_new, int *root, char *e
         c->slots[root_slot].has_state = 1;
         anyone_fresh = n > 1;
     }
+    if (is_gpu_job(c) && plan_gpu_generation(c, list, n, force_new, err, errlen) != 0)
+        return -1;
     loom_error *e = comm_shm_publish(c->seg, list, n, &c->generation);
     if (e) {
         snprintf(err, errlen, "%s", loom_err_message(e));
         loom_err_free(e);
         return -1;
     }
+    memcpy(c->prev_members, list, sizeof(uint32_t) * n);
+    c->nprev = n;
     *root = -1;
     if (anyone_fresh || c->load_path[0])
         for (uint32_t r = 0; r < n; r++)
@@ -497,6 +648,14 @@ static void send_plans(edt_coordinator *c, const round_plan *p)
             cJSON_AddNumberToObject(j, "gen", c->generation);
             cJSON_AddNumberToObject(j, "root", p->root);
             cJSON_AddNumberToObject(j, "timeout_ms", join_ms);
+            if (is_gpu_job(c) && c->nccl_shrink) {
+                cJSON *ex = cJSON_AddArrayToObject(j, "exclude");
+                for (uint32_t k = 0; k < MAX_SLOTS; k++)
+                    if (c->nccl_exclude[k])
+                        cJSON_AddItemToArray(ex, cJSON_CreateNumber(k));
+            } else if (is_gpu_job(c)) {
+                cJSON_AddStringToObject(j, "nccl_id", c->nccl_id_hex);
+            }
             if (c->load_path[0] && p->root >= 0 && (int)rank == p->root)
                 cJSON_AddStringToObject(m, "load", c->load_path);
         }
@@ -645,6 +804,11 @@ static void update_snapshot(edt_coordinator *c, const char *phase)
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "phase", phase);
     cJSON_AddNumberToObject(o, "workers", count_in(c, SLOT_MEMBER));
+    cJSON_AddStringToObject(o, "deviceKind", is_gpu_job(c) ? "gpu" : "cpu");
+    cJSON *devices = cJSON_AddArrayToObject(o, "workerDevices");
+    for (uint32_t i = 0; i < c->nslots; i++)
+        if (c->slots[i].state == SLOT_MEMBER && c->slots[i].device >= 0)
+            cJSON_AddItemToArray(devices, cJSON_CreateNumber(c->slots[i].device));
     cJSON_AddNumberToObject(o, "targetWorkers", current_target(c));
     cJSON_AddNumberToObject(o, "maxWorkers", c->job.settings.engines);
     cJSON_AddNumberToObject(o, "generation", c->generation);
@@ -890,8 +1054,12 @@ static void *run(void *arg)
     driver_say(c, "training: %u epoch(s), batch %u per worker, effective batch %u, up to %u worker(s), "
                   "starting %u", j->settings.epochs, j->settings.batch_size,
                j->settings.effective_batch_size, j->settings.engines, current_target(c));
-    for (uint32_t i = 0; i < current_target(c); i++)
-        spawn_worker(c, i);
+    {
+        int32_t granted[MAX_SLOTS];
+        uint32_t ngranted;
+        uint32_t target = current_grant(c, granted, &ngranted);
+        start_workers(c, target, granted, ngranted);
+    }
     if (wait_for_first_workers(c, err, sizeof err) != 0)
         goto end;
     if (j->settings.batch_size > c->ntrain) {
@@ -1187,16 +1355,17 @@ static const char *run_async(edt_coordinator *c, char *err, size_t errlen)
         reap(c);
         accept_hellos(c, 0);
         /* Members: up to the target; no generations, no broadcast. */
-        uint32_t target = current_target(c);
+        int32_t granted[MAX_SLOTS];
+        uint32_t ngranted;
+        uint32_t target = current_grant(c, granted, &ngranted);
+        release_revoked(c, granted, ngranted);
+        start_workers(c, target, granted, ngranted);
         uint32_t members = count_in(c, SLOT_MEMBER);
         uint32_t coming = count_in(c, SLOT_STARTING) + count_in(c, SLOT_READY);
-        for (uint32_t i = 0; i < c->nslots && members + coming < target; i++)
-            if (c->slots[i].state == SLOT_FREE && spawn_worker(c, i) == 0)
-                coming++;
         for (uint32_t i = 0; i < c->nslots; i++) {
             edt_slot *s = &c->slots[i];
             if (s->state == SLOT_READY && members < target) {
-                s->state = SLOT_MEMBER;
+                make_member(c, i, granted, ngranted);
                 members++;
             } else if (s->state == SLOT_MEMBER && members > target && s->ninflight == 0) {
                 send_exit(c, i, "leaving: the job was resized", 0);
@@ -1373,7 +1542,14 @@ edt_coordinator *edt_start(edt_job *job, char *err, size_t errlen)
     for (size_t i = 0; i < n; i++)
         c->job.msd_env[i] = strdup(job->msd_env[i]);
     c->listen_fd = -1;
+    for (uint32_t i = 0; i < MAX_SLOTS; i++)
+        c->slots[i].device = -1;
     c->target = job->initial_workers ? job->initial_workers : job->settings.engines;
+    if (job->ndevices) {
+        c->target = job->ndevices;
+        c->ngranted = job->ndevices < MAX_SLOTS ? job->ndevices : MAX_SLOTS;
+        memcpy(c->granted, job->devices, sizeof(int32_t) * c->ngranted);
+    }
     if (c->target > job->settings.engines)
         c->target = job->settings.engines;
     pthread_mutex_init(&c->lock, NULL);
@@ -1400,6 +1576,32 @@ int edt_resize(edt_coordinator *c, uint32_t workers, char *err, size_t errlen)
         c->measuring_resize = workers > c->target ? 1 : 0;
         c->target = workers;
     }
+    c->ngranted = 0; /* a bare count: no device is named any more */
+    pthread_mutex_unlock(&c->lock);
+    return 0;
+}
+
+int edt_set_devices(edt_coordinator *c, const int32_t *devices, uint32_t count, char *err,
+                    size_t errlen)
+{
+    if (count < 1 || count > c->job.settings.engines) {
+        snprintf(err, errlen, "devices: expected 1 to %u (the job's engines), got %u",
+                 c->job.settings.engines, count);
+        return -1;
+    }
+    for (uint32_t k = 0; k < count; k++)
+        if (devices[k] < 0 || device_in(devices[k], devices, k)) {
+            snprintf(err, errlen, "devices: device %d is negative or named twice", devices[k]);
+            return -1;
+        }
+    pthread_mutex_lock(&c->lock);
+    if (count != c->target) {
+        c->resize_requested_ms = time_mono_ms();
+        c->measuring_resize = count > c->target ? 1 : 0;
+        c->target = count;
+    }
+    c->ngranted = count;
+    memcpy(c->granted, devices, sizeof(int32_t) * count);
     pthread_mutex_unlock(&c->lock);
     return 0;
 }

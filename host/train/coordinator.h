@@ -18,6 +18,8 @@
 #include <loom/loom.h>
 #include "train/edt_settings.h"
 
+#define EDT_MAX_WORKERS 1024
+
 typedef struct edt_job {
     char exec_id[64];
     char result_dir[PATH_MAX];
@@ -32,6 +34,13 @@ typedef struct edt_job {
     char **msd_env;                /* "K=V", NULL-terminated; copied */
     edt_settings settings;         /* taken over (loggers_json is freed) */
     uint32_t initial_workers;      /* 0: settings.engines */
+    /* The devices granted at start (the scheduler's choice): CUDA ordinals
+     * when device_kind is LOOM_DEVICE_CUDA (each worker runs on one, seeing
+     * only it), CPU slot numbers otherwise (labels: CPU workers are not
+     * pinned). ndevices 0: initial_workers workers on no named device. */
+    int32_t device_kind;           /* loom_device_kind */
+    int32_t devices[EDT_MAX_WORKERS];
+    uint32_t ndevices;
     int resume;                    /* continue from the newest checkpoint */
     registry *reg;                 /* the host's: driver loggers */
     /* State changes (RUNNING, FINISHED, ERROR, KILLED), from the thread. */
@@ -44,11 +53,16 @@ typedef struct edt_coordinator edt_coordinator;
 edt_coordinator *edt_start(edt_job *job, char *err, size_t errlen);
 /* Asks for `workers` workers (1..engines); applied at the next step. */
 int edt_resize(edt_coordinator *c, uint32_t workers, char *err, size_t errlen);
+/* Grants exactly these devices (1..engines of them; see edt_job.devices):
+ * workers on devices no longer granted leave at the next step boundary and
+ * new ones start on the devices added. */
+int edt_set_devices(edt_coordinator *c, const int32_t *devices, uint32_t count, char *err,
+                    size_t errlen);
 /* Asks the job to stop; it ends KILLED. */
 void edt_stop(edt_coordinator *c);
 int edt_done(edt_coordinator *c);
-/* Progress: workers, generation, epoch, iteration, throughput, metrics,
- * per-epoch sample counts. */
+/* Progress: workers and their devices, generation, epoch, iteration,
+ * throughput, metrics, per-epoch sample counts. */
 cJSON *edt_describe(edt_coordinator *c);
 /* Waits for the thread and frees everything. */
 void edt_free(edt_coordinator *c);

@@ -18,6 +18,7 @@
 #include "train/checkpoint.h"
 #include "train/logger_set.h"
 #include "train/protocol.h"
+#include "train/tensor_stage.h"
 #include "util/fs.h"
 
 #define MAX_STATE_TENSORS 256
@@ -34,7 +35,13 @@ typedef struct worker {
     loom_tensor_view views[MAX_STATE_TENSORS];
     int32_t roles[MAX_STATE_TENSORS];
     uint32_t nviews;
-    comm *comm;
+    tensor_stage stage; /* host copies of views: checkpoints, the final model */
+    /* ASYNC on a GPU: host copies of params and grads for the parameter
+     * server's messages (NULL when the buffers are host memory). */
+    float *params_host, *grads_host;
+    const char *device; /* "cpu" or "cuda" (the one CUDA_VISIBLE_DEVICES shows) */
+    comm *comm;         /* shm: membership, and the collectives on CPU */
+    comm *gpu_comm;     /* nccl on a GPU: the collectives; NULL on CPU */
     int fd;
     logger_set *loggers;
     uint64_t steps_done;
@@ -72,6 +79,7 @@ static int parse_args(worker *w, int argc, char **argv)
         else if (!strcmp(k, "--log-dir")) w->log_dir = v;
         else if (!strcmp(k, "--exec-id")) w->exec_id = v;
         else if (!strcmp(k, "--loggers")) w->loggers_json = v;
+        else if (!strcmp(k, "--device")) w->device = v;
         else if (!strcmp(k, "--slot")) w->slot = (uint32_t)strtoul(v, NULL, 10);
         else if (!strcmp(k, "--threads")) w->threads = (uint32_t)strtoul(v, NULL, 10);
         else if (!strcmp(k, "--log-every")) w->log_every = (uint32_t)strtoul(v, NULL, 10);
@@ -83,6 +91,12 @@ static int parse_args(worker *w, int argc, char **argv)
     }
     if (!w->log_every)
         w->log_every = 50;
+    if (!w->device)
+        w->device = "cpu";
+    if (strcmp(w->device, "cpu") && strcmp(w->device, "cuda")) {
+        fprintf(stderr, "loom worker: --device: expected cpu or cuda, got %s\n", w->device);
+        return -1;
+    }
     if (!w->control || !w->shm || !w->framework || !w->spec_path || !w->code_dir) {
         fprintf(stderr, "loom worker: --control, --shm, --framework, --spec and --code-dir are required\n");
         return -1;
@@ -117,7 +131,10 @@ static int setup(worker *w)
         .rank = w->slot,
         .num_dataloader_threads = w->threads ? w->threads : 1,
         .seed = w->seed,
-        .device = {.struct_size = sizeof(loom_device), .kind = LOOM_DEVICE_CPU, .index = 0},
+        /* A GPU worker sees only its own device (CUDA_VISIBLE_DEVICES). */
+        .device = {.struct_size = sizeof(loom_device),
+                   .kind = strcmp(w->device, "cuda") ? LOOM_DEVICE_CPU : LOOM_DEVICE_CUDA,
+                   .index = 0},
         .spec_json = spec,
         .code_dir = w->code_dir,
         .data_dir = w->data_dir ? w->data_dir : w->code_dir,
@@ -138,8 +155,29 @@ static int setup(worker *w)
                 MAX_STATE_TENSORS);
         return 1;
     }
+    if (tensor_stage_init(&w->stage, w->views, w->nviews, err, sizeof err) != 0) {
+        fprintf(stderr, "loom worker: %s\n", err);
+        return 1;
+    }
+    if (w->params.on_device || w->grads.on_device) {
+        w->params_host = malloc((size_t)w->params.nbytes + 1);
+        w->grads_host = malloc((size_t)w->grads.nbytes + 1);
+        if (!w->params_host || !w->grads_host) {
+            fprintf(stderr, "loom worker: out of memory for host copies of the buffers\n");
+            return 1;
+        }
+    }
     if ((e = comm_shm_attach(w->shm, w->slot, &w->comm)))
         return fail(e, "collectives");
+    if (!strcmp(w->device, "cuda")) {
+#if defined(LOOM_HAVE_CUDA) && LOOM_HAVE_CUDA
+        if ((e = comm_nccl_open(0, &w->gpu_comm)))
+            return fail(e, "nccl collectives");
+#else
+        fprintf(stderr, "loom worker: --device cuda, but this loom was built without CUDA\n");
+        return 1;
+#endif
+    }
     w->fd = msg_connect(w->control, err, sizeof err);
     if (w->fd < 0) {
         fprintf(stderr, "loom worker: %s\n", err);
@@ -158,6 +196,12 @@ static uint64_t *index_list(const cJSON *array, uint32_t *count)
     const cJSON *v;
     cJSON_ArrayForEach(v, array) idx[(*count)++] = (uint64_t)v->valuedouble;
     return idx;
+}
+
+/* The comm the gradients and weights travel on: nccl on a GPU, else shm. */
+static comm *collectives(worker *w)
+{
+    return w->gpu_comm ? w->gpu_comm : w->comm;
 }
 
 static void add_metrics(cJSON *obj, const loom_metrics *m)
@@ -213,7 +257,7 @@ static loom_error *do_step(worker *w, const cJSON *plan, cJSON *reply, int reduc
         total += n;
     }
     if (reduce) {
-        e = comm_allreduce_avg_f32(w->comm, (float *)w->grads.data,
+        e = comm_allreduce_avg_f32(collectives(w), (float *)w->grads.data,
                                    (size_t)(w->grads.nbytes / sizeof(float)), deadline);
         if (e)
             return e;
@@ -250,6 +294,45 @@ static loom_error *do_validate(worker *w, const cJSON *plan, cJSON *reply)
     return e;
 }
 
+/* The nccl side of a generation, after the shm barrier made every member
+ * arrive: a generation that only lost members shrinks the communicator
+ * ("exclude": the leavers' ranks in the previous one); any other gets a new
+ * one from the coordinator's unique id. Ranks follow the shm ranks. */
+static loom_error *join_gpu_generation(worker *w, const cJSON *join, uint64_t deadline)
+{
+#if defined(LOOM_HAVE_CUDA) && LOOM_HAVE_CUDA
+    uint32_t gen = (uint32_t)num(join, "gen");
+    const cJSON *exclude = cJSON_GetObjectItemCaseSensitive(join, "exclude");
+    if (cJSON_IsArray(exclude) && w->joined_once) {
+        uint32_t ranks[256], n = 0;
+        const cJSON *r;
+        cJSON_ArrayForEach(r, exclude) if (n < 256) ranks[n++] = (uint32_t)r->valuedouble;
+        loom_error *e = comm_nccl_shrink(w->gpu_comm, gen, ranks, n, deadline);
+        if (!e && comm_rank(w->gpu_comm) == comm_rank(w->comm))
+            return NULL;
+        if (e)
+            return e;
+        return loom_err(LOOM_ERR_INTERNAL, "nccl shrink gave rank %u, the generation says %u",
+                        comm_rank(w->gpu_comm), comm_rank(w->comm));
+    }
+    const char *hex = str(join, "nccl_id");
+    uint8_t id[COMM_NCCL_ID_BYTES];
+    if (!hex || strlen(hex) != 2 * sizeof id)
+        return loom_err(LOOM_ERR_INVALID_ARGUMENT, "join: no nccl_id for a GPU generation");
+    for (size_t i = 0; i < sizeof id; i++) {
+        unsigned v;
+        if (sscanf(hex + 2 * i, "%2x", &v) != 1)
+            return loom_err(LOOM_ERR_INVALID_ARGUMENT, "join: nccl_id is not hexadecimal");
+        id[i] = (uint8_t)v;
+    }
+    return comm_nccl_join(w->gpu_comm, gen, id, sizeof id, comm_world_size(w->comm),
+                          comm_rank(w->comm), deadline);
+#else
+    (void)w, (void)join, (void)deadline;
+    return loom_err(LOOM_ERR_INTERNAL, "built without CUDA");
+#endif
+}
+
 /* Joins a generation and takes the state from its root. */
 static loom_error *join_and_pull(worker *w, const cJSON *join, const char *load_path)
 {
@@ -260,11 +343,14 @@ static loom_error *join_and_pull(worker *w, const cJSON *join, const char *load_
     if (delay && num(join, "gen") > 1 && !w->joined_once)
         usleep((useconds_t)strtoul(delay, NULL, 10) * 1000u);
     loom_error *e = comm_shm_join(w->comm, (uint32_t)num(join, "gen"), deadline);
+    if (!e && w->gpu_comm)
+        e = join_gpu_generation(w, join, deadline);
     if (e)
         return e;
     if (load_path) {
         char err[1024];
-        if (checkpoint_load(load_path, w->views, w->nviews, NULL, err, sizeof err) != 0)
+        if (checkpoint_load(load_path, w->stage.host, w->stage.count, NULL, err, sizeof err) != 0 ||
+            tensor_stage_push(&w->stage, w->views, err, sizeof err) != 0)
             return loom_err(LOOM_ERR_INVALID_ARGUMENT, "%s", err);
     }
     int root = (int)num(join, "root");
@@ -273,7 +359,7 @@ static loom_error *join_and_pull(worker *w, const cJSON *join, const char *load_
         return NULL;
     }
     for (uint32_t i = 0; i < w->nviews; i++) {
-        e = comm_broadcast(w->comm, w->views[i].data, (size_t)w->views[i].nbytes, (uint32_t)root,
+        e = comm_broadcast(collectives(w), w->views[i].data, (size_t)w->views[i].nbytes, (uint32_t)root,
                            deadline);
         if (e)
             return loom_err_wrap(e, "pulling the weights (tensor %s)", w->views[i].name);
@@ -328,8 +414,11 @@ static int serve(worker *w)
         }
         /* ASYNC: the parameter server's current weights come with the work. */
         if (cJSON_GetObjectItemCaseSensitive(plan, "blob")) {
-            if (msg_recv_blob(w->fd, plan, w->params.data, (size_t)w->params.nbytes, 0, err,
-                              sizeof err) != 0) {
+            void *into = w->params_host ? (void *)w->params_host : w->params.data;
+            if (msg_recv_blob(w->fd, plan, into, (size_t)w->params.nbytes, 0, err,
+                              sizeof err) != 0 ||
+                (w->params_host &&
+                 tensor_copy_from_host(&w->params, w->params_host, err, sizeof err) != 0)) {
                 say("cannot read the weights: %s; exiting", err);
                 cJSON_Delete(plan);
                 return 2;
@@ -356,7 +445,16 @@ static int serve(worker *w)
             }
             cJSON_Delete(plan);
             /* The gradients go back to the parameter server. */
-            int rc = msg_send_blob(w->fd, reply, w->grads.data, (size_t)w->grads.nbytes);
+            const void *grads = w->grads.data;
+            if (w->grads_host) {
+                grads = w->grads_host;
+                if (tensor_copy_to_host(w->grads_host, &w->grads, err, sizeof err) != 0) {
+                    say("cannot read the gradients: %s; exiting", err);
+                    cJSON_Delete(reply);
+                    return 2;
+                }
+            }
+            int rc = msg_send_blob(w->fd, reply, grads, (size_t)w->grads.nbytes);
             cJSON_Delete(reply);
             if (rc != 0) {
                 say("coordinator gone; exiting");
@@ -406,10 +504,11 @@ static int serve(worker *w)
                 e = do_validate(w, plan, reply);
             } else if (!strcmp(action, "checkpoint") || !strcmp(action, "finish")) {
                 const char *path = str(plan, "path");
-                if (path && checkpoint_save(path, w->views, w->roles, w->nviews,
-                                            !strcmp(action, "finish"),
-                                            cJSON_GetObjectItemCaseSensitive(plan, "meta"), err,
-                                            sizeof err) != 0)
+                if (path && (tensor_stage_pull(&w->stage, w->views, err, sizeof err) != 0 ||
+                             checkpoint_save(path, w->stage.host, w->roles, w->stage.count,
+                                             !strcmp(action, "finish"),
+                                             cJSON_GetObjectItemCaseSensitive(plan, "meta"), err,
+                                             sizeof err) != 0))
                     e = loom_err(LOOM_ERR_INTERNAL, "%s", err);
             }
         }
@@ -449,7 +548,11 @@ int worker_main(int argc, char **argv)
     if (rc == 0)
         rc = serve(&w);
     logger_set_close(w.loggers);
+    comm_close(w.gpu_comm);
     comm_close(w.comm);
+    tensor_stage_free(&w.stage);
+    free(w.params_host);
+    free(w.grads_host);
     if (w.inst)
         w.fw->destroy(w.inst);
     if (w.fd >= 0)

@@ -107,7 +107,8 @@ typedef enum loom_dtype {
 
 /* A view of a tensor owned by a plugin instance. `data` stays valid until the
  * instance is destroyed or its shapes change; `on_device` says whether it is
- * device memory (copy through the "loom.gpu/1" extension) or host memory. */
+ * device memory (a CUDA pointer on the instance's device, which the host
+ * reads and writes with the CUDA runtime) or host memory. */
 typedef struct loom_tensor_view {
     uint32_t struct_size;
     int32_t dtype;      /* loom_dtype */

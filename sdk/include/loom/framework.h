@@ -131,7 +131,11 @@ typedef struct loom_framework_factory {
 
     /* The flat float32 parameter and gradient buffers: 1-D, equal length,
      * valid until destroy. The host all-reduces `grads` in place and may
-     * overwrite `params` (weight broadcast, parameter server). */
+     * overwrite `params` (weight broadcast, parameter server). On a CUDA
+     * device they are device memory (on_device = 1) and the collectives go
+     * through NCCL; every call of this table must have finished its device
+     * work when it returns (synchronise the stream), since the host's
+     * collectives and copies run on streams of their own. */
     loom_error *(*buffers)(loom_framework_instance *inst,
                            loom_tensor_view *params, loom_tensor_view *grads);
 

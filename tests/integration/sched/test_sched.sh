@@ -11,6 +11,10 @@ LOOM=$1
 
 start_host --cpu-slots 4 --hysteresis 1
 slots_owned() { "$LOOM" --json slots | python3 -c "import json,sys; s=json.load(sys.stdin); print(sum(1 for d in s if d['owner'] == '$1'))"; }
+# The device indices the scheduler says a job holds, as a sorted list.
+slot_indices() { "$LOOM" --json slots | python3 -c "import json,sys; s=json.load(sys.stdin); print(sorted(d['index'] for d in s if d['owner'] == '$1'))"; }
+# The trainer's workers run on exactly the devices the scheduler granted.
+on_granted_devices() { wait_for "$1" "sorted(v['training']['workerDevices']) == $(slot_indices "$1")" 10; }
 slots_free() { "$LOOM" --json slots | python3 -c "import json,sys; s=json.load(sys.stdin); print(sum(1 for d in s if d['owner'] is None))"; }
 
 expect_eq "four CPU slots" "$("$LOOM" --json slots | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" "4"
@@ -21,6 +25,7 @@ model_dir "$WORK/b" 12000 400
 a=$(submit --model-dir "$WORK/a" --numWorker 4)
 expect_ok "A runs on 4" wait_for "$a" 'v["training"]["workers"] == 4' 60
 expect_eq "A holds 4 slots" "$(slots_owned "$a")" "4"
+expect_ok "A's workers are on the devices A holds" on_granted_devices "$a"
 t0=$(date +%s.%N)
 b=$(submit --model-dir "$WORK/b" --numWorker 4)
 expect_ok "A shrinks to 2" wait_for "$a" 'v["training"]["workers"] == 2' 30
@@ -29,10 +34,14 @@ echo "arrival of B -> A stepping on 2 workers: $(echo "$t1 - $t0" | bc) s"
 expect_ok "B runs on 2" wait_for "$b" 'v["state"] == "RUNNING" and v["training"]["workers"] == 2 and v["training"]["iteration"] > 10' 30
 expect_eq "A holds 2 slots" "$(slots_owned "$a")" "2"
 expect_eq "B holds 2 slots" "$(slots_owned "$b")" "2"
+expect_ok "A's workers are on the devices A holds" on_granted_devices "$a"
+expect_ok "B's workers are on the devices B holds" on_granted_devices "$b"
+expect_eq "A and B share no device" "$(python3 -c "print(set($(slot_indices "$a")) & set($(slot_indices "$b")))")" "set()"
 expect_ok "B stops" "$LOOM" exec stop "$b"
 "$LOOM" exec wait "$b" --timeout 60 >/dev/null 2>&1
 expect_eq "B used every sample once in every epoch" "$(field "$b" "$every_epoch_once")" "True"
 expect_ok "A grows back to 4" wait_for "$a" 'v["training"]["workers"] == 4' 30
+expect_ok "A's workers are on all four devices" on_granted_devices "$a"
 expect_eq "A's training never stopped" "$(field "$a" 'v["state"]')" "RUNNING"
 expect_eq "A used every sample once in every epoch" "$(field "$a" "$every_epoch_once")" "True"
 

@@ -1,0 +1,41 @@
+/*
+ * train/tensor_stage.h - host-memory copies of a framework adapter's tensor
+ * views. Checkpoints, the final model and the parameter server work on host
+ * memory, while a GPU adapter's views are device memory; a stage holds one
+ * host buffer per view and copies in either direction (memcpy for host
+ * views, the CUDA runtime for device ones). Host views are staged too, so
+ * the CPU path runs the same copies the GPU path does.
+ *
+ * Contract with the adapter: when a framework call returns, its work on the
+ * views is complete (the native adapter synchronises its stream).
+ * Threading: one stage is used by one thread.
+ */
+#ifndef LOOM_TRAIN_TENSOR_STAGE_H
+#define LOOM_TRAIN_TENSOR_STAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <loom/abi.h>
+
+/* Copies `bytes` between host memory and a view's memory. 0, or -1 with err
+ * (a device view in a build without CUDA, or a CUDA error). */
+int tensor_copy_to_host(void *dst, const loom_tensor_view *src, char *err, size_t errlen);
+int tensor_copy_from_host(const loom_tensor_view *dst, const void *src, char *err, size_t errlen);
+
+typedef struct tensor_stage {
+    loom_tensor_view *host; /* views of the host copies: same names, shapes */
+    uint32_t count;
+} tensor_stage;
+
+/* Allocates a host copy per view. 0, or -1 with err. */
+int tensor_stage_init(tensor_stage *st, const loom_tensor_view *views, uint32_t count, char *err,
+                      size_t errlen);
+/* views -> host copies. */
+int tensor_stage_pull(tensor_stage *st, const loom_tensor_view *views, char *err, size_t errlen);
+/* host copies -> views. */
+int tensor_stage_push(const tensor_stage *st, const loom_tensor_view *views, char *err,
+                      size_t errlen);
+void tensor_stage_free(tensor_stage *st);
+
+#endif

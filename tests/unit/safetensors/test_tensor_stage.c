@@ -1,0 +1,85 @@
+/*
+ * tests/unit/safetensors/test_tensor_stage.c - the host copies a worker
+ * makes of its state tensors for checkpoints: pull and push copy both ways,
+ * a checkpoint written from one stage restores through another, and a
+ * device view that cannot be copied (no GPU, or no CUDA in the build) is a
+ * clear error, never a crash.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#if defined(LOOM_HAVE_CUDA) && LOOM_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
+#include "../../check.h"
+#include "train/checkpoint.h"
+#include "train/tensor_stage.h"
+
+static loom_tensor_view f32_view(const char *name, float *data, int64_t n)
+{
+    loom_tensor_view v = {.struct_size = sizeof v, .dtype = LOOM_DTYPE_F32, .ndim = 1,
+                          .name = name, .data = data, .nbytes = (uint64_t)n * sizeof(float)};
+    v.shape[0] = n;
+    return v;
+}
+
+int main(void)
+{
+    char err[512] = "";
+    float w[6] = {1, 2, 3, 4, 5, 6}, m[3] = {-1, -2, -3};
+    loom_tensor_view views[2] = {f32_view("fc.weight", w, 6), f32_view("sgd.v.fc.weight", m, 3)};
+    int32_t roles[2] = {LOOM_TENSOR_PARAMETER, LOOM_TENSOR_OPTIMIZER};
+
+    tensor_stage st;
+    CHECK(tensor_stage_init(&st, views, 2, err, sizeof err) == 0);
+    CHECK(st.count == 2);
+    CHECK(st.host[0].data != w && st.host[0].nbytes == sizeof w);
+    CHECK_STR_EQ(st.host[1].name, "sgd.v.fc.weight");
+    CHECK(tensor_stage_pull(&st, views, err, sizeof err) == 0);
+    CHECK(memcmp(st.host[0].data, w, sizeof w) == 0 && memcmp(st.host[1].data, m, sizeof m) == 0);
+
+    /* A checkpoint from the stage restores through another stage. */
+    char dir[] = "/tmp/loom-stage-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char path[sizeof dir + 32];
+    snprintf(path, sizeof path, "%s/epoch-1.safetensors", dir);
+    CHECK_MSG(checkpoint_save(path, st.host, roles, st.count, 0, NULL, err, sizeof err) == 0, "%s", err);
+    float w2[6] = {0}, m2[3] = {0};
+    loom_tensor_view other[2] = {f32_view("fc.weight", w2, 6), f32_view("sgd.v.fc.weight", m2, 3)};
+    tensor_stage st2;
+    CHECK(tensor_stage_init(&st2, other, 2, err, sizeof err) == 0);
+    CHECK_MSG(checkpoint_load(path, st2.host, st2.count, NULL, err, sizeof err) == 0, "%s", err);
+    CHECK(w2[0] == 0); /* nothing reaches the views before the push */
+    CHECK(tensor_stage_push(&st2, other, err, sizeof err) == 0);
+    CHECK(memcmp(w2, w, sizeof w) == 0 && memcmp(m2, m, sizeof m) == 0);
+    unlink(path);
+    rmdir(dir);
+
+    /* Device memory without a usable GPU: refused by name. */
+    int gpus = 0;
+#if defined(LOOM_HAVE_CUDA) && LOOM_HAVE_CUDA
+    if (cudaGetDeviceCount(&gpus) != cudaSuccess)
+        gpus = 0;
+#endif
+    if (gpus == 0) {
+        loom_tensor_view dev = views[0];
+        dev.on_device = 1;
+        float out[6];
+        err[0] = 0;
+        CHECK(tensor_copy_to_host(out, &dev, err, sizeof err) == -1);
+#if defined(LOOM_HAVE_CUDA) && LOOM_HAVE_CUDA
+        CHECK_CONTAINS(err, "from the GPU: CUDA error");
+#else
+        CHECK_CONTAINS(err, "built without CUDA");
+#endif
+        err[0] = 0;
+        CHECK(tensor_copy_from_host(&dev, out, err, sizeof err) == -1);
+        CHECK(err[0] != 0);
+    }
+    tensor_stage_free(&st);
+    tensor_stage_free(&st2);
+    CHECK(st.host == NULL && st.count == 0);
+    return CHECK_DONE();
+}
