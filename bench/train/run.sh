@@ -15,10 +15,14 @@
 # of the MLP and of a 2-conv CNN, loom's test accuracy beside PyTorch DDP's
 # for the same model and schedule (the CNN takes about 90 minutes).
 #
+# --only denormals: the MLP on 1 worker for DN_EPOCHS epochs with the native
+# adapter's default (denormals flushed to zero in its calls) beside the same
+# spec with "flush_denormals": false, samples/s per epoch and the losses.
+#
 #   bench/train/run.sh [BUILD_DIR]                 (default: build-benchtrain)
-#   bench/train/run.sh --only throughput|resize [BUILD_DIR]
+#   bench/train/run.sh --only throughput|resize|denormals [BUILD_DIR]
 #   bench/train/run.sh --accuracy [--models mlp,cnn] [BUILD_DIR]
-#   env: RUNS=3 EPOCHS=2 GROWS=5 ACC_EPOCHS=10 NATIVE_SECONDS=4 KEEP=1 (keep
+#   env: RUNS=3 EPOCHS=2 GROWS=5 ACC_EPOCHS=10 NATIVE_SECONDS=4 DN_EPOCHS=4 KEEP=1 (keep
 #        the work dir) DATA=/usr/share/datasets/fashion-mnist PYTHON=/usr/bin/python3
 set -eu
 
@@ -31,7 +35,7 @@ while [ $# -gt 0 ]; do
         --accuracy) mode=accuracy ;;
         --only) mode=$2; shift ;;
         --models) models=$2; shift ;;
-        -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
         -*) echo "run.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
         *) build=$1 ;;
     esac
@@ -43,6 +47,7 @@ epochs=${EPOCHS:-2}
 grows=${GROWS:-5}
 acc_epochs=${ACC_EPOCHS:-10}
 native_seconds=${NATIVE_SECONDS:-4}
+dn_epochs=${DN_EPOCHS:-4}
 data=${DATA:-/usr/share/datasets/fashion-mnist}
 # Debian's python3-torch lives in the system interpreter, not in a pyenv one.
 python=${PYTHON:-/usr/bin/python3}
@@ -275,6 +280,37 @@ raw_model() {
     echo "$raw/model"
 }
 
+# ---- denormals -------------------------------------------------------------
+
+denormals() {
+    kept=$work/mlp-denormals
+    mkdir -p "$kept"
+    "$python" -c "import json,sys; s=json.load(open(sys.argv[1])); s['flush_denormals']=False; json.dump(s, open(sys.argv[2], 'w'), indent=1)" \
+        "$here/models/mlp/edt.json" "$kept/edt.json"
+    echo "$data" >"$kept/data-dir"
+    args="--epochs $dn_epochs --batch-size 64 --validation-freq 0 --checkpoint-freq 0"
+    per_epoch='" ".join("%.0f" % e["samplesPerSecond"] for e in v["training"]["epochsDone"])'
+    loss='"%.4f" % v["training"]["epochsDone"][-1]["train"]["loss"]'
+    : >"$work/denormals"
+    say "denormals: MLP, 1 worker, $dn_epochs epochs, flushed (default) and kept, $runs run(s)"
+    for run in $(seq "$runs"); do
+        # shellcheck disable=SC2086
+        id=$(loom_train mlp 1 600 $args)
+        echo "flushed $run $(field "$id" "$per_epoch") loss $(field "$id" "$loss")" >>"$work/denormals"
+        # shellcheck disable=SC2086
+        id=$(loom_train "$kept" 1 600 $args)
+        echo "kept    $run $(field "$id" "$per_epoch") loss $(field "$id" "$loss")" >>"$work/denormals"
+        say "  run $run of $runs done"
+    done
+    echo
+    echo "Denormals, MLP 784-512-512-10, 1 worker, batch 64: samples/s for epochs 1..$dn_epochs, and the last epoch's training loss"
+    sed 's/^/  /' "$work/denormals"
+    for k in flushed kept; do
+        printf '  %-8s median of epochs 2..%s: %.0f samples/s\n' "$k" "$dn_epochs" \
+            "$(awk -v k="$k" -v n="$dn_epochs" '$1 == k { for (i = 4; i <= n + 2; i++) print $i }' "$work/denormals" | median)"
+    done
+}
+
 # ---- accuracy --------------------------------------------------------------
 
 accuracy() {
@@ -304,11 +340,12 @@ accuracy() {
 
 case $mode in
     accuracy) accuracy ;;
+    denormals) denormals ;;
     throughput|all|resize)
         [ "$mode" = resize ] || throughput
         [ "$mode" = throughput ] || {
             resize_latency "Fashion-MNIST as installed, gzip IDX" mlp
             resize_latency "uncompressed IDX copies" "$(raw_model)"
         } ;;
-    *) echo "run.sh: --only: expected throughput, resize or accuracy, got $mode" >&2; exit 2 ;;
+    *) echo "run.sh: --only: expected throughput, resize or denormals, got $mode" >&2; exit 2 ;;
 esac

@@ -13,6 +13,7 @@
 #include "backend.h"
 #include "dataset.h"
 #include "errbuf.h"
+#include "fpmode.h"
 #include "model.h"
 #include "optim.h"
 #include "spec.h"
@@ -266,6 +267,13 @@ static loom_error *backend_status(loom_framework_instance *inst, const char *wha
     return fail(LOOM_ERR_INTERNAL, what, err);
 }
 
+/* The CPU back end's calls run with denormals flushed unless the spec says
+ * otherwise; a GPU's math does not depend on the host thread's mode. */
+static native_fpmode cpu_fpmode_enter(const loom_framework_instance *inst)
+{
+    return native_fpmode_enter(!inst->be->on_device && inst->spec.flush_denormals);
+}
+
 static loom_error *native_zero_grad(loom_framework_instance *inst)
 {
     inst->be->zero(inst->be, inst->model->grads,
@@ -289,10 +297,12 @@ static loom_error *native_forward_backward(loom_framework_instance *inst,
 {
     char err[NATIVE_ERR_LEN];
     double loss, accuracy;
+    native_fpmode fp = cpu_fpmode_enter(inst);
     int rc = native_model_run_dataset(inst->model, inst->train, "training", indices,
                                       count, 1, grad_scale, inst->dropout_seed,
                                       (uint64_t)inst->dropout_epoch, &loss,
                                       &accuracy, err, sizeof err);
+    native_fpmode_leave(fp);
     if (rc)
         return fail(rc, "forward_backward", err);
     loom_error *e = backend_status(inst, "forward_backward");
@@ -309,8 +319,10 @@ static loom_error *native_apply(loom_framework_instance *inst,
                                  "native: apply: step info is NULL");
     float lr = native_schedule_lr(&inst->spec, step->epoch, step->epochs,
                                   step->iteration, step->steps_per_epoch);
+    native_fpmode fp = cpu_fpmode_enter(inst);
     native_optim_step(&inst->optim, inst->be, inst->model->weights,
                       inst->model->grads, lr);
+    native_fpmode_leave(fp);
     inst->dropout_epoch = step->epoch;
     return backend_status(inst, "apply");
 }
@@ -332,10 +344,12 @@ static loom_error *native_evaluate(loom_framework_instance *inst, int32_t split,
                 : "unknown split");
     char err[NATIVE_ERR_LEN];
     double loss, accuracy;
+    native_fpmode fp = cpu_fpmode_enter(inst);
     int rc = native_model_run_dataset(inst->model, ds,
                                       split == LOOM_SPLIT_TRAIN ? "training" : "test",
                                       indices, count, 0, 0.0f, inst->dropout_seed, 0, &loss,
                                       &accuracy, err, sizeof err);
+    native_fpmode_leave(fp);
     if (rc)
         return fail(rc, "evaluate", err);
     loom_error *e = backend_status(inst, "evaluate");

@@ -336,6 +336,10 @@ static int parse_root(native_spec *spec, char *err, size_t errlen)
         spec->init_seed = (uint64_t)seed->valuedouble;
         spec->has_init_seed = 1;
     }
+    const cJSON *flush = cJSON_GetObjectItemCaseSensitive(root, "flush_denormals");
+    if (flush && !cJSON_IsBool(flush))
+        return native_err(err, errlen, INVALID, "flush_denormals: must be true or false");
+    spec->flush_denormals = !flush || cJSON_IsTrue(flush);
     spec->dataset = cJSON_GetObjectItemCaseSensitive(root, "dataset");
     if (!cJSON_IsObject(spec->dataset))
         return native_err(err, errlen, INVALID,

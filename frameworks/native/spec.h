@@ -69,6 +69,7 @@ typedef struct native_spec {
     native_schedule_spec schedule;
     uint64_t init_seed;
     int32_t has_init_seed;
+    int32_t flush_denormals; /* "flush_denormals", default true (fpmode.h) */
     cJSON *root;          /* the whole document (owned) */
     const cJSON *dataset; /* root's "dataset" object */
 } native_spec;

@@ -2,10 +2,15 @@
  * test_native_plugin.c - native.so through the trainer contract, called like
  * the host's trainer calls it: every bad model JSON refused with a message
  * naming the layer and field, grad_scale and accumulation, the state
- * tensors' round trip into a fresh instance, and short training runs (an
+ * tensors' round trip into a fresh instance, denormals flushed inside the
+ * adapter's calls (and only there), and short training runs (an
  * MLP and a CNN) on a generated dataset that must beat chance clearly.
  */
+#include <float.h>
 #include <math.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#endif
 
 #include "../../check.h"
 #include "native_test.h"
@@ -396,6 +401,57 @@ static void test_training(void)
                     6);
 }
 
+/* The momentum buffer's value after one SGD step (momentum 0.5, no
+ * gradient) from FLT_MIN: half of it is subnormal. */
+static float momentum_after_step(const char *flush)
+{
+    char json[1024];
+    snprintf(json, sizeof json,
+             "{\"model\": {\"layers\": " MLP_LAYERS "}, \"optimizer\": {\"type\": \"sgd\","
+             " \"lr\": 0.1, \"momentum\": 0.5}, %s " DATASET_JSON "}",
+             flush);
+    loom_framework_instance *inst = make(json);
+    CHECK(inst != NULL);
+    if (!inst)
+        return -1;
+    loom_tensor_view v[MAX_VIEWS];
+    int32_t roles[MAX_VIEWS];
+    uint32_t n = 0;
+    float out = -1;
+    CHECK(!failed(plugin.factory->state_tensors(inst, v, roles, MAX_VIEWS, &n)));
+    for (uint32_t i = 0; i < n; i++)
+        if (!strcmp(v[i].name, "optim.momentum_buffer.layers.1.weight")) {
+            float *m = v[i].data;
+            for (int64_t k = 0; k < v[i].shape[0] * v[i].shape[1]; k++)
+                m[k] = FLT_MIN;
+            CHECK(!failed(plugin.factory->zero_grad(inst)));
+            loom_step_info si = {.struct_size = sizeof si, .epochs = 1, .steps_per_epoch = 1};
+            CHECK(!failed(plugin.factory->apply(inst, &si)));
+            out = m[0];
+        }
+    plugin.factory->destroy(inst);
+    return out;
+}
+
+static void test_flush_denormals(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    /* Control bits only: the low six are sticky exception flags. */
+    unsigned before = _mm_getcsr() & 0xffc0u;
+    CHECK_MSG(momentum_after_step("") == 0.0f, "denormals are flushed by default");
+    CHECK_MSG(momentum_after_step("\"flush_denormals\": true,") == 0.0f, "flushed when asked");
+    float kept = momentum_after_step("\"flush_denormals\": false,");
+    CHECK_MSG(kept == FLT_MIN * 0.5f && kept != 0.0f, "kept subnormal when not flushing: %g", kept);
+    CHECK_MSG((_mm_getcsr() & 0xffc0u) == before, "the caller's MXCSR is restored");
+    /* This thread still computes subnormals. */
+    volatile float tiny = FLT_MIN;
+    CHECK(tiny * 0.5f != 0.0f);
+#endif
+    expect_refused("{\"model\": {\"layers\": " MLP_LAYERS "}, " SGD_JSON ","
+                   " \"flush_denormals\": 1, " DATASET_JSON "}",
+                   LOOM_ERR_INVALID_ARGUMENT, "flush_denormals: must be true or false");
+}
+
 int main(void)
 {
     if (plugin_open(&plugin) != 0) {
@@ -411,6 +467,7 @@ int main(void)
     test_call_errors();
     test_grad_scale();
     test_state_round_trip();
+    test_flush_denormals();
     test_training();
     tmpdir_remove(data_dir);
     plugin_close(&plugin);
