@@ -81,13 +81,20 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# The host's pid goes to a file: a restart may happen in a subshell.
+# The host's pid goes to a file: a restart may happen in a subshell. The
+# benchmark's own home has an administrator with a throwaway password, and
+# the CLI logs on as it.
+printf 'bench-admin-password\n' >"$work/admin.pw"
 start_host() {
     rm -f "$LOOM_HOME/host"
-    "$loom" serve --listen 127.0.0.1:0 >>"$work/serve.out" 2>&1 &
+    "$loom" serve --listen 127.0.0.1:0 --admin-password-file "$work/admin.pw" >>"$work/serve.out" 2>&1 &
     echo $! >"$work/host.pid"
     for _ in $(seq 1 100); do
-        [ -s "$LOOM_HOME/host" ] && return 0
+        if [ -s "$LOOM_HOME/host" ]; then
+            "$loom" login -u admin --password-stdin <"$work/admin.pw" >/dev/null && return 0
+            echo "run.sh: cannot log on to the host" >&2
+            exit 1
+        fi
         sleep 0.05
     done
     echo "run.sh: the host did not start: $(cat "$work/serve.out")" >&2
