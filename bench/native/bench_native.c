@@ -4,8 +4,9 @@
  * momentum, driven through native.so's trainer calls exactly like a loom
  * worker with one member (zero_grad, forward_backward, apply). Prints
  * samples per second over about `--seconds` after a short warm-up.
+ * `--spec FILE` trains another model spec (an edt.json) instead.
  *
- *   bench_native [--seconds S] [--batch B] [--data DIR] [--plugin PATH]
+ *   bench_native [--seconds S] [--batch B] [--data DIR] [--plugin PATH] [--spec FILE]
  */
 #include <dlfcn.h>
 #include <loom/loom.h>
@@ -49,6 +50,7 @@ int main(int argc, char **argv)
     uint32_t batch = 64;
     const char *data_dir = "/usr/share/datasets/fashion-mnist";
     const char *plugin_path = NATIVE_PLUGIN_PATH;
+    const char *spec_path = NULL;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--seconds") == 0)
             seconds = atof(argv[i + 1]);
@@ -58,9 +60,11 @@ int main(int argc, char **argv)
             data_dir = argv[i + 1];
         else if (strcmp(argv[i], "--plugin") == 0)
             plugin_path = argv[i + 1];
+        else if (strcmp(argv[i], "--spec") == 0)
+            spec_path = argv[i + 1];
         else {
             fprintf(stderr, "usage: %s [--seconds S] [--batch B] [--data DIR] "
-                            "[--plugin PATH]\n", argv[0]);
+                            "[--plugin PATH] [--spec FILE]\n", argv[0]);
             return 2;
         }
     }
@@ -76,10 +80,26 @@ int main(int argc, char **argv)
         return 1;
     const loom_framework_factory *f = mod->get_factory(LOOM_FRAMEWORK_FACTORY_ID);
 
+    char *spec_text = NULL;
+    if (spec_path) {
+        FILE *fp = fopen(spec_path, "rb");
+        long len = -1;
+        if (fp && fseek(fp, 0, SEEK_END) == 0 && (len = ftell(fp)) >= 0 &&
+            fseek(fp, 0, SEEK_SET) == 0 && (spec_text = calloc(1, (size_t)len + 1)) &&
+            fread(spec_text, 1, (size_t)len, fp) == (size_t)len) {
+            fclose(fp);
+        } else {
+            if (fp)
+                fclose(fp);
+            fprintf(stderr, "bench_native: cannot read the spec %s\n", spec_path);
+            return 1;
+        }
+    }
     loom_trainer_config cfg = {.struct_size = sizeof cfg, .seed = 1,
                                .device = {.struct_size = sizeof(loom_device),
                                           .kind = LOOM_DEVICE_CPU},
-                               .spec_json = spec_json, .data_dir = data_dir};
+                               .spec_json = spec_text ? spec_text : spec_json,
+                               .data_dir = data_dir};
     loom_framework_instance *inst = NULL;
     if (check(f->create(f, &cfg, &inst), "create"))
         return 1;
@@ -128,6 +148,7 @@ int main(int argc, char **argv)
            batch, elapsed, loss);
     f->destroy(inst);
     free(perm);
+    free(spec_text);
     mod->deinit();
     host_api_release(host);
     dlclose(dl);

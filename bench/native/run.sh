@@ -1,12 +1,13 @@
 #!/bin/sh
 # bench/native/run.sh - single-process training throughput of loom's native
 # adapter beside PyTorch, from the same invocation: the MLP 784-512-512-10
-# on Fashion-MNIST at batch 64, SGD with momentum, one thread each (a loom
-# worker pins BLAS to one thread per core). Runs are interleaved and the
-# median of RUNS runs is reported, because timings here swing between runs.
+# (MODEL=mlp) or bench/train's 2-conv CNN (MODEL=cnn) on Fashion-MNIST at
+# batch 64, SGD with momentum, one thread each (a loom worker pins BLAS to
+# one thread per core). Runs are interleaved and the median of RUNS runs is
+# reported, because timings here swing between runs.
 #
 #   bench/native/run.sh [BUILD_DIR]          (default: build)
-#   env: RUNS=3 SECONDS_PER_RUN=5 THREADS=1 BATCH=64
+#   env: MODEL=mlp RUNS=3 SECONDS_PER_RUN=5 THREADS=1 BATCH=64
 #        DATA=/usr/share/datasets/fashion-mnist PYTHON=/usr/bin/python3
 set -eu
 
@@ -16,6 +17,12 @@ runs=${RUNS:-3}
 seconds=${SECONDS_PER_RUN:-5}
 threads=${THREADS:-1}
 batch=${BATCH:-64}
+model=${MODEL:-mlp}
+case $model in
+    mlp) spec= name="MLP 784-512-512-10" ;;
+    cnn) spec=$here/../train/models/cnn/edt.json name="CNN conv16-pool-conv32-pool-128" ;;
+    *) echo "run.sh: MODEL: expected mlp or cnn, got $model" >&2; exit 2 ;;
+esac
 data=${DATA:-/usr/share/datasets/fashion-mnist}
 python=${PYTHON:-/usr/bin/python3}
 bench="$build/bin/bench_native"
@@ -40,11 +47,12 @@ loom_runs=""
 torch_runs=""
 i=1
 while [ "$i" -le "$runs" ]; do
+    # shellcheck disable=SC2046
     l=$(OPENBLAS_NUM_THREADS=$threads "$bench" --seconds "$seconds" --batch "$batch" \
-        --data "$data" 2>/dev/null)
+        --data "$data" $([ -n "$spec" ] && echo --spec "$spec") 2>/dev/null)
     echo "run $i: $l"
-    t=$(OMP_NUM_THREADS=$threads "$python" "$here/torch_mlp.py" --seconds "$seconds" \
-        --batch "$batch" --threads "$threads" --data "$data")
+    t=$(OMP_NUM_THREADS=$threads "$python" "$here/torch_peer.py" --seconds "$seconds" \
+        --batch "$batch" --threads "$threads" --data "$data" --model "$model")
     echo "run $i: $t"
     loom_runs="$loom_runs $(echo "$l" | awk '{ print $3 }')"
     torch_runs="$torch_runs $(echo "$t" | awk '{ for (i = 1; i <= NF; i++) if ($(i + 1) == "samples/s") print $i }')"
@@ -53,7 +61,7 @@ done
 
 loom_median=$(echo "$loom_runs" | tr ' ' '\n' | grep . | median)
 torch_median=$(echo "$torch_runs" | tr ' ' '\n' | grep . | median)
-echo "MLP 784-512-512-10, batch $batch, $threads thread(s), median of $runs runs of ${seconds}s:"
+echo "$name, batch $batch, $threads thread(s), median of $runs runs of ${seconds}s:"
 echo "  loom native: $loom_median samples/s"
 echo "  pytorch:     $torch_median samples/s"
 awk -v l="$loom_median" -v t="$torch_median" 'BEGIN { if (t > 0) printf "  ratio:       %.2fx\n", l / t }'

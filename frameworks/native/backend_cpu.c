@@ -128,10 +128,28 @@ static void cpu_dropout(native_backend *be, const float *restrict x,
         nk_dropout(i, x, y, per_sample, sample_ids, rate, seed, epoch);
 }
 
+/* The output columns [lo, hi) of kernel column kj whose input column
+ * ox * stride - padding + kj falls inside the image; the others read the
+ * zero padding. */
+static void conv_valid_columns(int32_t kj, nk_conv_geom g, int32_t *lo, int32_t *hi)
+{
+    int32_t first = g.padding - kj;               /* ox * stride >= first */
+    int32_t last = g.width - 1 + g.padding - kj;  /* ox * stride <= last */
+    int32_t l = first <= 0 ? 0 : (first + g.stride - 1) / g.stride;
+    int32_t h = last < 0 ? 0 : last / g.stride + 1;
+    if (h > g.out_width)
+        h = g.out_width;
+    if (l > h)
+        l = h;
+    *lo = l;
+    *hi = h;
+}
+
 /* The same mapping as nk_im2col (which the CUDA twin runs per element),
- * walked row by row: per element, nk_im2col's index arithmetic costs six
- * 64-bit divisions, which made im2col most of a CNN step on the CPU. The
- * gradient tests hold both to the finite-difference reference. */
+ * walked row by row with the padding cut off each row's ends, so the
+ * middle is a plain (stride 1: contiguous) copy: per element, nk_im2col's
+ * index arithmetic costs six 64-bit divisions. test_native_grad holds the
+ * two to the same bits. */
 static void cpu_im2col(native_backend *be, const float *x, float *col,
                        nk_conv_geom g)
 {
@@ -141,24 +159,35 @@ static void cpu_im2col(native_backend *be, const float *x, float *col,
         for (int32_t ki = 0; ki < g.kernel; ki++)
             for (int32_t kj = 0; kj < g.kernel; kj++) {
                 float *dst = col + (((int64_t)c * g.kernel + ki) * g.kernel + kj) * plane;
+                int32_t lo, hi;
+                conv_valid_columns(kj, g, &lo, &hi);
                 for (int32_t oy = 0; oy < g.out_height; oy++, dst += g.out_width) {
                     int32_t iy = oy * g.stride - g.padding + ki;
                     if (iy < 0 || iy >= g.height) {
                         memset(dst, 0, sizeof(float) * (size_t)g.out_width);
                         continue;
                     }
+                    /* Input column of ox: ox * stride + shift, inside the
+                     * row for every ox in [lo, hi). */
                     const float *src = x + ((int64_t)c * g.height + iy) * g.width;
-                    for (int32_t ox = 0; ox < g.out_width; ox++) {
-                        int32_t ix = ox * g.stride - g.padding + kj;
-                        dst[ox] = (ix >= 0 && ix < g.width) ? src[ix] : 0.0f;
-                    }
+                    int32_t shift = kj - g.padding;
+                    /* The padded ends are a column or two: a loop, not memset. */
+                    for (int32_t ox = 0; ox < lo; ox++)
+                        dst[ox] = 0.0f;
+                    if (g.stride == 1)
+                        memcpy(dst + lo, src + lo + shift, sizeof(float) * (size_t)(hi - lo));
+                    else
+                        for (int32_t ox = lo; ox < hi; ox++)
+                            dst[ox] = src[ox * g.stride + shift];
+                    for (int32_t ox = hi; ox < g.out_width; ox++)
+                        dst[ox] = 0.0f;
                 }
             }
 }
 
 /* The adjoint of cpu_im2col in scatter form (nk_col2im gathers, for the
  * GPU, where scattering would race): zero x, then add every column entry
- * back where im2col took it from. */
+ * that did not read padding back where im2col took it from. */
 static void cpu_col2im(native_backend *be, const float *col, float *x,
                        nk_conv_geom g)
 {
@@ -169,37 +198,59 @@ static void cpu_col2im(native_backend *be, const float *col, float *x,
         for (int32_t ki = 0; ki < g.kernel; ki++)
             for (int32_t kj = 0; kj < g.kernel; kj++) {
                 const float *src = col + (((int64_t)c * g.kernel + ki) * g.kernel + kj) * plane;
+                int32_t lo, hi;
+                conv_valid_columns(kj, g, &lo, &hi);
                 for (int32_t oy = 0; oy < g.out_height; oy++, src += g.out_width) {
                     int32_t iy = oy * g.stride - g.padding + ki;
                     if (iy < 0 || iy >= g.height)
                         continue;
-                    float *dst = x + ((int64_t)c * g.height + iy) * g.width;
-                    for (int32_t ox = 0; ox < g.out_width; ox++) {
-                        int32_t ix = ox * g.stride - g.padding + kj;
-                        if (ix >= 0 && ix < g.width)
-                            dst[ix] += src[ox];
-                    }
+                    int32_t shift = kj - g.padding;
+                    float *restrict dst = x + ((int64_t)c * g.height + iy) * g.width;
+                    const float *restrict from = src;
+                    if (g.stride == 1)
+                        for (int32_t ox = lo; ox < hi; ox++)
+                            dst[ox + shift] += from[ox];
+                    else
+                        for (int32_t ox = lo; ox < hi; ox++)
+                            dst[ox * g.stride + shift] += from[ox];
                 }
             }
 }
 
+/* nk_maxpool_fwd's mapping walked plane by plane and row by row, with the
+ * same window body: per element, its index arithmetic costs 64-bit
+ * divisions, which made max-pooling most of a CNN step on the CPU. */
 static void cpu_maxpool_fwd(native_backend *be, const float *x, float *y,
                             int32_t *argmax, int64_t planes, nk_pool_geom g)
 {
     (void)be;
-    int64_t n = planes * g.out_height * g.out_width;
-    for (int64_t i = 0; i < n; i++)
-        nk_maxpool_fwd(i, x, y, argmax, g);
+    int64_t in_plane = (int64_t)g.height * g.width;
+    for (int64_t p = 0; p < planes; p++) {
+        const float *in = x + p * in_plane;
+        for (int32_t oy = 0; oy < g.out_height; oy++)
+            for (int32_t ox = 0; ox < g.out_width; ox++, y++, argmax++) {
+                int32_t best = nk_maxpool_window(in, oy, ox, g);
+                *y = in[best];
+                *argmax = best;
+            }
+    }
 }
 
+/* The adjoint in scatter form (nk_maxpool_bwd gathers, for the GPU, where
+ * scattering would race): zero dx, then add each output's gradient to its
+ * window's winner. Outputs are visited in ascending order, the order the
+ * gather sums in, so both give the same bits. */
 static void cpu_maxpool_bwd(native_backend *be, const float *dy,
                             const int32_t *argmax, float *dx, int64_t planes,
                             nk_pool_geom g)
 {
     (void)be;
-    int64_t n = planes * g.height * g.width;
-    for (int64_t i = 0; i < n; i++)
-        nk_maxpool_bwd(i, dy, argmax, dx, g);
+    int64_t in_plane = (int64_t)g.height * g.width;
+    int64_t out_plane = (int64_t)g.out_height * g.out_width;
+    memset(dx, 0, sizeof(float) * (size_t)(planes * in_plane));
+    for (int64_t p = 0; p < planes; p++, dx += in_plane)
+        for (int64_t o = 0; o < out_plane; o++, dy++, argmax++)
+            dx[*argmax] += *dy;
 }
 
 static void cpu_softmax_xent(native_backend *be, const float *logits,

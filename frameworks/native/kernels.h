@@ -170,6 +170,21 @@ static inline LOOM_HD void nk_col2im(int64_t i, const float *col, float *x,
 
 /* ---- max pooling ------------------------------------------------------- */
 
+/* The winner of output (oy, ox)'s window in one input plane: its offset in
+ * the plane (the first of equal maxima). Both back ends' forward passes. */
+static inline LOOM_HD int32_t nk_maxpool_window(const float *in, int32_t oy, int32_t ox,
+                                                nk_pool_geom g)
+{
+    int32_t best = (oy * g.stride) * g.width + ox * g.stride;
+    for (int32_t ki = 0; ki < g.kernel; ki++)
+        for (int32_t kj = 0; kj < g.kernel; kj++) {
+            int32_t at = (oy * g.stride + ki) * g.width + ox * g.stride + kj;
+            if (in[at] > in[best])
+                best = at;
+        }
+    return best;
+}
+
 /* i indexes the output ([planes, Ho, Wo]); argmax gets the winning input
  * offset within the plane, for the backward pass. */
 static inline LOOM_HD void nk_maxpool_fwd(int64_t i, const float *x, float *y,
@@ -179,13 +194,7 @@ static inline LOOM_HD void nk_maxpool_fwd(int64_t i, const float *x, float *y,
     int64_t p = i / out_plane, pos = i % out_plane;
     int32_t oy = (int32_t)(pos / g.out_width), ox = (int32_t)(pos % g.out_width);
     const float *in = x + p * g.height * g.width;
-    int32_t best = (oy * g.stride) * g.width + ox * g.stride;
-    for (int32_t ki = 0; ki < g.kernel; ki++)
-        for (int32_t kj = 0; kj < g.kernel; kj++) {
-            int32_t at = (oy * g.stride + ki) * g.width + ox * g.stride + kj;
-            if (in[at] > in[best])
-                best = at;
-        }
+    int32_t best = nk_maxpool_window(in, oy, ox, g);
     y[i] = in[best];
     argmax[i] = best;
 }

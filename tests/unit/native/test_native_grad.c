@@ -3,7 +3,8 @@
  * differences of its forward pass, one small network per layer type (dense,
  * conv2d with stride and padding, max-pool with overlapping windows, relu,
  * dropout, softmax cross-entropy), plus the dropout mask's independence
- * from batch order.
+ * from batch order, and the CPU back end's row-walking im2col/col2im and
+ * max-pool against the per-element kernels the CUDA twin runs: same bits.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include "../../check.h"
 #include "backend.h"
 #include "errbuf.h"
+#include "kernels.h"
 #include "model.h"
 #include "spec.h"
 
@@ -217,6 +219,58 @@ static void test_maxpool(void)
     case_close(&c);
 }
 
+/* The CPU loops and the shared per-element kernels (the GPU's form) agree
+ * bit for bit, with overlapping windows, stride and padding. */
+static void test_cpu_matches_kernels(void)
+{
+    native_backend *be = native_backend_cpu_create();
+    uint32_t seed = 7;
+    nk_pool_geom pg = {.height = 9, .width = 7, .kernel = 3, .stride = 2,
+                       .out_height = 4, .out_width = 3};
+    int64_t planes = 3, in_n = planes * 9 * 7, out_n = planes * 4 * 3;
+    float *x = malloc(sizeof(float) * (size_t)in_n), *y1 = malloc(sizeof(float) * (size_t)out_n),
+          *y2 = malloc(sizeof(float) * (size_t)out_n), *dy = malloc(sizeof(float) * (size_t)out_n),
+          *dx1 = malloc(sizeof(float) * (size_t)in_n), *dx2 = malloc(sizeof(float) * (size_t)in_n);
+    int32_t *a1 = malloc(sizeof(int32_t) * (size_t)out_n), *a2 = malloc(sizeof(int32_t) * (size_t)out_n);
+    for (int64_t i = 0; i < in_n; i++)
+        x[i] = (float)(int)(uniform(&seed) * 8) / 4; /* ties: the first maximum wins */
+    for (int64_t i = 0; i < out_n; i++)
+        dy[i] = uniform(&seed) - 0.5f;
+    be->maxpool_fwd(be, x, y1, a1, planes, pg);
+    for (int64_t i = 0; i < out_n; i++)
+        nk_maxpool_fwd(i, x, y2, a2, pg);
+    CHECK(memcmp(y1, y2, sizeof(float) * (size_t)out_n) == 0);
+    CHECK(memcmp(a1, a2, sizeof(int32_t) * (size_t)out_n) == 0);
+    be->maxpool_bwd(be, dy, a1, dx1, planes, pg);
+    for (int64_t i = 0; i < in_n; i++)
+        nk_maxpool_bwd(i, dy, a2, dx2, pg);
+    CHECK(memcmp(dx1, dx2, sizeof(float) * (size_t)in_n) == 0);
+
+    nk_conv_geom cg = {.channels = 2, .height = 6, .width = 5, .kernel = 3, .stride = 2,
+                       .padding = 1, .out_height = 3, .out_width = 3};
+    int64_t img = 2 * 6 * 5, cols = 2 * 3 * 3 * 3 * 3;
+    float *im = malloc(sizeof(float) * (size_t)img), *c1 = malloc(sizeof(float) * (size_t)cols),
+          *c2 = malloc(sizeof(float) * (size_t)cols), *b1 = malloc(sizeof(float) * (size_t)img),
+          *b2 = malloc(sizeof(float) * (size_t)img);
+    for (int64_t i = 0; i < img; i++)
+        im[i] = uniform(&seed);
+    be->im2col(be, im, c1, cg);
+    for (int64_t i = 0; i < cols; i++)
+        nk_im2col(i, im, c2, cg);
+    CHECK(memcmp(c1, c2, sizeof(float) * (size_t)cols) == 0);
+    for (int64_t i = 0; i < cols; i++)
+        c1[i] = uniform(&seed) - 0.5f;
+    be->col2im(be, c1, b1, cg);
+    for (int64_t i = 0; i < img; i++)
+        nk_col2im(i, c1, b2, cg);
+    for (int64_t i = 0; i < img; i++)
+        CHECK_MSG(fabsf(b1[i] - b2[i]) <= 1e-6f, "col2im element %lld: %g vs %g", (long long)i,
+                  b1[i], b2[i]);
+    free(x), free(y1), free(y2), free(dy), free(dx1), free(dx2), free(a1), free(a2);
+    free(im), free(c1), free(c2), free(b1), free(b2);
+    be->destroy(be);
+}
+
 static void test_dropout(void)
 {
     grad_case c;
@@ -272,6 +326,7 @@ int main(void)
     test_dense_relu();
     test_conv2d();
     test_maxpool();
+    test_cpu_matches_kernels();
     test_dropout();
     return CHECK_DONE();
 }

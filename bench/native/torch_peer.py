@@ -1,10 +1,13 @@
-"""The PyTorch side of bench/native: the same MLP 784-512-512-10, SGD with
-momentum, batch 64, Fashion-MNIST held in memory and gathered by a shuffled
-index per batch (the same collation work the native adapter does). Prints
-samples/s over about --seconds after a short warm-up.
+"""The PyTorch side of bench/native: the same model (--model mlp: MLP
+784-512-512-10; cnn: bench/train's 2-conv CNN, built by its torch_train.py),
+SGD with momentum, batch 64, Fashion-MNIST held in memory and gathered by a
+shuffled index per batch (the same collation work the native adapter does).
+Prints samples/s over about --seconds after a short warm-up.
 """
 import argparse
 import gzip
+import os
+import sys
 import time
 
 import numpy as np
@@ -22,6 +25,7 @@ def main():
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
+    ap.add_argument("--model", choices=("mlp", "cnn"), default="mlp")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(1)
@@ -31,9 +35,12 @@ def main():
     x_all = torch.from_numpy(images.astype(np.float32) / 255.0)
     y_all = torch.from_numpy(labels.astype(np.int64))
 
-    model = torch.nn.Sequential(
-        torch.nn.Flatten(), torch.nn.Linear(784, 512), torch.nn.ReLU(),
-        torch.nn.Linear(512, 512), torch.nn.ReLU(), torch.nn.Linear(512, 10))
+    # One definition of each model: the one the training benchmark uses.
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "train"))
+    from torch_train import build_model
+    model = build_model(args.model)
+    if args.model == "cnn":
+        x_all = x_all.reshape(-1, 1, 28, 28)
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     loss_fn = torch.nn.CrossEntropyLoss()
     perm = torch.randperm(x_all.shape[0])
