@@ -178,6 +178,15 @@ static int setup(worker *w)
         return 1;
 #endif
     }
+    /* A CPU worker's collectives read its buffers directly. */
+    for (uint32_t i = 0; !w->gpu_comm && i <= w->nviews; i++) {
+        const loom_tensor_view *v = i < w->nviews ? &w->views[i] : &w->grads;
+        if (v->on_device || w->params.on_device) {
+            fprintf(stderr, "loom worker: the adapter gave device memory (%s) to a CPU worker\n",
+                    v->on_device && v->name ? v->name : "the flat buffers");
+            return 1;
+        }
+    }
     w->fd = msg_connect(w->control, err, sizeof err);
     if (w->fd < 0) {
         fprintf(stderr, "loom worker: %s\n", err);
@@ -198,10 +207,12 @@ static uint64_t *index_list(const cJSON *array, uint32_t *count)
     return idx;
 }
 
-/* The comm the gradients and weights travel on: nccl on a GPU, else shm. */
-static comm *collectives(worker *w)
+/* The comm a buffer travels on: nccl for device memory, shm for host
+ * memory (a GPU adapter may keep small state, like step counters, on the
+ * host). Both have the same members and ranks. */
+static comm *comm_for(worker *w, const loom_tensor_view *v)
 {
-    return w->gpu_comm ? w->gpu_comm : w->comm;
+    return v->on_device && w->gpu_comm ? w->gpu_comm : w->comm;
 }
 
 static void add_metrics(cJSON *obj, const loom_metrics *m)
@@ -257,7 +268,7 @@ static loom_error *do_step(worker *w, const cJSON *plan, cJSON *reply, int reduc
         total += n;
     }
     if (reduce) {
-        e = comm_allreduce_avg_f32(collectives(w), (float *)w->grads.data,
+        e = comm_allreduce_avg_f32(comm_for(w, &w->grads), (float *)w->grads.data,
                                    (size_t)(w->grads.nbytes / sizeof(float)), deadline);
         if (e)
             return e;
@@ -359,7 +370,7 @@ static loom_error *join_and_pull(worker *w, const cJSON *join, const char *load_
         return NULL;
     }
     for (uint32_t i = 0; i < w->nviews; i++) {
-        e = comm_broadcast(collectives(w), w->views[i].data, (size_t)w->views[i].nbytes, (uint32_t)root,
+        e = comm_broadcast(comm_for(w, &w->views[i]), w->views[i].data, (size_t)w->views[i].nbytes, (uint32_t)root,
                            deadline);
         if (e)
             return loom_err_wrap(e, "pulling the weights (tensor %s)", w->views[i].name);
