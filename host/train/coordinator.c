@@ -90,7 +90,8 @@ struct edt_coordinator {
     uint32_t prev_members[MAX_SLOTS]; /* the current generation's slots, */
     uint32_t nprev;                   /* in rank order (GPU: shrink) */
     char nccl_id_hex[2 * 128 + 1];    /* GPU: the generation's unique id */
-    char nccl_exclude[MAX_SLOTS];     /* GPU: 1 at ranks that left */
+    uint32_t nccl_exclude[MAX_SLOTS]; /* GPU: the ranks that left, */
+    uint32_t nccl_nexclude;           /* when shrinking */
     int nccl_shrink;                  /* GPU: shrink instead of a new id */
     uint64_t params, ntrain, ntest;
     sampler smp;
@@ -485,24 +486,10 @@ static void make_member(edt_coordinator *c, uint32_t i, const int32_t *granted, 
 static int plan_gpu_generation(edt_coordinator *c, const uint32_t *list, uint32_t n, int force_new,
                                char *err, size_t errlen)
 {
-    int only_left = !force_new && c->nprev > n;
-    for (uint32_t r = 0; r < n && only_left; r++) {
-        int was = 0;
-        for (uint32_t k = 0; k < c->nprev && !was; k++)
-            was = c->prev_members[k] == list[r];
-        only_left = was;
-    }
-    c->nccl_shrink = only_left;
-    memset(c->nccl_exclude, 0, sizeof c->nccl_exclude);
-    if (only_left) {
-        for (uint32_t k = 0; k < c->nprev; k++) {
-            int stays = 0;
-            for (uint32_t r = 0; r < n && !stays; r++)
-                stays = list[r] == c->prev_members[k];
-            c->nccl_exclude[k] = (char)!stays;
-        }
+    c->nccl_shrink = comm_plan_shrink(c->prev_members, c->nprev, list, n, force_new,
+                                      c->nccl_exclude, &c->nccl_nexclude);
+    if (c->nccl_shrink)
         return 0;
-    }
 #if defined(LOOM_HAVE_CUDA) && LOOM_HAVE_CUDA
     uint8_t id[COMM_NCCL_ID_BYTES];
     loom_error *e = comm_nccl_unique_id(id, sizeof id);
@@ -650,9 +637,8 @@ static void send_plans(edt_coordinator *c, const round_plan *p)
             cJSON_AddNumberToObject(j, "timeout_ms", join_ms);
             if (is_gpu_job(c) && c->nccl_shrink) {
                 cJSON *ex = cJSON_AddArrayToObject(j, "exclude");
-                for (uint32_t k = 0; k < MAX_SLOTS; k++)
-                    if (c->nccl_exclude[k])
-                        cJSON_AddItemToArray(ex, cJSON_CreateNumber(k));
+                for (uint32_t k = 0; k < c->nccl_nexclude; k++)
+                    cJSON_AddItemToArray(ex, cJSON_CreateNumber(c->nccl_exclude[k]));
             } else if (is_gpu_job(c)) {
                 cJSON_AddStringToObject(j, "nccl_id", c->nccl_id_hex);
             }

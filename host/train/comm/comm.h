@@ -121,6 +121,18 @@ loom_error *comm_shm_attach(const char *name, uint32_t slot, comm **out);
  * member; UNAVAILABLE when a newer generation superseded it. */
 loom_error *comm_shm_join(comm *c, uint32_t generation, uint64_t deadline_ns);
 
+/* ---- the next generation on GPUs ------------------------------------- */
+
+/* Whether GPU members can form the next generation by shrinking their
+ * communicator (ncclCommShrink) instead of building a new one: only when
+ * members left and none joined (every slot of `next` is in `prev`), and the
+ * last round went well (`after_failure` 0: a failed collective aborted the
+ * communicators). Slots are listed in rank order. Returns 1 and writes the
+ * leavers' ranks in `prev` (ascending) to excluded[0..*nexcluded), else 0.
+ * `excluded` holds nprev entries. */
+int comm_plan_shrink(const uint32_t *prev, uint32_t nprev, const uint32_t *next, uint32_t n,
+                     int after_failure, uint32_t *excluded, uint32_t *nexcluded);
+
 /* ---- nccl (GPU) ------------------------------------------------------- */
 #if defined(LOOM_HAVE_CUDA) && LOOM_HAVE_CUDA
 
