@@ -70,6 +70,18 @@ expect_ok "Lua-planned job finishes" "$LOOM" exec wait "$id" --timeout 30
 expect_contains "Lua-planned workers ran" "$("$LOOM" exec logs "$id")" "hello from rank 1"
 expect_ok "remove the Lua framework" "$LOOM" framework remove hello
 
+# ---- a trainer adapter that hands CPU workers device memory: the worker
+# refuses it by name, the job ends ERROR and the host goes on
+expect_ok "framework add a trainer adapter" "$LOOM" framework add "$TP/device_buffers.so"
+mkdir -p "$WORK/devmodel"
+echo '{"training": {"epochs": 1, "batch_size": 2}}' > "$WORK/devmodel/edt.json"
+out=$("$LOOM" exec start --exec-start device_buffers --model-dir "$WORK/devmodel" --numWorker 1)
+id=$(echo "$out" | sed -n 's/^exec \([^ ]*\) submitted.*/\1/p')
+expect_fails "the job fails" "$LOOM" exec wait "$id" --timeout 60
+expect_contains "it says why" "$("$LOOM" exec view "$id")" "the adapter gave device memory (weight) to a CPU worker"
+expect_ok "the host goes on" "$LOOM" plugin list
+expect_ok "remove it" "$LOOM" framework remove device_buffers
+
 # ---- REST registration works the same
 r=$(http POST /loom/v1/plugins -F kind=framework -F "file=@$FIX/hello.lua")
 expect_contains "REST add is 201" "$r" "201 "
