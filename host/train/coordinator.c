@@ -1549,24 +1549,6 @@ edt_coordinator *edt_start(edt_job *job, char *err, size_t errlen)
     return c;
 }
 
-int edt_resize(edt_coordinator *c, uint32_t workers, char *err, size_t errlen)
-{
-    if (workers < 1 || workers > c->job.settings.engines) {
-        snprintf(err, errlen, "workers: expected 1 to %u (the job's engines), got %u",
-                 c->job.settings.engines, workers);
-        return -1;
-    }
-    pthread_mutex_lock(&c->lock);
-    if (workers != c->target) {
-        c->resize_requested_ms = time_mono_ms();
-        c->measuring_resize = workers > c->target ? 1 : 0;
-        c->target = workers;
-    }
-    c->ngranted = 0; /* a bare count: no device is named any more */
-    pthread_mutex_unlock(&c->lock);
-    return 0;
-}
-
 int edt_set_devices(edt_coordinator *c, const int32_t *devices, uint32_t count, char *err,
                     size_t errlen)
 {

@@ -51,11 +51,9 @@ typedef struct edt_job {
 typedef struct edt_coordinator edt_coordinator;
 
 edt_coordinator *edt_start(edt_job *job, char *err, size_t errlen);
-/* Asks for `workers` workers (1..engines); applied at the next step. */
-int edt_resize(edt_coordinator *c, uint32_t workers, char *err, size_t errlen);
-/* Grants exactly these devices (1..engines of them; see edt_job.devices):
- * workers on devices no longer granted leave at the next step boundary and
- * new ones start on the devices added. */
+/* Grants exactly these devices (1..engines of them; see edt_job.devices),
+ * which is how the job is resized: workers on devices no longer granted
+ * leave at the next step boundary and new ones start on the devices added. */
 int edt_set_devices(edt_coordinator *c, const int32_t *devices, uint32_t count, char *err,
                     size_t errlen);
 /* Asks the job to stop; it ends KILLED. */
