@@ -108,6 +108,12 @@ static void print_exec(const cJSON *e)
         printf("training    %d/%d worker(s) (max %d), generation %d\n", (int)cli_num(t, "workers"),
                (int)cli_num(t, "targetWorkers"), (int)cli_num(t, "maxWorkers"),
                (int)cli_num(t, "generation"));
+        const cJSON *devices = cJSON_GetObjectItemCaseSensitive(t, "workerDevices"), *d;
+        if (cJSON_GetArraySize(devices) > 0) {
+            printf("            on %s device(s)", cli_str(t, "deviceKind"));
+            cJSON_ArrayForEach(d, devices) printf(" %d", (int)d->valuedouble);
+            putchar('\n');
+        }
         printf("            epoch %d of %d, iteration %d, batch %d per worker, effective %d\n",
                (int)cli_num(t, "epoch"), (int)cli_num(t, "epochs"), (int)cli_num(t, "iteration"),
                (int)cli_num(t, "batchSize"), (int)cli_num(t, "effectiveBatchSize"));

@@ -42,6 +42,7 @@ expect_ok "B stops" "$LOOM" exec stop "$b"
 expect_eq "B used every sample once in every epoch" "$(field "$b" "$every_epoch_once")" "True"
 expect_ok "A grows back to 4" wait_for "$a" 'v["training"]["workers"] == 4' 30
 expect_ok "A's workers are on all four devices" on_granted_devices "$a"
+expect_contains "loom exec view names them" "$("$LOOM" exec view "$a")" "on cpu device(s) "
 expect_eq "A's training never stopped" "$(field "$a" 'v["state"]')" "RUNNING"
 expect_eq "A used every sample once in every epoch" "$(field "$a" "$every_epoch_once")" "True"
 
