@@ -124,9 +124,10 @@ static uint64_t api_clock_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Extensions are registered by the subsystems that provide them (the
- * trainer's "loom.comm/1", the GPU back end's "loom.gpu/1") at start-up,
- * before any plugin is loaded, so lookups need no lock. */
+/* Extensions are registered by the subsystems that provide them at
+ * start-up, before any plugin is loaded, so lookups need no lock. None is
+ * registered yet: the trainer does the collectives and the device copies
+ * itself, around the adapter's calls, so adapters need neither. */
 #define MAX_EXTENSIONS 16
 static struct {
     const char *id;
