@@ -302,13 +302,13 @@ void auth_close(auth_service *svc)
     free(svc);
 }
 
-/* A readable random password: base64url has no characters a shell or a
- * terminal would mangle. */
-static int generate_password(char *out, size_t len)
+/* base64url: no characters a shell or a terminal would mangle. */
+int auth_generate_password(char *out, size_t len)
 {
     unsigned char raw[GENERATED_PASSWORD_BYTES];
     if (len < sodium_base64_ENCODED_LEN(sizeof raw,
-                                        sodium_base64_VARIANT_URLSAFE_NO_PADDING))
+                                        sodium_base64_VARIANT_URLSAFE_NO_PADDING) ||
+        sodium_init() < 0)
         return AUTH_EINVAL;
     randombytes_buf(raw, sizeof raw);
     sodium_bin2base64(out, len, raw, sizeof raw,
@@ -356,7 +356,7 @@ int auth_bootstrap_admin(auth_service *svc, const char *password_or_null,
     char password[AUTH_PASSWORD_GEN_MAX];
     const char *chosen = password_or_null;
     if (!chosen) {
-        generate_password(password, sizeof password);
+        auth_generate_password(password, sizeof password);
         chosen = password;
     }
     char pwhash[crypto_pwhash_STRBYTES];

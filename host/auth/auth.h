@@ -95,6 +95,10 @@ void auth_close(auth_service *svc);
 int auth_bootstrap_admin(auth_service *svc, const char *password_or_null,
                          char *generated, size_t len, char *err, size_t errlen);
 
+/* A readable random password into `out` (at least AUTH_PASSWORD_GEN_MAX
+ * bytes): AUTH_OK, or AUTH_EINVAL when `out` is too small. */
+int auth_generate_password(char *out, size_t len);
+
 /* Reads an admin password from the first line of `path` (the
  * --admin-password-file option) without its line ending. */
 int auth_read_password_file(const char *path, char *password, size_t len,

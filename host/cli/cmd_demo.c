@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "api/server.h"
+#include "auth/auth.h"
 #include "cli/commands.h"
 #include "util/fs.h"
 #include "util/log.h"
@@ -203,14 +204,9 @@ int cmd_demo(int argc, char **argv, const cli_globals *g)
 
     char err[1024];
     /* The demo's own administrator, with a password nobody needs to know. */
-    unsigned char raw[12];
-    char password[32];
-    FILE *urandom = fopen("/dev/urandom", "rb");
-    if (!urandom || fread(raw, 1, sizeof raw, urandom) != sizeof raw)
-        return cli_fail("cannot read /dev/urandom");
-    fclose(urandom);
-    for (size_t i = 0; i < sizeof raw; i++)
-        snprintf(password + 2 * i, 3, "%02x", raw[i]);
+    char password[AUTH_PASSWORD_GEN_MAX];
+    if (auth_generate_password(password, sizeof password) != AUTH_OK)
+        return cli_fail("demo: cannot make a password for its administrator");
     loomd_options opt = {.home = home, .address = "127.0.0.1", .port = 0, .hysteresis = -1,
                          .admin_password = password};
     loomd *d = loomd_start(&opt, err, sizeof err);
