@@ -15,6 +15,7 @@
 #include <math.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sodium.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -498,8 +499,7 @@ static int plan_gpu_generation(edt_coordinator *c, const uint32_t *list, uint32_
         loom_err_free(e);
         return -1;
     }
-    for (size_t k = 0; k < sizeof id; k++)
-        snprintf(c->nccl_id_hex + 2 * k, 3, "%02x", id[k]);
+    sodium_bin2hex(c->nccl_id_hex, sizeof c->nccl_id_hex, id, sizeof id);
     return 0;
 #else
     snprintf(err, errlen, "a GPU job in a loom built without CUDA");

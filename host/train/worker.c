@@ -6,6 +6,7 @@
 #include "train/worker.h"
 
 #include <signal.h>
+#include <sodium.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -328,14 +329,11 @@ static loom_error *join_gpu_generation(worker *w, const cJSON *join, uint64_t de
     }
     const char *hex = str(join, "nccl_id");
     uint8_t id[COMM_NCCL_ID_BYTES];
+    size_t got = 0;
     if (!hex || strlen(hex) != 2 * sizeof id)
         return loom_err(LOOM_ERR_INVALID_ARGUMENT, "join: no nccl_id for a GPU generation");
-    for (size_t i = 0; i < sizeof id; i++) {
-        unsigned v;
-        if (sscanf(hex + 2 * i, "%2x", &v) != 1)
-            return loom_err(LOOM_ERR_INVALID_ARGUMENT, "join: nccl_id is not hexadecimal");
-        id[i] = (uint8_t)v;
-    }
+    if (sodium_hex2bin(id, sizeof id, hex, strlen(hex), NULL, &got, NULL) != 0 || got != sizeof id)
+        return loom_err(LOOM_ERR_INVALID_ARGUMENT, "join: nccl_id is not hexadecimal");
     return comm_nccl_join(w->gpu_comm, gen, id, sizeof id, comm_world_size(w->comm),
                           comm_rank(w->comm), deadline);
 #else
