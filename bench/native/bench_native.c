@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "plugin/host_api.h"
+#include "util/fs.h"
 
 static const char *spec_json =
     "{\"model\": {\"input\": [1, 28, 28], \"layers\": [{\"type\": \"flatten\"},"
@@ -80,20 +81,10 @@ int main(int argc, char **argv)
         return 1;
     const loom_framework_factory *f = mod->get_factory(LOOM_FRAMEWORK_FACTORY_ID);
 
-    char *spec_text = NULL;
-    if (spec_path) {
-        FILE *fp = fopen(spec_path, "rb");
-        long len = -1;
-        if (fp && fseek(fp, 0, SEEK_END) == 0 && (len = ftell(fp)) >= 0 &&
-            fseek(fp, 0, SEEK_SET) == 0 && (spec_text = calloc(1, (size_t)len + 1)) &&
-            fread(spec_text, 1, (size_t)len, fp) == (size_t)len) {
-            fclose(fp);
-        } else {
-            if (fp)
-                fclose(fp);
-            fprintf(stderr, "bench_native: cannot read the spec %s\n", spec_path);
-            return 1;
-        }
+    char *spec_text = spec_path ? fs_read_file(spec_path, 16u << 20, NULL) : NULL;
+    if (spec_path && !spec_text) {
+        fprintf(stderr, "bench_native: cannot read the spec %s\n", spec_path);
+        return 1;
     }
     loom_trainer_config cfg = {.struct_size = sizeof cfg, .seed = 1,
                                .device = {.struct_size = sizeof(loom_device),
