@@ -399,6 +399,15 @@ static uint32_t current_target(edt_coordinator *c)
     return t;
 }
 
+/* Whether edt_stop was called. */
+static int stop_asked(edt_coordinator *c)
+{
+    pthread_mutex_lock(&c->lock);
+    int stop = c->stop_requested;
+    pthread_mutex_unlock(&c->lock);
+    return stop;
+}
+
 /* The target and, when the scheduler named them, the granted devices. */
 static uint32_t current_grant(edt_coordinator *c, int32_t *granted, uint32_t *ngranted)
 {
@@ -1015,10 +1024,7 @@ static int wait_for_first_workers(edt_coordinator *c, char *err, size_t errlen)
             snprintf(err, errlen, "no worker was ready within %d s", STARTUP_TIMEOUT_MS / 1000);
             return -1;
         }
-        pthread_mutex_lock(&c->lock);
-        int stop = c->stop_requested;
-        pthread_mutex_unlock(&c->lock);
-        if (stop) {
+        if (stop_asked(c)) {
             snprintf(err, errlen, "stopped by request");
             return -1;
         }
@@ -1098,10 +1104,7 @@ static void *run(void *arg)
     }
     uint64_t *taken = malloc(sizeof(uint64_t) * j->settings.effective_batch_size);
     for (;;) {
-        pthread_mutex_lock(&c->lock);
-        int stop = c->stop_requested;
-        pthread_mutex_unlock(&c->lock);
-        if (stop) {
+        if (stop_asked(c)) {
             final_state = "KILLED";
             snprintf(err, sizeof err, "stopped by request");
             break;
@@ -1352,10 +1355,7 @@ static const char *run_async(edt_coordinator *c, char *err, size_t errlen)
     driver_say(c, "ASYNC: a parameter server in the host; gradients staler than %u updates are dropped",
                j->settings.max_staleness);
     for (;;) {
-        pthread_mutex_lock(&c->lock);
-        int stop = c->stop_requested;
-        pthread_mutex_unlock(&c->lock);
-        if (stop) {
+        if (stop_asked(c)) {
             final_state = "KILLED";
             snprintf(err, errlen, "stopped by request");
             break;
