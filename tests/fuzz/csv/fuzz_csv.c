@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "dataset.h"
+#include "fuzz_dataset.h"
 #include "fuzz_support.h"
 
 static void check_dataset(const native_dataset *ds)
@@ -21,19 +22,7 @@ static void check_dataset(const native_dataset *ds)
     if (ds->count == 0 || ds->ndim != 1 || ds->sample_size < 1 ||
         ds->shape[0] != ds->sample_size || ds->classes < 1 || ds->classes > 65536)
         abort();
-    float *x = malloc((size_t)ds->sample_size * sizeof *x);
-    if (!x)
-        abort();
-    for (uint64_t i = 0; i < ds->count; i++) {
-        int32_t label = -1;
-        ds->get(ds, i, x, &label);
-        if (label < 0 || label >= ds->classes)
-            abort();
-        for (int64_t j = 0; j < ds->sample_size; j++)
-            if (!(x[j] >= 0.0f && x[j] <= 1.0f))
-                abort();
-    }
-    free(x);
+    fuzz_check_samples(ds);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
