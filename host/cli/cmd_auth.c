@@ -118,10 +118,9 @@ static const char user_usage[] =
 
 int cmd_user(int argc, char **argv, const cli_globals *g)
 {
-    if (argc < 1 || cli_wants_help(argc, argv)) {
-        fputs(user_usage, argc < 1 ? stderr : stdout);
-        return argc < 1 ? 2 : 0;
-    }
+    int usage_rc = cli_verb_usage(argc, argv, user_usage);
+    if (usage_rc >= 0)
+        return usage_rc;
     const char *verb = argv[0];
     if (!strcmp(verb, "list")) {
         cJSON *j = cli_request(g, "GET", "/auth/v1/users", NULL);

@@ -289,10 +289,9 @@ int exec_print_logs(const cli_globals *g, const char *id, int follow, int worker
 
 int cmd_exec(int argc, char **argv, const cli_globals *g)
 {
-    if (argc < 1 || cli_wants_help(argc, argv)) {
-        fputs(exec_usage, argc < 1 ? stderr : stdout);
-        return argc < 1 ? 2 : 0;
-    }
+    int usage_rc = cli_verb_usage(argc, argv, exec_usage);
+    if (usage_rc >= 0)
+        return usage_rc;
     const char *verb = argv[0];
     if (strcmp(verb, "start") == 0) {
         char id[128];

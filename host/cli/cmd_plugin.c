@@ -106,10 +106,9 @@ static int list_kind(const cli_globals *g, const char *kind)
 
 int cmd_plugin(int argc, char **argv, const cli_globals *g)
 {
-    if (argc < 1 || cli_wants_help(argc, argv)) {
-        fputs(plugin_usage, argc < 1 ? stderr : stdout);
-        return argc < 1 ? 2 : 0;
-    }
+    int usage_rc = cli_verb_usage(argc, argv, plugin_usage);
+    if (usage_rc >= 0)
+        return usage_rc;
     if (strcmp(argv[0], "check") == 0) {
         if (argc != 2)
             return cli_fail("usage: loom plugin check PATH");

@@ -72,10 +72,9 @@ int cmd_slots(int argc, char **argv, const cli_globals *g)
 
 int cmd_plan(int argc, char **argv, const cli_globals *g)
 {
-    if (argc < 1 || cli_wants_help(argc, argv)) {
-        fputs(plan_usage, argc < 1 ? stderr : stdout);
-        return argc < 1 ? 2 : 0;
-    }
+    int usage_rc = cli_verb_usage(argc, argv, plan_usage);
+    if (usage_rc >= 0)
+        return usage_rc;
     const char *verb = argv[0];
     if (!strcmp(verb, "list")) {
         cJSON *j = cli_request(g, "GET", "/loom/v1/plans", NULL);

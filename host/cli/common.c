@@ -230,6 +230,14 @@ void cli_time(double ms, char *out, size_t outlen)
     strftime(out, outlen, "%Y-%m-%d %H:%M:%S", &tm);
 }
 
+int cli_verb_usage(int argc, char **argv, const char *usage)
+{
+    if (argc >= 1 && !cli_wants_help(argc, argv))
+        return -1;
+    fputs(usage, argc < 1 ? stderr : stdout);
+    return argc < 1 ? 2 : 0;
+}
+
 int cli_wants_help(int argc, char **argv)
 {
     for (int i = 0; i < argc; i++) {

@@ -54,4 +54,9 @@ char *curl_escape_path(const char *text);
 /* True when argv[i] is -h or --help. */
 int cli_wants_help(int argc, char **argv);
 
+/* For commands whose first word is a verb: prints `usage` and returns the
+ * exit status when there is nothing to run (help asked: stdout, 0; no verb:
+ * stderr, 2); -1 when the command should go on. */
+int cli_verb_usage(int argc, char **argv, const char *usage);
+
 #endif
