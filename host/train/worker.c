@@ -180,11 +180,16 @@ static int setup(worker *w)
 #endif
     }
     /* A CPU worker's collectives read its buffers directly. */
-    for (uint32_t i = 0; !w->gpu_comm && i <= w->nviews; i++) {
-        const loom_tensor_view *v = i < w->nviews ? &w->views[i] : &w->grads;
-        if (v->on_device || w->params.on_device) {
+    if (!w->gpu_comm) {
+        const char *on_device = NULL;
+        for (uint32_t i = 0; i < w->nviews && !on_device; i++)
+            if (w->views[i].on_device)
+                on_device = w->views[i].name ? w->views[i].name : "the flat buffers";
+        if (!on_device && (w->params.on_device || w->grads.on_device))
+            on_device = "the flat buffers";
+        if (on_device) {
             fprintf(stderr, "loom worker: the adapter gave device memory (%s) to a CPU worker\n",
-                    v->on_device && v->name ? v->name : "the flat buffers");
+                    on_device);
             return 1;
         }
     }
