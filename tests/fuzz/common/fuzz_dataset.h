@@ -1,6 +1,7 @@
 /*
- * fuzz_dataset.h - the check the dataset readers' targets share: every
- * sample of an accepted dataset reads back through get() with its features
+ * fuzz_dataset.h - the checks the dataset readers' targets share: a refusal
+ * says why and leaves no dataset; an accepted dataset passes the target's
+ * shape check, and every sample reads back through get() with its features
  * in [0, 1] and its label below the class count (the readers' promise).
  * Aborts otherwise, so libFuzzer records the input.
  */
@@ -26,6 +27,22 @@ static inline void fuzz_check_samples(const native_dataset *ds)
                 abort();
     }
     free(x);
+}
+
+/* Checks what an open call returned (rc, *ds, err) and closes the dataset. */
+static inline void fuzz_check_open(int rc, native_dataset *ds, const char *err,
+                                   void (*check_shape)(const native_dataset *))
+{
+    if (rc != 0) {
+        if (ds || !err[0])
+            abort();
+        return;
+    }
+    if (!ds)
+        abort();
+    check_shape(ds);
+    fuzz_check_samples(ds);
+    ds->close(ds);
 }
 
 #endif
