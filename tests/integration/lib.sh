@@ -85,6 +85,16 @@ http() {
     printf '%s %s' "$(cat "$WORK/status")" "$(cat "$WORK/body")"
 }
 
+# missing_from JSON KEY FILE: how many lines of FILE (acknowledged names)
+# no object in the JSON listing has as "KEY":"line".
+missing_from() {
+    local n=0 v
+    while read -r v; do
+        case "$1" in *"\"$2\":\"$v\""*) ;; *) n=$((n + 1)) ;; esac
+    done < "$3"
+    echo "$n"
+}
+
 finish() {
     echo "$PASSED passed, $FAILED failed"
     [ "$FAILED" -eq 0 ] && [ "$PASSED" -gt 0 ]

@@ -34,11 +34,8 @@ while read -r id; do
 done < "$WORK/acked_execs"
 expect_eq "every acknowledged exec is there exactly once ($(wc -l < "$WORK/acked_execs") acked)" "$missing" "0"
 plans=$("$LOOM" --json plan list)
-lost=0
-while read -r p; do
-    case "$plans" in *"\"path\":\"$p\""*) ;; *) lost=$((lost + 1)) ;; esac
-done < "$WORK/acked_plans"
-expect_eq "every acknowledged plan is there ($(wc -l < "$WORK/acked_plans") acked)" "$lost" "0"
+expect_eq "every acknowledged plan is there ($(wc -l < "$WORK/acked_plans") acked)" \
+    "$(missing_from "$plans" path "$WORK/acked_plans")" "0"
 unexplained=$(echo "$list" | python3 -c '
 import json, sys, time
 execs = json.load(sys.stdin)

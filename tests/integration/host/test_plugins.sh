@@ -116,11 +116,8 @@ for round in 1 2 3; do
     wait "$adder" 2>/dev/null
     start_host
     list=$("$LOOM" --json logger list)
-    lost=0
-    while read -r name; do
-        case "$list" in *"\"name\":\"$name\""*) ;; *) lost=$((lost + 1)) ;; esac
-    done < "$WORK/acked"
-    expect_eq "round $round: every acknowledged registration is there ($(wc -l < "$WORK/acked") acked)" "$lost" "0"
+    expect_eq "round $round: every acknowledged registration is there ($(wc -l < "$WORK/acked") acked)" \
+        "$(missing_from "$list" name "$WORK/acked")" "0"
     expect_not_contains "round $round: nothing half-registered" "$list" '"state":"failed"'
     users=$(echo "$list" | grep -o '"origin":"user"' | wc -l)
     files=$(ls "$LOOM_HOME/plugins" | wc -l)
