@@ -9,31 +9,6 @@
 
 #include "util/log.h"
 
-struct loom_error {
-    int32_t code;
-    char *message;
-};
-
-static loom_error *err_vmake(int32_t code, const char *fmt, va_list ap)
-{
-    loom_error *e = malloc(sizeof *e);
-    if (!e)
-        return NULL;
-    e->code = code == LOOM_OK ? LOOM_ERR_INTERNAL : code;
-    if (vasprintf(&e->message, fmt, ap) < 0)
-        e->message = NULL;
-    return e;
-}
-
-loom_error *loom_err(int32_t code, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    loom_error *e = err_vmake(code, fmt, ap);
-    va_end(ap);
-    return e;
-}
-
 static loom_error *api_error_new(int32_t code, const char *message)
 {
     return loom_err(code, "%s", message ? message : "(no message)");
@@ -43,63 +18,13 @@ static loom_error *api_error_newf(int32_t code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    loom_error *e = err_vmake(code, fmt, ap);
+    char *message = NULL;
+    int n = vasprintf(&message, fmt, ap);
     va_end(ap);
+    loom_error *e = loom_err(code, "%s", n >= 0 ? message : "(message could not be formatted)");
+    if (n >= 0)
+        free(message);
     return e;
-}
-
-int32_t loom_err_code(const loom_error *err)
-{
-    return err ? err->code : LOOM_OK;
-}
-
-const char *loom_err_message(const loom_error *err)
-{
-    if (!err)
-        return "ok";
-    return err->message ? err->message : "out of memory formatting an error";
-}
-
-void loom_err_free(loom_error *err)
-{
-    if (!err)
-        return;
-    free(err->message);
-    free(err);
-}
-
-loom_error *loom_err_wrap(loom_error *err, const char *fmt, ...)
-{
-    if (!err)
-        return NULL;
-    char *prefix = NULL;
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vasprintf(&prefix, fmt, ap);
-    va_end(ap);
-    char *joined = NULL;
-    if (n >= 0 && asprintf(&joined, "%s: %s", prefix, loom_err_message(err)) >= 0) {
-        free(err->message);
-        err->message = joined;
-    }
-    free(prefix);
-    return err;
-}
-
-const char *loom_code_name(int32_t code)
-{
-    switch (code) {
-    case LOOM_OK: return "ok";
-    case LOOM_ERR_INVALID_ARGUMENT: return "invalid argument";
-    case LOOM_ERR_NOT_FOUND: return "not found";
-    case LOOM_ERR_UNAVAILABLE: return "unavailable";
-    case LOOM_ERR_UNSUPPORTED: return "unsupported";
-    case LOOM_ERR_INTERNAL: return "internal";
-    case LOOM_ERR_DEADLINE_EXCEEDED: return "deadline exceeded";
-    case LOOM_ERR_RESOURCE_EXHAUSTED: return "resource exhausted";
-    case LOOM_ERR_ALREADY_EXISTS: return "already exists";
-    default: return "unknown";
-    }
 }
 
 static void api_log(const loom_host *host, int32_t level, const char *fmt, ...)
