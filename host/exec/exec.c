@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "exec/exec_internal.h"
-#include "plugin/host_api.h"
+#include "util/error.h"
 #include "util/fs.h"
 #include "util/log.h"
 #include "util/tarball.h"

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "exec/exec_internal.h"
-#include "plugin/host_api.h"
+#include "util/error.h"
 #include "util/fs.h"
 #include "util/spawn.h"
 

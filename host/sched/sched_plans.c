@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugin/host_api.h"
+#include "util/error.h"
 
 #define PLAN_PATH_MAX 256
 

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugin/host_api.h"
+#include "util/error.h"
 
 const char *sim_policy_name(int32_t policy)
 {

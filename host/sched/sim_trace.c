@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugin/host_api.h"
+#include "util/error.h"
 
 #define TRACE_MAX_BYTES (256u << 20)
 

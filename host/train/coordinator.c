@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #include "comm.h"
-#include "plugin/host_api.h"
+#include "util/error.h"
 #include "train/checkpoint.h"
 #include "train/logger_set.h"
 #include "train/protocol.h"

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugin/host_api.h"
+#include "util/error.h"
 #include "util/fs.h"
 #include "util/log.h"
 

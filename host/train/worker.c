@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "comm.h"
-#include "plugin/host_api.h"
+#include "util/error.h"
 #include "plugin/so_loader.h"
 #include "train/checkpoint.h"
 #include "train/logger_set.h"

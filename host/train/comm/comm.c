@@ -6,7 +6,7 @@
 
 #include <time.h>
 
-#include "plugin/host_api.h"
+#include "util/error.h"
 
 uint64_t comm_now_ns(void)
 {

@@ -21,7 +21,7 @@
 #include <time.h>
 
 #include "comm_internal.h"
-#include "plugin/host_api.h"
+#include "util/error.h"
 
 typedef struct nccl_member {
     comm base;

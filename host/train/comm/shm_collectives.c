@@ -20,7 +20,7 @@
  */
 #include <string.h>
 
-#include "plugin/host_api.h"
+#include "util/error.h"
 #include "shm_member.h"
 
 /* Floats reduced per pass: the accumulator stays in L1. */

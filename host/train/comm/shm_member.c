@@ -15,7 +15,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "plugin/host_api.h"
+#include "util/error.h"
 #include "shm_member.h"
 
 /* A slot's previous holder may be dead but not yet reaped by its parent;

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "comm.h"
-#include "plugin/host_api.h"
+#include "util/error.h"
 #include "shm_layout.h"
 
 struct comm_shm_segment {

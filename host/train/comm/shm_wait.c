@@ -17,7 +17,7 @@
 
 #include <linux/futex.h>
 
-#include "plugin/host_api.h"
+#include "util/error.h"
 #include "shm_member.h"
 
 /* Iterations of the spin phase before the first sleep. */
