@@ -44,6 +44,15 @@ extern "C" {
     {'l', 'o', 'o', 'm', (char)('0' + sizeof(void *)), LOOM_ABI_BYTE_ORDER,      \
      (char)('0' + sizeof(long)), 0}
 
+/* True when `p`, a struct of `type` that starts with `uint32_t struct_size`,
+ * was built large enough to contain `field`. Every reader of a struct that
+ * crossed the boundary checks this before reading an entry added after 1.0,
+ * optional callbacks included: a plugin built against an older, smaller
+ * struct has nothing there. */
+#define LOOM_STRUCT_HAS(p, type, field)                                         \
+    ((p) != NULL && (size_t)(p)->struct_size >=                                 \
+                        offsetof(type, field) + sizeof(((type *)0)->field))
+
 /* Status codes carried by loom_error. 0 is never an error code. */
 typedef enum loom_code {
     LOOM_OK = 0,
