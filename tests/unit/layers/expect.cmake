@@ -1,0 +1,27 @@
+# cmake -DEXPECT=pass|fail [-DMATCH=regex] -P expect.cmake -- command args...
+# Runs the command and checks how it ends: "pass" wants exit status 0,
+# "fail" a non-zero status; MATCH, when given, must occur in the output, so
+# a command failing for some other reason does not count as the expected one.
+set(cmd "")
+set(after_dashes OFF)
+math(EXPR last "${CMAKE_ARGC} - 1")
+foreach(i RANGE ${last})
+  if(after_dashes)
+    list(APPEND cmd "${CMAKE_ARGV${i}}")
+  elseif(CMAKE_ARGV${i} STREQUAL "--")
+    set(after_dashes ON)
+  endif()
+endforeach()
+if(NOT cmd OR NOT EXPECT MATCHES "^(pass|fail)$")
+  message(FATAL_ERROR "expect.cmake: usage: -DEXPECT=pass|fail [-DMATCH=regex] -P expect.cmake -- command...")
+endif()
+execute_process(COMMAND ${cmd} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+message("${out}")
+if(EXPECT STREQUAL "pass" AND NOT rc EQUAL 0)
+  message(FATAL_ERROR "expected success, got exit status ${rc}")
+elseif(EXPECT STREQUAL "fail" AND rc EQUAL 0)
+  message(FATAL_ERROR "expected a failure, but the command succeeded")
+endif()
+if(DEFINED MATCH AND NOT out MATCHES "${MATCH}")
+  message(FATAL_ERROR "the output does not contain /${MATCH}/")
+endif()
