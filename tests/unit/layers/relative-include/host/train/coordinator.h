@@ -1,0 +1,1 @@
+/* A header of train, as seen from sched/sched.c above. */
