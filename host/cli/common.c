@@ -8,29 +8,60 @@
 #include <curl/curl.h>
 #include <time.h>
 
+/* The value of a --host or --home flag at argv[*i] ("--host URL" or
+ * "--host=URL"), or NULL when argv[*i] is not that flag. *bad is set when
+ * the flag is there without a value. */
+static const char *flag_value(const char *name, int argc, char **argv, int *i, int *bad)
+{
+    size_t n = strlen(name);
+    const char *arg = argv[*i];
+    if (strncmp(arg, name, n) != 0)
+        return NULL;
+    if (arg[n] == '=') {
+        *bad = arg[n + 1] == 0;
+        return arg + n + 1;
+    }
+    if (arg[n] != 0)
+        return NULL;
+    if (*i + 1 >= argc || !argv[*i + 1][0]) {
+        *bad = 1;
+        return arg;
+    }
+    return argv[++*i];
+}
+
+/* Flags a command word may be preceded by besides the global ones: they
+ * are commands of their own (help, version). */
+static int is_command_flag(const char *arg)
+{
+    return !strcmp(arg, "--help") || !strcmp(arg, "-h") || !strcmp(arg, "--version");
+}
+
 int cli_take_globals(int argc, char **argv, cli_globals *g)
 {
-    int out = 0, i = 0;
+    int out = 0, i = 0, bad = 0;
     for (; i < argc; i++) {
-        if (strcmp(argv[i], "--") == 0)
+        const char *arg = argv[i], *v;
+        if (strcmp(arg, "--") == 0)
             break;
-        if (strcmp(argv[i], "--json") == 0) {
+        if (strcmp(arg, "--json") == 0) {
             g->json = 1;
-        } else if (strcmp(argv[i], "--host") == 0 || strcmp(argv[i], "--home") == 0) {
-            if (i + 1 >= argc) {
-                cli_fail("%s needs a value", argv[i]);
-                return -1;
-            }
-            if (argv[i][3] == 's')
-                g->host = argv[++i];
-            else
-                g->home = argv[++i];
-        } else if (strncmp(argv[i], "--host=", 7) == 0) {
-            g->host = argv[i] + 7;
-        } else if (strncmp(argv[i], "--home=", 7) == 0) {
-            g->home = argv[i] + 7;
+        } else if ((v = flag_value("--host", argc, argv, &i, &bad))) {
+            g->host = v;
+        } else if ((v = flag_value("--home", argc, argv, &i, &bad))) {
+            g->home = v;
+        } else if (out == 0 && arg[0] == '-' && !is_command_flag(arg)) {
+            /* Before the command word only global flags are possible; a
+             * misspelt one would otherwise be taken for the command. */
+            cli_fail("unknown global flag \"%s\" (global flags: --host URL, --home DIR, --json)",
+                     arg);
+            return -1;
         } else {
             argv[out++] = argv[i];
+        }
+        if (bad) {
+            cli_fail("%.6s needs a value", arg);
+            return -1;
         }
     }
     for (; i < argc; i++)
