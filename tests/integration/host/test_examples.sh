@@ -53,13 +53,14 @@ while read -r line; do
             case "$dir" in *cnn*) budget=steps ;; esac ;;
         *"--exec-start distPyTorch"*) extra=" --epochs 1 --limit 2000" ;;
     esac
-    echo "running: $line$extra"
+    echo "running: $line$extra (at ${SECONDS}s)"
     out=$(eval "$line$extra" 2>&1)
     id=$(printf '%s\n' "$out" | sed -n 's/^exec \([^ ]*\) submitted.*/\1/p')
     expect_ok "README: ${line:0:90}... submits ($out)" test -n "$id"
     [ -n "$id" ] || continue
     if [ "$budget" = steps ]; then
-        for _ in $(seq 1 1200); do
+        deadline=$((SECONDS + 150))
+        while [ "$SECONDS" -lt "$deadline" ]; do
             [ "$(field "$id" 'v.get("training", {}).get("iteration", 0) >= 3 or v["state"] != "RUNNING" and v["state"] not in ("SUBMITTED", "PENDING", "LAUNCHING")' 2>/dev/null)" = True ] && break
             sleep 0.1
         done
@@ -82,4 +83,5 @@ while read -r line; do
     esac
 done <<<"$commands"
 stop_host
+echo "done at ${SECONDS}s"
 finish
