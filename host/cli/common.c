@@ -8,60 +8,37 @@
 #include <curl/curl.h>
 #include <time.h>
 
-/* The value of a --host or --home flag at argv[*i] ("--host URL" or
- * "--host=URL"), or NULL when argv[*i] is not that flag. *bad is set when
- * the flag is there without a value. */
-static const char *flag_value(const char *name, int argc, char **argv, int *i, int *bad)
-{
-    size_t n = strlen(name);
-    const char *arg = argv[*i];
-    if (strncmp(arg, name, n) != 0)
-        return NULL;
-    if (arg[n] == '=') {
-        *bad = arg[n + 1] == 0;
-        return arg + n + 1;
-    }
-    if (arg[n] != 0)
-        return NULL;
-    if (*i + 1 >= argc || !argv[*i + 1][0]) {
-        *bad = 1;
-        return arg;
-    }
-    return argv[++*i];
-}
-
-/* Flags a command word may be preceded by besides the global ones: they
- * are commands of their own (help, version). */
-static int is_command_flag(const char *arg)
-{
-    return !strcmp(arg, "--help") || !strcmp(arg, "-h") || !strcmp(arg, "--version");
-}
-
 int cli_take_globals(int argc, char **argv, cli_globals *g)
 {
-    int out = 0, i = 0, bad = 0;
+    int out = 0, i = 0;
     for (; i < argc; i++) {
-        const char *arg = argv[i], *v;
-        if (strcmp(arg, "--") == 0)
+        if (strcmp(argv[i], "--") == 0)
             break;
-        if (strcmp(arg, "--json") == 0) {
+        if (strcmp(argv[i], "--json") == 0) {
             g->json = 1;
-        } else if ((v = flag_value("--host", argc, argv, &i, &bad))) {
-            g->host = v;
-        } else if ((v = flag_value("--home", argc, argv, &i, &bad))) {
-            g->home = v;
-        } else if (out == 0 && arg[0] == '-' && !is_command_flag(arg)) {
-            /* Before the command word only global flags are possible; a
-             * misspelt one would otherwise be taken for the command. */
+            continue;
+        }
+        /* --host URL, --host=URL, --home DIR, --home=DIR: told apart by name. */
+        const char *arg = argv[i];
+        const char **dst = !strncmp(arg, "--host", 6) ? &g->host
+                           : !strncmp(arg, "--home", 6) ? &g->home : NULL;
+        if (dst && (arg[6] == 0 || arg[6] == '=')) {
+            const char *value = arg[6] == '=' ? arg + 7 : i + 1 < argc ? argv[++i] : "";
+            if (!*value) {
+                cli_fail("%.6s needs a value", arg);
+                return -1;
+            }
+            *dst = value;
+        } else if (out == 0 && arg[0] == '-' && strcmp(arg, "--help") && strcmp(arg, "-h") &&
+                   strcmp(arg, "--version")) {
+            /* Before the command word only global flags (or help and
+             * version) can come; a misspelt one would be taken for the
+             * command. */
             cli_fail("unknown global flag \"%s\" (global flags: --host URL, --home DIR, --json)",
                      arg);
             return -1;
         } else {
             argv[out++] = argv[i];
-        }
-        if (bad) {
-            cli_fail("%.6s needs a value", arg);
-            return -1;
         }
     }
     for (; i < argc; i++)
