@@ -59,6 +59,64 @@ void loomd_default_plugin_dir(char *out, size_t outlen)
 
 int loomd_port(const loomd *d) { return http_server_port(d->http); }
 
+/* Why `home` is refused: its lock file names the holder, "pid 12 at
+ * http://127.0.0.1:9280" ("pid 12" until that host listens). */
+static void refusal(const char *home, char *out, size_t outlen)
+{
+    char path[PATH_MAX], url[512] = "", holder[600] = "its pid is not recorded";
+    long pid = 0;
+    snprintf(path, sizeof path, "%s/loom.lock", home);
+    char *text = fs_read_file(path, 1024, NULL);
+    int n = text ? sscanf(text, "%ld %511s", &pid, url) : 0;
+    free(text);
+    if (n >= 1 && pid > 0)
+        snprintf(holder, sizeof holder, "pid %ld%s%s", pid, n == 2 ? " at " : "", n == 2 ? url : "");
+    snprintf(out, outlen, "%s: another loom host is using this home directory (%s); stop it, or "
+             "choose another home", home, holder);
+}
+
+int loomd_home_held(const char *home, char *why, size_t whylen)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/loom.lock", home);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    /* A shared lock is refused only while a host holds the exclusive one. */
+    int held = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+    close(fd);
+    if (held && why)
+        refusal(home, why, whylen);
+    return held;
+}
+
+static void note_holder(int fd, const char *text)
+{
+    if (ftruncate(fd, 0) == 0 && pwrite(fd, text, strlen(text), 0) < 0)
+        log_warn("cannot note this host in its home's lock file: %s", strerror(errno));
+}
+
+/* One host per home: a second one would corrupt nothing (SQLite locks) but
+ * would fight over the execs' processes. The lock lives as long as the
+ * process (or loomd_stop); workers do not inherit it. */
+static int hold_home(loomd *d, char *err, size_t errlen)
+{
+    char path[PATH_MAX], holder[64];
+    snprintf(path, sizeof path, "%s/loom.lock", d->home);
+    d->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (d->lock_fd < 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (flock(d->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+        refusal(d->home, err, errlen);
+        return -1;
+    }
+    snprintf(holder, sizeof holder, "%ld\n", (long)getpid());
+    note_holder(d->lock_fd, holder);
+    return 0;
+}
+
 loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
 {
     loomd *d = calloc(1, sizeof *d);
@@ -84,14 +142,8 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
     snprintf(path, sizeof path, "%s/execs", d->home);
     fs_mkdir_p(path);
 
-    /* One host per home: a second one would corrupt nothing (SQLite locks)
-     * but would fight over the execs' processes. */
-    snprintf(path, sizeof path, "%s/loom.lock", d->home);
-    d->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (d->lock_fd < 0 || flock(d->lock_fd, LOCK_EX | LOCK_NB) != 0) {
-        snprintf(err, errlen, "%s: another loom host is using this home directory", d->home);
+    if (hold_home(d, err, errlen) != 0)
         goto fail;
-    }
 
     snprintf(path, sizeof path, "%s/loom.db", d->home);
     d->st = store_open(path, err, errlen);
@@ -161,6 +213,11 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
         goto fail;
     log_info("loom host %s listening on %s:%d, home %s", LOOM_VERSION, cfg.address,
              http_server_port(d->http), d->home);
+    /* The lock file names its holder, for whoever is refused the home. */
+    char holder[600];
+    snprintf(holder, sizeof holder, "%ld %s://%s:%d\n", (long)getpid(),
+             opt->tls_cert_pem ? "https" : "http", cfg.address, http_server_port(d->http));
+    note_holder(d->lock_fd, holder);
     return d;
 fail:
     loomd_stop(d);

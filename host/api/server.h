@@ -45,7 +45,13 @@ typedef struct loomd {
     unsigned upload_seq;
 } loomd;
 
+/* Refuses (NULL, err naming the home and its holder) a home another host
+ * holds: the host keeps an flock on HOME/loom.lock while it runs. */
 loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen);
+/* 1 when a running host holds `home`, with `why` naming the home and that
+ * host ("pid N at URL"), else 0. Opens nothing but the lock file, so a
+ * caller can refuse before touching the home. */
+int loomd_home_held(const char *home, char *why, size_t whylen);
 int loomd_port(const loomd *d);
 void loomd_stop(loomd *d);
 

@@ -41,9 +41,10 @@ static const char usage[] =
     "\n"
     "  version              print the version and plugin ABI\n"
     "\n"
-    "Global flags: --host URL (or LOOM_HOST) names the host; --home DIR (or\n"
-    "LOOM_HOME, default ~/.loom) is the state directory, whose host file the\n"
-    "CLI reads when no host is named; --json prints machine-readable output.\n"
+    "Global flags (also --host=URL, --home=DIR): --host URL (or LOOM_HOST) names\n"
+    "the host; --home DIR (or LOOM_HOME, default ~/.loom) is the state directory,\n"
+    "whose host file the CLI reads when no host is named; --json prints\n"
+    "machine-readable output.\n"
     "'loom <command> --help' explains each command.\n";
 
 int cli_main(int argc, char **argv)

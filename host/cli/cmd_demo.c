@@ -17,8 +17,10 @@
 static const char demo_usage[] =
     "usage: loom demo [--home DIR] [--keep] [--epochs N]\n"
     "\n"
-    "Starts a host on a free loopback port with its own state directory (a new\n"
-    "temporary one unless --home is given) and lists its built-in plugins. Then:\n"
+    "Starts a host on a free loopback port with its own state directory and\n"
+    "lists its built-in plugins. The state goes to --home DIR, else to\n"
+    "$LOOM_HOME, and is kept; with neither, to a new temporary directory removed\n"
+    "at the end. A home that a running host holds is refused. Then:\n"
     "  1. a two-worker job through the 'command' framework adapter, each worker\n"
     "     fitting a line to its share of a data set and writing WMLA's\n"
     "     val_dict_list.json;\n"
@@ -26,7 +28,7 @@ static const char demo_usage[] =
     "     (Debian's dataset-fashion-mnist), shrunk from 2 workers to 1 and grown\n"
     "     back while it trains, every sample used once per epoch; it prints the\n"
     "     test accuracy at the end (default 3 epochs).\n"
-    "--keep leaves the state directory.\n";
+    "--keep leaves the temporary state directory.\n";
 
 #define FMNIST_DIR "/usr/share/datasets/fashion-mnist"
 
@@ -171,13 +173,57 @@ static int write_demo_model(const char *dir)
     return fs_write_file_atomic(path, demo_script, strlen(demo_script), 0755);
 }
 
+/* The demo's state directory: --home, else LOOM_HOME, else a new temporary
+ * one (*temporary set). A home a running host holds is refused before
+ * anything in it is touched: the demo never shares a live host's state. */
+static int demo_home(const cli_globals *g, char *home, size_t len, int *temporary)
+{
+    const char *env = getenv("LOOM_HOME");
+    const char *given = g->home ? g->home : env && *env ? env : NULL;
+    *temporary = !given;
+    if (given) {
+        char why[5000];
+        snprintf(home, len, "%s", given);
+        if (loomd_home_held(home, why, sizeof why))
+            return cli_fail("demo: %s (the demo never shares a running host's state: give it "
+                            "another --home or LOOM_HOME, or neither for a temporary one)", why);
+        if (fs_mkdir_p(home) != 0)
+            return cli_fail("demo: --home %s: cannot create: %s", home, strerror(errno));
+        return 0;
+    }
+    const char *tmp = getenv("TMPDIR");
+    snprintf(home, len, "%s/loom-demo-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(home))
+        return cli_fail("cannot create a state directory: %s", strerror(errno));
+    return 0;
+}
+
+/* A token for the embedded host's administrator through a one-off API key
+ * (revoked at the end), so a kept home whose admin password nobody
+ * remembers runs the demo again. */
+static int demo_logon(loomd *d, char *label, size_t labellen)
+{
+    char key[AUTH_SECRET_MAX], token[AUTH_SECRET_MAX], err[512];
+    int64_t expires = 0;
+    snprintf(label, labellen, "loom-demo-%ld-%lld", (long)getpid(), (long long)time_now_ms());
+    if (auth_apikey_create(d->auth, "admin", label, key, sizeof key, err, sizeof err) != AUTH_OK)
+        return cli_fail("demo: cannot act as admin on %s: %s", d->home, err);
+    if (auth_logon_apikey(d->auth, "loom-demo", key, time_now_ms(), token, sizeof token, &expires,
+                          err, sizeof err) != AUTH_OK) {
+        auth_apikey_revoke(d->auth, "admin", label, err, sizeof err);
+        return cli_fail("demo: cannot log on to its own host: %s", err);
+    }
+    setenv("LOOM_TOKEN", token, 1);
+    return 0;
+}
+
 int cmd_demo(int argc, char **argv, const cli_globals *g)
 {
     if (cli_wants_help(argc, argv)) {
         fputs(demo_usage, stdout);
         return 0;
     }
-    int keep = 0, epochs = 3;
+    int keep = 0, epochs = 3, temporary;
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--keep") == 0)
             keep = 1;
@@ -186,47 +232,31 @@ int cmd_demo(int argc, char **argv, const cli_globals *g)
         else
             return cli_fail("demo: unexpected \"%s\" (see loom demo --help)", argv[i]);
     }
-    char home[4096];
-    if (g->home) {
-        snprintf(home, sizeof home, "%s", g->home);
-        keep = 1;
-    } else {
-        const char *tmp = getenv("TMPDIR");
-        snprintf(home, sizeof home, "%s/loom-demo-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-        if (!mkdtemp(home))
-            return cli_fail("cannot create a state directory: %s", strerror(errno));
-    }
-    char path[4200];
-    snprintf(path, sizeof path, "%s/loom.log", home);
-    fs_mkdir_p(home);
-    log_open(path);
-    signal(SIGPIPE, SIG_IGN);
-
-    char err[1024];
-    /* The demo's own administrator, with a password nobody needs to know. */
+    /* On a new home, an administrator with a password nobody needs to know. */
     char password[AUTH_PASSWORD_GEN_MAX];
     if (auth_generate_password(password, sizeof password) != AUTH_OK)
         return cli_fail("demo: cannot make a password for its administrator");
+    char home[4096], path[4200], err[1024], label[128];
+    if (demo_home(g, home, sizeof home, &temporary) != 0)
+        return 1;
+    keep |= !temporary;
+    snprintf(path, sizeof path, "%s/loom.log", home);
+    log_open(path);
+    signal(SIGPIPE, SIG_IGN);
+
     loomd_options opt = {.home = home, .address = "127.0.0.1", .port = 0, .hysteresis = -1,
                          .admin_password = password};
     loomd *d = loomd_start(&opt, err, sizeof err);
-    if (!d)
-        return cli_fail("demo host: %s", err);
+    if (!d || demo_logon(d, label, sizeof label) != 0) {
+        loomd_stop(d);
+        log_close();
+        if (!keep)
+            fs_rm_rf(home);
+        return d ? 1 : cli_fail("demo host: %s", err);
+    }
     char url[64];
     snprintf(url, sizeof url, "http://127.0.0.1:%d", loomd_port(d));
     cli_globals hg = {.host = url, .json = 0};
-    client c;
-    client_init(&c, url);
-    client_reply r;
-    if (client_logon_basic(&c, "admin", password, &r, err, sizeof err) != 0 || r.status != 200) {
-        client_reply_free(&r);
-        loomd_stop(d);
-        return cli_fail("demo: cannot log on to its own host");
-    }
-    cJSON *logon = client_reply_json(&r);
-    client_reply_free(&r);
-    setenv("LOOM_TOKEN", cli_str(logon, "token"), 1);
-    cJSON_Delete(logon);
     printf("== loom demo: host %s on %s, state in %s\n\n", LOOM_VERSION, url, home);
 
     printf("== plugins (loaded through the SDK's ABI like anyone's)\n");
@@ -264,6 +294,7 @@ int cmd_demo(int argc, char **argv, const cli_globals *g)
     }
     if (rc == 0)
         rc = demo_training(&hg, home, epochs);
+    auth_apikey_revoke(d->auth, "admin", label, err, sizeof err);
     loomd_stop(d);
     log_close();
     if (!keep)

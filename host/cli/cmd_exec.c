@@ -15,8 +15,7 @@
 
 static const char exec_usage[] =
     "usage: loom exec start --exec-start FRAMEWORK [--model-dir DIR] [--model-main FILE]\n"
-    "                       [--numWorker N] [--workerDeviceNum K] [--workerDeviceType cpu|gpu]\n"
-    "                       [--msd-env KEY=VALUE]... [--data-dir DIR] [-- ARGS...]\n"
+    "                       [--numWorker N] [FLAG VALUE]... [-- ARGS...]\n"
     "       loom exec list [--json]\n"
     "       loom exec view ID [--json]\n"
     "       loom exec logs ID [-f] [--worker N] [--stderr]\n"
@@ -25,9 +24,10 @@ static const char exec_usage[] =
     "       loom exec wait ID [--timeout SECONDS]\n"
     "       loom exec resize ID --workers N\n"
     "\n"
-    "start  submits a job in dlicmd's syntax. The model directory is uploaded\n"
-    "       and copied to RESULT_DIR/_submitted_code; each worker runs there with\n"
-    "       DATA_DIR, RESULT_DIR, LOG_DIR, DLI_EXECID, CUDA_VISIBLE_DEVICES and the\n"
+    "start  submits a job in dlicmd's syntax; 'loom exec start --help' lists\n"
+    "       every flag. The model directory is uploaded and copied to\n"
+    "       RESULT_DIR/_submitted_code; each worker runs there with DATA_DIR,\n"
+    "       RESULT_DIR, LOG_DIR, DLI_EXECID, CUDA_VISIBLE_DEVICES and the\n"
     "       --msd-env pairs set; its stdout and stderr go to RESULT_DIR/log/worker-N/.\n"
     "       Frameworks: see 'loom framework list' (command, python, distPyTorch, ...).\n"
     "logs   prints every worker's output (or one with --worker); for a training\n"
@@ -36,6 +36,51 @@ static const char exec_usage[] =
     "wait   waits for the exec to end; the exit status is 0 only if it FINISHED.\n"
     "resize asks an elastic training exec for N workers (1 to its --numWorker);\n"
     "       the trainer grows or shrinks at its next step, without a restart.\n";
+
+/* `loom exec start --help`: the flags come from the parser's own table, so
+ * the help lists exactly what the parser accepts. */
+static void print_start_help(void)
+{
+    int width = 0;
+    for (size_t i = 0; i < dlicmd_flag_count; i++) {
+        int w = (int)(strlen(dlicmd_flags[i].name) + 1 + strlen(dlicmd_flags[i].value));
+        if (w > width)
+            width = w;
+    }
+    printf("usage: loom exec start --exec-start FRAMEWORK [FLAG VALUE]... [-- ARGS...]\n"
+           "\n"
+           "Submits a job in dlicmd's syntax (--flag VALUE or --flag=VALUE); the words\n"
+           "after \"--\" go to the program (edt: the trainer's --epochs, --batch-size, ...).\n"
+           "\n");
+    for (size_t i = 0; i < dlicmd_flag_count; i++) {
+        char flag[128];
+        snprintf(flag, sizeof flag, "%s %s", dlicmd_flags[i].name, dlicmd_flags[i].value);
+        /* Word-wrapped to 79 columns after the flag column. */
+        const char *p = dlicmd_flags[i].help;
+        int room = 79 - (width + 4), first = 1;
+        while (*p) {
+            int n = (int)strlen(p);
+            if (n > room) {
+                n = room;
+                while (n > 0 && p[n] != ' ')
+                    n--;
+                if (n == 0)
+                    n = room;
+            }
+            printf("  %-*s  %.*s\n", width, first ? flag : "", n, p);
+            first = 0;
+            p += n;
+            while (*p == ' ')
+                p++;
+        }
+    }
+    printf("\n"
+           "The model directory is copied to RESULT_DIR/_submitted_code; each worker\n"
+           "runs there with DATA_DIR, RESULT_DIR, LOG_DIR, DLI_EXECID,\n"
+           "CUDA_VISIBLE_DEVICES and the --msd-env pairs set; its stdout and stderr go\n"
+           "to RESULT_DIR/log/worker-N/. It prints the exec's id; follow it with\n"
+           "'loom exec logs ID -f' and 'loom exec wait ID'.\n");
+}
 
 int exec_start_words(int argc, char **argv, const cli_globals *g, char *id, size_t idlen)
 {
@@ -289,6 +334,10 @@ int exec_print_logs(const cli_globals *g, const char *id, int follow, int worker
 
 int cmd_exec(int argc, char **argv, const cli_globals *g)
 {
+    if (argc >= 1 && strcmp(argv[0], "start") == 0 && cli_wants_help(argc - 1, argv + 1)) {
+        print_start_help();
+        return 0;
+    }
     int usage_rc = cli_verb_usage(argc, argv, exec_usage);
     if (usage_rc >= 0)
         return usage_rc;

@@ -94,8 +94,11 @@ int cmd_serve(int argc, char **argv, const cli_globals *g)
             return cli_fail("serve: unexpected \"%s\"", argv[i]);
         }
     }
-    char home[4096], path[4200];
+    char home[4096], path[4200], why[5000];
     client_home(g->home, home, sizeof home);
+    /* Refused before the log is opened: that log is the running host's. */
+    if (loomd_home_held(home, why, sizeof why))
+        return cli_fail("%s", why);
     if (fs_mkdir_p(home) != 0)
         return cli_fail("--home %s: cannot create: %s", home, strerror(errno));
     snprintf(path, sizeof path, "%s/loom.log", home);

@@ -16,19 +16,27 @@ int cli_take_globals(int argc, char **argv, cli_globals *g)
             break;
         if (strcmp(argv[i], "--json") == 0) {
             g->json = 1;
-        } else if (strcmp(argv[i], "--host") == 0 || strcmp(argv[i], "--home") == 0) {
-            if (i + 1 >= argc) {
-                cli_fail("%s needs a value", argv[i]);
+            continue;
+        }
+        /* --host URL, --host=URL, --home DIR, --home=DIR: told apart by name. */
+        const char *arg = argv[i];
+        const char **dst = !strncmp(arg, "--host", 6) ? &g->host
+                           : !strncmp(arg, "--home", 6) ? &g->home : NULL;
+        if (dst && (arg[6] == 0 || arg[6] == '=')) {
+            const char *value = arg[6] == '=' ? arg + 7 : i + 1 < argc ? argv[++i] : "";
+            if (!*value) {
+                cli_fail("%.6s needs a value", arg);
                 return -1;
             }
-            if (argv[i][3] == 's')
-                g->host = argv[++i];
-            else
-                g->home = argv[++i];
-        } else if (strncmp(argv[i], "--host=", 7) == 0) {
-            g->host = argv[i] + 7;
-        } else if (strncmp(argv[i], "--home=", 7) == 0) {
-            g->home = argv[i] + 7;
+            *dst = value;
+        } else if (out == 0 && arg[0] == '-' && strcmp(arg, "--help") && strcmp(arg, "-h") &&
+                   strcmp(arg, "--version")) {
+            /* Before the command word only global flags (or help and
+             * version) can come; a misspelt one would be taken for the
+             * command. */
+            cli_fail("unknown global flag \"%s\" (global flags: --host URL, --home DIR, --json)",
+                     arg);
+            return -1;
         } else {
             argv[out++] = argv[i];
         }

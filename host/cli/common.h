@@ -13,8 +13,10 @@ typedef struct cli_globals {
     int json;         /* --json */
 } cli_globals;
 
-/* Removes --host X, --home X and --json from argv (up to a "--"), storing
- * them in g; returns the new argc or -1 (error printed). */
+/* Removes --host URL, --home DIR (also --host=URL, --home=DIR) and --json
+ * from argv (up to a "--"), storing them in g; returns the new argc or -1
+ * (error printed: a flag without its value, or an unknown flag before the
+ * command word). */
 int cli_take_globals(int argc, char **argv, cli_globals *g);
 
 /* A client for the host g names (--host, or the host of --home). */

@@ -9,6 +9,29 @@
 
 #define MAX_WORDS 4096
 
+/* Keep in step with dlicmd_parse_words: the CLI's help is printed from
+ * this table, and a test checks that every flag the parser compares
+ * against is here. */
+const dlicmd_flag dlicmd_flags[] = {
+    {"--exec-start", "FRAMEWORK", "the framework adapter to run (required): command, python, "
+                                  "distPyTorch, edt, ... (see 'loom framework list')"},
+    {"--model-dir", "DIR", "the model directory: uploaded, and unpacked into "
+                           "RESULT_DIR/_submitted_code where the workers run"},
+    {"--model-main", "FILE", "the program in it to run (edt: the model spec, default edt.json)"},
+    {"--numWorker", "N", "workers, 1 to 1024 (default 1); edt: the most it may grow to"},
+    {"--workerDeviceNum", "K", "devices per worker, 1 to 64 (default 1)"},
+    {"--workerDeviceType", "cpu|gpu", "the kind of device (default cpu)"},
+    {"--msd-env", "KEY=VALUE", "an environment variable for every worker (repeatable)"},
+    {"--msd-priority", "P", "priority inside its resource plan, -1000 to 1000 (default 0)"},
+    {"--consumer", "PLAN", "the resource plan it runs under (default the user's own /USER)"},
+    {"--data-dir", "DIR", "the workers' DATA_DIR on the host (default $LOOM_HOME/data)"},
+    {"--syncMode", "SYNC|ASYNC", "edt: all-reduce every step (SYNC, default) or a parameter "
+                                 "server (ASYNC)"},
+    {"--queue-if-too-large", "true|false", "wait PENDING for more devices than the host has, "
+                                           "instead of being refused (default false)"},
+};
+const size_t dlicmd_flag_count = sizeof dlicmd_flags / sizeof *dlicmd_flags;
+
 char **dlicmd_split(const char *text, int *count, char *err, size_t errlen)
 {
     size_t len = strlen(text);

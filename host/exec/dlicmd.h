@@ -28,6 +28,18 @@ typedef struct dlicmd {
     int arg_count;
 } dlicmd;
 
+/* One flag dlicmd_parse_words accepts, as `loom exec start --help` lists
+ * it: the flag, its value's form and what it does. */
+typedef struct dlicmd_flag {
+    const char *name;  /* "--numWorker" */
+    const char *value; /* "N" */
+    const char *help;
+} dlicmd_flag;
+
+/* Every flag the parser accepts, in the order the help lists them. */
+extern const dlicmd_flag dlicmd_flags[];
+extern const size_t dlicmd_flag_count;
+
 /* Splits `text` into words like a POSIX shell would (quotes, backslash),
  * without expansions. Returns a NULL-terminated malloc'd vector or NULL with
  * err (e.g. an unterminated quote). Free with dlicmd_free_words. */
