@@ -12,12 +12,17 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-$here/../../build}
 loom=$build/bin/loom
-runs=${RUNS:-300}
+runs=${RUNS:-40}
+rounds=${ROUNDS:-8}
 
 [ -x "$loom" ] || { echo "run.sh: $loom not found; build loom first" >&2; exit 1; }
 if ! command -v hyperfine >/dev/null; then
-    echo "run.sh: hyperfine is missing: apt-get install -y hyperfine" >&2
-    exit 1
+    if [ "$(id -u)" -eq 0 ]; then
+        apt-get install -y -qq hyperfine >/dev/null
+    else
+        echo "run.sh: hyperfine is missing: sudo apt-get install -y hyperfine" >&2
+        exit 1
+    fi
 fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/loom-bench-cli-XXXXXX")
@@ -44,16 +49,24 @@ token=$(awk -v u="$url" '$1 == u {print $2}' "$LOOM_HOME/credentials")
 route=/platform/rest/deeplearning/v1/execs
 "$loom" exec list >/dev/null # fails the script if the call does not work
 
-echo "CLI start-up, median of $runs runs (hyperfine -N), $(ldd "$loom" | wc -l) shared objects mapped at start"
-hyperfine -N --warmup 20 --runs "$runs" --export-json "$work/times.json" \
-    "$loom version" /bin/true "$loom exec list" \
-    "curl -s -o /dev/null -H 'Authorization: Bearer $token' $url$route" >/dev/null 2>&1
-python3 - "$work/times.json" <<'PY'
-import json, sys
-rows = json.load(open(sys.argv[1]))["results"]
+echo "CLI start-up: $rounds rounds of $runs runs each (hyperfine -N);" \
+     "$(ldd "$loom" | wc -l) shared objects mapped when loom starts"
+for round in $(seq "$rounds"); do
+    hyperfine -N --warmup 5 --runs "$runs" --export-json "$work/round-$round.json" \
+        "$loom version" /bin/true "$loom exec list" \
+        "curl -s -o /dev/null -H 'Authorization: Bearer $token' $url$route" >/dev/null 2>&1
+done
+python3 - "$work"/round-*.json <<'PY'
+import json, statistics, sys
 names = ["loom version", "/bin/true (peer)", "loom exec list", "curl, same route (peer)"]
+wall = {n: [] for n in names}
+cpu = {n: [] for n in names}
+for path in sys.argv[1:]:
+    for name, r in zip(names, json.load(open(path))["results"]):
+        wall[name] += r["times"]
+        cpu[name].append((r["user"] + r["system"]) * 1000)
 print(f"{'command':<26} {'median ms':>10} {'user+sys ms':>12}")
-for name, r in zip(names, rows):
-    cpu = (r["user"] + r["system"]) * 1000
-    print(f"{name:<26} {r['median'] * 1000:>10.2f} {cpu:>12.2f}")
+for name in names:
+    print(f"{name:<26} {statistics.median(wall[name]) * 1000:>10.2f} "
+          f"{statistics.median(cpu[name]):>12.2f}")
 PY

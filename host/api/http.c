@@ -283,7 +283,7 @@ static enum MHD_Result send_response(struct MHD_Connection *conn, http_response 
         res->len, res->body ? res->body : (void *)"", res->body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
     res->body = NULL;
     mhd->MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
-                            res->content_type[0] ? res->content_type : "application/json");
+                                 res->content_type[0] ? res->content_type : "application/json");
     enum MHD_Result ret = mhd->MHD_queue_response(conn, (unsigned)res->status, r);
     mhd->MHD_destroy_response(r);
     return ret;

@@ -1,7 +1,6 @@
 /* api/mhd_dl.c - see mhd_dl.h. */
 #include "api/mhd_dl.h"
 
-#include <pthread.h>
 #include <stdio.h>
 
 #include "util/dynlib.h"
@@ -10,27 +9,19 @@
 static const dynlib_symbol mhd_symbols[] = {MHD_FUNCTIONS(MHD_DL_SYMBOL)};
 #undef MHD_DL_SYMBOL
 
+/* 12: the soname of every libmicrohttpd since 0.9.47 */
+static const char *const sonames[] = {"libmicrohttpd.so.12", NULL};
+static const dynlib_spec spec = {"libmicrohttpd", sonames, NULL, mhd_symbols,
+                                 sizeof mhd_symbols / sizeof mhd_symbols[0]};
 static mhd_api table;
-static const mhd_api *loaded;
-static loom_error *failure;
-static pthread_once_t once = PTHREAD_ONCE_INIT;
-
-static void load(void)
-{
-    /* 12: the soname of every libmicrohttpd since 0.9.47 */
-    static const char *const sonames[] = {"libmicrohttpd.so.12", NULL};
-    dynlib_spec spec = {"libmicrohttpd", sonames, NULL, mhd_symbols,
-                        sizeof mhd_symbols / sizeof mhd_symbols[0]};
-    void *handle;
-    failure = dynlib_open(&spec, &table, &handle);
-    if (!failure)
-        loaded = &table;
-}
+static dynlib_once once = DYNLIB_ONCE_INIT;
 
 const mhd_api *mhd_lib(char *err, size_t errlen)
 {
-    pthread_once(&once, load);
-    if (!loaded)
-        snprintf(err, errlen, "%s", loom_err_message(failure));
-    return loaded;
+    loom_error *e = dynlib_open_once(&once, &spec, &table);
+    if (e) {
+        loom_err_take(e, err, errlen);
+        return NULL;
+    }
+    return &table;
 }

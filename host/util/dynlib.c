@@ -73,3 +73,17 @@ loom_error *dynlib_open(const dynlib_spec *spec, void *table, void **handle)
     *handle = lib;
     return NULL;
 }
+
+loom_error *dynlib_open_once(dynlib_once *once, const dynlib_spec *spec, void *table)
+{
+    pthread_mutex_lock(&once->lock);
+    if (!once->tried) {
+        once->failure = dynlib_open(spec, table, &once->handle);
+        once->tried = 1;
+    }
+    loom_error *copy = once->failure ? loom_err(loom_err_code(once->failure), "%s",
+                                                loom_err_message(once->failure))
+                                     : NULL;
+    pthread_mutex_unlock(&once->lock);
+    return copy;
+}

@@ -6,11 +6,12 @@
  *
  * A user keeps a struct of function pointers, typed from the library's own
  * header, and lists each field's symbol name and offset; dynlib_open fills
- * them all or none. Callers wrap it in pthread_once (see util/cuda_dl.c).
+ * them all or none, and dynlib_open_once does so once per process.
  */
 #ifndef LOOM_UTIL_DYNLIB_H
 #define LOOM_UTIL_DYNLIB_H
 
+#include <pthread.h>
 #include <stddef.h>
 
 #include "util/error.h"
@@ -37,5 +38,19 @@ typedef struct dynlib_spec {
  * LOOM_E_UNAVAILABLE naming the library when none is found, or the symbol a
  * found library lacks (table untouched then). */
 loom_error *dynlib_open(const dynlib_spec *spec, void *table, void **handle);
+
+/* One library's state for dynlib_open_once: static, DYNLIB_ONCE_INIT. */
+typedef struct dynlib_once {
+    pthread_mutex_t lock;
+    int tried;
+    loom_error *failure; /* kept: a missing library stays missing */
+    void *handle;        /* never closed */
+} dynlib_once;
+#define DYNLIB_ONCE_INIT {PTHREAD_MUTEX_INITIALIZER, 0, NULL, NULL}
+
+/* dynlib_open on the first call; every later call returns the same outcome
+ * (NULL, or a copy of the first failure for the caller to free). Any
+ * thread; the table is filled before the first NULL is returned. */
+loom_error *dynlib_open_once(dynlib_once *once, const dynlib_spec *spec, void *table);
 
 #endif

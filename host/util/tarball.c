@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <pthread.h>
 #include <sys/stat.h>
 
 #include "util/dynlib.h"
@@ -64,30 +63,24 @@ typedef struct archive_api {
 static const dynlib_symbol archive_symbols[] = {ARCHIVE_FUNCTIONS(ARCHIVE_SYMBOL)};
 #undef ARCHIVE_SYMBOL
 
+/* 13: the soname of every libarchive 3.x */
+static const char *const archive_sonames[] = {"libarchive.so.13", NULL};
+static const dynlib_spec archive_spec = {"libarchive", archive_sonames, NULL, archive_symbols,
+                                         sizeof archive_symbols / sizeof archive_symbols[0]};
 static archive_api archive_table;
-static const archive_api *loaded_archive;
-static loom_error *archive_failure;
-static pthread_once_t archive_once = PTHREAD_ONCE_INIT;
-
-static void load_archive(void)
-{
-    /* 13: the soname of every libarchive 3.x */
-    static const char *const sonames[] = {"libarchive.so.13", NULL};
-    dynlib_spec spec = {"libarchive", sonames, NULL, archive_symbols,
-                        sizeof archive_symbols / sizeof archive_symbols[0]};
-    void *handle;
-    archive_failure = dynlib_open(&spec, &archive_table, &handle);
-    if (!archive_failure)
-        loaded_archive = &archive_table;
-}
+static dynlib_once archive_once = DYNLIB_ONCE_INIT;
 
 /* The table, or NULL with err naming the library. */
 static const archive_api *archive_lib(char *err, size_t errlen)
 {
-    pthread_once(&archive_once, load_archive);
-    if (!loaded_archive)
-        snprintf(err, errlen, "tar: %s", loom_err_message(archive_failure));
-    return loaded_archive;
+    loom_error *e = dynlib_open_once(&archive_once, &archive_spec, &archive_table);
+    if (e) {
+        char why[512];
+        loom_err_take(e, why, sizeof why);
+        snprintf(err, errlen, "tar: %s", why);
+        return NULL;
+    }
+    return &archive_table;
 }
 
 typedef struct membuf {

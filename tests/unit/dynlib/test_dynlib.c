@@ -1,8 +1,9 @@
 /*
  * tests/unit/dynlib/test_dynlib.c - util/dynlib against libm: a table is
  * filled from the first library found (also in the fallback folder), a
- * missing library or symbol is an error naming it, and a failure leaves the
- * table untouched.
+ * missing library or symbol is an error naming it, a failure leaves the
+ * table untouched, and dynlib_open_once gives every caller the first
+ * outcome.
  */
 #include <dlfcn.h>
 #include <math.h>
@@ -78,5 +79,19 @@ int main(void)
     CHECK_CONTAINS(message_of(err), "the math library (libm.so.6) lacks loom_no_such_function");
     CHECK(partial.cos == NULL && partial.sqrt == NULL);
     loom_err_free(err);
+
+    /* Once: the same failure (a copy each time), or the same table. */
+    static dynlib_once failing = DYNLIB_ONCE_INIT;
+    for (int i = 0; i < 2; i++) {
+        err = dynlib_open_once(&failing, &missing, &none);
+        CHECK(err != NULL && loom_err_code(err) == LOOM_E_UNAVAILABLE);
+        CHECK_CONTAINS(message_of(err), "the loom test library cannot be loaded");
+        loom_err_free(err);
+    }
+    static dynlib_once working = DYNLIB_ONCE_INIT;
+    math_api once = {0};
+    CHECK(dynlib_open_once(&working, &spec, &once) == NULL && once.sqrt(y) == 4.0);
+    once.sqrt = NULL; /* a second call does not open or fill again */
+    CHECK(dynlib_open_once(&working, &spec, &once) == NULL && once.sqrt == NULL);
     return CHECK_DONE();
 }
