@@ -103,7 +103,7 @@ loom_error *random_load_state(loom_search_instance *inst, const char *state)
     const cJSON *rng_text = cJSON_GetObjectItemCaseSensitive(root, "rng");
     const cJSON *list = cJSON_GetObjectItemCaseSensitive(root, "observations");
     search_rng rng;
-    uint64_t proposed;
+    uint64_t proposed = 0; /* set by read_count; GCC -O3 cannot tell */
     random_observation *observations = NULL;
     uint32_t count = 0;
 

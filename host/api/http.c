@@ -2,15 +2,19 @@
 #include "api/http.h"
 
 #include <arpa/inet.h>
-#include <microhttpd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/mhd_dl.h"
 #include "util/log.h"
 
 #define JSON_MAX_DEPTH 64
+
+/* libmicrohttpd, opened by http_server_start before any daemon thread
+ * exists (which is what makes the plain read in the callbacks safe). */
+static const mhd_api *mhd;
 
 struct http_server {
     struct MHD_Daemon *daemon;
@@ -30,12 +34,12 @@ typedef struct request_state {
 
 const char *http_query(const http_request *req, const char *key)
 {
-    return MHD_lookup_connection_value(req->connection, MHD_GET_ARGUMENT_KIND, key);
+    return mhd->MHD_lookup_connection_value(req->connection, MHD_GET_ARGUMENT_KIND, key);
 }
 
 const char *http_header(const http_request *req, const char *key)
 {
-    return MHD_lookup_connection_value(req->connection, MHD_HEADER_KIND, key);
+    return mhd->MHD_lookup_connection_value(req->connection, MHD_HEADER_KIND, key);
 }
 
 const http_field *http_field_get(const http_request *req, const char *name)
@@ -275,13 +279,13 @@ static enum MHD_Result on_post_field(void *cls, enum MHD_ValueKind kind, const c
 
 static enum MHD_Result send_response(struct MHD_Connection *conn, http_response *res)
 {
-    struct MHD_Response *r = MHD_create_response_from_buffer(
+    struct MHD_Response *r = mhd->MHD_create_response_from_buffer(
         res->len, res->body ? res->body : (void *)"", res->body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
     res->body = NULL;
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
-                            res->content_type[0] ? res->content_type : "application/json");
-    enum MHD_Result ret = MHD_queue_response(conn, (unsigned)res->status, r);
-    MHD_destroy_response(r);
+    mhd->MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+                                 res->content_type[0] ? res->content_type : "application/json");
+    enum MHD_Result ret = mhd->MHD_queue_response(conn, (unsigned)res->status, r);
+    mhd->MHD_destroy_response(r);
     return ret;
 }
 
@@ -312,18 +316,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         if (!st)
             return MHD_NO;
         *con_cls = st;
-        const char *ctype = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+        const char *ctype = mhd->MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
         st->multipart = ctype && strncasecmp(ctype, "multipart/form-data", 19) == 0;
         st->limit = st->multipart ? srv->cfg.max_upload : srv->cfg.max_body;
         /* Refuse an oversized body from its declared length, before reading it. */
-        const char *clen = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        const char *clen = mhd->MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (clen && strtoull(clen, NULL, 10) > st->limit) {
             st->too_large = 1;
             return reply_now(conn, 413, "request body of %s bytes exceeds the limit of %zu bytes",
                              clen, st->limit);
         }
         if (st->multipart) {
-            st->pp = MHD_create_post_processor(conn, 65536, on_post_field, st);
+            st->pp = mhd->MHD_create_post_processor(conn, 65536, on_post_field, st);
             if (!st->pp)
                 return reply_now(conn, 400, "malformed multipart/form-data request");
         }
@@ -332,7 +336,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     if (*upload_data_size) {
         if (!st->too_large) {
             if (st->pp) {
-                if (MHD_post_process(st->pp, upload_data, *upload_data_size) != MHD_YES &&
+                if (mhd->MHD_post_process(st->pp, upload_data, *upload_data_size) != MHD_YES &&
                     !st->too_large)
                     st->too_large = -1; /* malformed */
             } else {
@@ -359,7 +363,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     }
     req->user = NULL;
     const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        mhd->MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET)
         inet_ntop(AF_INET, &((const struct sockaddr_in *)ci->client_addr)->sin_addr, req->peer,
                   sizeof req->peer);
@@ -380,7 +384,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (!st)
         return;
     if (st->pp)
-        MHD_destroy_post_processor(st->pp);
+        mhd->MHD_destroy_post_processor(st->pp);
     for (int i = 0; i < st->req.nfields; i++)
         free(st->req.fields[i].data);
     free(st->body);
@@ -390,6 +394,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 
 http_server *http_server_start(const http_config *cfg, char *err, size_t errlen)
 {
+    if (!(mhd = mhd_lib(err, errlen)))
+        return NULL;
     http_server *s = calloc(1, sizeof *s);
     if (!s) {
         snprintf(err, errlen, "out of memory");
@@ -404,7 +410,7 @@ http_server *http_server_start(const http_config *cfg, char *err, size_t errlen)
     }
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
     int tls = cfg->tls_cert_pem && cfg->tls_key_pem;
-    if (tls && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+    if (tls && mhd->MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
         snprintf(err, errlen, "--tls-cert: this libmicrohttpd was built without TLS");
         free(s);
         return NULL;
@@ -412,7 +418,7 @@ http_server *http_server_start(const http_config *cfg, char *err, size_t errlen)
     if (tls)
         flags |= MHD_USE_TLS;
     /* The TLS options go last: without TLS they are left out entirely. */
-    s->daemon = MHD_start_daemon(
+    s->daemon = mhd->MHD_start_daemon(
         flags, (uint16_t)cfg->port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR,
         (struct sockaddr *)&addr, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)4,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
@@ -424,7 +430,7 @@ http_server *http_server_start(const http_config *cfg, char *err, size_t errlen)
         free(s);
         return NULL;
     }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    const union MHD_DaemonInfo *info = mhd->MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
     s->port = info ? info->port : cfg->port;
     return s;
 }
@@ -435,6 +441,6 @@ void http_server_stop(http_server *s)
 {
     if (!s)
         return;
-    MHD_stop_daemon(s->daemon);
+    mhd->MHD_stop_daemon(s->daemon);
     free(s);
 }

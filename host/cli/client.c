@@ -1,11 +1,11 @@
 /* cli/client.c - see client.h. */
 #include "cli/client.h"
 
-#include <curl/curl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/curl_dl.h"
 #include "util/fs.h"
 
 void client_home(const char *flag, char *out, size_t outlen)
@@ -121,33 +121,33 @@ int client_save_token(const client *c, const char *token)
     return rc;
 }
 
-static int perform(CURL *curl, const client *c, const char *path, client_reply *reply,
-                   char *err, size_t errlen)
+static int perform(const curl_api *cu, CURL *curl, const client *c, const char *path,
+                   client_reply *reply, char *err, size_t errlen)
 {
     char url[1024];
     snprintf(url, sizeof url, "%s%s", c->base, path);
     memset(reply, 0, sizeof *reply);
-    curl_easy_setopt(curl, CURLOPT_URL, url);
-    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, collect);
-    curl_easy_setopt(curl, CURLOPT_WRITEDATA, reply);
-    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 10L);
-    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    cu->curl_easy_setopt(curl, CURLOPT_URL, url);
+    cu->curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, collect);
+    cu->curl_easy_setopt(curl, CURLOPT_WRITEDATA, reply);
+    cu->curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 10L);
+    cu->curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
     /* A host with its own (self-signed) certificate: trust that file. */
     const char *ca = getenv("LOOM_CA_CERT");
     if (ca && *ca)
-        curl_easy_setopt(curl, CURLOPT_CAINFO, ca);
+        cu->curl_easy_setopt(curl, CURLOPT_CAINFO, ca);
     if (c->token[0]) {
-        curl_easy_setopt(curl, CURLOPT_XOAUTH2_BEARER, c->token);
-        curl_easy_setopt(curl, CURLOPT_HTTPAUTH, (long)CURLAUTH_BEARER);
+        cu->curl_easy_setopt(curl, CURLOPT_XOAUTH2_BEARER, c->token);
+        cu->curl_easy_setopt(curl, CURLOPT_HTTPAUTH, (long)CURLAUTH_BEARER);
     }
-    CURLcode rc = curl_easy_perform(curl);
+    CURLcode rc = cu->curl_easy_perform(curl);
     if (rc != CURLE_OK) {
         snprintf(err, errlen, "cannot reach the loom host at %s: %s (start one with 'loom serve', or set --host / LOOM_HOST)",
-                 c->base, curl_easy_strerror(rc));
+                 c->base, cu->curl_easy_strerror(rc));
         client_reply_free(reply);
         return -1;
     }
-    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &reply->status);
+    cu->curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &reply->status);
     if (!reply->body) {
         reply->body = calloc(1, 1);
         reply->len = 0;
@@ -158,75 +158,84 @@ static int perform(CURL *curl, const client *c, const char *path, client_reply *
 int client_call(const client *c, const char *method, const char *path,
                 const char *json_body, client_reply *reply, char *err, size_t errlen)
 {
-    CURL *curl = curl_easy_init();
+    const curl_api *cu = curl_lib(err, errlen);
+    if (!cu)
+        return -1;
+    CURL *curl = cu->curl_easy_init();
     if (!curl) {
         snprintf(err, errlen, "cannot initialise libcurl");
         return -1;
     }
     struct curl_slist *headers = NULL;
-    curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
+    cu->curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
     if (json_body) {
-        headers = curl_slist_append(headers, "Content-Type: application/json");
-        curl_easy_setopt(curl, CURLOPT_POSTFIELDS, json_body);
-        curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, (long)strlen(json_body));
+        headers = cu->curl_slist_append(headers, "Content-Type: application/json");
+        cu->curl_easy_setopt(curl, CURLOPT_POSTFIELDS, json_body);
+        cu->curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, (long)strlen(json_body));
     } else if (strcmp(method, "POST") == 0) {
-        curl_easy_setopt(curl, CURLOPT_POSTFIELDS, "");
+        cu->curl_easy_setopt(curl, CURLOPT_POSTFIELDS, "");
     }
-    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-    int rc = perform(curl, c, path, reply, err, errlen);
-    curl_slist_free_all(headers);
-    curl_easy_cleanup(curl);
+    cu->curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+    int rc = perform(cu, curl, c, path, reply, err, errlen);
+    cu->curl_slist_free_all(headers);
+    cu->curl_easy_cleanup(curl);
     return rc;
 }
 
 int client_upload(const client *c, const char *path, const client_part *parts, int nparts,
                   client_reply *reply, char *err, size_t errlen)
 {
-    CURL *curl = curl_easy_init();
+    const curl_api *cu = curl_lib(err, errlen);
+    if (!cu)
+        return -1;
+    CURL *curl = cu->curl_easy_init();
     if (!curl) {
         snprintf(err, errlen, "cannot initialise libcurl");
         return -1;
     }
-    curl_mime *mime = curl_mime_init(curl);
+    curl_mime *mime = cu->curl_mime_init(curl);
     for (int i = 0; i < nparts; i++) {
-        curl_mimepart *part = curl_mime_addpart(mime);
-        curl_mime_name(part, parts[i].name);
+        curl_mimepart *part = cu->curl_mime_addpart(mime);
+        cu->curl_mime_name(part, parts[i].name);
         if (parts[i].filename) {
-            curl_mime_data(part, parts[i].data, parts[i].len);
-            curl_mime_filename(part, parts[i].filename);
-            curl_mime_type(part, "application/octet-stream");
+            cu->curl_mime_data(part, parts[i].data, parts[i].len);
+            cu->curl_mime_filename(part, parts[i].filename);
+            cu->curl_mime_type(part, "application/octet-stream");
         } else {
-            curl_mime_data(part, parts[i].value, CURL_ZERO_TERMINATED);
+            cu->curl_mime_data(part, parts[i].value, CURL_ZERO_TERMINATED);
         }
     }
-    curl_easy_setopt(curl, CURLOPT_MIMEPOST, mime);
+    cu->curl_easy_setopt(curl, CURLOPT_MIMEPOST, mime);
     /* No "Expect: 100-continue" round trip. */
-    struct curl_slist *headers = curl_slist_append(NULL, "Expect:");
-    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-    int rc = perform(curl, c, path, reply, err, errlen);
-    curl_slist_free_all(headers);
-    curl_mime_free(mime);
-    curl_easy_cleanup(curl);
+    struct curl_slist *headers = cu->curl_slist_append(NULL, "Expect:");
+    cu->curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+    int rc = perform(cu, curl, c, path, reply, err, errlen);
+    cu->curl_slist_free_all(headers);
+    cu->curl_mime_free(mime);
+    cu->curl_easy_cleanup(curl);
     return rc;
 }
 
 int client_logon_basic(const client *c, const char *user, const char *password,
                        client_reply *reply, char *err, size_t errlen)
 {
-    CURL *curl = curl_easy_init();
+    const curl_api *cu = curl_lib(err, errlen);
+    if (!cu)
+        return -1;
+    CURL *curl = cu->curl_easy_init();
     if (!curl) {
         snprintf(err, errlen, "cannot initialise libcurl");
         return -1;
     }
     client anonymous = *c;
     anonymous.token[0] = 0;
-    curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, "POST");
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, "");
-    curl_easy_setopt(curl, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
-    curl_easy_setopt(curl, CURLOPT_USERNAME, user);
-    curl_easy_setopt(curl, CURLOPT_PASSWORD, password);
-    int rc = perform(curl, &anonymous, "/auth/v1/logon", reply, err, errlen);
-    curl_easy_cleanup(curl);
+    cu->curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, "POST");
+    cu->curl_easy_setopt(curl, CURLOPT_POSTFIELDS, "");
+    cu->curl_easy_setopt(curl, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+    cu->curl_easy_setopt(curl, CURLOPT_USERNAME, user);
+    cu->curl_easy_setopt(curl, CURLOPT_PASSWORD, password);
+    int rc = perform(cu, curl, &anonymous, "/auth/v1/logon", reply, err, errlen);
+    cu->curl_easy_cleanup(curl);
     return rc;
 }
 

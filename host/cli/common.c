@@ -5,8 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <curl/curl.h>
 #include <time.h>
+
+#include "cli/curl_dl.h"
 
 int cli_take_globals(int argc, char **argv, cli_globals *g)
 {
@@ -259,8 +260,12 @@ int cli_wants_help(int argc, char **argv)
 
 char *curl_escape_path(const char *text)
 {
-    char *e = curl_easy_escape(NULL, text, 0);
+    char unused[256];
+    const curl_api *cu = curl_lib(unused, sizeof unused);
+    if (!cu)
+        return NULL; /* the request that follows says why */
+    char *e = cu->curl_easy_escape(NULL, text, 0);
     char *out = e ? strdup(e) : NULL;
-    curl_free(e);
+    cu->curl_free(e);
     return out;
 }

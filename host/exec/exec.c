@@ -474,7 +474,7 @@ static int prepare(exec_service *es, const exec_submission *sub, const dlicmd *d
 {
     const loom_framework_factory *factory = fw->factory;
     store_exec *rec = &r->rec;
-    if (strcmp(d->device_type, "gpu") == 0 && !fs_is_dir("/proc/driver/nvidia/gpus")) {
+    if (strcmp(d->device_type, "gpu") == 0 && sched_cuda_device_count() == 0) {
         snprintf(err, errlen, "--workerDeviceType gpu: this host has no GPU");
         return 400;
     }

@@ -1,12 +1,15 @@
 /*
  * sched/inventory.c - finds this host's devices: CUDA GPUs when the driver
- * reports any, otherwise CPU slots. libcuda is opened at run time, so the
- * host builds and runs without CUDA and a GPU machine needs no rebuild; a
- * node agent reports its devices through sched_add_device instead.
+ * reports any, otherwise CPU slots. The one place the host asks whether it
+ * has GPUs (the exec service's checks ask here too). libcuda is opened at
+ * run time, so the host builds and runs without CUDA and a GPU machine
+ * needs no rebuild; a node agent reports its devices through
+ * sched_add_device instead.
  */
 #include "sched/sched_internal.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include "util/log.h"
@@ -14,21 +17,32 @@
 typedef int (*cu_init_fn)(unsigned int flags);
 typedef int (*cu_device_get_count_fn)(int *count);
 
-int32_t sched_cuda_device_count(void)
+static int32_t cuda_devices;
+static pthread_once_t cuda_counted = PTHREAD_ONCE_INIT;
+
+static void count_cuda_devices(void)
 {
     /* The driver library, not the runtime: it is what a GPU machine always
      * has, and it honours CUDA_VISIBLE_DEVICES itself. It stays loaded: the
      * driver does not support being unloaded after cuInit. */
     void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!lib)
-        return 0;
+        return;
     cu_init_fn cu_init = (cu_init_fn)dlsym(lib, "cuInit");
     cu_device_get_count_fn cu_count =
         (cu_device_get_count_fn)dlsym(lib, "cuDeviceGetCount");
     int count = 0;
     if (!cu_init || !cu_count || cu_init(0) != 0 || cu_count(&count) != 0)
         count = 0;
-    return count > 0 ? count : 0;
+    cuda_devices = count > 0 ? count : 0;
+}
+
+/* Counted once: the driver reads CUDA_VISIBLE_DEVICES at cuInit, so the
+ * answer cannot change within a process. */
+int32_t sched_cuda_device_count(void)
+{
+    pthread_once(&cuda_counted, count_cuda_devices);
+    return cuda_devices;
 }
 
 int32_t sched_add_local_devices(sched *s, int32_t cpu_slots, bool use_cuda)

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #if defined(LOOM_HAVE_CUDA) && LOOM_HAVE_CUDA
-#include <cuda_runtime.h>
+#include "util/cuda_dl.h"
 #endif
 
 static int copy_bytes(void *dst, const void *src, size_t bytes, int to_device, int from_device,
@@ -17,13 +17,19 @@ static int copy_bytes(void *dst, const void *src, size_t bytes, int to_device, i
         return 0;
     }
 #if defined(LOOM_HAVE_CUDA) && LOOM_HAVE_CUDA
+    const cuda_runtime_api *rt;
+    loom_error *missing = cuda_runtime_load(&rt);
+    if (missing) {
+        loom_err_take(loom_err_wrap(missing, "the adapter gave device memory"), err, errlen);
+        return -1;
+    }
     /* Blocking copies on the legacy stream: the adapter's own stream is idle
      * between framework calls. */
-    cudaError_t e = cudaMemcpy(dst, src, bytes,
-                               to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost);
+    cudaError_t e = rt->cudaMemcpy(dst, src, bytes,
+                                   to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost);
     if (e != cudaSuccess) {
         snprintf(err, errlen, "copying %zu bytes %s the GPU: CUDA error %d: %s", bytes,
-                 to_device ? "to" : "from", (int)e, cudaGetErrorString(e));
+                 to_device ? "to" : "from", (int)e, rt->cudaGetErrorString(e));
         return -1;
     }
     return 0;

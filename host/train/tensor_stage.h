@@ -3,8 +3,9 @@
  * views. Checkpoints, the final model and the parameter server work on host
  * memory, while a GPU adapter's views are device memory; a stage holds one
  * host buffer per view and copies in either direction (memcpy for host
- * views, the CUDA runtime for device ones). Host views are staged too, so
- * the CPU path runs the same copies the GPU path does.
+ * views, the CUDA runtime, loaded on first use, for device ones). Host
+ * views are staged too, so the CPU path runs the same copies the GPU path
+ * does.
  *
  * Contract with the adapter: when a framework call returns, its work on the
  * views is complete (the native adapter synchronises its stream).

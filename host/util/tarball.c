@@ -9,6 +9,80 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "util/dynlib.h"
+
+/* libarchive is opened on first use: it brings libxml2 and ICU along, a
+ * few milliseconds that every CLI call would otherwise pay at start. */
+#define ARCHIVE_FUNCTIONS(X) \
+    X(archive_entry_filetype) \
+    X(archive_entry_free) \
+    X(archive_entry_hardlink) \
+    X(archive_entry_new) \
+    X(archive_entry_pathname) \
+    X(archive_entry_perm) \
+    X(archive_entry_set_pathname) \
+    X(archive_entry_set_perm) \
+    X(archive_entry_size) \
+    X(archive_entry_sourcepath) \
+    X(archive_entry_symlink) \
+    X(archive_error_string) \
+    X(archive_read_data_block) \
+    X(archive_read_disk_descend) \
+    X(archive_read_disk_new) \
+    X(archive_read_disk_open) \
+    X(archive_read_disk_set_standard_lookup) \
+    X(archive_read_disk_set_symlink_physical) \
+    X(archive_read_free) \
+    X(archive_read_new) \
+    X(archive_read_next_header) \
+    X(archive_read_next_header2) \
+    X(archive_read_open_memory) \
+    X(archive_read_support_filter_gzip) \
+    X(archive_read_support_filter_none) \
+    X(archive_read_support_format_gnutar) \
+    X(archive_read_support_format_tar) \
+    X(archive_write_close) \
+    X(archive_write_data) \
+    X(archive_write_data_block) \
+    X(archive_write_disk_new) \
+    X(archive_write_disk_set_options) \
+    X(archive_write_finish_entry) \
+    X(archive_write_free) \
+    X(archive_write_header) \
+    X(archive_write_new) \
+    X(archive_write_open) \
+    X(archive_write_set_bytes_in_last_block) \
+    X(archive_write_set_format_pax_restricted)
+
+#define ARCHIVE_FIELD(fn) __typeof__(&fn) fn;
+typedef struct archive_api {
+    ARCHIVE_FUNCTIONS(ARCHIVE_FIELD)
+} archive_api;
+#undef ARCHIVE_FIELD
+#define ARCHIVE_SYMBOL(fn) DYNLIB_SYMBOL(archive_api, fn),
+static const dynlib_symbol archive_symbols[] = {ARCHIVE_FUNCTIONS(ARCHIVE_SYMBOL)};
+#undef ARCHIVE_SYMBOL
+
+/* 13: the soname of every libarchive 3.x */
+static const char *const archive_sonames[] = {"libarchive.so.13", NULL};
+static const dynlib_spec archive_spec = {"libarchive", archive_sonames, NULL, archive_symbols,
+                                         sizeof archive_symbols / sizeof archive_symbols[0]};
+static archive_api archive_table;
+static dynlib_once archive_once = DYNLIB_ONCE_INIT;
+
+/* The table, or NULL with err naming the library. */
+static const archive_api *archive_lib(char *err, size_t errlen)
+{
+    loom_error *e = dynlib_open_once(&archive_once, &archive_spec, &archive_table);
+    if (e) {
+        char why[512];
+        loom_err_take(e, why, sizeof why);
+        snprintf(err, errlen, "tar: %s", why);
+        return NULL;
+    }
+    return &archive_table;
+}
+
 typedef struct membuf {
     char *data;
     size_t len, cap;
@@ -41,73 +115,76 @@ int tarball_pack_dir(const char *dir, char **out, size_t *out_len, char *err,
         snprintf(err, errlen, "%s: not a directory", dir);
         return -1;
     }
+    const archive_api *ar = archive_lib(err, errlen);
+    if (!ar)
+        return -1;
     membuf m = {0};
-    struct archive *w = archive_write_new();
-    struct archive *disk = archive_read_disk_new();
-    archive_write_set_format_pax_restricted(w);
-    archive_write_set_bytes_in_last_block(w, 1);
+    struct archive *w = ar->archive_write_new();
+    struct archive *disk = ar->archive_read_disk_new();
+    ar->archive_write_set_format_pax_restricted(w);
+    ar->archive_write_set_bytes_in_last_block(w, 1);
     int rc = -1;
-    if (archive_write_open(w, &m, NULL, membuf_write, NULL) != ARCHIVE_OK) {
-        snprintf(err, errlen, "tar: %s", archive_error_string(w));
+    if (ar->archive_write_open(w, &m, NULL, membuf_write, NULL) != ARCHIVE_OK) {
+        snprintf(err, errlen, "tar: %s", ar->archive_error_string(w));
         goto done;
     }
-    archive_read_disk_set_standard_lookup(disk);
-    archive_read_disk_set_symlink_physical(disk);
-    if (archive_read_disk_open(disk, dir) != ARCHIVE_OK) {
-        snprintf(err, errlen, "%s: %s", dir, archive_error_string(disk));
+    ar->archive_read_disk_set_standard_lookup(disk);
+    ar->archive_read_disk_set_symlink_physical(disk);
+    if (ar->archive_read_disk_open(disk, dir) != ARCHIVE_OK) {
+        snprintf(err, errlen, "%s: %s", dir, ar->archive_error_string(disk));
         goto done;
     }
     size_t prefix = strlen(dir);
     for (;;) {
-        struct archive_entry *e = archive_entry_new();
-        int r = archive_read_next_header2(disk, e);
+        struct archive_entry *e = ar->archive_entry_new();
+        int r = ar->archive_read_next_header2(disk, e);
         if (r == ARCHIVE_EOF) {
-            archive_entry_free(e);
+            ar->archive_entry_free(e);
             break;
         }
         if (r != ARCHIVE_OK) {
-            snprintf(err, errlen, "%s: %s", dir, archive_error_string(disk));
-            archive_entry_free(e);
+            snprintf(err, errlen, "%s: %s", dir, ar->archive_error_string(disk));
+            ar->archive_entry_free(e);
             goto done;
         }
-        archive_read_disk_descend(disk);
-        const char *path = archive_entry_pathname(e);
+        ar->archive_read_disk_descend(disk);
+        const char *path = ar->archive_entry_pathname(e);
         const char *rel = path + (strncmp(path, dir, prefix) == 0 ? prefix : 0);
         while (*rel == '/')
             rel++;
         if (*rel == 0) { /* the top directory itself */
-            archive_entry_free(e);
+            ar->archive_entry_free(e);
             continue;
         }
-        archive_entry_set_pathname(e, rel);
-        if (archive_write_header(w, e) != ARCHIVE_OK) {
-            snprintf(err, errlen, "tar: %s: %s", rel, archive_error_string(w));
-            archive_entry_free(e);
+        ar->archive_entry_set_pathname(e, rel);
+        if (ar->archive_write_header(w, e) != ARCHIVE_OK) {
+            snprintf(err, errlen, "tar: %s: %s", rel, ar->archive_error_string(w));
+            ar->archive_entry_free(e);
             goto done;
         }
-        if (archive_entry_filetype(e) == AE_IFREG) {
-            FILE *f = fopen(archive_entry_sourcepath(e), "rb");
+        if (ar->archive_entry_filetype(e) == AE_IFREG) {
+            FILE *f = fopen(ar->archive_entry_sourcepath(e), "rb");
             if (!f) {
-                snprintf(err, errlen, "%s: cannot read", archive_entry_sourcepath(e));
-                archive_entry_free(e);
+                snprintf(err, errlen, "%s: cannot read", ar->archive_entry_sourcepath(e));
+                ar->archive_entry_free(e);
                 goto done;
             }
             char buf[65536];
             size_t n;
             while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-                archive_write_data(w, buf, n);
+                ar->archive_write_data(w, buf, n);
             fclose(f);
         }
-        archive_entry_free(e);
+        ar->archive_entry_free(e);
     }
-    if (archive_write_close(w) != ARCHIVE_OK) {
-        snprintf(err, errlen, "tar: %s", archive_error_string(w));
+    if (ar->archive_write_close(w) != ARCHIVE_OK) {
+        snprintf(err, errlen, "tar: %s", ar->archive_error_string(w));
         goto done;
     }
     rc = 0;
 done:
-    archive_read_free(disk);
-    archive_write_free(w);
+    ar->archive_read_free(disk);
+    ar->archive_write_free(w);
     if (rc == 0) {
         *out = m.data;
         *out_len = m.len;
@@ -117,9 +194,10 @@ done:
     return rc;
 }
 
-static int entry_is_safe(struct archive_entry *e, char *err, size_t errlen)
+static int entry_is_safe(const archive_api *ar, struct archive_entry *e, char *err,
+                         size_t errlen)
 {
-    const char *name = archive_entry_pathname(e);
+    const char *name = ar->archive_entry_pathname(e);
     if (!name || !*name) {
         snprintf(err, errlen, "archive entry with an empty name");
         return 0;
@@ -138,17 +216,17 @@ static int entry_is_safe(struct archive_entry *e, char *err, size_t errlen)
         if (p)
             p++;
     }
-    mode_t type = archive_entry_filetype(e);
+    mode_t type = ar->archive_entry_filetype(e);
     if (type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK) {
         snprintf(err, errlen, "archive entry \"%s\" is a device, fifo or socket", name);
         return 0;
     }
-    if (archive_entry_hardlink(e)) {
+    if (ar->archive_entry_hardlink(e)) {
         snprintf(err, errlen, "archive entry \"%s\" is a hard link", name);
         return 0;
     }
     if (type == AE_IFLNK) {
-        const char *target = archive_entry_symlink(e);
+        const char *target = ar->archive_entry_symlink(e);
         if (!target || target[0] == '/') {
             snprintf(err, errlen, "archive entry \"%s\" is a symbolic link out of the directory", name);
             return 0;
@@ -174,67 +252,70 @@ static int entry_is_safe(struct archive_entry *e, char *err, size_t errlen)
 int tarball_unpack(const void *data, size_t len, const char *dest,
                    uint64_t max_bytes, char *err, size_t errlen)
 {
-    struct archive *a = archive_read_new();
-    archive_read_support_format_tar(a);
-    archive_read_support_format_gnutar(a);
-    archive_read_support_filter_gzip(a);
-    archive_read_support_filter_none(a);
-    struct archive *disk = archive_write_disk_new();
+    const archive_api *ar = archive_lib(err, errlen);
+    if (!ar)
+        return -1;
+    struct archive *a = ar->archive_read_new();
+    ar->archive_read_support_format_tar(a);
+    ar->archive_read_support_format_gnutar(a);
+    ar->archive_read_support_filter_gzip(a);
+    ar->archive_read_support_filter_none(a);
+    struct archive *disk = ar->archive_write_disk_new();
     /* Entries are checked by entry_is_safe and then prefixed with `dest`
      * (an absolute path, so NOABSOLUTEPATHS cannot be used; the daemon is
      * threaded and cannot chdir). libarchive still refuses ".." and writing
      * through a symbolic link. */
-    archive_write_disk_set_options(disk, ARCHIVE_EXTRACT_SECURE_NODOTDOT |
+    ar->archive_write_disk_set_options(disk, ARCHIVE_EXTRACT_SECURE_NODOTDOT |
                                              ARCHIVE_EXTRACT_SECURE_SYMLINKS |
                                              ARCHIVE_EXTRACT_NO_OVERWRITE);
     int rc = -1;
     uint64_t total = 0;
-    if (archive_read_open_memory(a, data, len) != ARCHIVE_OK) {
-        snprintf(err, errlen, "not a tar archive: %s", archive_error_string(a));
+    if (ar->archive_read_open_memory(a, data, len) != ARCHIVE_OK) {
+        snprintf(err, errlen, "not a tar archive: %s", ar->archive_error_string(a));
         goto done;
     }
     for (;;) {
         struct archive_entry *e;
-        int r = archive_read_next_header(a, &e);
+        int r = ar->archive_read_next_header(a, &e);
         if (r == ARCHIVE_EOF)
             break;
         if (r != ARCHIVE_OK) {
-            snprintf(err, errlen, "bad tar archive: %s", archive_error_string(a));
+            snprintf(err, errlen, "bad tar archive: %s", ar->archive_error_string(a));
             goto done;
         }
-        if (!entry_is_safe(e, err, errlen))
+        if (!entry_is_safe(ar, e, err, errlen))
             goto done;
-        total += (uint64_t)archive_entry_size(e);
+        total += (uint64_t)ar->archive_entry_size(e);
         if (total > max_bytes) {
             snprintf(err, errlen, "archive contents exceed the limit of %llu bytes",
                      (unsigned long long)max_bytes);
             goto done;
         }
         char full[PATH_MAX];
-        snprintf(full, sizeof full, "%s/%s", dest, archive_entry_pathname(e));
-        archive_entry_set_pathname(e, full);
-        archive_entry_set_perm(e, archive_entry_perm(e) & 0755);
-        if (archive_write_header(disk, e) != ARCHIVE_OK) {
-            snprintf(err, errlen, "cannot extract \"%s\": %s", full, archive_error_string(disk));
+        snprintf(full, sizeof full, "%s/%s", dest, ar->archive_entry_pathname(e));
+        ar->archive_entry_set_pathname(e, full);
+        ar->archive_entry_set_perm(e, ar->archive_entry_perm(e) & 0755);
+        if (ar->archive_write_header(disk, e) != ARCHIVE_OK) {
+            snprintf(err, errlen, "cannot extract \"%s\": %s", full, ar->archive_error_string(disk));
             goto done;
         }
         const void *buf;
         size_t n;
         la_int64_t off;
-        while ((r = archive_read_data_block(a, &buf, &n, &off)) == ARCHIVE_OK)
-            if (archive_write_data_block(disk, buf, n, off) != ARCHIVE_OK) {
-                snprintf(err, errlen, "cannot write \"%s\": %s", full, archive_error_string(disk));
+        while ((r = ar->archive_read_data_block(a, &buf, &n, &off)) == ARCHIVE_OK)
+            if (ar->archive_write_data_block(disk, buf, n, off) != ARCHIVE_OK) {
+                snprintf(err, errlen, "cannot write \"%s\": %s", full, ar->archive_error_string(disk));
                 goto done;
             }
         if (r != ARCHIVE_EOF) {
             snprintf(err, errlen, "truncated tar archive at \"%s\"", full);
             goto done;
         }
-        archive_write_finish_entry(disk);
+        ar->archive_write_finish_entry(disk);
     }
     rc = 0;
 done:
-    archive_read_free(a);
-    archive_write_free(disk);
+    ar->archive_read_free(a);
+    ar->archive_write_free(disk);
     return rc;
 }

@@ -13,15 +13,44 @@
  * (comm_nccl_join); a leaving one can instead be dropped with
  * ncclCommShrink (comm_nccl_shrink), which keeps the survivors' resources.
  */
-#include <cuda_runtime.h>
-#include <nccl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "comm_internal.h"
+#include "util/cuda_dl.h"
 #include "util/error.h"
+
+/* Set once by the two entry points (comm_nccl_unique_id, comm_nccl_open);
+ * every other call here runs on a member that open made. */
+static const cuda_runtime_api *rt;
+static const nccl_api *nc;
+static pthread_once_t libraries_once = PTHREAD_ONCE_INIT;
+
+static void load_libraries_once(void)
+{
+    const nccl_api *n = NULL;
+    const cuda_runtime_api *r = NULL;
+    loom_err_free(cuda_nccl_load(&n)); /* a failure is asked again below */
+    if (n && !cuda_runtime_load(&r)) {
+        nc = n;
+        rt = r;
+    }
+}
+
+/* NULL when NCCL and the CUDA runtime are loaded; else why not. */
+static loom_error *load_libraries(const char *op)
+{
+    pthread_once(&libraries_once, load_libraries_once);
+    if (nc)
+        return NULL;
+    const nccl_api *unused;
+    loom_error *e = cuda_nccl_load(&unused);
+    return e ? loom_err_wrap(e, "%s", op)
+             : loom_err(LOOM_ERR_INTERNAL, "%s: the CUDA libraries did not load", op);
+}
 
 typedef struct nccl_member {
     comm base;
@@ -38,13 +67,13 @@ static loom_error *nccl_error(const char *op, ncclResult_t r)
     return loom_err(r == ncclRemoteError || r == ncclSystemError
                         ? LOOM_ERR_UNAVAILABLE
                         : LOOM_ERR_INTERNAL,
-                    "%s: NCCL error %d: %s", op, (int)r, ncclGetErrorString(r));
+                    "%s: NCCL error %d: %s", op, (int)r, nc->ncclGetErrorString(r));
 }
 
 static loom_error *cuda_error(const char *op, cudaError_t e)
 {
     return loom_err(LOOM_ERR_INTERNAL, "%s: CUDA error %d: %s", op, (int)e,
-                    cudaGetErrorString(e));
+                    rt->cudaGetErrorString(e));
 }
 
 static void pause_briefly(void)
@@ -58,7 +87,7 @@ static void pause_briefly(void)
 static void abandon_generation(nccl_member *m)
 {
     if (m->nccl)
-        ncclCommAbort(m->nccl);
+        nc->ncclCommAbort(m->nccl);
     m->nccl = NULL;
     m->base.generation = 0;
     m->base.world_size = 0;
@@ -72,7 +101,7 @@ static loom_error *wait_comm_ready(ncclComm_t comm, uint64_t deadline_ns,
 {
     for (;;) {
         ncclResult_t state = ncclSuccess;
-        ncclResult_t r = ncclCommGetAsyncError(comm, &state);
+        ncclResult_t r = nc->ncclCommGetAsyncError(comm, &state);
         if (r != ncclSuccess)
             return nccl_error(op, r);
         if (state == ncclSuccess)
@@ -98,7 +127,7 @@ static loom_error *finish_collective(nccl_member *m, ncclResult_t enqueued,
     else
         err = wait_comm_ready(m->nccl, deadline_ns, op);
     while (err == NULL) {
-        cudaError_t e = cudaStreamQuery(m->stream);
+        cudaError_t e = rt->cudaStreamQuery(m->stream);
         if (e == cudaSuccess)
             return NULL;
         if (e != cudaErrorNotReady) {
@@ -106,7 +135,7 @@ static loom_error *finish_collective(nccl_member *m, ncclResult_t enqueued,
             break;
         }
         ncclResult_t state = ncclSuccess;
-        ncclCommGetAsyncError(m->nccl, &state);
+        nc->ncclCommGetAsyncError(m->nccl, &state);
         if (state != ncclSuccess && state != ncclInProgress) {
             err = nccl_error(op, state);
             break;
@@ -130,7 +159,7 @@ static loom_error *nccl_allreduce_avg_f32(comm *c, float *buf, size_t count,
     nccl_member *m = (nccl_member *)c;
     if (count == 0)
         return NULL;
-    ncclResult_t r = ncclAllReduce(buf, buf, count, ncclFloat32, ncclAvg, m->nccl,
+    ncclResult_t r = nc->ncclAllReduce(buf, buf, count, ncclFloat32, ncclAvg, m->nccl,
                                    m->stream);
     return finish_collective(m, r, deadline_ns, "allreduce");
 }
@@ -141,7 +170,7 @@ static loom_error *nccl_broadcast(comm *c, void *buf, size_t bytes, uint32_t roo
     nccl_member *m = (nccl_member *)c;
     if (bytes == 0)
         return NULL;
-    ncclResult_t r = ncclBroadcast(buf, buf, bytes, ncclUint8, (int)root, m->nccl,
+    ncclResult_t r = nc->ncclBroadcast(buf, buf, bytes, ncclUint8, (int)root, m->nccl,
                                    m->stream);
     return finish_collective(m, r, deadline_ns, "broadcast");
 }
@@ -149,7 +178,7 @@ static loom_error *nccl_broadcast(comm *c, void *buf, size_t bytes, uint32_t roo
 static loom_error *nccl_barrier(comm *c, uint64_t deadline_ns)
 {
     nccl_member *m = (nccl_member *)c;
-    ncclResult_t r = ncclAllReduce(m->barrier_scratch, m->barrier_scratch, 1,
+    ncclResult_t r = nc->ncclAllReduce(m->barrier_scratch, m->barrier_scratch, 1,
                                    ncclFloat32, ncclSum, m->nccl, m->stream);
     return finish_collective(m, r, deadline_ns, "barrier");
 }
@@ -159,9 +188,9 @@ static void nccl_member_close(comm *c)
     nccl_member *m = (nccl_member *)c;
     abandon_generation(m);
     if (m->barrier_scratch)
-        cudaFree(m->barrier_scratch);
+        rt->cudaFree(m->barrier_scratch);
     if (m->stream)
-        cudaStreamDestroy(m->stream);
+        rt->cudaStreamDestroy(m->stream);
     free(m);
 }
 
@@ -179,8 +208,11 @@ loom_error *comm_nccl_unique_id(uint8_t *id, size_t id_len)
         return loom_err(LOOM_ERR_INVALID_ARGUMENT,
                         "nccl unique id: buffer must be %d bytes, got %zu",
                         COMM_NCCL_ID_BYTES, id_len);
+    loom_error *e = load_libraries("nccl unique id");
+    if (e)
+        return e;
     ncclUniqueId uid;
-    ncclResult_t r = ncclGetUniqueId(&uid);
+    ncclResult_t r = nc->ncclGetUniqueId(&uid);
     if (r != ncclSuccess)
         return nccl_error("nccl unique id", r);
     memcpy(id, uid.internal, COMM_NCCL_ID_BYTES);
@@ -190,7 +222,10 @@ loom_error *comm_nccl_unique_id(uint8_t *id, size_t id_len)
 loom_error *comm_nccl_open(int32_t device, comm **out)
 {
     *out = NULL;
-    cudaError_t e = cudaSetDevice(device);
+    loom_error *loaded = load_libraries("nccl open");
+    if (loaded)
+        return loaded;
+    cudaError_t e = rt->cudaSetDevice(device);
     if (e != cudaSuccess)
         return loom_err_wrap(cuda_error("nccl open", e), "CUDA device %d", (int)device);
     nccl_member *m = calloc(1, sizeof(*m));
@@ -198,8 +233,8 @@ loom_error *comm_nccl_open(int32_t device, comm **out)
         return loom_err(LOOM_ERR_RESOURCE_EXHAUSTED, "nccl open: out of memory");
     m->base.ops = &nccl_member_ops;
     m->device = device;
-    if ((e = cudaStreamCreateWithFlags(&m->stream, cudaStreamNonBlocking)) != cudaSuccess ||
-        (e = cudaMalloc((void **)&m->barrier_scratch, sizeof(float))) != cudaSuccess) {
+    if ((e = rt->cudaStreamCreateWithFlags(&m->stream, cudaStreamNonBlocking)) != cudaSuccess ||
+        (e = rt->cudaMalloc((void **)&m->barrier_scratch, sizeof(float))) != cudaSuccess) {
         nccl_member_close(&m->base);
         return cuda_error("nccl open", e);
     }
@@ -226,22 +261,22 @@ loom_error *comm_nccl_join(comm *c, uint32_t generation, const uint8_t *id,
                         "world (got %zu bytes, generation %u, rank %u of %u)",
                         COMM_NCCL_ID_BYTES, id_len, generation, rank, world);
     abandon_generation(m);
-    cudaSetDevice(m->device);
+    rt->cudaSetDevice(m->device);
 
     ncclUniqueId uid;
     memcpy(uid.internal, id, COMM_NCCL_ID_BYTES);
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;
     ncclComm_t fresh = NULL;
-    ncclResult_t r = ncclCommInitRankConfig(&fresh, (int)world, uid, (int)rank, &config);
+    ncclResult_t r = nc->ncclCommInitRankConfig(&fresh, (int)world, uid, (int)rank, &config);
     if (r != ncclSuccess && r != ncclInProgress) {
         if (fresh)
-            ncclCommAbort(fresh);
+            nc->ncclCommAbort(fresh);
         return nccl_error("nccl join", r);
     }
     loom_error *err = wait_comm_ready(fresh, deadline_ns, "nccl join");
     if (err) {
-        ncclCommAbort(fresh);
+        nc->ncclCommAbort(fresh);
         return err;
     }
     m->nccl = fresh;
@@ -282,7 +317,7 @@ loom_error *comm_nccl_shrink(comm *c, uint32_t generation,
     ncclComm_t shrunk = NULL;
     /* NCCL_SHRINK_ABORT: the parent may have operations stuck on the peer
      * that left; terminate them first. */
-    ncclResult_t r = ncclCommShrink(m->nccl, excluded, (int)count, &shrunk, &config,
+    ncclResult_t r = nc->ncclCommShrink(m->nccl, excluded, (int)count, &shrunk, &config,
                                     NCCL_SHRINK_ABORT);
     free(excluded);
     loom_error *err = NULL;
@@ -291,13 +326,13 @@ loom_error *comm_nccl_shrink(comm *c, uint32_t generation,
     else
         err = wait_comm_ready(shrunk, deadline_ns, "nccl shrink");
     int new_rank = 0, new_world = 0;
-    if (err == NULL && ((r = ncclCommUserRank(shrunk, &new_rank)) != ncclSuccess ||
-                        (r = ncclCommCount(shrunk, &new_world)) != ncclSuccess))
+    if (err == NULL && ((r = nc->ncclCommUserRank(shrunk, &new_rank)) != ncclSuccess ||
+                        (r = nc->ncclCommCount(shrunk, &new_world)) != ncclSuccess))
         err = nccl_error("nccl shrink", r);
     abandon_generation(m); /* the parent is done either way */
     if (err) {
         if (shrunk)
-            ncclCommAbort(shrunk);
+            nc->ncclCommAbort(shrunk);
         return err;
     }
     m->nccl = shrunk;

@@ -1,14 +1,14 @@
 /*
  * tests/unit/comm/test_comm_nccl.c - the nccl back end as far as a machine
- * without a GPU can check it: it links against CUDA and NCCL, refuses bad
+ * without a GPU can check it: it loads CUDA and NCCL on demand, refuses bad
  * arguments by name, and opening a device that is not there is a clear
  * error rather than a crash. With a GPU present, open succeeds instead.
  */
-#include <cuda_runtime.h>
-
 #include "../../check.h"
 #include "comm.h"
 #include "plugin/host_api.h"
+#include "sched/sched.h"
+#include "util/cuda_dl.h"
 
 /* "" for no error, so CHECK_CONTAINS fails instead of dereferencing NULL. */
 static const char *message_of(const loom_error *err)
@@ -24,12 +24,20 @@ int main(void)
     CHECK_CONTAINS(message_of(err), "must be 128 bytes, got 16");
     loom_err_free(err);
 
-    int devices = 0;
-    if (cudaGetDeviceCount(&devices) != cudaSuccess)
-        devices = 0;
+    int devices = sched_cuda_device_count();
     comm *c = NULL;
     err = comm_nccl_open(0, &c);
-    if (devices == 0) {
+    const cuda_runtime_api *rt;
+    loom_error *missing = cuda_runtime_load(&rt);
+    if (missing) {
+        /* No CUDA runtime on this machine (scripts/without-cuda): open
+         * says which library it could not load. */
+        CHECK(err != NULL && c == NULL && loom_err_code(err) == LOOM_E_UNAVAILABLE);
+        CHECK_CONTAINS(message_of(err), "nccl open: the CUDA runtime cannot be loaded (tried "
+                                        "libcudart.so");
+        loom_err_free(err);
+        loom_err_free(missing);
+    } else if (devices == 0) {
         CHECK(err != NULL && c == NULL);
         CHECK_CONTAINS(message_of(err), "CUDA device 0");
         CHECK_CONTAINS(message_of(err), "CUDA error");
