@@ -17,20 +17,18 @@ loom_error *checkpoint_save(const char *path, const loom_tensor_view *views, con
     st_writer *w = st_writer_new();
     if (!w)
         return loom_err(LOOM_E_INTERNAL, "%s: out of memory", path);
-    char err[1024];
     loom_error *e = NULL;
     for (uint32_t i = 0; i < n && !e; i++)
-        if ((!params_only || roles[i] == LOOM_TENSOR_PARAMETER) &&
-            st_writer_add_view(w, &views[i], err, sizeof err) != 0)
-            e = loom_err(LOOM_E_INVALID, "%s", err);
+        if (!params_only || roles[i] == LOOM_TENSOR_PARAMETER)
+            e = st_writer_add_view(w, &views[i]);
     if (!e && meta) {
         char *text = cJSON_PrintUnformatted(meta);
         if (!text || st_writer_set_metadata(w, CHECKPOINT_META_KEY, text) != 0)
             e = loom_err(LOOM_E_INTERNAL, "%s: cannot record the trainer position", path);
         free(text);
     }
-    if (!e && st_writer_commit(w, path, err, sizeof err) != 0)
-        e = loom_err(LOOM_E_INTERNAL, "%s", err);
+    if (!e)
+        e = st_writer_commit(w, path);
     st_writer_free(w);
     return e;
 }
@@ -38,11 +36,10 @@ loom_error *checkpoint_save(const char *path, const loom_tensor_view *views, con
 loom_error *checkpoint_load(const char *path, loom_tensor_view *views, uint32_t n,
                             cJSON **meta_out)
 {
-    char err[1024];
-    st_file *f = st_open(path, CHECKPOINT_MAX_BYTES, err, sizeof err);
-    if (!f)
-        return loom_err(LOOM_E_INVALID, "%s", err);
-    loom_error *e = NULL;
+    st_file *f;
+    loom_error *e = st_open(path, CHECKPOINT_MAX_BYTES, &f);
+    if (e)
+        return e;
     for (uint32_t i = 0; i < n && !e; i++) {
         st_tensor_info t;
         if (st_find(f, views[i].name, &t) != 0)
@@ -66,11 +63,11 @@ loom_error *checkpoint_load(const char *path, loom_tensor_view *views, uint32_t 
 
 loom_error *checkpoint_inspect(const char *path, cJSON **meta)
 {
-    char err[1024];
     *meta = NULL;
-    st_file *f = st_open(path, CHECKPOINT_MAX_BYTES, err, sizeof err);
-    if (!f)
-        return loom_err(LOOM_E_INVALID, "%s", err);
+    st_file *f;
+    loom_error *e = st_open(path, CHECKPOINT_MAX_BYTES, &f);
+    if (e)
+        return e;
     const char *text = st_metadata(f, CHECKPOINT_META_KEY);
     cJSON *m = text ? cJSON_Parse(text) : NULL;
     st_close(f);
