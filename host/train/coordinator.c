@@ -197,26 +197,27 @@ static loom_error *begin_training(edt_coordinator *c)
 
 static void *run(void *arg)
 {
+    static const char *const state[] = {
+        [EDT_END_ERROR] = "ERROR", [EDT_END_KILLED] = "KILLED", [EDT_END_FINISHED] = "FINISHED"};
+    static const int32_t logger_status[] = {[EDT_END_ERROR] = LOOM_TRAIN_FAILED,
+                                            [EDT_END_KILLED] = LOOM_TRAIN_KILLED,
+                                            [EDT_END_FINISHED] = LOOM_TRAIN_FINISHED};
     edt_coordinator *c = arg;
-    const char *final_state = "ERROR";
+    edt_end end = EDT_END_ERROR;
     loom_error *e = begin_training(c);
     if (!e)
-        final_state = c->job.settings.async ? run_async(c, &e) : run_sync(c, &e);
-    int finished = !strcmp(final_state, "FINISHED");
+        end = c->job.settings.async ? run_async(c, &e) : run_sync(c, &e);
     char err[1024] = "";
-    if (!finished)
+    if (end != EDT_END_FINISHED)
         loom_err_take(e, err, sizeof err);
     else
         loom_err_free(e);
-    finish_workers(c, finished ? "finished" : "the job ended");
-    logger_set_end(c->driver_loggers, finished ? LOOM_TRAIN_FINISHED
-                                      : !strcmp(final_state, "KILLED") ? LOOM_TRAIN_KILLED
-                                                                        : LOOM_TRAIN_FAILED,
-                   err);
+    finish_workers(c, end == EDT_END_FINISHED ? "finished" : "the job ended");
+    logger_set_end(c->driver_loggers, logger_status[end], err);
     if (err[0])
-        driver_say(c, "%s: %s", final_state, err);
+        driver_say(c, "%s: %s", state[end], err);
     update_snapshot(c, "ended");
-    set_state(c, final_state, err[0] ? err : NULL);
+    set_state(c, state[end], err[0] ? err : NULL);
     pthread_mutex_lock(&c->ctl.lock);
     c->ctl.done = 1;
     pthread_mutex_unlock(&c->ctl.lock);

@@ -158,10 +158,13 @@ loom_error *wait_for_first_workers(edt_coordinator *c);
 /* Tells every worker to exit and waits (then kills) until they are gone. */
 void finish_workers(edt_coordinator *c, const char *reason);
 
-/* sync_round.c: the synchronous loop; returns the final state. */
-const char *run_sync(edt_coordinator *c, loom_error **err);
-/* param_server.c: the ASYNC loop; returns the final state. */
-const char *run_async(edt_coordinator *c, loom_error **err);
+/* How a job ended; anything but FINISHED comes with an error. */
+typedef enum edt_end { EDT_END_ERROR = 0, EDT_END_KILLED, EDT_END_FINISHED } edt_end;
+
+/* sync_round.c: the synchronous loop. */
+edt_end run_sync(edt_coordinator *c, loom_error **err);
+/* param_server.c: the ASYNC loop. */
+edt_end run_async(edt_coordinator *c, loom_error **err);
 
 /* progress.c */
 void update_snapshot(edt_coordinator *c, const char *phase);

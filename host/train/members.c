@@ -257,13 +257,21 @@ void accept_hellos(edt_coordinator *c, int wait_ms)
             break;
         msg hello;
         loom_error *e = msg_recv(fd, time_mono_ms() + 5000, &hello);
-        uint32_t i = !e && hello.kind == MSG_HELLO ? hello.u.hello.slot : MAX_SLOTS;
-        if (i >= c->m.nslots || c->m.slots[i].state != SLOT_STARTING) {
+        if (!e && hello.kind != MSG_HELLO)
+            e = loom_err(LOOM_E_INVALID, "a %s message where a hello was due",
+                         msg_kind_name(hello.kind));
+        if (!e && (hello.u.hello.slot >= c->m.nslots ||
+                   c->m.slots[hello.u.hello.slot].state != SLOT_STARTING))
+            e = loom_err(LOOM_E_CONFLICT, "a hello from slot %u, which started no worker",
+                         hello.u.hello.slot);
+        if (e) {
+            driver_say(c, "refused a control connection: %s", loom_err_message(e));
             loom_err_free(e);
             msg_free(&hello);
             close(fd);
             continue;
         }
+        uint32_t i = hello.u.hello.slot;
         edt_slot *s = &c->m.slots[i];
         s->fd = fd;
         s->state = SLOT_READY;

@@ -278,18 +278,18 @@ static loom_error *ps_exchange(edt_coordinator *c, param_server *ps)
     return NULL;
 }
 
-const char *run_async(edt_coordinator *c, loom_error **err)
+edt_end run_async(edt_coordinator *c, loom_error **err)
 {
     param_server ps;
     memset(&ps, 0, sizeof ps);
-    const char *final_state = "ERROR";
+    edt_end end = EDT_END_ERROR;
     if ((*err = ps_open(c, &ps)))
         goto out;
     driver_say(c, "ASYNC: a parameter server in the host; gradients staler than %u updates are dropped",
                c->job.settings.max_staleness);
     for (;;) {
         if (stop_asked(c)) {
-            final_state = "KILLED";
+            end = EDT_END_KILLED;
             *err = loom_err(LOOM_E_UNAVAILABLE, "stopped by request");
             break;
         }
@@ -299,7 +299,7 @@ const char *run_async(edt_coordinator *c, loom_error **err)
             break;
         int r = ps_epoch_boundary(c, &ps, err);
         if (r != 0) {
-            final_state = r > 0 ? "FINISHED" : "ERROR";
+            end = r > 0 ? EDT_END_FINISHED : EDT_END_ERROR;
             break;
         }
         if ((*err = ps_exchange(c, &ps)))
@@ -308,5 +308,5 @@ const char *run_async(edt_coordinator *c, loom_error **err)
 out:
     if (ps.inst)
         ps.f->destroy(ps.inst);
-    return final_state;
+    return end;
 }

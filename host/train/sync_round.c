@@ -356,18 +356,18 @@ static int one_round(edt_coordinator *c, uint64_t *taken, int *failed_round, loo
     return finished;
 }
 
-const char *run_sync(edt_coordinator *c, loom_error **err)
+edt_end run_sync(edt_coordinator *c, loom_error **err)
 {
     uint64_t *taken = malloc(sizeof(uint64_t) * c->job.settings.effective_batch_size);
     if (!taken) {
         *err = loom_err(LOOM_E_INTERNAL, "out of memory");
-        return "ERROR";
+        return EDT_END_ERROR;
     }
-    const char *final_state = "ERROR";
+    edt_end end = EDT_END_ERROR;
     int failed_round = 0;
     for (;;) {
         if (stop_asked(c)) {
-            final_state = "KILLED";
+            end = EDT_END_KILLED;
             *err = loom_err(LOOM_E_UNAVAILABLE, "stopped by request");
             break;
         }
@@ -375,10 +375,10 @@ const char *run_sync(edt_coordinator *c, loom_error **err)
         if (r < 0)
             break;
         if (r > 0) {
-            final_state = "FINISHED";
+            end = EDT_END_FINISHED;
             break;
         }
     }
     free(taken);
-    return final_state;
+    return end;
 }
