@@ -7,9 +7,10 @@
  * and the gradients follow its REPLY as raw bytes (the "blob").
  *
  * The schema is declared here once: every message names its kind in "t",
- * and msg_send/msg_recv are the only places that encode and decode them. A
- * kind or a field this side does not know is refused with its name, so the
- * two sides can never silently disagree.
+ * and msg_encode/msg_decode (protocol_codec.c), which msg_send/msg_recv
+ * call, are the only places that turn them into JSON and back. A kind or a
+ * field this side does not know is refused with its name, so the two sides
+ * can never silently disagree.
  *
  *   HELLO  worker -> coordinator, once: its slot and what it loaded.
  *   PLAN   coordinator -> member: one synchronous round (commit the last

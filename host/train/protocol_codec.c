@@ -168,6 +168,37 @@ cJSON *msg_encode(const msg *m)
 
 /* ---- decoding ----------------------------------------------------------- */
 
+/* Every field each kind may carry (NULL-terminated); any other is refused,
+ * so a field one side adds cannot be silently ignored by the other. */
+static const char *const hello_fields[] = {"t", "blob", "slot", "pid", "params", "train", "test", NULL};
+static const char *const plan_fields[] = {"t", "blob", "round", "commit", "epoch", "epochs",
+                                          "iteration", "steps_per_epoch", "workers", "timeout_ms",
+                                          "join", "load", "do", "mb", "scale", "begin", "end",
+                                          "path", "meta", NULL};
+static const char *const work_fields[] = {"t", "blob", "version", "epoch", "iteration", "workers",
+                                          "mb", "scale", NULL};
+static const char *const exit_fields[] = {"t", "blob", "reason", "code", NULL};
+static const char *const reply_fields[] = {"t", "blob", "round", "ok", "error", "pull_failed",
+                                           "count", "train", "eval", NULL};
+static const char *const join_fields[] = {"gen", "root", "timeout_ms", "exclude", "nccl_id", NULL};
+static const char *const *const kind_fields[] = {
+    [MSG_HELLO] = hello_fields, [MSG_PLAN] = plan_fields, [MSG_WORK] = work_fields,
+    [MSG_EXIT] = exit_fields,   [MSG_REPLY] = reply_fields,
+};
+
+static loom_error *known_fields_only(const cJSON *o, const char *what, const char *const *fields)
+{
+    const cJSON *item;
+    cJSON_ArrayForEach(item, o) {
+        size_t k = 0;
+        while (fields[k] && strcmp(fields[k], item->string))
+            k++;
+        if (!fields[k])
+            return loom_err(LOOM_E_INVALID, "%s message: unknown field \"%s\"", what, item->string);
+    }
+    return NULL;
+}
+
 /* Field readers: `what` names the message in errors. A missing optional
  * field leaves *out as it is. */
 static loom_error *get_uint(const cJSON *o, const char *what, const char *key, int required,
@@ -287,7 +318,9 @@ static loom_error *decode_join(const cJSON *jo, msg_join *j)
         return loom_err(LOOM_E_INVALID, "plan message: \"join\": expected an object");
     uint64_t root = 0;
     const cJSON *r = cJSON_GetObjectItemCaseSensitive(jo, "root");
-    loom_error *e = get_u32(jo, what, "gen", 1, &j->generation);
+    loom_error *e = known_fields_only(jo, what, join_fields);
+    if (!e)
+        e = get_u32(jo, what, "gen", 1, &j->generation);
     if (!e)
         e = get_u32(jo, what, "timeout_ms", 1, &j->timeout_ms);
     if (!e && !(cJSON_IsNumber(r) && r->valuedouble == -1))
@@ -419,6 +452,8 @@ loom_error *msg_decode(cJSON *doc, msg *out)
     if (!out->kind)
         e = loom_err(LOOM_E_INVALID, "unknown message kind \"%s\" (expected hello, plan, work, exit or reply)",
                      t->valuestring);
+    if (!e)
+        e = known_fields_only(doc, msg_kind_name(out->kind), kind_fields[out->kind]);
     if (!e)
         e = get_u64(doc, msg_kind_name(out->kind), "blob", 0, &out->blob);
     if (!e)

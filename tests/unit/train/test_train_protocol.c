@@ -159,6 +159,13 @@ static void test_refusals(void)
     CHECK(decode_text("{\"t\": \"reply\", \"round\": 1, \"ok\": true, \"train\": {\"loss\": \"low\"}}",
                       err, sizeof err) == LOOM_E_INVALID);
     CHECK_CONTAINS(err, "\"train.loss\": expected a number");
+    CHECK(decode_text("{\"t\": \"exit\", \"code\": 0, \"urgent\": true}", err, sizeof err) ==
+          LOOM_E_INVALID);
+    CHECK_CONTAINS(err, "exit message: unknown field \"urgent\"");
+    snprintf(text, sizeof text, plan, "validate",
+             ", \"begin\": 0, \"end\": 1, \"join\": {\"gen\": 1, \"root\": 0, \"timeout_ms\": 5, \"rank\": 2}");
+    CHECK(decode_text(text, err, sizeof err) == LOOM_E_INVALID);
+    CHECK_CONTAINS(err, "plan's join message: unknown field \"rank\"");
     CHECK(decode_text("{\"t\": \"exit\", \"code\": 300}", err, sizeof err) == LOOM_E_INVALID);
     CHECK_CONTAINS(err, "exit message: \"code\"");
 }
