@@ -129,7 +129,7 @@ static void schedule_locked(exec_service *es)
             if (!r->edt)
                 exec_set_state(es, &r->rec, "RUNNING", NULL);
         } else if (r->edt && actions[i].new_count != actions[i].old_count) {
-            if (edt_set_devices(r->edt, index, (uint32_t)nd, err, sizeof err) != 0)
+            if (loom_err_take(edt_set_devices(r->edt, index, (uint32_t)nd), err, sizeof err))
                 log_warn("exec %s: resize to %d refused: %s", r->rec.id, actions[i].new_count, err);
             else
                 log_info("exec %s: scheduler moves it from %d to %d device(s)", r->rec.id,

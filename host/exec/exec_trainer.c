@@ -52,11 +52,12 @@ int trainer_prepare(exec_service *es, const store_exec *rec, const registry_entr
         return 400;
     }
     free(text);
-    int rc = edt_settings_resolve(spec, d->num_worker_given ? d->num_worker : 0, d->args,
-                                  d->arg_count, d->msd_env, d->msd_env_count, &job->settings, err,
-                                  errlen);
+    int rc = loom_err_take(edt_settings_resolve(spec, d->num_worker_given ? d->num_worker : 0,
+                                                d->args, d->arg_count, d->msd_env,
+                                                d->msd_env_count, &job->settings),
+                           err, errlen);
     cJSON_Delete(spec);
-    if (rc != 0)
+    if (rc != LOOM_OK)
         return 400;
     job->settings.async = d->sync_mode_async;
     job->framework = fw->factory;
@@ -91,7 +92,7 @@ int trainer_start(exec_service *es, running_exec *r, const int32_t *devices, int
     r->job->device_kind = kind;
     r->job->ndevices = count > 0 && count <= EDT_MAX_WORKERS ? (uint32_t)count : 0;
     memcpy(r->job->devices, devices, sizeof(int32_t) * r->job->ndevices);
-    r->edt = edt_start(r->job, err, errlen);
+    loom_err_take(edt_start(r->job, &r->edt), err, errlen);
     strings_free(r->job->msd_env); /* edt_start copied it */
     edt_settings_free(&r->job->settings);
     free(r->job);

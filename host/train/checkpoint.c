@@ -11,76 +11,73 @@
 
 #define CHECKPOINT_MAX_BYTES ((uint64_t)16 << 30)
 
-int checkpoint_save(const char *path, const loom_tensor_view *views, const int32_t *roles,
-                    uint32_t n, int params_only, const cJSON *meta, char *err, size_t errlen)
+loom_error *checkpoint_save(const char *path, const loom_tensor_view *views, const int32_t *roles,
+                            uint32_t n, int params_only, const cJSON *meta)
 {
     st_writer *w = st_writer_new();
-    if (!w) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    int rc = 0;
-    for (uint32_t i = 0; i < n && rc == 0; i++)
+    if (!w)
+        return loom_err(LOOM_E_INTERNAL, "%s: out of memory", path);
+    loom_error *e = NULL;
+    for (uint32_t i = 0; i < n && !e; i++)
         if (!params_only || roles[i] == LOOM_TENSOR_PARAMETER)
-            rc = st_writer_add_view(w, &views[i], err, errlen);
-    if (rc == 0 && meta) {
+            e = st_writer_add_view(w, &views[i]);
+    if (!e && meta) {
         char *text = cJSON_PrintUnformatted(meta);
-        rc = text ? st_writer_set_metadata(w, CHECKPOINT_META_KEY, text) : -1;
+        if (!text || st_writer_set_metadata(w, CHECKPOINT_META_KEY, text) != 0)
+            e = loom_err(LOOM_E_INTERNAL, "%s: cannot record the trainer position", path);
         free(text);
-        if (rc)
-            snprintf(err, errlen, "cannot record the trainer position");
     }
-    if (rc == 0)
-        rc = st_writer_commit(w, path, err, errlen);
+    if (!e)
+        e = st_writer_commit(w, path);
     st_writer_free(w);
-    return rc;
+    return e;
 }
 
-int checkpoint_load(const char *path, loom_tensor_view *views, uint32_t n, cJSON **meta_out,
-                    char *err, size_t errlen)
+loom_error *checkpoint_load(const char *path, loom_tensor_view *views, uint32_t n,
+                            cJSON **meta_out)
 {
-    st_file *f = st_open(path, CHECKPOINT_MAX_BYTES, err, errlen);
-    if (!f)
-        return -1;
-    int rc = 0;
-    for (uint32_t i = 0; i < n && rc == 0; i++) {
+    st_file *f;
+    loom_error *e = st_open(path, CHECKPOINT_MAX_BYTES, &f);
+    if (e)
+        return e;
+    for (uint32_t i = 0; i < n && !e; i++) {
         st_tensor_info t;
-        if (st_find(f, views[i].name, &t) != 0) {
-            snprintf(err, errlen, "%s: no tensor '%s' (the checkpoint is of another model)", path,
-                     views[i].name);
-            rc = -1;
-        } else if (t.dtype != views[i].dtype || t.nbytes != views[i].nbytes ||
-                   t.ndim != views[i].ndim ||
-                   memcmp(t.shape, views[i].shape, sizeof(int64_t) * t.ndim) != 0) {
-            snprintf(err, errlen, "%s: tensor '%s' has another dtype or shape than the model's", path,
-                     views[i].name);
-            rc = -1;
-        } else {
+        if (st_find(f, views[i].name, &t) != 0)
+            e = loom_err(LOOM_E_INVALID, "%s: no tensor '%s' (the checkpoint is of another model)",
+                         path, views[i].name);
+        else if (t.dtype != views[i].dtype || t.nbytes != views[i].nbytes ||
+                 t.ndim != views[i].ndim ||
+                 memcmp(t.shape, views[i].shape, sizeof(int64_t) * t.ndim) != 0)
+            e = loom_err(LOOM_E_INVALID, "%s: tensor '%s' has another dtype or shape than the model's",
+                         path, views[i].name);
+        else
             memcpy(views[i].data, t.data, t.nbytes);
-        }
     }
-    if (rc == 0 && meta_out) {
+    if (!e && meta_out) {
         const char *text = st_metadata(f, CHECKPOINT_META_KEY);
         *meta_out = text ? cJSON_Parse(text) : NULL;
     }
     st_close(f);
-    return rc;
+    return e;
 }
 
-cJSON *checkpoint_inspect(const char *path, char *err, size_t errlen)
+loom_error *checkpoint_inspect(const char *path, cJSON **meta)
 {
-    st_file *f = st_open(path, CHECKPOINT_MAX_BYTES, err, errlen);
-    if (!f)
-        return NULL;
+    *meta = NULL;
+    st_file *f;
+    loom_error *e = st_open(path, CHECKPOINT_MAX_BYTES, &f);
+    if (e)
+        return e;
     const char *text = st_metadata(f, CHECKPOINT_META_KEY);
-    cJSON *meta = text ? cJSON_Parse(text) : NULL;
-    if (!cJSON_IsObject(meta)) {
-        snprintf(err, errlen, "%s: no trainer position (metadata '%s')", path, CHECKPOINT_META_KEY);
-        cJSON_Delete(meta);
-        meta = NULL;
-    }
+    cJSON *m = text ? cJSON_Parse(text) : NULL;
     st_close(f);
-    return meta;
+    if (!cJSON_IsObject(m)) {
+        cJSON_Delete(m);
+        return loom_err(LOOM_E_INVALID, "%s: no trainer position (metadata '%s')", path,
+                        CHECKPOINT_META_KEY);
+    }
+    *meta = m;
+    return NULL;
 }
 
 int checkpoint_find_latest(const char *dir, char *path, size_t pathlen, int *epoch, char *skipped,
@@ -110,8 +107,8 @@ int checkpoint_find_latest(const char *dir, char *path, size_t pathlen, int *epo
     for (int i = 0; i < n; i++) {
         char candidate[PATH_MAX], why[512];
         snprintf(candidate, sizeof candidate, "%s/epoch-%d.safetensors", dir, epochs[i]);
-        cJSON *meta = checkpoint_inspect(candidate, why, sizeof why);
-        if (meta) {
+        cJSON *meta;
+        if (loom_err_take(checkpoint_inspect(candidate, &meta), why, sizeof why) == LOOM_OK) {
             cJSON_Delete(meta);
             snprintf(path, pathlen, "%s", candidate);
             *epoch = epochs[i];

@@ -12,21 +12,24 @@
 
 #include <loom/loom.h>
 
+#include "util/error.h"
+
 #define CHECKPOINT_META_KEY "loom.trainer"
 
 /* Writes views[0..n) (only role PARAMETER ones when params_only) with
- * `meta` (an object, may be NULL) to path, atomically. 0 or -1 with err. */
-int checkpoint_save(const char *path, const loom_tensor_view *views, const int32_t *roles,
-                    uint32_t n, int params_only, const cJSON *meta, char *err, size_t errlen);
+ * `meta` (an object, may be NULL) to path, atomically. */
+loom_error *checkpoint_save(const char *path, const loom_tensor_view *views, const int32_t *roles,
+                            uint32_t n, int params_only, const cJSON *meta);
 
 /* Reads path into views[0..n): every view must be in the file with the same
- * dtype, shape and size. *meta_out (may be NULL) receives the position. */
-int checkpoint_load(const char *path, loom_tensor_view *views, uint32_t n, cJSON **meta_out,
-                    char *err, size_t errlen);
+ * dtype, shape and size (LOOM_E_INVALID naming the tensor otherwise).
+ * *meta_out (may be NULL) receives the position. */
+loom_error *checkpoint_load(const char *path, loom_tensor_view *views, uint32_t n,
+                            cJSON **meta_out);
 
-/* Validates path and returns its position metadata (caller frees), or NULL
- * with err. */
-cJSON *checkpoint_inspect(const char *path, char *err, size_t errlen);
+/* Validates path and gives its position metadata in *meta (caller frees);
+ * LOOM_E_INVALID for a damaged file or one without a position. */
+loom_error *checkpoint_inspect(const char *path, cJSON **meta);
 
 /* The newest valid checkpoint in dir ("epoch-N.safetensors", highest N
  * first); damaged ones are skipped and each reason appended to `skipped`

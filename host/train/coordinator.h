@@ -17,6 +17,7 @@
 #include "plugin/registry.h"
 #include <loom/loom.h>
 #include "train/edt_settings.h"
+#include "util/error.h"
 
 #define EDT_MAX_WORKERS 1024
 
@@ -50,12 +51,13 @@ typedef struct edt_job {
 
 typedef struct edt_coordinator edt_coordinator;
 
-edt_coordinator *edt_start(edt_job *job, char *err, size_t errlen);
+/* Starts the coordinator's thread; the job's state changes arrive through
+ * job->on_state from then on. */
+loom_error *edt_start(edt_job *job, edt_coordinator **out);
 /* Grants exactly these devices (1..engines of them; see edt_job.devices),
  * which is how the job is resized: workers on devices no longer granted
  * leave at the next step boundary and new ones start on the devices added. */
-int edt_set_devices(edt_coordinator *c, const int32_t *devices, uint32_t count, char *err,
-                    size_t errlen);
+loom_error *edt_set_devices(edt_coordinator *c, const int32_t *devices, uint32_t count);
 /* Asks the job to stop; it ends KILLED. */
 void edt_stop(edt_coordinator *c);
 int edt_done(edt_coordinator *c);

@@ -30,25 +30,22 @@ static const knob knobs[] = {
 };
 #define NKNOBS (sizeof knobs / sizeof *knobs)
 
-static int parse_u32(const char *what, const char *text, uint32_t min, uint32_t max, uint32_t *out,
-                     char *err, size_t errlen)
+static loom_error *parse_u32(const char *what, const char *text, uint32_t min, uint32_t max,
+                             uint32_t *out)
 {
     char *end;
     errno = 0;
     long long v = strtoll(text, &end, 10);
-    if (errno || end == text || *end || v < (long long)min || v > (long long)max) {
-        snprintf(err, errlen, "%s: expected a whole number from %u to %u, got \"%s\"", what, min,
-                 max, text);
-        return -1;
-    }
+    if (errno || end == text || *end || v < (long long)min || v > (long long)max)
+        return loom_err(LOOM_E_INVALID, "%s: expected a whole number from %u to %u, got \"%s\"", what,
+                        min, max, text);
     *out = (uint32_t)v;
-    return 0;
+    return NULL;
 }
 
 static uint32_t *field(edt_settings *s, const knob *k) { return (uint32_t *)((char *)s + k->offset); }
 
-int edt_settings_resolve(const cJSON *spec, int num_worker, char *const *args, int nargs,
-                         char *const *env, int nenv, edt_settings *s, char *err, size_t errlen)
+static void set_defaults(edt_settings *s)
 {
     memset(s, 0, sizeof *s);
     s->epochs = 1;
@@ -61,111 +58,117 @@ int edt_settings_resolve(const cJSON *spec, int num_worker, char *const *args, i
     s->pull_timeout_s = 30;
     s->pull_limit = 3;
     s->step_timeout_ms = 60000;
-    s->max_staleness = UINT32_MAX; /* resolved from the engines below */
-    int have[NKNOBS] = {0};
+    s->max_staleness = UINT32_MAX; /* resolved from the engines at the end */
+}
 
+/* The spec's "training" block: the knobs, the seed; *loggers is its
+ * "loggers" array (or NULL). */
+static loom_error *from_spec(const cJSON *spec, edt_settings *s, int *have, const cJSON **loggers)
+{
     const cJSON *training = cJSON_GetObjectItemCaseSensitive(spec, "training");
-    if (training && !cJSON_IsObject(training)) {
-        snprintf(err, errlen, "spec: \"training\" must be an object");
-        return -1;
-    }
+    if (training && !cJSON_IsObject(training))
+        return loom_err(LOOM_E_INVALID, "spec: \"training\" must be an object");
     for (size_t i = 0; i < NKNOBS; i++) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(training, knobs[i].json);
         if (!v)
             continue;
         /* Range first: converting an out-of-range double is undefined. */
         if (!cJSON_IsNumber(v) || !(v->valuedouble >= knobs[i].min) ||
-            !(v->valuedouble <= knobs[i].max) || v->valuedouble != floor(v->valuedouble)) {
-            snprintf(err, errlen, "spec: training.%s: expected a whole number from %u to %u",
-                     knobs[i].json, knobs[i].min, knobs[i].max);
-            return -1;
-        }
+            !(v->valuedouble <= knobs[i].max) || v->valuedouble != floor(v->valuedouble))
+            return loom_err(LOOM_E_INVALID, "spec: training.%s: expected a whole number from %u to %u",
+                            knobs[i].json, knobs[i].min, knobs[i].max);
         *field(s, &knobs[i]) = (uint32_t)v->valuedouble;
         have[i] = 1;
     }
     const cJSON *seed = cJSON_GetObjectItemCaseSensitive(training, "seed");
     if (seed) {
         if (!cJSON_IsNumber(seed) || !(seed->valuedouble >= 0) ||
-            !(seed->valuedouble <= 9007199254740992.0) || seed->valuedouble != floor(seed->valuedouble)) {
-            snprintf(err, errlen, "spec: training.seed: expected a whole number from 0 to 2^53");
-            return -1;
-        }
+            !(seed->valuedouble <= 9007199254740992.0) || seed->valuedouble != floor(seed->valuedouble))
+            return loom_err(LOOM_E_INVALID, "spec: training.seed: expected a whole number from 0 to 2^53");
         s->seed = (uint64_t)seed->valuedouble;
     }
-    const cJSON *loggers = cJSON_GetObjectItemCaseSensitive(training, "loggers");
-    if (loggers && !cJSON_IsArray(loggers)) {
-        snprintf(err, errlen, "spec: training.loggers: expected an array");
-        return -1;
-    }
+    *loggers = cJSON_GetObjectItemCaseSensitive(training, "loggers");
+    if (*loggers && !cJSON_IsArray(*loggers))
+        return loom_err(LOOM_E_INVALID, "spec: training.loggers: expected an array");
+    return NULL;
+}
 
+/* The program arguments after "--": "--flag value" or "--flag=value". */
+static loom_error *from_args(char *const *args, int nargs, edt_settings *s, int *have)
+{
     for (int a = 0; a < nargs; a++) {
         const char *word = args[a];
         const char *eq = strchr(word, '=');
         size_t flen = eq ? (size_t)(eq - word) : strlen(word);
         const char *value = eq ? eq + 1 : (a + 1 < nargs ? args[a + 1] : NULL);
         int matched = 0;
+        loom_error *e = NULL;
         for (size_t i = 0; i < NKNOBS && !matched; i++) {
             const knob *k = &knobs[i];
             if ((strlen(k->flag) == flen && strncmp(word, k->flag, flen) == 0) ||
                 (k->alias && strlen(k->alias) == flen && strncmp(word, k->alias, flen) == 0)) {
-                if (!value) {
-                    snprintf(err, errlen, "%.*s needs a value", (int)flen, word);
-                    return -1;
-                }
-                if (parse_u32(k->flag, value, k->min, k->max, field(s, k), err, errlen) != 0)
-                    return -1;
+                if (!value)
+                    return loom_err(LOOM_E_INVALID, "%.*s needs a value", (int)flen, word);
+                if ((e = parse_u32(k->flag, value, k->min, k->max, field(s, k))))
+                    return e;
                 have[i] = 1;
                 matched = 1;
             }
         }
         if (!matched && flen == 6 && strncmp(word, "--seed", 6) == 0 && value) {
             uint32_t v;
-            if (parse_u32("--seed", value, 0, 0xFFFFFFFFu, &v, err, errlen) != 0)
-                return -1;
+            if ((e = parse_u32("--seed", value, 0, 0xFFFFFFFFu, &v)))
+                return e;
             s->seed = v;
             matched = 1;
         }
-        if (!matched) {
-            snprintf(err, errlen,
-                     "unknown training argument \"%s\" (known: --epochs --batch-size --engines "
-                     "--effective-batch-size --validation-freq --checkpoint-freq "
-                     "--num-dataloader-threads --log-every --seed)",
-                     word);
-            return -1;
-        }
+        if (!matched)
+            return loom_err(LOOM_E_INVALID,
+                            "unknown training argument \"%s\" (known: --epochs --batch-size --engines "
+                            "--effective-batch-size --validation-freq --checkpoint-freq "
+                            "--num-dataloader-threads --log-every --seed)",
+                            word);
         if (!eq)
             a++;
     }
-    if (num_worker > 0) {
-        s->engines = (uint32_t)num_worker;
-        have[2] = 1;
-    }
-    for (int i = 0; i < nenv; i++) {
-        const char *kv = env[i];
-        if (strncmp(kv, "EDT_PULL_WEIGHT_TIME_OUT=", 25) == 0) {
-            if (parse_u32("EDT_PULL_WEIGHT_TIME_OUT", kv + 25, 1, 86400, &s->pull_timeout_s, err, errlen))
-                return -1;
-        } else if (strncmp(kv, "EDT_PULL_FAILED_LIMITS=", 23) == 0) {
-            if (parse_u32("EDT_PULL_FAILED_LIMITS", kv + 23, 1, 1000, &s->pull_limit, err, errlen))
-                return -1;
-        } else if (strncmp(kv, "EDT_MAX_STALENESS=", 18) == 0) {
-            if (parse_u32("EDT_MAX_STALENESS", kv + 18, 0, 1000000, &s->max_staleness, err, errlen))
-                return -1;
-        } else if (strncmp(kv, "LOOM_EDT_STEP_TIMEOUT_MS=", 25) == 0) {
-            if (parse_u32("LOOM_EDT_STEP_TIMEOUT_MS", kv + 25, 100, 86400000, &s->step_timeout_ms, err, errlen))
-                return -1;
-        }
-    }
+    return NULL;
+}
 
-    /* The exclusive rule between engines and the effective batch size. */
+/* The EDT_* environment pairs; other pairs are the job's own. */
+static loom_error *from_env(char *const *env, int nenv, edt_settings *s)
+{
+    static const struct {
+        const char *name;
+        size_t offset;
+        uint32_t min, max;
+    } vars[] = {
+        {"EDT_PULL_WEIGHT_TIME_OUT", offsetof(edt_settings, pull_timeout_s), 1, 86400},
+        {"EDT_PULL_FAILED_LIMITS", offsetof(edt_settings, pull_limit), 1, 1000},
+        {"EDT_MAX_STALENESS", offsetof(edt_settings, max_staleness), 0, 1000000},
+        {"LOOM_EDT_STEP_TIMEOUT_MS", offsetof(edt_settings, step_timeout_ms), 100, 86400000},
+    };
+    for (int i = 0; i < nenv; i++)
+        for (size_t k = 0; k < sizeof vars / sizeof *vars; k++) {
+            size_t n = strlen(vars[k].name);
+            if (strncmp(env[i], vars[k].name, n) || env[i][n] != '=')
+                continue;
+            loom_error *e = parse_u32(vars[k].name, env[i] + n + 1, vars[k].min, vars[k].max,
+                                      (uint32_t *)((char *)s + vars[k].offset));
+            if (e)
+                return e;
+        }
+    return NULL;
+}
+
+/* The exclusive rule between engines and the effective batch size. */
+static loom_error *engines_and_batch(edt_settings *s, const int *have)
+{
     uint32_t b = s->batch_size;
     if (have[3]) {
-        if (s->effective_batch_size % b != 0) {
-            snprintf(err, errlen,
-                     "effective batch size %u is not a multiple of the batch size %u",
-                     s->effective_batch_size, b);
-            return -1;
-        }
+        if (s->effective_batch_size % b != 0)
+            return loom_err(LOOM_E_INVALID,
+                            "effective batch size %u is not a multiple of the batch size %u",
+                            s->effective_batch_size, b);
         uint32_t from_batch = s->effective_batch_size / b;
         if (!have[2] || from_batch > s->engines)
             s->engines = from_batch;
@@ -178,13 +181,30 @@ int edt_settings_resolve(const cJSON *spec, int num_worker, char *const *args, i
     }
     if (s->max_staleness == UINT32_MAX)
         s->max_staleness = 2 * s->engines;
-    if (s->engines > 1024) {
-        snprintf(err, errlen, "engines: %u is more than 1024", s->engines);
-        return -1;
+    if (s->engines > 1024)
+        return loom_err(LOOM_E_INVALID, "engines: %u is more than 1024", s->engines);
+    return NULL;
+}
+
+loom_error *edt_settings_resolve(const cJSON *spec, int num_worker, char *const *args, int nargs,
+                                 char *const *env, int nenv, edt_settings *s)
+{
+    set_defaults(s);
+    int have[NKNOBS] = {0};
+    const cJSON *loggers = NULL;
+    loom_error *e = from_spec(spec, s, have, &loggers);
+    if (!e)
+        e = from_args(args, nargs, s, have);
+    if (e)
+        return e;
+    if (num_worker > 0) {
+        s->engines = (uint32_t)num_worker;
+        have[2] = 1;
     }
-    char *text = loggers ? cJSON_PrintUnformatted(loggers) : strdup("[]");
-    s->loggers_json = text;
-    return text ? 0 : -1;
+    if ((e = from_env(env, nenv, s)) || (e = engines_and_batch(s, have)))
+        return e;
+    s->loggers_json = loggers ? cJSON_PrintUnformatted(loggers) : strdup("[]");
+    return s->loggers_json ? NULL : loom_err(LOOM_E_INTERNAL, "out of memory");
 }
 
 void edt_settings_free(edt_settings *s)

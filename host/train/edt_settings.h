@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "util/error.h"
+
 #define EDT_SPEC_DEFAULT "edt.json"
 
 typedef struct edt_settings {
@@ -36,12 +38,11 @@ typedef struct edt_settings {
 /* Resolves the settings. `spec` is the parsed spec (may be NULL);
  * num_worker <= 0 means not given. Errors name the setting:
  * batch size 0, effective batch size not a multiple of the batch size, an
- * unknown argument, a value out of range. The exclusive rule: when both
+ * unknown argument, a value out of range (all LOOM_E_INVALID). The exclusive rule: when both
  * engines and the effective batch size are given, the larger engine count
  * wins and the effective batch follows from it. */
-int edt_settings_resolve(const cJSON *spec, int num_worker, char *const *args, int nargs,
-                         char *const *env, int nenv, edt_settings *out, char *err,
-                         size_t errlen);
+loom_error *edt_settings_resolve(const cJSON *spec, int num_worker, char *const *args, int nargs,
+                                 char *const *env, int nenv, edt_settings *out);
 void edt_settings_free(edt_settings *s);
 
 #endif

@@ -23,32 +23,35 @@ static socklen_t abstract_addr(const char *name, struct sockaddr_un *a)
     return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
 }
 
-int msg_listen(const char *name, char *err, size_t errlen)
+loom_error *msg_listen(const char *name, int *out)
 {
     struct sockaddr_un a;
     socklen_t len = abstract_addr(name, &a);
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0 || bind(fd, (struct sockaddr *)&a, len) != 0 || listen(fd, 64) != 0) {
-        snprintf(err, errlen, "control socket @%s: %s", name, strerror(errno));
+        loom_error *e = loom_err(LOOM_E_UNAVAILABLE, "control socket @%s: %s", name, strerror(errno));
         if (fd >= 0)
             close(fd);
-        return -1;
+        return e;
     }
-    return fd;
+    *out = fd;
+    return NULL;
 }
 
-int msg_connect(const char *name, char *err, size_t errlen)
+loom_error *msg_connect(const char *name, int *out)
 {
     struct sockaddr_un a;
     socklen_t len = abstract_addr(name, &a);
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0 || connect(fd, (struct sockaddr *)&a, len) != 0) {
-        snprintf(err, errlen, "cannot reach the coordinator at @%s: %s", name, strerror(errno));
+        loom_error *e = loom_err(LOOM_E_UNAVAILABLE, "cannot reach the coordinator at @%s: %s",
+                                 name, strerror(errno));
         if (fd >= 0)
             close(fd);
-        return -1;
+        return e;
     }
-    return fd;
+    *out = fd;
+    return NULL;
 }
 
 static int write_all(int fd, const void *buf, size_t n)
@@ -67,31 +70,16 @@ static int write_all(int fd, const void *buf, size_t n)
     return 0;
 }
 
-int msg_send(int fd, const cJSON *msg)
-{
-    char *text = cJSON_PrintUnformatted(msg);
-    if (!text)
-        return -1;
-    size_t n = strlen(text);
-    unsigned char head[4] = {(unsigned char)n, (unsigned char)(n >> 8), (unsigned char)(n >> 16),
-                             (unsigned char)(n >> 24)};
-    int rc = n > MSG_MAX_BYTES ? -1 : write_all(fd, head, 4) || write_all(fd, text, n) ? -1 : 0;
-    free(text);
-    return rc;
-}
-
-/* Reads exactly n bytes before the deadline. 0, or -1 with err. */
-static int read_all(int fd, void *buf, size_t n, int64_t deadline_ms, char *err, size_t errlen)
+/* Reads exactly n bytes before the deadline. */
+static loom_error *read_all(int fd, void *buf, size_t n, int64_t deadline_ms)
 {
     char *p = buf;
     while (n > 0) {
         int timeout = -1;
         if (deadline_ms > 0) {
             int64_t left = deadline_ms - time_mono_ms();
-            if (left <= 0) {
-                snprintf(err, errlen, "deadline");
-                return -1;
-            }
+            if (left <= 0)
+                return loom_err(LOOM_E_DEADLINE, "deadline");
             timeout = left > 1000000 ? 1000000 : (int)left;
         }
         struct pollfd pfd = {.fd = fd, .events = POLLIN};
@@ -101,67 +89,71 @@ static int read_all(int fd, void *buf, size_t n, int64_t deadline_ms, char *err,
         if (r == 0)
             continue; /* re-check the deadline */
         ssize_t got = recv(fd, p, n, 0);
-        if (got == 0) {
-            snprintf(err, errlen, "closed");
-            return -1;
-        }
+        if (got == 0)
+            return loom_err(LOOM_E_UNAVAILABLE, "closed");
         if (got < 0) {
             if (errno == EINTR || errno == EAGAIN)
                 continue;
-            snprintf(err, errlen, "%s", strerror(errno));
-            return -1;
+            return loom_err(LOOM_E_UNAVAILABLE, "%s", strerror(errno));
         }
         p += got;
         n -= (size_t)got;
     }
-    return 0;
+    return NULL;
 }
 
-cJSON *msg_recv(int fd, int64_t deadline_ms, char *err, size_t errlen)
+loom_error *msg_send(int fd, const msg *m, const void *blob, size_t len)
 {
+    cJSON *doc = msg_encode(m);
+    if (doc && blob)
+        cJSON_AddNumberToObject(doc, "blob", (double)len);
+    char *text = doc ? cJSON_PrintUnformatted(doc) : NULL;
+    cJSON_Delete(doc);
+    if (!text)
+        return loom_err(LOOM_E_INTERNAL, "out of memory encoding a %s message", msg_kind_name(m->kind));
+    size_t n = strlen(text);
+    unsigned char head[4] = {(unsigned char)n, (unsigned char)(n >> 8), (unsigned char)(n >> 16),
+                             (unsigned char)(n >> 24)};
+    loom_error *e = NULL;
+    if (n > MSG_MAX_BYTES)
+        e = loom_err(LOOM_E_TOO_LARGE, "a %s message of %zu bytes is over the limit",
+                     msg_kind_name(m->kind), n);
+    else if (write_all(fd, head, 4) || write_all(fd, text, n) || (blob && write_all(fd, blob, len)))
+        e = loom_err(LOOM_E_UNAVAILABLE, "control connection lost: %s", strerror(errno));
+    free(text);
+    return e;
+}
+
+loom_error *msg_recv(int fd, int64_t deadline_ms, msg *out)
+{
+    memset(out, 0, sizeof *out);
     unsigned char head[4];
-    if (read_all(fd, head, 4, deadline_ms, err, errlen) != 0)
-        return NULL;
+    loom_error *e = read_all(fd, head, 4, deadline_ms);
+    if (e)
+        return e;
     uint32_t n = (uint32_t)head[0] | (uint32_t)head[1] << 8 | (uint32_t)head[2] << 16 |
                  (uint32_t)head[3] << 24;
-    if (n > MSG_MAX_BYTES) {
-        snprintf(err, errlen, "message of %u bytes is over the limit", n);
-        return NULL;
-    }
+    if (n > MSG_MAX_BYTES)
+        return loom_err(LOOM_E_TOO_LARGE, "message of %u bytes is over the limit", n);
     char *text = malloc((size_t)n + 1);
-    if (!text) {
-        snprintf(err, errlen, "out of memory");
-        return NULL;
-    }
-    if (read_all(fd, text, n, deadline_ms, err, errlen) != 0) {
+    if (!text)
+        return loom_err(LOOM_E_INTERNAL, "out of memory");
+    if ((e = read_all(fd, text, n, deadline_ms))) {
         free(text);
-        return NULL;
+        return e;
     }
     text[n] = 0;
-    cJSON *msg = cJSON_ParseWithLength(text, n);
+    cJSON *doc = cJSON_ParseWithLength(text, n);
     free(text);
-    if (!msg)
-        snprintf(err, errlen, "malformed message");
-    return msg;
+    if (!doc)
+        return loom_err(LOOM_E_INVALID, "malformed message: not JSON");
+    return msg_decode(doc, out);
 }
 
-int msg_send_blob(int fd, cJSON *msg, const void *blob, size_t len)
+loom_error *msg_recv_blob(int fd, const msg *m, void *buf, size_t len, int64_t deadline_ms)
 {
-    cJSON_DeleteItemFromObjectCaseSensitive(msg, "blob");
-    cJSON_AddNumberToObject(msg, "blob", (double)len);
-    if (msg_send(fd, msg) != 0)
-        return -1;
-    return write_all(fd, blob, len);
-}
-
-int msg_recv_blob(int fd, const cJSON *msg, void *buf, size_t len, int64_t deadline_ms,
-                  char *err, size_t errlen)
-{
-    const cJSON *n = cJSON_GetObjectItemCaseSensitive(msg, "blob");
-    if (!cJSON_IsNumber(n) || (size_t)n->valuedouble != len) {
-        snprintf(err, errlen, "expected %zu bytes after the message, it announces %.0f", len,
-                 cJSON_IsNumber(n) ? n->valuedouble : 0.0);
-        return -1;
-    }
-    return read_all(fd, buf, len, deadline_ms, err, errlen);
+    if (m->blob != len)
+        return loom_err(LOOM_E_INVALID, "expected %zu bytes after the message, it announces %llu",
+                        len, (unsigned long long)m->blob);
+    return read_all(fd, buf, len, deadline_ms);
 }

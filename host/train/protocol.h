@@ -2,8 +2,23 @@
  * train/protocol.h - the control channel between the trainer's coordinator
  * and its workers: JSON messages, each preceded by its length (4 bytes,
  * little-endian), over a Unix stream socket in the abstract namespace. Data
- * (gradients, weights) never goes this way; it goes through the
- * collectives.
+ * (gradients, weights) never goes this way in synchronous training; it goes
+ * through the collectives. In ASYNC mode the weights follow a WORK message
+ * and the gradients follow its REPLY as raw bytes (the "blob").
+ *
+ * The schema is declared here once: every message names its kind in "t",
+ * and msg_encode/msg_decode (protocol_codec.c), which msg_send/msg_recv
+ * call, are the only places that turn them into JSON and back. A kind or a
+ * field this side does not know is refused with its name, so the two sides
+ * can never silently disagree.
+ *
+ *   HELLO  worker -> coordinator, once: its slot and what it loaded.
+ *   PLAN   coordinator -> member: one synchronous round (commit the last
+ *          step or not; a generation to join; one action).
+ *   WORK   coordinator -> worker, ASYNC: a batch; the weights follow.
+ *   EXIT   coordinator -> worker: leave now, with a reason and exit code.
+ *   REPLY  worker -> member's answer to a PLAN or WORK (after WORK the
+ *          gradients follow).
  */
 #ifndef LOOM_TRAIN_PROTOCOL_H
 #define LOOM_TRAIN_PROTOCOL_H
@@ -12,24 +27,140 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "util/error.h"
+
 #define MSG_MAX_BYTES (64u << 20)
+/* The most ranks a generation has (EDT_MAX_WORKERS). */
+#define MSG_MAX_RANKS 1024
+/* A GPU generation's unique id, in hexadecimal (COMM_NCCL_ID_BYTES * 2). */
+#define MSG_NCCL_ID_HEX 256
 
-/* Listens on abstract socket `name`; returns the fd or -1. */
-int msg_listen(const char *name, char *err, size_t errlen);
-/* Connects to abstract socket `name`; returns the fd or -1. */
-int msg_connect(const char *name, char *err, size_t errlen);
-/* Sends one message; 0 or -1 (peer gone). */
-int msg_send(int fd, const cJSON *msg);
-/* Receives one message, waiting at most until deadline_ms (time_mono_ms
- * clock; 0 = forever). NULL with err "closed", "deadline" or the reason. */
-cJSON *msg_recv(int fd, int64_t deadline_ms, char *err, size_t errlen);
+typedef enum msg_kind {
+    MSG_HELLO = 1,
+    MSG_PLAN,
+    MSG_WORK,
+    MSG_EXIT,
+    MSG_REPLY,
+} msg_kind;
 
-/* A message with raw bytes after it (gradients, weights): the JSON carries
- * "blob": the byte count. */
-int msg_send_blob(int fd, cJSON *msg, const void *blob, size_t len);
-/* Reads the bytes a received message announced into buf (exactly `len`).
- * 0, or -1 with err (size mismatch, closed, deadline). */
-int msg_recv_blob(int fd, const cJSON *msg, void *buf, size_t len, int64_t deadline_ms,
-                  char *err, size_t errlen);
+typedef enum plan_action {
+    PLAN_STEP = 1,   /* forward/backward the batch, all-reduce the gradients */
+    PLAN_VALIDATE,   /* evaluate test samples [begin, end) */
+    PLAN_CHECKPOINT, /* rank 0 saves the state to `path` with `meta` */
+    PLAN_FINISH,     /* rank 0 saves the final model to `path` */
+} plan_action;
+
+/* "hello", "plan", ... / "step", "validate", ... (NULL for no such value). */
+const char *msg_kind_name(msg_kind kind);
+const char *plan_action_name(plan_action action);
+
+typedef struct msg_hello {
+    uint32_t slot;
+    int64_t pid;
+    uint64_t params; /* float32 parameters in the model */
+    uint64_t ntrain, ntest;
+} msg_hello;
+
+/* A step's samples on one worker, in micro-batches: sizes[k] samples of
+ * `samples` (in order) each, its gradient scaled by scales[k]. Encoding
+ * reads the arrays; decoding allocates them (msg_free releases them). */
+typedef struct msg_batch {
+    uint64_t *samples;
+    uint32_t *sizes;
+    double *scales;
+    uint32_t count; /* micro-batches */
+} msg_batch;
+
+/* A new generation to join, and where the state comes from. */
+typedef struct msg_join {
+    uint32_t generation;
+    int32_t root;        /* rank whose state everyone pulls; -1: none */
+    uint32_t timeout_ms;
+    /* GPU only: shrink the communicator, excluding these ranks of the last
+     * generation, or (nccl_id non-empty) build a new one. */
+    int shrink;
+    uint32_t nexclude;
+    uint32_t exclude[MSG_MAX_RANKS];
+    char nccl_id[MSG_NCCL_ID_HEX + 1];
+} msg_join;
+
+typedef struct msg_plan {
+    uint32_t round;
+    int commit; /* apply the step the last round reduced */
+    uint32_t epoch, epochs, workers, timeout_ms;
+    uint64_t iteration, steps_per_epoch;
+    int has_join;
+    msg_join join;
+    const char *load; /* with a join: a checkpoint the root loads first */
+    plan_action action;
+    msg_batch batch;      /* STEP */
+    uint64_t begin, end;  /* VALIDATE */
+    const char *path;     /* CHECKPOINT, FINISH: the saving rank only */
+    const cJSON *meta;    /* CHECKPOINT: string/number metadata */
+} msg_plan;
+
+typedef struct msg_work {
+    uint64_t version; /* of the weights that follow */
+    uint32_t epoch, workers;
+    uint64_t iteration;
+    msg_batch batch;
+} msg_work;
+
+typedef struct msg_exit {
+    const char *reason;
+    int32_t code; /* the worker's exit status */
+} msg_exit;
+
+typedef struct msg_reply {
+    uint64_t round; /* the plan's round, or the work's version */
+    int ok;
+    const char *error;  /* when not ok */
+    int pull_failed;    /* the join's pull of the state failed */
+    uint64_t count;     /* samples the metrics cover */
+    const cJSON *train; /* STEP, WORK: mean training metrics (name -> number) */
+    const cJSON *eval;  /* VALIDATE: mean test metrics */
+} msg_reply;
+
+typedef struct msg {
+    msg_kind kind;
+    union {
+        msg_hello hello;
+        msg_plan plan;
+        msg_work work;
+        msg_exit exit;
+        msg_reply reply;
+    } u;
+    uint64_t blob; /* bytes that follow the message (decoded only) */
+    cJSON *doc;    /* owns the decoded strings and metrics */
+} msg;
+
+/* Listens on abstract socket `name`; the fd in *fd. */
+loom_error *msg_listen(const char *name, int *fd);
+/* Connects to abstract socket `name`; the fd in *fd. */
+loom_error *msg_connect(const char *name, int *fd);
+
+/* Encodes and sends one message, then `len` bytes of `blob` after it (0:
+ * none). LOOM_E_UNAVAILABLE when the peer is gone. */
+loom_error *msg_send(int fd, const msg *m, const void *blob, size_t len);
+
+/* Receives and decodes one message, waiting at most until deadline_ms
+ * (time_mono_ms clock; 0 = forever). Codes: LOOM_E_UNAVAILABLE (the peer
+ * closed the connection), LOOM_E_DEADLINE, LOOM_E_INVALID (malformed, an
+ * unknown kind or a missing field, named). Free *out with msg_free. */
+loom_error *msg_recv(int fd, int64_t deadline_ms, msg *out);
+
+/* Reads the bytes a received message announced into buf (exactly `len`;
+ * LOOM_E_INVALID when it announced another count). */
+loom_error *msg_recv_blob(int fd, const msg *m, void *buf, size_t len, int64_t deadline_ms);
+
+/* Frees a message msg_recv or msg_decode filled. */
+void msg_free(msg *m);
+
+/* The encoding and decoding alone (no socket): the wire JSON of `m`, and
+ * back. msg_decode takes `doc` over (on failure too, freeing it and
+ * anything it allocated). msg_free is for decoded messages only: one built
+ * to send keeps the caller's own arrays and strings. */
+cJSON *msg_encode(const msg *m);
+loom_error *msg_decode(cJSON *doc, msg *out);
 
 #endif

@@ -39,6 +39,8 @@
 
 #include <loom/abi.h>
 
+#include "util/error.h"
+
 /* dtype of a tensor whose safetensors dtype has no loom_dtype. Negative so
  * it can never collide with a loom_dtype added later. */
 #define ST_DTYPE_OTHER (-1)
@@ -59,15 +61,13 @@ st_writer *st_writer_new(void);
  * REFERENCED, not copied: it must stay valid and unchanged until
  * st_writer_commit returns (or st_writer_free). `name` is copied; it must be
  * non-empty UTF-8, not "__metadata__", and unique in this writer.
- * 0, or -1 with a message in err (nothing added). */
-int st_writer_add(st_writer *w, const char *name, int32_t dtype,
-                  const int64_t *shape, uint32_t ndim, const void *data,
-                  uint64_t nbytes, char *err, size_t errlen);
+ * LOOM_E_INVALID naming the tensor otherwise (nothing added). */
+loom_error *st_writer_add(st_writer *w, const char *name, int32_t dtype, const int64_t *shape,
+                          uint32_t ndim, const void *data, uint64_t nbytes);
 
 /* st_writer_add for a plugin's tensor view (name, dtype, shape, data,
  * nbytes). Refuses device memory (on_device = 1): copy it to the host first. */
-int st_writer_add_view(st_writer *w, const loom_tensor_view *view, char *err,
-                       size_t errlen);
+loom_error *st_writer_add_view(st_writer *w, const loom_tensor_view *view);
 
 /* Sets (or replaces) one "__metadata__" entry; key and value are copied and
  * must be UTF-8. 0, or -1 on a NULL/invalid string or out of memory. */
@@ -76,8 +76,8 @@ int st_writer_set_metadata(st_writer *w, const char *key, const char *value);
 /* Writes everything added so far to `path`: a temporary file in the same
  * directory, fsync, rename over `path`, fsync the directory. On failure the
  * temporary file is removed and `path` is untouched. The writer stays
- * usable (commit again, add more). 0, or -1 with a message in err. */
-int st_writer_commit(st_writer *w, const char *path, char *err, size_t errlen);
+ * usable (commit again, add more). */
+loom_error *st_writer_commit(st_writer *w, const char *path);
 
 void st_writer_free(st_writer *w);
 
@@ -103,13 +103,15 @@ typedef struct st_tensor_info {
 /* Opens and validates a file. The file is memory-mapped (copied only when
  * its data section is not 8-byte aligned); loom replaces files by rename and
  * never rewrites them in place, which keeps the mapping intact. max_bytes
- * caps the file size (0: no cap). NULL with a message in err on any error. */
-st_file *st_open(const char *path, uint64_t max_bytes, char *err, size_t errlen);
+ * caps the file size (0: no cap). The file in *out; on any error *out is
+ * NULL and the error names the file: LOOM_E_NOT_FOUND (no such file),
+ * LOOM_E_TOO_LARGE (over max_bytes or a limit of the format),
+ * LOOM_E_INVALID (not a valid safetensors file), LOOM_E_INTERNAL. */
+loom_error *st_open(const char *path, uint64_t max_bytes, st_file **out);
 
 /* The same on memory: `data` is only read during the call (the tensors are
  * copied). `label` names the buffer in messages (NULL: "<buffer>"). */
-st_file *st_open_buffer(const void *data, size_t len, const char *label,
-                        char *err, size_t errlen);
+loom_error *st_open_buffer(const void *data, size_t len, const char *label, st_file **out);
 
 /* Number of tensors. Index order is name order (byte-wise strcmp). */
 uint32_t st_count(const st_file *f);

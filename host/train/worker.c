@@ -16,6 +16,7 @@
 #include "comm.h"
 #include "util/error.h"
 #include "plugin/so_loader.h"
+#include "train/adapter.h"
 #include "train/checkpoint.h"
 #include "train/logger_set.h"
 #include "train/protocol.h"
@@ -118,8 +119,10 @@ static int setup(worker *w)
     for (size_t i = 0; i < n; i++)
         if (regs[i].kind == LOOM_KIND_FRAMEWORK)
             w->fw = regs[i].factory;
-    if (!w->fw || w->fw->style != LOOM_FRAMEWORK_TRAINER) {
-        fprintf(stderr, "loom worker: %s is not a trainer-style framework adapter\n", w->framework);
+    loom_error *e = adapter_check_trainer(w->fw, w->framework);
+    if (e) {
+        fprintf(stderr, "loom worker: %s\n", loom_err_message(e));
+        loom_err_free(e);
         return 1;
     }
     char *spec = fs_read_file(w->spec_path, 16u << 20, NULL);
@@ -140,7 +143,7 @@ static int setup(worker *w)
         .code_dir = w->code_dir,
         .data_dir = w->data_dir ? w->data_dir : w->code_dir,
     };
-    loom_error *e = w->fw->create(w->fw, &cfg, &w->inst);
+    e = w->fw->create(w->fw, &cfg, &w->inst);
     free(spec);
     if (e)
         return fail(e, "the framework could not build the model");
@@ -193,24 +196,11 @@ static int setup(worker *w)
             return 1;
         }
     }
-    w->fd = msg_connect(w->control, err, sizeof err);
-    if (w->fd < 0) {
-        fprintf(stderr, "loom worker: %s\n", err);
-        return 1;
-    }
+    if ((e = msg_connect(w->control, &w->fd)))
+        return fail(e, "control");
     w->loggers = logger_set_open(NULL, w->loggers_json, LOOM_LOGGER_WORKER, w->slot,
                                  w->exec_id, w->log_dir);
     return 0;
-}
-
-static uint64_t *index_list(const cJSON *array, uint32_t *count)
-{
-    int n = cJSON_GetArraySize(array);
-    uint64_t *idx = malloc(((size_t)n + 1) * sizeof *idx);
-    *count = 0;
-    const cJSON *v;
-    cJSON_ArrayForEach(v, array) idx[(*count)++] = (uint64_t)v->valuedouble;
-    return idx;
 }
 
 /* The comm a buffer travels on: nccl for device memory, shm for host
@@ -221,49 +211,27 @@ static comm *comm_for(worker *w, const loom_tensor_view *v)
     return v->on_device && w->gpu_comm ? w->gpu_comm : w->comm;
 }
 
-static void add_metrics(cJSON *obj, const loom_metrics *m)
-{
-    for (uint32_t i = 0; i < m->count && i < LOOM_MAX_METRICS; i++)
-        cJSON_AddNumberToObject(obj, m->items[i].name, m->items[i].value);
-}
-
-static double num(const cJSON *o, const char *k)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsNumber(v) ? v->valuedouble : 0;
-}
-
-static const char *str(const cJSON *o, const char *k)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
 /* A training step: forward + backward over each micro-batch (gradient
- * accumulation), then the average all-reduce. */
-static loom_error *do_step(worker *w, const cJSON *plan, cJSON *reply, int reduce,
+ * accumulation), then (reduce) the average all-reduce. The mean metrics go
+ * to r->train (the caller frees it), their sample count to r->count. */
+static loom_error *do_step(worker *w, const msg_batch *batch, msg_reply *r, int reduce,
                            uint64_t deadline)
 {
     loom_error *e = w->fw->zero_grad(w->inst);
     if (e)
         return e;
-    const cJSON *mbs = cJSON_GetObjectItemCaseSensitive(plan, "mb");
-    const cJSON *scales = cJSON_GetObjectItemCaseSensitive(plan, "scale");
     double loss_sum = 0, acc_sum = 0;
     uint32_t total = 0;
     int have_acc = 0;
-    int k = 0;
-    const cJSON *mb;
-    cJSON_ArrayForEach(mb, mbs) {
-        uint32_t n;
-        uint64_t *idx = index_list(mb, &n);
-        float scale = (float)cJSON_GetArrayItem(scales, k++)->valuedouble;
+    for (uint32_t k = 0; k < batch->count; k++) {
+        uint32_t n = batch->sizes[k];
         loom_metrics m = {.struct_size = sizeof m};
-        e = n ? w->fw->forward_backward(w->inst, idx, n, scale, &m) : NULL;
-        free(idx);
+        e = n ? w->fw->forward_backward(w->inst, batch->samples + total, n,
+                                        (float)batch->scales[k], &m)
+              : NULL;
         if (e)
             return e;
-        for (uint32_t i = 0; i < m.count; i++) {
+        for (uint32_t i = 0; i < m.count && i < LOOM_MAX_METRICS; i++) {
             if (!strcmp(m.items[i].name, "loss"))
                 loss_sum += m.items[i].value * n;
             else if (!strcmp(m.items[i].name, "accuracy")) {
@@ -279,275 +247,290 @@ static loom_error *do_step(worker *w, const cJSON *plan, cJSON *reply, int reduc
         if (e)
             return e;
     }
-    cJSON *m = cJSON_AddObjectToObject(reply, "train");
+    cJSON *train = cJSON_CreateObject();
     if (total) {
-        cJSON_AddNumberToObject(m, "loss", loss_sum / total);
+        cJSON_AddNumberToObject(train, "loss", loss_sum / total);
         if (have_acc)
-            cJSON_AddNumberToObject(m, "accuracy", acc_sum / total);
+            cJSON_AddNumberToObject(train, "accuracy", acc_sum / total);
     }
-    cJSON_AddNumberToObject(reply, "count", total);
+    r->train = train;
+    r->count = total;
     w->steps_done++;
     return NULL;
 }
 
-static loom_error *do_validate(worker *w, const cJSON *plan, cJSON *reply)
+/* Evaluates test samples [begin, end); the metrics go to r->eval (the
+ * caller frees it). */
+static loom_error *do_validate(worker *w, uint64_t begin, uint64_t end, msg_reply *r)
 {
-    uint64_t begin = (uint64_t)num(plan, "begin"), end = (uint64_t)num(plan, "end");
     uint32_t n = end > begin ? (uint32_t)(end - begin) : 0;
-    cJSON *ev = cJSON_AddObjectToObject(reply, "eval");
-    cJSON_AddNumberToObject(reply, "count", n);
+    cJSON *ev = cJSON_CreateObject();
+    r->eval = ev;
+    r->count = n;
     if (!n)
         return NULL;
     uint64_t *idx = malloc((size_t)n * sizeof *idx);
     if (!idx)
-        return loom_err(LOOM_ERR_RESOURCE_EXHAUSTED, "out of memory");
+        return loom_err(LOOM_E_INTERNAL, "out of memory");
     for (uint32_t i = 0; i < n; i++)
         idx[i] = begin + i;
     loom_metrics m = {.struct_size = sizeof m};
     loom_error *e = w->fw->evaluate(w->inst, LOOM_SPLIT_TEST, idx, n, &m);
     free(idx);
-    if (!e)
-        add_metrics(ev, &m);
+    for (uint32_t i = 0; !e && i < m.count && i < LOOM_MAX_METRICS; i++)
+        cJSON_AddNumberToObject(ev, m.items[i].name, m.items[i].value);
     return e;
 }
 
 /* The nccl side of a generation, after the shm barrier made every member
  * arrive: a generation that only lost members shrinks the communicator
- * ("exclude": the leavers' ranks in the previous one); any other gets a new
+ * (the leavers' ranks in the previous one excluded); any other gets a new
  * one from the coordinator's unique id. Ranks follow the shm ranks. */
-static loom_error *join_gpu_generation(worker *w, const cJSON *join, uint64_t deadline)
+static loom_error *join_gpu_generation(worker *w, const msg_join *join, uint64_t deadline)
 {
 #if defined(LOOM_HAVE_CUDA) && LOOM_HAVE_CUDA
-    uint32_t gen = (uint32_t)num(join, "gen");
-    const cJSON *exclude = cJSON_GetObjectItemCaseSensitive(join, "exclude");
-    if (cJSON_IsArray(exclude) && w->joined_once) {
-        uint32_t ranks[256], n = 0;
-        const cJSON *r;
-        cJSON_ArrayForEach(r, exclude) if (n < 256) ranks[n++] = (uint32_t)r->valuedouble;
-        loom_error *e = comm_nccl_shrink(w->gpu_comm, gen, ranks, n, deadline);
-        if (!e && comm_rank(w->gpu_comm) == comm_rank(w->comm))
-            return NULL;
-        if (e)
+    if (join->shrink && w->joined_once) {
+        loom_error *e = comm_nccl_shrink(w->gpu_comm, join->generation, join->exclude,
+                                         join->nexclude, deadline);
+        if (e || comm_rank(w->gpu_comm) == comm_rank(w->comm))
             return e;
-        return loom_err(LOOM_ERR_INTERNAL, "nccl shrink gave rank %u, the generation says %u",
+        return loom_err(LOOM_E_INTERNAL, "nccl shrink gave rank %u, the generation says %u",
                         comm_rank(w->gpu_comm), comm_rank(w->comm));
     }
-    const char *hex = str(join, "nccl_id");
     uint8_t id[COMM_NCCL_ID_BYTES];
-    size_t got = 0;
-    if (!hex || strlen(hex) != 2 * sizeof id)
-        return loom_err(LOOM_ERR_INVALID_ARGUMENT, "join: no nccl_id for a GPU generation");
-    if (sodium_hex2bin(id, sizeof id, hex, strlen(hex), NULL, &got, NULL) != 0 || got != sizeof id)
-        return loom_err(LOOM_ERR_INVALID_ARGUMENT, "join: nccl_id is not hexadecimal");
-    return comm_nccl_join(w->gpu_comm, gen, id, sizeof id, comm_world_size(w->comm),
+    size_t got = 0, len = strlen(join->nccl_id);
+    if (len != 2 * sizeof id)
+        return loom_err(LOOM_E_INVALID, "join: no nccl_id for a GPU generation");
+    if (sodium_hex2bin(id, sizeof id, join->nccl_id, len, NULL, &got, NULL) != 0 || got != sizeof id)
+        return loom_err(LOOM_E_INVALID, "join: nccl_id is not hexadecimal");
+    return comm_nccl_join(w->gpu_comm, join->generation, id, sizeof id, comm_world_size(w->comm),
                           comm_rank(w->comm), deadline);
 #else
     (void)w, (void)join, (void)deadline;
-    return loom_err(LOOM_ERR_INTERNAL, "built without CUDA");
+    return loom_err(LOOM_E_UNSUPPORTED, "built without CUDA");
 #endif
 }
 
 /* Joins a generation and takes the state from its root. */
-static loom_error *join_and_pull(worker *w, const cJSON *join, const char *load_path)
+static loom_error *join_and_pull(worker *w, const msg_join *join, const char *load_path)
 {
-    uint64_t deadline = comm_deadline_after_ms((uint32_t)num(join, "timeout_ms"));
+    uint64_t deadline = comm_deadline_after_ms(join->timeout_ms);
     /* Fault injection for the tests of EDT_PULL_*: a worker that has not
      * yet pulled the weights arrives this late at a later generation. */
     const char *delay = getenv("LOOM_FAULT_JOIN_DELAY_MS");
-    if (delay && num(join, "gen") > 1 && !w->joined_once)
+    if (delay && join->generation > 1 && !w->joined_once)
         usleep((useconds_t)strtoul(delay, NULL, 10) * 1000u);
-    loom_error *e = comm_shm_join(w->comm, (uint32_t)num(join, "gen"), deadline);
+    loom_error *e = comm_shm_join(w->comm, join->generation, deadline);
     if (!e && w->gpu_comm)
         e = join_gpu_generation(w, join, deadline);
+    if (!e && load_path && !(e = checkpoint_load(load_path, w->stage.host, w->stage.count, NULL))) {
+        char err[1024];
+        if (tensor_stage_push(&w->stage, w->views, err, sizeof err) != 0)
+            e = loom_err(LOOM_E_INTERNAL, "%s", err);
+    }
     if (e)
         return e;
-    if (load_path) {
-        char err[1024];
-        if (checkpoint_load(load_path, w->stage.host, w->stage.count, NULL, err, sizeof err) != 0 ||
-            tensor_stage_push(&w->stage, w->views, err, sizeof err) != 0)
-            return loom_err(LOOM_ERR_INVALID_ARGUMENT, "%s", err);
-    }
-    int root = (int)num(join, "root");
-    if (root < 0) {
+    if (join->root < 0) {
         w->joined_once = 1;
         return NULL;
     }
     for (uint32_t i = 0; i < w->nviews; i++) {
-        e = comm_broadcast(comm_for(w, &w->views[i]), w->views[i].data, (size_t)w->views[i].nbytes, (uint32_t)root,
-                           deadline);
+        e = comm_broadcast(comm_for(w, &w->views[i]), w->views[i].data, (size_t)w->views[i].nbytes,
+                           (uint32_t)join->root, deadline);
         if (e)
             return loom_err_wrap(e, "pulling the weights (tensor %s)", w->views[i].name);
     }
-    if (w->fw->state_loaded && (e = w->fw->state_loaded(w->inst)))
+    if ((e = adapter_state_loaded(w->fw, w->inst)))
         return e;
     w->joined_once = 1; /* holds the weights now */
     return NULL;
 }
 
-static void step_info(const cJSON *plan, loom_step_info *si)
+/* Saves the state (checkpoint) or the parameters (final model) to path. */
+static loom_error *save_state(worker *w, const char *path, int final, const cJSON *meta)
 {
-    memset(si, 0, sizeof *si);
-    si->struct_size = sizeof *si;
-    si->epoch = (uint32_t)num(plan, "epoch");
-    si->epochs = (uint32_t)num(plan, "epochs");
-    si->iteration = (uint64_t)num(plan, "iteration");
-    si->steps_per_epoch = (uint64_t)num(plan, "steps_per_epoch");
+    char err[1024];
+    if (tensor_stage_pull(&w->stage, w->views, err, sizeof err) != 0)
+        return loom_err(LOOM_E_INTERNAL, "%s", err);
+    return checkpoint_save(path, w->stage.host, w->roles, w->stage.count, final, meta);
 }
 
-static int serve(worker *w)
+static int send_hello(worker *w)
 {
-    cJSON *hello = cJSON_CreateObject();
     uint64_t ntrain = 0, ntest = 0;
     loom_error *e = w->fw->dataset_size(w->inst, LOOM_SPLIT_TRAIN, &ntrain);
     if (!e)
         e = w->fw->dataset_size(w->inst, LOOM_SPLIT_TEST, &ntest);
-    if (e) {
-        cJSON_Delete(hello);
+    if (e)
         return fail(e, "dataset");
-    }
-    cJSON_AddStringToObject(hello, "t", "hello");
-    cJSON_AddNumberToObject(hello, "slot", w->slot);
-    cJSON_AddNumberToObject(hello, "pid", getpid());
-    cJSON_AddNumberToObject(hello, "params", (double)(w->params.nbytes / sizeof(float)));
-    cJSON_AddNumberToObject(hello, "train", (double)ntrain);
-    cJSON_AddNumberToObject(hello, "test", (double)ntest);
-    msg_send(w->fd, hello);
-    cJSON_Delete(hello);
+    msg hello = {.kind = MSG_HELLO,
+                 .u.hello = {.slot = w->slot, .pid = getpid(),
+                             .params = w->params.nbytes / sizeof(float), .ntrain = ntrain,
+                             .ntest = ntest}};
+    loom_err_free(msg_send(w->fd, &hello, NULL, 0)); /* a lost coordinator shows at the next read */
     say("worker %u ready: %llu parameters, %llu training and %llu test samples", w->slot,
         (unsigned long long)(w->params.nbytes / sizeof(float)), (unsigned long long)ntrain,
         (unsigned long long)ntest);
+    return 0;
+}
 
-    int pending = 0;  /* a reduced step waiting for commit */
-    int finished = 0; /* the finish round is done */
-    for (;;) {
-        char err[256];
-        cJSON *plan = msg_recv(w->fd, 0, err, sizeof err);
-        if (!plan) {
-            say("coordinator gone (%s); exiting", err);
-            return 2;
-        }
-        /* ASYNC: the parameter server's current weights come with the work. */
-        if (cJSON_GetObjectItemCaseSensitive(plan, "blob")) {
-            void *into = w->params_host ? (void *)w->params_host : w->params.data;
-            if (msg_recv_blob(w->fd, plan, into, (size_t)w->params.nbytes, 0, err,
-                              sizeof err) != 0 ||
-                (w->params_host &&
-                 tensor_copy_from_host(&w->params, w->params_host, err, sizeof err) != 0)) {
-                say("cannot read the weights: %s; exiting", err);
-                cJSON_Delete(plan);
-                return 2;
-            }
-            if (w->fw->state_loaded && (e = w->fw->state_loaded(w->inst))) {
-                cJSON_Delete(plan);
-                return fail(e, "state_loaded");
-            }
-        }
-        const char *action = str(plan, "do");
-        if (action && !strcmp(action, "async_step")) {
-            cJSON *reply = cJSON_CreateObject();
-            cJSON_AddStringToObject(reply, "t", "reply");
-            cJSON_AddNumberToObject(reply, "round", num(plan, "round"));
-            e = do_step(w, plan, reply, 0, 0);
-            cJSON_AddBoolToObject(reply, "ok", e == NULL);
-            if (e) {
-                cJSON_AddStringToObject(reply, "error", loom_err_message(e));
-                loom_err_free(e);
-            } else if (w->steps_done % w->log_every == 0) {
-                logger_set_train_json(w->loggers, cJSON_GetObjectItemCaseSensitive(reply, "train"),
-                                      (uint64_t)num(plan, "iteration"), (uint32_t)num(plan, "epoch"),
-                                      (uint32_t)num(plan, "workers"));
-            }
-            cJSON_Delete(plan);
-            /* The gradients go back to the parameter server. */
-            const void *grads = w->grads.data;
-            if (w->grads_host) {
-                grads = w->grads_host;
-                if (tensor_copy_to_host(w->grads_host, &w->grads, err, sizeof err) != 0) {
-                    say("cannot read the gradients: %s; exiting", err);
-                    cJSON_Delete(reply);
-                    return 2;
-                }
-            }
-            int rc = msg_send_blob(w->fd, reply, grads, (size_t)w->grads.nbytes);
-            cJSON_Delete(reply);
-            if (rc != 0) {
-                say("coordinator gone; exiting");
-                return 2;
-            }
-            continue;
-        }
-        if (action && !strcmp(action, "exit")) {
-            const char *reason = str(plan, "reason");
-            say("%s", reason ? reason : "stopped by the coordinator");
-            int code = (int)num(plan, "code");
-            cJSON_Delete(plan);
-            if (!finished)
-                logger_set_end(w->loggers, LOOM_TRAIN_KILLED, "stopped");
-            return code;
-        }
-        cJSON *reply = cJSON_CreateObject();
-        cJSON_AddStringToObject(reply, "t", "reply");
-        cJSON_AddNumberToObject(reply, "round", num(plan, "round"));
-        e = NULL;
-        if (pending && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(plan, "commit"))) {
-            loom_step_info si;
-            step_info(plan, &si);
-            e = w->fw->apply(w->inst, &si);
-        }
-        pending = 0;
-        const cJSON *join = cJSON_GetObjectItemCaseSensitive(plan, "join");
-        if (!e && join) {
-            e = join_and_pull(w, join, str(plan, "load"));
-            if (e)
-                cJSON_AddBoolToObject(reply, "pull_failed", 1);
-        }
-        uint64_t deadline = comm_deadline_after_ms((uint32_t)num(plan, "timeout_ms"));
-        if (!e && action) {
-            if (!strcmp(action, "step")) {
-                e = do_step(w, plan, reply, 1, deadline);
-                if (!e) {
-                    pending = 1;
-                    if (w->steps_done % w->log_every == 0)
-                        logger_set_train_json(w->loggers,
-                                              cJSON_GetObjectItemCaseSensitive(reply, "train"),
-                                              (uint64_t)num(plan, "iteration"),
-                                              (uint32_t)num(plan, "epoch"),
-                                              (uint32_t)num(plan, "workers"));
-                }
-            } else if (!strcmp(action, "validate")) {
-                e = do_validate(w, plan, reply);
-            } else if (!strcmp(action, "checkpoint") || !strcmp(action, "finish")) {
-                const char *path = str(plan, "path");
-                if (path && (tensor_stage_pull(&w->stage, w->views, err, sizeof err) != 0 ||
-                             checkpoint_save(path, w->stage.host, w->roles, w->stage.count,
-                                             !strcmp(action, "finish"),
-                                             cJSON_GetObjectItemCaseSensitive(plan, "meta"), err,
-                                             sizeof err) != 0))
-                    e = loom_err(LOOM_ERR_INTERNAL, "%s", err);
-            }
-        }
-        cJSON_AddBoolToObject(reply, "ok", e == NULL);
-        if (e) {
-            cJSON_AddStringToObject(reply, "error", loom_err_message(e));
-            say("round %d failed: %s", (int)num(plan, "round"), loom_err_message(e));
+/* Sends a reply (and the blob after it) and frees its metrics. 0, or 2
+ * when the coordinator is gone. */
+static int send_reply(worker *w, msg *reply, const void *blob, size_t len)
+{
+    loom_error *e = msg_send(w->fd, reply, blob, len);
+    cJSON_Delete((cJSON *)reply->u.reply.train);
+    cJSON_Delete((cJSON *)reply->u.reply.eval);
+    if (e) {
+        loom_err_free(e);
+        say("coordinator gone; exiting");
+        return 2;
+    }
+    return 0;
+}
+
+static void log_step(worker *w, const cJSON *train, uint64_t iteration, uint32_t epoch,
+                     uint32_t workers)
+{
+    if (w->steps_done % w->log_every == 0)
+        logger_set_train_json(w->loggers, train, iteration, epoch, workers);
+}
+
+/* ASYNC: the parameter server's weights came with the work; the gradients
+ * go back with the reply. Returns -1 to go on, else the exit status. */
+static int serve_work(worker *w, const msg *m)
+{
+    const msg_work *work = &m->u.work;
+    void *into = w->params_host ? (void *)w->params_host : w->params.data;
+    char err[512];
+    loom_error *e = msg_recv_blob(w->fd, m, into, (size_t)w->params.nbytes, 0);
+    if (!e && w->params_host && tensor_copy_from_host(&w->params, w->params_host, err, sizeof err) != 0)
+        e = loom_err(LOOM_E_INTERNAL, "%s", err);
+    if (e) {
+        say("cannot read the weights: %s; exiting", loom_err_message(e));
+        loom_err_free(e);
+        return 2;
+    }
+    if ((e = adapter_state_loaded(w->fw, w->inst)))
+        return fail(e, "state_loaded");
+    msg reply = {.kind = MSG_REPLY, .u.reply = {.round = work->version}};
+    msg_reply *r = &reply.u.reply;
+    e = do_step(w, &work->batch, r, 0, 0);
+    r->ok = e == NULL;
+    if (e)
+        r->error = loom_err_message(e);
+    else
+        log_step(w, r->train, work->iteration, work->epoch, work->workers);
+    const void *grads = w->grads.data;
+    if (w->grads_host) {
+        grads = w->grads_host;
+        if (tensor_copy_to_host(w->grads_host, &w->grads, err, sizeof err) != 0) {
+            say("cannot read the gradients: %s; exiting", err);
+            cJSON_Delete((cJSON *)r->train);
             loom_err_free(e);
-        }
-        int finishing = action && !strcmp(action, "finish") && !e;
-        finished |= finishing;
-        cJSON_Delete(plan);
-        if (msg_send(w->fd, reply) != 0) {
-            cJSON_Delete(reply);
-            say("coordinator gone; exiting");
             return 2;
-        }
-        cJSON_Delete(reply);
-        /* After finishing, wait for the coordinator's exit: leaving first
-         * would look like a death before every reply is in. */
-        if (finishing) {
-            logger_set_end(w->loggers, LOOM_TRAIN_FINISHED, "finished");
-            say("training finished");
         }
     }
+    int rc = send_reply(w, &reply, grads, (size_t)w->grads.nbytes);
+    loom_err_free(e);
+    return rc ? rc : -1;
+}
+
+/* The plan's action, after its commit and join. */
+static loom_error *do_action(worker *w, const msg_plan *p, msg_reply *r, int *pending)
+{
+    uint64_t deadline = comm_deadline_after_ms(p->timeout_ms);
+    loom_error *e = NULL;
+    switch (p->action) {
+    case PLAN_STEP:
+        e = do_step(w, &p->batch, r, 1, deadline);
+        if (!e) {
+            *pending = 1;
+            log_step(w, r->train, p->iteration, p->epoch, p->workers);
+        }
+        return e;
+    case PLAN_VALIDATE:
+        return do_validate(w, p->begin, p->end, r);
+    case PLAN_CHECKPOINT:
+    case PLAN_FINISH:
+        return p->path ? save_state(w, p->path, p->action == PLAN_FINISH, p->meta) : NULL;
+    }
+    return NULL;
+}
+
+/* One synchronous round. *pending: a reduced step waiting for the next
+ * plan's commit. Returns -1 to go on, else the exit status. */
+static int serve_plan(worker *w, const msg_plan *p, int *pending, int *finished)
+{
+    msg reply = {.kind = MSG_REPLY, .u.reply = {.round = p->round}};
+    msg_reply *r = &reply.u.reply;
+    loom_error *e = NULL;
+    if (*pending && p->commit) {
+        loom_step_info si = {.struct_size = sizeof si, .epoch = p->epoch, .epochs = p->epochs,
+                             .iteration = p->iteration, .steps_per_epoch = p->steps_per_epoch};
+        e = w->fw->apply(w->inst, &si);
+    }
+    *pending = 0;
+    if (!e && p->has_join) {
+        e = join_and_pull(w, &p->join, p->load);
+        r->pull_failed = e != NULL;
+    }
+    if (!e)
+        e = do_action(w, p, r, pending);
+    r->ok = e == NULL;
+    if (e) {
+        r->error = loom_err_message(e);
+        say("round %u failed: %s", p->round, loom_err_message(e));
+    }
+    int finishing = p->action == PLAN_FINISH && !e;
+    *finished |= finishing;
+    int rc = send_reply(w, &reply, NULL, 0);
+    loom_err_free(e);
+    if (rc)
+        return rc;
+    /* After finishing, wait for the coordinator's exit: leaving first
+     * would look like a death before every reply is in. */
+    if (finishing) {
+        logger_set_end(w->loggers, LOOM_TRAIN_FINISHED, "finished");
+        say("training finished");
+    }
+    return -1;
+}
+
+static int serve(worker *w)
+{
+    int rc = send_hello(w);
+    if (rc)
+        return rc;
+    int pending = 0;  /* a reduced step waiting for commit */
+    int finished = 0; /* the finish round is done */
+    for (rc = -1; rc < 0;) {
+        msg m;
+        loom_error *e = msg_recv(w->fd, 0, &m);
+        if (e) {
+            /* A message this worker cannot read leaves the coordinator's
+             * plan unknown: leaving is the only safe answer. */
+            say("coordinator gone (%s); exiting", loom_err_message(e));
+            loom_err_free(e);
+            return 2;
+        }
+        if (m.kind == MSG_WORK) {
+            rc = serve_work(w, &m);
+        } else if (m.kind == MSG_PLAN) {
+            rc = serve_plan(w, &m.u.plan, &pending, &finished);
+        } else if (m.kind == MSG_EXIT) {
+            say("%s", m.u.exit.reason ? m.u.exit.reason : "stopped by the coordinator");
+            rc = m.u.exit.code;
+            if (!finished)
+                logger_set_end(w->loggers, LOOM_TRAIN_KILLED, "stopped");
+        } else {
+            say("a %s message from the coordinator, which sends plans, work and exits; exiting",
+                msg_kind_name(m.kind));
+            rc = 2;
+        }
+        msg_free(&m);
+    }
+    return rc;
 }
 
 int worker_main(int argc, char **argv)

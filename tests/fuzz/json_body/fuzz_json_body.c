@@ -49,8 +49,9 @@ static void prepare_training(const cJSON *body)
     }
     edt_settings s;
     err[0] = '\0';
-    if (edt_settings_resolve(body, d.num_worker_given ? d.num_worker : 0, d.args, d.arg_count,
-                             d.msd_env, d.msd_env_count, &s, err, sizeof err) == 0)
+    if (loom_err_take(edt_settings_resolve(body, d.num_worker_given ? d.num_worker : 0, d.args,
+                                           d.arg_count, d.msd_env, d.msd_env_count, &s),
+                      err, sizeof err) == LOOM_OK)
         check_settings(&s);
     else if (!err[0])
         abort();

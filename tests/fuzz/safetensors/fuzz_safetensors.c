@@ -21,8 +21,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char err[512];
     err[0] = 0;
-    st_file *f = st_open_buffer(data, size, "fuzz", err, sizeof err);
-    if (!f) {
+    st_file *f;
+    if (loom_err_take(st_open_buffer(data, size, "fuzz", &f), err, sizeof err) != LOOM_OK) {
         /* Every refusal must say something, prefixed by the label. */
         if (strncmp(err, "fuzz: ", 6) != 0)
             abort();

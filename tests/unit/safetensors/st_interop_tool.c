@@ -25,26 +25,26 @@ static int write_reference(const char *path)
                          se[2] = {0, 4};
     char err[512];
     st_writer *wr = st_writer_new();
-    int rc = st_writer_add(wr, "layer.weight", LOOM_DTYPE_F32, sw, 2, w, sizeof w, err, sizeof err);
+    int rc = loom_err_take(st_writer_add(wr, "layer.weight", LOOM_DTYPE_F32, sw, 2, w, sizeof w), err, sizeof err);
     if (rc == 0)
-        rc = st_writer_add(wr, "layer.bias", LOOM_DTYPE_F64, sb, 1, b, sizeof b, err, sizeof err);
+        rc = loom_err_take(st_writer_add(wr, "layer.bias", LOOM_DTYPE_F64, sb, 1, b, sizeof b), err, sizeof err);
     if (rc == 0)
-        rc = st_writer_add(wr, "counts", LOOM_DTYPE_I32, si, 2, i, sizeof i, err, sizeof err);
+        rc = loom_err_take(st_writer_add(wr, "counts", LOOM_DTYPE_I32, si, 2, i, sizeof i), err, sizeof err);
     if (rc == 0)
-        rc = st_writer_add(wr, "ids", LOOM_DTYPE_I64, sl, 1, l, sizeof l, err, sizeof err);
+        rc = loom_err_take(st_writer_add(wr, "ids", LOOM_DTYPE_I64, sl, 1, l, sizeof l), err, sizeof err);
     if (rc == 0)
-        rc = st_writer_add(wr, "bytes", LOOM_DTYPE_U8, su, 1, u, sizeof u, err, sizeof err);
+        rc = loom_err_take(st_writer_add(wr, "bytes", LOOM_DTYPE_U8, su, 1, u, sizeof u), err, sizeof err);
     if (rc == 0)
-        rc = st_writer_add(wr, "empty", LOOM_DTYPE_F32, se, 2, NULL, 0, err, sizeof err);
+        rc = loom_err_take(st_writer_add(wr, "empty", LOOM_DTYPE_F32, se, 2, NULL, 0), err, sizeof err);
     if (rc == 0)
-        rc = st_writer_add(wr, "step", LOOM_DTYPE_I64, NULL, 0, &l[2], 8, err, sizeof err);
+        rc = loom_err_take(st_writer_add(wr, "step", LOOM_DTYPE_I64, NULL, 0, &l[2], 8), err, sizeof err);
     if (rc == 0)
         rc = st_writer_set_metadata(wr, "format", "pt") == 0 &&
                      st_writer_set_metadata(wr, "epoch", "7") == 0
                  ? 0
                  : -1;
     if (rc == 0)
-        rc = st_writer_commit(wr, path, err, sizeof err);
+        rc = loom_err_take(st_writer_commit(wr, path), err, sizeof err);
     st_writer_free(wr);
     if (rc != 0)
         fprintf(stderr, "write: %s\n", err);
@@ -54,8 +54,8 @@ static int write_reference(const char *path)
 static int dump(const char *path)
 {
     char err[1024];
-    st_file *f = st_open(path, 0, err, sizeof err);
-    if (!f) {
+    st_file *f;
+    if (loom_err_take(st_open(path, 0, &f), err, sizeof err) != LOOM_OK) {
         fprintf(stderr, "%s\n", err);
         return 1;
     }

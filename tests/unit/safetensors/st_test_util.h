@@ -12,6 +12,51 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "train/safetensors.h"
+
+/* The safetensors calls with their error's message in err and its code in
+ * st_test_code, so the tests read both; 0 or -1 like a boolean, the file
+ * or NULL. */
+static int32_t st_test_code;
+
+static inline int st_test_fail(loom_error *e, char *err, size_t len)
+{
+    st_test_code = loom_err_take(e, err, len);
+    return st_test_code == LOOM_OK ? 0 : -1;
+}
+
+static inline st_file *st_test_open(const char *path, uint64_t max, char *err, size_t len)
+{
+    st_file *f;
+    st_test_fail(st_open(path, max, &f), err, len);
+    return f;
+}
+
+static inline st_file *st_test_open_buffer(const void *data, size_t n, const char *label,
+                                           char *err, size_t len)
+{
+    st_file *f;
+    st_test_fail(st_open_buffer(data, n, label, &f), err, len);
+    return f;
+}
+
+static inline int st_test_add(st_writer *w, const char *name, int32_t dtype, const int64_t *shape,
+                              uint32_t ndim, const void *data, uint64_t nbytes, char *err,
+                              size_t len)
+{
+    return st_test_fail(st_writer_add(w, name, dtype, shape, ndim, data, nbytes), err, len);
+}
+
+static inline int st_test_add_view(st_writer *w, const loom_tensor_view *view, char *err, size_t len)
+{
+    return st_test_fail(st_writer_add_view(w, view), err, len);
+}
+
+static inline int st_test_commit(st_writer *w, const char *path, char *err, size_t len)
+{
+    return st_test_fail(st_writer_commit(w, path), err, len);
+}
+
 /* A fresh directory under $TMPDIR (or /tmp); path into buf. 0 or -1. */
 static inline int st_test_mkdtemp(char *buf, size_t len)
 {

@@ -21,11 +21,11 @@ static int write_checkpoint(const char *path, float fill, size_t count, char *er
         w[i] = fill + (float)i;
     int64_t shape[1] = {(int64_t)count};
     st_writer *wr = st_writer_new();
-    int rc = st_writer_add(wr, "w", LOOM_DTYPE_F32, shape, 1, w, count * sizeof *w, err, errlen);
+    int rc = st_test_add(wr, "w", LOOM_DTYPE_F32, shape, 1, w, count * sizeof *w, err, errlen);
     if (rc == 0)
         rc = st_writer_set_metadata(wr, "fill", fill == 1.0f ? "one" : "two");
     if (rc == 0)
-        rc = st_writer_commit(wr, path, err, errlen);
+        rc = st_test_commit(wr, path, err, errlen);
     st_writer_free(wr);
     free(w);
     return rc;
@@ -35,7 +35,7 @@ static int write_checkpoint(const char *path, float fill, size_t count, char *er
 static int holds(const char *path, float fill, size_t count)
 {
     char err[512];
-    st_file *f = st_open(path, 0, err, sizeof err);
+    st_file *f = st_test_open(path, 0, err, sizeof err);
     if (!f) {
         fprintf(stderr, "%s\n", err);
         return 0;
@@ -135,26 +135,29 @@ static void test_open_errors(const char *dir)
 {
     char path[4200], err[1024];
     snprintf(path, sizeof path, "%s/missing.safetensors", dir);
-    CHECK(st_open(path, 0, err, sizeof err) == NULL);
+    CHECK(st_test_open(path, 0, err, sizeof err) == NULL);
     CHECK_CONTAINS(err, path);
     CHECK_CONTAINS(err, "cannot open: No such file or directory");
+    CHECK(st_test_code == LOOM_E_NOT_FOUND);
 
-    CHECK(st_open(dir, 0, err, sizeof err) == NULL);
+    CHECK(st_test_open(dir, 0, err, sizeof err) == NULL);
     CHECK_CONTAINS(err, "not a regular file");
 
     snprintf(path, sizeof path, "%s/ckpt.safetensors", dir);
-    CHECK(st_open(path, 100, err, sizeof err) == NULL);
+    CHECK(st_test_open(path, 100, err, sizeof err) == NULL);
     CHECK_CONTAINS(err, "bytes, over the limit of 100");
-    st_file *f = st_open(path, 1 << 20, err, sizeof err);
+    CHECK(st_test_code == LOOM_E_TOO_LARGE);
+    st_file *f = st_test_open(path, 1 << 20, err, sizeof err);
     CHECK_MSG(f != NULL, "%s", err);
     st_close(f);
 
     snprintf(path, sizeof path, "%s/short.safetensors", dir);
     CHECK(st_test_write(path, "\x05\0\0", 3) == 0);
-    CHECK(st_open(path, 0, err, sizeof err) == NULL);
+    CHECK(st_test_open(path, 0, err, sizeof err) == NULL);
     CHECK_CONTAINS(err, "short.safetensors: file too short: 3 bytes");
+    CHECK(st_test_code == LOOM_E_INVALID);
     CHECK(st_test_write(path, "", 0) == 0);
-    CHECK(st_open(path, 0, err, sizeof err) == NULL);
+    CHECK(st_test_open(path, 0, err, sizeof err) == NULL);
     CHECK_CONTAINS(err, "file too short: 0 bytes");
 
     /* The example from the format's own documentation of a bad size. */
@@ -163,7 +166,7 @@ static void test_open_errors(const char *dir)
     buf[0] = (uint8_t)(sizeof bad - 1);
     memcpy(buf + 8, bad, sizeof bad - 1);
     CHECK(st_test_write(path, buf, sizeof buf) == 0);
-    CHECK(st_open(path, 0, err, sizeof err) == NULL);
+    CHECK(st_test_open(path, 0, err, sizeof err) == NULL);
     CHECK_CONTAINS(err, "short.safetensors: tensor 'fc1.weight': data_offsets [0, 400] hold 400 bytes, F32 [20, 20] needs 1600");
     unlink(path);
 }
@@ -184,7 +187,7 @@ static void test_unaligned_file(const char *dir)
     memcpy(buf + 8, json, hlen);
     memcpy(buf + 8 + hlen, values, sizeof values);
     CHECK(st_test_write(path, buf, 8 + hlen + sizeof values) == 0);
-    st_file *f = st_open(path, 0, err, sizeof err);
+    st_file *f = st_test_open(path, 0, err, sizeof err);
     CHECK_MSG(f != NULL, "%s", err);
     st_tensor_info info;
     if (f && st_find(f, "d", &info) == 0) {

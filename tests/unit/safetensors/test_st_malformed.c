@@ -30,7 +30,7 @@ static uint8_t *build(const char *json, size_t dlen, size_t *len)
 static void expect_error_raw(const uint8_t *buf, size_t len, const char *want, int line)
 {
     char err[1024] = "";
-    st_file *f = st_open_buffer(buf, len, LABEL, err, sizeof err);
+    st_file *f = st_test_open_buffer(buf, len, LABEL, err, sizeof err);
     CHECK_MSG(f == NULL, "line %d: accepted, expected \"%s\"", line, want);
     st_close(f);
     CHECK_MSG(strncmp(err, LABEL ": ", strlen(LABEL) + 2) == 0,
@@ -53,7 +53,7 @@ static st_file *expect_ok_at(const char *json, size_t dlen, int line)
     size_t len;
     char err[1024] = "";
     uint8_t *buf = build(json, dlen, &len);
-    st_file *f = st_open_buffer(buf, len, LABEL, err, sizeof err);
+    st_file *f = st_test_open_buffer(buf, len, LABEL, err, sizeof err);
     CHECK_MSG(f != NULL, "line %d: refused: %s", line, err);
     free(buf);
     return f;
@@ -220,7 +220,7 @@ static void test_valid_edges(void)
     st_close(f);
 
     char err[64];
-    CHECK(st_open_buffer(NULL, 10, NULL, err, sizeof err) == NULL);
+    CHECK(st_test_open_buffer(NULL, 10, NULL, err, sizeof err) == NULL);
     CHECK_STR_EQ(err, "<buffer>: buffer is NULL");
 }
 
@@ -235,10 +235,10 @@ static void test_truncation_and_corruption(const char *dir)
     uint8_t u[3] = {7, 8, 9};
     int64_t sw[2] = {2, 3}, su[1] = {3};
     st_writer *wr = st_writer_new();
-    CHECK(st_writer_add(wr, "w", LOOM_DTYPE_F32, sw, 2, w, sizeof w, err, sizeof err) == 0);
-    CHECK(st_writer_add(wr, "u", LOOM_DTYPE_U8, su, 1, u, sizeof u, err, sizeof err) == 0);
+    CHECK(st_test_add(wr, "w", LOOM_DTYPE_F32, sw, 2, w, sizeof w, err, sizeof err) == 0);
+    CHECK(st_test_add(wr, "u", LOOM_DTYPE_U8, su, 1, u, sizeof u, err, sizeof err) == 0);
     CHECK(st_writer_set_metadata(wr, "step", "10") == 0);
-    CHECK_MSG(st_writer_commit(wr, path, err, sizeof err) == 0, "%s", err);
+    CHECK_MSG(st_test_commit(wr, path, err, sizeof err) == 0, "%s", err);
     st_writer_free(wr);
     size_t len;
     uint8_t *full = st_test_read(path, &len);
@@ -254,7 +254,7 @@ static void test_truncation_and_corruption(const char *dir)
         uint8_t *prefix = malloc(n ? n : 1);
         memcpy(prefix, full, n);
         err[0] = 0;
-        st_file *f = st_open_buffer(prefix, n, "cut", err, sizeof err);
+        st_file *f = st_test_open_buffer(prefix, n, "cut", err, sizeof err);
         if (!f && strncmp(err, "cut: ", 5) == 0)
             refused++;
         st_close(f);
@@ -262,7 +262,7 @@ static void test_truncation_and_corruption(const char *dir)
         /* And the same through the file reader (mmap path). */
         if (st_test_write(cut, full, n) == 0) {
             err[0] = 0;
-            f = st_open(cut, 0, err, sizeof err);
+            f = st_test_open(cut, 0, err, sizeof err);
             if (!f && strncmp(err, cut, strlen(cut)) == 0)
                 refused_file++;
             st_close(f);
@@ -276,7 +276,7 @@ static void test_truncation_and_corruption(const char *dir)
     uint8_t *longer = malloc(len + 1);
     memcpy(longer, full, len);
     longer[len] = 0;
-    CHECK(st_open_buffer(longer, len + 1, "long", err, sizeof err) == NULL);
+    CHECK(st_test_open_buffer(longer, len + 1, "long", err, sizeof err) == NULL);
     CHECK_CONTAINS(err, "belong to no tensor");
     free(longer);
 
@@ -292,7 +292,7 @@ static void test_truncation_and_corruption(const char *dir)
             uint8_t *mut = malloc(len);
             memcpy(mut, full, len);
             mut[pos] = values[v];
-            st_file *f = st_open_buffer(mut, len, "mut", err, sizeof err);
+            st_file *f = st_test_open_buffer(mut, len, "mut", err, sizeof err);
             runs++;
             if (f) {
                 accepted++;

@@ -45,7 +45,7 @@ static st_writer *make_writer(int reverse)
     char err[256];
     for (size_t k = 0; k < NCASES; k++) {
         const tensor_case *c = &cases[reverse ? NCASES - 1 - k : k];
-        CHECK_MSG(st_writer_add(w, c->name, c->dtype, c->shape, c->ndim, c->data, c->nbytes,
+        CHECK_MSG(st_test_add(w, c->name, c->dtype, c->shape, c->ndim, c->data, c->nbytes,
                                 err, sizeof err) == 0,
                   "%s", err);
     }
@@ -67,10 +67,10 @@ static void test_round_trip(const char *dir)
     char path[4200], err[512];
     snprintf(path, sizeof path, "%s/ckpt.safetensors", dir);
     st_writer *w = make_writer(0);
-    CHECK_MSG(st_writer_commit(w, path, err, sizeof err) == 0, "%s", err);
+    CHECK_MSG(st_test_commit(w, path, err, sizeof err) == 0, "%s", err);
     st_writer_free(w);
 
-    st_file *f = st_open(path, 0, err, sizeof err);
+    st_file *f = st_test_open(path, 0, err, sizeof err);
     CHECK_MSG(f != NULL, "%s", err);
     if (!f)
         return;
@@ -142,7 +142,7 @@ static void test_round_trip(const char *dir)
     free(header);
 
     /* The same bytes through the in-memory reader. */
-    st_file *m = st_open_buffer(raw, len, "mem", err, sizeof err);
+    st_file *m = st_test_open_buffer(raw, len, "mem", err, sizeof err);
     CHECK_MSG(m != NULL, "%s", err);
     if (m) {
         CHECK(st_find(m, "hist", &info) == 0 && memcmp(info.data, hist, sizeof hist) == 0);
@@ -160,9 +160,9 @@ static void test_determinism(const char *dir)
     snprintf(c, sizeof c, "%s/c.safetensors", dir);
     st_writer *w1 = make_writer(0);
     st_writer *w2 = make_writer(1); /* same content, added in reverse */
-    CHECK_MSG(st_writer_commit(w1, a, err, sizeof err) == 0, "%s", err);
-    CHECK_MSG(st_writer_commit(w2, b, err, sizeof err) == 0, "%s", err);
-    CHECK_MSG(st_writer_commit(w1, c, err, sizeof err) == 0, "%s", err); /* again */
+    CHECK_MSG(st_test_commit(w1, a, err, sizeof err) == 0, "%s", err);
+    CHECK_MSG(st_test_commit(w2, b, err, sizeof err) == 0, "%s", err);
+    CHECK_MSG(st_test_commit(w1, c, err, sizeof err) == 0, "%s", err); /* again */
     size_t la, lb, lc;
     uint8_t *ra = st_test_read(a, &la), *rb = st_test_read(b, &lb), *rc = st_test_read(c, &lc);
     CHECK(ra && rb && rc);
@@ -176,7 +176,7 @@ static void test_determinism(const char *dir)
     /* Changing one element changes the file. */
     float saved = fc1_w[0];
     fc1_w[0] = 99.0f;
-    CHECK_MSG(st_writer_commit(w1, c, err, sizeof err) == 0, "%s", err);
+    CHECK_MSG(st_test_commit(w1, c, err, sizeof err) == 0, "%s", err);
     fc1_w[0] = saved;
     rc = st_test_read(c, &lc);
     ra = st_test_read(a, &la);
@@ -192,13 +192,13 @@ static void test_empty_file(const char *dir)
     char path[4200], err[512];
     snprintf(path, sizeof path, "%s/empty.safetensors", dir);
     st_writer *w = st_writer_new();
-    CHECK_MSG(st_writer_commit(w, path, err, sizeof err) == 0, "%s", err);
+    CHECK_MSG(st_test_commit(w, path, err, sizeof err) == 0, "%s", err);
     st_writer_free(w);
     size_t len;
     uint8_t *raw = st_test_read(path, &len);
     CHECK(raw && len == 16 && raw[0] == 8 && memcmp(raw + 8, "{}      ", 8) == 0);
     free(raw);
-    st_file *f = st_open(path, 0, err, sizeof err);
+    st_file *f = st_test_open(path, 0, err, sizeof err);
     CHECK_MSG(f != NULL, "%s", err);
     CHECK(st_count(f) == 0);
     CHECK(st_metadata_count(f) == 0);
@@ -211,7 +211,7 @@ static void expect_add_error(st_writer *w, const char *name, int32_t dtype, cons
                              uint32_t ndim, const void *data, uint64_t nbytes, const char *want)
 {
     char err[512] = "";
-    CHECK(st_writer_add(w, name, dtype, shape, ndim, data, nbytes, err, sizeof err) == -1);
+    CHECK(st_test_add(w, name, dtype, shape, ndim, data, nbytes, err, sizeof err) == -1);
     CHECK_CONTAINS(err, want);
 }
 
@@ -222,7 +222,7 @@ static void test_writer_errors(void)
     int64_t s22[2] = {2, 2}, neg[2] = {2, -2}, huge[3] = {INT64_C(1) << 40, INT64_C(1) << 40, 1 << 20};
     int64_t nine[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
     char err[512];
-    CHECK(st_writer_add(w, "ok", LOOM_DTYPE_F32, s22, 2, buf, 16, err, sizeof err) == 0);
+    CHECK(st_test_add(w, "ok", LOOM_DTYPE_F32, s22, 2, buf, 16, err, sizeof err) == 0);
     expect_add_error(w, "x", LOOM_DTYPE_F32, s22, 2, buf, 12,
                      "tensor 'x': 12 bytes given, F32 [2, 2] needs 16");
     expect_add_error(w, "ok", LOOM_DTYPE_F32, s22, 2, buf, 16, "tensor 'ok': added twice");
@@ -239,14 +239,14 @@ static void test_writer_errors(void)
     loom_tensor_view view = {.struct_size = sizeof view, .dtype = LOOM_DTYPE_F32, .ndim = 2,
                              .on_device = 1, .shape = {2, 2}, .name = "gpu", .data = buf,
                              .nbytes = 16};
-    CHECK(st_writer_add_view(w, &view, err, sizeof err) == -1);
+    CHECK(st_test_add_view(w, &view, err, sizeof err) == -1);
     CHECK_CONTAINS(err, "tensor 'gpu': data is in device memory");
     view.on_device = 0;
-    CHECK_MSG(st_writer_add_view(w, &view, err, sizeof err) == 0, "%s", err);
+    CHECK_MSG(st_test_add_view(w, &view, err, sizeof err) == 0, "%s", err);
 
     CHECK(st_writer_set_metadata(w, "k", NULL) == -1);
     CHECK(st_writer_set_metadata(w, "k\xc3", "v") == -1);
-    CHECK(st_writer_commit(w, "", err, sizeof err) == -1);
+    CHECK(st_test_commit(w, "", err, sizeof err) == -1);
     st_writer_free(w);
 
     CHECK_STR_EQ(st_dtype_name(LOOM_DTYPE_I64), "I64");

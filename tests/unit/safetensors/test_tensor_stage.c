@@ -45,12 +45,12 @@ int main(void)
     CHECK(mkdtemp(dir) != NULL);
     char path[sizeof dir + 32];
     snprintf(path, sizeof path, "%s/epoch-1.safetensors", dir);
-    CHECK_MSG(checkpoint_save(path, st.host, roles, st.count, 0, NULL, err, sizeof err) == 0, "%s", err);
+    CHECK_MSG(loom_err_take(checkpoint_save(path, st.host, roles, st.count, 0, NULL), err, sizeof err) == LOOM_OK, "%s", err);
     float w2[6] = {0}, m2[3] = {0};
     loom_tensor_view other[2] = {f32_view("fc.weight", w2, 6), f32_view("sgd.v.fc.weight", m2, 3)};
     tensor_stage st2;
     CHECK(tensor_stage_init(&st2, other, 2, err, sizeof err) == 0);
-    CHECK_MSG(checkpoint_load(path, st2.host, st2.count, NULL, err, sizeof err) == 0, "%s", err);
+    CHECK_MSG(loom_err_take(checkpoint_load(path, st2.host, st2.count, NULL), err, sizeof err) == LOOM_OK, "%s", err);
     CHECK(w2[0] == 0); /* nothing reaches the views before the push */
     CHECK(tensor_stage_push(&st2, other, err, sizeof err) == 0);
     CHECK(memcmp(w2, w, sizeof w) == 0 && memcmp(m2, m, sizeof m) == 0);

@@ -1,0 +1,184 @@
+/*
+ * train/coordinator_internal.h - the coordinator's state, shared by the
+ * files that each do one of its jobs:
+ *
+ *   coordinator.c   the public calls and the thread: prepare, start, end
+ *   members.c       membership and supervision: worker processes, hellos,
+ *                   deaths, generations, grow and shrink
+ *   sync_round.c    the synchronous round: plans out, replies in, commit
+ *   param_server.c  ASYNC: the parameter server in the host
+ *   progress.c      where training stands: epochs, metrics, the snapshot
+ *
+ * Only the thread touches the state, except `ctl`, which the public calls
+ * share under its lock.
+ */
+#ifndef LOOM_TRAIN_COORDINATOR_INTERNAL_H
+#define LOOM_TRAIN_COORDINATOR_INTERNAL_H
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "comm.h"
+#include "train/coordinator.h"
+#include "train/logger_set.h"
+#include "train/protocol.h"
+#include "train/sampler.h"
+#include "util/error.h"
+
+#define MAX_SLOTS EDT_MAX_WORKERS
+
+typedef enum slot_state {
+    SLOT_FREE = 0,
+    SLOT_STARTING, /* process started, no hello yet */
+    SLOT_READY,    /* said hello; not a member */
+    SLOT_MEMBER,
+    SLOT_LEAVING   /* told to exit; waiting for the process to end */
+} slot_state;
+
+typedef struct edt_slot {
+    slot_state state;
+    pid_t pid;
+    int fd;
+    int has_state; /* holds the current weights */
+    int pull_failures;
+    int has_reply; /* `reply` holds this round's answer */
+    msg reply;
+    int64_t started_ms;
+    int32_t device; /* the granted device it runs on (or, on CPU, is
+                     * counted against); -1: none yet */
+    /* ASYNC: the samples handed to this worker and the weights' version */
+    uint64_t *inflight;
+    size_t ninflight;
+    uint64_t version;
+} edt_slot;
+
+/* What the public calls and the thread share, under `lock`. */
+typedef struct edt_control {
+    pthread_mutex_t lock;
+    uint32_t target;
+    int32_t granted[MAX_SLOTS]; /* the devices the scheduler granted; */
+    uint32_t ngranted;          /* 0: a bare worker count (target) */
+    int stop_requested;
+    int done;
+    int64_t resize_requested_ms;
+    int measuring_resize; /* 1: a grow was asked for; 3: its first step is planned */
+    int64_t resize_latency_ms;
+    cJSON *snapshot;      /* edt_describe's answer */
+} edt_control;
+
+/* The worker processes and the generations they form (members.c). */
+typedef struct edt_members {
+    comm_shm_segment *seg;
+    char shm_name[96];
+    char ctl_name[128];
+    int listen_fd;
+    edt_slot slots[MAX_SLOTS];
+    uint32_t nslots;
+    uint32_t generation;
+    uint32_t prev[MAX_SLOTS];         /* the current generation's slots, */
+    uint32_t nprev;                   /* in rank order (GPU: shrink) */
+    char nccl_id_hex[MSG_NCCL_ID_HEX + 1]; /* GPU: the generation's unique id */
+    uint32_t nccl_exclude[MAX_SLOTS]; /* GPU: the ranks that left, */
+    uint32_t nccl_nexclude;           /* when shrinking */
+    int nccl_shrink;                  /* GPU: shrink instead of a new id */
+    uint64_t params, ntrain, ntest;   /* what the first hello said */
+    char startup_error[600];          /* why a worker died before saying hello */
+    uint32_t deaths_since_progress;   /* workers lost since the last good round */
+    int grew;                         /* this round's membership added workers */
+} edt_members;
+
+/* Where training stands (progress.c). */
+typedef struct edt_progress {
+    sampler smp;
+    int sampler_ready;
+    uint32_t epoch;
+    uint64_t iteration;
+    uint64_t steps_per_epoch;
+    int pending_validate, pending_checkpoint;
+    int64_t epoch_started_ms;
+    int epoch_clock_pending;
+    double loss_sum, acc_sum; /* this epoch's, weighted by samples */
+    uint64_t loss_n;
+    int have_acc;
+    cJSON *epochs_done; /* [{epoch, samples, duplicates, expected, seconds, ...}] */
+    cJSON *val_list;    /* val_dict_list.json */
+    cJSON *last_test;
+    double last_rate;
+} edt_progress;
+
+struct edt_coordinator {
+    edt_job job;
+    pthread_t thread;
+    int thread_started;
+    edt_control ctl;
+    edt_members m;
+    edt_progress pr;
+    int commit_next;          /* the next plan applies the last step */
+    uint32_t round;
+    char load_path[PATH_MAX]; /* checkpoint the root loads at the next join */
+    FILE *driver_out;
+    logger_set *driver_loggers;
+    char loggers_for_workers[8192];
+};
+
+/* coordinator.c */
+void driver_say(edt_coordinator *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int stop_asked(edt_coordinator *c);
+uint32_t current_target(edt_coordinator *c);
+/* The target and, when the scheduler named them, the granted devices. */
+uint32_t current_grant(edt_coordinator *c, int32_t *granted, uint32_t *ngranted);
+
+/* members.c */
+int is_gpu_job(const edt_coordinator *c);
+int device_in(int32_t device, const int32_t *list, uint32_t n);
+uint32_t count_in(edt_coordinator *c, slot_state st);
+/* Forgets a worker that failed or hung, killing it if it still runs. */
+void drop_slot(edt_coordinator *c, uint32_t i, const char *why);
+/* Tells a worker to exit; it is LEAVING from now on. */
+void send_exit(edt_coordinator *c, uint32_t i, const char *reason, int code);
+/* Reaps workers that ended. Returns how many members were lost. */
+int reap(edt_coordinator *c);
+/* Takes new connections and their hellos (waiting at most wait_ms). */
+void accept_hellos(edt_coordinator *c, int wait_ms);
+/* Starts workers until members + starting ones reach `want`. */
+void start_workers(edt_coordinator *c, uint32_t want, const int32_t *granted, uint32_t ngranted);
+/* Workers on devices the scheduler took back leave. Returns how many
+ * members left. */
+uint32_t release_revoked(edt_coordinator *c, const int32_t *granted, uint32_t ngranted);
+/* A worker becoming a member; on CPU it now counts against a granted slot. */
+void make_member(edt_coordinator *c, uint32_t i, const int32_t *granted, uint32_t ngranted);
+/* Synchronous membership at a step boundary: 1 when a new generation was
+ * formed (*root: the rank to pull the state from, -1: none), 0 when the
+ * members stay, an error when none are left or they keep dying
+ * (LOOM_E_LIMIT) . */
+loom_error *plan_membership(edt_coordinator *c, int force_new, int *join, int *root);
+loom_error *wait_for_first_workers(edt_coordinator *c);
+/* Tells every worker to exit and waits (then kills) until they are gone. */
+void finish_workers(edt_coordinator *c, const char *reason);
+
+/* How a job ended; anything but FINISHED comes with an error. */
+typedef enum edt_end { EDT_END_ERROR = 0, EDT_END_KILLED, EDT_END_FINISHED } edt_end;
+
+/* sync_round.c: the synchronous loop. */
+edt_end run_sync(edt_coordinator *c, loom_error **err);
+/* param_server.c: the ASYNC loop. */
+edt_end run_async(edt_coordinator *c, loom_error **err);
+
+/* progress.c */
+void update_snapshot(edt_coordinator *c, const char *phase);
+/* The epoch clock starts at its first step. */
+void start_epoch_clock(edt_coordinator *c);
+/* Adds a step's mean training metrics over n samples to the epoch's. */
+void add_train_metrics(edt_coordinator *c, const cJSON *train, uint64_t n);
+/* An epoch's last step committed: record it, then queue validation and a
+ * checkpoint as the settings ask. */
+void end_epoch(edt_coordinator *c);
+/* Records validation metrics over n test samples (val_dict_list.json,
+ * loggers, the snapshot); takes `metrics` over. */
+void record_validation(edt_coordinator *c, cJSON *metrics, uint64_t n);
+/* Copies the spec next to the final model. */
+void save_model_spec(edt_coordinator *c);
+
+#endif

@@ -1,0 +1,507 @@
+/* train/members.c - membership and supervision: the `loom worker` processes
+ * in their slots (started, said hello, member, leaving), the deaths noticed
+ * and reported, and the numbered generations the members form over the shm
+ * collectives. A slot's worker is a member only between two step
+ * boundaries; it joins or leaves only at one. */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <sodium.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "train/coordinator_internal.h"
+#include "util/fs.h"
+#include "util/spawn.h"
+
+extern char **environ;
+
+#define STARTUP_TIMEOUT_MS 120000
+#define EXIT_GRACE_MS 5000
+
+int is_gpu_job(const edt_coordinator *c)
+{
+    return c->job.device_kind == LOOM_DEVICE_CUDA;
+}
+
+int device_in(int32_t device, const int32_t *list, uint32_t n)
+{
+    for (uint32_t k = 0; k < n; k++)
+        if (list[k] == device)
+            return 1;
+    return 0;
+}
+
+static int is_live(slot_state st)
+{
+    return st == SLOT_STARTING || st == SLOT_READY || st == SLOT_MEMBER;
+}
+
+uint32_t count_in(edt_coordinator *c, slot_state st)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < c->m.nslots; i++)
+        n += c->m.slots[i].state == st;
+    return n;
+}
+
+static void close_slot(edt_coordinator *c, uint32_t i)
+{
+    edt_slot *s = &c->m.slots[i];
+    if (s->ninflight && c->pr.sampler_ready)
+        sampler_give_back(&c->pr.smp, s->inflight, s->ninflight);
+    free(s->inflight);
+    if (s->fd >= 0)
+        close(s->fd);
+    msg_free(&s->reply);
+    memset(s, 0, sizeof *s);
+    s->fd = -1;
+    s->device = -1;
+    s->state = SLOT_FREE;
+    if (c->m.seg)
+        comm_shm_mark_dead(c->m.seg, i);
+}
+
+/* "killed by signal 9", "exited with status 1 (see ...)". */
+static void describe_exit(int status, uint32_t slot, char *out, size_t outlen)
+{
+    if (WIFSIGNALED(status))
+        snprintf(out, outlen, "killed by signal %d", WTERMSIG(status));
+    else
+        snprintf(out, outlen, "exited with status %d (see log/worker-%u/stderr)",
+                 WEXITSTATUS(status), slot);
+}
+
+void drop_slot(edt_coordinator *c, uint32_t i, const char *why)
+{
+    edt_slot *s = &c->m.slots[i];
+    char how[96] = "";
+    if (s->pid > 0) {
+        /* A closed connection usually means the process is ending: give it
+         * a moment, so the log says how it ended rather than that we
+         * killed it. */
+        int status, gone = 0;
+        for (int t = 0; t < 20 && !gone; t++) {
+            gone = waitpid(s->pid, &status, WNOHANG) == s->pid;
+            if (!gone)
+                usleep(10000);
+        }
+        if (gone) {
+            describe_exit(status, i, how, sizeof how);
+        } else {
+            kill(s->pid, SIGKILL);
+            waitpid(s->pid, &status, 0);
+            snprintf(how, sizeof how, "stopped");
+        }
+    }
+    driver_say(c, "worker %u %s: %s", i, how[0] ? how : "dropped", why);
+    c->m.deaths_since_progress++;
+    close_slot(c, i);
+}
+
+void send_exit(edt_coordinator *c, uint32_t i, const char *reason, int code)
+{
+    edt_slot *s = &c->m.slots[i];
+    msg m = {.kind = MSG_EXIT, .u.exit = {.reason = reason, .code = code}};
+    /* A worker that cannot hear it is reaped when its process ends. */
+    if (s->fd >= 0)
+        loom_err_free(msg_send(s->fd, &m, NULL, 0));
+    s->state = SLOT_LEAVING;
+    s->started_ms = time_mono_ms();
+}
+
+/* ---- workers: start, hello, reap ---------------------------------------- */
+
+/* The worker's environment: the host's, then the job's (DATA_DIR, ...),
+ * then the job's msd-env pairs. `job_env` holds the job's strings. */
+static char **worker_env(edt_coordinator *c, int32_t device, char job_env[5][PATH_MAX + 32])
+{
+    edt_job *j = &c->job;
+    size_t n = 0, extra = 8;
+    for (char **e = environ; *e; e++)
+        n++;
+    for (char **e = j->msd_env; e && *e; e++)
+        extra++;
+    char **envp = calloc(n + extra + 1, sizeof *envp);
+    if (!envp)
+        return NULL;
+    size_t k = 0;
+    int has_blas = 0;
+    for (char **e = environ; *e; e++) {
+        if (!strncmp(*e, "OPENBLAS_NUM_THREADS=", 21))
+            has_blas = 1;
+        if (strncmp(*e, "CUDA_VISIBLE_DEVICES=", 21))
+            envp[k++] = *e;
+    }
+    snprintf(job_env[0], PATH_MAX + 32, "DATA_DIR=%s", j->data_dir);
+    snprintf(job_env[1], PATH_MAX + 32, "RESULT_DIR=%s", j->result_dir);
+    snprintf(job_env[2], PATH_MAX + 32, "LOG_DIR=%s/log", j->result_dir);
+    snprintf(job_env[3], PATH_MAX + 32, "DLI_EXECID=%s", j->exec_id);
+    /* A GPU worker sees its own device only; a CPU worker none. */
+    if (is_gpu_job(c) && device >= 0)
+        snprintf(job_env[4], PATH_MAX + 32, "CUDA_VISIBLE_DEVICES=%d", device);
+    else
+        snprintf(job_env[4], PATH_MAX + 32, "CUDA_VISIBLE_DEVICES=");
+    for (int i = 0; i < 5; i++)
+        envp[k++] = job_env[i];
+    /* One BLAS thread per worker: a worker per core, and two pools on two
+     * cores fight. */
+    if (!has_blas)
+        envp[k++] = "OPENBLAS_NUM_THREADS=1";
+    for (char **e = j->msd_env; e && *e; e++)
+        envp[k++] = *e;
+    envp[k] = NULL;
+    return envp;
+}
+
+/* Starts a worker in `slot` on `device` (-1: none yet, CPU only). */
+static int spawn_worker(edt_coordinator *c, uint32_t slot, int32_t device)
+{
+    edt_job *j = &c->job;
+    char log_dir[PATH_MAX + 32], out[PATH_MAX + 48], errp[PATH_MAX + 48];
+    snprintf(log_dir, sizeof log_dir, "%s/log/worker-%u", j->result_dir, slot);
+    fs_mkdir_p(log_dir);
+    snprintf(out, sizeof out, "%s/stdout", log_dir);
+    snprintf(errp, sizeof errp, "%s/stderr", log_dir);
+    char slot_s[16], seed_s[32], threads_s[16], every_s[16];
+    snprintf(slot_s, sizeof slot_s, "%u", slot);
+    snprintf(seed_s, sizeof seed_s, "%llu", (unsigned long long)j->settings.seed);
+    snprintf(threads_s, sizeof threads_s, "%u", j->settings.dataloader_threads);
+    snprintf(every_s, sizeof every_s, "%u", j->settings.log_every);
+    char *argv[] = {j->loom_binary, "worker", "--control", c->m.ctl_name, "--shm", c->m.shm_name,
+                    "--framework", j->framework_path, "--spec", j->spec_path,
+                    "--code-dir", j->code_dir, "--data-dir", j->data_dir, "--log-dir", log_dir,
+                    "--exec-id", j->exec_id, "--slot", slot_s, "--seed", seed_s,
+                    "--threads", threads_s, "--log-every", every_s,
+                    "--loggers", c->loggers_for_workers,
+                    "--device", is_gpu_job(c) ? "cuda" : "cpu", NULL};
+    char job_env[5][PATH_MAX + 32];
+    char **envp = worker_env(c, device, job_env);
+    spawn_spec spec = {.argv = argv, .envp = envp, .cwd = j->code_dir, .stdout_path = out,
+                       .stderr_path = errp, .pgid = -1};
+    char err[512] = "out of memory";
+    pid_t pid = envp ? spawn_process(&spec, err, sizeof err) : -1;
+    free(envp);
+    if (pid < 0) {
+        driver_say(c, "cannot start worker %u: %s", slot, err);
+        return -1;
+    }
+    edt_slot *s = &c->m.slots[slot];
+    memset(s, 0, sizeof *s);
+    s->fd = -1;
+    s->pid = pid;
+    s->device = device;
+    s->state = SLOT_STARTING;
+    s->started_ms = time_mono_ms();
+    return 0;
+}
+
+/* The last line a worker wrote to its stderr: why it could not start. */
+static void last_stderr_line(edt_coordinator *c, uint32_t slot, char *out, size_t outlen)
+{
+    char path[PATH_MAX + 48];
+    snprintf(path, sizeof path, "%s/log/worker-%u/stderr", c->job.result_dir, slot);
+    char *text = fs_read_file(path, 1u << 20, NULL);
+    if (!text)
+        return;
+    size_t n = strlen(text);
+    while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == '\r'))
+        text[--n] = 0;
+    char *line = strrchr(text, '\n');
+    line = line ? line + 1 : text;
+    /* Drop the log prefix ("time level source: ") when there is one. */
+    char *colon = strstr(line, "Z ");
+    if (colon && (colon = strstr(colon, ": ")))
+        line = colon + 2;
+    if (*line)
+        snprintf(out, outlen, "worker %u: %s", slot, line);
+    free(text);
+}
+
+int reap(edt_coordinator *c)
+{
+    int lost = 0;
+    for (uint32_t i = 0; i < c->m.nslots; i++) {
+        edt_slot *s = &c->m.slots[i];
+        if (s->state == SLOT_FREE || s->pid <= 0)
+            continue;
+        int status;
+        pid_t got = waitpid(s->pid, &status, WNOHANG);
+        if (got != s->pid)
+            continue;
+        if (s->state == SLOT_STARTING && !c->m.startup_error[0])
+            last_stderr_line(c, i, c->m.startup_error, sizeof c->m.startup_error);
+        if (s->state != SLOT_LEAVING) {
+            char why[96];
+            describe_exit(status, i, why, sizeof why);
+            driver_say(c, "worker %u %s", i, why);
+            c->m.deaths_since_progress++;
+            lost += s->state == SLOT_MEMBER;
+        }
+        s->pid = 0;
+        close_slot(c, i);
+    }
+    return lost;
+}
+
+void accept_hellos(edt_coordinator *c, int wait_ms)
+{
+    struct pollfd p = {.fd = c->m.listen_fd, .events = POLLIN};
+    while (poll(&p, 1, wait_ms) > 0) {
+        wait_ms = 0;
+        int fd = accept4(c->m.listen_fd, NULL, NULL, SOCK_CLOEXEC);
+        if (fd < 0)
+            break;
+        msg hello;
+        loom_error *e = msg_recv(fd, time_mono_ms() + 5000, &hello);
+        if (!e && hello.kind != MSG_HELLO)
+            e = loom_err(LOOM_E_INVALID, "a %s message where a hello was due",
+                         msg_kind_name(hello.kind));
+        if (!e && (hello.u.hello.slot >= c->m.nslots ||
+                   c->m.slots[hello.u.hello.slot].state != SLOT_STARTING))
+            e = loom_err(LOOM_E_CONFLICT, "a hello from slot %u, which started no worker",
+                         hello.u.hello.slot);
+        if (e) {
+            driver_say(c, "refused a control connection: %s", loom_err_message(e));
+            loom_err_free(e);
+            msg_free(&hello);
+            close(fd);
+            continue;
+        }
+        uint32_t i = hello.u.hello.slot;
+        edt_slot *s = &c->m.slots[i];
+        s->fd = fd;
+        s->state = SLOT_READY;
+        msg_hello h = hello.u.hello;
+        msg_free(&hello);
+        if (c->m.params == 0) {
+            c->m.params = h.params;
+            c->m.ntrain = h.ntrain;
+            c->m.ntest = h.ntest;
+        } else if (h.params != c->m.params || h.ntrain != c->m.ntrain) {
+            drop_slot(c, i, "its model or data set differs from the others'");
+        }
+    }
+}
+
+loom_error *wait_for_first_workers(edt_coordinator *c)
+{
+    int64_t deadline = time_mono_ms() + STARTUP_TIMEOUT_MS;
+    for (;;) {
+        accept_hellos(c, 100);
+        reap(c);
+        uint32_t starting = count_in(c, SLOT_STARTING), ready = count_in(c, SLOT_READY);
+        if (starting == 0 && ready > 0)
+            return NULL;
+        if (starting == 0 && ready == 0) {
+            if (c->m.startup_error[0])
+                return loom_err(LOOM_E_UNAVAILABLE, "no worker started: %s", c->m.startup_error);
+            return loom_err(LOOM_E_UNAVAILABLE, "no worker started (see log/worker-0/stderr)");
+        }
+        if (time_mono_ms() > deadline) {
+            if (ready > 0)
+                return NULL;
+            return loom_err(LOOM_E_DEADLINE, "no worker was ready within %d s",
+                            STARTUP_TIMEOUT_MS / 1000);
+        }
+        if (stop_asked(c))
+            return loom_err(LOOM_E_UNAVAILABLE, "stopped by request");
+    }
+}
+
+void finish_workers(edt_coordinator *c, const char *reason)
+{
+    for (uint32_t i = 0; i < c->m.nslots; i++)
+        if (c->m.slots[i].state == SLOT_MEMBER || c->m.slots[i].state == SLOT_READY)
+            send_exit(c, i, reason, 0);
+    int64_t deadline = time_mono_ms() + EXIT_GRACE_MS;
+    for (;;) {
+        reap(c);
+        int alive = 0;
+        for (uint32_t i = 0; i < c->m.nslots; i++)
+            alive += c->m.slots[i].pid > 0;
+        if (!alive)
+            break;
+        if (time_mono_ms() > deadline) {
+            for (uint32_t i = 0; i < c->m.nslots; i++)
+                if (c->m.slots[i].pid > 0)
+                    kill(c->m.slots[i].pid, SIGKILL);
+        }
+        usleep(20000);
+    }
+}
+
+/* ---- membership --------------------------------------------------------- */
+
+/* A granted device no worker holds: on a GPU every live worker holds one,
+ * on CPU only members do (a warm spare holds none). -1 when there is none. */
+static int32_t free_device(edt_coordinator *c, const int32_t *granted, uint32_t ngranted)
+{
+    for (uint32_t k = 0; k < ngranted; k++) {
+        int held = 0;
+        for (uint32_t i = 0; i < c->m.nslots && !held; i++)
+            held = c->m.slots[i].device == granted[k] &&
+                   (is_gpu_job(c) ? is_live(c->m.slots[i].state)
+                                  : c->m.slots[i].state == SLOT_MEMBER);
+        if (!held)
+            return granted[k];
+    }
+    return -1;
+}
+
+/* A GPU worker starts only on a granted device no one holds. */
+void start_workers(edt_coordinator *c, uint32_t want, const int32_t *granted, uint32_t ngranted)
+{
+    uint32_t have = count_in(c, SLOT_MEMBER) + count_in(c, SLOT_STARTING) + count_in(c, SLOT_READY);
+    for (uint32_t i = 0; i < c->m.nslots && have < want; i++) {
+        if (c->m.slots[i].state != SLOT_FREE)
+            continue;
+        int32_t device = is_gpu_job(c) ? free_device(c, granted, ngranted) : -1;
+        if (is_gpu_job(c) && ngranted && device < 0)
+            break;
+        if (spawn_worker(c, i, device) == 0)
+            have++;
+    }
+}
+
+/* Members leave at this step boundary. */
+uint32_t release_revoked(edt_coordinator *c, const int32_t *granted, uint32_t ngranted)
+{
+    uint32_t left = 0;
+    for (uint32_t i = 0; ngranted && i < c->m.nslots; i++) {
+        edt_slot *s = &c->m.slots[i];
+        if (!is_live(s->state) || s->device < 0 || device_in(s->device, granted, ngranted))
+            continue;
+        left += s->state == SLOT_MEMBER;
+        send_exit(c, i, "leaving: the scheduler gave its device to another job", 0);
+    }
+    return left;
+}
+
+void make_member(edt_coordinator *c, uint32_t i, const int32_t *granted, uint32_t ngranted)
+{
+    edt_slot *s = &c->m.slots[i];
+    if (!is_gpu_job(c))
+        s->device = free_device(c, granted, ngranted);
+    s->state = SLOT_MEMBER;
+}
+
+/* How GPU members form the next generation's communicator: when members
+ * only left and the last round went well (every communicator is live), the
+ * survivors shrink theirs, excluding the leavers' ranks; otherwise (anyone
+ * joins, or a collective failed and aborted the communicators) they build a
+ * new one from a fresh unique id. */
+static loom_error *plan_gpu_generation(edt_coordinator *c, const uint32_t *list, uint32_t n,
+                                       int force_new)
+{
+    c->m.nccl_shrink = comm_plan_shrink(c->m.prev, c->m.nprev, list, n, force_new,
+                                        c->m.nccl_exclude, &c->m.nccl_nexclude);
+    if (c->m.nccl_shrink)
+        return NULL;
+#if defined(LOOM_HAVE_CUDA) && LOOM_HAVE_CUDA
+    uint8_t id[COMM_NCCL_ID_BYTES];
+    loom_error *e = comm_nccl_unique_id(id, sizeof id);
+    if (e)
+        return loom_err_wrap(e, "nccl");
+    sodium_bin2hex(c->m.nccl_id_hex, sizeof c->m.nccl_id_hex, id, sizeof id);
+    return NULL;
+#else
+    (void)list, (void)n;
+    return loom_err(LOOM_E_UNSUPPORTED, "a GPU job in a loom built without CUDA");
+#endif
+}
+
+/* Brings the members to the target at this boundary: revoked devices and
+ * extra members leave, workers that said hello join. Returns whether the
+ * membership changed. */
+static int resize_members(edt_coordinator *c, uint32_t *members)
+{
+    int32_t granted[MAX_SLOTS];
+    uint32_t ngranted;
+    uint32_t target = current_grant(c, granted, &ngranted);
+    int changed = release_revoked(c, granted, ngranted) > 0;
+    *members = count_in(c, SLOT_MEMBER);
+    /* On CPU, one warm spare beyond the target while the job may still
+     * grow: it starts and loads its data while idle, so a grow only waits
+     * for the next step boundary and the weights. A GPU holds no spare: it
+     * would sit on a device the job was not granted. */
+    uint32_t want = target < c->m.nslots && !is_gpu_job(c) ? target + 1 : target;
+    start_workers(c, want, granted, ngranted);
+    /* Shrink: the highest slots leave. */
+    for (uint32_t i = c->m.nslots; i-- > 0 && *members > target;)
+        if (c->m.slots[i].state == SLOT_MEMBER) {
+            send_exit(c, i, "leaving: the job was resized", 0);
+            (*members)--;
+            changed = 1;
+        }
+    /* Grow: workers that said hello join at this boundary. */
+    for (uint32_t i = 0; i < c->m.nslots; i++)
+        if (c->m.slots[i].state == SLOT_READY && *members < target) {
+            make_member(c, i, granted, ngranted);
+            c->m.slots[i].has_state = 0;
+            (*members)++;
+            changed = 1;
+            c->m.grew = 1;
+        }
+    return changed;
+}
+
+/* Forms a new generation of the members: publishes it and picks the rank
+ * the others pull the state from. */
+static loom_error *form_generation(edt_coordinator *c, int force_new, int *root)
+{
+    uint32_t list[MAX_SLOTS], n = 0;
+    int root_slot = -1, anyone_fresh = 0;
+    for (uint32_t i = 0; i < c->m.nslots; i++)
+        if (c->m.slots[i].state == SLOT_MEMBER) {
+            if (c->m.slots[i].has_state && root_slot < 0)
+                root_slot = (int)i;
+            anyone_fresh |= !c->m.slots[i].has_state;
+            list[n++] = i;
+        }
+    /* Nobody has the weights yet (start, or every holder died): the lowest
+     * slot's (loaded from a checkpoint when resuming) become everyone's. */
+    if (root_slot < 0) {
+        root_slot = (int)list[0];
+        c->m.slots[root_slot].has_state = 1;
+        anyone_fresh = n > 1;
+    }
+    loom_error *e = is_gpu_job(c) ? plan_gpu_generation(c, list, n, force_new) : NULL;
+    if (!e)
+        e = comm_shm_publish(c->m.seg, list, n, &c->m.generation);
+    if (e)
+        return e;
+    memcpy(c->m.prev, list, sizeof(uint32_t) * n);
+    c->m.nprev = n;
+    *root = -1;
+    if (anyone_fresh || c->load_path[0])
+        for (uint32_t r = 0; r < n; r++)
+            if ((int)list[r] == root_slot)
+                *root = (int)r;
+    driver_say(c, "generation %u: %u worker(s)%s", c->m.generation, n,
+               *root >= 0 ? ", pulling the weights from the others" : "");
+    return NULL;
+}
+
+/* A new generation forms when the members change, or after a failed round,
+ * since a failed collective leaves the old generation unusable. */
+loom_error *plan_membership(edt_coordinator *c, int force_new, int *join, int *root)
+{
+    *join = 0;
+    /* Replacements that die as fast as they start would loop forever. */
+    if (c->m.deaths_since_progress > 2 * c->m.nslots + 2)
+        return loom_err(LOOM_E_LIMIT, "workers keep dying: %u lost without a step done",
+                        c->m.deaths_since_progress);
+    uint32_t members;
+    int changed = resize_members(c, &members) || force_new;
+    if (!changed)
+        return NULL;
+    if (members == 0)
+        return loom_err(LOOM_E_UNAVAILABLE, "no worker left");
+    loom_error *e = form_generation(c, force_new, root);
+    *join = e == NULL;
+    return e;
+}

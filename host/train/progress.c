@@ -1,0 +1,161 @@
+/* train/progress.c - where training stands: the epoch's samples, loss and
+ * clock, the epochs done, validation results (val_dict_list.json, the
+ * driver's loggers) and the snapshot edt_describe answers with. Both the
+ * synchronous loop and the parameter server report here, so the two modes
+ * record an epoch the same way. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "train/coordinator_internal.h"
+#include "util/fs.h"
+
+void update_snapshot(edt_coordinator *c, const char *phase)
+{
+    const edt_progress *p = &c->pr;
+    pthread_mutex_lock(&c->ctl.lock);
+    int64_t resize_latency_ms = c->ctl.resize_latency_ms;
+    pthread_mutex_unlock(&c->ctl.lock);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "phase", phase);
+    cJSON_AddNumberToObject(o, "workers", count_in(c, SLOT_MEMBER));
+    cJSON_AddStringToObject(o, "deviceKind", is_gpu_job(c) ? "gpu" : "cpu");
+    cJSON *devices = cJSON_AddArrayToObject(o, "workerDevices");
+    for (uint32_t i = 0; i < c->m.nslots; i++)
+        if (c->m.slots[i].state == SLOT_MEMBER && c->m.slots[i].device >= 0)
+            cJSON_AddItemToArray(devices, cJSON_CreateNumber(c->m.slots[i].device));
+    cJSON_AddNumberToObject(o, "targetWorkers", current_target(c));
+    cJSON_AddNumberToObject(o, "maxWorkers", c->job.settings.engines);
+    cJSON_AddNumberToObject(o, "generation", c->m.generation);
+    cJSON_AddNumberToObject(o, "epoch", p->epoch);
+    cJSON_AddNumberToObject(o, "epochs", c->job.settings.epochs);
+    cJSON_AddNumberToObject(o, "iteration", (double)p->iteration);
+    cJSON_AddNumberToObject(o, "effectiveBatchSize", c->job.settings.effective_batch_size);
+    cJSON_AddNumberToObject(o, "batchSize", c->job.settings.batch_size);
+    cJSON_AddNumberToObject(o, "samplesPerSecond", p->last_rate);
+    if (p->sampler_ready) {
+        cJSON_AddNumberToObject(o, "epochSamplesDone", (double)p->smp.committed);
+        cJSON_AddNumberToObject(o, "epochSamples", (double)p->smp.n);
+    }
+    if (p->loss_n)
+        cJSON_AddNumberToObject(o, "trainLoss", p->loss_sum / (double)p->loss_n);
+    if (p->last_test)
+        cJSON_AddItemToObject(o, "testMetrics", cJSON_Duplicate(p->last_test, 1));
+    if (resize_latency_ms >= 0)
+        cJSON_AddNumberToObject(o, "lastResizeMs", (double)resize_latency_ms);
+    cJSON_AddItemToObject(o, "epochsDone", cJSON_Duplicate(p->epochs_done, 1));
+    pthread_mutex_lock(&c->ctl.lock);
+    cJSON_Delete(c->ctl.snapshot);
+    c->ctl.snapshot = o;
+    pthread_mutex_unlock(&c->ctl.lock);
+}
+
+void start_epoch_clock(edt_coordinator *c)
+{
+    if (c->pr.epoch_clock_pending) {
+        c->pr.epoch_started_ms = time_mono_ms();
+        c->pr.epoch_clock_pending = 0;
+    }
+}
+
+void add_train_metrics(edt_coordinator *c, const cJSON *train, uint64_t n)
+{
+    const cJSON *loss = cJSON_GetObjectItemCaseSensitive(train, "loss");
+    const cJSON *acc = cJSON_GetObjectItemCaseSensitive(train, "accuracy");
+    if (cJSON_IsNumber(loss)) {
+        c->pr.loss_sum += loss->valuedouble * (double)n;
+        c->pr.loss_n += n;
+    }
+    if (cJSON_IsNumber(acc)) {
+        c->pr.acc_sum += acc->valuedouble * (double)n;
+        c->pr.have_acc = 1;
+    }
+}
+
+static void write_val_list(edt_coordinator *c)
+{
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/val_dict_list.json", c->job.result_dir);
+    char *text = cJSON_Print(c->pr.val_list);
+    if (text) {
+        fs_write_file_atomic(path, text, strlen(text), 0644);
+        free(text);
+    }
+}
+
+/* The epoch's entry of epochsDone. */
+static cJSON *epoch_record(edt_progress *p, double secs, cJSON *train)
+{
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddNumberToObject(e, "epoch", p->epoch + 1);
+    cJSON_AddNumberToObject(e, "samples", (double)p->smp.committed);
+    cJSON_AddNumberToObject(e, "expected", (double)p->smp.n);
+    cJSON_AddNumberToObject(e, "duplicates", (double)p->smp.duplicates);
+    cJSON_AddBoolToObject(e, "exactlyOnce", sampler_epoch_complete(&p->smp));
+    cJSON_AddNumberToObject(e, "seconds", secs);
+    cJSON_AddNumberToObject(e, "samplesPerSecond", p->last_rate);
+    cJSON_AddItemToObject(e, "train", train);
+    return e;
+}
+
+void end_epoch(edt_coordinator *c)
+{
+    edt_progress *p = &c->pr;
+    double secs = (double)(time_mono_ms() - p->epoch_started_ms) / 1000.0;
+    p->last_rate = secs > 0 ? (double)p->smp.committed / secs : 0;
+    cJSON *train = cJSON_CreateObject();
+    if (p->loss_n) {
+        cJSON_AddNumberToObject(train, "loss", p->loss_sum / (double)p->loss_n);
+        if (p->have_acc)
+            cJSON_AddNumberToObject(train, "accuracy", p->acc_sum / (double)p->loss_n);
+    }
+    cJSON_AddItemToArray(p->epochs_done, epoch_record(p, secs, train));
+    driver_say(c, "epoch %u/%u: %llu of %llu samples, each once: %s; %.2f s, %.0f samples/s, "
+                  "train loss %.4f, %u worker(s)",
+               p->epoch + 1, c->job.settings.epochs, (unsigned long long)p->smp.committed,
+               (unsigned long long)p->smp.n, sampler_epoch_complete(&p->smp) ? "yes" : "NO", secs,
+               p->last_rate, p->loss_n ? p->loss_sum / (double)p->loss_n : 0,
+               count_in(c, SLOT_MEMBER));
+    logger_set_train_json(c->driver_loggers, train, p->iteration, p->epoch + 1,
+                          count_in(c, SLOT_MEMBER));
+    uint32_t done = p->epoch + 1;
+    const edt_settings *s = &c->job.settings;
+    p->pending_validate = s->validation_freq && (done % s->validation_freq == 0 || done == s->epochs);
+    p->pending_checkpoint = s->checkpoint_freq && done % s->checkpoint_freq == 0 && done < s->epochs;
+    p->epoch++;
+    p->loss_sum = p->acc_sum = 0;
+    p->loss_n = 0;
+    if (p->epoch < s->epochs) {
+        sampler_begin_epoch(&p->smp, p->epoch);
+        /* The clock starts at the epoch's first step: validation and the
+         * checkpoint belong to neither epoch's rate. */
+        p->epoch_clock_pending = 1;
+    }
+}
+
+void record_validation(edt_coordinator *c, cJSON *metrics, uint64_t n)
+{
+    edt_progress *p = &c->pr;
+    cJSON *entry = cJSON_CreateObject();
+    cJSON_AddNumberToObject(entry, "step", p->epoch);
+    cJSON *v;
+    cJSON_ArrayForEach(v, metrics) cJSON_AddNumberToObject(entry, v->string, v->valuedouble);
+    cJSON_AddItemToArray(p->val_list, entry);
+    write_val_list(c);
+    logger_set_test_json(c->driver_loggers, metrics, p->iteration, p->epoch);
+    char line[256] = "";
+    cJSON_ArrayForEach(v, metrics) {
+        size_t used = strlen(line);
+        snprintf(line + used, sizeof line - used, " %s %.4f", v->string, v->valuedouble);
+    }
+    driver_say(c, "validation after epoch %u on %llu test samples:%s", p->epoch,
+               (unsigned long long)n, line);
+    cJSON_Delete(p->last_test);
+    p->last_test = metrics;
+}
+
+void save_model_spec(edt_coordinator *c)
+{
+    char spec_copy[PATH_MAX + 32];
+    snprintf(spec_copy, sizeof spec_copy, "%s/model/%s", c->job.result_dir, EDT_SPEC_DEFAULT);
+    fs_copy_file(c->job.spec_path, spec_copy, 0644);
+}

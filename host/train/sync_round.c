@@ -1,0 +1,384 @@
+/* train/sync_round.c - synchronous training, one round at a time.
+ *
+ * Each round the coordinator sends every member a plan and waits for every
+ * member's reply. A plan says, in order: commit (apply the step the
+ * previous round reduced) or not; a generation to join and a root to pull
+ * the state from; then one action: step, validate, checkpoint or finish. A
+ * step's samples count as used only when every member reported its
+ * all-reduce done; otherwise they go back to the epoch's pool and the next
+ * plan says not to apply. So a worker dying anywhere costs one step's work,
+ * never a sample twice or not at all. */
+#include <errno.h>
+#include <math.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "train/coordinator_internal.h"
+#include "util/fs.h"
+
+typedef struct round_plan {
+    plan_action action;
+    int join;
+    int root;
+    uint64_t *taken; /* step: the samples */
+    size_t ntaken;
+    char path[PATH_MAX];
+} round_plan;
+
+/* The fields every member's plan shares. */
+static msg_plan common_plan(edt_coordinator *c, const round_plan *p)
+{
+    msg_plan m = {.round = c->round, .commit = c->commit_next, .epoch = c->pr.epoch,
+                  .epochs = c->job.settings.epochs, .iteration = c->pr.iteration,
+                  .steps_per_epoch = c->pr.steps_per_epoch, .workers = count_in(c, SLOT_MEMBER),
+                  .timeout_ms = c->job.settings.step_timeout_ms, .action = p->action,
+                  .has_join = p->join};
+    if (p->join) {
+        msg_join *j = &m.join;
+        j->generation = c->m.generation;
+        j->root = p->root;
+        j->timeout_ms = p->root >= 0 ? c->job.settings.pull_timeout_s * 1000
+                                     : c->job.settings.step_timeout_ms;
+        j->shrink = is_gpu_job(c) && c->m.nccl_shrink;
+        if (j->shrink) {
+            j->nexclude = c->m.nccl_nexclude;
+            memcpy(j->exclude, c->m.nccl_exclude, sizeof(uint32_t) * j->nexclude);
+        } else if (is_gpu_job(c)) {
+            memcpy(j->nccl_id, c->m.nccl_id_hex, sizeof j->nccl_id);
+        }
+    }
+    return m;
+}
+
+/* Sends each member its plan. A step's share of the samples goes in
+ * micro-batches of at most batch_size; each carries the scale that makes the
+ * averaged gradient the mean over the step's samples: count * world /
+ * step_samples. */
+static void send_plans(edt_coordinator *c, const round_plan *p)
+{
+    c->round++;
+    msg m = {.kind = MSG_PLAN, .u.plan = common_plan(c, p)};
+    msg_plan *plan = &m.u.plan;
+    uint32_t world = plan->workers, rank = 0, b = c->job.settings.batch_size;
+    size_t offset = 0, most = p->ntaken / world + 1;
+    uint32_t *sizes = malloc(sizeof(uint32_t) * (most / b + 2));
+    double *scales = malloc(sizeof(double) * (most / b + 2));
+    cJSON *meta = cJSON_CreateObject();
+    cJSON_AddNumberToObject(meta, "epoch", c->pr.epoch);
+    cJSON_AddNumberToObject(meta, "iteration", (double)c->pr.iteration);
+    cJSON_AddNumberToObject(meta, "seed", (double)c->job.settings.seed);
+    cJSON_AddStringToObject(meta, "exec", c->job.exec_id);
+    for (uint32_t i = 0; i < c->m.nslots; i++) {
+        edt_slot *s = &c->m.slots[i];
+        if (s->state != SLOT_MEMBER)
+            continue;
+        plan->load = p->join && c->load_path[0] && p->root >= 0 && (int)rank == p->root
+                         ? c->load_path : NULL;
+        plan->path = rank == 0 && p->path[0] ? p->path : NULL;
+        plan->meta = meta;
+        plan->begin = c->m.ntest * rank / world;
+        plan->end = c->m.ntest * (rank + 1) / world;
+        size_t share = p->action == PLAN_STEP ? p->ntaken / world + (rank < p->ntaken % world) : 0;
+        msg_batch *batch = &plan->batch;
+        *batch = (msg_batch){.samples = p->taken + offset, .sizes = sizes, .scales = scales};
+        for (size_t done = 0; sizes && scales && done < share; done += b) {
+            size_t n = share - done < b ? share - done : b;
+            batch->sizes[batch->count] = (uint32_t)n;
+            batch->scales[batch->count++] = (double)n * world / (double)p->ntaken;
+        }
+        offset += share;
+        loom_error *e = sizes && scales ? msg_send(s->fd, &m, NULL, 0)
+                                        : loom_err(LOOM_E_INTERNAL, "out of memory");
+        if (e) {
+            loom_err_free(e);
+            s->reply = (msg){.kind = MSG_REPLY,
+                             .u.reply = {.ok = 0, .error = "control connection lost"}};
+            s->has_reply = 1;
+        }
+        rank++;
+    }
+    cJSON_Delete(meta);
+    free(sizes);
+    free(scales);
+    c->commit_next = 0; /* workers applied it on receipt */
+    if (p->join)
+        c->load_path[0] = 0;
+}
+
+/* Reads the reply a member sent; drops the member when it cannot. */
+static int read_reply(edt_coordinator *c, uint32_t i)
+{
+    edt_slot *s = &c->m.slots[i];
+    msg reply;
+    loom_error *e = msg_recv(s->fd, time_mono_ms() + 5000, &reply);
+    if (!e && reply.kind != MSG_REPLY) {
+        e = loom_err(LOOM_E_INVALID, "a %s message where a reply was due", msg_kind_name(reply.kind));
+        msg_free(&reply);
+    }
+    if (e) {
+        char why[512];
+        if (loom_err_code(e) == LOOM_E_INVALID)
+            snprintf(why, sizeof why, "its reply was refused: %s", loom_err_message(e));
+        else
+            snprintf(why, sizeof why, "its control connection closed (the process died)");
+        loom_err_free(e);
+        drop_slot(c, i, why);
+        return 0;
+    }
+    s->reply = reply;
+    s->has_reply = 1;
+    return 1;
+}
+
+/* A member that failed its round; after too many failed pulls of the
+ * weights it is stopped: PULL_FAILED. */
+static void note_failure(edt_coordinator *c, uint32_t i)
+{
+    edt_slot *s = &c->m.slots[i];
+    const msg_reply *r = &s->reply.u.reply;
+    driver_say(c, "worker %u: %s", i, r->error ? r->error : "failed");
+    if (r->pull_failed && !s->has_state && ++s->pull_failures >= (int)c->job.settings.pull_limit) {
+        char reason[256];
+        snprintf(reason, sizeof reason,
+                 "PULL_FAILED: could not pull the weights within %u s, %d time(s); stopping",
+                 c->job.settings.pull_timeout_s, s->pull_failures);
+        driver_say(c, "worker %u %s", i, reason);
+        send_exit(c, i, reason, 3);
+    }
+}
+
+/* Waits for every member's reply. Members that die or miss the deadline are
+ * dropped. Returns 1 when every member replied ok. */
+static int collect_replies(edt_coordinator *c, int64_t deadline)
+{
+    int all_ok = 1;
+    for (;;) {
+        struct pollfd fds[MAX_SLOTS];
+        uint32_t who[MAX_SLOTS], n = 0;
+        for (uint32_t i = 0; i < c->m.nslots; i++)
+            if (c->m.slots[i].state == SLOT_MEMBER && !c->m.slots[i].has_reply) {
+                fds[n] = (struct pollfd){.fd = c->m.slots[i].fd, .events = POLLIN};
+                who[n++] = i;
+            }
+        if (n == 0)
+            break;
+        int64_t left = deadline - time_mono_ms();
+        if (left <= 0) {
+            for (uint32_t k = 0; k < n; k++)
+                drop_slot(c, who[k], "no reply within the step deadline");
+            all_ok = 0;
+            break;
+        }
+        int r = poll(fds, n, left > 200 ? 200 : (int)left);
+        if (r < 0 && errno != EINTR)
+            break;
+        for (uint32_t k = 0; k < n; k++)
+            if ((fds[k].revents & (POLLIN | POLLHUP | POLLERR)) && !read_reply(c, who[k]))
+                all_ok = 0;
+        /* A member that died without closing its socket yet. */
+        if (reap(c) > 0)
+            all_ok = 0;
+        accept_hellos(c, 0);
+    }
+    for (uint32_t i = 0; i < c->m.nslots; i++) {
+        edt_slot *s = &c->m.slots[i];
+        if (s->state == SLOT_MEMBER && s->has_reply && !s->reply.u.reply.ok) {
+            all_ok = 0;
+            note_failure(c, i);
+        }
+    }
+    return all_ok;
+}
+
+static void clear_replies(edt_coordinator *c)
+{
+    for (uint32_t i = 0; i < c->m.nslots; i++) {
+        msg_free(&c->m.slots[i].reply);
+        c->m.slots[i].has_reply = 0;
+    }
+}
+
+/* Weighted average over the members' replies of their train (or eval)
+ * metrics, weighted by "count". */
+static cJSON *combine(edt_coordinator *c, int eval, uint64_t *total)
+{
+    cJSON *sum = cJSON_CreateObject();
+    double weight = 0;
+    for (uint32_t i = 0; i < c->m.nslots; i++) {
+        edt_slot *s = &c->m.slots[i];
+        if (s->state != SLOT_MEMBER || !s->has_reply)
+            continue;
+        const msg_reply *r = &s->reply.u.reply;
+        double n = (double)r->count;
+        if (n <= 0)
+            continue;
+        weight += n;
+        const cJSON *metrics = eval ? r->eval : r->train, *v;
+        cJSON_ArrayForEach(v, metrics) {
+            cJSON *acc = cJSON_GetObjectItemCaseSensitive(sum, v->string);
+            if (!acc)
+                acc = cJSON_AddNumberToObject(sum, v->string, 0);
+            cJSON_SetNumberValue(acc, acc->valuedouble + v->valuedouble * n);
+        }
+    }
+    cJSON *v;
+    cJSON_ArrayForEach(v, sum) cJSON_SetNumberValue(v, weight > 0 ? v->valuedouble / weight : 0);
+    if (total)
+        *total = (uint64_t)weight;
+    return sum;
+}
+
+/* What this round does: validation and a checkpoint when an epoch asked for
+ * them, the final save when every epoch is done, else the next step. */
+static void choose_action(edt_coordinator *c, round_plan *p)
+{
+    const edt_job *j = &c->job;
+    if (c->pr.pending_validate) {
+        p->action = PLAN_VALIDATE;
+    } else if (c->pr.pending_checkpoint) {
+        p->action = PLAN_CHECKPOINT;
+        snprintf(p->path, sizeof p->path, "%s/checkpoint/epoch-%u.safetensors", j->result_dir,
+                 c->pr.epoch);
+    } else if (c->pr.epoch >= j->settings.epochs) {
+        p->action = PLAN_FINISH;
+        snprintf(p->path, sizeof p->path, "%s/model", j->result_dir);
+        fs_mkdir_p(p->path);
+        snprintf(p->path, sizeof p->path, "%s/model/model.safetensors", j->result_dir);
+    } else {
+        p->action = PLAN_STEP;
+        p->ntaken = sampler_take(&c->pr.smp, p->taken, j->settings.effective_batch_size);
+        start_epoch_clock(c);
+    }
+}
+
+/* Every member holds the weights now. */
+static void members_hold_state(edt_coordinator *c)
+{
+    for (uint32_t i = 0; i < c->m.nslots; i++)
+        if (c->m.slots[i].state == SLOT_MEMBER)
+            c->m.slots[i].has_state = 1;
+}
+
+/* A step every member reduced: its samples count, the next plan applies
+ * it, and a grow's latency is measured at its first step. */
+static void commit_step(edt_coordinator *c, const round_plan *p)
+{
+    sampler_commit(&c->pr.smp, p->taken, p->ntaken);
+    uint64_t n;
+    cJSON *m = combine(c, 0, &n);
+    add_train_metrics(c, m, n);
+    cJSON_Delete(m);
+    c->pr.iteration++;
+    c->commit_next = 1;
+    members_hold_state(c);
+    pthread_mutex_lock(&c->ctl.lock);
+    int measured = c->ctl.measuring_resize == 3;
+    if (measured) {
+        c->ctl.resize_latency_ms = time_mono_ms() - c->ctl.resize_requested_ms;
+        c->ctl.measuring_resize = 0;
+    }
+    int64_t latency = c->ctl.resize_latency_ms;
+    pthread_mutex_unlock(&c->ctl.lock);
+    if (measured)
+        driver_say(c, "resize applied: first step with the new workers %lld ms after the request",
+                   (long long)latency);
+    if (sampler_remaining(&c->pr.smp) == 0)
+        end_epoch(c);
+}
+
+/* Records a round's outcome. Returns 1 when training finished. */
+static int record_round(edt_coordinator *c, const round_plan *p, int ok)
+{
+    if (p->action == PLAN_STEP && ok) {
+        commit_step(c, p);
+    } else if (p->action == PLAN_STEP) {
+        sampler_give_back(&c->pr.smp, p->taken, p->ntaken);
+    } else if (ok && p->action == PLAN_VALIDATE) {
+        uint64_t n;
+        cJSON *metrics = combine(c, 1, &n);
+        record_validation(c, metrics, n);
+        c->pr.pending_validate = 0;
+    } else if (ok && p->action == PLAN_CHECKPOINT) {
+        driver_say(c, "checkpoint %s", p->path);
+        c->pr.pending_checkpoint = 0;
+    } else if (ok && p->action == PLAN_FINISH) {
+        save_model_spec(c);
+        driver_say(c, "finished: model in %s/model", c->job.result_dir);
+        return 1;
+    }
+    if (ok && p->join)
+        members_hold_state(c);
+    return 0;
+}
+
+/* One round: membership at the boundary, the plans, the replies. Returns 1
+ * when training finished, 0 to go on, -1 with *err to end. */
+static int one_round(edt_coordinator *c, uint64_t *taken, int *failed_round, loom_error **err)
+{
+    reap(c);
+    accept_hellos(c, 0);
+    int join = 0, root = -1;
+    loom_error *e = plan_membership(c, *failed_round, &join, &root);
+    if (e && loom_err_code(e) == LOOM_E_LIMIT) {
+        *err = e;
+        return -1;
+    }
+    if (e) {
+        loom_err_free(e);
+        /* Nobody left now; replacements may still be starting. */
+        if (count_in(c, SLOT_STARTING) + count_in(c, SLOT_READY) > 0) {
+            accept_hellos(c, 100);
+            return 0;
+        }
+        *err = loom_err(LOOM_E_UNAVAILABLE, "every worker died; the job cannot go on");
+        return -1;
+    }
+    round_plan p = {.join = join, .root = root, .taken = taken};
+    choose_action(c, &p);
+    pthread_mutex_lock(&c->ctl.lock);
+    if (c->ctl.measuring_resize == 1 && c->m.grew)
+        c->ctl.measuring_resize = 3;
+    pthread_mutex_unlock(&c->ctl.lock);
+    c->m.grew = 0;
+    send_plans(c, &p);
+    const edt_settings *s = &c->job.settings;
+    int64_t deadline = time_mono_ms() + s->step_timeout_ms +
+                       (join ? (int64_t)s->pull_timeout_s * 1000 : 0) + 2000;
+    int ok = collect_replies(c, deadline);
+    *failed_round = !ok;
+    if (ok)
+        c->m.deaths_since_progress = 0;
+    int finished = record_round(c, &p, ok);
+    clear_replies(c);
+    if (!finished) /* finish_workers tells them to exit */
+        update_snapshot(c, plan_action_name(p.action));
+    return finished;
+}
+
+edt_end run_sync(edt_coordinator *c, loom_error **err)
+{
+    uint64_t *taken = malloc(sizeof(uint64_t) * c->job.settings.effective_batch_size);
+    if (!taken) {
+        *err = loom_err(LOOM_E_INTERNAL, "out of memory");
+        return EDT_END_ERROR;
+    }
+    edt_end end = EDT_END_ERROR;
+    int failed_round = 0;
+    for (;;) {
+        if (stop_asked(c)) {
+            end = EDT_END_KILLED;
+            *err = loom_err(LOOM_E_UNAVAILABLE, "stopped by request");
+            break;
+        }
+        int r = one_round(c, taken, &failed_round, err);
+        if (r < 0)
+            break;
+        if (r > 0) {
+            end = EDT_END_FINISHED;
+            break;
+        }
+    }
+    free(taken);
+    return end;
+}

@@ -1,0 +1,213 @@
+/* The coordinator-worker messages: each kind survives encode -> JSON text ->
+ * decode with every field; a kind, an action or a field the schema does
+ * not know is refused by name; over a socket pair a blob follows its
+ * message, a silent peer runs into the deadline and a closed one reads as
+ * gone. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "train/protocol.h"
+#include "util/fs.h"
+
+/* m through the wire format and back into *out. */
+static loom_error *round_trip(const msg *m, msg *out)
+{
+    cJSON *doc = msg_encode(m);
+    char *text = cJSON_PrintUnformatted(doc);
+    cJSON_Delete(doc);
+    cJSON *back = cJSON_Parse(text);
+    free(text);
+    return msg_decode(back, out);
+}
+
+/* The text decoded; the error's message into err, its code returned. */
+static int32_t decode_text(const char *text, char *err, size_t len)
+{
+    msg m;
+    int32_t code = loom_err_take(msg_decode(cJSON_Parse(text), &m), err, len);
+    if (code == LOOM_OK)
+        msg_free(&m);
+    return code;
+}
+
+static void test_hello_and_exit(void)
+{
+    msg h = {.kind = MSG_HELLO,
+             .u.hello = {.slot = 7, .pid = 4242, .params = 1234567, .ntrain = 60000, .ntest = 10000}};
+    msg out;
+    CHECK(round_trip(&h, &out) == NULL);
+    CHECK(out.kind == MSG_HELLO && out.u.hello.slot == 7 && out.u.hello.pid == 4242 &&
+          out.u.hello.params == 1234567 && out.u.hello.ntrain == 60000 &&
+          out.u.hello.ntest == 10000);
+    msg_free(&out);
+
+    msg x = {.kind = MSG_EXIT, .u.exit = {.reason = "leaving: the job was resized", .code = 3}};
+    CHECK(round_trip(&x, &out) == NULL);
+    CHECK(out.kind == MSG_EXIT && out.u.exit.code == 3);
+    CHECK_STR_EQ(out.u.exit.reason, "leaving: the job was resized");
+    msg_free(&out);
+}
+
+static void test_plan(void)
+{
+    uint64_t samples[5] = {9, 0, 9007199254740991ull, 3, 4};
+    uint32_t sizes[2] = {3, 2};
+    double scales[2] = {1.5, 1.0};
+    cJSON *meta = cJSON_CreateObject();
+    cJSON_AddNumberToObject(meta, "epoch", 4);
+    msg p = {.kind = MSG_PLAN,
+             .u.plan = {.round = 12, .commit = 1, .epoch = 4, .epochs = 10, .workers = 2,
+                        .timeout_ms = 60000, .iteration = 99, .steps_per_epoch = 375,
+                        .has_join = 1, .load = "/ck/epoch-3.safetensors", .action = PLAN_STEP,
+                        .batch = {.samples = samples, .sizes = sizes, .scales = scales, .count = 2},
+                        .meta = meta}};
+    p.u.plan.join = (msg_join){.generation = 5, .root = -1, .timeout_ms = 30000, .shrink = 1,
+                               .nexclude = 2, .exclude = {1, 3}};
+    msg out;
+    CHECK(round_trip(&p, &out) == NULL);
+    const msg_plan *q = &out.u.plan;
+    CHECK(out.kind == MSG_PLAN && q->round == 12 && q->commit == 1 && q->epoch == 4 &&
+          q->epochs == 10 && q->workers == 2 && q->timeout_ms == 60000 && q->iteration == 99 &&
+          q->steps_per_epoch == 375 && q->action == PLAN_STEP);
+    CHECK(q->has_join && q->join.generation == 5 && q->join.root == -1 &&
+          q->join.timeout_ms == 30000 && q->join.shrink && q->join.nexclude == 2 &&
+          q->join.exclude[0] == 1 && q->join.exclude[1] == 3 && !q->join.nccl_id[0]);
+    CHECK_STR_EQ(q->load, "/ck/epoch-3.safetensors");
+    CHECK(q->batch.count == 2 && q->batch.sizes[0] == 3 && q->batch.sizes[1] == 2 &&
+          q->batch.scales[0] == 1.5 && q->batch.scales[1] == 1.0);
+    CHECK(memcmp(q->batch.samples, samples, sizeof samples) == 0);
+    msg_free(&out);
+
+    /* A checkpoint carries its path and metadata; a validation its range. */
+    p.u.plan.action = PLAN_CHECKPOINT;
+    p.u.plan.has_join = 0;
+    p.u.plan.path = "/ck/epoch-4.safetensors";
+    CHECK(round_trip(&p, &out) == NULL);
+    CHECK(out.u.plan.action == PLAN_CHECKPOINT && !out.u.plan.has_join && !out.u.plan.load);
+    CHECK_STR_EQ(out.u.plan.path, "/ck/epoch-4.safetensors");
+    CHECK(cJSON_GetNumberValue(cJSON_GetObjectItem(out.u.plan.meta, "epoch")) == 4);
+    msg_free(&out);
+    p.u.plan.action = PLAN_VALIDATE;
+    p.u.plan.begin = 300;
+    p.u.plan.end = 600;
+    CHECK(round_trip(&p, &out) == NULL);
+    CHECK(out.u.plan.action == PLAN_VALIDATE && out.u.plan.begin == 300 && out.u.plan.end == 600);
+    msg_free(&out);
+    cJSON_Delete(meta);
+}
+
+static void test_work_and_reply(void)
+{
+    uint64_t samples[3] = {5, 6, 7};
+    uint32_t size = 3;
+    double scale = 1.0;
+    msg w = {.kind = MSG_WORK,
+             .u.work = {.version = 41, .epoch = 2, .iteration = 80, .workers = 3,
+                        .batch = {.samples = samples, .sizes = &size, .scales = &scale, .count = 1}}};
+    msg out;
+    CHECK(round_trip(&w, &out) == NULL);
+    CHECK(out.kind == MSG_WORK && out.u.work.version == 41 && out.u.work.epoch == 2 &&
+          out.u.work.iteration == 80 && out.u.work.workers == 3 && out.u.work.batch.count == 1 &&
+          out.u.work.batch.samples[2] == 7);
+    msg_free(&out);
+
+    cJSON *train = cJSON_CreateObject();
+    cJSON_AddNumberToObject(train, "loss", 0.25);
+    msg r = {.kind = MSG_REPLY,
+             .u.reply = {.round = 41, .ok = 0, .error = "pull timed out", .pull_failed = 1,
+                         .count = 48, .train = train}};
+    CHECK(round_trip(&r, &out) == NULL);
+    CHECK(out.kind == MSG_REPLY && out.u.reply.round == 41 && !out.u.reply.ok &&
+          out.u.reply.pull_failed && out.u.reply.count == 48 && !out.u.reply.eval);
+    CHECK_STR_EQ(out.u.reply.error, "pull timed out");
+    CHECK(cJSON_GetNumberValue(cJSON_GetObjectItem(out.u.reply.train, "loss")) == 0.25);
+    msg_free(&out);
+    cJSON_Delete(train);
+}
+
+static void test_refusals(void)
+{
+    char err[512];
+    CHECK(decode_text("{\"t\": \"shutdown\"}", err, sizeof err) == LOOM_E_INVALID);
+    CHECK_CONTAINS(err, "unknown message kind \"shutdown\"");
+    CHECK(decode_text("{\"do\": \"exit\", \"code\": 0}", err, sizeof err) == LOOM_E_INVALID);
+    CHECK_CONTAINS(err, "a kind in \"t\"");
+    CHECK(decode_text("[1, 2]", err, sizeof err) == LOOM_E_INVALID);
+    CHECK(decode_text("{\"t\": \"hello\", \"slot\": 1, \"train\": 5, \"test\": 5}", err,
+                      sizeof err) == LOOM_E_INVALID);
+    CHECK_CONTAINS(err, "hello message: no \"params\"");
+    CHECK(decode_text("{\"t\": \"hello\", \"slot\": -1, \"params\": 1, \"train\": 5, \"test\": 5}",
+                      err, sizeof err) == LOOM_E_INVALID);
+    CHECK_CONTAINS(err, "\"slot\": expected a whole number");
+    const char *plan = "{\"t\": \"plan\", \"round\": 1, \"epoch\": 0, \"epochs\": 1, \"iteration\": 0,"
+                       " \"steps_per_epoch\": 1, \"workers\": 1, \"timeout_ms\": 5, \"do\": \"%s\"%s}";
+    char text[512];
+    snprintf(text, sizeof text, plan, "dance", "");
+    CHECK(decode_text(text, err, sizeof err) == LOOM_E_INVALID);
+    CHECK_CONTAINS(err, "unknown action \"dance\"");
+    snprintf(text, sizeof text, plan, "step", ", \"mb\": [[1, 2]], \"scale\": []");
+    CHECK(decode_text(text, err, sizeof err) == LOOM_E_INVALID);
+    CHECK_CONTAINS(err, "\"mb\" and \"scale\" of one length");
+    snprintf(text, sizeof text, plan, "step", ", \"mb\": [[1, \"x\"]], \"scale\": [1]");
+    CHECK(decode_text(text, err, sizeof err) == LOOM_E_INVALID);
+    CHECK_CONTAINS(err, "expected sample indices");
+    snprintf(text, sizeof text, plan, "step", ", \"mb\": [[1]], \"scale\": [1]");
+    CHECK(decode_text(text, err, sizeof err) == LOOM_OK);
+    CHECK(decode_text("{\"t\": \"reply\", \"round\": 1, \"ok\": true, \"train\": {\"loss\": \"low\"}}",
+                      err, sizeof err) == LOOM_E_INVALID);
+    CHECK_CONTAINS(err, "\"train.loss\": expected a number");
+    CHECK(decode_text("{\"t\": \"exit\", \"code\": 0, \"urgent\": true}", err, sizeof err) ==
+          LOOM_E_INVALID);
+    CHECK_CONTAINS(err, "exit message: unknown field \"urgent\"");
+    snprintf(text, sizeof text, plan, "validate",
+             ", \"begin\": 0, \"end\": 1, \"join\": {\"gen\": 1, \"root\": 0, \"timeout_ms\": 5, \"rank\": 2}");
+    CHECK(decode_text(text, err, sizeof err) == LOOM_E_INVALID);
+    CHECK_CONTAINS(err, "plan's join message: unknown field \"rank\"");
+    CHECK(decode_text("{\"t\": \"exit\", \"code\": 300}", err, sizeof err) == LOOM_E_INVALID);
+    CHECK_CONTAINS(err, "exit message: \"code\"");
+}
+
+static void test_socket(void)
+{
+    int sv[2];
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+    float weights[4] = {1, 2, 3, 4}, got[4] = {0};
+    uint64_t sample = 1;
+    uint32_t size = 1;
+    double scale = 1;
+    msg w = {.kind = MSG_WORK,
+             .u.work = {.version = 1, .batch = {.samples = &sample, .sizes = &size, .scales = &scale,
+                                                .count = 1}}};
+    CHECK(msg_send(sv[0], &w, weights, sizeof weights) == NULL);
+    msg in;
+    CHECK(msg_recv(sv[1], time_mono_ms() + 5000, &in) == NULL);
+    CHECK(in.kind == MSG_WORK && in.blob == sizeof weights);
+    char err[256];
+    CHECK(loom_err_take(msg_recv_blob(sv[1], &in, got, 3 * sizeof(float), 0), err, sizeof err) ==
+          LOOM_E_INVALID);
+    CHECK_CONTAINS(err, "expected 12 bytes after the message, it announces 16");
+    CHECK(msg_recv_blob(sv[1], &in, got, sizeof got, time_mono_ms() + 5000) == NULL);
+    CHECK(memcmp(got, weights, sizeof got) == 0);
+    msg_free(&in);
+
+    CHECK(loom_err_take(msg_recv(sv[1], time_mono_ms() + 50, &in), err, sizeof err) ==
+          LOOM_E_DEADLINE);
+    close(sv[0]);
+    CHECK(loom_err_take(msg_recv(sv[1], time_mono_ms() + 5000, &in), err, sizeof err) ==
+          LOOM_E_UNAVAILABLE);
+    CHECK_STR_EQ(err, "closed");
+    close(sv[1]);
+}
+
+int main(void)
+{
+    test_hello_and_exit();
+    test_plan();
+    test_work_and_reply();
+    test_refusals();
+    test_socket();
+    return CHECK_DONE();
+}
