@@ -117,7 +117,7 @@ static bool build_queues(admit_ctx *c, size_t *n_groups)
         sched_queue_group *g = &s->groups[*n_groups - 1];
         g->count++;
         sched_plan_node *p = &s->plans[g->plan];
-        if (p->groups_count++ == 0)
+        if (!same && p->groups_count++ == 0)
             p->groups_first = (int32_t)(*n_groups - 1);
         p->pending++;
     }
@@ -389,6 +389,9 @@ static void finish_reasons(admit_ctx *c, size_t n_groups)
             j->wait_need = sched_job_need(j);
             j->wait_free = (int32_t)avail;
             j->wait_holder = c->head ? c->head->seq : UINT64_MAX;
+            int32_t plan, limit;
+            if (j->wait_code == SCHED_WAIT_NONE && !can_ever_fit(s, j, &plan, &limit))
+                set_wait(j, SCHED_WAIT_TOO_LARGE, plan, limit);
             if (j->wait_code == SCHED_WAIT_NONE) {
                 for (int32_t p = j->plan; p >= 0 && j->wait_code == SCHED_WAIT_NONE;
                      p = s->plans[p].parent)
@@ -406,7 +409,6 @@ static void finish_reasons(admit_ctx *c, size_t n_groups)
             }
         }
     }
-    (void)c;
 }
 
 bool sched_admit(sched *s, double now)
