@@ -308,6 +308,9 @@ size_t sched_plan(sched *s, double now, const sched_decision **out);
 /* Devices the last sched_plan left idle to keep a reservation (a job that
  * fits them waits so the head job's start is not delayed). */
 size_t sched_reserved_count(const sched *s);
+/* Queued jobs that, as of the last sched_plan, wait for devices: not for a
+ * plan's cap, nor for an inventory too small for them. */
+size_t sched_waiting_for_devices(const sched *s);
 
 /* The earliest time a pin set by the last sched_plan expires (call
  * sched_plan again then), or INFINITY when nothing is pinned. */

@@ -14,17 +14,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* One round's admission state. */
+/* One round's admission state. Reservations live in the plans: the root's
+ * for the inventory, a capped plan's for its cap (res_job, res_shadow,
+ * res_extra). */
 typedef struct admit_ctx {
     sched *s;
     double now;
     bool fifo, backfill;
-    sched_job *head;          /* the reservation's job, or NULL */
-    double shadow;            /* when the head can start; INFINITY: any
-                                 fitting job may pass; -INFINITY: none */
-    int64_t extra;            /* devices free at the shadow beyond the head's */
     bool stop;                /* plain FIFO reached its head */
-    bool reserved_any;        /* a job waited only for the reservation */
+    bool reserved_any;        /* a job waited only for the root's reservation */
 } admit_ctx;
 
 static int64_t free_now(const sched *s)
@@ -38,6 +36,7 @@ static void set_wait(sched_job *j, int32_t code, int32_t plan, int32_t limit)
     j->wait_code = code;
     j->wait_plan = plan;
     j->wait_limit = limit;
+    j->wait_holder = UINT64_MAX;
 }
 
 /* ---- the queues --------------------------------------------------------- */
@@ -93,10 +92,12 @@ static bool build_queues(admit_ctx *c, size_t *n_groups)
         j->by_user = !prio && !c->fifo;
         j->wait_code = SCHED_WAIT_NONE;
         j->wait_plan = -1;
+        j->considered = false;
         s->queue[nq++] = j;
     }
     for (size_t p = 0; p < s->n_plans; p++) {
         s->plans[p].blocked = false;
+        s->plans[p].res_job = NULL;
         s->plans[p].pending = 0;
         s->plans[p].groups_first = s->plans[p].groups_count = 0;
     }
@@ -224,7 +225,7 @@ static void pending_drop(sched *s, int32_t p, int64_t n)
         s->plans[p].pending -= n;
 }
 
-/* ---- the reservation ---------------------------------------------------- */
+/* ---- the reservations -------------------------------------------------- */
 
 static int end_cmp(const void *a, const void *b)
 {
@@ -232,12 +233,22 @@ static int end_cmp(const void *a, const void *b)
     return (x[0] > y[0]) - (x[0] < y[0]);
 }
 
-/* Dates the head's start from the active jobs' expected ends and counts
- * what will be free beyond its need then (c->shadow, c->extra). */
-static bool reserve(admit_ctx *c, sched_job *head)
+static bool in_subtree(const sched *s, int32_t plan, int32_t top)
+{
+    for (int32_t p = plan; p >= 0; p = s->plans[p].parent)
+        if (p == top)
+            return true;
+    return false;
+}
+
+/* Gives `head` the reservation of plan `at` (the root: the inventory; else
+ * its cap): dates its start from the expected ends of the active jobs that
+ * hold what it needs, and counts what will be free beyond its need then. */
+static bool reserve(admit_ctx *c, int32_t at, sched_job *head)
 {
     sched *s = c->s;
-    c->head = head;
+    sched_plan_node *p = &s->plans[at];
+    p->res_job = head;
     if (isnan(head->head_since))
         head->head_since = c->now;
     size_t n = 0;
@@ -250,19 +261,19 @@ static bool reserve(admit_ctx *c, sched_job *head)
     }
     for (size_t i = 0; i < s->n_jobs; i++) {
         const sched_job *j = s->jobs[i];
-        if (!j->active)
+        if (!j->active || (at > 0 && !in_subtree(s, j->plan, at)))
             continue;
         s->ends[2 * n] = j->end_estimate > c->now ? j->end_estimate : c->now;
         s->ends[2 * n + 1] = j->lo;
         n++;
     }
     qsort(s->ends, n, 2 * sizeof *s->ends, end_cmp);
-    int64_t avail = free_now(s), need = sched_job_need(head);
+    int64_t avail = sched_plan_limit(s, at) - p->need, need = sched_job_need(head);
     for (size_t k = 0; k < n && isfinite(s->ends[2 * k]); k++) {
         avail += (int64_t)s->ends[2 * k + 1];
         if (avail >= need) {
-            c->shadow = s->ends[2 * k];
-            c->extra = avail - need;
+            p->res_shadow = s->ends[2 * k];
+            p->res_extra = avail - need;
             return true;
         }
     }
@@ -270,24 +281,39 @@ static bool reserve(admit_ctx *c, sched_job *head)
     double after = s->opt.reservation_after;
     if (after == 0)
         after = SCHED_DEFAULT_RESERVATION_AFTER;
-    c->shadow = after > 0 && c->now < head->head_since + after ? INFINITY : -INFINITY;
-    c->extra = 0;
+    p->res_shadow = after > 0 && c->now < head->head_since + after ? INFINITY : -INFINITY;
+    p->res_extra = 0;
     return true;
 }
 
-/* A job that fits now may start before the head if it does not delay it. */
-static bool may_pass(admit_ctx *c, const sched_job *j)
+/* One reservation lets `j` start now when `j` ends before it or fits in
+ * what the head will not need. */
+static bool passes(const sched_plan_node *p, const sched_job *j, double now)
 {
-    if (c->shadow == INFINITY)
+    if (p->res_shadow == INFINITY)
         return true;
-    if (j->expected_seconds > 0 && c->now + j->expected_seconds <= c->shadow)
+    if (j->expected_seconds > 0 && now + j->expected_seconds <= p->res_shadow)
         return true;
-    int64_t need = sched_job_need(j);
-    if (need <= c->extra) {
-        c->extra -= need;
-        return true;
+    return sched_job_need(j) <= p->res_extra;
+}
+
+/* A job that fits now may start if it delays no reservation on its way to
+ * the root; returns the blocking plan, or -1 (and takes the extra devices
+ * it uses). */
+static int32_t reservation_in_the_way(admit_ctx *c, const sched_job *j)
+{
+    sched *s = c->s;
+    for (int32_t p = j->plan; p >= 0; p = s->plans[p].parent)
+        if (s->plans[p].res_job && !passes(&s->plans[p], j, c->now))
+            return p;
+    for (int32_t p = j->plan; p >= 0; p = s->plans[p].parent) {
+        sched_plan_node *n = &s->plans[p];
+        bool by_time = n->res_shadow == INFINITY ||
+                       (j->expected_seconds > 0 && c->now + j->expected_seconds <= n->res_shadow);
+        if (n->res_job && !by_time)
+            n->res_extra -= sched_job_need(j);
     }
-    return false;
+    return -1;
 }
 
 /* ---- one job ------------------------------------------------------------ */
@@ -330,6 +356,7 @@ static bool consider(admit_ctx *c, sched_job *j)
 {
     sched *s = c->s;
     int32_t plan, limit;
+    j->considered = true;
     if (!can_ever_fit(s, j, &plan, &limit)) {
         set_wait(j, SCHED_WAIT_TOO_LARGE, plan, limit);
         return true; /* waits for more devices, blocking nobody */
@@ -337,32 +364,62 @@ static bool consider(admit_ctx *c, sched_job *j)
     int64_t need = sched_job_need(j);
     int32_t full = -1;
     for (int32_t p = j->plan; p >= 0; p = s->plans[p].parent) {
-        if (s->plans[p].blocked) { /* FIFO: a job above waits for this cap */
+        if (s->plans[p].blocked) { /* plain FIFO: a job above waits for this cap */
             set_wait(j, SCHED_WAIT_CAP, p, (int32_t)sched_plan_limit(s, p));
             return true;
         }
         if (full < 0 && s->plans[p].need + need > sched_plan_limit(s, p))
             full = p;
     }
-    if (full > 0) {
-        s->plans[full].blocked = true;
-        set_wait(j, SCHED_WAIT_CAP, full, (int32_t)sched_plan_limit(s, full));
-        return true;
-    }
-    if (full == 0) {
-        set_wait(j, SCHED_WAIT_DEVICES, -1, 0);
-        if (c->head)
+    if (full >= 0) {
+        if (full > 0)
+            set_wait(j, SCHED_WAIT_CAP, full, (int32_t)sched_plan_limit(s, full));
+        else
+            set_wait(j, SCHED_WAIT_DEVICES, -1, 0);
+        if (s->plans[full].res_job)
             return true;
-        c->stop = !c->backfill;
-        return reserve(c, j);
+        if (!c->backfill) { /* plain FIFO: the head blocks what is behind it */
+            s->plans[full].blocked = full > 0;
+            s->plans[full].res_job = j;
+            c->stop = full == 0;
+            return true;
+        }
+        return reserve(c, full, j);
     }
-    if (c->head && !may_pass(c, j)) {
+    int32_t in_the_way = reservation_in_the_way(c, j);
+    if (in_the_way >= 0) {
         set_wait(j, SCHED_WAIT_RESERVED, -1, 0);
-        c->reserved_any = true;
+        j->wait_holder = s->plans[in_the_way].res_job->seq;
+        c->reserved_any |= in_the_way == 0;
         return true;
     }
     start(s, j, c->now);
     return true;
+}
+
+/* Jobs that held a reservation before keep it: they are considered first,
+ * the longest-waiting first, so a reservation is not lost to a plan that
+ * happens to be further below its share this round. */
+static int head_cmp(const void *a, const void *b)
+{
+    const sched_job *x = *(sched_job *const *)a, *y = *(sched_job *const *)b;
+    if (x->head_since != y->head_since)
+        return x->head_since < y->head_since ? -1 : 1;
+    return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+static bool consider_former_heads(admit_ctx *c)
+{
+    sched *s = c->s;
+    size_t n = 0;
+    for (size_t i = 0; i < s->n_jobs; i++)
+        if (s->jobs[i]->state == SCHED_JOB_QUEUED && !isnan(s->jobs[i]->head_since))
+            s->plan_jobs[n++] = s->jobs[i];
+    qsort(s->plan_jobs, n, sizeof *s->plan_jobs, head_cmp);
+    bool ok = true;
+    for (size_t k = 0; k < n && ok && !c->stop; k++)
+        ok = consider(c, s->plan_jobs[k]);
+    return ok;
 }
 
 /* ---- reasons ------------------------------------------------------------ */
@@ -374,6 +431,7 @@ static void finish_reasons(admit_ctx *c, size_t n_groups)
 {
     sched *s = c->s;
     int64_t avail = free_now(s);
+    s->waiting_for_devices = 0;
     for (size_t g = 0; g < n_groups; g++) {
         const sched_queue_group *grp = &s->groups[g];
         int32_t waiting = 0, above = 0, level = 0;
@@ -388,7 +446,6 @@ static void finish_reasons(admit_ctx *c, size_t n_groups)
             waiting++;
             j->wait_need = sched_job_need(j);
             j->wait_free = (int32_t)avail;
-            j->wait_holder = c->head ? c->head->seq : UINT64_MAX;
             int32_t plan, limit;
             if (j->wait_code == SCHED_WAIT_NONE && !can_ever_fit(s, j, &plan, &limit))
                 set_wait(j, SCHED_WAIT_TOO_LARGE, plan, limit);
@@ -397,23 +454,29 @@ static void finish_reasons(admit_ctx *c, size_t n_groups)
                      p = s->plans[p].parent)
                     if (s->plans[p].blocked)
                         set_wait(j, SCHED_WAIT_CAP, p, (int32_t)sched_plan_limit(s, p));
-                if (j->wait_code == SCHED_WAIT_NONE)
-                    set_wait(j, c->head && j->wait_need <= avail ? SCHED_WAIT_RESERVED
-                                                                 : SCHED_WAIT_DEVICES,
+                const sched_job *head = s->plans[0].res_job;
+                if (j->wait_code == SCHED_WAIT_NONE) {
+                    set_wait(j, head && j->wait_need <= avail ? SCHED_WAIT_RESERVED
+                                                              : SCHED_WAIT_DEVICES,
                              -1, 0);
+                    if (j->wait_code == SCHED_WAIT_RESERVED)
+                        j->wait_holder = head->seq;
+                }
             }
             bool in_priority_plan = s->plans[j->plan].policy == SCHED_POLICY_PRIORITY;
             if (in_priority_plan && above > 0 && j->wait_code != SCHED_WAIT_TOO_LARGE) {
                 j->wait_count = above;
                 set_wait(j, SCHED_WAIT_PRIORITY, j->plan, 0);
             }
+            s->waiting_for_devices += j->wait_code != SCHED_WAIT_CAP &&
+                                      j->wait_code != SCHED_WAIT_TOO_LARGE;
         }
     }
 }
 
 bool sched_admit(sched *s, double now)
 {
-    admit_ctx c = {.s = s, .now = now, .shadow = INFINITY};
+    admit_ctx c = {.s = s, .now = now};
     c.fifo = s->opt.admission != SCHED_ADMIT_FAIR;
     c.backfill = s->opt.admission != SCHED_ADMIT_FIFO;
     size_t n_groups;
@@ -430,7 +493,7 @@ bool sched_admit(sched *s, double now)
     if (!c.fifo)
         group_usage(s);
 
-    bool ok = true;
+    bool ok = c.fifo || consider_former_heads(&c);
     while (ok && !c.stop && free_now(s) > 0) {
         sched_queue_group *g = c.fifo ? (n_groups && group_left(&s->groups[0])
                                              ? &s->groups[0] : NULL)
@@ -439,11 +502,11 @@ bool sched_admit(sched *s, double now)
             break;
         sched_job *j = s->queue[g->next++];
         pending_drop(s, g->plan, 1);
-        ok = consider(&c, j);
-        if (!c.fifo && j->wait_code == SCHED_WAIT_CAP && s->plans[j->wait_plan].blocked)
-            pending_drop(s, j->wait_plan, s->plans[j->wait_plan].pending);
+        if (!j->considered)
+            ok = consider(&c, j);
     }
     finish_reasons(&c, n_groups);
-    s->reserve_head = c.head && (c.reserved_any || c.stop) ? sched_job_need(c.head) : 0;
+    const sched_job *head = s->plans[0].res_job;
+    s->reserve_head = head && (c.reserved_any || c.stop) ? sched_job_need(head) : 0;
     return ok;
 }

@@ -41,6 +41,7 @@ typedef struct sched_job {
     int32_t admit_priority;   /* admission: priority in a priority plan */
     bool by_user;             /* admission: its plan splits by user */
     int32_t group;            /* admission: index into sched.groups, or -1 */
+    bool considered;          /* admission: taken out of the queue */
 } sched_job;
 
 /* Admission scratch: a plan's queued jobs of one user (or, in a priority
@@ -71,6 +72,10 @@ typedef struct sched_plan_node {
     int64_t own_need;         /* admission: need of the plan's own jobs */
     int64_t pending;          /* admission: queued jobs left below */
     int32_t groups_first, groups_count; /* admission: into sched.groups */
+    struct sched_job *res_job;          /* admission: this plan's (or, at the
+                                           root, the inventory's) head job */
+    double res_shadow;                  /* when it can start (see admit) */
+    int64_t res_extra;                  /* free then beyond its need */
 } sched_plan_node;
 
 typedef struct sched_device_rec {
@@ -106,6 +111,7 @@ struct sched {
     size_t ends_cap;
     size_t reserved;          /* devices the last round held for the head */
     int64_t reserve_head;     /* admission: the held head's need, or 0 */
+    size_t waiting_for_devices;
     wf_item *wf_items;        /* one plan's children, or one plan's jobs */
     size_t wf_items_cap;
     wf_ctx wf;

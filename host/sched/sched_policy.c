@@ -419,3 +419,4 @@ size_t sched_plan(sched *s, double now, const sched_decision **out)
 
 double sched_next_review(const sched *s) { return s->next_review; }
 size_t sched_reserved_count(const sched *s) { return s->reserved; }
+size_t sched_waiting_for_devices(const sched *s) { return s->waiting_for_devices; }

@@ -198,6 +198,7 @@ static loom_error *summarise(const sim_run_ctx *c, double t0, const sim_usage *u
             n_top++;
         }
         queueing[i] = c->st[i].start - t->jobs[i].arrival;
+        if (getenv("SIM_DEBUG") && queueing[i] > 30000 && c->policy == 0) fprintf(stderr, "%s %s max %d min %d el %d arr %.0f wait %.0f\n", t->jobs[i].id, t->jobs[i].plan, t->jobs[i].max_devices, t->jobs[i].min_devices, t->jobs[i].elastic, t->jobs[i].arrival, queueing[i]);
         sum_queue += queueing[i];
         if (c->st[i].end > last_end)
             last_end = c->st[i].end;
@@ -226,10 +227,11 @@ static loom_error *summarise(const sim_run_ctx *c, double t0, const sim_usage *u
 static loom_error *simulate(sim_run_ctx *c, sim_result *out)
 {
     const sim_trace *t = c->trace;
-    size_t n = t->n_jobs, next = 0, done = 0, waiting = 0;
+    size_t n = t->n_jobs, next = 0, done = 0;
     double t0 = t->jobs[c->order[0]].arrival, now = t0;
     sim_usage u = {0};
     int64_t busy = 0, reserved = 0;
+    size_t wanting = 0;       /* jobs waiting for devices (not for a cap) */
     uint64_t resizes = 0;
 
     while (done < n) {
@@ -252,7 +254,7 @@ static loom_error *simulate(sim_run_ctx *c, sim_result *out)
 
         double dt = t_next - now;
         u.busy += (double)busy * dt;
-        if (waiting > 0) {
+        if (wanting > 0) {
             u.wait_time += dt;
             u.wait_busy += (double)busy * dt;
             u.wait_usable += (double)(t->devices - reserved) * dt;
@@ -285,7 +287,6 @@ static loom_error *simulate(sim_run_ctx *c, sim_result *out)
             loom_error *err = submit(c, c->order[next], now);
             if (err)
                 return err;
-            waiting++;
         }
 
         const sched_decision *d;
@@ -296,7 +297,6 @@ static loom_error *simulate(sim_run_ctx *c, sim_result *out)
             if (d[k].old_count == 0) {
                 st->start = now;
                 c->running[c->n_running++] = i;
-                waiting--;
             } else {
                 resizes++;
                 st->stall_until = now + t->resize_cost;
@@ -309,6 +309,7 @@ static loom_error *simulate(sim_run_ctx *c, sim_result *out)
                                                      from + st->remaining / st->rate));
         }
         reserved = (int64_t)sched_reserved_count(c->s);
+        wanting = sched_waiting_for_devices(c->s);
     }
     return summarise(c, t0, &u, resizes, out);
 }
