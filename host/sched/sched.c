@@ -224,6 +224,8 @@ loom_error *sched_job_check(const sched *s, const sched_job_spec *spec, sched_jo
         .expected_seconds = spec->expected_seconds,
         .end_estimate = INFINITY,
         .head_since = NAN,
+        .held_shadow = INFINITY,
+        .held_at = -1,
         .wait_plan = -1,
         .wait_holder = UINT64_MAX,
     };

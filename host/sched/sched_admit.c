@@ -22,7 +22,6 @@ typedef struct admit_ctx {
     double now;
     bool fifo, backfill;
     bool stop;                /* plain FIFO reached its head */
-    bool reserved_any;        /* a job waited only for the root's reservation */
 } admit_ctx;
 
 static int64_t free_now(const sched *s)
@@ -251,28 +250,43 @@ static bool reserve(admit_ctx *c, int32_t at, sched_job *head)
     p->res_job = head;
     if (isnan(head->head_since))
         head->head_since = c->now;
+    if (head->held_at != at)
+        head->held_shadow = INFINITY;
+    head->held_at = at;
+    /* (end, need, elastic) of each active job in the plan's subtree */
     size_t n = 0;
-    if (s->ends_cap < 2 * s->n_jobs) {
-        double *e = realloc(s->ends, 2 * s->n_jobs * sizeof *e);
+    if (s->ends_cap < 3 * s->n_jobs) {
+        double *e = realloc(s->ends, 3 * s->n_jobs * sizeof *e);
         if (!e)
             return false;
         s->ends = e;
-        s->ends_cap = 2 * s->n_jobs;
+        s->ends_cap = 3 * s->n_jobs;
     }
     for (size_t i = 0; i < s->n_jobs; i++) {
         const sched_job *j = s->jobs[i];
         if (!j->active || (at > 0 && !in_subtree(s, j->plan, at)))
             continue;
-        s->ends[2 * n] = j->end_estimate > c->now ? j->end_estimate : c->now;
-        s->ends[2 * n + 1] = j->lo;
-        n++;
+        double *e = s->ends + 3 * n++;
+        e[0] = j->end_estimate > c->now ? j->end_estimate : c->now;
+        e[1] = j->lo;
+        e[2] = j->elastic;
     }
-    qsort(s->ends, n, 2 * sizeof *s->ends, end_cmp);
+    qsort(s->ends, n, 3 * sizeof *s->ends, end_cmp);
     int64_t avail = sched_plan_limit(s, at) - p->need, need = sched_job_need(head);
-    for (size_t k = 0; k < n && isfinite(s->ends[2 * k]); k++) {
-        avail += (int64_t)s->ends[2 * k + 1];
+    bool elastic = false;
+    for (size_t k = 0; k < n && isfinite(s->ends[3 * k]); k++) {
+        const double *e = s->ends + 3 * k;
+        avail += (int64_t)e[1];
+        elastic |= e[2] != 0;
         if (avail >= need) {
-            p->res_shadow = s->ends[2 * k];
+            /* An elastic job shrunk to make room for jobs that passed ends
+             * later than estimated; following it would let passing jobs
+             * push the head back without end. So a date that counts on an
+             * elastic job never moves later; one made of fixed jobs only
+             * is recomputed each round (plain EASY). */
+            if (!elastic || e[0] < head->held_shadow)
+                head->held_shadow = e[0];
+            p->res_shadow = head->held_shadow;
             p->res_extra = avail - need;
             return true;
         }
@@ -348,6 +362,7 @@ static void start(sched *s, sched_job *j, double now)
     j->hi = j->max_devices;
     j->end_estimate = j->expected_seconds > 0 ? now + j->expected_seconds : INFINITY;
     j->head_since = NAN;
+    j->held_shadow = INFINITY;
     j->wait_code = SCHED_WAIT_NONE;
 }
 
@@ -390,7 +405,6 @@ static bool consider(admit_ctx *c, sched_job *j)
     if (in_the_way >= 0) {
         set_wait(j, SCHED_WAIT_RESERVED, -1, 0);
         j->wait_holder = s->plans[in_the_way].res_job->seq;
-        c->reserved_any |= in_the_way == 0;
         return true;
     }
     start(s, j, c->now);
@@ -506,7 +520,18 @@ bool sched_admit(sched *s, double now)
             ok = consider(&c, j);
     }
     finish_reasons(&c, n_groups);
+    /* A date holds only while its job keeps the same reservation. */
+    for (size_t k = 0; k < s->n_jobs; k++) {
+        sched_job *j = s->jobs[k];
+        if (j->state == SCHED_JOB_QUEUED && !j->active &&
+            (j->held_at < 0 || s->plans[j->held_at].res_job != j)) {
+            j->held_shadow = INFINITY;
+            j->held_at = -1;
+        }
+    }
+    /* Idle devices, up to the head's need, wait for it: nobody else that
+     * waits could use them without delaying it. */
     const sched_job *head = s->plans[0].res_job;
-    s->reserve_head = head && (c.reserved_any || c.stop) ? sched_job_need(head) : 0;
+    s->reserve_head = head ? sched_job_need(head) : 0;
     return ok;
 }

@@ -26,6 +26,9 @@ typedef struct sched_job {
     double expected_seconds;  /* 0: unknown */
     double end_estimate;      /* set at start or by the caller; INFINITY */
     double head_since;        /* first time it waited as the head; NAN */
+    double held_shadow;       /* its reservation's earliest dated start;
+                                 INFINITY until dated */
+    int32_t held_at;          /* the plan of that reservation (0: root) */
     /* why it waits, as of the last round (sched_wait without strings) */
     int32_t wait_code, wait_need, wait_free, wait_limit, wait_count;
     int32_t wait_plan;        /* plan index or -1 */

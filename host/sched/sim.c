@@ -198,7 +198,6 @@ static loom_error *summarise(const sim_run_ctx *c, double t0, const sim_usage *u
             n_top++;
         }
         queueing[i] = c->st[i].start - t->jobs[i].arrival;
-        if (getenv("SIM_DEBUG") && queueing[i] > 30000 && c->policy == 0) fprintf(stderr, "%s %s max %d min %d el %d arr %.0f wait %.0f\n", t->jobs[i].id, t->jobs[i].plan, t->jobs[i].max_devices, t->jobs[i].min_devices, t->jobs[i].elastic, t->jobs[i].arrival, queueing[i]);
         sum_queue += queueing[i];
         if (c->st[i].end > last_end)
             last_end = c->st[i].end;
