@@ -520,13 +520,15 @@ bool sched_admit(sched *s, double now)
             ok = consider(&c, j);
     }
     finish_reasons(&c, n_groups);
-    /* A date holds only while its job keeps the same reservation. */
+    /* A reservation and its date hold only while their job keeps them:
+     * one that lost its reservation queues like any other job again. */
     for (size_t k = 0; k < s->n_jobs; k++) {
         sched_job *j = s->jobs[k];
         if (j->state == SCHED_JOB_QUEUED && !j->active &&
             (j->held_at < 0 || s->plans[j->held_at].res_job != j)) {
             j->held_shadow = INFINITY;
             j->held_at = -1;
+            j->head_since = NAN;
         }
     }
     /* Idle devices, up to the head's need, wait for it: nobody else that
