@@ -18,8 +18,9 @@
  *    its cap. A plan's own jobs (jobs directly in a plan that also has child
  *    plans) count as one more child of weight 1.
  *  - Inside a plan, the plan's policy divides its devices between its jobs:
- *    fair (evenly, within each job's [min, max]) or priority (higher priority
- *    first, equal priorities evenly; lower ones keep their minimum).
+ *    fair (evenly between the jobs' users, then evenly between each user's
+ *    jobs, within each job's [min, max]) or priority (higher priority first,
+ *    equal priorities evenly; lower ones keep their minimum).
  *  - Leftover devices go to whoever can use them: no device stays idle while
  *    a running job could grow (within its maximum and its plans' caps).
  *  - A running job is never stopped by the scheduler; an elastic job is never

@@ -114,6 +114,63 @@ static void fill_jobs_evenly(sched *s, sched_job **jobs, size_t n, int64_t total
         jobs[i]->target = (int32_t)it[i].out;
 }
 
+static int user_seq_cmp(const void *a, const void *b)
+{
+    const sched_job *x = *(sched_job *const *)a, *y = *(sched_job *const *)b;
+    if (!x->user || !y->user) {
+        if (x->user != y->user)
+            return x->user ? 1 : -1;
+    } else {
+        int c = strcmp(x->user, y->user);
+        if (c)
+            return c;
+    }
+    return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+static bool same_user(const sched_job *a, const sched_job *b)
+{
+    return a->user == b->user || (a->user && b->user && strcmp(a->user, b->user) == 0);
+}
+
+/* Fair: evenly between the users of the plan's jobs (anonymous jobs are one
+ * user), then evenly between each user's jobs, so a user with ten jobs
+ * does not get ten times the share of a user with one. */
+static void fill_jobs_by_user(sched *s, sched_job **jobs, size_t n, int64_t total)
+{
+    bool several = false;
+    for (size_t i = 1; i < n && !several; i++)
+        several = !same_user(jobs[0], jobs[i]);
+    if (!several) {
+        fill_jobs_evenly(s, jobs, n, total);
+        return;
+    }
+    qsort(jobs, n, sizeof *jobs, user_seq_cmp);
+    wf_item *it = s->wf_items;
+    size_t users = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i == 0 || !same_user(jobs[i - 1], jobs[i]))
+            it[users++] = (wf_item){1.0, 0, 0, 0, jobs[i]->seq, 0};
+        wf_item *u = &it[users - 1];
+        u->lo += jobs[i]->lo;
+        u->hi += jobs[i]->hi;
+        u->current += jobs[i]->count;
+    }
+    if (!wf_fill(&s->wf, it, users, total))
+        log_warn("sched: out of memory dividing devices between users");
+    /* Park each user's share in its first job: the fills below reuse it. */
+    for (size_t i = 0, u = 0; i < n; i++)
+        if (i == 0 || !same_user(jobs[i - 1], jobs[i]))
+            jobs[i]->target = (int32_t)it[u++].out;
+    for (size_t first = 0; first < n;) {
+        size_t end = first + 1;
+        while (end < n && same_user(jobs[first], jobs[end]))
+            end++;
+        fill_jobs_evenly(s, jobs + first, end - first, jobs[first]->target);
+        first = end;
+    }
+}
+
 /* Priority: everyone their `lo`, then the rest to the highest priority
  * first, equal priorities evenly. */
 static void fill_jobs_by_priority(sched *s, sched_job **jobs, size_t n, int64_t total)
@@ -252,7 +309,7 @@ static void tree_top_down(sched *s, const int64_t *current)
         if (p->policy == SCHED_POLICY_PRIORITY)
             fill_jobs_by_priority(s, own, (size_t)p->jobs_count, own_alloc);
         else
-            fill_jobs_evenly(s, own, (size_t)p->jobs_count, own_alloc);
+            fill_jobs_by_user(s, own, (size_t)p->jobs_count, own_alloc);
     }
 }
 

@@ -170,6 +170,29 @@ static void test_late_user_not_starved(void)
     }
 }
 
+static void test_users_share_a_plan(void)
+{
+    /* One fair plan, 8 devices: alice's three elastic jobs and bob's one
+     * split the plan by user (4 + 4), not by job (2 + 2 + 2 + 2). */
+    sched *s = make_sched(8, 0);
+    add_plan(s, "/team", 1, 0, 0, SCHED_POLICY_FAIR);
+    const char *ids[] = {"a0", "a1", "a2", "b0"};
+    for (int i = 0; i < 4; i++) {
+        sched_job_spec spec = {.id = ids[i], .plan = "/team", .elastic = true,
+                               .min_devices = 1, .max_devices = 8,
+                               .user = i < 3 ? "alice" : "bob"};
+        loom_error *err = sched_submit(s, &spec, 0);
+        CHECK(err == NULL);
+        loom_err_free(err);
+    }
+    plan_now(s, 0);
+    CHECK(held(s, "b0") == 4);
+    CHECK(held_by(s, "a", 3) == 4);
+    CHECK(held(s, "a0") >= 1 && held(s, "a1") >= 1 && held(s, "a2") >= 1);
+    CHECK(books_consistent(s));
+    sched_free(s);
+}
+
 static void test_priority_stays_in_its_plan(void)
 {
     /* A priority plan of share 1 beside a fair plan of share 3: priority
@@ -318,6 +341,7 @@ int main(void)
     test_shares_hold_for_fixed_jobs();
     test_minimum_goes_first();
     test_late_user_not_starved();
+    test_users_share_a_plan();
     test_priority_stays_in_its_plan();
     test_backfill_keeps_the_reservation();
     test_undated_reservation();
