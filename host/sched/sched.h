@@ -279,17 +279,22 @@ typedef struct sched_decision {
  * (a plan's own jobs count as a child of weight 1), goes next; inside a
  * plan, priority order in a priority plan (priority never crosses plans),
  * else the user holding least, then submission order.
- * One blocked by a cap blocks only the rest of that plan; one that can
- * never fit blocks nothing. The first job that does not fit for lack of
- * devices is the head: it gets a reservation, dated by the running jobs'
- * expected ends (expected_seconds, sched_set_job_end_estimate), and later
- * jobs that fit start now only if they do not delay it (EASY backfilling:
- * they end before the reservation, or use devices it will not need). When
- * the reservation cannot be dated, later jobs pass for reservation_after
+ * A job that can never fit blocks nothing. The first job that does not
+ * fit for lack of devices is the head: it gets the inventory's
+ * reservation, dated by the expected ends of the running jobs it waits for
+ * (expected_seconds, sched_set_job_end_estimate), and later jobs that fit
+ * start now only if they do not delay it (EASY backfilling: they end before
+ * the reservation, or use devices it will not need). The first job held
+ * back by a plan's cap gets that plan's reservation in the same way. A
+ * head keeps its reservation in later rounds (it is considered first); a
+ * date that counts on an elastic job never moves later, since elastic jobs
+ * shrunk for the jobs that passed end later than estimated. When a
+ * reservation cannot be dated, later jobs pass for reservation_after
  * seconds from when the head first waited; then the devices are held for
  * it as they free up. SCHED_ADMIT_FIFO and _FIFO_BACKFILL replace the
  * deficit order by one global submission order (the baselines of the
- * simulator); plain FIFO stops at the head.
+ * simulator); plain FIFO stops at the head, and at a plan's cap holds the
+ * rest of that plan.
  *
  * Hysteresis: a running elastic job that started or resized less than
  * `hysteresis` seconds ago, and holds between its minimum and maximum, is

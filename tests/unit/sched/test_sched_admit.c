@@ -266,6 +266,36 @@ static void test_backfill_keeps_the_reservation(void)
     sched_free(s);
 }
 
+static void test_cap_reservation(void)
+{
+    /* /c is capped at 4 of 8 devices. "big" (4) waits for the cap: it gets
+     * /c's reservation, dated by "x" (3, ends at 100). A short job of /c
+     * passes, a long one waits for it; /a's job is not held back. */
+    sched *s = make_sched(8, 0);
+    add_plan(s, "/c", 1, 0, 4, SCHED_POLICY_FAIR);
+    add_plan(s, "/a", 1, 0, 0, SCHED_POLICY_FAIR);
+    submit_fixed(s, "x", "/c", NULL, 3, 0, 100, 0);
+    plan_now(s, 0);
+    submit_fixed(s, "big", "/c", NULL, 4, 0, 10, 1);
+    submit_fixed(s, "long", "/c", NULL, 1, 0, 500, 2);
+    submit_fixed(s, "short", "/c", NULL, 1, 0, 50, 3);
+    submit_fixed(s, "other", "/a", NULL, 2, 0, 500, 4);
+    plan_now(s, 4);
+    char why[128];
+    wait_text(s, "big", why, sizeof why);
+    CHECK_STR_EQ(why, "plan /c is at its cap of 4");
+    wait_text(s, "long", why, sizeof why);
+    CHECK_STR_EQ(why, "reserved for a larger job (big)");
+    CHECK(state_of(s, "short") == SCHED_JOB_RUNNING);
+    CHECK(state_of(s, "other") == SCHED_JOB_RUNNING);
+    sched_end(s, "short");
+    sched_end(s, "x");
+    plan_now(s, 100);
+    CHECK(held(s, "big") == 4);
+    CHECK(state_of(s, "long") == SCHED_JOB_QUEUED);
+    sched_free(s);
+}
+
 static void test_undated_reservation(void)
 {
     /* Nothing says when "big" ends: smaller jobs pass for
@@ -344,6 +374,7 @@ int main(void)
     test_users_share_a_plan();
     test_priority_stays_in_its_plan();
     test_backfill_keeps_the_reservation();
+    test_cap_reservation();
     test_undated_reservation();
     test_fifo_baselines();
     test_cap_and_size_reasons();
