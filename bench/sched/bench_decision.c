@@ -4,7 +4,9 @@
  * priority, weights 1..10). Each round one job ends and a new one arrives,
  * then sched_plan() is timed; also timed: a round with nothing to change,
  * and 250 jobs on 1,000 devices (every job growing, so the water-fill
- * really divides). Prints the median and p99 of each, in wall-clock time
+ * really divides); and 1,000 fixed jobs of 1 to 8 devices with expected run
+ * times, most of them queued, so every round dates a reservation and tries
+ * the queue against it (backfilling). Prints the median and p99 of each, in wall-clock time
  * and in the thread's CPU time: on a shared machine the wall-clock tail is
  * mostly the process being descheduled, which CPU time leaves out.
  *
@@ -82,6 +84,22 @@ static void submit_job(sched *s, long id, double t)
     }
 }
 
+static void submit_fixed(sched *s, long id, double t)
+{
+    char name[32], plan[16];
+    snprintf(name, sizeof name, "fixed-%ld", id);
+    snprintf(plan, sizeof plan, "/p%ld", id % 10);
+    sched_job_spec spec = {.id = name, .plan = plan,
+                           .max_devices = 1 + (int32_t)(next_rand() % 8),
+                           .priority = (int32_t)(next_rand() % 3),
+                           .expected_seconds = 100 + next_rand() % 1000};
+    loom_error *err = sched_submit(s, &spec, t);
+    if (err) {
+        fprintf(stderr, "bench: %s\n", loom_err_message(err));
+        exit(1);
+    }
+}
+
 static sched *make(int32_t devices, long jobs)
 {
     sched *s = sched_create(NULL);
@@ -138,6 +156,34 @@ static void churn(sched *s, long jobs, int rounds, const char *what)
     report(what, &tm, rounds, decisions);
 }
 
+/* Fixed jobs: a running one ends (the holder of a pseudo-random device),
+ * one arrives, one decision. */
+static void churn_fixed(sched *s, long jobs, int rounds, const char *what)
+{
+    timing tm = timing_new(rounds);
+    size_t decisions = 0;
+    const sched_decision *d;
+    size_t n = sched_device_count(s);
+    for (int r = 0; r < rounds; r++) {
+        char name[32] = "";
+        for (size_t k = 0; k < n && !name[0]; k++) {
+            sched_device_info dev;
+            if (sched_device(s, (int32_t)((next_rand() + k) % n), &dev) && dev.owner)
+                snprintf(name, sizeof name, "%s", dev.owner);
+        }
+        loom_error *err = sched_end(s, name);
+        if (err) {
+            fprintf(stderr, "bench: %s\n", loom_err_message(err));
+            exit(1);
+        }
+        submit_fixed(s, jobs + r, r + 1);
+        timing_start(&tm);
+        decisions += sched_plan(s, r + 1, &d);
+        timing_stop(&tm, r);
+    }
+    report(what, &tm, rounds, decisions);
+}
+
 static void steady(sched *s, int rounds, const char *what)
 {
     timing tm = timing_new(rounds);
@@ -174,6 +220,16 @@ int main(int argc, char **argv)
 
     s = make(1000, 250);
     churn(s, 250, rounds, "250 jobs on 1000 devices: one ends, one arrives");
+    sched_free(s);
+
+    s = make(1000, 0);
+    for (long j = 0; j < 1000; j++)
+        submit_fixed(s, j, 0);
+    const sched_decision *d;
+    sched_plan(s, 0, &d);
+    printf("  1000 fixed jobs: %zu running, %zu queued\n",
+           sched_job_count(s) - sched_queued_count(s), sched_queued_count(s));
+    churn_fixed(s, 1000, rounds, "1000 fixed jobs, backfilling: one ends, one in");
     sched_free(s);
     return 0;
 }

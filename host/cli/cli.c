@@ -80,7 +80,7 @@ int cli_main(int argc, char **argv)
     if (strcmp(cmd, "plan") == 0)
         return cmd_plan(n - 1, args + 1, &g);
     if (strcmp(cmd, "sim") == 0)
-        return sim_main(n, args); /* argv[0] is "sim" */
+        return sim_cli(n, args, g.json); /* argv[0] is "sim" */
     if (strcmp(cmd, "worker") == 0)
         return worker_main(n - 1, args + 1);
     if (strcmp(cmd, "serve") == 0)

@@ -7,6 +7,7 @@
 #include "sched/sched_internal.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,6 +35,7 @@ static void job_free(sched_job *j)
     if (!j)
         return;
     free(j->id);
+    free(j->user);
     free(j->devices);
     free(j);
 }
@@ -52,6 +54,8 @@ void sched_free(sched *s)
     sched_plans_free(s);
     free(s->queue);
     free(s->plan_jobs);
+    free(s->groups);
+    free(s->ends);
     free(s->wf_items);
     wf_ctx_free(&s->wf);
     free(s->decisions);
@@ -201,6 +205,10 @@ loom_error *sched_job_check(const sched *s, const sched_job_spec *spec, sched_jo
         return loom_err(LOOM_ERR_INVALID_ARGUMENT,
                         "job '%s': min_devices: expected 1..max_devices (%d), got %d", id,
                         spec->max_devices, spec->min_devices);
+    if (!(spec->expected_seconds >= 0) || !isfinite(spec->expected_seconds))
+        return loom_err(LOOM_ERR_INVALID_ARGUMENT,
+                        "job '%s': expected_seconds: expected a number >= 0 (0: unknown), "
+                        "got %g", id, spec->expected_seconds);
     if (sched_job_find(s, id))
         return loom_err(LOOM_ERR_ALREADY_EXISTS, "job '%s' already exists", id);
     *job = (sched_job){
@@ -212,6 +220,14 @@ loom_error *sched_job_check(const sched *s, const sched_job_spec *spec, sched_jo
         .priority = spec->priority,
         .wait_if_too_large = spec->wait_if_too_large,
         .tag = spec->tag,
+        .user = (char *)(spec->user && spec->user[0] ? spec->user : NULL),
+        .expected_seconds = spec->expected_seconds,
+        .end_estimate = INFINITY,
+        .head_since = NAN,
+        .held_shadow = INFINITY,
+        .held_at = -1,
+        .wait_plan = -1,
+        .wait_holder = UINT64_MAX,
     };
     return NULL;
 }
@@ -249,13 +265,17 @@ static loom_error *job_add(sched *s, const sched_job *proto, const char *id,
     }
     sched_job *j = malloc(sizeof *j);
     char *id_copy = strdup(id);
-    if (!j || !id_copy) {
+    /* proto->user is the spec's string until copied here */
+    char *user_copy = proto->user ? strdup(proto->user) : NULL;
+    if (!j || !id_copy || (proto->user && !user_copy)) {
         free(j);
         free(id_copy);
+        free(user_copy);
         return loom_err(LOOM_ERR_RESOURCE_EXHAUSTED, "job '%s': out of memory", id);
     }
     *j = *proto;
     j->id = id_copy;
+    j->user = user_copy;
     j->seq = s->next_seq++;
     s->jobs[s->n_jobs++] = j;
     *out = j;
@@ -316,6 +336,60 @@ loom_error *sched_set_job_range(sched *s, const char *id, int32_t min_devices,
     /* Outside its new range the job is never pinned (sched_plan's rule 1),
      * so the change applies at the next plan. */
     return NULL;
+}
+
+loom_error *sched_set_job_end_estimate(sched *s, const char *id, double end)
+{
+    sched_job *j = id ? sched_job_find(s, id) : NULL;
+    if (!j)
+        return loom_err(LOOM_ERR_NOT_FOUND, "job '%s' is not known to the scheduler",
+                        id ? id : "(null)");
+    j->end_estimate = isnan(end) ? INFINITY : end;
+    return NULL;
+}
+
+bool sched_job_wait(const sched *s, const char *id, sched_wait *out)
+{
+    const sched_job *j = id ? sched_job_find(s, id) : NULL;
+    if (!j)
+        return false;
+    *out = (sched_wait){.code = j->state == SCHED_JOB_QUEUED ? j->wait_code
+                                                              : SCHED_WAIT_NONE,
+                        .need = j->wait_need, .free = j->wait_free,
+                        .limit = j->wait_limit, .count = j->wait_count};
+    if (j->wait_plan >= 0 && (size_t)j->wait_plan < s->n_plans)
+        out->plan = s->plans[j->wait_plan].path;
+    for (size_t i = 0; j->wait_holder != UINT64_MAX && i < s->n_jobs; i++)
+        if (s->jobs[i]->seq == j->wait_holder)
+            out->holder = s->jobs[i]->id;
+    return true;
+}
+
+int sched_wait_text(const sched_wait *w, char *buf, size_t len)
+{
+    const char *plan = w->plan ? w->plan : "/";
+    switch (w->code) {
+    case SCHED_WAIT_DEVICES:
+        return snprintf(buf, len, "waiting for %d device%s, %d free", w->need,
+                        w->need == 1 ? "" : "s", w->free);
+    case SCHED_WAIT_CAP:
+        return snprintf(buf, len, "plan %s is at its cap of %d", plan, w->limit);
+    case SCHED_WAIT_PRIORITY:
+        return snprintf(buf, len, "behind %d job%s of higher priority in %s", w->count,
+                        w->count == 1 ? "" : "s", plan);
+    case SCHED_WAIT_RESERVED:
+        if (w->holder)
+            return snprintf(buf, len, "reserved for a larger job (%s)", w->holder);
+        return snprintf(buf, len, "reserved for a larger job");
+    case SCHED_WAIT_TOO_LARGE:
+        if (w->plan)
+            return snprintf(buf, len, "needs %d devices, more than plan %s's cap of %d",
+                            w->need, plan, w->limit);
+        return snprintf(buf, len, "needs %d devices, more than the %d in the inventory",
+                        w->need, w->limit);
+    default:
+        return snprintf(buf, len, "%s", "");
+    }
 }
 
 bool sched_get_job(const sched *s, const char *id, sched_job_info *out)

@@ -18,8 +18,9 @@
  *    its cap. A plan's own jobs (jobs directly in a plan that also has child
  *    plans) count as one more child of weight 1.
  *  - Inside a plan, the plan's policy divides its devices between its jobs:
- *    fair (evenly, within each job's [min, max]) or priority (higher priority
- *    first, equal priorities evenly; lower ones keep their minimum).
+ *    fair (evenly between the jobs' users, then evenly between each user's
+ *    jobs, within each job's [min, max]) or priority (higher priority first,
+ *    equal priorities evenly; lower ones keep their minimum).
  *  - Leftover devices go to whoever can use them: no device stays idle while
  *    a running job could grow (within its maximum and its plans' caps).
  *  - A running job is never stopped by the scheduler; an elastic job is never
@@ -37,11 +38,28 @@
 
 typedef struct sched sched;
 
+typedef enum sched_admission {
+    SCHED_ADMIT_FAIR = 0,          /* per plan by deficit, EASY backfilling */
+    SCHED_ADMIT_FIFO = 1,          /* one global submission order, no
+                                      backfilling (a baseline) */
+    SCHED_ADMIT_FIFO_BACKFILL = 2  /* global order with EASY backfilling
+                                      (the batch-system baseline) */
+} sched_admission;
+
+/* Seconds a head job whose reservation cannot be dated (a job it waits for
+ * has no end estimate) lets smaller jobs pass before its reservation holds
+ * devices as they free up. */
+#define SCHED_DEFAULT_RESERVATION_AFTER 60.0
+
 typedef struct sched_options {
     /* Minimum seconds between two resizes of the same running job (the
      * hysteresis interval; see sched_plan for when it is overridden).
      * 0 turns hysteresis off. */
     double hysteresis;
+    int32_t admission;         /* sched_admission; 0 is the default */
+    /* 0: SCHED_DEFAULT_RESERVATION_AFTER; < 0: the reservation holds at
+     * once. See sched_plan. */
+    double reservation_after;
 } sched_options;
 
 /* Creates an empty scheduler: no devices, one plan "/" (weight 1, fair, no
@@ -142,6 +160,12 @@ typedef struct sched_job_spec {
      * devices are added or caps raised. */
     bool wait_if_too_large;
     uint64_t tag;            /* the caller's, handed back in decisions */
+    /* NULL or "": anonymous. Inside a fair plan, queued jobs are admitted
+     * fairly between users (the one holding least goes first). */
+    const char *user;
+    /* Expected run time once started, in seconds; 0: unknown. Dates the
+     * reservation of a job waiting for this one's devices (backfilling). */
+    double expected_seconds;
 } sched_job_spec;
 
 /* Queues a job; it starts at the next sched_plan. Errors name the job and
@@ -158,6 +182,38 @@ loom_error *sched_end(sched *s, const char *id);
  * LOOM_ERR_INVALID_ARGUMENT for a fixed job or a bad range. */
 loom_error *sched_set_job_range(sched *s, const char *id, int32_t min_devices,
                                 int32_t max_devices);
+
+/* Replaces a running job's expected end (on the `now` clock of sched_plan),
+ * e.g. after a resize changed its speed; INFINITY or NAN: unknown.
+ * LOOM_ERR_NOT_FOUND for an unknown id. */
+loom_error *sched_set_job_end_estimate(sched *s, const char *id, double end);
+
+/* Why a queued job is waiting, as of the last sched_plan. */
+typedef enum sched_wait_code {
+    SCHED_WAIT_NONE = 0,       /* running, or not planned yet */
+    SCHED_WAIT_DEVICES = 1,    /* needs `need` devices, `free` are free */
+    SCHED_WAIT_CAP = 2,        /* `plan` is at its cap of `limit` */
+    SCHED_WAIT_PRIORITY = 3,   /* behind `count` jobs of higher priority in
+                                  `plan` */
+    SCHED_WAIT_RESERVED = 4,   /* it would fit, but the devices are reserved
+                                  for `holder`, a larger job (`need` free
+                                  devices would delay its start) */
+    SCHED_WAIT_TOO_LARGE = 5   /* needs `need`, more than `limit` (the
+                                  inventory, or `plan`'s cap) ever allows */
+} sched_wait_code;
+
+typedef struct sched_wait {
+    int32_t code;              /* sched_wait_code */
+    int32_t need, free, limit, count;
+    const char *plan;          /* borrowed, like sched_job_info's strings */
+    const char *holder;        /* the job holding the reservation */
+} sched_wait;
+
+/* Fills `out` for a job; false when the job is unknown. */
+bool sched_job_wait(const sched *s, const char *id, sched_wait *out);
+/* The reason in words ("waiting for 3 devices, 1 free"); returns what
+ * snprintf returns. */
+int sched_wait_text(const sched_wait *w, char *buf, size_t len);
 
 typedef struct sched_job_info {
     const char *id;
@@ -214,13 +270,31 @@ typedef struct sched_decision {
  * shrinking job releases its most recently added devices, a growing or
  * starting job takes the lowest free slots; nothing else moves.
  *
- * Admission: queued jobs are taken in order (priority first in priority
- * plans, then submission order) and start when their need (minimum for an
- * elastic job, max_devices for a fixed one) fits beside every running job's
- * need, both in the inventory and under every cap on the way to the root.
- * A job that does not fit for lack of devices blocks the jobs behind it
- * (no backfilling, so big jobs do not starve); one blocked by a cap blocks
- * only the rest of that plan; one that can never fit blocks nothing.
+ * Admission: a queued job starts when its need (minimum for an elastic
+ * job, max_devices for a fixed one) fits beside every running job's need,
+ * both in the inventory and under every cap on the way to the root. The
+ * same rule holds for fixed and elastic jobs. Queued jobs are considered
+ * one at a time, by deficit: from the root down, the child plan furthest
+ * below its guaranteed minimum, else with the least need per share weight
+ * (a plan's own jobs count as a child of weight 1), goes next; inside a
+ * plan, priority order in a priority plan (priority never crosses plans),
+ * else the user holding least, then submission order.
+ * A job that can never fit blocks nothing. The first job that does not
+ * fit for lack of devices is the head: it gets the inventory's
+ * reservation, dated by the expected ends of the running jobs it waits for
+ * (expected_seconds, sched_set_job_end_estimate), and later jobs that fit
+ * start now only if they do not delay it (EASY backfilling: they end before
+ * the reservation, or use devices it will not need). The first job held
+ * back by a plan's cap gets that plan's reservation in the same way. A
+ * head keeps its reservation in later rounds (it is considered first); a
+ * date that counts on an elastic job never moves later, since elastic jobs
+ * shrunk for the jobs that passed end later than estimated. When a
+ * reservation cannot be dated, later jobs pass for reservation_after
+ * seconds from when the head first waited; then the devices are held for
+ * it as they free up. SCHED_ADMIT_FIFO and _FIFO_BACKFILL replace the
+ * deficit order by one global submission order (the baselines of the
+ * simulator); plain FIFO stops at the head, and at a plan's cap holds the
+ * rest of that plan.
  *
  * Hysteresis: a running elastic job that started or resized less than
  * `hysteresis` seconds ago, and holds between its minimum and maximum, is
@@ -236,6 +310,13 @@ typedef struct sched_decision {
  * weight or priority change, or a share grown past its due by an earlier
  * leftover. sched_next_review() says when to call again to apply it. */
 size_t sched_plan(sched *s, double now, const sched_decision **out);
+
+/* Devices the last sched_plan left idle to keep a reservation (a job that
+ * fits them waits so the head job's start is not delayed). */
+size_t sched_reserved_count(const sched *s);
+/* Queued jobs that, as of the last sched_plan, wait for devices: not for a
+ * plan's cap, nor for an inventory too small for them. */
+size_t sched_waiting_for_devices(const sched *s);
 
 /* The earliest time a pin set by the last sched_plan expires (call
  * sched_plan again then), or INFINITY when nothing is pinned. */

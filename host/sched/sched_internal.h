@@ -22,6 +22,17 @@ typedef struct sched_job {
     int32_t state;            /* SCHED_JOB_QUEUED or SCHED_JOB_RUNNING */
     uint64_t seq;             /* submission order */
     double submitted, started, last_resize;
+    char *user;               /* NULL: anonymous */
+    double expected_seconds;  /* 0: unknown */
+    double end_estimate;      /* set at start or by the caller; INFINITY */
+    double head_since;        /* first time it waited as the head; NAN */
+    double held_shadow;       /* its reservation's earliest dated start;
+                                 INFINITY until dated */
+    int32_t held_at;          /* the plan of that reservation (0: root) */
+    /* why it waits, as of the last round (sched_wait without strings) */
+    int32_t wait_code, wait_need, wait_free, wait_limit, wait_count;
+    int32_t wait_plan;        /* plan index or -1 */
+    uint64_t wait_holder;     /* seq of the reservation's job, or UINT64_MAX */
     int32_t *devices;         /* slots held, oldest first */
     int32_t count, devices_cap;
 
@@ -30,8 +41,20 @@ typedef struct sched_job {
     int32_t target;
     bool active;              /* running, or admitted this round */
     bool pinned;
-    int32_t admit_priority;   /* priority in a priority plan, else 0 */
+    int32_t admit_priority;   /* admission: priority in a priority plan */
+    bool by_user;             /* admission: its plan splits by user */
+    int32_t group;            /* admission: index into sched.groups, or -1 */
+    bool considered;          /* admission: taken out of the queue */
 } sched_job;
+
+/* Admission scratch: a plan's queued jobs of one user (or, in a priority
+ * plan or a FIFO mode, all of them), in the order they are considered. */
+typedef struct sched_queue_group {
+    int32_t plan;
+    const char *user;         /* NULL: anonymous or not split by user */
+    int32_t first, count, next;   /* range in sched.queue, and cursor */
+    int64_t usage;            /* the user's active need in the plan */
+} sched_queue_group;
 
 typedef struct sched_plan_node {
     char *path;
@@ -49,6 +72,13 @@ typedef struct sched_plan_node {
     int32_t alloc;            /* devices given to the subtree */
     int32_t jobs_first, jobs_count;     /* own active jobs in sched.plan_jobs */
     bool blocked;             /* admission: a job here waits for a cap */
+    int64_t own_need;         /* admission: need of the plan's own jobs */
+    int64_t pending;          /* admission: queued jobs left below */
+    int32_t groups_first, groups_count; /* admission: into sched.groups */
+    struct sched_job *res_job;          /* admission: this plan's (or, at the
+                                           root, the inventory's) head job */
+    double res_shadow;                  /* when it can start (see admit) */
+    int64_t res_extra;                  /* free then beyond its need */
 } sched_plan_node;
 
 typedef struct sched_device_rec {
@@ -78,6 +108,13 @@ struct sched {
     sched_job **queue;        /* queued jobs in admission order */
     sched_job **plan_jobs;    /* active jobs bucketed by plan */
     size_t scratch_jobs_cap;
+    sched_queue_group *groups;
+    size_t groups_cap;
+    double *ends;             /* admission: (end, need) pairs for a shadow */
+    size_t ends_cap;
+    size_t reserved;          /* devices the last round held for the head */
+    int64_t reserve_head;     /* admission: the held head's need, or 0 */
+    size_t waiting_for_devices;
     wf_item *wf_items;        /* one plan's children, or one plan's jobs */
     size_t wf_items_cap;
     wf_ctx wf;
@@ -113,5 +150,12 @@ static inline int32_t sched_job_need(const sched_job *j)
 int32_t sched_take_free_slot(sched *s, sched_job *owner);
 void sched_release_slot(sched *s, int32_t slot);
 bool sched_job_reserve(sched_job *j, int32_t n);
+
+/* sched_admit.c: marks the queued jobs that start this round active (lo,
+ * hi set) and records why the others wait. p.need must hold the running
+ * jobs' needs (sum_needs). Returns false when out of memory. */
+bool sched_admit(sched *s, double now);
+/* sched_policy.c */
+int64_t sched_plan_limit(const sched *s, int32_t p);
 
 #endif

@@ -62,7 +62,7 @@ static bool scratch_reserve(sched *s)
 
 /* ---- limits and needs --------------------------------------------------- */
 
-static int64_t plan_limit(const sched *s, int32_t p)
+int64_t sched_plan_limit(const sched *s, int32_t p)
 {
     int64_t limit = s->plans[p].cap_devices > 0 ? s->plans[p].cap_devices : NO_LIMIT;
     if (p == 0 && (int64_t)s->n_devices < limit)
@@ -87,83 +87,9 @@ static void sum_needs(sched *s)
 static bool needs_within_limits(const sched *s)
 {
     for (size_t p = 0; p < s->n_plans; p++)
-        if (s->plans[p].need > plan_limit(s, (int32_t)p))
+        if (s->plans[p].need > sched_plan_limit(s, (int32_t)p))
             return false;
     return true;
-}
-
-/* ---- admission ---------------------------------------------------------- */
-
-static int32_t effective_priority(const sched *s, const sched_job *j)
-{
-    return s->plans[j->plan].policy == SCHED_POLICY_PRIORITY ? j->priority : 0;
-}
-
-static int queue_cmp(const void *a, const void *b)
-{
-    const sched_job *x = *(sched_job *const *)a, *y = *(sched_job *const *)b;
-    if (x->admit_priority != y->admit_priority)
-        return x->admit_priority > y->admit_priority ? -1 : 1;
-    return (x->seq > y->seq) - (x->seq < y->seq);
-}
-
-static bool can_ever_fit(const sched *s, const sched_job *j)
-{
-    int32_t need = sched_job_need(j);
-    if ((size_t)need > s->n_devices)
-        return false;
-    for (int32_t p = j->plan; p >= 0; p = s->plans[p].parent)
-        if (s->plans[p].cap_devices > 0 && need > s->plans[p].cap_devices)
-            return false;
-    return true;
-}
-
-/* Marks queued jobs active, in order, while their need fits (sched.h). The
- * needs in p.need must be those of the running jobs at their minimum. */
-static void admit(sched *s)
-{
-    size_t nq = 0;
-    bool any_priority = false;
-    for (size_t i = 0; i < s->n_jobs; i++) {
-        sched_job *j = s->jobs[i];
-        if (j->state != SCHED_JOB_QUEUED)
-            continue;
-        s->queue[nq++] = j;
-        j->admit_priority = effective_priority(s, j);
-        any_priority |= j->admit_priority != 0;
-    }
-    /* s->jobs is kept in submission order, so only priorities need a sort. */
-    if (any_priority)
-        qsort(s->queue, nq, sizeof *s->queue, queue_cmp);
-    for (size_t p = 0; p < s->n_plans; p++)
-        s->plans[p].blocked = false;
-
-    for (size_t k = 0; k < nq; k++) {
-        sched_job *j = s->queue[k];
-        if (!can_ever_fit(s, j))
-            continue; /* waits for more devices, blocking nobody */
-        int64_t need = sched_job_need(j);
-        int32_t full = -1;
-        bool blocked = false;
-        for (int32_t p = j->plan; p >= 0; p = s->plans[p].parent) {
-            blocked |= s->plans[p].blocked;
-            if (full < 0 && s->plans[p].need + need > plan_limit(s, p))
-                full = p;
-        }
-        if (blocked)
-            continue;
-        if (full >= 0) {
-            s->plans[full].blocked = true;
-            if (full == 0)
-                break; /* out of devices: no backfilling */
-            continue;
-        }
-        for (int32_t p = j->plan; p >= 0; p = s->plans[p].parent)
-            s->plans[p].need += need;
-        j->active = true;
-        j->lo = (int32_t)need;
-        j->hi = j->max_devices;
-    }
 }
 
 /* ---- the water-fill through the tree ------------------------------------ */
@@ -186,6 +112,63 @@ static void fill_jobs_evenly(sched *s, sched_job **jobs, size_t n, int64_t total
         log_warn("sched: out of memory dividing devices; jobs keep their minimum");
     for (size_t i = 0; i < n; i++)
         jobs[i]->target = (int32_t)it[i].out;
+}
+
+static int user_seq_cmp(const void *a, const void *b)
+{
+    const sched_job *x = *(sched_job *const *)a, *y = *(sched_job *const *)b;
+    if (!x->user || !y->user) {
+        if (x->user != y->user)
+            return x->user ? 1 : -1;
+    } else {
+        int c = strcmp(x->user, y->user);
+        if (c)
+            return c;
+    }
+    return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+static bool same_user(const sched_job *a, const sched_job *b)
+{
+    return a->user == b->user || (a->user && b->user && strcmp(a->user, b->user) == 0);
+}
+
+/* Fair: evenly between the users of the plan's jobs (anonymous jobs are one
+ * user), then evenly between each user's jobs, so a user with ten jobs
+ * does not get ten times the share of a user with one. */
+static void fill_jobs_by_user(sched *s, sched_job **jobs, size_t n, int64_t total)
+{
+    bool several = false;
+    for (size_t i = 1; i < n && !several; i++)
+        several = !same_user(jobs[0], jobs[i]);
+    if (!several) {
+        fill_jobs_evenly(s, jobs, n, total);
+        return;
+    }
+    qsort(jobs, n, sizeof *jobs, user_seq_cmp);
+    wf_item *it = s->wf_items;
+    size_t users = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i == 0 || !same_user(jobs[i - 1], jobs[i]))
+            it[users++] = (wf_item){1.0, 0, 0, 0, jobs[i]->seq, 0};
+        wf_item *u = &it[users - 1];
+        u->lo += jobs[i]->lo;
+        u->hi += jobs[i]->hi;
+        u->current += jobs[i]->count;
+    }
+    if (!wf_fill(&s->wf, it, users, total))
+        log_warn("sched: out of memory dividing devices between users");
+    /* Park each user's share in its first job: the fills below reuse it. */
+    for (size_t i = 0, u = 0; i < n; i++)
+        if (i == 0 || !same_user(jobs[i - 1], jobs[i]))
+            jobs[i]->target = (int32_t)it[u++].out;
+    for (size_t first = 0; first < n;) {
+        size_t end = first + 1;
+        while (end < n && same_user(jobs[first], jobs[end]))
+            end++;
+        fill_jobs_evenly(s, jobs + first, end - first, jobs[first]->target);
+        first = end;
+    }
 }
 
 /* Priority: everyone their `lo`, then the rest to the highest priority
@@ -326,7 +309,7 @@ static void tree_top_down(sched *s, const int64_t *current)
         if (p->policy == SCHED_POLICY_PRIORITY)
             fill_jobs_by_priority(s, own, (size_t)p->jobs_count, own_alloc);
         else
-            fill_jobs_evenly(s, own, (size_t)p->jobs_count, own_alloc);
+            fill_jobs_by_user(s, own, (size_t)p->jobs_count, own_alloc);
     }
 }
 
@@ -425,7 +408,11 @@ size_t sched_plan(sched *s, double now, const sched_decision **out)
     }
 
     sum_needs(s);
-    admit(s);
+    if (!sched_admit(s, now)) {
+        free(current);
+        log_error("sched: out of memory admitting jobs; allocations unchanged");
+        return 0;
+    }
 
     /* Pinned jobs stay as they are, unless that keeps an admitted job out. */
     if (any_pin) {
@@ -476,6 +463,7 @@ size_t sched_plan(sched *s, double now, const sched_decision **out)
     free(current);
 
     apply_targets(s, now);
+    s->reserved = s->n_free < (size_t)s->reserve_head ? s->n_free : (size_t)s->reserve_head;
 
     for (size_t i = 0; i < s->n_jobs; i++) {
         const sched_job *j = s->jobs[i];
@@ -487,3 +475,5 @@ size_t sched_plan(sched *s, double now, const sched_decision **out)
 }
 
 double sched_next_review(const sched *s) { return s->next_review; }
+size_t sched_reserved_count(const sched *s) { return s->reserved; }
+size_t sched_waiting_for_devices(const sched *s) { return s->waiting_for_devices; }

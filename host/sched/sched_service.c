@@ -367,3 +367,16 @@ size_t sched_service_device_count(sched_service *ss)
     pthread_mutex_unlock(&ss->lock);
     return n;
 }
+
+bool sched_service_pending_reason(sched_service *ss, const char *id, char *buf, size_t len)
+{
+    if (len)
+        buf[0] = '\0';
+    pthread_mutex_lock(&ss->lock);
+    sched_wait w;
+    bool waiting = sched_job_wait(ss->core, id, &w) && w.code != SCHED_WAIT_NONE;
+    if (waiting)
+        sched_wait_text(&w, buf, len);
+    pthread_mutex_unlock(&ss->lock);
+    return waiting;
+}

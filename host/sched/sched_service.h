@@ -8,6 +8,7 @@
 #define LOOM_SCHED_SCHED_SERVICE_H
 
 #include <cjson/cJSON.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "sched/sched.h"
@@ -58,6 +59,10 @@ typedef struct sched_action {
 /* Runs the policy now; copies up to `cap` decisions into out and returns
  * how many there were. */
 size_t sched_service_decide(sched_service *ss, sched_action *out, size_t cap);
+/* Why a pending job waits, in words ("waiting for 3 devices, 1 free"), as
+ * of the last decision. False, with buf empty, when the job is unknown or
+ * not waiting. */
+bool sched_service_pending_reason(sched_service *ss, const char *id, char *buf, size_t len);
 /* Devices in the inventory. */
 size_t sched_service_device_count(sched_service *ss);
 

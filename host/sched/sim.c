@@ -19,6 +19,7 @@ const char *sim_policy_name(int32_t policy)
     case SIM_POLICY_FAIR: return "elastic fair share";
     case SIM_POLICY_PRIORITY: return "elastic priority";
     case SIM_POLICY_FIFO: return "static FIFO";
+    case SIM_POLICY_BACKFILL: return "FIFO + backfill";
     default: return "unknown";
     }
 }
@@ -72,10 +73,20 @@ static int32_t fifo_size(const sim_run_ctx *c, const sim_job *j)
     return n;
 }
 
+static bool is_static(int32_t policy)
+{
+    return policy == SIM_POLICY_FIFO || policy == SIM_POLICY_BACKFILL;
+}
+
 static loom_error *setup(sim_run_ctx *c)
 {
     const sim_trace *t = c->trace;
-    sched_options opt = {.hysteresis = c->policy == SIM_POLICY_FIFO ? 0 : t->hysteresis};
+    sched_options opt = {
+        .hysteresis = is_static(c->policy) ? 0 : t->hysteresis,
+        .admission = c->policy == SIM_POLICY_FIFO       ? SCHED_ADMIT_FIFO
+                     : c->policy == SIM_POLICY_BACKFILL ? SCHED_ADMIT_FIFO_BACKFILL
+                                                        : SCHED_ADMIT_FAIR,
+    };
     if (!(c->s = sched_create(&opt)))
         return loom_err(LOOM_ERR_RESOURCE_EXHAUSTED, "out of memory");
     for (int32_t d = 0; d < t->devices; d++)
@@ -124,7 +135,7 @@ static loom_error *setup(sim_run_ctx *c)
 static loom_error *submit(sim_run_ctx *c, size_t i, double now)
 {
     const sim_job *j = &c->trace->jobs[i];
-    bool fifo = c->policy == SIM_POLICY_FIFO;
+    bool fifo = is_static(c->policy);
     sched_job_spec spec = {
         .id = j->id,
         .plan = j->plan,
@@ -133,7 +144,11 @@ static loom_error *submit(sim_run_ctx *c, size_t i, double now)
         .max_devices = fifo && j->elastic ? fifo_size(c, j) : j->max_devices,
         .priority = j->priority,
         .tag = i,
+        .user = j->user,
     };
+    /* The run time at the size it starts with (refined as it resizes). */
+    int32_t need = spec.elastic ? spec.min_devices : spec.max_devices;
+    spec.expected_seconds = j->work / sim_speedup(j, need > 0 ? need : 1);
     loom_error *err = sched_submit(c->s, &spec, now);
     return err ? loom_err_wrap(err, "jobs[%zu]", i) : NULL;
 }
@@ -144,15 +159,31 @@ static int dbl_cmp(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static loom_error *summarise(const sim_run_ctx *c, double t0, double busy_integral,
-                             double wait_time, double wait_busy, uint64_t resizes,
-                             sim_result *out)
+/* Device-seconds integrated over the run. */
+typedef struct sim_usage {
+    double busy;              /* busy devices x time */
+    double wait_time;         /* time some job waited */
+    double wait_busy;         /* busy devices x time while some job waited */
+    double wait_usable;       /* devices not held for a reservation x time,
+                                 while some job waited */
+    double wait_reserved;     /* devices held for a reservation x time */
+} sim_usage;
+
+static double nearest_rank(const double *sorted, size_t n, double q)
+{
+    size_t rank = (size_t)ceil(q * (double)n);
+    return sorted[rank > 0 ? rank - 1 : 0];
+}
+
+static loom_error *summarise(const sim_run_ctx *c, double t0, const sim_usage *u,
+                             uint64_t resizes, sim_result *out)
 {
     const sim_trace *t = c->trace;
     size_t n = t->n_jobs;
-    double *jct = malloc(n * sizeof *jct);
+    double *jct = malloc(2 * n * sizeof *jct);
     if (!jct)
         return loom_err(LOOM_ERR_RESOURCE_EXHAUSTED, "out of memory");
+    double *queueing = jct + n;
     double sum_jct = 0, sum_queue = 0, last_end = t0, sum_top = 0;
     size_t n_top = 0;
     int32_t top = t->jobs[0].priority;
@@ -166,22 +197,27 @@ static loom_error *summarise(const sim_run_ctx *c, double t0, double busy_integr
             sum_top += jct[i];
             n_top++;
         }
-        sum_queue += c->st[i].start - t->jobs[i].arrival;
+        queueing[i] = c->st[i].start - t->jobs[i].arrival;
+        sum_queue += queueing[i];
         if (c->st[i].end > last_end)
             last_end = c->st[i].end;
     }
     qsort(jct, n, sizeof *jct, dbl_cmp);
-    size_t rank = (size_t)ceil(0.95 * (double)n); /* nearest rank */
+    qsort(queueing, n, sizeof *queueing, dbl_cmp);
     out->jobs = n;
     out->avg_jct = sum_jct / (double)n;
     out->avg_jct_top = sum_top / (double)n_top;
-    out->p95_jct = jct[rank > 0 ? rank - 1 : 0];
+    out->p95_jct = nearest_rank(jct, n, 0.95);
     out->avg_queueing = sum_queue / (double)n;
+    out->p99_queueing = nearest_rank(queueing, n, 0.99);
+    out->max_wait = queueing[n - 1];
     out->makespan = last_end - t0;
     out->utilisation = out->makespan > 0
-                           ? busy_integral / ((double)t->devices * out->makespan) : 1;
-    out->utilisation_waiting = wait_time > 0
-                                   ? wait_busy / ((double)t->devices * wait_time) : NAN;
+                           ? u->busy / ((double)t->devices * out->makespan) : 1;
+    out->utilisation_waiting = u->wait_usable > 0 ? u->wait_busy / u->wait_usable : NAN;
+    out->reserved_waiting = u->wait_time > 0
+                                ? u->wait_reserved / ((double)t->devices * u->wait_time)
+                                : 0;
     out->resizes = resizes;
     free(jct);
     return NULL;
@@ -190,10 +226,11 @@ static loom_error *summarise(const sim_run_ctx *c, double t0, double busy_integr
 static loom_error *simulate(sim_run_ctx *c, sim_result *out)
 {
     const sim_trace *t = c->trace;
-    size_t n = t->n_jobs, next = 0, done = 0, waiting = 0;
+    size_t n = t->n_jobs, next = 0, done = 0;
     double t0 = t->jobs[c->order[0]].arrival, now = t0;
-    double busy_integral = 0, wait_time = 0, wait_busy = 0;
-    int64_t busy = 0;
+    sim_usage u = {0};
+    int64_t busy = 0, reserved = 0;
+    size_t wanting = 0;       /* jobs waiting for devices (not for a cap) */
     uint64_t resizes = 0;
 
     while (done < n) {
@@ -215,10 +252,12 @@ static loom_error *simulate(sim_run_ctx *c, sim_result *out)
                             n - done);
 
         double dt = t_next - now;
-        busy_integral += (double)busy * dt;
-        if (waiting > 0) {
-            wait_time += dt;
-            wait_busy += (double)busy * dt;
+        u.busy += (double)busy * dt;
+        if (wanting > 0) {
+            u.wait_time += dt;
+            u.wait_busy += (double)busy * dt;
+            u.wait_usable += (double)(t->devices - reserved) * dt;
+            u.wait_reserved += (double)reserved * dt;
         }
         for (size_t k = 0; k < c->n_running; k++) {
             sim_state *st = &c->st[c->running[k]];
@@ -247,7 +286,6 @@ static loom_error *simulate(sim_run_ctx *c, sim_result *out)
             loom_error *err = submit(c, c->order[next], now);
             if (err)
                 return err;
-            waiting++;
         }
 
         const sched_decision *d;
@@ -258,7 +296,6 @@ static loom_error *simulate(sim_run_ctx *c, sim_result *out)
             if (d[k].old_count == 0) {
                 st->start = now;
                 c->running[c->n_running++] = i;
-                waiting--;
             } else {
                 resizes++;
                 st->stall_until = now + t->resize_cost;
@@ -266,15 +303,20 @@ static loom_error *simulate(sim_run_ctx *c, sim_result *out)
             busy += d[k].new_count - d[k].old_count;
             st->count = d[k].new_count;
             st->rate = sim_speedup(&t->jobs[i], st->count);
+            double from = st->stall_until > now ? st->stall_until : now;
+            loom_err_free(sched_set_job_end_estimate(c->s, d[k].job_id,
+                                                     from + st->remaining / st->rate));
         }
+        reserved = (int64_t)sched_reserved_count(c->s);
+        wanting = sched_waiting_for_devices(c->s);
     }
-    return summarise(c, t0, busy_integral, wait_time, wait_busy, resizes, out);
+    return summarise(c, t0, &u, resizes, out);
 }
 
 loom_error *sim_run(const sim_trace *t, int32_t policy, sim_result *out)
 {
     *out = (sim_result){0};
-    if (policy < SIM_POLICY_FAIR || policy > SIM_POLICY_FIFO)
+    if (policy < SIM_POLICY_FAIR || policy >= SIM_POLICY_COUNT)
         return loom_err(LOOM_ERR_INVALID_ARGUMENT, "sim: unknown policy %d", policy);
     sim_run_ctx c = {.trace = t, .policy = policy};
     loom_error *err = setup(&c);
@@ -298,33 +340,62 @@ static void print_table(const char *path, const sim_trace *t, const sim_result *
 {
     printf("trace %s: %zu jobs, %d devices, hysteresis %g s, resize cost %g s\n\n", path,
            t->n_jobs, t->devices, t->hysteresis, t->resize_cost);
-    printf("%-20s %11s %14s %12s %12s %14s %12s %13s %8s\n", "policy", "utilisation",
-           "while waiting", "avg JCT", "p95 JCT", "top-prio JCT", "makespan",
-           "avg queueing", "resizes");
-    for (int p = 0; p < 3; p++) {
+    printf("%-19s %6s %9s %9s %11s %11s %11s %11s %11s %11s %8s\n", "policy", "util",
+           "util/wait", "reserved", "avg JCT", "p95 JCT", "top-prio", "avg queue",
+           "p99 queue", "max wait", "resizes");
+    for (int p = 0; p < SIM_POLICY_COUNT; p++) {
         char waiting[32];
         if (isnan(r[p].utilisation_waiting))
             snprintf(waiting, sizeof waiting, "-");
         else
             snprintf(waiting, sizeof waiting, "%.1f%%", 100 * r[p].utilisation_waiting);
-        printf("%-20s %10.1f%% %14s %10.1f s %10.1f s %12.1f s %10.1f s %11.1f s %8llu\n",
-               sim_policy_name(p), 100 * r[p].utilisation, waiting, r[p].avg_jct,
-               r[p].p95_jct, r[p].avg_jct_top, r[p].makespan, r[p].avg_queueing,
+        printf("%-19s %5.1f%% %9s %8.1f%% %9.0f s %9.0f s %9.0f s %9.0f s %9.0f s "
+               "%9.0f s %8llu\n",
+               sim_policy_name(p), 100 * r[p].utilisation, waiting,
+               100 * r[p].reserved_waiting, r[p].avg_jct, r[p].p95_jct, r[p].avg_jct_top,
+               r[p].avg_queueing, r[p].p99_queueing, r[p].max_wait,
                (unsigned long long)r[p].resizes);
     }
-    printf("(top-prio JCT: average over the jobs with the trace's highest priority)\n\n");
+    printf("(util/wait: devices busy while a job waited, devices held for a reservation "
+           "left out;\n reserved: the share held for one; top-prio: average JCT of the "
+           "jobs with the\n trace's highest priority)\n\n");
     for (int p = 0; p < 2; p++)
-        printf("%s vs static FIFO: average JCT %.1f s vs %.1f s (%.1f%% lower), "
-               "p95 JCT %.1f%% lower, makespan %.1f%% lower\n",
-               sim_policy_name(p), r[p].avg_jct, r[SIM_POLICY_FIFO].avg_jct,
-               100 * reduction(r[p].avg_jct, r[SIM_POLICY_FIFO].avg_jct),
-               100 * reduction(r[p].p95_jct, r[SIM_POLICY_FIFO].p95_jct),
-               100 * reduction(r[p].makespan, r[SIM_POLICY_FIFO].makespan));
+        for (int base = SIM_POLICY_FIFO; base < SIM_POLICY_COUNT; base++)
+            printf("%s vs %s: average JCT %.0f s vs %.0f s (%.1f%% lower), p95 JCT "
+                   "%.1f%% lower, p99 queueing %.1f%% lower\n",
+                   sim_policy_name(p), sim_policy_name(base), r[p].avg_jct,
+                   r[base].avg_jct, 100 * reduction(r[p].avg_jct, r[base].avg_jct),
+                   100 * reduction(r[p].p95_jct, r[base].p95_jct),
+                   100 * reduction(r[p].p99_queueing, r[base].p99_queueing));
+}
+
+static const char *const policy_keys[SIM_POLICY_COUNT] = {"fair", "priority", "fifo",
+                                                          "backfill"};
+
+static cJSON *result_json(int p, const sim_result *r)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "policy", policy_keys[p]);
+    cJSON_AddStringToObject(o, "name", sim_policy_name(p));
+    cJSON_AddNumberToObject(o, "utilisation", r->utilisation);
+    if (isnan(r->utilisation_waiting))
+        cJSON_AddNullToObject(o, "utilisation_while_waiting");
+    else
+        cJSON_AddNumberToObject(o, "utilisation_while_waiting", r->utilisation_waiting);
+    cJSON_AddNumberToObject(o, "reserved_while_waiting", r->reserved_waiting);
+    cJSON_AddNumberToObject(o, "avg_jct", r->avg_jct);
+    cJSON_AddNumberToObject(o, "p95_jct", r->p95_jct);
+    cJSON_AddNumberToObject(o, "avg_jct_top_priority", r->avg_jct_top);
+    cJSON_AddNumberToObject(o, "makespan", r->makespan);
+    cJSON_AddNumberToObject(o, "avg_queueing_delay", r->avg_queueing);
+    cJSON_AddNumberToObject(o, "p99_queueing_delay", r->p99_queueing);
+    cJSON_AddNumberToObject(o, "max_wait", r->max_wait);
+    cJSON_AddNumberToObject(o, "resizes", (double)r->resizes);
+    return o;
 }
 
 static int print_json(const char *path, const sim_trace *t, const sim_result *r)
 {
-    static const char *keys[] = {"fair", "priority", "fifo"};
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "trace", path);
     cJSON_AddNumberToObject(root, "jobs", (double)t->n_jobs);
@@ -332,29 +403,16 @@ static int print_json(const char *path, const sim_trace *t, const sim_result *r)
     cJSON_AddNumberToObject(root, "hysteresis", t->hysteresis);
     cJSON_AddNumberToObject(root, "resize_cost", t->resize_cost);
     cJSON *results = cJSON_AddArrayToObject(root, "results");
-    cJSON *improve = cJSON_CreateObject();
-    for (int p = 0; p < 3; p++) {
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "policy", keys[p]);
-        cJSON_AddStringToObject(o, "name", sim_policy_name(p));
-        cJSON_AddNumberToObject(o, "utilisation", r[p].utilisation);
-        if (isnan(r[p].utilisation_waiting))
-            cJSON_AddNullToObject(o, "utilisation_while_waiting");
-        else
-            cJSON_AddNumberToObject(o, "utilisation_while_waiting",
-                                    r[p].utilisation_waiting);
-        cJSON_AddNumberToObject(o, "avg_jct", r[p].avg_jct);
-        cJSON_AddNumberToObject(o, "p95_jct", r[p].p95_jct);
-        cJSON_AddNumberToObject(o, "avg_jct_top_priority", r[p].avg_jct_top);
-        cJSON_AddNumberToObject(o, "makespan", r[p].makespan);
-        cJSON_AddNumberToObject(o, "avg_queueing_delay", r[p].avg_queueing);
-        cJSON_AddNumberToObject(o, "resizes", (double)r[p].resizes);
-        cJSON_AddItemToArray(results, o);
-        if (p < 2)
-            cJSON_AddNumberToObject(improve, keys[p],
-                                    reduction(r[p].avg_jct, r[SIM_POLICY_FIFO].avg_jct));
+    for (int p = 0; p < SIM_POLICY_COUNT; p++)
+        cJSON_AddItemToArray(results, result_json(p, &r[p]));
+    static const char *const names[] = {"avg_jct_reduction_vs_fifo",
+                                        "avg_jct_reduction_vs_backfill"};
+    for (int base = SIM_POLICY_FIFO; base < SIM_POLICY_COUNT; base++) {
+        cJSON *improve = cJSON_AddObjectToObject(root, names[base - SIM_POLICY_FIFO]);
+        for (int p = 0; p < 2; p++)
+            cJSON_AddNumberToObject(improve, policy_keys[p],
+                                    reduction(r[p].avg_jct, r[base].avg_jct));
     }
-    cJSON_AddItemToObject(root, "avg_jct_reduction_vs_fifo", improve);
     char *text = cJSON_Print(root);
     cJSON_Delete(root);
     if (!text) {
@@ -366,34 +424,35 @@ static int print_json(const char *path, const sim_trace *t, const sim_result *r)
     return 0;
 }
 
-int sim_main(int argc, char **argv)
+static const char sim_usage_text[] = "usage: loom sim [--json] TRACE.json\n";
+
+int sim_cli(int argc, char **argv, bool json)
 {
     const char *path = NULL;
-    bool json = false;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0) {
             json = true;
         } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            printf("usage: loom sim [--json] TRACE.json\n"
-                   "Replays a job trace through the scheduler on a simulated clock and "
-                   "compares\nelastic fair share, elastic priority and static FIFO.\n");
+            printf("%sReplays a job trace through the scheduler on a simulated clock and "
+                   "compares\nelastic fair share and elastic priority with static FIFO "
+                   "and FIFO with\nEASY backfilling.\n", sim_usage_text);
             return 0;
         } else if (argv[i][0] == '-' || path) {
-            fprintf(stderr, "loom sim: unexpected argument '%s'\n"
-                            "usage: loom sim [--json] TRACE.json\n", argv[i]);
+            fprintf(stderr, "loom sim: unexpected argument '%s'\n%s", argv[i],
+                    sim_usage_text);
             return 2;
         } else {
             path = argv[i];
         }
     }
     if (!path) {
-        fprintf(stderr, "usage: loom sim [--json] TRACE.json\n");
+        fputs(sim_usage_text, stderr);
         return 2;
     }
     sim_trace *t;
     loom_error *err = sim_trace_load(path, &t);
-    sim_result r[3];
-    for (int p = 0; !err && p < 3; p++)
+    sim_result r[SIM_POLICY_COUNT];
+    for (int p = 0; !err && p < SIM_POLICY_COUNT; p++)
         err = sim_run(t, p, &r[p]);
     if (err) {
         fprintf(stderr, "loom sim: %s\n", loom_err_message(err));
@@ -409,3 +468,5 @@ int sim_main(int argc, char **argv)
     sim_trace_free(t);
     return rc;
 }
+
+int sim_main(int argc, char **argv) { return sim_cli(argc, argv, false); }

@@ -22,8 +22,12 @@
  *                  {"type": "table", "speedup": [1, 1.9, 2.7]} (speedup on
  *                  1, 2, 3... devices; the last value holds beyond), or the
  *                  bare array [1, 1.9, 2.7],
- *              "priority": 0, "plan": "/a", "elastic": true}]}   optional
- * A job on n devices does speedup(n) units of work per second.
+ *              "priority": 0, "plan": "/a", "elastic": true,
+              "user": "alice"}]}   optional
+ * A job on n devices does speedup(n) units of work per second. Unknown keys
+ * and text after the trace are refused. The scheduler is told each job's
+ * run time at its size (as a batch user states a time limit), so every
+ * policy can date its reservations the same way.
  */
 #ifndef LOOM_SCHED_SIM_H
 #define LOOM_SCHED_SIM_H
@@ -43,6 +47,7 @@ typedef enum sim_scaling_kind {
 typedef struct sim_job {
     char *id;
     char *plan;               /* NULL: "/" */
+    char *user;               /* NULL: anonymous */
     double arrival, work;
     int32_t min_devices, max_devices, priority;
     bool elastic;
@@ -73,20 +78,28 @@ double sim_speedup(const sim_job *job, int32_t n);
 typedef enum sim_policy {
     SIM_POLICY_FAIR = 0,      /* elastic, every plan fair share */
     SIM_POLICY_PRIORITY = 1,  /* elastic, every plan by priority */
-    SIM_POLICY_FIFO = 2       /* static: max_devices or wait, arrival order */
+    SIM_POLICY_FIFO = 2,      /* static: max_devices or wait, arrival order */
+    SIM_POLICY_BACKFILL = 3   /* static, arrival order, EASY backfilling */
 } sim_policy;
+
+#define SIM_POLICY_COUNT 4
 
 const char *sim_policy_name(int32_t policy);
 
 typedef struct sim_result {
     double utilisation;         /* busy device-seconds / (devices x makespan) */
-    double utilisation_waiting; /* the same over the time some job waited;
+    double utilisation_waiting; /* the same over the time some job waited,
+                                   devices held for a reservation left out;
                                    NAN when no job ever waited */
+    double reserved_waiting;    /* share of the devices held idle for a
+                                   reservation over that time */
     double avg_jct, p95_jct;    /* completion time: end - arrival */
     double avg_jct_top;         /* avg JCT of the jobs with the trace's
                                    highest priority (what priority is for) */
     double makespan;            /* last end - first arrival */
     double avg_queueing;        /* start - arrival */
+    double p99_queueing;
+    double max_wait;            /* the longest start - arrival */
     uint64_t resizes;           /* decisions that resized a running job */
     size_t jobs;
 } sim_result;
@@ -94,8 +107,10 @@ typedef struct sim_result {
 /* Runs the whole trace under `policy`. Errors name the job. */
 loom_error *sim_run(const sim_trace *t, int32_t policy, sim_result *out);
 
-/* `loom sim [--json] TRACE.json`: the three policies side by side and the
- * relative JCT improvement over static FIFO. Returns the exit status. */
+/* `loom sim [--json] TRACE.json`: the policies side by side and the
+ * relative JCT improvement over each baseline. Returns the exit status. */
 int sim_main(int argc, char **argv);
+/* The same for the CLI, whose global --json is already taken off argv. */
+int sim_cli(int argc, char **argv, bool json);
 
 #endif

@@ -33,14 +33,38 @@ static loom_error *get_number(const cJSON *obj, const char *field, bool required
     double v = cJSON_IsNumber(item) ? item->valuedouble : NAN;
     if (!cJSON_IsNumber(item) || !isfinite(v) || v < min || v > max ||
         (integer && v != floor(v))) {
+        /* Integer bounds are printed whole: 2147483647, not 2.14748e+09. */
+        const char *fmt_open = integer ? "%s.%s: expected an integer >= %.0f"
+                                       : "%s.%s: expected a number >= %g";
+        const char *fmt_range = integer ? "%s.%s: expected an integer in %.0f..%.0f"
+                                        : "%s.%s: expected a number in %g..%g";
         if (max >= 1e300)
-            return loom_err(LOOM_ERR_INVALID_ARGUMENT,
-                            "%s.%s: expected %s >= %g", where, field,
-                            integer ? "an integer" : "a number", min);
-        return loom_err(LOOM_ERR_INVALID_ARGUMENT, "%s.%s: expected %s in %g..%g", where,
-                        field, integer ? "an integer" : "a number", min, max);
+            return loom_err(LOOM_ERR_INVALID_ARGUMENT, fmt_open, where, field, min);
+        return loom_err(LOOM_ERR_INVALID_ARGUMENT, fmt_range, where, field, min, max);
     }
     *out = v;
+    return NULL;
+}
+
+/* Refuses a key outside `allowed` (NULL-terminated), naming it, so a typo
+ * ("max_device") is not silently a default. */
+static loom_error *check_keys(const cJSON *obj, const char *const *allowed,
+                              const char *where)
+{
+    for (const cJSON *item = obj->child; item; item = item->next) {
+        bool known = false;
+        for (size_t k = 0; allowed[k] && !known; k++)
+            known = item->string && strcmp(item->string, allowed[k]) == 0;
+        if (known)
+            continue;
+        char list[256] = "";
+        for (size_t k = 0, at = 0; allowed[k] && at < sizeof list; k++)
+            at += (size_t)snprintf(list + at, sizeof list - at, "%s%s", k ? ", " : "",
+                                   allowed[k]);
+        return loom_err(LOOM_ERR_INVALID_ARGUMENT,
+                        "%s: unknown key '%s' (expected one of: %s)", where,
+                        item->string ? item->string : "", list);
+    }
     return NULL;
 }
 
@@ -96,6 +120,10 @@ static loom_error *parse_scaling(const cJSON *obj, const char *where, sim_job *j
                         "[...]} or an array of speedups", where);
     char sub[160];
     snprintf(sub, sizeof sub, "%s.scaling", where);
+    static const char *const keys[] = {"type", "serial_fraction", "speedup", NULL};
+    loom_error *err = check_keys(sc, keys, sub);
+    if (err)
+        return err;
     if (strcmp(type->valuestring, "linear") == 0)
         return NULL;
     if (strcmp(type->valuestring, "amdahl") == 0) {
@@ -122,7 +150,12 @@ static loom_error *parse_job(const cJSON *obj, size_t index, int32_t devices,
     snprintf(where, sizeof where, "jobs[%zu]", index);
     if (!cJSON_IsObject(obj))
         return loom_err(LOOM_ERR_INVALID_ARGUMENT, "%s: expected an object", where);
-    loom_error *err = get_string(obj, "id", where, &job->id);
+    static const char *const keys[] = {"id", "arrival", "max_devices", "min_devices",
+                                       "work", "scaling", "priority", "plan",
+                                       "elastic", "user", NULL};
+    loom_error *err = check_keys(obj, keys, where);
+    if (!err)
+        err = get_string(obj, "id", where, &job->id);
     if (!err && !job->id) {
         char id[32];
         snprintf(id, sizeof id, "job-%zu", index);
@@ -145,6 +178,8 @@ static loom_error *parse_job(const cJSON *obj, size_t index, int32_t devices,
         job->priority = (int32_t)v;
     if (!err)
         err = get_string(obj, "plan", where, &job->plan);
+    if (!err)
+        err = get_string(obj, "user", where, &job->user);
     job->elastic = true;
     const cJSON *el = cJSON_GetObjectItemCaseSensitive(obj, "elastic");
     if (!err && el) {
@@ -176,7 +211,12 @@ static loom_error *parse_plan(const cJSON *obj, size_t index, sched_plan_spec *p
     if (!cJSON_IsObject(obj))
         return loom_err(LOOM_ERR_INVALID_ARGUMENT, "%s: expected an object", where);
     char *path = NULL, *parent = NULL;
-    loom_error *err = get_string(obj, "path", where, &path);
+    static const char *const keys[] = {"path", "parent", "weight", "min_devices",
+                                       "cap_devices", "policy", NULL};
+    loom_error *err = check_keys(obj, keys, where);
+    if (err)
+        return err;
+    err = get_string(obj, "path", where, &path);
     plan->path = path;
     if (!err && !path)
         err = loom_err(LOOM_ERR_INVALID_ARGUMENT, "%s.path: missing", where);
@@ -212,6 +252,7 @@ void sim_trace_free(sim_trace *t)
     for (size_t i = 0; i < t->n_jobs; i++) {
         free(t->jobs[i].id);
         free(t->jobs[i].plan);
+        free(t->jobs[i].user);
         free(t->jobs[i].speedup);
     }
     for (size_t i = 0; i < t->n_plans; i++) {
@@ -227,8 +268,13 @@ static loom_error *parse_root(const cJSON *root, sim_trace *t)
 {
     if (!cJSON_IsObject(root))
         return loom_err(LOOM_ERR_INVALID_ARGUMENT, "expected a JSON object at the top");
+    static const char *const keys[] = {"devices", "hysteresis", "resize_cost", "plans",
+                                       "jobs", NULL};
+    loom_error *err = check_keys(root, keys, "trace");
+    if (err)
+        return err;
     double v;
-    loom_error *err = get_number(root, "devices", true, 0, 1, 1 << 20, true, "trace", &v);
+    err = get_number(root, "devices", true, 0, 1, 1 << 20, true, "trace", &v);
     if (err)
         return err;
     t->devices = (int32_t)v;
@@ -298,12 +344,21 @@ static loom_error *check_against_scheduler(const sim_trace *t)
 loom_error *sim_trace_parse(const char *json, const char *name, sim_trace **out)
 {
     *out = NULL;
-    cJSON *root = cJSON_Parse(json);
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithOpts(json, &end, false);
     if (!root) {
         const char *at = cJSON_GetErrorPtr();
         long offset = at && at >= json ? (long)(at - json) : -1;
         return loom_err(LOOM_ERR_INVALID_ARGUMENT, "%s: not valid JSON (near byte %ld)",
                         name, offset);
+    }
+    while (end && (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r'))
+        end++;
+    if (end && *end) {
+        long offset = (long)(end - json);
+        cJSON_Delete(root);
+        return loom_err(LOOM_ERR_INVALID_ARGUMENT,
+                        "%s: unexpected text after the trace at byte %ld", name, offset);
     }
     sim_trace *t = calloc(1, sizeof *t);
     loom_error *err = t ? parse_root(root, t)

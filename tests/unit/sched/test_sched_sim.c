@@ -3,7 +3,9 @@
  * traces in tests/data/traces/, with figures worked out by hand, and its
  * errors for malformed traces.
  */
+#include <cjson/cJSON.h>
 #include <math.h>
+#include <unistd.h>
 
 #include "sched/sim.h"
 #include "sched_test_util.h"
@@ -162,7 +164,7 @@ static void test_bad_traces(void)
     expect_parse_error("{\"devices\": 4, \"jobs\": [{\"arrival\": \"soon\", "
                        "\"max_devices\": 1, \"work\": 3}]}", "jobs[0].arrival", NULL);
     expect_parse_error("{\"devices\": 4, \"jobs\": [{\"arrival\": 0, \"max_devices\": 2.5, "
-                       "\"work\": 3}]}", "jobs[0].max_devices", "integer");
+                       "\"work\": 3}]}", "jobs[0].max_devices", "an integer in 1..2147483647");
     expect_parse_error("{\"devices\": 4, \"jobs\": [{\"arrival\": 0, \"max_devices\": 8, "
                        "\"min_devices\": 6, \"work\": 3}]}", "jobs[0].min_devices",
                        "4 devices");
@@ -192,11 +194,95 @@ static void test_bad_traces(void)
                        " \"jobs\": [{\"arrival\": 0, \"max_devices\": 4, \"min_devices\": 2,"
                        " \"work\": 3, \"plan\": \"/c\"}]}", "jobs[0]", "cap_devices 1");
 
+    /* Unknown keys, at every level, and text after the trace. */
+    expect_parse_error("{\"devices\": 4, \"hysteresys\": 3, \"jobs\": [{\"arrival\": 0, "
+                       "\"max_devices\": 1, \"work\": 3}]}", "unknown key 'hysteresys'",
+                       "hysteresis");
+    expect_parse_error("{\"devices\": 4, \"jobs\": [{\"arrival\": 0, \"max_device\": 1, "
+                       "\"work\": 3}]}", "jobs[0]: unknown key 'max_device'", NULL);
+    expect_parse_error("{\"devices\": 4, \"plans\": [{\"path\": \"/a\", \"share\": 2}], "
+                       "\"jobs\": [{\"arrival\": 0, \"max_devices\": 1, \"work\": 3}]}",
+                       "plans[0]: unknown key 'share'", "weight");
+    expect_parse_error("{\"devices\": 4, \"jobs\": [{\"arrival\": 0, \"max_devices\": 1, "
+                       "\"work\": 3, \"scaling\": {\"type\": \"amdahl\", "
+                       "\"serial_fraction\": 0.1, \"serial\": 1}}]}",
+                       "jobs[0].scaling: unknown key 'serial'", NULL);
+    expect_parse_error("{\"devices\": 4, \"jobs\": [{\"arrival\": 0, \"max_devices\": 1, "
+                       "\"work\": 3}]} {\"devices\": 2}", "unexpected text after the trace",
+                       "byte 70");
+
     sim_trace *t = NULL;
     loom_error *err = sim_trace_load(LOOM_TRACE_DIR "/does-not-exist.json", &t);
     CHECK(err && loom_err_code(err) == LOOM_ERR_NOT_FOUND);
     CHECK_CONTAINS(loom_err_message(err), "does-not-exist.json");
     loom_err_free(err);
+}
+
+/* A fixed 4-device job waits behind an elastic job that will not shrink
+ * below 3 of the 4 devices; a 1-device job of a third plan arriving later
+ * starts at once (it ends long before the elastic job), and the fixed job
+ * still starts when the elastic one ends. */
+static void test_rigid_behind_elastic(void)
+{
+    const char *json =
+        "{\"devices\": 4, \"plans\": [{\"path\": \"/a\"}, {\"path\": \"/b\"}, "
+        "{\"path\": \"/c\"}], \"jobs\": ["
+        "{\"id\": \"E\", \"arrival\": 0, \"min_devices\": 3, \"max_devices\": 4, "
+        "\"work\": 4032, \"plan\": \"/a\"},"
+        "{\"id\": \"R\", \"arrival\": 1, \"max_devices\": 4, \"elastic\": false, "
+        "\"work\": 40, \"plan\": \"/b\"},"
+        "{\"id\": \"S\", \"arrival\": 2, \"max_devices\": 1, \"elastic\": false, "
+        "\"work\": 10, \"plan\": \"/c\"}]}";
+    sim_trace *t = NULL;
+    loom_error *err = sim_trace_parse(json, "rigid.json", &t);
+    CHECK_MSG(err == NULL, "%s", loom_err_message(err));
+    loom_err_free(err);
+    if (!t)
+        return;
+    /* E: 8 done by t=2, 3 devices while S runs (2..12), then 4 again:
+     * ends at 12 + (4032 - 8 - 30) / 4 = 1010.5, when R starts. */
+    sim_result fair = run(t, SIM_POLICY_FAIR);
+    double s_wait = 3 * fair.avg_queueing - fair.max_wait;
+    CHECK_MSG(s_wait < 1e-6, "S waited %g s", s_wait);
+    CHECK_NEAR(fair.max_wait, 1009.5);
+    /* FIFO with backfilling runs E on all 4: S can only follow R. */
+    sim_result bf = run(t, SIM_POLICY_BACKFILL);
+    CHECK_NEAR(bf.max_wait, 1016);
+    sim_trace_free(t);
+}
+
+/* `loom sim --json` (the CLI's global flag arrives as `json`): one result
+ * per policy, the backfill baseline among them. */
+static void test_sim_json(void)
+{
+    char *args[] = {"sim", LOOM_TRACE_DIR "/ab.json", NULL};
+    FILE *out = tmpfile();
+    CHECK(out != NULL);
+    if (!out)
+        return;
+    fflush(stdout);
+    int saved = dup(1);
+    dup2(fileno(out), 1);
+    int rc = sim_cli(2, args, true);
+    fflush(stdout);
+    dup2(saved, 1);
+    close(saved);
+    CHECK(rc == 0);
+    char buf[16384];
+    rewind(out);
+    size_t n = fread(buf, 1, sizeof buf - 1, out);
+    buf[n] = '\0';
+    fclose(out);
+    cJSON *doc = cJSON_Parse(buf);
+    CHECK_MSG(doc != NULL, "not JSON: %.200s", buf);
+    const cJSON *results = cJSON_GetObjectItem(doc, "results");
+    CHECK(cJSON_GetArraySize(results) == SIM_POLICY_COUNT);
+    const cJSON *last = cJSON_GetArrayItem(results, SIM_POLICY_BACKFILL);
+    CHECK_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItem(last, "policy")), "backfill");
+    CHECK(cJSON_IsNumber(cJSON_GetObjectItem(last, "p99_queueing_delay")));
+    CHECK(cJSON_IsNumber(cJSON_GetObjectItem(last, "max_wait")));
+    CHECK(cJSON_GetObjectItem(doc, "avg_jct_reduction_vs_backfill") != NULL);
+    cJSON_Delete(doc);
 }
 
 static void test_sim_main(void)
@@ -221,6 +307,8 @@ int main(void)
     test_plans();
     test_hysteresis();
     test_bad_traces();
+    test_rigid_behind_elastic();
+    test_sim_json();
     test_sim_main();
     return CHECK_DONE();
 }

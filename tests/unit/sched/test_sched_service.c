@@ -1,0 +1,53 @@
+/*
+ * tests/unit/sched/test_sched_service.c - the host's scheduler service as
+ * the exec service sees it: a pending job's reason in words.
+ */
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "sched/sched_service.h"
+#include "sched_test_util.h"
+
+static void test_pending_reason(void)
+{
+    char dir[] = "/tmp/loom-sched-svc-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char path[256], err[256] = "";
+    snprintf(path, sizeof path, "%s/state.db", dir);
+    store *st = store_open(path, err, sizeof err);
+    CHECK_MSG(st != NULL, "%s", err);
+    if (!st)
+        return;
+    sched_service_options opt = {.cpu_slots = 2};
+    sched_service *ss = sched_service_create(st, &opt, err, sizeof err);
+    CHECK_MSG(ss != NULL, "%s", err);
+    if (ss) {
+        sched_job_spec a = {.id = "a", .plan = "/alice", .max_devices = 2, .user = "alice"};
+        sched_job_spec b = {.id = "b", .plan = "/bob", .max_devices = 2, .user = "bob"};
+        CHECK(sched_service_submit(ss, &a, err, sizeof err) == 0);
+        CHECK(sched_service_submit(ss, &b, err, sizeof err) == 0);
+        sched_action actions[4];
+        CHECK(sched_service_decide(ss, actions, 4) == 1);
+        char why[128];
+        CHECK(sched_service_pending_reason(ss, "b", why, sizeof why));
+        CHECK_STR_EQ(why, "waiting for 2 devices, 0 free");
+        CHECK(!sched_service_pending_reason(ss, "a", why, sizeof why));
+        CHECK_STR_EQ(why, "");
+        CHECK(!sched_service_pending_reason(ss, "nobody", why, sizeof why));
+        sched_service_destroy(ss);
+    }
+    store_close(st);
+    unlink(path);
+    char side[300];
+    snprintf(side, sizeof side, "%s-wal", path);
+    unlink(side);
+    snprintf(side, sizeof side, "%s-shm", path);
+    unlink(side);
+    rmdir(dir);
+}
+
+int main(void)
+{
+    test_pending_reason();
+    return CHECK_DONE();
+}
