@@ -65,6 +65,18 @@ int loom_name_valid(const char *name)
         }                                                                      \
     } while (0)
 
+/* Reserved fields are for later minors: a plugin must leave them zero, so a
+ * later host can give them a meaning without misreading old plugins. */
+#define RESERVED_ZERO(type, f)                                                 \
+    do {                                                                       \
+        if (f->struct_size >= offsetof(type, reserved) + sizeof(f->reserved) &&  \
+            f->reserved != 0) {                                                \
+            snprintf(err, errlen, "%s.reserved is %u; it must be zero", #type, \
+                     (unsigned)f->reserved);                                   \
+            return -1;                                                         \
+        }                                                                      \
+    } while (0)
+
 int loom_factory_validate(loom_kind kind, const void *factory, char *err,
                           size_t errlen)
 {
@@ -102,6 +114,7 @@ int loom_factory_validate(loom_kind kind, const void *factory, char *err,
     }
     case LOOM_KIND_SEARCH: {
         const loom_search_factory *f = factory;
+        RESERVED_ZERO(loom_search_factory, f);
         REQUIRE(loom_search_factory, f, create);
         REQUIRE(loom_search_factory, f, destroy);
         REQUIRE(loom_search_factory, f, suggest);
@@ -110,6 +123,7 @@ int loom_factory_validate(loom_kind kind, const void *factory, char *err,
     }
     case LOOM_KIND_KERNEL: {
         const loom_kernel_factory *f = factory;
+        RESERVED_ZERO(loom_kernel_factory, f);
         REQUIRE(loom_kernel_factory, f, load_model);
         REQUIRE(loom_kernel_factory, f, unload_model);
         REQUIRE(loom_kernel_factory, f, create_instance);
@@ -119,6 +133,7 @@ int loom_factory_validate(loom_kind kind, const void *factory, char *err,
     }
     case LOOM_KIND_LOGGER: {
         const loom_logger_factory *f = factory;
+        RESERVED_ZERO(loom_logger_factory, f);
         REQUIRE(loom_logger_factory, f, create);
         REQUIRE(loom_logger_factory, f, destroy);
         return 0;

@@ -1303,7 +1303,7 @@ static int ps_open(edt_coordinator *c, param_server *ps, char *err, size_t errle
     if (c->load_path[0]) {
         if (checkpoint_load(c->load_path, ps->views, ps->nviews, NULL, err, errlen) != 0)
             return -1;
-        if (f->state_loaded && (e = f->state_loaded(ps->inst))) {
+        if (LOOM_OPTIONAL_ENTRY(f, loom_framework_factory, state_loaded) && (e = f->state_loaded(ps->inst))) {
             snprintf(err, errlen, "%s", loom_err_message(e));
             loom_err_free(e);
             return -1;

@@ -121,9 +121,11 @@ static uint32_t metrics_of(const cJSON *obj, loom_metric *out)
 
 void logger_set_begin(logger_set *s, const loom_train_info *info)
 {
-    for (int i = 0; s && i < s->count; i++)
-        if (s->items[i].f->on_train_begin)
-            report(&s->items[i], "on_train_begin", s->items[i].f->on_train_begin(s->items[i].inst, info));
+    for (int i = 0; s && i < s->count; i++) {
+        one_logger *l = &s->items[i];
+        if (LOOM_OPTIONAL_ENTRY(l->f, loom_logger_factory, on_train_begin))
+            report(l, "on_train_begin", l->f->on_train_begin(l->inst, info));
+    }
 }
 
 void logger_set_train_json(logger_set *s, const cJSON *metrics, uint64_t iteration, uint32_t epoch,
@@ -131,27 +133,31 @@ void logger_set_train_json(logger_set *s, const cJSON *metrics, uint64_t iterati
 {
     loom_metric m[LOOM_MAX_METRICS];
     uint32_t n = metrics_of(metrics, m);
-    for (int i = 0; s && i < s->count; i++)
-        if (s->items[i].f->log_train_metrics)
-            report(&s->items[i], "log_train_metrics",
-                   s->items[i].f->log_train_metrics(s->items[i].inst, m, n, iteration, epoch, workers));
+    for (int i = 0; s && i < s->count; i++) {
+        one_logger *l = &s->items[i];
+        if (LOOM_OPTIONAL_ENTRY(l->f, loom_logger_factory, log_train_metrics))
+            report(l, "log_train_metrics", l->f->log_train_metrics(l->inst, m, n, iteration, epoch, workers));
+    }
 }
 
 void logger_set_test_json(logger_set *s, const cJSON *metrics, uint64_t iteration, uint32_t epoch)
 {
     loom_metric m[LOOM_MAX_METRICS];
     uint32_t n = metrics_of(metrics, m);
-    for (int i = 0; s && i < s->count; i++)
-        if (s->items[i].f->log_test_metrics)
-            report(&s->items[i], "log_test_metrics",
-                   s->items[i].f->log_test_metrics(s->items[i].inst, m, n, iteration, epoch));
+    for (int i = 0; s && i < s->count; i++) {
+        one_logger *l = &s->items[i];
+        if (LOOM_OPTIONAL_ENTRY(l->f, loom_logger_factory, log_test_metrics))
+            report(l, "log_test_metrics", l->f->log_test_metrics(l->inst, m, n, iteration, epoch));
+    }
 }
 
 void logger_set_end(logger_set *s, int32_t status, const char *message)
 {
-    for (int i = 0; s && i < s->count; i++)
-        if (s->items[i].f->on_train_end)
-            report(&s->items[i], "on_train_end", s->items[i].f->on_train_end(s->items[i].inst, status, message));
+    for (int i = 0; s && i < s->count; i++) {
+        one_logger *l = &s->items[i];
+        if (LOOM_OPTIONAL_ENTRY(l->f, loom_logger_factory, on_train_end))
+            report(l, "on_train_end", l->f->on_train_end(l->inst, status, message));
+    }
 }
 
 void logger_set_close(logger_set *s)

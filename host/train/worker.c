@@ -378,7 +378,7 @@ static loom_error *join_and_pull(worker *w, const cJSON *join, const char *load_
         if (e)
             return loom_err_wrap(e, "pulling the weights (tensor %s)", w->views[i].name);
     }
-    if (w->fw->state_loaded && (e = w->fw->state_loaded(w->inst)))
+    if (LOOM_OPTIONAL_ENTRY(w->fw, loom_framework_factory, state_loaded) && (e = w->fw->state_loaded(w->inst)))
         return e;
     w->joined_once = 1; /* holds the weights now */
     return NULL;
@@ -437,7 +437,7 @@ static int serve(worker *w)
                 cJSON_Delete(plan);
                 return 2;
             }
-            if (w->fw->state_loaded && (e = w->fw->state_loaded(w->inst))) {
+            if (LOOM_OPTIONAL_ENTRY(w->fw, loom_framework_factory, state_loaded) && (e = w->fw->state_loaded(w->inst))) {
                 cJSON_Delete(plan);
                 return fail(e, "state_loaded");
             }

@@ -82,6 +82,49 @@ expect_contains "it says why" "$("$LOOM" exec view "$id")" "the adapter gave dev
 expect_ok "the host goes on" "$LOOM" plugin list
 expect_ok "remove it" "$LOOM" framework remove device_buffers
 
+# ---- plugins built against the ABI 1.0 headers (tests/abi-1.0) with poison
+# past every declared struct end: a two-worker trainer job with the same
+# file as framework and logger (driver and workers) runs what each declared
+# and nothing past it; old_full's state_loaded runs when the joining worker
+# takes the weights, old_min's is never touched
+for name in old_full old_min; do
+    expect_ok "$name: framework add" "$LOOM" framework add "$TP/$name.so"
+    expect_ok "$name: logger add" "$LOOM" logger add "$TP/$name.so"
+    mkdir -p "$WORK/$name"
+    echo '{"training": {"epochs": 2, "batch_size": 2, "loggers": [{"name": "'$name'", "role": "both"}]}}' \
+        > "$WORK/$name/edt.json"
+    out=$("$LOOM" exec start --exec-start $name --model-dir "$WORK/$name" --numWorker 2)
+    id=$(echo "$out" | sed -n 's/^exec \([^ ]*\) submitted.*/\1/p')
+    expect_ok "$name: the job finishes" "$LOOM" exec wait "$id" --timeout 60
+    expect_not_contains "$name: no call past struct_size" "$("$LOOM" exec logs "$id" 2>&1)" "ABI POISON"
+    ran="$LOOM_HOME/execs/$id"
+    for role in driver worker-0 worker-1; do
+        calls=$(tr '\n' ' ' < "$ran/log/$role/old_abi_calls.txt")
+        if [ $name = old_full ]; then
+            [ $role = driver ] && expect_contains "$name: driver logger ran every callback" "$calls" \
+                "create on_train_begin log_train_metrics"
+            expect_contains "$name: $role logger ended" "$calls" "on_train_end destroy"
+        else
+            expect_eq "$name: $role logger ran only what it declared" "$calls" "create destroy "
+        fi
+    done
+    if [ $name = old_full ]; then
+        expect_contains "$name: state_loaded ran" "$(cat "$ran/_submitted_code/old_abi_calls.txt")" "state_loaded"
+    else
+        expect_eq "$name: state_loaded never touched" "$(ls "$ran/_submitted_code")" "edt.json"
+    fi
+    expect_ok "$name: remove the framework" "$LOOM" framework remove $name
+    expect_ok "$name: remove the logger" "$LOOM" logger remove $name
+done
+expect_ok "old_launch: framework add" "$LOOM" framework add "$TP/old_launch.so"
+mkdir -p "$WORK/oldlaunch"
+printf 'echo "old rank $OLD_RANK"\n' > "$WORK/oldlaunch/main.sh"
+out=$("$LOOM" exec start --exec-start old_launch --model-dir "$WORK/oldlaunch" --model-main main.sh --numWorker 2)
+id=$(echo "$out" | sed -n 's/^exec \([^ ]*\) submitted.*/\1/p')
+expect_ok "old_launch: the job finishes" "$LOOM" exec wait "$id" --timeout 30
+expect_contains "old_launch: its workers ran" "$("$LOOM" exec logs "$id")" "old rank 1"
+expect_ok "old_launch: remove" "$LOOM" framework remove old_launch
+
 # ---- REST registration works the same
 r=$(http POST /loom/v1/plugins -F kind=framework -F "file=@$FIX/hello.lua")
 expect_contains "REST add is 201" "$r" "201 "
