@@ -3,6 +3,7 @@
 #include "plugin/so_loader.h"
 
 #include <dlfcn.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,8 +85,14 @@ static int check_module(const char *path, const loom_module *m, char *err,
 so_plugin *so_plugin_open(const char *path, int call_init, char *err,
                           size_t errlen)
 {
+    /* dlopen searches the library path for a name without a slash, but a
+     * plugin is always a file the caller named: "x.so" means ./x.so. */
+    char here[PATH_MAX];
+    const char *file = path;
+    if (!strchr(path, '/') && snprintf(here, sizeof here, "./%s", path) < (int)sizeof here)
+        file = here;
     dlerror();
-    void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    void *handle = dlopen(file, RTLD_NOW | RTLD_LOCAL);
     if (!handle) {
         const char *why = dlerror();
         snprintf(err, errlen, "%s: cannot load: %s", path, why ? why : "unknown error");

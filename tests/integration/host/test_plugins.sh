@@ -12,6 +12,8 @@ FIX="$(dirname "$0")/fixtures"
 out=$("$LOOM" plugin check "$TP/good_thirdparty.so")
 expect_contains "check a third-party plugin" "$out" "ok: logger good_thirdparty"
 expect_contains "check prints the ABI" "$out" "ABI 1.0"
+out=$(cd "$TP" && "$LOOM" plugin check good_thirdparty.so 2>&1)
+expect_contains "check takes a bare relative path" "$out" "ok: logger good_thirdparty"
 check_refused() { # check_refused FILE EXPECTED-TEXT
     expect_fails "check refuses $1" "$LOOM" plugin check "$TP/$1"
     expect_contains "check $1 says why" "$(cat "$WORK/out")" "$2"
@@ -25,6 +27,7 @@ check_refused missing_entry.so "missing required entry 'observe'"
 check_refused no_factory.so "provides no factory"
 check_refused init_fails.so "init failed"
 check_refused bad_name.so "is not a valid name"
+check_refused reserved_set.so "loom_logger_factory.reserved is 1; it must be zero"
 expect_fails "check a missing file" "$LOOM" plugin check "$WORK/nothing.so"
 expect_contains "missing file named" "$(cat "$WORK/out")" "$WORK/nothing.so"
 expect_fails "check a broken Lua script" "$LOOM" plugin check "$FIX/broken.lua"
