@@ -153,6 +153,16 @@ static void test_registration_errors(void)
     CHECK_CONTAINS(m, "missing required function 'observe'");
     check_still_works("a missing function");
 
+    m = open_fails("bad_misspelt_callback.lua");
+    CHECK_CONTAINS(m, "bad_misspelt_callback.lua:1:");
+    CHECK_CONTAINS(m, "loom.register_logger 'typo': unknown key 'log_train_metric'");
+    CHECK_CONTAINS(m, "log_train_metrics"); /* the list of what is expected */
+    check_still_works("a misspelt callback");
+
+    m = open_fails("bad_unknown_key.lua");
+    CHECK_CONTAINS(m, "loom.register_search 'extra': unknown key 'max_parallel'");
+    check_still_works("an unknown key");
+
     m = open_fails("bad_trainer.lua");
     CHECK_CONTAINS(m, "style 'trainer' is not available");
     check_still_works("a trainer-style script");
