@@ -944,7 +944,7 @@ static int prepare(edt_coordinator *c, char *err, size_t errlen)
     fs_mkdir_p(path);
     snprintf(path, sizeof path, "%s/log/driver", j->result_dir);
     c->driver_loggers = logger_set_open(j->reg, j->settings.loggers_json, LOOM_LOGGER_DRIVER, 0,
-                                        j->exec_id, path);
+                                        j->exec_id, path, j->result_dir);
     /* Workers load loggers by path: resolve the names here. */
     cJSON *list = cJSON_Parse(j->settings.loggers_json ? j->settings.loggers_json : "[]");
     cJSON *item;

@@ -1,6 +1,7 @@
 /* train/logger_set.c - see logger_set.h. */
 #include "train/logger_set.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,8 +40,22 @@ static int role_matches(const char *want, int32_t role)
     return role == LOOM_LOGGER_DRIVER ? !strcmp(want, "driver") : !strcmp(want, "worker");
 }
 
+/* RESULT_DIR/plugins/<name>/, created; "" when there is no result dir or
+ * it cannot be made (the logger is then told NULL). */
+static void own_folder(const char *result_dir, const char *name, char *out, size_t cap)
+{
+    if (!result_dir || snprintf(out, cap, "%s/plugins/%s", result_dir, name) >= (int)cap) {
+        out[0] = 0;
+        return;
+    }
+    if (fs_mkdir_p(out) != 0) {
+        log_warn("logger %s: cannot create %s; it gets no folder of its own", name, out);
+        out[0] = 0;
+    }
+}
+
 logger_set *logger_set_open(registry *reg, const char *loggers_json, int32_t role, uint32_t rank,
-                            const char *exec_id, const char *log_dir)
+                            const char *exec_id, const char *log_dir, const char *result_dir)
 {
     cJSON *list = loggers_json ? cJSON_Parse(loggers_json) : NULL;
     if (!cJSON_IsArray(list) || cJSON_GetArraySize(list) == 0) {
@@ -85,6 +100,8 @@ logger_set *logger_set_open(registry *reg, const char *loggers_json, int32_t rol
         l->f = e.factory;
         const cJSON *conf = cJSON_GetObjectItemCaseSensitive(item, "config");
         char *conf_text = conf ? cJSON_PrintUnformatted(conf) : NULL;
+        char own[PATH_MAX];
+        own_folder(result_dir, e.name, own, sizeof own);
         loom_logger_config cfg = {
             .struct_size = sizeof cfg,
             .role = role,
@@ -92,6 +109,8 @@ logger_set *logger_set_open(registry *reg, const char *loggers_json, int32_t rol
             .exec_id = exec_id ? exec_id : "",
             .log_dir = log_dir ? log_dir : ".",
             .config_json = conf_text ? conf_text : "{}",
+            .result_dir = result_dir,
+            .plugin_dir = own[0] ? own : NULL,
         };
         loom_error *err_obj = l->f->create(l->f, &cfg, &l->inst);
         free(conf_text);

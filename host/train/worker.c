@@ -199,7 +199,7 @@ static int setup(worker *w)
         return 1;
     }
     w->loggers = logger_set_open(NULL, w->loggers_json, LOOM_LOGGER_WORKER, w->slot,
-                                 w->exec_id, w->log_dir);
+                                 w->exec_id, w->log_dir, getenv("RESULT_DIR"));
     return 0;
 }
 

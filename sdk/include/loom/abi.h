@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 #define LOOM_ABI_MAJOR 1
-#define LOOM_ABI_MINOR 0
+#define LOOM_ABI_MINOR 1
 
 /* Symbol visibility for the one function a plugin exports. */
 #if defined(__GNUC__)

@@ -30,6 +30,12 @@ typedef struct loom_logger_config {
     const char *exec_id;
     const char *log_dir;     /* the role's own folder under LOG_DIR */
     const char *config_json; /* the logger's settings from the job, or "{}" */
+    /* ABI 1.1: check LOOM_STRUCT_HAS(config, loom_logger_config, plugin_dir)
+     * before reading these; either may be NULL when the host has no result
+     * directory for the run. */
+    const char *result_dir;  /* the exec's RESULT_DIR: read it (model, checkpoints) */
+    const char *plugin_dir;  /* RESULT_DIR/plugins/<plugin name>/, created by the
+                                host: the logger's own folder to write */
 } loom_logger_config;
 
 /* Borrowed for the duration of on_train_begin(). */

@@ -35,7 +35,7 @@ static void logger_runs(const char *name, const char *expected)
     snprintf(dir, sizeof dir, "%s/%s-logs", tmp, name);
     snprintf(json, sizeof json, "[{\"name\": \"%s\", \"path\": \"%s/%s.so\"}]", name,
              LOOM_TEST_PLUGIN_DIR, name);
-    logger_set *s = logger_set_open(NULL, json, LOOM_LOGGER_WORKER, 0, "exec-1", dir);
+    logger_set *s = logger_set_open(NULL, json, LOOM_LOGGER_WORKER, 0, "exec-1", dir, tmp);
     CHECK(s != NULL);
     loom_train_info info = {.struct_size = sizeof info, .epochs = 1, .workers = 1, .exec_id = "exec-1"};
     cJSON *metrics = cJSON_Parse("{\"loss\": 0.5}");
