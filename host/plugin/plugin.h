@@ -10,6 +10,8 @@
 
 #include <loom/loom.h>
 
+#include "util/error.h"
+
 typedef enum loom_kind {
     LOOM_KIND_FRAMEWORK = 0,
     LOOM_KIND_SEARCH = 1,
@@ -45,10 +47,9 @@ typedef struct loom_registration {
     (LOOM_STRUCT_HAS(p, type, field) ? (p)->field : NULL)
 
 /* Checks that a factory of `kind` has every required entry and zero in its
- * reserved field; on failure writes "missing required entry 'x'" (or names
- * the reserved field) into err and returns -1. */
-int loom_factory_validate(loom_kind kind, const void *factory, char *err,
-                          size_t errlen);
+ * reserved field. NULL, or LOOM_E_INVALID saying "missing required entry
+ * 'x'" (or naming the reserved field). */
+loom_error *loom_factory_validate(loom_kind kind, const void *factory);
 
 /* True when `name` is 1-63 of [A-Za-z0-9_.-]. */
 int loom_name_valid(const char *name);

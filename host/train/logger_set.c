@@ -81,18 +81,19 @@ logger_set *logger_set_open(registry *reg, const char *loggers_json, int32_t rol
             s->count == MAX_LOGGERS)
             continue;
         registry_entry e;
-        char err[512] = "";
+        loom_error *why = NULL;
         int found;
         if (reg) {
             found = registry_acquire(reg, LOOM_KIND_LOGGER, name->valuestring, &e) == 0;
         } else {
             found = cJSON_IsString(path) &&
-                    registry_load(s->own, path->valuestring, "job", NULL, LOOM_KIND_LOGGER, 0, err,
-                                  sizeof err) == 0 &&
+                    !(why = registry_load(s->own, path->valuestring, "job", NULL, LOOM_KIND_LOGGER, 0)) &&
                     registry_acquire(s->own, LOOM_KIND_LOGGER, name->valuestring, &e) == 0;
         }
         if (!found) {
-            log_warn("logger %s not available%s%s; skipped", name->valuestring, err[0] ? ": " : "", err);
+            log_warn("logger %s not available%s%s; skipped", name->valuestring, why ? ": " : "",
+                     why ? loom_err_message(why) : "");
+            loom_err_free(why);
             continue;
         }
         one_logger *l = &s->items[s->count];

@@ -108,9 +108,10 @@ static int parse_args(worker *w, int argc, char **argv)
 static int setup(worker *w)
 {
     char err[1024];
-    w->plugin = so_plugin_open(w->framework, 1, err, sizeof err);
-    if (!w->plugin) {
-        fprintf(stderr, "loom worker: %s\n", err);
+    loom_error *refused = so_plugin_open(w->framework, 1, &w->plugin);
+    if (refused) {
+        fprintf(stderr, "loom worker: %s\n", loom_err_message(refused));
+        loom_err_free(refused);
         return 1;
     }
     const loom_registration *regs;

@@ -134,10 +134,11 @@ int main(void)
     registry *r = registry_create();
     const char *names[] = {"old_full", "old_min", "old_launch"};
     for (int i = 0; i < 3; i++) {
-        char path[512], err[512] = "";
+        char path[512];
         snprintf(path, sizeof path, "%s/%s.so", LOOM_TEST_PLUGIN_DIR, names[i]);
-        CHECK_MSG(registry_load(r, path, "user", NULL, -1, 0, err, sizeof err) == 0, "%s: %s",
-                  names[i], err);
+        loom_error *e = registry_load(r, path, "user", NULL, -1, 0);
+        CHECK_MSG(e == NULL, "%s: %s", names[i], loom_err_message(e));
+        loom_err_free(e);
     }
     registry_entry list[16];
     CHECK(registry_list(r, -1, list, 16) == 9); /* 4 + 4 + 1 */

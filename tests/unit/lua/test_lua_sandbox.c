@@ -18,7 +18,7 @@ static const lua_plugin_limits small_memory = {.memory_bytes = 8u << 20};
 static void check_still_works(const char *after)
 {
     char err[512] = "";
-    lua_plugin *p = lua_plugin_open(script_path("search_ok.lua"), NULL, err,
+    lua_plugin *p = open_lua(script_path("search_ok.lua"), NULL, err,
                                     sizeof err);
     CHECK_MSG(p != NULL, "after %s: %s", after, err);
     if (!p)
@@ -51,7 +51,7 @@ static const char *open_fails_with(const char *name,
 {
     static char err[1024];
     err[0] = 0;
-    lua_plugin *p = lua_plugin_open(script_path(name), limits, err, sizeof err);
+    lua_plugin *p = open_lua(script_path(name), limits, err, sizeof err);
     CHECK_MSG(p == NULL, "%s was accepted", name);
     lua_plugin_close(p);
     const char *message = err;
@@ -186,7 +186,7 @@ static loom_search_instance *create_search(lua_plugin *p, const char *name,
 static void test_callback_errors(void)
 {
     char err[512] = "";
-    lua_plugin *p = lua_plugin_open(script_path("bad_callback.lua"), NULL, err,
+    lua_plugin *p = open_lua(script_path("bad_callback.lua"), NULL, err,
                                     sizeof err);
     CHECK_MSG(p != NULL, "%s", err);
     const loom_search_factory *f = NULL;
@@ -229,7 +229,7 @@ static void test_callback_errors(void)
     lua_plugin_close(p);
     check_still_works("a runtime error in a callback");
 
-    p = lua_plugin_open(script_path("bad_loop_callback.lua"), &short_deadline, err,
+    p = open_lua(script_path("bad_loop_callback.lua"), &short_deadline, err,
                         sizeof err);
     CHECK_MSG(p != NULL, "%s", err);
     inst = p ? create_search(p, "spinner", &f) : NULL;
@@ -254,7 +254,7 @@ static void test_callback_errors(void)
 static void test_memory_in_callback(void)
 {
     char err[512] = "";
-    lua_plugin *p = lua_plugin_open(script_path("bad_memory_callback.lua"),
+    lua_plugin *p = open_lua(script_path("bad_memory_callback.lua"),
                                     &small_memory, err, sizeof err);
     CHECK_MSG(p != NULL, "%s", err);
     const loom_kernel_factory *f = p ? find_factory(p, LOOM_KIND_KERNEL, "hoarder")
@@ -291,7 +291,7 @@ static void test_memory_in_callback(void)
 static void test_append_escape(void)
 {
     char err[512] = "";
-    lua_plugin *p = lua_plugin_open(script_path("bad_append.lua"), NULL, err,
+    lua_plugin *p = open_lua(script_path("bad_append.lua"), NULL, err,
                                     sizeof err);
     CHECK_MSG(p != NULL, "%s", err);
     const loom_logger_factory *f = p ? find_factory(p, LOOM_KIND_LOGGER, "escaper")

@@ -14,13 +14,13 @@ static lua_plugin *open_template(const char *kind, const void **factory, loom_ki
 {
     char path[512], err[512] = "", name[64];
     snprintf(path, sizeof path, "%s/template_%s.lua", LUA_TEMPLATE_DIR, kind);
-    lua_plugin *p = lua_plugin_open(path, NULL, err, sizeof err);
+    lua_plugin *p = open_lua(path, NULL, err, sizeof err);
     CHECK_MSG(p != NULL, "%s", err);
     snprintf(name, sizeof name, "lua_template_%s", kind);
     *factory = p ? find_factory(p, k, name) : NULL;
     CHECK_MSG(*factory != NULL, "%s registers no %s", path, name);
     char verr[256];
-    CHECK_MSG(*factory && loom_factory_validate(k, *factory, verr, sizeof verr) == 0, "%s", verr);
+    CHECK_MSG(*factory && validate(k, *factory, verr, sizeof verr) == 0, "%s", verr);
     return p;
 }
 
