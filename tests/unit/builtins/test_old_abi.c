@@ -143,6 +143,30 @@ int main(void)
     registry_entry list[16];
     CHECK(registry_list(r, -1, list, 16) == 9); /* 4 + 4 + 1 */
 
+    /* Refusals carry codes callers act on, not text to match. */
+    struct {
+        const char *file, *rename;
+        int32_t code;
+    } refusals[] = {
+        {"old_full.so", NULL, LOOM_E_CONFLICT},           /* the same file again */
+        {"good_thirdparty.so", "old_full", LOOM_E_CONFLICT}, /* a name taken */
+        {"abi_major.so", NULL, LOOM_E_UNSUPPORTED},
+        {"missing_entry.so", NULL, LOOM_E_INVALID},
+        {"no_such_plugin.so", NULL, LOOM_E_NOT_FOUND},
+    };
+    for (size_t i = 0; i < sizeof refusals / sizeof *refusals; i++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", LOOM_TEST_PLUGIN_DIR, refusals[i].file);
+        loom_error *e = registry_load(r, path, "user", refusals[i].rename, -1, 0);
+        CHECK_MSG(loom_err_code(e) == refusals[i].code, "%s: code %d (%s)", refusals[i].file,
+                  (int)loom_err_code(e), loom_err_message(e));
+        loom_err_free(e);
+    }
+    CHECK(registry_list(r, -1, list, 16) == 9);
+    loom_error *e = registry_remove(r, LOOM_KIND_LOGGER, "nobody");
+    CHECK(loom_err_code(e) == LOOM_E_NOT_FOUND);
+    loom_err_free(e);
+
     logger_runs("old_full", "create\non_train_begin\nlog_train_metrics\nlog_test_metrics\n"
                             "on_train_end\ndestroy\n");
     logger_runs("old_min", "create\ndestroy\n");
