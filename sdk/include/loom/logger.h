@@ -38,7 +38,9 @@ typedef struct loom_logger_config {
      * directory for the run. */
     const char *result_dir;  /* the exec's RESULT_DIR: read it (model, checkpoints) */
     const char *plugin_dir;  /* RESULT_DIR/plugins/<plugin name>/, created by the
-                                host: the logger's own folder to write */
+                                host: the logger's own folder to write, shared
+                                by its driver and worker instances (name files
+                                by role and rank) */
 } loom_logger_config;
 
 /* Borrowed for the duration of on_train_begin(). */
