@@ -125,7 +125,9 @@ static void add_plugin(void *ctx, const http_request *req, http_response *res)
         http_reply_error(res, 500, "cannot store the plugin file: %s", strerror(errno));
         goto out;
     }
-    if (registry_load(d->reg, path, "user", rename, (int)kind, 0, err, sizeof err) != 0) {
+    loom_error *refused = registry_load(d->reg, path, "user", rename, (int)kind, 0);
+    if (refused) {
+        int code = loom_err_take(refused, err, sizeof err);
         unlink(path);
         /* The uploaded copy's path means nothing to the user: name theirs. */
         char *at = strstr(err, path);
@@ -134,7 +136,7 @@ static void add_plugin(void *ctx, const http_request *req, http_response *res)
             snprintf(shown, sizeof shown, "%.*s%s%s", (int)(at - err), err, fname, at + strlen(path));
         else
             snprintf(shown, sizeof shown, "%s", err);
-        http_reply_error(res, strstr(err, "already registered") ? 409 : 400, "%s", shown);
+        http_reply_error(res, code == LOOM_E_CONFLICT ? 409 : 400, "%s", shown);
         goto out;
     }
     /* Find what the file registered under its (possibly new) name. */
@@ -151,7 +153,7 @@ static void add_plugin(void *ctx, const http_request *req, http_response *res)
     snprintf(rec.file, sizeof rec.file, "%s", path);
     if (!added || store_plugin_add(d->st, &rec, err, sizeof err) != 0) {
         if (added)
-            registry_remove(d->reg, kind, added->name, err, sizeof err);
+            loom_err_free(registry_remove(d->reg, kind, added->name));
         unlink(path);
         http_reply_error(res, 500, "cannot record the plugin: %s", err);
     } else {
@@ -176,7 +178,9 @@ static void remove_plugin(void *ctx, const http_request *req, http_response *res
         http_reply_error(res, 404, "no %s named \"%s\"", loom_kind_name(kind), req->params[1]);
     } else {
         registry_release(d->reg, kind, req->params[1]);
-        if (registry_remove(d->reg, kind, e.name, err, sizeof err) != 0) {
+        loom_error *refused = registry_remove(d->reg, kind, e.name);
+        if (refused) {
+            loom_err_take(refused, err, sizeof err);
             http_reply_error(res, 409, "%s", err);
         } else {
             store_plugin_remove(d->st, loom_kind_name(kind), e.name);
@@ -199,13 +203,14 @@ static void load_one(const store_plugin *p, void *arg)
 {
     user_plugin_ctx *c = arg;
     loom_kind kind;
-    char err[1024];
     if (loom_kind_parse(p->kind, &kind) != 0) {
         log_warn("store: plugin \"%s\" has unknown kind \"%s\"; skipped", p->name, p->kind);
         return;
     }
-    if (registry_load(c->d->reg, p->file, "user", p->name, (int)kind, 1, err, sizeof err) != 0)
-        log_warn("user %s \"%s\" not loaded: %s", p->kind, p->name, err);
+    loom_error *refused = registry_load(c->d->reg, p->file, "user", p->name, (int)kind, 1);
+    if (refused)
+        log_warn("user %s \"%s\" not loaded: %s", p->kind, p->name, loom_err_message(refused));
+    loom_err_free(refused);
     if (c->count == c->cap) {
         size_t cap = c->cap ? c->cap * 2 : 16;
         void *grown = realloc(c->files, cap * sizeof *c->files);

@@ -45,12 +45,14 @@ static void print_entries(cJSON *array)
 static int plugin_check(const char *path, const cli_globals *g)
 {
     registry *reg = registry_create();
-    char err[1024];
     if (!reg)
         return cli_fail("out of memory");
-    if (registry_load(reg, path, "check", NULL, -1, 0, err, sizeof err) != 0) {
+    loom_error *refused = registry_load(reg, path, "check", NULL, -1, 0);
+    if (refused) {
         registry_destroy(reg);
-        return cli_fail("plugin refused: %s", err);
+        int rc = cli_fail("plugin refused: %s", loom_err_message(refused));
+        loom_err_free(refused);
+        return rc;
     }
     size_t n = registry_list(reg, -1, NULL, 0);
     registry_entry *entries = calloc(n, sizeof *entries);

@@ -59,10 +59,9 @@ typedef struct ffi_signature {
     ffi_sig_param args[FFI_SIG_MAX_ARGS];
 } ffi_signature;
 
-/* Parses `text`. Returns 0, or -1 with err quoting the signature and naming
- * the problem, the offending token and its 1-based position. */
-int ffi_sig_parse(const char *text, ffi_signature *out, char *err,
-                  size_t errlen);
+/* Parses `text` into *out. NULL, or LOOM_E_INVALID quoting the signature
+ * and naming the problem, the offending token and its 1-based position. */
+loom_error *ffi_sig_parse(const char *text, ffi_signature *out);
 /* Size in bytes of one element of `type` (0 for void). */
 size_t ffi_sig_type_size(ffi_sig_type type);
 const char *ffi_sig_type_name(ffi_sig_type type);
@@ -85,19 +84,19 @@ typedef struct ffi_function ffi_function;
 
 /* Resolves `library` with realpath (symlinks and ".." followed) and checks
  * that the result lies inside one of `allowed_dirs` (each resolved too; a
- * directory matches only whole path components). On success returns a
- * malloc'd absolute path the caller frees; on refusal NULL with err naming
- * the path and the allowed directories. */
-char *ffi_library_resolve(const char *library, const char *const *allowed_dirs,
-                          char *err, size_t errlen);
+ * directory matches only whole path components). On success *out is a
+ * malloc'd absolute path the caller frees. Refusals name the path:
+ * LOOM_E_FORBIDDEN outside the allowed directories (which it lists),
+ * LOOM_E_NOT_FOUND when there is no such file, LOOM_E_INVALID otherwise. */
+loom_error *ffi_library_resolve(const char *library, const char *const *allowed_dirs, char **out);
 
 /* Opens `library` (which must resolve inside one of `allowed_dirs`, a
  * NULL-terminated list; never RTLD_DEFAULT), looks up `symbol`, parses
- * `signature` and prepares the call interface once. */
-ffi_function *ffi_function_open(const char *library, const char *symbol,
-                                const char *signature,
-                                const char *const *allowed_dirs, char *err,
-                                size_t errlen);
+ * `signature` and prepares the call interface once, into *out. Errors as
+ * ffi_sig_parse and ffi_library_resolve, LOOM_E_NOT_FOUND for a missing
+ * symbol. */
+loom_error *ffi_function_open(const char *library, const char *symbol, const char *signature,
+                              const char *const *allowed_dirs, ffi_function **out);
 const ffi_signature *ffi_function_signature(const ffi_function *fn);
 /* Calls with args[i] pointing at the i-th argument's value (for pointer
  * parameters: at the pointer). `ret` receives the return value widened as

@@ -28,18 +28,6 @@ static ffi_type *const ffi_types_by_sig[FFI_SIG_TYPE_COUNT] = {
 #undef FFI_SIG_TYPE_ENUM
 };
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 /* True when `path` is `dir` itself or below it: a plain string prefix would
  * let "/models/a" admit "/models/ab/lib.so". Both are realpath results. */
 static int path_is_inside(const char *path, const char *dir)
@@ -50,32 +38,26 @@ static int path_is_inside(const char *path, const char *dir)
     return strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
 }
 
-char *ffi_library_resolve(const char *library, const char *const *allowed_dirs,
-                          char *err, size_t errlen)
+loom_error *ffi_library_resolve(const char *library, const char *const *allowed_dirs, char **out)
 {
-    if (!library || !library[0]) {
-        set_err(err, errlen, "library: no path given");
-        return NULL;
-    }
-    if (!allowed_dirs || !allowed_dirs[0]) {
-        set_err(err, errlen, "library '%s': no allowed library directories are "
-                             "configured", library);
-        return NULL;
-    }
+    if (!library || !library[0])
+        return loom_err(LOOM_E_INVALID, "library: no path given");
+    if (!allowed_dirs || !allowed_dirs[0])
+        return loom_err(LOOM_E_FORBIDDEN,
+                        "library '%s': no allowed library directories are configured", library);
     /* realpath resolves a relative name against the working directory, never
      * the loader's search path, and the resolved path (which has a '/') is
      * what dlopen gets. */
     char *resolved = realpath(library, NULL);
-    if (!resolved) {
-        set_err(err, errlen, "library '%s': %s", library, strerror(errno));
-        return NULL;
-    }
+    if (!resolved)
+        return loom_err(errno == ENOENT ? LOOM_E_NOT_FOUND : LOOM_E_INVALID, "library '%s': %s",
+                        library, strerror(errno));
     struct stat st;
     if (stat(resolved, &st) != 0 || !S_ISREG(st.st_mode)) {
-        set_err(err, errlen, "library '%s' (resolved to '%s'): not a regular file",
-                library, resolved);
+        loom_error *e = loom_err(LOOM_E_INVALID, "library '%s' (resolved to '%s'): not a regular file",
+                                 library, resolved);
         free(resolved);
-        return NULL;
+        return e;
     }
     char dirs[512];
     size_t used = 0;
@@ -84,55 +66,53 @@ char *ffi_library_resolve(const char *library, const char *const *allowed_dirs,
         char *dir = realpath(*d, NULL);
         if (dir && path_is_inside(resolved, dir)) {
             free(dir);
-            return resolved;
+            *out = resolved;
+            return NULL;
         }
         free(dir);
         if (used < sizeof dirs)
             used += (size_t)snprintf(dirs + used, sizeof dirs - used, "%s'%s'",
                                      used ? ", " : "", *d);
     }
-    set_err(err, errlen,
-            "library '%s' (resolved to '%s') is outside the allowed directories (%s)",
-            library, resolved, dirs);
+    loom_error *e = loom_err(LOOM_E_FORBIDDEN,
+                             "library '%s' (resolved to '%s') is outside the allowed directories (%s)",
+                             library, resolved, dirs);
     free(resolved);
-    return NULL;
+    return e;
 }
 
-ffi_function *ffi_function_open(const char *library, const char *symbol,
-                                const char *signature,
-                                const char *const *allowed_dirs, char *err,
-                                size_t errlen)
+loom_error *ffi_function_open(const char *library, const char *symbol, const char *signature,
+                              const char *const *allowed_dirs, ffi_function **out)
 {
     ffi_signature sig;
-    if (ffi_sig_parse(signature, &sig, err, errlen) != 0)
-        return NULL;
-    if (!symbol || !symbol[0]) {
-        set_err(err, errlen, "symbol: no name given");
-        return NULL;
-    }
-    char *path = ffi_library_resolve(library, allowed_dirs, err, errlen);
-    if (!path)
-        return NULL;
+    loom_error *e = ffi_sig_parse(signature, &sig);
+    if (e)
+        return e;
+    if (!symbol || !symbol[0])
+        return loom_err(LOOM_E_INVALID, "symbol: no name given");
+    char *path = NULL;
+    e = ffi_library_resolve(library, allowed_dirs, &path);
+    if (e)
+        return e;
 
     ffi_function *fn = calloc(1, sizeof *fn);
     if (!fn) {
-        set_err(err, errlen, "out of memory");
         free(path);
-        return NULL;
+        return loom_err(LOOM_E_INTERNAL, "out of memory");
     }
     fn->sig = sig;
     fn->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!fn->handle) {
         const char *why = dlerror();
-        set_err(err, errlen, "library '%s': cannot load: %s", path,
-                why ? why : "unknown error");
+        e = loom_err(LOOM_E_INVALID, "library '%s': cannot load: %s", path,
+                     why ? why : "unknown error");
         goto fail;
     }
     dlerror();
     void *address = dlsym(fn->handle, symbol);
     const char *why = dlerror();
     if (why || !address) {
-        set_err(err, errlen, "symbol '%s' not found in library '%s'", symbol, path);
+        e = loom_err(LOOM_E_NOT_FOUND, "symbol '%s' not found in library '%s'", symbol, path);
         goto fail;
     }
     /* dlsym returns an object pointer; copy its bits into a function pointer
@@ -146,18 +126,19 @@ ffi_function *ffi_function_open(const char *library, const char *symbol,
     ffi_status status = ffi_prep_cif(&fn->cif, FFI_DEFAULT_ABI, (unsigned)sig.nargs,
                                      ffi_types_by_sig[sig.ret], fn->arg_types);
     if (status != FFI_OK) {
-        set_err(err, errlen, "symbol '%s': libffi cannot prepare a call for "
-                             "signature '%s' (status %d)",
-                symbol, signature, (int)status);
+        e = loom_err(LOOM_E_UNSUPPORTED,
+                     "symbol '%s': libffi cannot prepare a call for signature '%s' (status %d)",
+                     symbol, signature, (int)status);
         goto fail;
     }
     free(path);
-    return fn;
+    *out = fn;
+    return NULL;
 
 fail:
     free(path);
     ffi_function_close(fn);
-    return NULL;
+    return e;
 }
 
 const ffi_signature *ffi_function_signature(const ffi_function *fn)

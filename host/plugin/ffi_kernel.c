@@ -303,8 +303,10 @@ static loom_error *ffi_load_model(const loom_kernel_factory *self,
     /* Map before opening, so an unusable signature is named without the
      * library being loaded at all. */
     ffi_signature sig;
-    if (ffi_sig_parse(signature, &sig, err, sizeof err) != 0) {
-        error = loom_err(LOOM_ERR_INVALID_ARGUMENT, "ffi kernel: model.json: ffi.%s", err);
+    loom_error *bad = ffi_sig_parse(signature, &sig);
+    if (bad) {
+        error = loom_err(LOOM_E_INVALID, "ffi kernel: model.json: ffi.%s", loom_err_message(bad));
+        loom_err_free(bad);
         goto done;
     }
     if (map_signature(m, &sig, signature, err, sizeof err) != 0) {
@@ -319,10 +321,10 @@ static loom_error *ffi_load_model(const loom_kernel_factory *self,
         goto done;
     }
     const char *const allowed[] = {config->model_dir, NULL};
-    m->fn = ffi_function_open(path, symbol, signature, allowed, err, sizeof err);
+    error = ffi_function_open(path, symbol, signature, allowed, &m->fn);
     free(path);
-    if (!m->fn) {
-        error = loom_err(LOOM_ERR_INVALID_ARGUMENT, "ffi kernel: model.json: ffi: %s", err);
+    if (error) {
+        loom_err_wrap(error, "ffi kernel: model.json: ffi");
         goto done;
     }
     log_msg(LOG_INFO, FFI_KERNEL_LOG, "loaded %s from %s in %s as %s", symbol, library,

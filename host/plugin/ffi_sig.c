@@ -228,7 +228,7 @@ static int parse_param(parser *p, int index, ffi_sig_param *param)
     return 0;
 }
 
-int ffi_sig_parse(const char *text, ffi_signature *out, char *err, size_t errlen)
+static int parse_signature(const char *text, ffi_signature *out, char *err, size_t errlen)
 {
     if (err && errlen)
         err[0] = '\0';
@@ -365,4 +365,12 @@ int ffi_sig_value_format_json(ffi_sig_type type, const void *src, char *buf, siz
     default: n = -1; break;
     }
     return n >= 0 && (size_t)n < len ? n : -1;
+}
+
+loom_error *ffi_sig_parse(const char *text, ffi_signature *out)
+{
+    char why[512] = "";
+    if (parse_signature(text, out, why, sizeof why) == 0)
+        return NULL;
+    return loom_err(LOOM_E_INVALID, "%s", why[0] ? why : "signature: not valid");
 }

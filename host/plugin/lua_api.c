@@ -91,6 +91,47 @@ static void check_functions(lua_State *L, const kind_spec *spec, int def,
     }
 }
 
+/* True when `key` is a field the kind's definition table may hold. */
+static int known_key(const kind_spec *spec, loom_kind kind, const char *key)
+{
+    static const char *const common[] = {"name", "version", "description", NULL};
+    const char *const *lists[] = {common, spec->required, spec->optional};
+    for (size_t l = 0; l < sizeof lists / sizeof *lists; l++)
+        for (const char *const *k = lists[l]; *k; k++)
+            if (strcmp(*k, key) == 0)
+                return 1;
+    return kind == LOOM_KIND_FRAMEWORK && strcmp(key, "style") == 0;
+}
+
+/* Refuses any key the host would not read, naming it, so a misspelt
+ * callback (log_train_metric) fails at load instead of never running. */
+static void check_unknown_keys(lua_State *L, const kind_spec *spec, loom_kind kind, int def,
+                               const char *name)
+{
+    lua_pushnil(L);
+    while (lua_next(L, def) != 0) {
+        lua_pop(L, 1);
+        if (lua_type(L, -1) != LUA_TSTRING)
+            luaL_error(L, "%s '%s': unexpected key of type %s (only named fields are read)",
+                       spec->function, name, luaL_typename(L, -1));
+        const char *key = lua_tostring(L, -1);
+        if (known_key(spec, kind, key))
+            continue;
+        luaL_Buffer b;
+        luaL_buffinit(L, &b);
+        luaL_addstring(&b, "name, version, description");
+        if (kind == LOOM_KIND_FRAMEWORK)
+            luaL_addstring(&b, ", style");
+        for (const char *const *k = spec->required; *k; k++)
+            luaL_addstring(&b, ", "), luaL_addstring(&b, *k);
+        for (const char *const *k = spec->optional; *k; k++)
+            luaL_addstring(&b, ", "), luaL_addstring(&b, *k);
+        luaL_pushresult(&b);
+        luaL_error(L, "%s '%s': unknown key '%s' (expected one of: %s)", spec->function, name,
+                   key, lua_tostring(L, -1));
+    }
+}
+
 static void check_kind_rules(lua_State *L, loom_kind kind, int def,
                              const char *name)
 {
@@ -138,6 +179,7 @@ static int api_register(lua_State *L)
     const char *version = optional_string(L, spec->function, 1, "version");
     const char *description =
         optional_string(L, spec->function, 1, "description");
+    check_unknown_keys(L, spec, kind, 1, name);
     check_functions(L, spec, 1, name);
     check_kind_rules(L, kind, 1, name);
 

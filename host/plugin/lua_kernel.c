@@ -9,8 +9,7 @@
  * {id =, content_type =, body =}; execute returns an array in the same
  * order of {status = 0, body = "..." or a table (sent as JSON),
  * content_type = "..."}; a non-zero status is a loom_code and the body its
- * message. load_model makes the sandbox; instances of one model share it
- * (the host runs one instance per `loom kernel` process).
+ * message. load_model makes the sandbox; instances of one model share it.
  */
 #include "plugin/lua_internal.h"
 

@@ -2,7 +2,8 @@
  * plugin/lua_logger.c - logger callbacks written in Lua.
  *
  *     loom.register_logger{name = "x",
- *         init = function(config) end,  -- {role, rank, exec_id, log_dir, config}
+ *         init = function(config) end,  -- {role, rank, exec_id, log_dir,
+ *                                       --  result_dir, plugin_dir, config}
  *         on_train_begin = function(info) end,
  *         log_train_metrics = function(metrics, iteration, epoch, workers) end,
  *         log_test_metrics = function(metrics, iteration, epoch) end,
@@ -48,6 +49,10 @@ static int push_init(lua_State *L, const struct logger_call *call)
     lua_set_integer(L, "rank", c->rank);
     lua_set_string(L, "exec_id", c->exec_id);
     lua_set_string(L, "log_dir", c->log_dir);
+    if (LOOM_STRUCT_HAS(c, loom_logger_config, plugin_dir)) {
+        lua_set_string(L, "result_dir", c->result_dir);
+        lua_set_string(L, "plugin_dir", c->plugin_dir);
+    }
     lua_json_push(L, c->config_json, "logger config_json");
     lua_setfield(L, -2, "config");
     return 1;

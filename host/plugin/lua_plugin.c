@@ -17,35 +17,33 @@
 /* Larger files are not scripts anyone wrote by hand. */
 #define MAX_SCRIPT_BYTES (16u * 1024 * 1024)
 
-static char *read_script(const char *path, size_t *len, char *err,
-                         size_t errlen)
+static loom_error *read_script(const char *path, char **out, size_t *len)
 {
     FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
+    if (!f)
+        return loom_err(errno == ENOENT ? LOOM_E_NOT_FOUND : LOOM_E_INVALID, "%s: cannot open: %s",
+                        path, strerror(errno));
     struct stat st;
     if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode) ||
         st.st_size > (off_t)MAX_SCRIPT_BYTES) {
-        snprintf(err, errlen, "%s: not a regular file of at most %u bytes",
-                 path, MAX_SCRIPT_BYTES);
         fclose(f);
-        return NULL;
+        return loom_err(LOOM_E_INVALID, "%s: not a regular file of at most %u bytes", path,
+                        MAX_SCRIPT_BYTES);
     }
     char *text = malloc((size_t)st.st_size + 1);
     size_t n = text ? fread(text, 1, (size_t)st.st_size, f) : 0;
     if (!text || ferror(f)) {
-        snprintf(err, errlen, "%s: cannot read: %s", path,
-                 text ? strerror(errno) : "out of memory");
+        loom_error *e = loom_err(LOOM_E_INTERNAL, "%s: cannot read: %s", path,
+                                 text ? strerror(errno) : "out of memory");
         free(text);
         fclose(f);
-        return NULL;
+        return e;
     }
     fclose(f);
     text[n] = 0;
     *len = n;
-    return text;
+    *out = text;
+    return NULL;
 }
 
 static char *dup_or_null(const char *s)
@@ -106,45 +104,35 @@ static int collect_registrations(lua_State *L)
 }
 
 /* Messages name the script: Lua's already start with "path:line:"; the
- * others get the path in front. */
-static void report(char *err, size_t errlen, const char *path,
-                   const char *message)
+ * others get the path in front. A script that fails while loading is a bad
+ * plugin (LOOM_E_INVALID) unless it ran into a limit. */
+static loom_error *load_error(loom_error *e, const char *path)
 {
-    if (!err || errlen == 0)
-        return;
-    if (strncmp(message, path, strlen(path)) == 0)
-        snprintf(err, errlen, "%s", message);
-    else
-        snprintf(err, errlen, "%s: %s", path, message);
+    if (loom_err_code(e) == LOOM_E_INTERNAL)
+        loom_err_recode(e, LOOM_E_INVALID);
+    if (strncmp(loom_err_message(e), path, strlen(path)) == 0)
+        return e;
+    return loom_err_wrap(e, "%s", path);
 }
 
-lua_plugin *lua_plugin_open(const char *path, const lua_plugin_limits *limits,
-                            char *err, size_t errlen)
+loom_error *lua_plugin_open(const char *path, const lua_plugin_limits *limits, lua_plugin **out)
 {
-    char scratch[2];
-    if (!err || errlen == 0) {
-        err = scratch;
-        errlen = sizeof scratch;
-    }
-    if (!path) {
-        snprintf(err, errlen, "no script path given");
-        return NULL;
-    }
+    if (!path)
+        return loom_err(LOOM_E_INVALID, "no script path given");
     lua_plugin *p = calloc(1, sizeof *p);
     if (!p || !(p->path = strdup(path))) {
         free(p);
-        snprintf(err, errlen, "%s: out of memory", path);
-        return NULL;
+        return loom_err(LOOM_E_INTERNAL, "%s: out of memory", path);
     }
     if (limits)
         p->limits = *limits;
-    p->source = read_script(path, &p->source_len, err, errlen);
-    if (!p->source) {
+    loom_error *e = read_script(path, &p->source, &p->source_len);
+    if (e) {
         lua_plugin_close(p);
-        return NULL;
+        return e;
     }
     lua_box box;
-    loom_error *e = lua_box_open(&box, p->path, &p->limits);
+    e = lua_box_open(&box, p->path, &p->limits);
     if (!e) {
         e = lua_box_run_script(&box, p->source, p->source_len);
         if (!e)
@@ -152,12 +140,11 @@ lua_plugin *lua_plugin_open(const char *path, const lua_plugin_limits *limits,
         lua_box_close(&box);
     }
     if (e) {
-        report(err, errlen, p->path, loom_err_message(e));
-        loom_err_free(e);
         lua_plugin_close(p);
-        return NULL;
+        return load_error(e, path);
     }
-    return p;
+    *out = p;
+    return NULL;
 }
 
 size_t lua_plugin_registrations(const lua_plugin *p,

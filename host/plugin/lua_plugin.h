@@ -24,12 +24,12 @@ typedef struct lua_plugin_limits {
 
 typedef struct lua_plugin lua_plugin;
 
-/* Reads and runs the script at `path` once to learn what it registers.
- * Returns NULL with a message naming the file (and line, for Lua errors) in
- * err when it cannot be read, fails to compile or run, exceeds a limit, or
- * registers nothing valid. `limits` may be NULL. */
-lua_plugin *lua_plugin_open(const char *path, const lua_plugin_limits *limits,
-                            char *err, size_t errlen);
+/* Reads and runs the script at `path` once to learn what it registers, into
+ * *out. The error names the file (and line, for Lua errors): LOOM_E_NOT_FOUND
+ * when there is no such file, LOOM_E_DEADLINE or LOOM_E_LIMIT past a limit,
+ * LOOM_E_INVALID when it fails to compile or run or registers nothing
+ * valid. `limits` may be NULL. */
+loom_error *lua_plugin_open(const char *path, const lua_plugin_limits *limits, lua_plugin **out);
 /* The registrations; valid until lua_plugin_close. */
 size_t lua_plugin_registrations(const lua_plugin *p,
                                 const loom_registration **out);

@@ -59,27 +59,32 @@ int loom_name_valid(const char *name)
     do {                                                                       \
         if (f->struct_size < offsetof(type, field) + sizeof(f->field) ||       \
             f->field == NULL) {                                                \
-            snprintf(err, errlen, "missing required entry '%s' in %s", #field,  \
-                     #type);                                                   \
-            return -1;                                                         \
+            return loom_err(LOOM_E_INVALID, "missing required entry '%s' in %s", \
+                            #field, #type);                                    \
         }                                                                      \
     } while (0)
 
-int loom_factory_validate(loom_kind kind, const void *factory, char *err,
-                          size_t errlen)
+/* Reserved fields are for later minors: a plugin must leave them zero, so a
+ * later host can give them a meaning without misreading old plugins. */
+#define RESERVED_ZERO(type, f)                                                 \
+    do {                                                                       \
+        if (f->struct_size >= offsetof(type, reserved) + sizeof(f->reserved) &&  \
+            f->reserved != 0) {                                                \
+            return loom_err(LOOM_E_INVALID, "%s.reserved is %u; it must be zero", \
+                            #type, (unsigned)f->reserved);                     \
+        }                                                                      \
+    } while (0)
+
+loom_error *loom_factory_validate(loom_kind kind, const void *factory)
 {
-    if (!factory) {
-        snprintf(err, errlen, "no factory table");
-        return -1;
-    }
+    if (!factory)
+        return loom_err(LOOM_E_INVALID, "no factory table");
     switch (kind) {
     case LOOM_KIND_FRAMEWORK: {
         const loom_framework_factory *f = factory;
-        if (f->struct_size < offsetof(loom_framework_factory, plan_launch)) {
-            snprintf(err, errlen, "loom_framework_factory.struct_size %u is too small",
-                     (unsigned)f->struct_size);
-            return -1;
-        }
+        if (f->struct_size < offsetof(loom_framework_factory, plan_launch))
+            return loom_err(LOOM_E_INVALID, "loom_framework_factory.struct_size %u is too small",
+                            (unsigned)f->struct_size);
         if (f->style == LOOM_FRAMEWORK_LAUNCH) {
             REQUIRE(loom_framework_factory, f, plan_launch);
         } else if (f->style == LOOM_FRAMEWORK_TRAINER) {
@@ -93,38 +98,39 @@ int loom_factory_validate(loom_kind kind, const void *factory, char *err,
             REQUIRE(loom_framework_factory, f, evaluate);
             REQUIRE(loom_framework_factory, f, state_tensors);
         } else {
-            snprintf(err, errlen,
-                     "loom_framework_factory.style is %d; expected 1 (launch) or 2 (trainer)",
-                     (int)f->style);
-            return -1;
+            return loom_err(LOOM_E_INVALID,
+                            "loom_framework_factory.style is %d; expected 1 (launch) or 2 (trainer)",
+                            (int)f->style);
         }
-        return 0;
+        return NULL;
     }
     case LOOM_KIND_SEARCH: {
         const loom_search_factory *f = factory;
+        RESERVED_ZERO(loom_search_factory, f);
         REQUIRE(loom_search_factory, f, create);
         REQUIRE(loom_search_factory, f, destroy);
         REQUIRE(loom_search_factory, f, suggest);
         REQUIRE(loom_search_factory, f, observe);
-        return 0;
+        return NULL;
     }
     case LOOM_KIND_KERNEL: {
         const loom_kernel_factory *f = factory;
+        RESERVED_ZERO(loom_kernel_factory, f);
         REQUIRE(loom_kernel_factory, f, load_model);
         REQUIRE(loom_kernel_factory, f, unload_model);
         REQUIRE(loom_kernel_factory, f, create_instance);
         REQUIRE(loom_kernel_factory, f, destroy_instance);
         REQUIRE(loom_kernel_factory, f, execute);
-        return 0;
+        return NULL;
     }
     case LOOM_KIND_LOGGER: {
         const loom_logger_factory *f = factory;
+        RESERVED_ZERO(loom_logger_factory, f);
         REQUIRE(loom_logger_factory, f, create);
         REQUIRE(loom_logger_factory, f, destroy);
-        return 0;
+        return NULL;
     }
     default:
-        snprintf(err, errlen, "unknown plugin kind %d", (int)kind);
-        return -1;
+        return loom_err(LOOM_E_INVALID, "unknown plugin kind %d", (int)kind);
     }
 }

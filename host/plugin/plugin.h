@@ -10,6 +10,8 @@
 
 #include <loom/loom.h>
 
+#include "util/error.h"
+
 typedef enum loom_kind {
     LOOM_KIND_FRAMEWORK = 0,
     LOOM_KIND_SEARCH = 1,
@@ -37,10 +39,17 @@ typedef struct loom_registration {
     const void *factory; /* loom_framework_factory, loom_search_factory, ... */
 } loom_registration;
 
-/* Checks that a factory of `kind` has every required entry; on failure
- * writes "missing required entry 'x'" into err and returns -1. */
-int loom_factory_validate(loom_kind kind, const void *factory, char *err,
-                          size_t errlen);
+/* An optional entry of a plugin's table, or NULL when the plugin left it
+ * out: NULL in the slot, or a struct_size that ends before it (a plugin
+ * built against an older, smaller struct has something else there). Every
+ * optional entry the host calls is read through this. */
+#define LOOM_OPTIONAL_ENTRY(p, type, field)                                     \
+    (LOOM_STRUCT_HAS(p, type, field) ? (p)->field : NULL)
+
+/* Checks that a factory of `kind` has every required entry and zero in its
+ * reserved field. NULL, or LOOM_E_INVALID saying "missing required entry
+ * 'x'" (or naming the reserved field). */
+loom_error *loom_factory_validate(loom_kind kind, const void *factory);
 
 /* True when `name` is 1-63 of [A-Za-z0-9_.-]. */
 int loom_name_valid(const char *name);

@@ -130,57 +130,72 @@ static void forget_failure(registry *r, const char *path)
         }
 }
 
-static int load_locked(registry *r, const char *path, const char *origin,
-                       const char *rename, int want_kind, char *err,
-                       size_t errlen)
+/* Checks the path and opens the file (.so or .lua) into *out. */
+static loom_error *open_file(registry *r, const char *path, const char *rename, loaded_file **out)
 {
     struct stat st;
-    if (stat(path, &st) != 0) {
-        snprintf(err, errlen, "%s: no such file", path);
-        return -1;
-    }
+    if (stat(path, &st) != 0)
+        return loom_err(LOOM_E_NOT_FOUND, "%s: no such file", path);
     for (loaded_file *f = r->files; f; f = f->next)
-        if (f->dev == st.st_dev && f->ino == st.st_ino) {
-            snprintf(err, errlen, "%s: already loaded (as %s)", path, f->path);
-            return -1;
-        }
+        if (f->dev == st.st_dev && f->ino == st.st_ino)
+            return loom_err(LOOM_E_CONFLICT, "%s: already loaded (as %s)", path, f->path);
     int is_lua = has_suffix(path, ".lua");
-    if (!is_lua && !has_suffix(path, ".so")) {
-        snprintf(err, errlen, "%s: not a plugin file: expected a .so or .lua file", path);
-        return -1;
-    }
-    if (rename && !loom_name_valid(rename)) {
-        snprintf(err, errlen, "name \"%s\" is not valid: use 1-63 of A-Z a-z 0-9 _ - .", rename);
-        return -1;
-    }
-
+    if (!is_lua && !has_suffix(path, ".so"))
+        return loom_err(LOOM_E_INVALID, "%s: not a plugin file: expected a .so or .lua file", path);
+    if (rename && !loom_name_valid(rename))
+        return loom_err(LOOM_E_INVALID, "name \"%s\" is not valid: use 1-63 of A-Z a-z 0-9 _ - .",
+                        rename);
     loaded_file *f = calloc(1, sizeof *f);
-    if (!f) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
+    if (!f)
+        return loom_err(LOOM_E_INTERNAL, "out of memory");
     snprintf(f->path, sizeof f->path, "%s", path);
     f->dev = st.st_dev;
     f->ino = st.st_ino;
-    const loom_registration *regs = NULL;
-    size_t n = 0;
+    loom_error *e;
     if (is_lua) {
-        f->lua = lua_plugin_open(path, NULL, err, errlen);
-        if (f->lua)
-            n = lua_plugin_registrations(f->lua, &regs);
+        e = lua_plugin_open(path, NULL, &f->lua);
         f->abi_major = LOOM_ABI_MAJOR;
         f->abi_minor = LOOM_ABI_MINOR;
     } else {
-        f->so = so_plugin_open(path, 1, err, errlen);
-        if (f->so) {
-            n = so_plugin_registrations(f->so, &regs);
+        e = so_plugin_open(path, 1, &f->so);
+        if (!e)
             so_plugin_abi(f->so, &f->abi_major, &f->abi_minor);
-        }
     }
-    if (!f->so && !f->lua) {
+    if (e) {
         free(f);
-        return -1;
+        return e;
     }
+    *out = f;
+    return NULL;
+}
+
+static void fill_entry(registry_entry *e, const loom_registration *reg, const char *name,
+                       const loaded_file *f, const char *origin)
+{
+    e->kind = reg->kind;
+    snprintf(e->name, sizeof e->name, "%s", name);
+    snprintf(e->version, sizeof e->version, "%s", reg->version ? reg->version : "");
+    snprintf(e->description, sizeof e->description, "%s",
+             reg->description ? reg->description : "");
+    snprintf(e->path, sizeof e->path, "%s", f->path);
+    snprintf(e->format, sizeof e->format, "%s", f->lua ? "lua" : "so");
+    snprintf(e->origin, sizeof e->origin, "%s", origin);
+    e->abi_major = f->abi_major;
+    e->abi_minor = f->abi_minor;
+    e->loaded = 1;
+    e->factory = reg->factory;
+}
+
+static loom_error *load_locked(registry *r, const char *path, const char *origin,
+                               const char *rename, int want_kind)
+{
+    loaded_file *f = NULL;
+    loom_error *e = open_file(r, path, rename, &f);
+    if (e)
+        return e;
+    const loom_registration *regs = NULL;
+    size_t n = f->lua ? lua_plugin_registrations(f->lua, &regs)
+                      : so_plugin_registrations(f->so, &regs);
 
     /* Pick what to register, then check every name before registering any. */
     const loom_registration *chosen[LOOM_KIND_COUNT * 4];
@@ -188,78 +203,62 @@ static int load_locked(registry *r, const char *path, const char *origin,
     for (size_t i = 0; i < n && m < sizeof chosen / sizeof *chosen; i++)
         if (want_kind < 0 || (int)regs[i].kind == want_kind)
             chosen[m++] = &regs[i];
-    if (m == 0) {
-        snprintf(err, errlen, "%s: provides no %s", path,
-                 want_kind >= 0 ? loom_kind_name((loom_kind)want_kind) : "plugin");
-        file_close(f);
-        return -1;
+    if (m == 0)
+        e = loom_err(LOOM_E_INVALID, "%s: provides no %s", path,
+                     want_kind >= 0 ? loom_kind_name((loom_kind)want_kind) : "plugin");
+    else if (rename && m > 1)
+        e = loom_err(LOOM_E_INVALID, "%s: registers %zu plugins; a new name applies to one only",
+                     path, m);
+    for (size_t i = 0; !e && i < m; i++) {
+        slot *clash = find_slot(r, chosen[i]->kind, rename ? rename : chosen[i]->name, 1);
+        if (clash)
+            e = loom_err(LOOM_E_CONFLICT, "a %s named \"%s\" is already registered (from %s)",
+                         loom_kind_name(chosen[i]->kind), clash->e.name, clash->e.path);
     }
-    if (rename && m > 1) {
-        snprintf(err, errlen, "%s: registers %zu plugins; a new name applies to one only",
-                 path, m);
-        file_close(f);
-        return -1;
-    }
-    for (size_t i = 0; i < m; i++) {
-        const char *name = rename ? rename : chosen[i]->name;
-        slot *clash = find_slot(r, chosen[i]->kind, name, 1);
-        if (clash) {
-            snprintf(err, errlen, "a %s named \"%s\" is already registered (from %s)",
-                     loom_kind_name(chosen[i]->kind), clash->e.name, clash->e.path);
-            file_close(f);
-            return -1;
-        }
-    }
-    for (size_t i = 0; i < m; i++) {
+    for (size_t i = 0; !e && i < m; i++) {
         slot *s = append_slot(r);
         if (!s) {
-            snprintf(err, errlen, "out of memory");
+            e = loom_err(LOOM_E_INTERNAL, "out of memory");
             /* Roll back what this call appended. */
             while (r->count && r->slots[r->count - 1].file == f)
                 r->count--;
-            file_close(f);
-            return -1;
+            break;
         }
-        registry_entry *e = &s->e;
-        e->kind = chosen[i]->kind;
-        snprintf(e->name, sizeof e->name, "%s", rename ? rename : chosen[i]->name);
-        snprintf(e->version, sizeof e->version, "%s", chosen[i]->version ? chosen[i]->version : "");
-        snprintf(e->description, sizeof e->description, "%s",
-                 chosen[i]->description ? chosen[i]->description : "");
-        snprintf(e->path, sizeof e->path, "%s", path);
-        snprintf(e->format, sizeof e->format, "%s", is_lua ? "lua" : "so");
-        snprintf(e->origin, sizeof e->origin, "%s", origin);
-        e->abi_major = f->abi_major;
-        e->abi_minor = f->abi_minor;
-        e->loaded = 1;
-        e->factory = chosen[i]->factory;
+        fill_entry(&s->e, chosen[i], rename ? rename : chosen[i]->name, f, origin);
         s->file = f;
         f->entries++;
+    }
+    if (e) {
+        file_close(f);
+        return e;
     }
     f->next = r->files;
     r->files = f;
     forget_failure(r, path);
-    return 0;
+    return NULL;
 }
 
-int registry_load(registry *r, const char *path, const char *origin,
-                  const char *rename, int want_kind, int record, char *err,
-                  size_t errlen)
+loom_error *registry_load(registry *r, const char *path, const char *origin, const char *rename,
+                          int want_kind, int record)
 {
     pthread_mutex_lock(&r->lock);
-    int rc = load_locked(r, path, origin, rename, want_kind, err, errlen);
-    if (rc != 0 && record)
-        record_failure(r, path, origin, err);
+    loom_error *e = load_locked(r, path, origin, rename, want_kind);
+    if (e && record)
+        record_failure(r, path, origin, loom_err_message(e));
     pthread_mutex_unlock(&r->lock);
-    return rc;
+    return e;
 }
 
 int registry_add_factory(registry *r, loom_kind kind, const char *name, const char *version,
                          const char *description, const void *factory)
 {
-    char why[256];
-    if (!loom_name_valid(name) || loom_factory_validate(kind, factory, why, sizeof why) != 0)
+    loom_error *why = loom_name_valid(name) ? loom_factory_validate(kind, factory)
+                                            : loom_err(LOOM_E_INVALID, "bad name");
+    if (why) {
+        log_warn("host factory %s refused: %s", name ? name : "(null)", loom_err_message(why));
+        loom_err_free(why);
         return -1;
+    }
     pthread_mutex_lock(&r->lock);
     int rc = -1;
     slot *s = find_slot(r, (int)kind, name, 1) ? NULL : append_slot(r);
@@ -328,13 +327,15 @@ int registry_load_dir(registry *r, const char *dir, const char *origin)
     }
     int loaded = 0;
     for (int i = 0; i < n; i++) {
-        char path[PATH_MAX], err[512];
+        char path[PATH_MAX];
         snprintf(path, sizeof path, "%s/%s", dir, names[i]->d_name);
         free(names[i]);
-        if (registry_load(r, path, origin, NULL, -1, 1, err, sizeof err) == 0)
+        loom_error *e = registry_load(r, path, origin, NULL, -1, 1);
+        if (!e)
             loaded++;
         else
-            log_warn("plugin skipped: %s", err);
+            log_warn("plugin skipped: %s", loom_err_message(e));
+        loom_err_free(e);
     }
     free(names);
     return loaded;
@@ -362,20 +363,19 @@ void registry_release(registry *r, loom_kind kind, const char *name)
     pthread_mutex_unlock(&r->lock);
 }
 
-int registry_remove(registry *r, loom_kind kind, const char *name, char *err,
-                    size_t errlen)
+loom_error *registry_remove(registry *r, loom_kind kind, const char *name)
 {
     pthread_mutex_lock(&r->lock);
-    int rc = -1;
+    loom_error *e = NULL;
     slot *s = find_slot(r, (int)kind, name, 1);
     if (!s) {
-        snprintf(err, errlen, "no %s named \"%s\"", loom_kind_name(kind), name);
+        e = loom_err(LOOM_E_NOT_FOUND, "no %s named \"%s\"", loom_kind_name(kind), name);
     } else if (strcmp(s->e.origin, "builtin") == 0) {
-        snprintf(err, errlen, "%s \"%s\" is built in and cannot be removed",
-                 loom_kind_name(kind), s->e.name);
+        e = loom_err(LOOM_E_FORBIDDEN, "%s \"%s\" is built in and cannot be removed",
+                     loom_kind_name(kind), s->e.name);
     } else if (s->pins > 0) {
-        snprintf(err, errlen, "%s \"%s\" is in use by %d running instance(s)",
-                 loom_kind_name(kind), s->e.name, s->pins);
+        e = loom_err(LOOM_E_CONFLICT, "%s \"%s\" is in use by %d running instance(s)",
+                     loom_kind_name(kind), s->e.name, s->pins);
     } else {
         loaded_file *f = s->file;
         *s = r->slots[--r->count];
@@ -387,10 +387,9 @@ int registry_remove(registry *r, loom_kind kind, const char *name, char *err,
                 }
             file_close(f);
         }
-        rc = 0;
     }
     pthread_mutex_unlock(&r->lock);
-    return rc;
+    return e;
 }
 
 size_t registry_list(registry *r, int kind, registry_entry *out, size_t cap)

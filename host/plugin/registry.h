@@ -35,13 +35,16 @@ void registry_destroy(registry *r);
 /* Loads `path` (.so or .lua by extension) and registers every factory it
  * provides. `rename`, when set, registers the file's only factory under that
  * name; `want_kind` >= 0 requires the file to provide that kind (the other
- * kinds it provides are ignored). All or nothing: on any error (load
- * failure, name taken, wrong kind) nothing is registered, err says why and
- * -1 is returned; with `record_failure` the failure is kept in the list so
- * `plugin list` shows it. */
-int registry_load(registry *r, const char *path, const char *origin,
-                  const char *rename, int want_kind, int record_failure,
-                  char *err, size_t errlen);
+ * kinds it provides are ignored). All or nothing: on any error nothing is
+ * registered and the error says why: LOOM_E_CONFLICT when a name is already
+ * registered or the file is already loaded, LOOM_E_NOT_FOUND when there is
+ * no such file, LOOM_E_UNSUPPORTED for an ABI this host cannot load,
+ * LOOM_E_INVALID for anything else wrong with the file (not a plugin, a
+ * missing entry, a Lua error, no factory of the wanted kind). With
+ * `record_failure` the failure is kept in the list so `plugin list` shows
+ * it. */
+loom_error *registry_load(registry *r, const char *path, const char *origin, const char *rename,
+                          int want_kind, int record_failure);
 
 /* Registers a factory the host itself provides (format "host", origin
  * "builtin"), e.g. the ffi kernel. Returns 0, or -1 when the name is taken. */
@@ -63,10 +66,10 @@ int registry_acquire(registry *r, loom_kind kind, const char *name,
                      registry_entry *out);
 void registry_release(registry *r, loom_kind kind, const char *name);
 
-/* Unregisters a user plugin. Returns 0, or -1 with err (not found,
- * built-in, or in use). The file is unloaded once nothing of it remains. */
-int registry_remove(registry *r, loom_kind kind, const char *name, char *err,
-                    size_t errlen);
+/* Unregisters a user plugin: LOOM_E_NOT_FOUND when there is none of that
+ * name, LOOM_E_FORBIDDEN for a built-in, LOOM_E_CONFLICT while it has live
+ * instances. The file is unloaded once nothing of it remains. */
+loom_error *registry_remove(registry *r, loom_kind kind, const char *name);
 
 /* Copies up to `cap` entries (kind < 0 for all kinds, else that kind only)
  * into out; returns how many there are in all. */

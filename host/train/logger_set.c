@@ -1,6 +1,7 @@
 /* train/logger_set.c - see logger_set.h. */
 #include "train/logger_set.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,8 +40,22 @@ static int role_matches(const char *want, int32_t role)
     return role == LOOM_LOGGER_DRIVER ? !strcmp(want, "driver") : !strcmp(want, "worker");
 }
 
+/* RESULT_DIR/plugins/<name>/, created; "" when there is no result dir or
+ * it cannot be made (the logger is then told NULL). */
+static void own_folder(const char *result_dir, const char *name, char *out, size_t cap)
+{
+    if (!result_dir || snprintf(out, cap, "%s/plugins/%s", result_dir, name) >= (int)cap) {
+        out[0] = 0;
+        return;
+    }
+    if (fs_mkdir_p(out) != 0) {
+        log_warn("logger %s: cannot create %s; it gets no folder of its own", name, out);
+        out[0] = 0;
+    }
+}
+
 logger_set *logger_set_open(registry *reg, const char *loggers_json, int32_t role, uint32_t rank,
-                            const char *exec_id, const char *log_dir)
+                            const char *exec_id, const char *log_dir, const char *result_dir)
 {
     cJSON *list = loggers_json ? cJSON_Parse(loggers_json) : NULL;
     if (!cJSON_IsArray(list) || cJSON_GetArraySize(list) == 0) {
@@ -66,18 +81,19 @@ logger_set *logger_set_open(registry *reg, const char *loggers_json, int32_t rol
             s->count == MAX_LOGGERS)
             continue;
         registry_entry e;
-        char err[512] = "";
+        loom_error *why = NULL;
         int found;
         if (reg) {
             found = registry_acquire(reg, LOOM_KIND_LOGGER, name->valuestring, &e) == 0;
         } else {
             found = cJSON_IsString(path) &&
-                    registry_load(s->own, path->valuestring, "job", NULL, LOOM_KIND_LOGGER, 0, err,
-                                  sizeof err) == 0 &&
+                    !(why = registry_load(s->own, path->valuestring, "job", NULL, LOOM_KIND_LOGGER, 0)) &&
                     registry_acquire(s->own, LOOM_KIND_LOGGER, name->valuestring, &e) == 0;
         }
         if (!found) {
-            log_warn("logger %s not available%s%s; skipped", name->valuestring, err[0] ? ": " : "", err);
+            log_warn("logger %s not available%s%s; skipped", name->valuestring, why ? ": " : "",
+                     why ? loom_err_message(why) : "");
+            loom_err_free(why);
             continue;
         }
         one_logger *l = &s->items[s->count];
@@ -85,6 +101,8 @@ logger_set *logger_set_open(registry *reg, const char *loggers_json, int32_t rol
         l->f = e.factory;
         const cJSON *conf = cJSON_GetObjectItemCaseSensitive(item, "config");
         char *conf_text = conf ? cJSON_PrintUnformatted(conf) : NULL;
+        char own[PATH_MAX];
+        own_folder(result_dir, e.name, own, sizeof own);
         loom_logger_config cfg = {
             .struct_size = sizeof cfg,
             .role = role,
@@ -92,6 +110,8 @@ logger_set *logger_set_open(registry *reg, const char *loggers_json, int32_t rol
             .exec_id = exec_id ? exec_id : "",
             .log_dir = log_dir ? log_dir : ".",
             .config_json = conf_text ? conf_text : "{}",
+            .result_dir = result_dir,
+            .plugin_dir = own[0] ? own : NULL,
         };
         loom_error *err_obj = l->f->create(l->f, &cfg, &l->inst);
         free(conf_text);
@@ -121,9 +141,11 @@ static uint32_t metrics_of(const cJSON *obj, loom_metric *out)
 
 void logger_set_begin(logger_set *s, const loom_train_info *info)
 {
-    for (int i = 0; s && i < s->count; i++)
-        if (s->items[i].f->on_train_begin)
-            report(&s->items[i], "on_train_begin", s->items[i].f->on_train_begin(s->items[i].inst, info));
+    for (int i = 0; s && i < s->count; i++) {
+        one_logger *l = &s->items[i];
+        if (LOOM_OPTIONAL_ENTRY(l->f, loom_logger_factory, on_train_begin))
+            report(l, "on_train_begin", l->f->on_train_begin(l->inst, info));
+    }
 }
 
 void logger_set_train_json(logger_set *s, const cJSON *metrics, uint64_t iteration, uint32_t epoch,
@@ -131,27 +153,31 @@ void logger_set_train_json(logger_set *s, const cJSON *metrics, uint64_t iterati
 {
     loom_metric m[LOOM_MAX_METRICS];
     uint32_t n = metrics_of(metrics, m);
-    for (int i = 0; s && i < s->count; i++)
-        if (s->items[i].f->log_train_metrics)
-            report(&s->items[i], "log_train_metrics",
-                   s->items[i].f->log_train_metrics(s->items[i].inst, m, n, iteration, epoch, workers));
+    for (int i = 0; s && i < s->count; i++) {
+        one_logger *l = &s->items[i];
+        if (LOOM_OPTIONAL_ENTRY(l->f, loom_logger_factory, log_train_metrics))
+            report(l, "log_train_metrics", l->f->log_train_metrics(l->inst, m, n, iteration, epoch, workers));
+    }
 }
 
 void logger_set_test_json(logger_set *s, const cJSON *metrics, uint64_t iteration, uint32_t epoch)
 {
     loom_metric m[LOOM_MAX_METRICS];
     uint32_t n = metrics_of(metrics, m);
-    for (int i = 0; s && i < s->count; i++)
-        if (s->items[i].f->log_test_metrics)
-            report(&s->items[i], "log_test_metrics",
-                   s->items[i].f->log_test_metrics(s->items[i].inst, m, n, iteration, epoch));
+    for (int i = 0; s && i < s->count; i++) {
+        one_logger *l = &s->items[i];
+        if (LOOM_OPTIONAL_ENTRY(l->f, loom_logger_factory, log_test_metrics))
+            report(l, "log_test_metrics", l->f->log_test_metrics(l->inst, m, n, iteration, epoch));
+    }
 }
 
 void logger_set_end(logger_set *s, int32_t status, const char *message)
 {
-    for (int i = 0; s && i < s->count; i++)
-        if (s->items[i].f->on_train_end)
-            report(&s->items[i], "on_train_end", s->items[i].f->on_train_end(s->items[i].inst, status, message));
+    for (int i = 0; s && i < s->count; i++) {
+        one_logger *l = &s->items[i];
+        if (LOOM_OPTIONAL_ENTRY(l->f, loom_logger_factory, on_train_end))
+            report(l, "on_train_end", l->f->on_train_end(l->inst, status, message));
+    }
 }
 
 void logger_set_close(logger_set *s)

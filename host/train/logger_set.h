@@ -19,9 +19,11 @@
 typedef struct logger_set logger_set;
 
 /* Never fails as a whole: a logger that cannot be made is logged and left
- * out. Returns NULL only when the list is empty or unparsable. */
+ * out. Returns NULL only when the list is empty or unparsable. With a
+ * `result_dir`, each logger is told it and gets RESULT_DIR/plugins/<name>/,
+ * created here, as its own folder to write. */
 logger_set *logger_set_open(registry *reg, const char *loggers_json, int32_t role, uint32_t rank,
-                            const char *exec_id, const char *log_dir);
+                            const char *exec_id, const char *log_dir, const char *result_dir);
 void logger_set_begin(logger_set *s, const loom_train_info *info);
 /* Metrics from a JSON object of name -> number. */
 void logger_set_train_json(logger_set *s, const cJSON *metrics, uint64_t iteration, uint32_t epoch,

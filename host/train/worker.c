@@ -108,10 +108,10 @@ static int parse_args(worker *w, int argc, char **argv)
 
 static int setup(worker *w)
 {
-    char err[1024];
-    w->plugin = so_plugin_open(w->framework, 1, err, sizeof err);
-    if (!w->plugin) {
-        fprintf(stderr, "loom worker: %s\n", err);
+    loom_error *refused = so_plugin_open(w->framework, 1, &w->plugin);
+    if (refused) {
+        fprintf(stderr, "loom worker: %s\n", loom_err_message(refused));
+        loom_err_free(refused);
         return 1;
     }
     const loom_registration *regs;
@@ -159,6 +159,7 @@ static int setup(worker *w)
                 MAX_STATE_TENSORS);
         return 1;
     }
+    char err[1024];
     if (tensor_stage_init(&w->stage, w->views, w->nviews, err, sizeof err) != 0) {
         fprintf(stderr, "loom worker: %s\n", err);
         return 1;
@@ -199,7 +200,7 @@ static int setup(worker *w)
     if ((e = msg_connect(w->control, &w->fd)))
         return fail(e, "control");
     w->loggers = logger_set_open(NULL, w->loggers_json, LOOM_LOGGER_WORKER, w->slot,
-                                 w->exec_id, w->log_dir);
+                                 w->exec_id, w->log_dir, getenv("RESULT_DIR"));
     return 0;
 }
 

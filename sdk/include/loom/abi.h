@@ -8,7 +8,20 @@
  *  - fields are only ever appended (a new field means a new ABI minor);
  *  - integers are fixed width, enums are plain integers with explicit values;
  *  - strings are UTF-8, NUL-terminated and borrowed for the duration of the
- *    call unless a comment says otherwise.
+ *    call unless a comment says otherwise;
+ *  - a field named `reserved` must be zero: the host refuses a factory table
+ *    whose reserved field is not, and always zeroes the ones it fills, so a
+ *    later minor can give them a meaning.
+ *
+ * Every function pointer carries a tag:
+ *   [thread: ...]  which thread calls it and what may run at the same time;
+ *   [owns: ...]    who owns what crosses the call and for how long.
+ * "One at a time per instance" means the host never calls one instance from
+ * two threads at once, so a plugin needs no locks for its own state.
+ *
+ * Versions: ABI 1.0 is the first release; 1.1 added loom_logger_config's
+ * result_dir and plugin_dir. A plugin built for minor N loads into any host
+ * with minor >= N.
  */
 #ifndef LOOM_ABI_H
 #define LOOM_ABI_H
@@ -21,7 +34,7 @@ extern "C" {
 #endif
 
 #define LOOM_ABI_MAJOR 1
-#define LOOM_ABI_MINOR 0
+#define LOOM_ABI_MINOR 1
 
 /* Symbol visibility for the one function a plugin exports. */
 #if defined(__GNUC__)
@@ -101,7 +114,7 @@ typedef struct loom_device {
     uint32_t struct_size;
     int32_t kind;   /* loom_device_kind */
     int32_t index;
-    int32_t reserved;
+    int32_t reserved; /* zero */
 } loom_device;
 
 typedef enum loom_dtype {

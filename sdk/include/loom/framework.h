@@ -15,7 +15,10 @@
  *  host names, applies the optimizer step and evaluates.
  *
  * Threading: the host never calls one instance from two threads at once.
- * A trainer instance lives in a `loom worker` process, one per device.
+ * A trainer instance lives in a `loom worker` process, one per device, and
+ * is called from that process's main thread only; in ASYNC mode the host
+ * also makes one for its parameter server, called from the thread that
+ * coordinates the exec. That is "the instance's thread" below.
  */
 #ifndef LOOM_FRAMEWORK_H
 #define LOOM_FRAMEWORK_H
@@ -62,7 +65,8 @@ struct loom_launch_sink {
      * searched in PATH. `env` holds "KEY=VALUE" entries set on top of the job
      * environment the host builds (DATA_DIR, RESULT_DIR, LOG_DIR, DLI_EXECID,
      * CUDA_VISIBLE_DEVICES and the --msd-env pairs). `cwd` NULL means
-     * code_dir. */
+     * code_dir. [thread: only inside plan_launch, on its thread] [owns:
+     * every argument borrowed for the call; the host copies them] */
     loom_error *(*add_worker)(const loom_launch_sink *sink,
                               const char *const *argv, uint32_t argc,
                               const char *const *env, uint32_t envc,
@@ -89,7 +93,7 @@ typedef struct loom_trainer_config {
     uint32_t struct_size;
     uint32_t rank;              /* this worker's rank when created (logs only) */
     uint32_t num_dataloader_threads;
-    uint32_t reserved;
+    uint32_t reserved;          /* zero */
     uint64_t seed;
     loom_device device;
     const char *spec_json;      /* the model directory's model + settings */
@@ -102,30 +106,40 @@ typedef struct loom_step_info {
     uint32_t struct_size;
     uint32_t epoch;            /* 0-based */
     uint32_t epochs;           /* total */
-    uint32_t reserved;
+    uint32_t reserved;         /* zero */
     uint64_t iteration;        /* global optimizer steps done so far */
     uint64_t steps_per_epoch;  /* optimizer steps in one epoch */
 } loom_step_info;
 
 /* ---- the factory ------------------------------------------------------- */
 
+/* Thread tags below: "instance" means the instance's thread (see the top of
+ * this file), one call at a time. */
 typedef struct loom_framework_factory {
     uint32_t struct_size;
     int32_t style; /* loom_framework_style */
 
     /* LAUNCH (required for that style): call sink->add_worker once per
-     * worker process. */
+     * worker process.
+     * [thread: a host thread; calls for different execs may overlap, so
+     * keep no state between calls] [owns: request and sink borrowed for
+     * the call] */
     loom_error *(*plan_launch)(const struct loom_framework_factory *self,
                                const loom_launch_request *request,
                                const loom_launch_sink *sink);
 
     /* TRAINER (all required for that style unless marked optional). */
+
+    /* [thread: the future instance's thread] [owns: config borrowed for
+     * the call; *out is the plugin's until destroy] */
     loom_error *(*create)(const struct loom_framework_factory *self,
                           const loom_trainer_config *config,
                           loom_framework_instance **out);
+    /* [thread: instance] [owns: takes inst back] */
     void (*destroy)(loom_framework_instance *inst);
 
-    /* Number of samples in a split. The host shards [0, count). */
+    /* Number of samples in a split. The host shards [0, count).
+     * [thread: instance] [owns: *count written by the plugin] */
     loom_error *(*dataset_size)(loom_framework_instance *inst, int32_t split,
                                 uint64_t *count);
 
@@ -135,28 +149,34 @@ typedef struct loom_framework_factory {
      * device they are device memory (on_device = 1) and the collectives go
      * through NCCL; every call of this table must have finished its device
      * work when it returns (synchronise the stream), since the host's
-     * collectives and copies run on streams of their own. */
+     * collectives and copies run on streams of their own.
+     * [thread: instance] [owns: the host's views, filled by the plugin;
+     * the memory they point at is the instance's until destroy] */
     loom_error *(*buffers)(loom_framework_instance *inst,
                            loom_tensor_view *params, loom_tensor_view *grads);
 
-    /* Sets the gradient buffer to zero. */
+    /* Sets the gradient buffer to zero. [thread: instance] */
     loom_error *(*zero_grad)(loom_framework_instance *inst);
 
     /* Forward + backward for the named training samples; ADDS
      * grad_scale * d(mean loss over these samples)/d(params) into the
      * gradient buffer (the host picks grad_scale so accumulation and
      * averaging give the mean over the effective batch). Fills `out` with
-     * the batch's mean metrics (at least "loss"). */
+     * the batch's mean metrics (at least "loss").
+     * [thread: instance] [owns: indices borrowed for the call; metric
+     * names must live as long as the instance] */
     loom_error *(*forward_backward)(loom_framework_instance *inst,
                                     const uint64_t *indices, uint32_t count,
                                     float grad_scale, loom_metrics *out);
 
-    /* One optimizer step from the gradient buffer. */
+    /* One optimizer step from the gradient buffer.
+     * [thread: instance] [owns: step borrowed for the call] */
     loom_error *(*apply)(loom_framework_instance *inst,
                          const loom_step_info *step);
 
     /* Mean metrics (e.g. "loss", "accuracy") over the named samples of a
-     * split; the host combines shards weighted by count. */
+     * split; the host combines shards weighted by count.
+     * [thread: instance] [owns: as forward_backward] */
     loom_error *(*evaluate)(loom_framework_instance *inst, int32_t split,
                             const uint64_t *indices, uint32_t count,
                             loom_metrics *out);
@@ -164,16 +184,20 @@ typedef struct loom_framework_factory {
     /* Every tensor needed to resume (parameters, optimizer state, step
      * counters), as views into the instance's memory. At most `capacity`;
      * `*count` is set to the number needed even when it exceeds capacity.
-     * The role of views[i] goes to roles[i] (loom_tensor_role). Checkpoints,
-     * weight broadcast
-     * to joining workers and the final model are made from these. */
+     * The role of views[i] goes to roles[i] (loom_tensor_role).
+     * Checkpoints, weight broadcast to joining workers and the final model
+     * are made from these.
+     * [thread: instance] [owns: views and roles are the host's arrays,
+     * filled by the plugin; the memory the views point at is the
+     * instance's until destroy] */
     loom_error *(*state_tensors)(loom_framework_instance *inst,
                                  loom_tensor_view *views, int32_t *roles,
                                  uint32_t capacity, uint32_t *count);
 
     /* Called after the host wrote into the state tensors (checkpoint load,
      * broadcast), so the adapter can refresh anything derived from them.
-     * Optional. */
+     * Optional: NULL, or left out by a struct_size that ends before it.
+     * [thread: instance] */
     loom_error *(*state_loaded)(loom_framework_instance *inst);
 } loom_framework_factory;
 

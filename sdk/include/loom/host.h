@@ -6,7 +6,8 @@
  * The table only grows at its end: before touching a field added after ABI
  * 1.0, check it with LOOM_HOST_HAS(host, field).
  *
- * Every function here may be called from any thread.
+ * Every function here may be called from any thread, at any time between
+ * init and the return of deinit (tag: [thread: any]).
  */
 #ifndef LOOM_HOST_H
 #define LOOM_HOST_H
@@ -36,36 +37,51 @@ struct loom_host {
     void *host_data;
 
     /* Structured log line attributed to the calling plugin. Plugins never
-     * write to stdout. */
+     * write to stdout. [thread: any] [owns: fmt and arguments borrowed for
+     * the call] */
     void (*log)(const loom_host *host, int32_t level, const char *fmt, ...)
 #if defined(__GNUC__)
         __attribute__((format(printf, 3, 4)))
 #endif
         ;
 
-    /* Errors: the only way to make a loom_error. error_new copies `message`. */
+    /* Errors: the only way to make a loom_error. error_new copies `message`.
+     * [thread: any] [owns: the returned error is the caller's until it hands
+     * it to the host as a return value, or frees it with error_free] */
     loom_error *(*error_new)(int32_t code, const char *message);
+    /* As error_new, with printf formatting. [thread: any] [owns: as
+     * error_new] */
     loom_error *(*error_newf)(int32_t code, const char *fmt, ...)
 #if defined(__GNUC__)
         __attribute__((format(printf, 2, 3)))
 #endif
         ;
+    /* [thread: any] [owns: err borrowed] */
     int32_t (*error_code)(const loom_error *err);
+    /* [thread: any] [owns: err borrowed; the text lives as long as err] */
     const char *(*error_message)(const loom_error *err);
+    /* [thread: any] [owns: takes err; NULL is ignored] */
     void (*error_free)(loom_error *err);
 
     /* The host's allocator: memory the host frees (for example the JSON a
-     * search plugin returns from save_state) must come from here. */
+     * search plugin returns from save_state) must come from here.
+     * [thread: any] [owns: the caller owns the block until it frees it or
+     * hands it to the host] */
     void *(*alloc)(size_t size);
+    /* [thread: any] [owns: as alloc; ptr must come from alloc/realloc] */
     void *(*realloc)(void *ptr, size_t size);
+    /* [thread: any] [owns: takes ptr, which came from alloc/realloc] */
     void (*free)(void *ptr);
 
-    /* Monotonic clock in nanoseconds. */
+    /* Monotonic clock in nanoseconds. [thread: any] */
     uint64_t (*clock_ns)(void);
 
-    /* Extensions by string id, e.g. "loom.gpu/1", "loom.comm/1". Returns a
-     * table whose layout the id fixes, or NULL when the host has none. A
-     * changed interface gets a new "/N" id; old ids keep working. */
+    /* Extensions by string id. Returns a table whose layout the id fixes, or
+     * NULL when the host has none. This host defines no extension yet, so
+     * every id answers NULL today; a plugin must treat NULL as "run
+     * without". A changed interface will get a new "/N" id and old ids keep
+     * working. [thread: any] [owns: the table is the host's, valid until
+     * deinit returns] */
     const void *(*get_extension)(const loom_host *host, const char *id);
 };
 

@@ -3,9 +3,14 @@
  * backends: a model is loaded once, instances are created on devices, and
  * each instance executes batches of requests.
  *
- * Threading: one `loom kernel` process hosts one instance; the host never
- * calls one instance from two threads at once. load_model/unload_model and
- * create/destroy happen on the same thread.
+ * What exists today: the host loads, validates and lists kernel plugins
+ * (`loom kernel add`, `loom plugin check`) and provides the built-in "ffi"
+ * kernel; it has no inference service yet that calls them. The contract
+ * below is the one that service will keep.
+ *
+ * Threading: the host never calls one instance from two threads at once.
+ * load_model/unload_model and create/destroy of one model happen on the
+ * same thread.
  */
 #ifndef LOOM_KERNEL_H
 #define LOOM_KERNEL_H
@@ -22,7 +27,7 @@ typedef struct loom_kernel_instance loom_kernel_instance; /* plugin's */
 /* Borrowed for the duration of load_model(). */
 typedef struct loom_kernel_model_config {
     uint32_t struct_size;
-    uint32_t reserved;
+    uint32_t reserved;       /* zero */
     const char *model_dir;   /* the deployed model directory */
     const char *model_json;  /* the text of its model.json */
     const char *weight_path; /* absolute path of weight_path, or NULL */
@@ -32,7 +37,7 @@ typedef struct loom_kernel_model_config {
 typedef struct loom_infer_request loom_infer_request;
 struct loom_infer_request {
     uint32_t struct_size;
-    uint32_t reserved;
+    uint32_t reserved;        /* zero */
     uint64_t id;
     const char *content_type; /* e.g. "application/json" */
     const uint8_t *body;
@@ -41,7 +46,8 @@ struct loom_infer_request {
     /* Answers the request. status is 0 (success) or a loom_code; `body` is
      * copied. Each request must be answered exactly once before execute()
      * returns: the host fails an unanswered request with an internal error,
-     * and a second answer returns an error. */
+     * and a second answer returns an error. [thread: the thread running
+     * execute] [owns: every argument borrowed; the host copies the body] */
     loom_error *(*respond)(loom_infer_request *request, int32_t status,
                            const char *content_type, const uint8_t *body,
                            uint64_t body_len);
@@ -49,18 +55,27 @@ struct loom_infer_request {
 
 typedef struct loom_kernel_factory {
     uint32_t struct_size;
-    uint32_t reserved;
-    /* Required. */
+    uint32_t reserved; /* zero */
+    /* All required. */
+    /* [thread: the model's thread] [owns: config borrowed; *out the
+     * plugin's until unload_model] */
     loom_error *(*load_model)(const struct loom_kernel_factory *self,
                               const loom_kernel_model_config *config,
                               loom_kernel_model **out);
+    /* [thread: the model's thread, after every instance is destroyed]
+     * [owns: takes model] */
     void (*unload_model)(loom_kernel_model *model);
+    /* [thread: the model's thread] [owns: device borrowed; *out the
+     * plugin's until destroy_instance; the model outlives it] */
     loom_error *(*create_instance)(loom_kernel_model *model,
                                    const loom_device *device,
                                    loom_kernel_instance **out);
+    /* [thread: the model's thread] [owns: takes inst] */
     void (*destroy_instance)(loom_kernel_instance *inst);
     /* Executes a batch. An error return fails every request not yet
-     * answered with that error. */
+     * answered with that error. [thread: one at a time per instance]
+     * [owns: requests borrowed until execute returns; answer them through
+     * respond before returning] */
     loom_error *(*execute)(loom_kernel_instance *inst,
                            loom_infer_request *const *requests,
                            uint32_t count);

@@ -45,13 +45,18 @@ typedef struct loom_module {
     const char *description; /* one line */
 
     /* Called once after loading, before any factory is used. May be NULL.
-     * `host` stays valid until deinit returns. */
+     * [thread: the loading thread, nothing else of the plugin runs] [owns:
+     * `host` stays valid until deinit returns; a returned error is the
+     * host's, and the plugin is then unloaded without deinit] */
     loom_error *(*init)(const loom_host *host);
     /* Called once before unloading, after every instance is destroyed. May
-     * be NULL. */
+     * be NULL. [thread: the unloading thread, nothing else of the plugin
+     * runs] */
     void (*deinit)(void);
     /* Returns the factory table for `factory_id` (see the *_FACTORY_ID
-     * constants) or NULL. The table is static data of the plugin. */
+     * constants) or NULL. May be called before init (`loom plugin check`).
+     * [thread: any, no side effects] [owns: the table is static data of the
+     * plugin, read by the host until unload] */
     const void *(*get_factory)(const char *factory_id);
 } loom_module;
 

@@ -6,8 +6,14 @@
  * its own state and can save and restore it, so a tuning task survives a
  * host restart.
  *
- * Threading: search instances run inside the host; the host never calls one
- * instance from two threads at once.
+ * What exists today: the host loads, validates and lists search plugins
+ * (`loom algorithm add`, `loom plugin check`); the tuning loop that drives
+ * them is not part of this release. The contract below is the one it will
+ * keep.
+ *
+ * Threading: search instances run inside the host process; the host never
+ * calls one instance from two threads at once, but different instances may
+ * be called from different threads at the same time.
  */
 #ifndef LOOM_SEARCH_H
 #define LOOM_SEARCH_H
@@ -54,34 +60,44 @@ struct loom_proposal_sink {
      * name -> value, the shape of WMLA's config.json, and may name the
      * budget an experiment gets (e.g. "epochs" for Hyperband). Returns the
      * experiment id the host assigned (> 0), or 0 when the proposal was
-     * refused (logged by the host). */
+     * refused (logged by the host). [thread: only inside suggest, on its
+     * thread] [owns: config_json borrowed; the host copies it] */
     uint64_t (*propose)(const loom_proposal_sink *sink, const char *config_json);
     /* Says the search has nothing more to propose, ever. May be called
      * again on later suggests (a restored search repeats it). A proposal
-     * the host refused (propose returned 0) does not count as made. */
+     * the host refused (propose returned 0) does not count as made.
+     * [thread: only inside suggest, on its thread] */
     void (*finish)(const loom_proposal_sink *sink);
 };
 
 typedef struct loom_search_factory {
     uint32_t struct_size;
-    uint32_t reserved;
-    /* Required. */
+    uint32_t reserved; /* zero */
+    /* Required. [thread: any host thread; instances are independent]
+     * [owns: config borrowed for the call; *out is the plugin's until
+     * destroy] */
     loom_error *(*create)(const struct loom_search_factory *self,
                           const loom_search_config *config,
                           loom_search_instance **out);
+    /* Required. [thread: one at a time per instance] [owns: takes inst] */
     void (*destroy)(loom_search_instance *inst);
-    /* Propose at most `max` experiments now; proposing none means "wait for
-     * results". */
+    /* Required. Propose at most `max` experiments now; proposing none means
+     * "wait for results". [thread: one at a time per instance] [owns: sink
+     * borrowed for the call] */
     loom_error *(*suggest)(loom_search_instance *inst, uint32_t max,
                            const loom_proposal_sink *sink);
-    /* An experiment ended; `metrics` holds its final objective (and others).
-     * Borrowed for the call. */
+    /* Required. An experiment ended; `metrics` holds its final objective
+     * (and others). [thread: one at a time per instance] [owns: metrics
+     * borrowed for the call] */
     loom_error *(*observe)(loom_search_instance *inst, uint64_t experiment_id,
                            int32_t status, const loom_metric *metrics,
                            uint32_t metric_count);
-    /* Optional pair: the whole state as a NUL-terminated string allocated
-     * with loom_host.alloc (the host frees it), and back. */
+    /* Optional pair (both or neither; NULL or past struct_size means
+     * absent): the whole state as a NUL-terminated string, and back.
+     * [thread: one at a time per instance] [owns: *state_out allocated with
+     * loom_host.alloc, the host's afterwards; `state` borrowed] */
     loom_error *(*save_state)(loom_search_instance *inst, char **state_out);
+    /* [thread: one at a time per instance] [owns: state borrowed] */
     loom_error *(*load_state)(loom_search_instance *inst, const char *state);
 } loom_search_factory;
 

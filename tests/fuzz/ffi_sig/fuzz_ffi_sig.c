@@ -64,7 +64,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char *text = fuzz_cstring(data, size);
     char err[1024];
     ffi_signature sig;
-    if (ffi_sig_parse(text, &sig, err, sizeof err) != 0) {
+    if (loom_err_take(ffi_sig_parse(text, &sig), err, sizeof err) != LOOM_OK) {
         if (!err[0])
             abort();
         free(text);
@@ -74,7 +74,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char canonical[2048];
     format_signature(&sig, canonical, sizeof canonical);
     ffi_signature again;
-    if (ffi_sig_parse(canonical, &again, err, sizeof err) != 0) {
+    if (loom_err_take(ffi_sig_parse(canonical, &again), err, sizeof err) != LOOM_OK) {
         fprintf(stderr, "canonical form '%s' of '%s' refused: %s\n", canonical, text, err);
         abort();
     }

@@ -11,20 +11,23 @@ FIX="$(dirname "$0")/fixtures"
 # ---- plugin check, no host needed
 out=$("$LOOM" plugin check "$TP/good_thirdparty.so")
 expect_contains "check a third-party plugin" "$out" "ok: logger good_thirdparty"
-expect_contains "check prints the ABI" "$out" "ABI 1.0"
+expect_contains "check prints the ABI" "$out" "ABI 1.1"
+out=$(cd "$TP" && "$LOOM" plugin check good_thirdparty.so 2>&1)
+expect_contains "check takes a bare relative path" "$out" "ok: logger good_thirdparty"
 check_refused() { # check_refused FILE EXPECTED-TEXT
     expect_fails "check refuses $1" "$LOOM" plugin check "$TP/$1"
     expect_contains "check $1 says why" "$(cat "$WORK/out")" "$2"
 }
 check_refused no_entry.so "no loom_module_entry function"
 check_refused abi_major.so "abi_major is 2; this host supports ABI major 1"
-check_refused abi_minor.so "abi_minor is 1, newer than this host's ABI 1.0"
+check_refused abi_minor.so "abi_minor is 2, newer than this host's ABI 1.1"
 check_refused abi_tag.so "abi_tag is"
 check_refused small_struct.so "loom_module.struct_size is"
 check_refused missing_entry.so "missing required entry 'observe'"
 check_refused no_factory.so "provides no factory"
 check_refused init_fails.so "init failed"
 check_refused bad_name.so "is not a valid name"
+check_refused reserved_set.so "loom_logger_factory.reserved is 1; it must be zero"
 expect_fails "check a missing file" "$LOOM" plugin check "$WORK/nothing.so"
 expect_contains "missing file named" "$(cat "$WORK/out")" "$WORK/nothing.so"
 expect_fails "check a broken Lua script" "$LOOM" plugin check "$FIX/broken.lua"
@@ -81,6 +84,50 @@ expect_fails "the job fails" "$LOOM" exec wait "$id" --timeout 60
 expect_contains "it says why" "$("$LOOM" exec view "$id")" "the adapter gave device memory (weight) to a CPU worker"
 expect_ok "the host goes on" "$LOOM" plugin list
 expect_ok "remove it" "$LOOM" framework remove device_buffers
+
+# ---- plugins built against the ABI 1.0 headers (tests/abi-1.0) with poison
+# past every declared struct end: a two-worker trainer job with the same
+# file as framework and logger (driver and workers) runs what each declared
+# and nothing past it; old_full's state_loaded runs when the joining worker
+# takes the weights, old_min's is never touched
+for name in old_full old_min; do
+    expect_ok "$name: framework add" "$LOOM" framework add "$TP/$name.so"
+    expect_ok "$name: logger add" "$LOOM" logger add "$TP/$name.so"
+    mkdir -p "$WORK/$name"
+    echo '{"training": {"epochs": 2, "batch_size": 2, "loggers": [{"name": "'$name'", "role": "both"}]}}' \
+        > "$WORK/$name/edt.json"
+    out=$("$LOOM" exec start --exec-start $name --model-dir "$WORK/$name" --numWorker 2)
+    id=$(echo "$out" | sed -n 's/^exec \([^ ]*\) submitted.*/\1/p')
+    expect_ok "$name: the job finishes" "$LOOM" exec wait "$id" --timeout 60
+    expect_not_contains "$name: no call past struct_size" "$("$LOOM" exec logs "$id" 2>&1)" "ABI POISON"
+    ran="$LOOM_HOME/execs/$id"
+    for role in driver worker-0 worker-1; do
+        calls=$(tr '\n' ' ' < "$ran/log/$role/old_abi_calls.txt")
+        if [ $name = old_full ]; then
+            [ $role = driver ] && expect_contains "$name: driver logger ran every callback" "$calls" \
+                "create on_train_begin log_train_metrics"
+            expect_contains "$name: $role logger ended" "$calls" "on_train_end destroy"
+        else
+            expect_eq "$name: $role logger ran only what it declared" "$calls" "create destroy "
+        fi
+    done
+    expect_eq "$name: the logger got a folder of its own" "$(ls -d "$ran/plugins/$name")" "$ran/plugins/$name"
+    if [ $name = old_full ]; then
+        expect_contains "$name: state_loaded ran" "$(cat "$ran/_submitted_code/old_abi_calls.txt")" "state_loaded"
+    else
+        expect_eq "$name: state_loaded never touched" "$(ls "$ran/_submitted_code")" "edt.json"
+    fi
+    expect_ok "$name: remove the framework" "$LOOM" framework remove $name
+    expect_ok "$name: remove the logger" "$LOOM" logger remove $name
+done
+expect_ok "old_launch: framework add" "$LOOM" framework add "$TP/old_launch.so"
+mkdir -p "$WORK/oldlaunch"
+printf 'echo "old rank $OLD_RANK"\n' > "$WORK/oldlaunch/main.sh"
+out=$("$LOOM" exec start --exec-start old_launch --model-dir "$WORK/oldlaunch" --model-main main.sh --numWorker 2)
+id=$(echo "$out" | sed -n 's/^exec \([^ ]*\) submitted.*/\1/p')
+expect_ok "old_launch: the job finishes" "$LOOM" exec wait "$id" --timeout 30
+expect_contains "old_launch: its workers ran" "$("$LOOM" exec logs "$id")" "old rank 1"
+expect_ok "old_launch: remove" "$LOOM" framework remove old_launch
 
 # ---- REST registration works the same
 r=$(http POST /loom/v1/plugins -F kind=framework -F "file=@$FIX/hello.lua")

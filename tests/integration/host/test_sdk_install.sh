@@ -18,8 +18,11 @@ expect_ok "pkg-config file installed" test -f "$pcdir/loom.pc"
 INSTALLED="$PREFIX/bin/loom"
 expect_ok "binary installed" test -x "$INSTALLED"
 
-# The template, out of tree, with nothing of loom's source tree.
-cp -r "$SRC/sdk/template" "$WORK/template"
+expect_ok "template installed" test -f "$PREFIX/share/loom/template/CMakeLists.txt"
+expect_ok "Lua reference installed" test -f "$PREFIX/share/loom/lua/REFERENCE.md"
+
+# The installed template, out of tree, with nothing of loom's source tree.
+cp -r "$PREFIX/share/loom/template" "$WORK/template"
 expect_ok "template configures against the installed SDK" \
     cmake -S "$WORK/template" -B "$WORK/template/build" -DCMAKE_PREFIX_PATH="$PREFIX"
 expect_ok "template builds" cmake --build "$WORK/template/build"
@@ -32,6 +35,8 @@ done
 expect_eq "the template builds one plugin per kind" "$n" "4"
 kinds=$(for so in "$WORK"/template/build/*.so; do "$INSTALLED" plugin check "$so"; done | awk '{print $2}' | sort | tr '\n' ' ')
 expect_eq "one of each kind" "$kinds" "framework kernel logger search "
+kinds=$(for lua in "$WORK"/template/*.lua; do "$INSTALLED" plugin check "$lua"; done | awk '{print $2}' | sort | tr '\n' ' ')
+expect_eq "one Lua template of each kind, each accepted" "$kinds" "framework kernel logger search "
 
 # A plugin compiled with only the compiler and pkg-config's flags.
 cflags=$(PKG_CONFIG_PATH="$pcdir" pkg-config --cflags loom)

@@ -18,13 +18,22 @@
 #include "check.h"
 #include "plugin/ffi_call.h"
 
+/* ffi_function_open with the message copied into err: NULL on failure. */
+static ffi_function *open_with_err(const char *library, const char *symbol, const char *signature,
+                             const char *const *allowed, char *err, size_t errlen)
+{
+    ffi_function *fn = NULL;
+    loom_error *e = ffi_function_open(library, symbol, signature, allowed, &fn);
+    return loom_err_take(e, err, errlen) == LOOM_OK ? fn : NULL;
+}
+
 static char lib_path[4096], lib_dir[4096];
 
 static ffi_function *open_fn(const char *symbol, const char *signature)
 {
     const char *const allowed[] = {lib_dir, NULL};
     char err[512] = "";
-    ffi_function *fn = ffi_function_open(lib_path, symbol, signature, allowed, err,
+    ffi_function *fn = open_with_err(lib_path, symbol, signature, allowed, err,
                                          sizeof err);
     CHECK_MSG(fn != NULL, "%s: %s", symbol, err);
     return fn;
@@ -178,13 +187,19 @@ static void refused(const char *library, const char *const *allowed, const char 
                     const char *signature, const char *frag1, const char *frag2)
 {
     char err[1024] = "";
-    ffi_function *fn = ffi_function_open(library, symbol, signature, allowed, err, sizeof err);
+    ffi_function *fn = open_with_err(library, symbol, signature, allowed, err, sizeof err);
     CHECK_MSG(fn == NULL, "%s from %s was opened", symbol, library);
     ffi_function_close(fn);
     const char *message = err;
     CHECK_CONTAINS(message, frag1);
     if (frag2)
         CHECK_CONTAINS(message, frag2);
+    /* A library outside the allowed directories is forbidden, not invalid. */
+    if (strstr(frag1, "outside the allowed")) {
+        loom_error *e = ffi_function_open(library, symbol, signature, allowed, &fn);
+        CHECK_MSG(loom_err_code(e) == LOOM_E_FORBIDDEN, "code %d", (int)loom_err_code(e));
+        loom_err_free(e);
+    }
 }
 
 static void test_refusals(void)
@@ -243,7 +258,7 @@ static void test_refusals(void)
     snprintf(sub_dotdot, sizeof sub_dotdot, "%s/models/../models", tmp);
     const char *const via_dotdot[] = {sub_dotdot, NULL};
     char err[512] = "";
-    ffi_function *fn = ffi_function_open(copy, "add_f64", sig, via_dotdot, err, sizeof err);
+    ffi_function *fn = open_with_err(copy, "add_f64", sig, via_dotdot, err, sizeof err);
     CHECK_MSG(fn != NULL, "%s", err);
     ffi_function_close(fn);
 

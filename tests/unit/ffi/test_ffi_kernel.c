@@ -428,7 +428,7 @@ int main(int argc, char **argv)
     ffitest_lib = lib_buf;
     factory = ffi_kernel_factory();
     char err[256];
-    CHECK(loom_factory_validate(LOOM_KIND_KERNEL, factory, err, sizeof err) == 0);
+    CHECK(loom_err_take(loom_factory_validate(LOOM_KIND_KERNEL, factory), err, sizeof err) == LOOM_OK);
     test_example_model();
     test_fixed_output_size();
     test_load_refusals();

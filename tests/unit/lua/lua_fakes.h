@@ -22,6 +22,22 @@ static inline char *script_path(const char *name)
     return p;
 }
 
+/* lua_plugin_open with the message copied into err: NULL on failure. */
+static inline lua_plugin *open_lua(const char *path, const lua_plugin_limits *limits, char *err,
+                                   size_t errlen)
+{
+    lua_plugin *p = NULL;
+    loom_error *e = lua_plugin_open(path, limits, &p);
+    loom_err_take(e, err, errlen);
+    return e ? NULL : p;
+}
+
+/* loom_factory_validate as 0 or -1, the message copied into err. */
+static inline int validate(loom_kind kind, const void *factory, char *err, size_t errlen)
+{
+    return loom_err_take(loom_factory_validate(kind, factory), err, errlen) == LOOM_OK ? 0 : -1;
+}
+
 static inline const void *find_factory(lua_plugin *p, loom_kind kind, const char *name)
 {
     const loom_registration *regs;

@@ -37,7 +37,7 @@ static loom_launch_request make_request(uint32_t workers, const char *model_main
 static void test_framework(void)
 {
     char err[512] = "";
-    lua_plugin *p = lua_plugin_open(script_path("framework_ok.lua"), NULL, err,
+    lua_plugin *p = open_lua(script_path("framework_ok.lua"), NULL, err,
                                     sizeof err);
     CHECK_MSG(p != NULL, "%s", err);
     if (!p)
@@ -50,7 +50,7 @@ static void test_framework(void)
     CHECK_STR_EQ(regs[0].description, "echoes the launch request");
     const loom_framework_factory *f = regs[0].factory;
     char verr[128];
-    CHECK(loom_factory_validate(LOOM_KIND_FRAMEWORK, f, verr, sizeof verr) == 0);
+    CHECK(validate(LOOM_KIND_FRAMEWORK, f, verr, sizeof verr) == 0);
     CHECK(f->style == LOOM_FRAMEWORK_LAUNCH);
 
     fake_launch sink;
@@ -97,7 +97,7 @@ static const char *const space_json =
 static void test_search(void)
 {
     char err[512] = "";
-    lua_plugin *p = lua_plugin_open(script_path("search_ok.lua"), NULL, err,
+    lua_plugin *p = open_lua(script_path("search_ok.lua"), NULL, err,
                                     sizeof err);
     CHECK_MSG(p != NULL, "%s", err);
     if (!p)
@@ -109,7 +109,7 @@ static void test_search(void)
         return;
     }
     char verr[128];
-    CHECK(loom_factory_validate(LOOM_KIND_SEARCH, f, verr, sizeof verr) == 0);
+    CHECK(validate(LOOM_KIND_SEARCH, f, verr, sizeof verr) == 0);
     CHECK(f->save_state != NULL && f->load_state != NULL);
 
     loom_search_config config = {
@@ -196,7 +196,7 @@ static void test_search(void)
 static void test_kernel(void)
 {
     char err[512] = "";
-    lua_plugin *p = lua_plugin_open(script_path("kernel_ok.lua"), NULL, err,
+    lua_plugin *p = open_lua(script_path("kernel_ok.lua"), NULL, err,
                                     sizeof err);
     CHECK_MSG(p != NULL, "%s", err);
     if (!p)
@@ -204,7 +204,7 @@ static void test_kernel(void)
     const loom_kernel_factory *f = find_factory(p, LOOM_KIND_KERNEL, "scale");
     CHECK(f != NULL);
     char verr[128];
-    CHECK(f && loom_factory_validate(LOOM_KIND_KERNEL, f, verr, sizeof verr) == 0);
+    CHECK(f && validate(LOOM_KIND_KERNEL, f, verr, sizeof verr) == 0);
     loom_kernel_model_config config = {.struct_size = sizeof config,
                                        .model_dir = "/tmp/model",
                                        .model_json = "{\"scale\": 3}"};
@@ -268,7 +268,7 @@ static char *read_all(const char *path)
 static void test_logger(void)
 {
     char err[512] = "";
-    lua_plugin *p = lua_plugin_open(script_path("logger_ok.lua"), NULL, err,
+    lua_plugin *p = open_lua(script_path("logger_ok.lua"), NULL, err,
                                     sizeof err);
     CHECK_MSG(p != NULL, "%s", err);
     if (!p)
@@ -325,7 +325,7 @@ static void test_logger(void)
 static void test_python_adapter(void)
 {
     char err[512] = "";
-    lua_plugin *p = lua_plugin_open(PYTHON_ADAPTER_PATH, NULL, err, sizeof err);
+    lua_plugin *p = open_lua(PYTHON_ADAPTER_PATH, NULL, err, sizeof err);
     CHECK_MSG(p != NULL, "%s", err);
     if (!p)
         return;

@@ -18,7 +18,7 @@ static const lua_plugin_limits small_memory = {.memory_bytes = 8u << 20};
 static void check_still_works(const char *after)
 {
     char err[512] = "";
-    lua_plugin *p = lua_plugin_open(script_path("search_ok.lua"), NULL, err,
+    lua_plugin *p = open_lua(script_path("search_ok.lua"), NULL, err,
                                     sizeof err);
     CHECK_MSG(p != NULL, "after %s: %s", after, err);
     if (!p)
@@ -51,7 +51,7 @@ static const char *open_fails_with(const char *name,
 {
     static char err[1024];
     err[0] = 0;
-    lua_plugin *p = lua_plugin_open(script_path(name), limits, err, sizeof err);
+    lua_plugin *p = open_lua(script_path(name), limits, err, sizeof err);
     CHECK_MSG(p == NULL, "%s was accepted", name);
     lua_plugin_close(p);
     const char *message = err;
@@ -153,6 +153,16 @@ static void test_registration_errors(void)
     CHECK_CONTAINS(m, "missing required function 'observe'");
     check_still_works("a missing function");
 
+    m = open_fails("bad_misspelt_callback.lua");
+    CHECK_CONTAINS(m, "bad_misspelt_callback.lua:1:");
+    CHECK_CONTAINS(m, "loom.register_logger 'typo': unknown key 'log_train_metric'");
+    CHECK_CONTAINS(m, "log_train_metrics"); /* the list of what is expected */
+    check_still_works("a misspelt callback");
+
+    m = open_fails("bad_unknown_key.lua");
+    CHECK_CONTAINS(m, "loom.register_search 'extra': unknown key 'max_parallel'");
+    check_still_works("an unknown key");
+
     m = open_fails("bad_trainer.lua");
     CHECK_CONTAINS(m, "style 'trainer' is not available");
     check_still_works("a trainer-style script");
@@ -176,7 +186,7 @@ static loom_search_instance *create_search(lua_plugin *p, const char *name,
 static void test_callback_errors(void)
 {
     char err[512] = "";
-    lua_plugin *p = lua_plugin_open(script_path("bad_callback.lua"), NULL, err,
+    lua_plugin *p = open_lua(script_path("bad_callback.lua"), NULL, err,
                                     sizeof err);
     CHECK_MSG(p != NULL, "%s", err);
     const loom_search_factory *f = NULL;
@@ -219,7 +229,7 @@ static void test_callback_errors(void)
     lua_plugin_close(p);
     check_still_works("a runtime error in a callback");
 
-    p = lua_plugin_open(script_path("bad_loop_callback.lua"), &short_deadline, err,
+    p = open_lua(script_path("bad_loop_callback.lua"), &short_deadline, err,
                         sizeof err);
     CHECK_MSG(p != NULL, "%s", err);
     inst = p ? create_search(p, "spinner", &f) : NULL;
@@ -244,7 +254,7 @@ static void test_callback_errors(void)
 static void test_memory_in_callback(void)
 {
     char err[512] = "";
-    lua_plugin *p = lua_plugin_open(script_path("bad_memory_callback.lua"),
+    lua_plugin *p = open_lua(script_path("bad_memory_callback.lua"),
                                     &small_memory, err, sizeof err);
     CHECK_MSG(p != NULL, "%s", err);
     const loom_kernel_factory *f = p ? find_factory(p, LOOM_KIND_KERNEL, "hoarder")
@@ -281,7 +291,7 @@ static void test_memory_in_callback(void)
 static void test_append_escape(void)
 {
     char err[512] = "";
-    lua_plugin *p = lua_plugin_open(script_path("bad_append.lua"), NULL, err,
+    lua_plugin *p = open_lua(script_path("bad_append.lua"), NULL, err,
                                     sizeof err);
     CHECK_MSG(p != NULL, "%s", err);
     const loom_logger_factory *f = p ? find_factory(p, LOOM_KIND_LOGGER, "escaper")

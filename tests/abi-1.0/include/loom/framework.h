@@ -1,0 +1,183 @@
+/*
+ * loom/framework.h - framework adapters ("loom.framework/1").
+ *
+ * Two styles share one factory:
+ *
+ *  LAUNCH: the adapter turns a submission into processes (argv, env, cwd per
+ *  worker); the host starts, supervises and logs them. This is what
+ *  registering a framework with dlicmd means (`command`, `python`,
+ *  `distPyTorch`).
+ *
+ *  TRAINER: the host owns the training loop (sharding, all-reduce, elastic
+ *  membership, checkpoints, validation, loggers) and the adapter owns the
+ *  math: it builds model and optimizer, exposes one flat parameter buffer and
+ *  one flat gradient buffer, computes forward + backward for the samples the
+ *  host names, applies the optimizer step and evaluates.
+ *
+ * Threading: the host never calls one instance from two threads at once.
+ * A trainer instance lives in a `loom worker` process, one per device.
+ */
+#ifndef LOOM_FRAMEWORK_H
+#define LOOM_FRAMEWORK_H
+
+#include "abi.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum loom_framework_style {
+    LOOM_FRAMEWORK_LAUNCH = 1,
+    LOOM_FRAMEWORK_TRAINER = 2
+} loom_framework_style;
+
+/* ---- launch style ------------------------------------------------------ */
+
+/* What the user submitted, resolved by the host. Borrowed for the call. */
+typedef struct loom_launch_request {
+    uint32_t struct_size;
+    uint32_t num_workers;       /* --numWorker, >= 1 */
+    uint32_t worker_device_num; /* --workerDeviceNum, >= 1 */
+    uint32_t master_port;       /* a free loopback port reserved for the exec */
+    const char *exec_id;
+    const char *code_dir;    /* RESULT_DIR/_submitted_code: the copied --model-dir */
+    const char *model_main;  /* --model-main relative to code_dir, or NULL */
+    const char *data_dir;    /* DATA_DIR */
+    const char *result_dir;  /* RESULT_DIR */
+    const char *log_dir;     /* LOG_DIR */
+    const char *device_type; /* "cpu" or "gpu" (--workerDeviceType) */
+    const char *master_addr; /* e.g. "127.0.0.1" */
+    const char *const *args; /* the arguments after `--` */
+    uint32_t arg_count;
+    uint32_t msd_env_count;
+    const char *const *msd_env; /* --msd-env pairs, "KEY=VALUE" */
+} loom_launch_request;
+
+/* Where a launch plan goes. The host copies every string. */
+typedef struct loom_launch_sink loom_launch_sink;
+struct loom_launch_sink {
+    uint32_t struct_size;
+    void *host_data;
+    /* Adds the next worker (rank = number of earlier calls). argv[0] is
+     * searched in PATH. `env` holds "KEY=VALUE" entries set on top of the job
+     * environment the host builds (DATA_DIR, RESULT_DIR, LOG_DIR, DLI_EXECID,
+     * CUDA_VISIBLE_DEVICES and the --msd-env pairs). `cwd` NULL means
+     * code_dir. */
+    loom_error *(*add_worker)(const loom_launch_sink *sink,
+                              const char *const *argv, uint32_t argc,
+                              const char *const *env, uint32_t envc,
+                              const char *cwd);
+};
+
+/* ---- trainer style ----------------------------------------------------- */
+
+typedef struct loom_framework_instance loom_framework_instance; /* plugin's */
+
+typedef enum loom_split {
+    LOOM_SPLIT_TRAIN = 0,
+    LOOM_SPLIT_TEST = 1
+} loom_split;
+
+typedef enum loom_tensor_role {
+    LOOM_TENSOR_PARAMETER = 0, /* part of the model: exported at the end */
+    LOOM_TENSOR_OPTIMIZER = 1, /* needed to resume training only */
+    LOOM_TENSOR_OTHER = 2
+} loom_tensor_role;
+
+/* Borrowed for the duration of create(). */
+typedef struct loom_trainer_config {
+    uint32_t struct_size;
+    uint32_t rank;              /* this worker's rank when created (logs only) */
+    uint32_t num_dataloader_threads;
+    uint32_t reserved;
+    uint64_t seed;
+    loom_device device;
+    const char *spec_json;      /* the model directory's model + settings */
+    const char *code_dir;       /* the model directory */
+    const char *data_dir;       /* DATA_DIR */
+} loom_trainer_config;
+
+/* Where training stands; passed to apply() for learning-rate schedules. */
+typedef struct loom_step_info {
+    uint32_t struct_size;
+    uint32_t epoch;            /* 0-based */
+    uint32_t epochs;           /* total */
+    uint32_t reserved;
+    uint64_t iteration;        /* global optimizer steps done so far */
+    uint64_t steps_per_epoch;  /* optimizer steps in one epoch */
+} loom_step_info;
+
+/* ---- the factory ------------------------------------------------------- */
+
+typedef struct loom_framework_factory {
+    uint32_t struct_size;
+    int32_t style; /* loom_framework_style */
+
+    /* LAUNCH (required for that style): call sink->add_worker once per
+     * worker process. */
+    loom_error *(*plan_launch)(const struct loom_framework_factory *self,
+                               const loom_launch_request *request,
+                               const loom_launch_sink *sink);
+
+    /* TRAINER (all required for that style unless marked optional). */
+    loom_error *(*create)(const struct loom_framework_factory *self,
+                          const loom_trainer_config *config,
+                          loom_framework_instance **out);
+    void (*destroy)(loom_framework_instance *inst);
+
+    /* Number of samples in a split. The host shards [0, count). */
+    loom_error *(*dataset_size)(loom_framework_instance *inst, int32_t split,
+                                uint64_t *count);
+
+    /* The flat float32 parameter and gradient buffers: 1-D, equal length,
+     * valid until destroy. The host all-reduces `grads` in place and may
+     * overwrite `params` (weight broadcast, parameter server). On a CUDA
+     * device they are device memory (on_device = 1) and the collectives go
+     * through NCCL; every call of this table must have finished its device
+     * work when it returns (synchronise the stream), since the host's
+     * collectives and copies run on streams of their own. */
+    loom_error *(*buffers)(loom_framework_instance *inst,
+                           loom_tensor_view *params, loom_tensor_view *grads);
+
+    /* Sets the gradient buffer to zero. */
+    loom_error *(*zero_grad)(loom_framework_instance *inst);
+
+    /* Forward + backward for the named training samples; ADDS
+     * grad_scale * d(mean loss over these samples)/d(params) into the
+     * gradient buffer (the host picks grad_scale so accumulation and
+     * averaging give the mean over the effective batch). Fills `out` with
+     * the batch's mean metrics (at least "loss"). */
+    loom_error *(*forward_backward)(loom_framework_instance *inst,
+                                    const uint64_t *indices, uint32_t count,
+                                    float grad_scale, loom_metrics *out);
+
+    /* One optimizer step from the gradient buffer. */
+    loom_error *(*apply)(loom_framework_instance *inst,
+                         const loom_step_info *step);
+
+    /* Mean metrics (e.g. "loss", "accuracy") over the named samples of a
+     * split; the host combines shards weighted by count. */
+    loom_error *(*evaluate)(loom_framework_instance *inst, int32_t split,
+                            const uint64_t *indices, uint32_t count,
+                            loom_metrics *out);
+
+    /* Every tensor needed to resume (parameters, optimizer state, step
+     * counters), as views into the instance's memory. At most `capacity`;
+     * `*count` is set to the number needed even when it exceeds capacity.
+     * The role of views[i] goes to roles[i] (loom_tensor_role). Checkpoints,
+     * weight broadcast
+     * to joining workers and the final model are made from these. */
+    loom_error *(*state_tensors)(loom_framework_instance *inst,
+                                 loom_tensor_view *views, int32_t *roles,
+                                 uint32_t capacity, uint32_t *count);
+
+    /* Called after the host wrote into the state tensors (checkpoint load,
+     * broadcast), so the adapter can refresh anything derived from them.
+     * Optional. */
+    loom_error *(*state_loaded)(loom_framework_instance *inst);
+} loom_framework_factory;
+
+#ifdef __cplusplus
+}
+#endif
+#endif

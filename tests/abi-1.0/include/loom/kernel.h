@@ -1,0 +1,72 @@
+/*
+ * loom/kernel.h - inference kernels ("loom.kernel/1"), shaped like Triton's
+ * backends: a model is loaded once, instances are created on devices, and
+ * each instance executes batches of requests.
+ *
+ * Threading: one `loom kernel` process hosts one instance; the host never
+ * calls one instance from two threads at once. load_model/unload_model and
+ * create/destroy happen on the same thread.
+ */
+#ifndef LOOM_KERNEL_H
+#define LOOM_KERNEL_H
+
+#include "abi.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct loom_kernel_model loom_kernel_model;       /* plugin's */
+typedef struct loom_kernel_instance loom_kernel_instance; /* plugin's */
+
+/* Borrowed for the duration of load_model(). */
+typedef struct loom_kernel_model_config {
+    uint32_t struct_size;
+    uint32_t reserved;
+    const char *model_dir;   /* the deployed model directory */
+    const char *model_json;  /* the text of its model.json */
+    const char *weight_path; /* absolute path of weight_path, or NULL */
+} loom_kernel_model_config;
+
+/* One request of a batch. Borrowed for the duration of execute(). */
+typedef struct loom_infer_request loom_infer_request;
+struct loom_infer_request {
+    uint32_t struct_size;
+    uint32_t reserved;
+    uint64_t id;
+    const char *content_type; /* e.g. "application/json" */
+    const uint8_t *body;
+    uint64_t body_len;
+    void *host_data;
+    /* Answers the request. status is 0 (success) or a loom_code; `body` is
+     * copied. Each request must be answered exactly once before execute()
+     * returns: the host fails an unanswered request with an internal error,
+     * and a second answer returns an error. */
+    loom_error *(*respond)(loom_infer_request *request, int32_t status,
+                           const char *content_type, const uint8_t *body,
+                           uint64_t body_len);
+};
+
+typedef struct loom_kernel_factory {
+    uint32_t struct_size;
+    uint32_t reserved;
+    /* Required. */
+    loom_error *(*load_model)(const struct loom_kernel_factory *self,
+                              const loom_kernel_model_config *config,
+                              loom_kernel_model **out);
+    void (*unload_model)(loom_kernel_model *model);
+    loom_error *(*create_instance)(loom_kernel_model *model,
+                                   const loom_device *device,
+                                   loom_kernel_instance **out);
+    void (*destroy_instance)(loom_kernel_instance *inst);
+    /* Executes a batch. An error return fails every request not yet
+     * answered with that error. */
+    loom_error *(*execute)(loom_kernel_instance *inst,
+                           loom_infer_request *const *requests,
+                           uint32_t count);
+} loom_kernel_factory;
+
+#ifdef __cplusplus
+}
+#endif
+#endif

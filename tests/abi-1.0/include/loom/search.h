@@ -1,0 +1,91 @@
+/*
+ * loom/search.h - hyperparameter search algorithms ("loom.search/1").
+ *
+ * The host runs the tuning loop: it asks the algorithm for proposals, runs
+ * each as an experiment, and reports the outcome back. The algorithm keeps
+ * its own state and can save and restore it, so a tuning task survives a
+ * host restart.
+ *
+ * Threading: search instances run inside the host; the host never calls one
+ * instance from two threads at once.
+ */
+#ifndef LOOM_SEARCH_H
+#define LOOM_SEARCH_H
+
+#include "abi.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct loom_search_instance loom_search_instance; /* plugin's */
+
+/* Borrowed for the duration of create(). */
+typedef struct loom_search_config {
+    uint32_t struct_size;
+    int32_t maximize;          /* 1: maximise the objective, 0: minimise */
+    uint32_t max_experiments;  /* maxJobNum; 0 = no limit */
+    uint32_t max_parallel;     /* maxParalleJobNum */
+    uint64_t seed;             /* RandomSeed, or one the host chose */
+    /* The space, as WMLA's hyperParams array validated by the host:
+     * [{"name","type":"Range"|"Discrete","dataType":"DOUBLE"|"INT"|"STR",
+     *   "minDbVal","maxDbVal","minIntVal","maxIntVal","step","power",
+     *   "discreteDbVal"|"discreteIntVal"|"discreateStrVal"}] */
+    const char *space_json;
+    /* algoParams folded into one object: {"eta": "3", ...} (values as given). */
+    const char *params_json;
+    const char *objective_metric;
+    /* Explicit experiments (grid search's "experiments" array), or NULL. */
+    const char *experiments_json;
+} loom_search_config;
+
+typedef enum loom_experiment_status {
+    LOOM_EXPERIMENT_FINISHED = 0,
+    LOOM_EXPERIMENT_FAILED = 1,
+    LOOM_EXPERIMENT_KILLED = 2
+} loom_experiment_status;
+
+/* Where proposals go. */
+typedef struct loom_proposal_sink loom_proposal_sink;
+struct loom_proposal_sink {
+    uint32_t struct_size;
+    void *host_data;
+    /* Proposes one experiment. `config_json` is an object of hyperparameter
+     * name -> value, the shape of WMLA's config.json, and may name the
+     * budget an experiment gets (e.g. "epochs" for Hyperband). Returns the
+     * experiment id the host assigned (> 0), or 0 when the proposal was
+     * refused (logged by the host). */
+    uint64_t (*propose)(const loom_proposal_sink *sink, const char *config_json);
+    /* Says the search has nothing more to propose, ever. May be called
+     * again on later suggests (a restored search repeats it). A proposal
+     * the host refused (propose returned 0) does not count as made. */
+    void (*finish)(const loom_proposal_sink *sink);
+};
+
+typedef struct loom_search_factory {
+    uint32_t struct_size;
+    uint32_t reserved;
+    /* Required. */
+    loom_error *(*create)(const struct loom_search_factory *self,
+                          const loom_search_config *config,
+                          loom_search_instance **out);
+    void (*destroy)(loom_search_instance *inst);
+    /* Propose at most `max` experiments now; proposing none means "wait for
+     * results". */
+    loom_error *(*suggest)(loom_search_instance *inst, uint32_t max,
+                           const loom_proposal_sink *sink);
+    /* An experiment ended; `metrics` holds its final objective (and others).
+     * Borrowed for the call. */
+    loom_error *(*observe)(loom_search_instance *inst, uint64_t experiment_id,
+                           int32_t status, const loom_metric *metrics,
+                           uint32_t metric_count);
+    /* Optional pair: the whole state as a NUL-terminated string allocated
+     * with loom_host.alloc (the host frees it), and back. */
+    loom_error *(*save_state)(loom_search_instance *inst, char **state_out);
+    loom_error *(*load_state)(loom_search_instance *inst, const char *state);
+} loom_search_factory;
+
+#ifdef __cplusplus
+}
+#endif
+#endif
