@@ -33,6 +33,7 @@
 #include "train/protocol.h"
 #include "train/sampler.h"
 #include "util/fs.h"
+#include "util/job_sandbox.h"
 #include "util/log.h"
 #include "util/spawn.h"
 
@@ -286,8 +287,15 @@ static int spawn_worker(edt_coordinator *c, uint32_t slot, int32_t device)
     envp[k] = NULL;
     spawn_spec spec = {.argv = argv, .envp = envp, .cwd = j->code_dir, .stdout_path = out,
                        .stderr_path = errp, .pgid = -1};
-    char err[512];
-    pid_t pid = spawn_process(&spec, err, sizeof err);
+    char err[512] = "", shm_file[160], **confined = NULL;
+    snprintf(shm_file, sizeof shm_file, "/dev/shm%s", c->shm_name);
+    const char *reads[] = {j->framework_path, NULL}, *writes[] = {shm_file, NULL};
+    job_sandbox_job box = {.user = j->user, .exec_dir = j->result_dir, .data_dir = j->data_dir,
+                           .read = reads, .write = writes, .read_json = c->loggers_for_workers};
+    loom_err_take(job_sandbox_wrap(&box, argv, &confined), err, sizeof err);
+    spec.argv = confined ? confined : argv;
+    pid_t pid = err[0] ? -1 : spawn_process(&spec, err, sizeof err);
+    job_sandbox_argv_free(confined);
     free(envp);
     if (pid < 0) {
         driver_say(c, "cannot start worker %u: %s", slot, err);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "util/sandbox.h"
+#include <cjson/cJSON.h>
 
 /* Not /tmp (a job gets its own, in its exec folder), not /home, /root,
  * /srv, /var or /dev/shm: whatever the host or other users keep there. */
@@ -133,6 +134,19 @@ static void push_all(argv_builder *b, const char *flag, const char *const *paths
     }
 }
 
+static void push_json_paths(argv_builder *b, const char *json)
+{
+    cJSON *list = json ? cJSON_Parse(json) : NULL, *item;
+    cJSON_ArrayForEach(item, list) {
+        const cJSON *path = cJSON_GetObjectItemCaseSensitive(item, "path");
+        if (cJSON_IsString(path) && path->valuestring[0] == '/') {
+            push(b, "--read");
+            push(b, path->valuestring);
+        }
+    }
+    cJSON_Delete(list);
+}
+
 void job_sandbox_argv_free(char **argv)
 {
     for (char **p = argv; p && *p; p++)
@@ -162,6 +176,7 @@ loom_error *job_sandbox_wrap(const job_sandbox_job *job, char *const *argv, char
     const char *reads[] = {install, binary, job->data_dir, NULL};
     push_all(&b, "--read", reads);
     push_all(&b, "--read", job->read);
+    push_json_paths(&b, job->read_json);
     snprintf(tmp, sizeof tmp, "%s/tmp", job->exec_dir);
     push(&b, "--tmpdir");
     push(&b, tmp);
@@ -233,6 +248,29 @@ loom_error *job_sandbox_secure_home(const char *home, int accounts)
     return e;
 }
 
+int job_sandbox_reachable(const char *home, char *why, size_t whylen)
+{
+    char path[PATH_MAX];
+    if (!realpath(home, path)) {
+        snprintf(why, whylen, "%s: %s", home, strerror(errno));
+        return 0;
+    }
+    /* Each folder above the home (the home itself gets 0711). */
+    for (char *slash = strrchr(path, '/'); slash; slash = strrchr(path, '/')) {
+        *slash = 0;
+        const char *dir = path[0] ? path : "/";
+        struct stat st;
+        if (stat(dir, &st) != 0 || !(st.st_mode & S_IXOTH)) {
+            snprintf(why, whylen, "%s (mode %04o) keeps other users out", dir,
+                     (unsigned)(st.st_mode & 07777));
+            return 0;
+        }
+        if (!path[0])
+            break;
+    }
+    return 1;
+}
+
 /* ---- what the host says at start ----------------------------------------- */
 
 /* Whether path lies beneath (or is) dir. */
@@ -273,9 +311,14 @@ int job_sandbox_describe(const char *home, char *out, size_t outlen)
                          " (but the home lies beneath %s, which jobs may read)", exposed);
     if (accounts)
         snprintf(out + used, outlen - (size_t)used, "; a uid per user from %u-%u", first, last);
-    else
-        snprintf(out + used, outlen - (size_t)used, "; %s",
-                 geteuid() == 0 ? "no accounts of their own (not root?)"
-                                : "run as this host's user (not root: no accounts of their own)");
+    else if (geteuid() != 0)
+        snprintf(out + used, outlen - (size_t)used,
+                 "; run as this host's user (not root: no accounts of their own)");
+    else {
+        char why[PATH_MAX + 64] = "--job-uid-range none";
+        job_sandbox_reachable(home, why, sizeof why);
+        snprintf(out + used, outlen - (size_t)used,
+                 "; run as root, no accounts of their own: %s", why);
+    }
     return abi > 0 && !exposed && (accounts || geteuid() != 0);
 }

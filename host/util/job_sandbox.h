@@ -42,6 +42,8 @@ typedef struct job_sandbox_job {
     const char *data_dir;     /* read; NULL: none */
     const char *const *read;  /* more files it reads (the adapter a worker loads) */
     const char *const *write; /* more it writes (its shared-memory segment) */
+    const char *read_json;    /* more to read: each "path" in this JSON array of
+                               * objects (the loggers a worker loads); may be NULL */
 } job_sandbox_job;
 
 /* argv run through `loom confine` for this job, in *out (free with
@@ -60,6 +62,11 @@ void job_sandbox_install_dir(char *out, size_t outlen);
  * job's uid can reach its own exec folder but list nothing), its files
  * 0600, plugins/ and execs/ 0711, plugin files 0644, data/ 0755. */
 loom_error *job_sandbox_secure_home(const char *home, int accounts);
+
+/* Whether other uids can reach beneath home (every folder above it
+ * searchable by others): jobs under accounts of their own need that. When
+ * not, *why names the folder that stops them. */
+int job_sandbox_reachable(const char *home, char *why, size_t whylen);
 
 /* One line on the isolation jobs get, for the start-up message; returns
  * whether it is complete: Landlock, the home outside every path jobs may

@@ -172,6 +172,17 @@ static void test_secure_home(void)
     cfg.accounts = 0;
     job_sandbox_configure(&cfg);
     CHECK(job_sandbox_describe(home, line, sizeof line) == (abi > 0 && geteuid() != 0));
+    /* Jobs under their own uid cannot pass a 0700 folder above the home. */
+    char inner[600], why[700];
+    chmod(home, 0755);
+    snprintf(inner, sizeof inner, "%s/closed/home", home);
+    fs_mkdir_p(inner);
+    CHECK(job_sandbox_reachable(inner, why, sizeof why) == 1);
+    snprintf(inner, sizeof inner, "%s/closed", home);
+    chmod(inner, 0700);
+    snprintf(inner, sizeof inner, "%s/closed/home", home);
+    CHECK(job_sandbox_reachable(inner, why, sizeof why) == 0);
+    CHECK_CONTAINS(why, "/closed (mode 0700)");
     job_sandbox_configure(NULL);
     fs_rm_rf(home);
 }
