@@ -125,6 +125,15 @@ if [ "$(id -u)" = 0 ]; then
 fi
 stop_host
 
+# ---- elastic training under an account: `loom worker` confined, its
+# shared-memory segment and model folder its own (the demo, one epoch)
+if [ "$(id -u)" = 0 ]; then
+    expect_ok "the demo trains under an account of its own" \
+        timeout 250 "$LOOM" demo --home "$WORK/demo-home" --keep --epochs 1
+    expect_contains "the elastic job finished" "$(cat "$WORK/out")" "every sample used once per epoch through both resizes: yes"
+    expect_contains "under a uid per user" "$(stat -c %u "$WORK"/demo-home/execs/*/model)" "2000"
+fi
+
 # ---- --require-isolation: refused without accounts when root
 if [ "$(id -u)" = 0 ]; then
     expect_fails "root without accounts and --require-isolation" \
