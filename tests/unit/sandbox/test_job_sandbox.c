@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../../check.h"
@@ -149,6 +150,25 @@ static void test_secure_home(void)
     e = job_sandbox_secure_home(home, 0);
     CHECK(e == NULL && mode_of(home, ".") == 0700);
     loom_err_free(e);
+    /* A host that is not root, with root's credentials file in its home:
+     * the file keeps its mode (a warning), the host still starts. */
+    if (geteuid() == 0) {
+        touch(home, "credentials", 0644);
+        CHECK(chown(home, 200500, 200500) == 0);
+        fflush(NULL);
+        pid_t pid = fork();
+        if (pid == 0) {
+            if (setgid(200500) != 0 || setuid(200500) != 0)
+                _exit(100);
+            loom_error *as_user = job_sandbox_secure_home(home, 0);
+            _exit(as_user == NULL && mode_of(home, ".") == 0700 ? 0 : 1);
+        }
+        int status = 0;
+        waitpid(pid, &status, 0);
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        CHECK(mode_of(home, "credentials") == 0644);
+        CHECK(chown(home, 0, 0) == 0);
+    }
     e = job_sandbox_secure_home("/nonexistent/loom-home", 0);
     CHECK_CONTAINS(e ? loom_err_message(e) : NULL, "/nonexistent/loom-home");
     loom_err_free(e);
