@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/capability.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -190,6 +191,23 @@ static loom_error *switch_ids(const sandbox_spec *s)
     return NULL;
 }
 
+/* Root that stays root (no account to switch to) keeps uid 0 but no
+ * capability: none now, and none from any exec (the bounding set), so it
+ * cannot load modules, trace, or pass file permissions. */
+static loom_error *drop_capabilities(void)
+{
+    for (int cap = 0; cap <= 63; cap++)
+        if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno == EINVAL)
+            break; /* past the kernel's last capability */
+    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+    struct __user_cap_header_struct head = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+    struct __user_cap_data_struct none[2];
+    memset(none, 0, sizeof none);
+    if (syscall(SYS_capset, &head, none) != 0)
+        return loom_err(LOOM_E_INTERNAL, "cannot drop capabilities: %s", strerror(errno));
+    return NULL;
+}
+
 loom_error *sandbox_apply(const sandbox_spec *s)
 {
     if (s->switch_ids)
@@ -206,7 +224,7 @@ loom_error *sandbox_apply(const sandbox_spec *s)
         if (e)
             return e;
     }
-    loom_error *e = s->switch_ids ? switch_ids(s) : NULL;
+    loom_error *e = s->switch_ids ? switch_ids(s) : geteuid() == 0 ? drop_capabilities() : NULL;
     if (!e && ruleset >= 0 && syscall(SYS_landlock_restrict_self, ruleset, 0) != 0)
         e = loom_err(LOOM_E_INTERNAL, "cannot enforce the Landlock ruleset: %s", strerror(errno));
     if (ruleset >= 0)

@@ -26,7 +26,8 @@ int sandbox_landlock_abi(void);
  * (a tree, walked without following links) is chowned to uid:gid and
  * supplementary groups are dropped; no_new_privs is set; when the kernel
  * has Landlock, only the listed paths stay reachable (and, from ABI 6, the
- * process cannot signal outside its sandbox). Read and device paths that do
+ * process cannot signal outside its sandbox); root that does not switch
+ * ids keeps uid 0 without any capability. Read and device paths that do
  * not exist are skipped; a write path must exist. Without Landlock, the rest
  * is applied and NULL returned: the host reports that at start. */
 loom_error *sandbox_apply(const sandbox_spec *spec);
