@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Jobs cannot see the host's state: a job of alice's tries to read and write
 # loom.db, loom.log, the credentials, the plugins folder and bob's exec
-# folder, to make herself an administrator through SQLite, and to signal
-# the host; every attempt fails and alice stays a user. Run with the host
+# folder, to make herself an administrator through SQLite, to signal the
+# host and read its environment; every attempt fails and alice stays a user. Run with the host
 # as root (jobs under accounts of their own) and, when this runs as root,
 # again with the host as an unprivileged user (jobs under that same user:
 # Landlock alone). --require-isolation refuses a host without isolation.
@@ -59,6 +59,8 @@ else
     echo "no python3 sqlite3: SQL attempt not run"
 fi
 kill -0 $4 2>/dev/null && echo "GOT signal to the host"
+cat /proc/$4/environ >/dev/null 2>&1 && echo "GOT the host's environment"
+for f in /proc/$4/fd/*; do cat "\$f" >/dev/null 2>&1 && echo "GOT the host's open file \$f"; done
 echo mine > "\$RESULT_DIR/mine.txt" && echo "own exec folder writable"
 [ "\$FABRIC_HOME" != "\$H" ] && echo "FABRIC_HOME is not the state home"
 echo "attack done"
