@@ -12,6 +12,7 @@
 #include "plugin/ffi_call.h"
 #include "train/coordinator.h"
 #include "util/fs.h"
+#include "util/job_sandbox.h"
 #include "util/log.h"
 
 #define MAX_BODY ((size_t)1 << 20)          /* JSON bodies: 1 MiB */
@@ -157,6 +158,8 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
         goto fail;
     if (opt->admin_password)
         d->generated_admin_password[0] = 0;
+    if (loomd_isolate_jobs(d, opt, err, errlen) != 0)
+        goto fail;
     d->reg = registry_create();
     if (!d->reg) {
         snprintf(err, errlen, "out of memory");
@@ -230,6 +233,7 @@ void loomd_stop(loomd *d)
         return;
     http_server_stop(d->http);
     exec_service_destroy(d->execs);
+    job_sandbox_configure(NULL); /* its user lookup uses d->auth */
     sched_service_destroy(d->sched);
     registry_destroy(d->reg);
     auth_close(d->auth);

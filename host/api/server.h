@@ -26,6 +26,9 @@ typedef struct loomd_options {
     const char *admin_password; /* the first admin's, on a new home; NULL: random */
     const char *tls_cert_pem;   /* both set: serve HTTPS */
     const char *tls_key_pem;
+    unsigned job_uid_first, job_uid_last; /* jobs' accounts when root; 0: defaults */
+    int no_job_accounts;     /* root, yet jobs run as the host's user */
+    int require_isolation;   /* refuse to start without complete isolation */
 } loomd_options;
 
 typedef struct loomd {
@@ -70,6 +73,11 @@ extern const http_route loom_sched_routes[];
 extern const size_t loom_sched_route_count;
 extern const http_route loom_plugin_routes[];
 extern const size_t loom_plugin_route_count;
+
+/* Confines the host's jobs (isolation.c): accounts when root, the home's
+ * modes; says at start what isolation jobs have. -1 with err when that
+ * fails, or when it is incomplete and opt->require_isolation is set. */
+int loomd_isolate_jobs(loomd *d, const loomd_options *opt, char *err, size_t errlen);
 
 /* Loads the user plugins recorded in the store (at start-up). */
 void loomd_load_user_plugins(loomd *d);

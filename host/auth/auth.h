@@ -117,6 +117,10 @@ int auth_user_passwd(auth_service *svc, const char *name, const char *password,
 int auth_user_list(auth_service *svc,
                    void (*fn)(const auth_user *user, void *ctx), void *ctx);
 
+/* The user's row id (what the host maps a job's OS account from):
+ * AUTH_OK, AUTH_ENOTFOUND or AUTH_EINTERNAL. */
+int auth_user_id(auth_service *svc, const char *name, int64_t *id);
+
 /* ---- API keys: shown once, stored hashed, named by a per-user label ---- */
 /* Writes the new key to key_out (at least AUTH_SECRET_MAX bytes). */
 int auth_apikey_create(auth_service *svc, const char *user, const char *label,

@@ -205,6 +205,23 @@ int auth_user_list(auth_service *svc,
     return n;
 }
 
+int auth_user_id(auth_service *svc, const char *name, int64_t *id)
+{
+    pthread_mutex_lock(&svc->lock);
+    sqlite3_stmt *st = auth_prepare(svc, "SELECT rowid FROM users WHERE name = ?");
+    int rc = st ? AUTH_ENOTFOUND : AUTH_EINTERNAL;
+    if (st) {
+        sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+        if (sqlite3_step(st) == SQLITE_ROW) {
+            *id = sqlite3_column_int64(st, 0);
+            rc = AUTH_OK;
+        }
+    }
+    sqlite3_finalize(st);
+    pthread_mutex_unlock(&svc->lock);
+    return rc;
+}
+
 int auth_apikey_create(auth_service *svc, const char *user, const char *label,
                        char *key_out, size_t len, char *err, size_t errlen)
 {

@@ -10,12 +10,14 @@
 #include "auth/auth.h"
 #include "cli/commands.h"
 #include "util/fs.h"
+#include "util/job_sandbox.h"
 #include "util/log.h"
 
 static const char serve_usage[] =
     "usage: loom serve [--home DIR] [--listen ADDR:PORT] [--plugin-dir DIR]\n"
     "                  [--cpu-slots N] [--hysteresis SECONDS] [--admin-password-file F]\n"
     "                  [--tls-cert PEM --tls-key PEM]\n"
+    "                  [--job-uid-range FIRST-LAST | none] [--require-isolation]\n"
     "\n"
     "Runs the loom host: REST API, state store, plugin registry and job\n"
     "supervision. It stops cleanly on SIGTERM or SIGINT.\n"
@@ -33,9 +35,32 @@ static const char serve_usage[] =
     "                      not signed by a system-trusted authority)\n"
     "  --admin-password-file F  on a new home, the first administrator's\n"
     "                      password (else a random one is printed once)\n"
+    "  --job-uid-range FIRST-LAST  when the host runs as root, each user's jobs\n"
+    "                      run as uid FIRST + the user's id (default\n"
+    "                      200000-299999); none: as the host's user\n"
+    "  --require-isolation refuse to start unless jobs are fully confined\n"
+    "                      (Landlock, and an account per user when root)\n"
     "\n"
     "The host writes its address to HOME/host, so the CLI finds it, and its\n"
     "log to HOME/loom.log.\n";
+
+/* --job-uid-range FIRST-LAST: above the system's and login users' ids. */
+static int parse_uid_range(const char *text, loomd_options *opt)
+{
+    if (strcmp(text, "none") == 0) {
+        opt->no_job_accounts = 1;
+        return 0;
+    }
+    char *end;
+    unsigned long first = strtoul(text, &end, 10), last = 0;
+    if (end != text && *end == '-')
+        last = strtoul(end + 1, &end, 10);
+    if (*end || first < 1000 || last < first || last > 0x7fffffffUL)
+        return -1;
+    opt->job_uid_first = (unsigned)first;
+    opt->job_uid_last = (unsigned)last;
+    return 0;
+}
 
 static int parse_listen(const char *text, char *addr, size_t addrlen, int *port)
 {
@@ -66,6 +91,7 @@ int cmd_serve(int argc, char **argv, const cli_globals *g)
     int cpu_slots = 0;
     double hysteresis = -1;
     const char *admin_password_file = NULL, *tls_cert = NULL, *tls_key = NULL;
+    loomd_options jobs = {0}; /* the job isolation options */
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--listen") == 0 && i + 1 < argc) {
             if (parse_listen(argv[++i], addr, sizeof addr, &port) != 0)
@@ -82,6 +108,12 @@ int cmd_serve(int argc, char **argv, const cli_globals *g)
             tls_cert = argv[++i];
         } else if (strcmp(argv[i], "--tls-key") == 0 && i + 1 < argc) {
             tls_key = argv[++i];
+        } else if (strcmp(argv[i], "--job-uid-range") == 0 && i + 1 < argc) {
+            if (parse_uid_range(argv[++i], &jobs) != 0)
+                return cli_fail("--job-uid-range: expected FIRST-LAST with 1000 <= FIRST <= LAST "
+                                "< 2^31, or none, got \"%s\"", argv[i]);
+        } else if (strcmp(argv[i], "--require-isolation") == 0) {
+            jobs.require_isolation = 1;
         } else if (strcmp(argv[i], "--admin-password-file") == 0 && i + 1 < argc) {
             admin_password_file = argv[++i];
         } else if (strcmp(argv[i], "--hysteresis") == 0 && i + 1 < argc) {
@@ -130,7 +162,10 @@ int cmd_serve(int argc, char **argv, const cli_globals *g)
     }
     loomd_options opt = {.tls_cert_pem = cert_pem, .tls_key_pem = key_pem, .home = home, .address = addr, .port = port, .plugin_dir = plugin_dir,
                          .cpu_slots = cpu_slots, .hysteresis = hysteresis,
-                         .admin_password = admin_password[0] ? admin_password : NULL};
+                         .admin_password = admin_password[0] ? admin_password : NULL,
+                         .job_uid_first = jobs.job_uid_first, .job_uid_last = jobs.job_uid_last,
+                         .no_job_accounts = jobs.no_job_accounts,
+                         .require_isolation = jobs.require_isolation};
     loomd *d = loomd_start(&opt, err, sizeof err);
     free(key_pem);
     free(cert_pem);
@@ -144,6 +179,9 @@ int cmd_serve(int argc, char **argv, const cli_globals *g)
     fs_write_file_atomic(path, url, strlen(url), 0644);
     printf("loom host %s listening on %s", LOOM_VERSION, url);
     printf("home %s, log %s/loom.log\n", home, home);
+    char isolation[512];
+    job_sandbox_describe(home, isolation, sizeof isolation);
+    printf("%s\n", isolation);
     if (d->generated_admin_password[0])
         printf("created user admin with password %s (shown once: change it with "
                "'loom user passwd admin')\n", d->generated_admin_password);

@@ -17,6 +17,8 @@ int cmd_user(int argc, char **argv, const cli_globals *g);
 int cmd_apikey(int argc, char **argv, const cli_globals *g);
 int cmd_slots(int argc, char **argv, const cli_globals *g);
 int cmd_plan(int argc, char **argv, const cli_globals *g);
+/* Hidden: the confinement step the host runs every job process through. */
+int cmd_confine(int argc, char **argv);
 
 /* Shared by exec and demo. */
 int exec_start_words(int argc, char **argv, const cli_globals *g, char *id, size_t idlen);

@@ -15,6 +15,7 @@
 #include "exec/exec_internal.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/job_sandbox.h"
 #include "util/spawn.h"
 
 extern char **environ;
@@ -140,7 +141,9 @@ int launch_start(exec_service *es, running_exec *r, const int32_t *device_index,
     snprintf(job_env[1], sizeof job_env[1], "RESULT_DIR=%s", rec->result_dir);
     snprintf(job_env[2], sizeof job_env[2], "LOG_DIR=%s", r->log_dir);
     snprintf(job_env[3], sizeof job_env[3], "DLI_EXECID=%s", rec->id);
-    snprintf(job_env[4], sizeof job_env[4], "FABRIC_HOME=%s", es->home);
+    char installed[PATH_MAX]; /* loom's files, never the state home */
+    job_sandbox_install_dir(installed, sizeof installed);
+    snprintf(job_env[4], sizeof job_env[4], "FABRIC_HOME=%s", installed);
     err[0] = 0;
     rec->pgid = 0;
     for (int i = 0; i < r->nworkers && !err[0]; i++) {
@@ -168,7 +171,12 @@ int launch_start(exec_service *es, running_exec *r, const int32_t *device_index,
             .stderr_path = err_path,
             .pgid = rec->pgid, /* the first worker leads the group */
         };
-        pid_t pid = envp ? spawn_process(&spec, err, errlen) : -1;
+        char **confined = NULL;
+        job_sandbox_job box = {.user = rec->user, .exec_dir = rec->result_dir, .data_dir = r->data_dir};
+        loom_err_take(envp ? job_sandbox_wrap(&box, spec.argv, &confined) : NULL, err, errlen);
+        spec.argv = confined ? confined : spec.argv;
+        pid_t pid = envp && !err[0] ? spawn_process(&spec, err, errlen) : -1;
+        job_sandbox_argv_free(confined);
         strings_free(envp);
         if (pid < 0) {
             if (!err[0])

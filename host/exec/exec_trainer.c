@@ -71,6 +71,7 @@ int trainer_prepare(exec_service *es, const store_exec *rec, const registry_entr
         job->settings.loggers_json = strdup("[{\"name\": \"jsonl\", \"role\": \"both\"}]");
     }
     snprintf(job->exec_id, sizeof job->exec_id, "%s", rec->id);
+    snprintf(job->user, sizeof job->user, "%s", rec->user);
     snprintf(job->result_dir, sizeof job->result_dir, "%s", rec->result_dir);
     snprintf(job->code_dir, sizeof job->code_dir, "%s/_submitted_code", rec->result_dir);
     snprintf(job->data_dir, sizeof job->data_dir, "%s", data_dir);

@@ -114,6 +114,10 @@ static loom_error *prepare(edt_coordinator *c)
     c->driver_out = fopen(path, "a");
     snprintf(path, sizeof path, "%s/checkpoint", j->result_dir);
     fs_mkdir_p(path);
+    /* Made before the workers start, so a worker under its user's own uid
+     * is given it too (where it saves the final model). */
+    snprintf(path, sizeof path, "%s/model", j->result_dir);
+    fs_mkdir_p(path);
     snprintf(path, sizeof path, "%s/log/driver", j->result_dir);
     c->driver_loggers = logger_set_open(j->reg, j->settings.loggers_json, LOOM_LOGGER_DRIVER, 0,
                                         j->exec_id, path, j->result_dir);

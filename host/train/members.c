@@ -15,6 +15,7 @@
 
 #include "train/coordinator_internal.h"
 #include "util/fs.h"
+#include "util/job_sandbox.h"
 #include "util/spawn.h"
 
 extern char **environ;
@@ -182,8 +183,19 @@ static int spawn_worker(edt_coordinator *c, uint32_t slot, int32_t device)
     char **envp = worker_env(c, device, job_env);
     spawn_spec spec = {.argv = argv, .envp = envp, .cwd = j->code_dir, .stdout_path = out,
                        .stderr_path = errp, .pgid = -1};
-    char err[512] = "out of memory";
-    pid_t pid = envp ? spawn_process(&spec, err, sizeof err) : -1;
+    /* The worker runs confined: it reads its adapter and the loggers it
+     * loads, writes its exec folder and the collective's segment. */
+    char err[512] = "", shm_file[160], **confined = NULL;
+    snprintf(shm_file, sizeof shm_file, "/dev/shm%s", c->m.shm_name);
+    const char *reads[] = {j->framework_path, NULL}, *writes[] = {shm_file, NULL};
+    job_sandbox_job box = {.user = j->user, .exec_dir = j->result_dir, .data_dir = j->data_dir,
+                           .read = reads, .write = writes, .read_json = c->loggers_for_workers};
+    loom_err_take(job_sandbox_wrap(&box, argv, &confined), err, sizeof err);
+    spec.argv = confined ? confined : argv;
+    if (!envp && !err[0])
+        snprintf(err, sizeof err, "out of memory");
+    pid_t pid = err[0] ? -1 : spawn_process(&spec, err, sizeof err);
+    job_sandbox_argv_free(confined);
     free(envp);
     if (pid < 0) {
         driver_say(c, "cannot start worker %u: %s", slot, err);

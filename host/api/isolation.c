@@ -1,0 +1,51 @@
+/* api/isolation.c - what the host's jobs may see (util/job_sandbox.h):
+ * configured at start from the serve options, with an OS account per loom
+ * user when the host runs as root, and the state home's modes set to match. */
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "api/server.h"
+#include "util/job_sandbox.h"
+#include "util/log.h"
+
+static loom_error *user_id(void *ctx, const char *user, int64_t *id)
+{
+    int rc = auth_user_id((auth_service *)ctx, user, id);
+    if (rc == AUTH_OK)
+        return NULL;
+    return loom_err(rc == AUTH_ENOTFOUND ? LOOM_E_NOT_FOUND : LOOM_E_INTERNAL,
+                    "user %s: %s", user, rc == AUTH_ENOTFOUND ? "no such user" : "cannot read the users");
+}
+
+int loomd_isolate_jobs(loomd *d, const loomd_options *opt, char *err, size_t errlen)
+{
+    unsigned first = opt->job_uid_first ? opt->job_uid_first : JOB_UID_FIRST_DEFAULT;
+    unsigned last = opt->job_uid_last ? opt->job_uid_last : JOB_UID_LAST_DEFAULT;
+    job_sandbox_config cfg = {.accounts = geteuid() == 0 && !opt->no_job_accounts,
+                              .uid_first = first, .uid_last = last,
+                              .user_id = user_id, .user_ctx = d->auth};
+    char why[PATH_MAX + 64];
+    if (cfg.accounts && !job_sandbox_reachable(d->home, why, sizeof why)) {
+        log_warn("jobs cannot run under accounts of their own: %s", why);
+        cfg.accounts = 0;
+    }
+    job_sandbox_configure(&cfg);
+    loom_error *e = job_sandbox_secure_home(d->home, cfg.accounts);
+    if (e) {
+        loom_err_take(e, err, errlen);
+        return -1;
+    }
+    char line[512];
+    int complete = job_sandbox_describe(d->home, line, sizeof line);
+    if (complete)
+        log_info("%s", line);
+    else
+        log_warn("%s", line);
+    if (!complete && opt->require_isolation) {
+        snprintf(err, errlen, "--require-isolation: %s", line);
+        return -1;
+    }
+    return 0;
+}

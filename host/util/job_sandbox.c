@@ -1,0 +1,330 @@
+/* util/job_sandbox.c - see job_sandbox.h. */
+#include "util/job_sandbox.h"
+
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "util/log.h"
+#include "util/sandbox.h"
+
+/* Not /tmp (a job gets its own, in its exec folder), not /home, /root,
+ * /srv, /var or /dev/shm: whatever the host or other users keep there. */
+const char *const job_sandbox_system_read[] = {
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt",
+    "/proc", "/sys", "/run/systemd/resolve", NULL};
+const char *const job_sandbox_devices[] = {
+    "/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty",
+    "/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset",
+    "/dev/nvidia-caps", "/dev/dri", NULL};
+
+static pthread_mutex_t config_lock = PTHREAD_MUTEX_INITIALIZER;
+static int configured;
+static job_sandbox_config config;
+static char config_binary[PATH_MAX], config_install[PATH_MAX];
+
+static void this_executable(char *out, size_t outlen)
+{
+    ssize_t n = readlink("/proc/self/exe", out, outlen - 1);
+    out[n > 0 ? n : 0] = 0;
+}
+
+void job_sandbox_configure(const job_sandbox_config *cfg)
+{
+    pthread_mutex_lock(&config_lock);
+    configured = cfg != NULL;
+    if (cfg) {
+        config = *cfg;
+        if (cfg->loom_binary)
+            snprintf(config_binary, sizeof config_binary, "%s", cfg->loom_binary);
+        else
+            this_executable(config_binary, sizeof config_binary);
+        config_install[0] = 0;
+        if (cfg->install_dir)
+            snprintf(config_install, sizeof config_install, "%s", cfg->install_dir);
+        config.loom_binary = config_binary;
+        config.install_dir = config_install;
+    }
+    pthread_mutex_unlock(&config_lock);
+}
+
+void job_sandbox_install_dir(char *out, size_t outlen)
+{
+    pthread_mutex_lock(&config_lock);
+    int have = configured && config_install[0];
+    if (have)
+        snprintf(out, outlen, "%s", config_install);
+    pthread_mutex_unlock(&config_lock);
+    if (have)
+        return;
+    char exe[PATH_MAX];
+    this_executable(exe, sizeof exe);
+    /* PREFIX/bin/loom -> PREFIX (the build tree has the same shape). */
+    for (int up = 0; up < 2; up++) {
+        char *slash = strrchr(exe, '/');
+        if (slash && slash != exe)
+            *slash = 0;
+    }
+    snprintf(out, outlen, "%s", exe[0] == '/' ? exe : "/usr/local");
+}
+
+loom_error *job_sandbox_account(const char *user, uid_t *uid, gid_t *gid)
+{
+    pthread_mutex_lock(&config_lock);
+    job_sandbox_config c = config;
+    int on = configured && config.accounts;
+    pthread_mutex_unlock(&config_lock);
+    if (!on)
+        return loom_err(LOOM_E_UNSUPPORTED, "jobs do not run under accounts of their own");
+    int64_t id = -1;
+    loom_error *e = c.user_id ? c.user_id(c.user_ctx, user, &id)
+                              : loom_err(LOOM_E_INTERNAL, "no user directory to map ids");
+    if (e)
+        return loom_err_wrap(e, "the account of a job");
+    if (id < 0 || (uint64_t)id > (uint64_t)(c.uid_last - c.uid_first))
+        return loom_err(LOOM_E_LIMIT,
+                        "user %s: id %lld does not fit the job uid range %u-%u", user,
+                        (long long)id, (unsigned)c.uid_first, (unsigned)c.uid_last);
+    *uid = c.uid_first + (uid_t)id;
+    *gid = (gid_t)*uid;
+    return NULL;
+}
+
+/* ---- the confinement step's argv ----------------------------------------- */
+
+typedef struct argv_builder {
+    char **v;
+    size_t n, cap;
+    int failed;
+} argv_builder;
+
+static void push(argv_builder *b, const char *s)
+{
+    if (b->failed)
+        return;
+    if (b->n + 2 > b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 32;
+        char **grown = realloc(b->v, cap * sizeof *grown);
+        if (!grown) {
+            b->failed = 1;
+            return;
+        }
+        b->v = grown;
+        b->cap = cap;
+    }
+    b->v[b->n] = strdup(s);
+    if (!b->v[b->n])
+        b->failed = 1;
+    else
+        b->v[++b->n] = NULL;
+}
+
+static void push_all(argv_builder *b, const char *flag, const char *const *paths)
+{
+    for (const char *const *p = paths; p && *p; p++) {
+        push(b, flag);
+        push(b, *p);
+    }
+}
+
+static void push_json_paths(argv_builder *b, const char *json)
+{
+    cJSON *list = json ? cJSON_Parse(json) : NULL, *item;
+    cJSON_ArrayForEach(item, list) {
+        const cJSON *path = cJSON_GetObjectItemCaseSensitive(item, "path");
+        if (cJSON_IsString(path) && path->valuestring[0] == '/') {
+            push(b, "--read");
+            push(b, path->valuestring);
+        }
+    }
+    cJSON_Delete(list);
+}
+
+void job_sandbox_argv_free(char **argv)
+{
+    for (char **p = argv; p && *p; p++)
+        free(*p);
+    free(argv);
+}
+
+loom_error *job_sandbox_wrap(const job_sandbox_job *job, char *const *argv, char ***out)
+{
+    *out = NULL;
+    pthread_mutex_lock(&config_lock);
+    int on = configured, accounts = config.accounts;
+    char binary[PATH_MAX];
+    snprintf(binary, sizeof binary, "%s", config_binary);
+    pthread_mutex_unlock(&config_lock);
+    if (!on)
+        return NULL;
+    char install[PATH_MAX], ids[2][24], tmp[PATH_MAX + 8];
+    job_sandbox_install_dir(install, sizeof install);
+    argv_builder b = {0};
+    push(&b, binary);
+    push(&b, "confine");
+    push(&b, "--system");
+    push(&b, "--write");
+    push(&b, job->exec_dir);
+    push_all(&b, "--write", job->write);
+    const char *reads[] = {install, binary, job->data_dir, NULL};
+    push_all(&b, "--read", reads);
+    push_all(&b, "--read", job->read);
+    push_json_paths(&b, job->read_json);
+    snprintf(tmp, sizeof tmp, "%s/tmp", job->exec_dir);
+    push(&b, "--tmpdir");
+    push(&b, tmp);
+    if (accounts) {
+        uid_t uid;
+        gid_t gid;
+        loom_error *e = job_sandbox_account(job->user, &uid, &gid);
+        if (e) {
+            job_sandbox_argv_free(b.v);
+            return e;
+        }
+        snprintf(ids[0], sizeof ids[0], "%u", (unsigned)uid);
+        snprintf(ids[1], sizeof ids[1], "%u", (unsigned)gid);
+        push(&b, "--uid");
+        push(&b, ids[0]);
+        push(&b, "--gid");
+        push(&b, ids[1]);
+    }
+    push(&b, "--");
+    for (char *const *a = argv; *a; a++)
+        push(&b, *a);
+    if (b.failed) {
+        job_sandbox_argv_free(b.v);
+        return loom_err(LOOM_E_INTERNAL, "out of memory");
+    }
+    *out = b.v;
+    return NULL;
+}
+
+/* ---- the state home ------------------------------------------------------ */
+
+static loom_error *set_mode(const char *home, const char *name, mode_t mode, int required)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s%s%s", home, name[0] ? "/" : "", name);
+    struct stat st;
+    if (lstat(path, &st) != 0 && !required)
+        return NULL;
+    if (chmod(path, mode) == 0)
+        return NULL;
+    if (required)
+        return loom_err(LOOM_E_INTERNAL, "%s: cannot set mode %04o: %s", path, (unsigned)mode,
+                        strerror(errno));
+    /* Another user's file in the home (say, root's credentials): the
+     * home's own mode still hides it, and Landlock does from jobs. */
+    log_warn("%s: cannot set mode %04o: %s", path, (unsigned)mode, strerror(errno));
+    return NULL;
+}
+
+loom_error *job_sandbox_secure_home(const char *home, int accounts)
+{
+    static const char *const private_files[] = {
+        "loom.db", "loom.db-wal", "loom.db-shm", "loom.db-journal", "loom.log",
+        "loom.lock", "credentials", "host", NULL};
+    loom_error *e = set_mode(home, "", accounts ? 0711 : 0700, 1);
+    for (const char *const *f = private_files; !e && *f; f++)
+        e = set_mode(home, *f, 0600, 0);
+    if (!e)
+        e = set_mode(home, "plugins", 0711, 0);
+    if (!e)
+        e = set_mode(home, "execs", 0711, 0);
+    if (!e)
+        e = set_mode(home, "data", 0755, 0);
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/plugins", home);
+    DIR *d = e ? NULL : opendir(dir);
+    struct dirent *ent;
+    /* A job's uid reads the one plugin file it runs, by name. */
+    while (d && !e && (ent = readdir(d)))
+        if (ent->d_name[0] != '.')
+            e = set_mode(dir, ent->d_name, 0644, 0);
+    if (d)
+        closedir(d);
+    return e;
+}
+
+int job_sandbox_reachable(const char *home, char *why, size_t whylen)
+{
+    char path[PATH_MAX];
+    if (!realpath(home, path)) {
+        snprintf(why, whylen, "%s: %s", home, strerror(errno));
+        return 0;
+    }
+    /* Each folder above the home (the home itself gets 0711). */
+    for (char *slash = strrchr(path, '/'); slash; slash = strrchr(path, '/')) {
+        *slash = 0;
+        const char *dir = path[0] ? path : "/";
+        struct stat st;
+        if (stat(dir, &st) != 0 || !(st.st_mode & S_IXOTH)) {
+            snprintf(why, whylen, "%s (mode %04o) keeps other users out", dir,
+                     (unsigned)(st.st_mode & 07777));
+            return 0;
+        }
+        if (!path[0])
+            break;
+    }
+    return 1;
+}
+
+/* ---- what the host says at start ----------------------------------------- */
+
+/* Whether path lies beneath (or is) dir. */
+static int beneath(const char *path, const char *dir)
+{
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/')
+        n--;
+    return strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == 0);
+}
+
+int job_sandbox_describe(const char *home, char *out, size_t outlen)
+{
+    int abi = sandbox_landlock_abi();
+    struct utsname u;
+    if (uname(&u) != 0)
+        snprintf(u.release, sizeof u.release, "?");
+    char install[PATH_MAX], real_home[PATH_MAX];
+    job_sandbox_install_dir(install, sizeof install);
+    if (!realpath(home, real_home))
+        snprintf(real_home, sizeof real_home, "%s", home);
+    const char *exposed = beneath(real_home, install) ? install : NULL;
+    for (const char *const *p = job_sandbox_system_read; !exposed && *p; p++)
+        if (beneath(real_home, *p))
+            exposed = *p;
+    pthread_mutex_lock(&config_lock);
+    int accounts = configured && config.accounts;
+    unsigned first = config.uid_first, last = config.uid_last;
+    pthread_mutex_unlock(&config_lock);
+    int used = snprintf(out, outlen, "jobs: ");
+    if (abi > 0)
+        used += snprintf(out + used, outlen - (size_t)used, "Landlock ABI %d", abi);
+    else
+        used += snprintf(out + used, outlen - (size_t)used,
+                         "no Landlock (kernel %s): jobs can reach this home", u.release);
+    if (exposed && abi > 0)
+        used += snprintf(out + used, outlen - (size_t)used,
+                         " (but the home lies beneath %s, which jobs may read)", exposed);
+    if (accounts)
+        snprintf(out + used, outlen - (size_t)used, "; a uid per user from %u-%u", first, last);
+    else if (geteuid() != 0)
+        snprintf(out + used, outlen - (size_t)used,
+                 "; run as this host's user (not root: no accounts of their own)");
+    else {
+        char why[PATH_MAX + 64] = "--job-uid-range none";
+        job_sandbox_reachable(home, why, sizeof why);
+        snprintf(out + used, outlen - (size_t)used,
+                 "; run as root, no accounts of their own: %s", why);
+    }
+    return abi > 0 && !exposed && (accounts || geteuid() != 0);
+}

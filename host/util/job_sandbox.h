@@ -1,0 +1,76 @@
+/* util/job_sandbox.h - what a job's processes may see, host-wide: the
+ * host configures it once at start; the places that start job processes
+ * (launch-style workers, `loom worker`) run them through `loom confine`
+ * with the paths of their own exec. A job reads the system, loom's
+ * installed files and its data directory, writes only its exec folder,
+ * and, when the host runs as root, runs as its loom user's own uid. */
+#ifndef LOOM_UTIL_JOB_SANDBOX_H
+#define LOOM_UTIL_JOB_SANDBOX_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "util/error.h"
+
+#define JOB_UID_FIRST_DEFAULT 200000u
+#define JOB_UID_LAST_DEFAULT 299999u
+
+typedef struct job_sandbox_config {
+    const char *loom_binary; /* has `loom confine`; NULL: this executable */
+    const char *install_dir; /* loom's installed files; NULL: next to the binary */
+    int accounts;            /* a uid per loom user (needs root) */
+    uid_t uid_first, uid_last;
+    /* The user's immutable id; the uid is uid_first + id. */
+    loom_error *(*user_id)(void *ctx, const char *user, int64_t *id);
+    void *user_ctx;
+} job_sandbox_config;
+
+/* What every job reads of the system (read and execute), and the device
+ * nodes it may use (read, write, ioctl); NULL-terminated. */
+extern const char *const job_sandbox_system_read[];
+extern const char *const job_sandbox_devices[];
+
+/* Sets the host-wide configuration (copied); NULL turns confinement off
+ * (the default: a process that never configures it runs jobs as itself). */
+void job_sandbox_configure(const job_sandbox_config *cfg);
+
+/* What one job process gets, beyond the system and loom's files. */
+typedef struct job_sandbox_job {
+    const char *user;
+    const char *exec_dir;     /* its exec folder: the only place it writes */
+    const char *data_dir;     /* read; NULL: none */
+    const char *const *read;  /* more files it reads (the adapter a worker loads) */
+    const char *const *write; /* more it writes (its shared-memory segment) */
+    const char *read_json;    /* more to read: each "path" in this JSON array of
+                               * objects (the loggers a worker loads); may be NULL */
+} job_sandbox_job;
+
+/* argv run through `loom confine` for this job, in *out (free with
+ * job_sandbox_argv_free); *out is NULL when confinement is off. */
+loom_error *job_sandbox_wrap(const job_sandbox_job *job, char *const *argv, char ***out);
+void job_sandbox_argv_free(char **argv);
+
+/* The uid and gid a loom user's jobs run as (accounts on). */
+loom_error *job_sandbox_account(const char *user, uid_t *uid, gid_t *gid);
+
+/* loom's installed files (what jobs see as FABRIC_HOME): the configured
+ * folder, else the one above this executable's bin/. */
+void job_sandbox_install_dir(char *out, size_t outlen);
+
+/* Gives the state home its modes: the folder 0700 (0711 with accounts, so a
+ * job's uid can reach its own exec folder but list nothing), its files
+ * 0600, plugins/ and execs/ 0711, plugin files 0644, data/ 0755. */
+loom_error *job_sandbox_secure_home(const char *home, int accounts);
+
+/* Whether other uids can reach beneath home (every folder above it
+ * searchable by others): jobs under accounts of their own need that. When
+ * not, *why names the folder that stops them. */
+int job_sandbox_reachable(const char *home, char *why, size_t whylen);
+
+/* One line on the isolation jobs get, for the start-up message; returns
+ * whether it is complete: Landlock, the home outside every path jobs may
+ * read, and (when root) accounts. */
+int job_sandbox_describe(const char *home, char *out, size_t outlen);
+
+#endif
