@@ -67,10 +67,10 @@ const http_field *http_field_get(const http_request *req, const char *name);
 
 /* Replies; each takes ownership of what it is given. */
 void http_reply_json(http_response *res, int status, cJSON *json);
-void http_reply_error(http_response *res, int status, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 void http_reply_data(http_response *res, int status, const char *content_type,
                      char *data, size_t len);
+/* Errors go through api/status.h (api_error, api_reply_error), so their
+ * status comes from the one table. */
 /* Parses the body as a JSON object (depth-limited); on failure replies 400
  * and returns NULL. */
 cJSON *http_body_json(const http_request *req, http_response *res);

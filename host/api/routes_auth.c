@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "api/routes.h"
 #include "api/server.h"
 #include "util/fs.h"
 
@@ -30,7 +31,11 @@ int loomd_authenticate(void *ctx, const http_request *req, char *user, size_t us
 
 static void reply_auth_error(http_response *res, int rc, const char *err)
 {
-    http_reply_error(res, auth_http_status(rc), "%s", err && *err ? err : "refused");
+    static const int32_t codes[] = {LOOM_E_INTERNAL, LOOM_E_INVALID, LOOM_E_UNAUTHENTICATED,
+                                    LOOM_E_RATE_LIMITED, LOOM_E_CONFLICT, LOOM_E_NOT_FOUND,
+                                    LOOM_E_CONFLICT, LOOM_E_INTERNAL};
+    api_error(res, rc < 0 && -rc < 8 ? codes[-rc] : LOOM_E_INTERNAL, "%s",
+              err && *err ? err : "refused");
 }
 
 /* Basic credentials, or {"apikey": "..."} in the body. */
@@ -52,7 +57,7 @@ static void logon(void *ctx, const http_request *req, http_response *res)
         const cJSON *key = cJSON_GetObjectItemCaseSensitive(body, "apikey");
         if (!cJSON_IsString(key)) {
             cJSON_Delete(body);
-            http_reply_error(res, 400, "apikey: expected a string (or send Authorization: Basic)");
+            api_error(res, LOOM_E_INVALID, "apikey: expected a string (or send Authorization: Basic)");
             return;
         }
         rc = auth_logon_apikey(d->auth, client, key->valuestring, time_now_ms(), token, sizeof token,
@@ -60,7 +65,7 @@ static void logon(void *ctx, const http_request *req, http_response *res)
         snprintf(user, sizeof user, "(api key)");
         cJSON_Delete(body);
     } else {
-        http_reply_error(res, 401, "credentials required: Authorization: Basic, or {\"apikey\": ...}");
+        api_error(res, LOOM_E_UNAUTHENTICATED, "credentials required: Authorization: Basic, or {\"apikey\": ...}");
         return;
     }
     if (rc != AUTH_OK) {
@@ -155,7 +160,7 @@ static void passwd(void *ctx, const http_request *req, http_response *res)
 {
     loomd *d = ctx;
     if (!req->is_admin && strcmp(req->user, req->params[0]) != 0) {
-        http_reply_error(res, 403, "only an administrator changes another user's password");
+        api_error(res, LOOM_E_FORBIDDEN, "only an administrator changes another user's password");
         return;
     }
     cJSON *body = http_body_json(req, res);
@@ -199,13 +204,13 @@ static void create_apikey(void *ctx, const http_request *req, http_response *res
 }
 
 const http_route loom_auth_routes[] = {
-    {"POST", "/auth/v1/logon", logon, HTTP_PUBLIC},
-    {"POST", "/dlim/v1/auth/token", logon, HTTP_PUBLIC},
-    {"POST", "/auth/v1/logout", logout, HTTP_USER},
-    {"GET", "/auth/v1/users", list_users, HTTP_ADMIN},
-    {"POST", "/auth/v1/users", add_user, HTTP_ADMIN},
-    {"DELETE", "/auth/v1/users/{}", remove_user, HTTP_ADMIN},
-    {"PUT", "/auth/v1/users/{}/password", passwd, HTTP_USER},
-    {"POST", "/auth/v1/apikeys", create_apikey, HTTP_USER},
+    {"POST", LOOM_ROUTE_LOGON, logon, HTTP_PUBLIC},
+    {"POST", LOOM_ROUTE_DLIM_TOKEN, logon, HTTP_PUBLIC},
+    {"POST", LOOM_ROUTE_LOGOUT, logout, HTTP_USER},
+    {"GET", LOOM_ROUTE_USERS, list_users, HTTP_ADMIN},
+    {"POST", LOOM_ROUTE_USERS, add_user, HTTP_ADMIN},
+    {"DELETE", LOOM_ROUTE_USERS "/{}", remove_user, HTTP_ADMIN},
+    {"PUT", LOOM_ROUTE_USERS "/{}" LOOM_ROUTE_PASSWORD, passwd, HTTP_USER},
+    {"POST", LOOM_ROUTE_APIKEYS, create_apikey, HTTP_USER},
 };
 const size_t loom_auth_route_count = sizeof loom_auth_routes / sizeof *loom_auth_routes;

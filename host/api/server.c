@@ -1,4 +1,5 @@
 /* api/server.c - see server.h. */
+#include "api/routes.h"
 #include "api/server.h"
 
 #include <errno.h>
@@ -30,7 +31,7 @@ static void health(void *ctx, const http_request *req, http_response *res)
 }
 
 static const http_route core_routes[] = {
-    {"GET", "/loom/v1/health", health, HTTP_USER},
+    {"GET", LOOM_ROUTE_HEALTH, health, HTTP_USER},
 };
 
 void loomd_default_plugin_dir(char *out, size_t outlen)
@@ -94,9 +95,9 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
     }
 
     snprintf(path, sizeof path, "%s/loom.db", d->home);
-    d->st = store_open(path, err, errlen);
-    if (!d->st)
-        goto fail;
+    loom_error *e = store_open(path, &d->st);
+    if (e)
+        goto fail_with;
     d->auth = auth_open(path, NULL, err, errlen);
     if (!d->auth)
         goto fail;
@@ -120,9 +121,8 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
     loomd_load_user_plugins(d);
     sched_service_options so = {.cpu_slots = opt->cpu_slots,
                                 .hysteresis = opt->hysteresis >= 0 ? opt->hysteresis : 5.0};
-    d->sched = sched_service_create(d->st, &so, err, errlen);
-    if (!d->sched)
-        goto fail;
+    if ((e = sched_service_create(d->st, &so, &d->sched)) != NULL)
+        goto fail_with;
     int swept = edt_sweep_stale_segments();
     if (swept)
         log_info("removed %d shared-memory segment(s) left by hosts that were killed", swept);
@@ -162,6 +162,8 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
     log_info("loom host %s listening on %s:%d, home %s", LOOM_VERSION, cfg.address,
              http_server_port(d->http), d->home);
     return d;
+fail_with:
+    loom_err_take(e, err, errlen);
 fail:
     loomd_stop(d);
     return NULL;

@@ -10,6 +10,7 @@
 #include <pthread.h>
 
 #include "api/http.h"
+#include "api/status.h"
 #include "auth/auth.h"
 #include "exec/exec.h"
 #include "sched/sched_service.h"

@@ -45,8 +45,10 @@ int exec_start_words(int argc, char **argv, const cli_globals *g, char *id, size
         return cli_fail("exec start: %s", err);
     char *archive = NULL;
     size_t archive_len = 0;
-    if (d.model_dir && tarball_pack_dir(d.model_dir, &archive, &archive_len, err, sizeof err) != 0) {
+    loom_error *packed = d.model_dir ? tarball_pack_dir(d.model_dir, &archive, &archive_len) : NULL;
+    if (packed) {
         dlicmd_free(&d);
+        loom_err_take(packed, err, sizeof err);
         return cli_fail("--model-dir: %s", err);
     }
     dlicmd_free(&d);

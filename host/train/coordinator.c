@@ -286,11 +286,12 @@ static int spawn_worker(edt_coordinator *c, uint32_t slot, int32_t device)
     envp[k] = NULL;
     spawn_spec spec = {.argv = argv, .envp = envp, .cwd = j->code_dir, .stdout_path = out,
                        .stderr_path = errp, .pgid = -1};
-    char err[512];
-    pid_t pid = spawn_process(&spec, err, sizeof err);
+    pid_t pid;
+    loom_error *err = spawn_process(&spec, &pid);
     free(envp);
-    if (pid < 0) {
-        driver_say(c, "cannot start worker %u: %s", slot, err);
+    if (err) {
+        driver_say(c, "cannot start worker %u: %s", slot, loom_err_message(err));
+        loom_err_free(err);
         return -1;
     }
     edt_slot *s = &c->slots[slot];
