@@ -98,12 +98,10 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
     loom_error *e = store_open(path, &d->st);
     if (e)
         goto fail_with;
-    d->auth = auth_open(path, NULL, err, errlen);
-    if (!d->auth)
-        goto fail;
-    if (auth_bootstrap_admin(d->auth, opt->admin_password, d->generated_admin_password,
-                             sizeof d->generated_admin_password, err, errlen) < 0)
-        goto fail;
+    if ((e = auth_open(d->st, NULL, &d->auth)) != NULL ||
+        (e = auth_bootstrap_admin(d->auth, opt->admin_password, d->generated_admin_password,
+                                  sizeof d->generated_admin_password, NULL)) != NULL)
+        goto fail_with;
     if (opt->admin_password)
         d->generated_admin_password[0] = 0;
     d->reg = registry_create();

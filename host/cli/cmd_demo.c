@@ -205,7 +205,7 @@ int cmd_demo(int argc, char **argv, const cli_globals *g)
     char err[1024];
     /* The demo's own administrator, with a password nobody needs to know. */
     char password[AUTH_PASSWORD_GEN_MAX];
-    if (auth_generate_password(password, sizeof password) != AUTH_OK)
+    if (loom_err_take(auth_generate_password(password, sizeof password), NULL, 0) != LOOM_OK)
         return cli_fail("demo: cannot make a password for its administrator");
     loomd_options opt = {.home = home, .address = "127.0.0.1", .port = 0, .hysteresis = -1,
                          .admin_password = password};
