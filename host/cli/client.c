@@ -1,4 +1,5 @@
 /* cli/client.c - see client.h. */
+#include "api/routes.h"
 #include "cli/client.h"
 
 #include <curl/curl.h>
@@ -225,7 +226,7 @@ int client_logon_basic(const client *c, const char *user, const char *password,
     curl_easy_setopt(curl, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
     curl_easy_setopt(curl, CURLOPT_USERNAME, user);
     curl_easy_setopt(curl, CURLOPT_PASSWORD, password);
-    int rc = perform(curl, &anonymous, "/auth/v1/logon", reply, err, errlen);
+    int rc = perform(curl, &anonymous, LOOM_ROUTE_LOGON, reply, err, errlen);
     curl_easy_cleanup(curl);
     return rc;
 }

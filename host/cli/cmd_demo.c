@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "api/routes.h"
 #include "api/server.h"
 #include "auth/auth.h"
 #include "cli/commands.h"
@@ -50,14 +51,14 @@ static const char demo_spec[] =
 static cJSON *view_exec(const cli_globals *g, const char *id)
 {
     char path[256];
-    snprintf(path, sizeof path, "/platform/rest/deeplearning/v1/execs/%s", id);
+    snprintf(path, sizeof path, LOOM_ROUTE_EXECS "/%s", id);
     return cli_request(g, "GET", path, NULL);
 }
 
 static int resize_exec(const cli_globals *g, const char *id, int workers)
 {
     char path[256], body[64];
-    snprintf(path, sizeof path, "/platform/rest/deeplearning/v1/execs/%s/resize", id);
+    snprintf(path, sizeof path, LOOM_ROUTE_EXECS "/%s" LOOM_ROUTE_RESIZE, id);
     snprintf(body, sizeof body, "{\"workers\": %d}", workers);
     printf("== loom exec resize %s --workers %d\n", id, workers);
     fflush(stdout);
@@ -92,7 +93,7 @@ static int demo_training(const cli_globals *g, const char *home, int epochs)
     for (;;) {
         char logpath[512];
         snprintf(logpath, sizeof logpath,
-                 "/platform/rest/deeplearning/v1/execs/%s/log?worker=-1&offset=%lld", id, offset);
+                 LOOM_ROUTE_EXECS "/%s" LOOM_ROUTE_LOG "?worker=-1&offset=%lld", id, offset);
         size_t n = 0;
         char *text = cli_request_text(g, logpath, &n);
         if (text) {

@@ -5,13 +5,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "api/routes.h"
 #include "cli/commands.h"
 #include "exec/dlicmd.h"
 #include "exec/exec.h"
 #include "util/fs.h"
 #include "util/tarball.h"
 
-#define EXECS "/platform/rest/deeplearning/v1/execs"
 
 static const char exec_usage[] =
     "usage: loom exec start --exec-start FRAMEWORK [--model-dir DIR] [--model-main FILE]\n"
@@ -57,7 +57,7 @@ int exec_start_words(int argc, char **argv, const cli_globals *g, char *id, size
         {.name = "args", .value = args ? args : ""},
         {.name = "file", .filename = "model.tar", .data = archive, .len = archive_len},
     };
-    cJSON *j = cli_upload(g, EXECS, parts, archive ? 2 : 1);
+    cJSON *j = cli_upload(g, LOOM_ROUTE_EXECS, parts, archive ? 2 : 1);
     free(args);
     free(archive);
     if (!j)
@@ -146,7 +146,7 @@ static void print_exec(const cJSON *e)
 static cJSON *get_exec(const cli_globals *g, const char *id)
 {
     char path[256];
-    snprintf(path, sizeof path, EXECS "/%s", id);
+    snprintf(path, sizeof path, LOOM_ROUTE_EXECS "/%s", id);
     return cli_request(g, "GET", path, NULL);
 }
 
@@ -180,7 +180,7 @@ static long print_log_chunk(const cli_globals *g, const char *id, int worker, co
                             long long *offset, const char *prefix)
 {
     char path[512];
-    snprintf(path, sizeof path, EXECS "/%s/log?worker=%d&stream=%s&offset=%lld", id, worker,
+    snprintf(path, sizeof path, LOOM_ROUTE_EXECS "/%s" LOOM_ROUTE_LOG "?worker=%d&stream=%s&offset=%lld", id, worker,
              stream, *offset);
     size_t n;
     char *text = cli_request_text(g, path, &n);
@@ -300,7 +300,7 @@ int cmd_exec(int argc, char **argv, const cli_globals *g)
         return exec_start_words(argc - 1, argv + 1, g, id, sizeof id);
     }
     if (strcmp(verb, "list") == 0) {
-        cJSON *j = cli_request(g, "GET", EXECS, NULL);
+        cJSON *j = cli_request(g, "GET", LOOM_ROUTE_EXECS, NULL);
         if (!j)
             return 1;
         if (g->json)
@@ -327,7 +327,7 @@ int cmd_exec(int argc, char **argv, const cli_globals *g)
     if (strcmp(verb, "stop") == 0 || strcmp(verb, "delete") == 0) {
         char path[256];
         int stop = strcmp(verb, "stop") == 0;
-        snprintf(path, sizeof path, EXECS "/%s%s", id, stop ? "/stop" : "");
+        snprintf(path, sizeof path, LOOM_ROUTE_EXECS "/%s%s", id, stop ? LOOM_ROUTE_STOP : "");
         cJSON *j = cli_request(g, stop ? "POST" : "DELETE", path, NULL);
         if (!j)
             return 1;
@@ -342,7 +342,7 @@ int cmd_exec(int argc, char **argv, const cli_globals *g)
         if (argc != 4 || strcmp(argv[2], "--workers") != 0)
             return cli_fail("usage: loom exec resize ID --workers N");
         char path[256], body[64];
-        snprintf(path, sizeof path, EXECS "/%s/resize", id);
+        snprintf(path, sizeof path, LOOM_ROUTE_EXECS "/%s" LOOM_ROUTE_RESIZE, id);
         snprintf(body, sizeof body, "{\"workers\": %d}", atoi(argv[3]));
         cJSON *j = cli_request(g, "POST", path, body);
         if (!j)
