@@ -41,7 +41,7 @@ int exec_start_words(int argc, char **argv, const cli_globals *g, char *id, size
 {
     dlicmd d;
     char err[1024];
-    if (dlicmd_parse_words(argc, argv, &d, err, sizeof err) != 0)
+    if (loom_err_take(dlicmd_parse_words(argc, argv, &d), err, sizeof err) != LOOM_OK)
         return cli_fail("exec start: %s", err);
     char *archive = NULL;
     size_t archive_len = 0;

@@ -222,8 +222,10 @@ static int resume_trainer(exec_service *es, store_exec *e)
         return 0;
     const loom_framework_factory *f = fw.factory;
     dlicmd d;
-    char why[512];
-    if (f->style != LOOM_FRAMEWORK_TRAINER || dlicmd_parse(e->args, &d, why, sizeof why) != 0) {
+    loom_error *bad = f->style == LOOM_FRAMEWORK_TRAINER ? dlicmd_parse(e->args, &d)
+                                                         : loom_err(LOOM_E_UNSUPPORTED, "launch");
+    if (bad) { /* not a trainer, or not one this host can read: not resumed */
+        loom_err_free(bad);
         registry_release(es->reg, LOOM_KIND_FRAMEWORK, fw.name);
         return 0;
     }
@@ -572,9 +574,9 @@ static loom_error *prepare(exec_service *es, const exec_submission *sub, const d
 loom_error *exec_submit(exec_service *es, const exec_submission *sub, char *id, size_t idlen)
 {
     dlicmd d;
-    char why[1024]; /* the dlicmd parser reports in text */
-    if (dlicmd_parse(sub->args ? sub->args : "", &d, why, sizeof why) != 0)
-        return loom_err(LOOM_E_INVALID, "%s", why);
+    loom_error *err = dlicmd_parse(sub->args ? sub->args : "", &d);
+    if (err)
+        return err;
     registry_entry fw;
     if (registry_acquire(es->reg, LOOM_KIND_FRAMEWORK, d.exec_start, &fw) != 0) {
         loom_error *e = loom_err(LOOM_E_NOT_FOUND,
@@ -601,7 +603,7 @@ loom_error *exec_submit(exec_service *es, const exec_submission *sub, char *id, 
     snprintf(rec->result_dir, sizeof rec->result_dir, "%s/execs/%s", es->home, rec->id);
     snprintf(rec->state, sizeof rec->state, "SUBMITTED");
 
-    loom_error *err = prepare(es, sub, &d, &fw, r);
+    err = prepare(es, sub, &d, &fw, r);
     /* The scheduler accepts or refuses the job before anything is stored:
      * one too large for this host is the submitter's error. */
     pthread_mutex_lock(&es->lock);
