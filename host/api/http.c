@@ -395,26 +395,23 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     *con_cls = NULL;
 }
 
-http_server *http_server_start(const http_config *cfg, char *err, size_t errlen)
+loom_error *http_server_start(const http_config *cfg, http_server **out)
 {
+    *out = NULL;
     http_server *s = calloc(1, sizeof *s);
-    if (!s) {
-        snprintf(err, errlen, "out of memory");
-        return NULL;
-    }
+    if (!s)
+        return loom_err(LOOM_E_INTERNAL, "out of memory");
     s->cfg = *cfg;
     struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)cfg->port)};
     if (inet_pton(AF_INET, cfg->address, &addr.sin_addr) != 1) {
-        snprintf(err, errlen, "--listen: \"%s\" is not an IPv4 address", cfg->address);
         free(s);
-        return NULL;
+        return loom_err(LOOM_E_INVALID, "--listen: \"%s\" is not an IPv4 address", cfg->address);
     }
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
     int tls = cfg->tls_cert_pem && cfg->tls_key_pem;
     if (tls && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
-        snprintf(err, errlen, "--tls-cert: this libmicrohttpd was built without TLS");
         free(s);
-        return NULL;
+        return loom_err(LOOM_E_UNSUPPORTED, "--tls-cert: this libmicrohttpd was built without TLS");
     }
     if (tls)
         flags |= MHD_USE_TLS;
@@ -426,14 +423,15 @@ http_server *http_server_start(const http_config *cfg, char *err, size_t errlen)
         tls ? MHD_OPTION_HTTPS_MEM_KEY : MHD_OPTION_END, cfg->tls_key_pem,
         MHD_OPTION_HTTPS_MEM_CERT, cfg->tls_cert_pem, MHD_OPTION_END);
     if (!s->daemon) {
-        snprintf(err, errlen, "cannot listen on %s:%d (address in use or not permitted%s)",
-                 cfg->address, cfg->port, tls ? ", or the TLS certificate or key is not valid PEM" : "");
         free(s);
-        return NULL;
+        return loom_err(LOOM_E_UNAVAILABLE, "cannot listen on %s:%d (address in use or not permitted%s)",
+                        cfg->address, cfg->port,
+                        tls ? ", or the TLS certificate or key is not valid PEM" : "");
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
     s->port = info ? info->port : cfg->port;
-    return s;
+    *out = s;
+    return NULL;
 }
 
 int http_server_port(const http_server *s) { return s->port; }

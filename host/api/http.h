@@ -10,6 +10,8 @@
 #include <cjson/cJSON.h>
 #include <stddef.h>
 
+#include "util/error.h"
+
 #define HTTP_MAX_PARAMS 4
 #define HTTP_MAX_FIELDS 8
 
@@ -90,7 +92,9 @@ typedef struct http_config {
     const char *tls_key_pem;
 } http_config;
 
-http_server *http_server_start(const http_config *cfg, char *err, size_t errlen);
+/* Listens; LOOM_E_INVALID for a bad address, LOOM_E_UNAVAILABLE when it
+ * cannot bind. */
+loom_error *http_server_start(const http_config *cfg, http_server **out);
 int http_server_port(const http_server *s);
 void http_server_stop(http_server *s);
 

@@ -67,6 +67,7 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
+    loom_error *e = NULL;
     d->lock_fd = -1;
     pthread_mutex_init(&d->admin_lock, NULL);
     snprintf(d->home, sizeof d->home, "%s", opt->home);
@@ -77,8 +78,8 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
 
     char path[PATH_MAX];
     if (fs_mkdir_p(d->home) != 0) {
-        snprintf(err, errlen, "--home %s: cannot create: %s", d->home, strerror(errno));
-        goto fail;
+        e = loom_err(LOOM_E_INVALID, "--home %s: cannot create: %s", d->home, strerror(errno));
+        goto fail_with;
     }
     snprintf(path, sizeof path, "%s/plugins", d->home);
     fs_mkdir_p(path);
@@ -90,13 +91,13 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
     snprintf(path, sizeof path, "%s/loom.lock", d->home);
     d->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (d->lock_fd < 0 || flock(d->lock_fd, LOCK_EX | LOCK_NB) != 0) {
-        snprintf(err, errlen, "%s: another loom host is using this home directory", d->home);
-        goto fail;
+        e = loom_err(LOOM_E_CONFLICT, "%s: another loom host is using this home directory",
+                     d->home);
+        goto fail_with;
     }
 
     snprintf(path, sizeof path, "%s/loom.db", d->home);
-    loom_error *e = store_open(path, &d->st);
-    if (e)
+    if ((e = store_open(path, &d->st)) != NULL)
         goto fail_with;
     if ((e = auth_open(d->st, NULL, &d->auth)) != NULL ||
         (e = auth_bootstrap_admin(d->auth, opt->admin_password, d->generated_admin_password,
@@ -106,8 +107,8 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
         d->generated_admin_password[0] = 0;
     d->reg = registry_create();
     if (!d->reg) {
-        snprintf(err, errlen, "out of memory");
-        goto fail;
+        e = loom_err(LOOM_E_INTERNAL, "plugin registry: out of memory");
+        goto fail_with;
     }
     registry_add_factory(d->reg, LOOM_KIND_KERNEL, "ffi", LOOM_VERSION,
                          "serves a plain C function named in model.json through libffi",
@@ -126,8 +127,8 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
         log_info("removed %d shared-memory segment(s) left by hosts that were killed", swept);
     d->execs = exec_service_create(d->st, d->reg, d->sched, d->home);
     if (!d->execs) {
-        snprintf(err, errlen, "out of memory");
-        goto fail;
+        e = loom_err(LOOM_E_INTERNAL, "exec service: out of memory");
+        goto fail_with;
     }
 
     http_route *routes = d->routes;
@@ -154,15 +155,13 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
         .tls_cert_pem = opt->tls_cert_pem,
         .tls_key_pem = opt->tls_key_pem,
     };
-    d->http = http_server_start(&cfg, err, errlen);
-    if (!d->http)
-        goto fail;
+    if ((e = http_server_start(&cfg, &d->http)) != NULL)
+        goto fail_with;
     log_info("loom host %s listening on %s:%d, home %s", LOOM_VERSION, cfg.address,
              http_server_port(d->http), d->home);
     return d;
 fail_with:
     loom_err_take(e, err, errlen);
-fail:
     loomd_stop(d);
     return NULL;
 }

@@ -46,6 +46,8 @@ typedef struct loomd {
     unsigned upload_seq;
 } loomd;
 
+/* Starts everything, or returns NULL with the reason in err (the CLI's edge:
+ * `loom serve` and `loom demo` print it). */
 loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen);
 int loomd_port(const loomd *d);
 void loomd_stop(loomd *d);

@@ -328,6 +328,36 @@ static void test_rehash_on_logon(void)
     test_db_remove(&t);
 }
 
+/* Auth keeps no connection of its own: its users live in the store's
+ * database. An in-memory store is a database only its own connection sees,
+ * so a second connection would find no users there. */
+static void test_shares_the_store(void)
+{
+    store *st = NULL;
+    CHECK(loom_err_take(store_open(":memory:", &st), NULL, 0) == LOOM_OK);
+    auth_options o = test_fast_options();
+    auth_service *svc = NULL;
+    CHECK(loom_err_take(auth_open(st, &o, &svc), NULL, 0) == LOOM_OK);
+    if (!svc) {
+        store_close(st);
+        return;
+    }
+    CHECK(loom_err_take(auth_user_add(svc, "dana", "dana-pass-1", "user"), NULL, 0) == LOOM_OK);
+    sqlite3_stmt *q = NULL;
+    store_lock(st);
+    CHECK(sqlite3_prepare_v2(store_db(st), "SELECT role FROM users WHERE name = 'dana'", -1, &q,
+                             NULL) == SQLITE_OK);
+    CHECK(q && sqlite3_step(q) == SQLITE_ROW);
+    CHECK_STR_EQ(q ? (const char *)sqlite3_column_text(q, 0) : NULL, "user");
+    sqlite3_finalize(q);
+    store_unlock(st);
+    /* The store's own tables sit beside auth's in the same database. */
+    store_plan plan = {.path = "/dana", .weight = 1, .policy = "fair"};
+    CHECK(loom_err_take(store_plan_put(st, &plan), NULL, 0) == LOOM_OK);
+    auth_close(svc);
+    store_close(st);
+}
+
 int main(void)
 {
     test_bootstrap_random();
@@ -336,5 +366,6 @@ int main(void)
     test_last_admin();
     test_stored_hashes();
     test_rehash_on_logon();
+    test_shares_the_store();
     return CHECK_DONE();
 }
