@@ -532,7 +532,7 @@ static loom_error *prepare(exec_service *es, const exec_submission *sub, const d
         return NULL;
     }
     /* Ask the adapter for the processes before anything is stored: a plan
-     * it refuses is the submitter's error (400), not a failed exec. */
+     * it refuses is the submitter's error (LOOM_E_INVALID), not a failed exec. */
     loom_launch_request req = {
         .struct_size = sizeof req,
         .num_workers = (uint32_t)d->num_worker,
