@@ -51,6 +51,11 @@ static inline auth_options test_fast_options(void)
     return o;
 }
 
+/* The code of a call's error (LOOM_OK for none), its message copied into
+ * the caller's `err` (TAKE) or dropped (CODE). */
+#define TAKE(call) loom_err_take((call), err, sizeof err)
+#define CODE(call) loom_err_take((call), NULL, 0)
+
 /* The auth service keeps its tables in the store's database: each test
  * service comes with its store, closed with it by test_close. */
 #define TEST_MAX_OPEN 8

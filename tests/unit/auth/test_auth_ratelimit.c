@@ -24,7 +24,7 @@ static void test_lockout(void)
     auth_options o = test_fast_options();
     auth_service *svc = test_open(&t, &o);
     char err[256] = "";
-    CHECK(loom_err_take(auth_user_add(svc, "alice", "alice-pass-1", "admin"), err, sizeof err) == LOOM_OK);
+    CHECK(TAKE(auth_user_add(svc, "alice", "alice-pass-1", "admin")) == LOOM_OK);
 
     /* Successes do not count. */
     for (int i = 0; i < 8; i++)
@@ -40,8 +40,9 @@ static void test_lockout(void)
     CHECK_CONTAINS(err, "too many failed log-ons from 10.0.0.1");
     CHECK_CONTAINS(err, "try again in 59 s");
     char key[AUTH_SECRET_MAX], token[AUTH_SECRET_MAX];
-    CHECK(loom_err_take(auth_apikey_create(svc, "alice", "k", key, sizeof key), err, sizeof err) == LOOM_OK);
-    CHECK(loom_err_take(auth_logon_apikey(svc, "10.0.0.1", key, NOW + 5000, token, sizeof token, NULL), err, sizeof err) == LOOM_E_RATE_LIMITED);
+    CHECK(TAKE(auth_apikey_create(svc, "alice", "k", key, sizeof key)) == LOOM_OK);
+    CHECK(TAKE(auth_logon_apikey(svc, "10.0.0.1", key, NOW + 5000, token, sizeof token, NULL)) ==
+          LOOM_E_RATE_LIMITED);
 
     /* Another client is not affected. */
     CHECK(attempt(svc, "10.0.0.2", "alice-pass-1", NOW + 5000, err, sizeof err) == LOOM_OK);
@@ -68,9 +69,10 @@ static void test_lockout(void)
 
     /* Failed API key log-ons count the same. */
     for (int i = 0; i < 5; i++)
-        CHECK(loom_err_take(auth_logon_apikey(svc, "10.0.0.4", "loomk_guess", NOW, token, sizeof token,
-                                NULL), err, sizeof err) == LOOM_E_UNAUTHENTICATED);
-    CHECK(loom_err_take(auth_logon_apikey(svc, "10.0.0.4", key, NOW, token, sizeof token, NULL), err, sizeof err) == LOOM_E_RATE_LIMITED);
+        CHECK(TAKE(auth_logon_apikey(svc, "10.0.0.4", "loomk_guess", NOW, token, sizeof token,
+                                     NULL)) == LOOM_E_UNAUTHENTICATED);
+    CHECK(TAKE(auth_logon_apikey(svc, "10.0.0.4", key, NOW, token, sizeof token, NULL)) ==
+          LOOM_E_RATE_LIMITED);
     test_close(svc);
     test_db_remove(&t);
 }
@@ -140,15 +142,15 @@ static void test_service_bounded(void)
     o.limiter_capacity = 100;
     auth_service *svc = test_open(&t, &o);
     char err[256], client[32];
-    CHECK(loom_err_take(auth_user_add(svc, "alice", "alice-pass-1", "user"), err, sizeof err) == LOOM_OK);
+    CHECK(TAKE(auth_user_add(svc, "alice", "alice-pass-1", "user")) == LOOM_OK);
     for (int i = 0; i < 5; i++)
         attempt(svc, "attacker", "wrong-pass", NOW, err, sizeof err);
     CHECK(attempt(svc, "attacker", "alice-pass-1", NOW, err, sizeof err) == LOOM_E_RATE_LIMITED);
     int denied = 0;
     for (int i = 0; i < 10000; i++) {
         snprintf(client, sizeof client, "10.%d.%d.1", i / 256, i % 256);
-        denied += loom_err_take(auth_logon_apikey(svc, client, "loomk_guess", NOW, err, AUTH_SECRET_MAX,
-                                    NULL), err, sizeof err) == LOOM_E_UNAUTHENTICATED;
+        denied += TAKE(auth_logon_apikey(svc, client, "loomk_guess", NOW, err, AUTH_SECRET_MAX,
+                                         NULL)) == LOOM_E_UNAUTHENTICATED;
     }
     CHECK(denied == 10000);
     /* 10,000 newer clients pushed the attacker out of a 100-entry table. */

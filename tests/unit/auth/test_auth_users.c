@@ -13,8 +13,8 @@ static int logon_ok(auth_service *svc, const char *user, const char *password)
 {
     char token[AUTH_SECRET_MAX], err[256];
     int64_t expires = 0;
-    return loom_err_take(auth_logon_password(svc, "127.0.0.1", user, password, NOW, token,
-                               sizeof token, &expires), err, sizeof err) == LOOM_OK;
+    return TAKE(auth_logon_password(svc, "127.0.0.1", user, password, NOW, token, sizeof token,
+                                    &expires)) == LOOM_OK;
 }
 
 typedef struct listed {
@@ -99,16 +99,16 @@ static void test_bootstrap_given(void)
     FILE *f = fopen(file, "w");
     fputs("from-a-file-123\nsecond line\n", f);
     fclose(f);
-    CHECK(loom_err_take(auth_read_password_file(file, pw, sizeof pw), err, sizeof err) == LOOM_OK);
+    CHECK(TAKE(auth_read_password_file(file, pw, sizeof pw)) == LOOM_OK);
     CHECK_STR_EQ(pw, "from-a-file-123");
     f = fopen(file, "w");
     fputs("short\n", f);
     fclose(f);
-    CHECK(loom_err_take(auth_read_password_file(file, pw, sizeof pw), err, sizeof err) == LOOM_E_INVALID);
+    CHECK(TAKE(auth_read_password_file(file, pw, sizeof pw)) == LOOM_E_INVALID);
     CHECK_CONTAINS(err, file);
     CHECK_CONTAINS(err, "at least 8");
     unlink(file);
-    CHECK(loom_err_take(auth_read_password_file(file, pw, sizeof pw), err, sizeof err) == LOOM_E_INVALID);
+    CHECK(TAKE(auth_read_password_file(file, pw, sizeof pw)) == LOOM_E_INVALID);
     CHECK_CONTAINS(err, "No such file");
 
     test_close(svc);
@@ -124,8 +124,8 @@ static void test_add_list_remove_passwd(void)
     char err[256] = "";
     CHECK(test_bootstrap(svc, "admin-pass-1", NULL, 0, err, sizeof err) == 1);
 
-    CHECK(loom_err_take(auth_user_add(svc, "alice", "alice-pass-1", "user"), err, sizeof err) == LOOM_OK);
-    CHECK(loom_err_take(auth_user_add(svc, "bob.ops-2_x", "bob-pass-12", "admin"), err, sizeof err) == LOOM_OK);
+    CHECK(TAKE(auth_user_add(svc, "alice", "alice-pass-1", "user")) == LOOM_OK);
+    CHECK(TAKE(auth_user_add(svc, "bob.ops-2_x", "bob-pass-12", "admin")) == LOOM_OK);
     listed l = {0};
     CHECK(test_user_list(svc, collect_user, &l) == 3);
     CHECK_STR_EQ(l.names[0], "admin");
@@ -135,49 +135,49 @@ static void test_add_list_remove_passwd(void)
     CHECK_STR_EQ(l.roles[2], "admin");
 
     /* Duplicates, also when only the case differs. */
-    CHECK(loom_err_take(auth_user_add(svc, "alice", "another-pass", "user"), err, sizeof err) == LOOM_E_CONFLICT);
+    CHECK(TAKE(auth_user_add(svc, "alice", "another-pass", "user")) == LOOM_E_CONFLICT);
     CHECK_STR_EQ(err, "user 'alice' already exists");
-    CHECK(loom_err_take(auth_user_add(svc, "ALICE", "another-pass", "user"), err, sizeof err) == LOOM_E_CONFLICT);
+    CHECK(TAKE(auth_user_add(svc, "ALICE", "another-pass", "user")) == LOOM_E_CONFLICT);
     CHECK_CONTAINS(err, "already exists");
 
     /* Validation names the field and what was expected. */
-    CHECK(loom_err_take(auth_user_add(svc, "", "valid-pass", "user"), err, sizeof err) == LOOM_E_INVALID);
+    CHECK(TAKE(auth_user_add(svc, "", "valid-pass", "user")) == LOOM_E_INVALID);
     CHECK_CONTAINS(err, "user name");
-    CHECK(loom_err_take(auth_user_add(svc, "a b", "valid-pass", "user"), err, sizeof err) == LOOM_E_INVALID);
+    CHECK(TAKE(auth_user_add(svc, "a b", "valid-pass", "user")) == LOOM_E_INVALID);
     CHECK_CONTAINS(err, "A-Z a-z 0-9 _ . -");
-    CHECK(loom_err_take(auth_user_add(svc, "caf\xc3\xa9", "valid-pass", "user"), err, sizeof err) == LOOM_E_INVALID);
-    CHECK(loom_err_take(auth_user_add(svc, "x;drop", "valid-pass", "user"), err, sizeof err) == LOOM_E_INVALID);
+    CHECK(TAKE(auth_user_add(svc, "caf\xc3\xa9", "valid-pass", "user")) == LOOM_E_INVALID);
+    CHECK(TAKE(auth_user_add(svc, "x;drop", "valid-pass", "user")) == LOOM_E_INVALID);
     char longest[64], too_long[65];
     memset(longest, 'n', 63);
     longest[63] = '\0';
     memset(too_long, 'n', 64);
     too_long[64] = '\0';
-    CHECK(loom_err_take(auth_user_add(svc, longest, "valid-pass", "user"), err, sizeof err) == LOOM_OK);
-    CHECK(loom_err_take(auth_user_add(svc, too_long, "valid-pass", "user"), err, sizeof err) == LOOM_E_INVALID);
+    CHECK(TAKE(auth_user_add(svc, longest, "valid-pass", "user")) == LOOM_OK);
+    CHECK(TAKE(auth_user_add(svc, too_long, "valid-pass", "user")) == LOOM_E_INVALID);
     CHECK_CONTAINS(err, "longer than 63");
-    CHECK(loom_err_take(auth_user_add(svc, "carol", "1234567", "user"), err, sizeof err) == LOOM_E_INVALID);
+    CHECK(TAKE(auth_user_add(svc, "carol", "1234567", "user")) == LOOM_E_INVALID);
     CHECK_CONTAINS(err, "password: must be at least 8");
-    CHECK(loom_err_take(auth_user_add(svc, "carol", "12345678", "root"), err, sizeof err) == LOOM_E_INVALID);
+    CHECK(TAKE(auth_user_add(svc, "carol", "12345678", "root")) == LOOM_E_INVALID);
     CHECK_CONTAINS(err, "role: expected \"admin\" or \"user\"");
-    CHECK(loom_err_take(auth_user_add(svc, "carol", "12345678", NULL), err, sizeof err) == LOOM_E_INVALID);
+    CHECK(TAKE(auth_user_add(svc, "carol", "12345678", NULL)) == LOOM_E_INVALID);
     CHECK(test_user_list(svc, NULL, NULL) == 4);
 
     /* passwd: the old password stops working, the new one works. */
     CHECK(logon_ok(svc, "alice", "alice-pass-1"));
-    CHECK(loom_err_take(auth_user_passwd(svc, "alice", "alice-pass-2"), err, sizeof err) == LOOM_OK);
+    CHECK(TAKE(auth_user_passwd(svc, "alice", "alice-pass-2")) == LOOM_OK);
     CHECK(!logon_ok(svc, "alice", "alice-pass-1"));
     CHECK(logon_ok(svc, "alice", "alice-pass-2"));
     CHECK(logon_ok(svc, "Alice", "alice-pass-2")); /* names ignore case */
-    CHECK(loom_err_take(auth_user_passwd(svc, "alice", "short"), err, sizeof err) == LOOM_E_INVALID);
-    CHECK(loom_err_take(auth_user_passwd(svc, "nobody", "long-enough"), err, sizeof err) == LOOM_E_NOT_FOUND);
+    CHECK(TAKE(auth_user_passwd(svc, "alice", "short")) == LOOM_E_INVALID);
+    CHECK(TAKE(auth_user_passwd(svc, "nobody", "long-enough")) == LOOM_E_NOT_FOUND);
     CHECK_STR_EQ(err, "user 'nobody' does not exist");
 
     /* remove */
-    CHECK(loom_err_take(auth_user_remove(svc, "alice"), err, sizeof err) == LOOM_OK);
+    CHECK(TAKE(auth_user_remove(svc, "alice")) == LOOM_OK);
     CHECK(!logon_ok(svc, "alice", "alice-pass-2"));
-    CHECK(loom_err_take(auth_user_remove(svc, "alice"), err, sizeof err) == LOOM_E_NOT_FOUND);
+    CHECK(TAKE(auth_user_remove(svc, "alice")) == LOOM_E_NOT_FOUND);
     CHECK_STR_EQ(err, "user 'alice' does not exist");
-    CHECK(loom_err_take(auth_user_remove(svc, "bad name"), err, sizeof err) == LOOM_E_INVALID);
+    CHECK(TAKE(auth_user_remove(svc, "bad name")) == LOOM_E_INVALID);
     l.n = 0;
     CHECK(test_user_list(svc, collect_user, &l) == 3);
     CHECK_STR_EQ(l.names[1], "bob.ops-2_x");
@@ -194,18 +194,18 @@ static void test_last_admin(void)
     auth_service *svc = test_open(&t, &o);
     char err[256] = "";
     CHECK(test_bootstrap(svc, "admin-pass-1", NULL, 0, err, sizeof err) == 1);
-    CHECK(loom_err_take(auth_user_add(svc, "plain", "plain-pass-1", "user"), err, sizeof err) == LOOM_OK);
+    CHECK(TAKE(auth_user_add(svc, "plain", "plain-pass-1", "user")) == LOOM_OK);
 
-    CHECK(loom_err_take(auth_user_remove(svc, "admin"), err, sizeof err) == LOOM_E_CONFLICT);
+    CHECK(TAKE(auth_user_remove(svc, "admin")) == LOOM_E_CONFLICT);
     CHECK_CONTAINS(err, "last admin");
     CHECK(logon_ok(svc, "admin", "admin-pass-1"));
 
-    CHECK(loom_err_take(auth_user_add(svc, "root2", "root2-pass-1", "admin"), err, sizeof err) == LOOM_OK);
-    CHECK(loom_err_take(auth_user_remove(svc, "admin"), err, sizeof err) == LOOM_OK);
-    CHECK(loom_err_take(auth_user_remove(svc, "root2"), err, sizeof err) == LOOM_E_CONFLICT);
+    CHECK(TAKE(auth_user_add(svc, "root2", "root2-pass-1", "admin")) == LOOM_OK);
+    CHECK(TAKE(auth_user_remove(svc, "admin")) == LOOM_OK);
+    CHECK(TAKE(auth_user_remove(svc, "root2")) == LOOM_E_CONFLICT);
     CHECK_STR_EQ(err, "user 'root2' is the last admin: add another admin first");
     /* A plain user may go while one admin remains. */
-    CHECK(loom_err_take(auth_user_remove(svc, "plain"), err, sizeof err) == LOOM_OK);
+    CHECK(TAKE(auth_user_remove(svc, "plain")) == LOOM_OK);
     CHECK(test_user_list(svc, NULL, NULL) == 1);
 
     test_close(svc);
@@ -223,10 +223,10 @@ static void test_stored_hashes(void)
     char err[256] = "", key[AUTH_SECRET_MAX], token[AUTH_SECRET_MAX];
     const char *password = "Tr0ub4dor&3";
     CHECK(test_bootstrap(svc, password, NULL, 0, err, sizeof err) == 1);
-    CHECK(loom_err_take(auth_user_add(svc, "dave", password, "user"), err, sizeof err) == LOOM_OK);
-    CHECK(loom_err_take(auth_apikey_create(svc, "dave", "ci", key, sizeof key), err, sizeof err) == LOOM_OK);
-    CHECK(loom_err_take(auth_logon_password(svc, "c", "dave", password, NOW, token, sizeof token,
-                              NULL), err, sizeof err) == LOOM_OK);
+    CHECK(TAKE(auth_user_add(svc, "dave", password, "user")) == LOOM_OK);
+    CHECK(TAKE(auth_apikey_create(svc, "dave", "ci", key, sizeof key)) == LOOM_OK);
+    CHECK(TAKE(auth_logon_password(svc, "c", "dave", password, NOW, token, sizeof token, NULL)) ==
+          LOOM_OK);
 
     sqlite3 *db = NULL;
     CHECK(sqlite3_open_v2(t.path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK);
@@ -300,7 +300,7 @@ static void test_rehash_on_logon(void)
     auth_options o = test_fast_options();
     auth_service *svc = test_open(&t, &o);
     char err[256], before[256], after[256];
-    CHECK(loom_err_take(auth_user_add(svc, "erin", "erin-pass-1", "admin"), err, sizeof err) == LOOM_OK);
+    CHECK(TAKE(auth_user_add(svc, "erin", "erin-pass-1", "admin")) == LOOM_OK);
     read_pwhash(t.path, "erin", before, sizeof before);
     CHECK_CONTAINS(before, ",t=1,");
     test_close(svc);
@@ -320,7 +320,7 @@ static void test_rehash_on_logon(void)
     store *st = NULL;
     loom_err_free(store_open(t.path, &st));
     auth_service *refused = NULL;
-    CHECK(loom_err_take(auth_open(st, &o, &refused), err, sizeof err) == LOOM_E_INVALID);
+    CHECK(TAKE(auth_open(st, &o, &refused)) == LOOM_E_INVALID);
     CHECK(refused == NULL);
     CHECK_CONTAINS(err, "pwhash_memlimit");
     store_close(st);
@@ -334,15 +334,15 @@ static void test_rehash_on_logon(void)
 static void test_shares_the_store(void)
 {
     store *st = NULL;
-    CHECK(loom_err_take(store_open(":memory:", &st), NULL, 0) == LOOM_OK);
+    CHECK(CODE(store_open(":memory:", &st)) == LOOM_OK);
     auth_options o = test_fast_options();
     auth_service *svc = NULL;
-    CHECK(loom_err_take(auth_open(st, &o, &svc), NULL, 0) == LOOM_OK);
+    CHECK(CODE(auth_open(st, &o, &svc)) == LOOM_OK);
     if (!svc) {
         store_close(st);
         return;
     }
-    CHECK(loom_err_take(auth_user_add(svc, "dana", "dana-pass-1", "user"), NULL, 0) == LOOM_OK);
+    CHECK(CODE(auth_user_add(svc, "dana", "dana-pass-1", "user")) == LOOM_OK);
     sqlite3_stmt *q = NULL;
     store_lock(st);
     CHECK(sqlite3_prepare_v2(store_db(st), "SELECT role FROM users WHERE name = 'dana'", -1, &q,
@@ -353,7 +353,7 @@ static void test_shares_the_store(void)
     store_unlock(st);
     /* The store's own tables sit beside auth's in the same database. */
     store_plan plan = {.path = "/dana", .weight = 1, .policy = "fair"};
-    CHECK(loom_err_take(store_plan_put(st, &plan), NULL, 0) == LOOM_OK);
+    CHECK(CODE(store_plan_put(st, &plan)) == LOOM_OK);
     auth_close(svc);
     store_close(st);
 }
