@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "api/mhd_dl.h"
+#include "api/routes.h"
+#include "api/status.h"
 #include "util/log.h"
 
 #define JSON_MAX_DEPTH 64
@@ -65,14 +67,19 @@ void http_reply_json(http_response *res, int status, cJSON *json)
     char *text = json ? cJSON_PrintUnformatted(json) : NULL;
     cJSON_Delete(json);
     if (!text) {
-        http_reply_error(res, 500, "cannot encode the reply");
+        api_error(res, LOOM_E_INTERNAL, "cannot encode the reply");
         return;
     }
     http_reply_data(res, status, "application/json", text, strlen(text));
 }
 
-void http_reply_error(http_response *res, int status, const char *fmt, ...)
+/* The transport's own refusal of a known path with another method: the one
+ * status with no loom code, since no service ever gives it. */
+static void reply_method_not_allowed(http_response *res, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void reply_method_not_allowed(http_response *res, const char *fmt, ...)
 {
+    const int status = 405;
     char msg[1024];
     va_list ap;
     va_start(ap, fmt);
@@ -111,12 +118,12 @@ static int json_depth_ok(const char *s, size_t n)
 cJSON *http_body_json(const http_request *req, http_response *res)
 {
     if (!req->body || req->body_len == 0) {
-        http_reply_error(res, 400, "request body: expected a JSON object, got nothing");
+        api_error(res, LOOM_E_INVALID, "request body: expected a JSON object, got nothing");
         return NULL;
     }
     /* cJSON recurses per nesting level; refuse deep input before parsing. */
     if (!json_depth_ok(req->body, req->body_len)) {
-        http_reply_error(res, 400, "request body: JSON nested deeper than %d levels", JSON_MAX_DEPTH);
+        api_error(res, LOOM_E_INVALID, "request body: JSON nested deeper than %d levels", JSON_MAX_DEPTH);
         return NULL;
     }
     const char *end = NULL;
@@ -129,12 +136,12 @@ cJSON *http_body_json(const http_request *req, http_response *res)
     }
     if (!json) {
         long at = end ? (long)(end - req->body) : 0;
-        http_reply_error(res, 400, "request body: malformed JSON near byte %ld", at);
+        api_error(res, LOOM_E_INVALID, "request body: malformed JSON near byte %ld", at);
         return NULL;
     }
     if (!cJSON_IsObject(json)) {
         cJSON_Delete(json);
-        http_reply_error(res, 400, "request body: expected a JSON object");
+        api_error(res, LOOM_E_INVALID, "request body: expected a JSON object");
         return NULL;
     }
     return json;
@@ -194,22 +201,22 @@ static void route(http_server *srv, http_request *req, http_response *res)
             req->is_admin = 1;
         }
         if (r->access != HTTP_PUBLIC && !req->user) {
-            http_reply_error(res, 401,
-                             "authentication required: log on with POST /auth/v1/logon "
+            api_error(res, LOOM_E_UNAUTHENTICATED,
+                             "authentication required: log on with POST " LOOM_ROUTE_LOGON " "
                              "(Authorization: Basic) and send Authorization: Bearer TOKEN");
             return;
         }
         if (r->access == HTTP_ADMIN && !req->is_admin) {
-            http_reply_error(res, 403, "%s %s is for administrators only", req->method, req->path);
+            api_error(res, LOOM_E_FORBIDDEN, "%s %s is for administrators only", req->method, req->path);
             return;
         }
         r->handler(srv->cfg.ctx, req, res);
         return;
     }
     if (path_known)
-        http_reply_error(res, 405, "method %s is not allowed on %s", req->method, req->path);
+        reply_method_not_allowed(res, "method %s is not allowed on %s", req->method, req->path);
     else
-        http_reply_error(res, 404, "no route for %s %s", req->method, req->path);
+        api_error(res, LOOM_E_NOT_FOUND, "no route for %s %s", req->method, req->path);
 }
 
 /* ---- libmicrohttpd glue ------------------------------------------------- */
@@ -289,9 +296,9 @@ static enum MHD_Result send_response(struct MHD_Connection *conn, http_response 
     return ret;
 }
 
-static enum MHD_Result reply_now(struct MHD_Connection *conn, int status, const char *fmt, ...)
+static enum MHD_Result reply_now(struct MHD_Connection *conn, int32_t code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-static enum MHD_Result reply_now(struct MHD_Connection *conn, int status, const char *fmt, ...)
+static enum MHD_Result reply_now(struct MHD_Connection *conn, int32_t code, const char *fmt, ...)
 {
     char msg[512];
     va_list ap;
@@ -299,7 +306,7 @@ static enum MHD_Result reply_now(struct MHD_Connection *conn, int status, const 
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     http_response res = {0};
-    http_reply_error(&res, status, "%s", msg);
+    api_error(&res, code, "%s", msg);
     return send_response(conn, &res);
 }
 
@@ -323,13 +330,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         const char *clen = mhd->MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (clen && strtoull(clen, NULL, 10) > st->limit) {
             st->too_large = 1;
-            return reply_now(conn, 413, "request body of %s bytes exceeds the limit of %zu bytes",
+            return reply_now(conn, LOOM_E_TOO_LARGE, "request body of %s bytes exceeds the limit of %zu bytes",
                              clen, st->limit);
         }
         if (st->multipart) {
             st->pp = mhd->MHD_create_post_processor(conn, 65536, on_post_field, st);
             if (!st->pp)
-                return reply_now(conn, 400, "malformed multipart/form-data request");
+                return reply_now(conn, LOOM_E_INVALID, "malformed multipart/form-data request");
         }
         return MHD_YES;
     }
@@ -347,9 +354,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return MHD_YES;
     }
     if (st->too_large > 0)
-        return reply_now(conn, 413, "request body exceeds the limit of %zu bytes", st->limit);
+        return reply_now(conn, LOOM_E_TOO_LARGE, "request body exceeds the limit of %zu bytes", st->limit);
     if (st->too_large < 0)
-        return reply_now(conn, 400, "malformed multipart/form-data request body");
+        return reply_now(conn, LOOM_E_INVALID, "malformed multipart/form-data request body");
 
     http_request *req = &st->req;
     req->method = method;
@@ -370,7 +377,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     http_response res = {0};
     route(srv, req, &res);
     if (!res.status)
-        http_reply_error(&res, 500, "handler gave no reply");
+        api_error(&res, LOOM_E_INTERNAL, "handler gave no reply");
     return send_response(conn, &res);
 }
 
@@ -392,28 +399,26 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     *con_cls = NULL;
 }
 
-http_server *http_server_start(const http_config *cfg, char *err, size_t errlen)
+loom_error *http_server_start(const http_config *cfg, http_server **out)
 {
-    if (!(mhd = mhd_lib(err, errlen)))
-        return NULL;
+    *out = NULL;
+    char why[256];
+    if (!(mhd = mhd_lib(why, sizeof why)))
+        return loom_err(LOOM_E_UNAVAILABLE, "%s", why);
     http_server *s = calloc(1, sizeof *s);
-    if (!s) {
-        snprintf(err, errlen, "out of memory");
-        return NULL;
-    }
+    if (!s)
+        return loom_err(LOOM_E_INTERNAL, "out of memory");
     s->cfg = *cfg;
     struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)cfg->port)};
     if (inet_pton(AF_INET, cfg->address, &addr.sin_addr) != 1) {
-        snprintf(err, errlen, "--listen: \"%s\" is not an IPv4 address", cfg->address);
         free(s);
-        return NULL;
+        return loom_err(LOOM_E_INVALID, "--listen: \"%s\" is not an IPv4 address", cfg->address);
     }
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
     int tls = cfg->tls_cert_pem && cfg->tls_key_pem;
     if (tls && mhd->MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
-        snprintf(err, errlen, "--tls-cert: this libmicrohttpd was built without TLS");
         free(s);
-        return NULL;
+        return loom_err(LOOM_E_UNSUPPORTED, "--tls-cert: this libmicrohttpd was built without TLS");
     }
     if (tls)
         flags |= MHD_USE_TLS;
@@ -425,14 +430,15 @@ http_server *http_server_start(const http_config *cfg, char *err, size_t errlen)
         tls ? MHD_OPTION_HTTPS_MEM_KEY : MHD_OPTION_END, cfg->tls_key_pem,
         MHD_OPTION_HTTPS_MEM_CERT, cfg->tls_cert_pem, MHD_OPTION_END);
     if (!s->daemon) {
-        snprintf(err, errlen, "cannot listen on %s:%d (address in use or not permitted%s)",
-                 cfg->address, cfg->port, tls ? ", or the TLS certificate or key is not valid PEM" : "");
         free(s);
-        return NULL;
+        return loom_err(LOOM_E_UNAVAILABLE, "cannot listen on %s:%d (address in use or not permitted%s)",
+                        cfg->address, cfg->port,
+                        tls ? ", or the TLS certificate or key is not valid PEM" : "");
     }
     const union MHD_DaemonInfo *info = mhd->MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
     s->port = info ? info->port : cfg->port;
-    return s;
+    *out = s;
+    return NULL;
 }
 
 int http_server_port(const http_server *s) { return s->port; }

@@ -10,6 +10,8 @@
 #include <cjson/cJSON.h>
 #include <stddef.h>
 
+#include "util/error.h"
+
 #define HTTP_MAX_PARAMS 4
 #define HTTP_MAX_FIELDS 8
 
@@ -67,10 +69,10 @@ const http_field *http_field_get(const http_request *req, const char *name);
 
 /* Replies; each takes ownership of what it is given. */
 void http_reply_json(http_response *res, int status, cJSON *json);
-void http_reply_error(http_response *res, int status, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 void http_reply_data(http_response *res, int status, const char *content_type,
                      char *data, size_t len);
+/* Errors go through api/status.h (api_error, api_reply_error), so their
+ * status comes from the one table. */
 /* Parses the body as a JSON object (depth-limited); on failure replies 400
  * and returns NULL. */
 cJSON *http_body_json(const http_request *req, http_response *res);
@@ -90,7 +92,9 @@ typedef struct http_config {
     const char *tls_key_pem;
 } http_config;
 
-http_server *http_server_start(const http_config *cfg, char *err, size_t errlen);
+/* Listens; LOOM_E_INVALID for a bad address, LOOM_E_UNAVAILABLE when it
+ * cannot bind. */
+loom_error *http_server_start(const http_config *cfg, http_server **out);
 int http_server_port(const http_server *s);
 void http_server_stop(http_server *s);
 

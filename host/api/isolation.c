@@ -12,11 +12,7 @@
 
 static loom_error *user_id(void *ctx, const char *user, int64_t *id)
 {
-    int rc = auth_user_id((auth_service *)ctx, user, id);
-    if (rc == AUTH_OK)
-        return NULL;
-    return loom_err(rc == AUTH_ENOTFOUND ? LOOM_E_NOT_FOUND : LOOM_E_INTERNAL,
-                    "user %s: %s", user, rc == AUTH_ENOTFOUND ? "no such user" : "cannot read the users");
+    return auth_user_id((auth_service *)ctx, user, id);
 }
 
 int loomd_isolate_jobs(loomd *d, const loomd_options *opt, char *err, size_t errlen)

@@ -4,75 +4,89 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "api/routes.h"
 #include "api/server.h"
 #include "util/fs.h"
+
+/* The bearer token of a request (Authorization: Bearer, or WMLA's
+ * X-Auth-Token); 0 when it carries none. */
+static int request_token(const http_request *req, char *token, size_t len)
+{
+    const char *authz = http_header(req, "Authorization");
+    const char *x = http_header(req, "X-Auth-Token");
+    if (authz) {
+        loom_error *e = auth_parse_bearer(authz, token, len);
+        if (!e)
+            return 1;
+        loom_err_free(e);
+    }
+    if (x && strlen(x) < len) {
+        snprintf(token, len, "%s", x);
+        return 1;
+    }
+    return 0;
+}
 
 int loomd_authenticate(void *ctx, const http_request *req, char *user, size_t userlen,
                        int *is_admin)
 {
     loomd *d = ctx;
     char token[AUTH_SECRET_MAX + 8];
-    const char *authz = http_header(req, "Authorization");
-    const char *x = http_header(req, "X-Auth-Token");
-    if (authz && auth_parse_bearer(authz, token, sizeof token) == AUTH_OK)
-        ;
-    else if (x && strlen(x) < sizeof token)
-        snprintf(token, sizeof token, "%s", x);
-    else
+    if (!request_token(req, token, sizeof token))
         return -1;
     auth_identity who;
-    if (auth_check_token(d->auth, token, time_now_ms(), &who) != AUTH_OK)
+    loom_error *e = auth_check_token(d->auth, token, time_now_ms(), &who);
+    if (e) {
+        loom_err_free(e);
         return -1;
+    }
     snprintf(user, userlen, "%s", who.user);
     *is_admin = strcmp(who.role, "admin") == 0;
     return 0;
-}
-
-static void reply_auth_error(http_response *res, int rc, const char *err)
-{
-    http_reply_error(res, auth_http_status(rc), "%s", err && *err ? err : "refused");
 }
 
 /* Basic credentials, or {"apikey": "..."} in the body. */
 static void logon(void *ctx, const http_request *req, http_response *res)
 {
     loomd *d = ctx;
-    char user[AUTH_NAME_MAX], password[AUTH_PASSWORD_MAX_LEN + 1], token[AUTH_SECRET_MAX], err[256] = "";
+    char user[AUTH_NAME_MAX], password[AUTH_PASSWORD_MAX_LEN + 1], token[AUTH_SECRET_MAX];
     int64_t expires = 0;
-    int rc;
+    loom_error *e;
     const char *authz = http_header(req, "Authorization");
     const char *client = req->peer[0] ? req->peer : "local";
-    if (authz && auth_parse_basic(authz, user, sizeof user, password, sizeof password) == AUTH_OK) {
-        rc = auth_logon_password(d->auth, client, user, password, time_now_ms(), token, sizeof token,
-                                 &expires, err, sizeof err);
+    loom_error *basic = authz ? auth_parse_basic(authz, user, sizeof user, password, sizeof password)
+                              : loom_err(LOOM_E_UNAUTHENTICATED, "no Authorization header");
+    if (!basic) {
+        e = auth_logon_password(d->auth, client, user, password, time_now_ms(), token, sizeof token,
+                                &expires);
     } else if (req->body_len) {
+        loom_err_free(basic);
         cJSON *body = http_body_json(req, res);
         if (!body)
             return;
         const cJSON *key = cJSON_GetObjectItemCaseSensitive(body, "apikey");
-        if (!cJSON_IsString(key)) {
-            cJSON_Delete(body);
-            http_reply_error(res, 400, "apikey: expected a string (or send Authorization: Basic)");
-            return;
-        }
-        rc = auth_logon_apikey(d->auth, client, key->valuestring, time_now_ms(), token, sizeof token,
-                               &expires, err, sizeof err);
-        snprintf(user, sizeof user, "(api key)");
+        e = cJSON_IsString(key)
+                ? auth_logon_apikey(d->auth, client, key->valuestring, time_now_ms(), token,
+                                    sizeof token, &expires)
+                : loom_err(LOOM_E_INVALID, "apikey: expected a string (or send Authorization: Basic)");
         cJSON_Delete(body);
     } else {
-        http_reply_error(res, 401, "credentials required: Authorization: Basic, or {\"apikey\": ...}");
-        return;
+        loom_err_free(basic);
+        e = loom_err(LOOM_E_UNAUTHENTICATED,
+                     "credentials required: Authorization: Basic, or {\"apikey\": ...}");
     }
-    if (rc != AUTH_OK) {
-        reply_auth_error(res, rc, err);
+    if (e) {
+        api_reply_error(res, e);
         return;
     }
     auth_identity who;
     cJSON *o = cJSON_CreateObject();
-    if (auth_check_token(d->auth, token, time_now_ms(), &who) == AUTH_OK) {
+    e = auth_check_token(d->auth, token, time_now_ms(), &who);
+    if (!e) {
         cJSON_AddStringToObject(o, "user", who.user);
         cJSON_AddStringToObject(o, "role", who.role);
     }
+    loom_err_free(e);
     cJSON_AddStringToObject(o, "token", token);
     cJSON_AddNumberToObject(o, "expiresAt", (double)expires);
     http_reply_json(res, 200, o);
@@ -82,12 +96,10 @@ static void logout(void *ctx, const http_request *req, http_response *res)
 {
     loomd *d = ctx;
     char token[AUTH_SECRET_MAX + 8];
-    const char *authz = http_header(req, "Authorization");
-    const char *x = http_header(req, "X-Auth-Token");
-    if (authz && auth_parse_bearer(authz, token, sizeof token) == AUTH_OK)
-        auth_logout(d->auth, token);
-    else if (x)
-        auth_logout(d->auth, x);
+    /* The caller's token was valid a moment ago (the route needs one); one
+     * revoked meanwhile is as good as logged out. */
+    if (request_token(req, token, sizeof token))
+        loom_err_free(auth_logout(d->auth, token));
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "loggedOut", req->user);
     http_reply_json(res, 200, o);
@@ -107,7 +119,12 @@ static void list_users(void *ctx, const http_request *req, http_response *res)
     (void)req;
     loomd *d = ctx;
     cJSON *a = cJSON_CreateArray();
-    auth_user_list(d->auth, add_user_item, a);
+    loom_error *e = auth_user_list(d->auth, add_user_item, a, NULL);
+    if (e) {
+        cJSON_Delete(a);
+        api_reply_error(res, e);
+        return;
+    }
     http_reply_json(res, 200, a);
 }
 
@@ -120,13 +137,12 @@ static void add_user(void *ctx, const http_request *req, http_response *res)
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(body, "name");
     const cJSON *password = cJSON_GetObjectItemCaseSensitive(body, "password");
     const cJSON *role = cJSON_GetObjectItemCaseSensitive(body, "role");
-    char err[256] = "";
-    int rc = !cJSON_IsString(name) || !cJSON_IsString(password)
-                 ? (snprintf(err, sizeof err, "name and password: expected strings"), AUTH_EINVAL)
-                 : auth_user_add(d->auth, name->valuestring, password->valuestring,
-                                 cJSON_IsString(role) ? role->valuestring : "user", err, sizeof err);
-    if (rc != AUTH_OK) {
-        reply_auth_error(res, rc, err);
+    loom_error *e = !cJSON_IsString(name) || !cJSON_IsString(password)
+                        ? loom_err(LOOM_E_INVALID, "name and password: expected strings")
+                        : auth_user_add(d->auth, name->valuestring, password->valuestring,
+                                        cJSON_IsString(role) ? role->valuestring : "user");
+    if (e) {
+        api_reply_error(res, e);
     } else {
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "name", name->valuestring);
@@ -139,10 +155,9 @@ static void add_user(void *ctx, const http_request *req, http_response *res)
 static void remove_user(void *ctx, const http_request *req, http_response *res)
 {
     loomd *d = ctx;
-    char err[256] = "";
-    int rc = auth_user_remove(d->auth, req->params[0], err, sizeof err);
-    if (rc != AUTH_OK) {
-        reply_auth_error(res, rc, err);
+    loom_error *e = auth_user_remove(d->auth, req->params[0]);
+    if (e) {
+        api_reply_error(res, e);
         return;
     }
     cJSON *o = cJSON_CreateObject();
@@ -155,20 +170,19 @@ static void passwd(void *ctx, const http_request *req, http_response *res)
 {
     loomd *d = ctx;
     if (!req->is_admin && strcmp(req->user, req->params[0]) != 0) {
-        http_reply_error(res, 403, "only an administrator changes another user's password");
+        api_error(res, LOOM_E_FORBIDDEN, "only an administrator changes another user's password");
         return;
     }
     cJSON *body = http_body_json(req, res);
     if (!body)
         return;
     const cJSON *password = cJSON_GetObjectItemCaseSensitive(body, "password");
-    char err[256] = "";
-    int rc = cJSON_IsString(password)
-                 ? auth_user_passwd(d->auth, req->params[0], password->valuestring, err, sizeof err)
-                 : (snprintf(err, sizeof err, "password: expected a string"), AUTH_EINVAL);
+    loom_error *e = cJSON_IsString(password)
+                        ? auth_user_passwd(d->auth, req->params[0], password->valuestring)
+                        : loom_err(LOOM_E_INVALID, "password: expected a string");
     cJSON_Delete(body);
-    if (rc != AUTH_OK) {
-        reply_auth_error(res, rc, err);
+    if (e) {
+        api_reply_error(res, e);
         return;
     }
     cJSON *o = cJSON_CreateObject();
@@ -183,12 +197,12 @@ static void create_apikey(void *ctx, const http_request *req, http_response *res
     if (!body)
         return;
     const cJSON *label = cJSON_GetObjectItemCaseSensitive(body, "label");
-    char key[AUTH_SECRET_MAX], err[256] = "";
-    int rc = cJSON_IsString(label)
-                 ? auth_apikey_create(d->auth, req->user, label->valuestring, key, sizeof key, err, sizeof err)
-                 : (snprintf(err, sizeof err, "label: expected a string"), AUTH_EINVAL);
-    if (rc != AUTH_OK) {
-        reply_auth_error(res, rc, err);
+    char key[AUTH_SECRET_MAX];
+    loom_error *e = cJSON_IsString(label)
+                        ? auth_apikey_create(d->auth, req->user, label->valuestring, key, sizeof key)
+                        : loom_err(LOOM_E_INVALID, "label: expected a string");
+    if (e) {
+        api_reply_error(res, e);
     } else {
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "label", label->valuestring);
@@ -199,13 +213,13 @@ static void create_apikey(void *ctx, const http_request *req, http_response *res
 }
 
 const http_route loom_auth_routes[] = {
-    {"POST", "/auth/v1/logon", logon, HTTP_PUBLIC},
-    {"POST", "/dlim/v1/auth/token", logon, HTTP_PUBLIC},
-    {"POST", "/auth/v1/logout", logout, HTTP_USER},
-    {"GET", "/auth/v1/users", list_users, HTTP_ADMIN},
-    {"POST", "/auth/v1/users", add_user, HTTP_ADMIN},
-    {"DELETE", "/auth/v1/users/{}", remove_user, HTTP_ADMIN},
-    {"PUT", "/auth/v1/users/{}/password", passwd, HTTP_USER},
-    {"POST", "/auth/v1/apikeys", create_apikey, HTTP_USER},
+    {"POST", LOOM_ROUTE_LOGON, logon, HTTP_PUBLIC},
+    {"POST", LOOM_ROUTE_DLIM_TOKEN, logon, HTTP_PUBLIC},
+    {"POST", LOOM_ROUTE_LOGOUT, logout, HTTP_USER},
+    {"GET", LOOM_ROUTE_USERS, list_users, HTTP_ADMIN},
+    {"POST", LOOM_ROUTE_USERS, add_user, HTTP_ADMIN},
+    {"DELETE", LOOM_ROUTE_USERS "/{}", remove_user, HTTP_ADMIN},
+    {"PUT", LOOM_ROUTE_USERS "/{}" LOOM_ROUTE_PASSWORD, passwd, HTTP_USER},
+    {"POST", LOOM_ROUTE_APIKEYS, create_apikey, HTTP_USER},
 };
 const size_t loom_auth_route_count = sizeof loom_auth_routes / sizeof *loom_auth_routes;

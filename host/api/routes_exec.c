@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "api/routes.h"
 #include "api/server.h"
 #include "util/fs.h"
 
@@ -13,6 +14,57 @@
 
 /* Users see their own execs; administrators see all. */
 #define OWNER(req) ((req)->is_admin ? NULL : (req)->user)
+
+/* WMLA's field names for an exec. */
+static cJSON *exec_json(exec_view *v)
+{
+    const store_exec *e = &v->rec;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "id", e->id);
+    cJSON_AddStringToObject(o, "creator", e->user);
+    cJSON_AddStringToObject(o, "framework", e->framework);
+    cJSON_AddStringToObject(o, "args", e->args);
+    cJSON_AddStringToObject(o, "state", e->state);
+    cJSON_AddStringToObject(o, "message", e->message);
+    cJSON_AddNumberToObject(o, "numWorker", e->num_workers);
+    cJSON_AddStringToObject(o, "resultDir", e->result_dir);
+    cJSON_AddNumberToObject(o, "createTime", (double)e->created_at);
+    cJSON_AddNumberToObject(o, "startTime", (double)e->started_at);
+    cJSON_AddNumberToObject(o, "endTime", (double)e->ended_at);
+    if (v->running) {
+        cJSON *slots = cJSON_AddArrayToObject(o, "slots");
+        for (int i = 0; i < v->nslots; i++)
+            cJSON_AddItemToArray(slots, cJSON_CreateNumber(v->slots[i]));
+    }
+    if (v->training) {
+        cJSON_AddItemToObject(o, "training", v->training);
+        v->training = NULL; /* now the reply's */
+    }
+    if (v->workers) {
+        cJSON *ws = cJSON_AddArrayToObject(o, "workers");
+        for (int i = 0; i < v->nworkers; i++) {
+            cJSON *w = cJSON_CreateObject();
+            cJSON_AddNumberToObject(w, "rank", v->workers[i].rank);
+            cJSON_AddNumberToObject(w, "pid", v->workers[i].pid);
+            cJSON_AddStringToObject(w, "state", v->workers[i].exited ? "EXITED" : "RUNNING");
+            cJSON_AddItemToArray(ws, w);
+        }
+    }
+    return o;
+}
+
+/* Replies with the exec as it now is (status 200 or 201). */
+static void reply_exec(loomd *d, const char *owner, const char *id, int status, http_response *res)
+{
+    exec_view v;
+    loom_error *e = exec_describe(d->execs, owner, id, &v);
+    if (e) {
+        api_reply_error(res, e);
+        return;
+    }
+    http_reply_json(res, status, exec_json(&v));
+    exec_view_free(&v);
+}
 
 static void submit(void *ctx, const http_request *req, http_response *res)
 {
@@ -23,7 +75,7 @@ static void submit(void *ctx, const http_request *req, http_response *res)
         const http_field *args = http_field_get(req, "args");
         const http_field *file = http_field_get(req, "file");
         if (!args) {
-            http_reply_error(res, 400, "args: expected a multipart part named 'args' (dlicmd syntax)");
+            api_error(res, LOOM_E_INVALID, "args: expected a multipart part named 'args' (dlicmd syntax)");
             return;
         }
         sub.args = args->data;
@@ -38,38 +90,40 @@ static void submit(void *ctx, const http_request *req, http_response *res)
         cJSON *args = cJSON_GetObjectItemCaseSensitive(json, "args");
         if (!cJSON_IsString(args)) {
             cJSON_Delete(json);
-            http_reply_error(res, 400, "args: expected a string in dlicmd syntax");
+            api_error(res, LOOM_E_INVALID, "args: expected a string in dlicmd syntax");
             return;
         }
         sub.args = args->valuestring;
     }
-    char id[64], err[1024];
-    int status = exec_submit(d->execs, &sub, id, sizeof id, err, sizeof err);
+    char id[64];
+    loom_error *e = exec_submit(d->execs, &sub, id, sizeof id);
     cJSON_Delete(json);
-    if (status) {
-        http_reply_error(res, status, "%s", err);
-        return;
-    }
-    cJSON *o = exec_describe(d->execs, NULL, id);
-    http_reply_json(res, 201, o);
+    if (e)
+        api_reply_error(res, e);
+    else
+        reply_exec(d, NULL, id, 201, res);
 }
 
 static void list(void *ctx, const http_request *req, http_response *res)
 {
-    (void)req;
     loomd *d = ctx;
-    http_reply_json(res, 200, exec_list(d->execs, OWNER(req)));
+    exec_view *v;
+    size_t n;
+    loom_error *e = exec_list(d->execs, OWNER(req), &v, &n);
+    if (e) {
+        api_reply_error(res, e);
+        return;
+    }
+    cJSON *a = cJSON_CreateArray();
+    for (size_t i = 0; i < n; i++)
+        cJSON_AddItemToArray(a, exec_json(&v[i]));
+    exec_views_free(v, n);
+    http_reply_json(res, 200, a);
 }
 
 static void view(void *ctx, const http_request *req, http_response *res)
 {
-    loomd *d = ctx;
-    cJSON *o = exec_describe(d->execs, OWNER(req), req->params[0]);
-    if (!o) {
-        http_reply_error(res, 404, "no exec \"%s\"", req->params[0]);
-        return;
-    }
-    http_reply_json(res, 200, o);
+    reply_exec(ctx, OWNER(req), req->params[0], 200, res);
 }
 
 /* GET .../log?worker=N&stream=stdout|stderr&offset=BYTES: the log from
@@ -84,19 +138,19 @@ static void log_chunk(void *ctx, const http_request *req, http_response *res)
     char *end;
     long worker = w ? strtol(w, &end, 10) : 0;
     if (w && (*end || end == w)) {
-        http_reply_error(res, 400, "worker: expected a number, got \"%s\"", w);
+        api_error(res, LOOM_E_INVALID, "worker: expected a number, got \"%s\"", w);
         return;
     }
     long long offset = off ? strtoll(off, &end, 10) : 0;
     if (off && (*end || end == off || offset < 0)) {
-        http_reply_error(res, 400, "offset: expected a byte offset, got \"%s\"", off);
+        api_error(res, LOOM_E_INVALID, "offset: expected a byte offset, got \"%s\"", off);
         return;
     }
-    char path[PATH_MAX], err[512];
-    int status = exec_log_path(d->execs, OWNER(req), req->params[0], (int)worker, stream ? stream : "stdout",
-                               path, sizeof path, err, sizeof err);
-    if (status) {
-        http_reply_error(res, status, "%s", err);
+    char path[PATH_MAX];
+    loom_error *e = exec_log_path(d->execs, OWNER(req), req->params[0], (int)worker,
+                                  stream ? stream : "stdout", path, sizeof path);
+    if (e) {
+        api_reply_error(res, e);
         return;
     }
     FILE *f = fopen(path, "rb");
@@ -107,7 +161,7 @@ static void log_chunk(void *ctx, const http_request *req, http_response *res)
     if (f)
         fclose(f);
     if (!buf) {
-        http_reply_error(res, 500, "out of memory");
+        api_error(res, LOOM_E_INTERNAL, "out of memory");
         return;
     }
     http_reply_data(res, 200, "text/plain; charset=utf-8", buf, n);
@@ -116,13 +170,11 @@ static void log_chunk(void *ctx, const http_request *req, http_response *res)
 static void stop(void *ctx, const http_request *req, http_response *res)
 {
     loomd *d = ctx;
-    char err[512];
-    int status = exec_stop(d->execs, OWNER(req), req->params[0], err, sizeof err);
-    if (status) {
-        http_reply_error(res, status, "%s", err);
-        return;
-    }
-    http_reply_json(res, 200, exec_describe(d->execs, OWNER(req), req->params[0]));
+    loom_error *e = exec_stop(d->execs, OWNER(req), req->params[0]);
+    if (e)
+        api_reply_error(res, e);
+    else
+        reply_exec(d, OWNER(req), req->params[0], 200, res);
 }
 
 /* POST .../execs/{id}/resize {"workers": N} */
@@ -135,26 +187,23 @@ static void resize(void *ctx, const http_request *req, http_response *res)
     const cJSON *w = cJSON_GetObjectItemCaseSensitive(body, "workers");
     if (!cJSON_IsNumber(w) || w->valuedouble != (double)(int)w->valuedouble) {
         cJSON_Delete(body);
-        http_reply_error(res, 400, "workers: expected a whole number");
+        api_error(res, LOOM_E_INVALID, "workers: expected a whole number");
         return;
     }
-    char err[512];
-    int status = exec_resize(d->execs, OWNER(req), req->params[0], (int)w->valuedouble, err, sizeof err);
+    loom_error *e = exec_resize(d->execs, OWNER(req), req->params[0], (int)w->valuedouble);
     cJSON_Delete(body);
-    if (status) {
-        http_reply_error(res, status, "%s", err);
-        return;
-    }
-    http_reply_json(res, 200, exec_describe(d->execs, OWNER(req), req->params[0]));
+    if (e)
+        api_reply_error(res, e);
+    else
+        reply_exec(d, OWNER(req), req->params[0], 200, res);
 }
 
 static void delete(void *ctx, const http_request *req, http_response *res)
 {
     loomd *d = ctx;
-    char err[512];
-    int status = exec_delete(d->execs, OWNER(req), req->params[0], err, sizeof err);
-    if (status) {
-        http_reply_error(res, status, "%s", err);
+    loom_error *e = exec_delete(d->execs, OWNER(req), req->params[0]);
+    if (e) {
+        api_reply_error(res, e);
         return;
     }
     cJSON *o = cJSON_CreateObject();
@@ -163,12 +212,12 @@ static void delete(void *ctx, const http_request *req, http_response *res)
 }
 
 const http_route loom_exec_routes[] = {
-    {"GET", "/platform/rest/deeplearning/v1/execs", list, HTTP_USER},
-    {"POST", "/platform/rest/deeplearning/v1/execs", submit, HTTP_USER},
-    {"GET", "/platform/rest/deeplearning/v1/execs/{}", view, HTTP_USER},
-    {"GET", "/platform/rest/deeplearning/v1/execs/{}/log", log_chunk, HTTP_USER},
-    {"POST", "/platform/rest/deeplearning/v1/execs/{}/stop", stop, HTTP_USER},
-    {"POST", "/platform/rest/deeplearning/v1/execs/{}/resize", resize, HTTP_USER},
-    {"DELETE", "/platform/rest/deeplearning/v1/execs/{}", delete, HTTP_USER},
+    {"GET", LOOM_ROUTE_EXECS, list, HTTP_USER},
+    {"POST", LOOM_ROUTE_EXECS, submit, HTTP_USER},
+    {"GET", LOOM_ROUTE_EXECS "/{}", view, HTTP_USER},
+    {"GET", LOOM_ROUTE_EXECS "/{}" LOOM_ROUTE_LOG, log_chunk, HTTP_USER},
+    {"POST", LOOM_ROUTE_EXECS "/{}" LOOM_ROUTE_STOP, stop, HTTP_USER},
+    {"POST", LOOM_ROUTE_EXECS "/{}" LOOM_ROUTE_RESIZE, resize, HTTP_USER},
+    {"DELETE", LOOM_ROUTE_EXECS "/{}", delete, HTTP_USER},
 };
 const size_t loom_exec_route_count = sizeof loom_exec_routes / sizeof *loom_exec_routes;

@@ -10,7 +10,10 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "api/routes.h"
 #include "api/server.h"
+#include "plugin/lua_plugin.h"
+#include "plugin/so_loader.h"
 #include "util/fs.h"
 #include "util/log.h"
 
@@ -55,7 +58,7 @@ static cJSON *list_json(registry *reg, int kind)
 static int kind_param(const char *text, http_response *res, loom_kind *kind)
 {
     if (loom_kind_parse(text, kind) != 0) {
-        http_reply_error(res, 400, "kind: expected framework, search (or algorithm), kernel or logger, got \"%s\"",
+        api_error(res, LOOM_E_INVALID, "kind: expected framework, search (or algorithm), kernel or logger, got \"%s\"",
                          text ? text : "");
         return -1;
     }
@@ -87,7 +90,7 @@ static void show_plugin(void *ctx, const http_request *req, http_response *res)
         return;
     registry_entry e;
     if (registry_acquire(d->reg, kind, req->params[1], &e) != 0) {
-        http_reply_error(res, 404, "no %s named \"%s\"", loom_kind_name(kind), req->params[1]);
+        api_error(res, LOOM_E_NOT_FOUND, "no %s named \"%s\"", loom_kind_name(kind), req->params[1]);
         return;
     }
     registry_release(d->reg, kind, req->params[1]);
@@ -104,7 +107,7 @@ static void add_plugin(void *ctx, const http_request *req, http_response *res)
     if (kind_param(kind_f ? kind_f->data : NULL, res, &kind) != 0)
         return;
     if (!file_f || file_f->len == 0) {
-        http_reply_error(res, 400, "file: expected the plugin (.so or .lua) as a multipart part named 'file'");
+        api_error(res, LOOM_E_INVALID, "file: expected the plugin (.so or .lua) as a multipart part named 'file'");
         return;
     }
     const char *fname = file_f->filename[0] ? file_f->filename : "";
@@ -112,7 +115,7 @@ static void add_plugin(void *ctx, const http_request *req, http_response *res)
     const char *ext = fl > 4 && strcmp(fname + fl - 4, ".lua") == 0 ? "lua"
                       : fl > 3 && strcmp(fname + fl - 3, ".so") == 0 ? "so" : NULL;
     if (!ext) {
-        http_reply_error(res, 400, "file: \"%s\" is neither a .so nor a .lua file", fname);
+        api_error(res, LOOM_E_INVALID, "file: \"%s\" is neither a .so nor a .lua file", fname);
         return;
     }
     const char *rename = name_f && name_f->len ? name_f->data : NULL;
@@ -122,7 +125,7 @@ static void add_plugin(void *ctx, const http_request *req, http_response *res)
     snprintf(path, sizeof path, "%s/plugins/%s-%lld-%u.%s", d->home, loom_kind_name(kind),
              (long long)time_now_ms(), ++d->upload_seq, ext);
     if (fs_write_file_atomic(path, file_f->data, file_f->len, 0644) != 0) {
-        http_reply_error(res, 500, "cannot store the plugin file: %s", strerror(errno));
+        api_error(res, LOOM_E_INTERNAL, "cannot store the plugin file: %s", strerror(errno));
         goto out;
     }
     loom_error *refused = registry_load(d->reg, path, "user", rename, (int)kind, 0);
@@ -136,7 +139,7 @@ static void add_plugin(void *ctx, const http_request *req, http_response *res)
             snprintf(shown, sizeof shown, "%.*s%s%s", (int)(at - err), err, fname, at + strlen(path));
         else
             snprintf(shown, sizeof shown, "%s", err);
-        http_reply_error(res, code == LOOM_E_CONFLICT ? 409 : 400, "%s", shown);
+        api_error(res, code == LOOM_E_CONFLICT ? LOOM_E_CONFLICT : LOOM_E_INVALID, "%s", shown);
         goto out;
     }
     /* Find what the file registered under its (possibly new) name. */
@@ -151,11 +154,14 @@ static void add_plugin(void *ctx, const http_request *req, http_response *res)
     snprintf(rec.kind, sizeof rec.kind, "%s", loom_kind_name(kind));
     snprintf(rec.name, sizeof rec.name, "%s", added ? added->name : "");
     snprintf(rec.file, sizeof rec.file, "%s", path);
-    if (!added || store_plugin_add(d->st, &rec, err, sizeof err) != 0) {
+    loom_error *e = added ? store_plugin_add(d->st, &rec)
+                          : loom_err(LOOM_E_INTERNAL, "the registry does not list %s", fname);
+    if (e) {
         if (added)
             loom_err_free(registry_remove(d->reg, kind, added->name));
         unlink(path);
-        http_reply_error(res, 500, "cannot record the plugin: %s", err);
+        api_reply_error(res, loom_err_recode(loom_err_wrap(e, "cannot record the plugin"),
+                                             LOOM_E_INTERNAL));
     } else {
         log_info("registered %s \"%s\" from %s", rec.kind, rec.name, fname);
         http_reply_json(res, 201, entry_json(added));
@@ -175,15 +181,15 @@ static void remove_plugin(void *ctx, const http_request *req, http_response *res
     registry_entry e;
     char err[512];
     if (registry_acquire(d->reg, kind, req->params[1], &e) != 0) {
-        http_reply_error(res, 404, "no %s named \"%s\"", loom_kind_name(kind), req->params[1]);
+        api_error(res, LOOM_E_NOT_FOUND, "no %s named \"%s\"", loom_kind_name(kind), req->params[1]);
     } else {
         registry_release(d->reg, kind, req->params[1]);
         loom_error *refused = registry_remove(d->reg, kind, e.name);
         if (refused) {
-            loom_err_take(refused, err, sizeof err);
-            http_reply_error(res, 409, "%s", err);
+            int code = loom_err_take(refused, err, sizeof err);
+            api_error(res, code == LOOM_E_FORBIDDEN ? LOOM_E_FORBIDDEN : LOOM_E_CONFLICT, "%s", err);
         } else {
-            store_plugin_remove(d->st, loom_kind_name(kind), e.name);
+            loom_err_free(store_plugin_remove(d->st, loom_kind_name(kind), e.name));
             unlink(e.path);
             cJSON *o = cJSON_CreateObject();
             cJSON_AddStringToObject(o, "removed", e.name);
@@ -225,7 +231,10 @@ static void load_one(const store_plugin *p, void *arg)
 void loomd_load_user_plugins(loomd *d)
 {
     user_plugin_ctx c = {.d = d};
-    store_plugin_each(d->st, load_one, &c);
+    loom_error *e = store_plugin_each(d->st, load_one, &c);
+    if (e)
+        log_error("user plugins: %s", loom_err_message(e));
+    loom_err_free(e);
     /* Sweep copies a crash left behind between writing and recording. */
     char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s/plugins", d->home);
@@ -250,12 +259,12 @@ void loomd_load_user_plugins(loomd *d)
 }
 
 const http_route loom_plugin_routes[] = {
-    {"GET", "/loom/v1/plugins", list_plugins, HTTP_USER},
+    {"GET", LOOM_ROUTE_PLUGINS, list_plugins, HTTP_USER},
     /* A .so runs in the host: installing and removing plugins is for
      * administrators. */
-    {"POST", "/loom/v1/plugins", add_plugin, HTTP_ADMIN},
-    {"GET", "/loom/v1/plugins/{}/{}", show_plugin, HTTP_USER},
-    {"DELETE", "/loom/v1/plugins/{}/{}", remove_plugin, HTTP_ADMIN},
-    {"GET", "/platform/rest/deeplearning/v1/execs/frameworks", list_frameworks, HTTP_USER},
+    {"POST", LOOM_ROUTE_PLUGINS, add_plugin, HTTP_ADMIN},
+    {"GET", LOOM_ROUTE_PLUGINS "/{}/{}", show_plugin, HTTP_USER},
+    {"DELETE", LOOM_ROUTE_PLUGINS "/{}/{}", remove_plugin, HTTP_ADMIN},
+    {"GET", LOOM_ROUTE_FRAMEWORKS, list_frameworks, HTTP_USER},
 };
 const size_t loom_plugin_route_count = sizeof loom_plugin_routes / sizeof *loom_plugin_routes;

@@ -1,22 +1,106 @@
 /* api/routes_sched.c - the scheduler over REST: the devices and who holds
  * them, and the resource plans (a plan's path has slashes, so single-plan
- * routes take it as ?path=). */
+ * routes take it as ?path=). The JSON bodies are read and written here; the
+ * service sees sched_plan_change and answers with sched_plan_view. */
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
+#include "api/routes.h"
 #include "api/server.h"
+
+static cJSON *plan_json(const sched_plan_view *p)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "path", p->path);
+    cJSON_AddNumberToObject(o, "share", p->weight);
+    cJSON_AddNumberToObject(o, "min", p->min_devices);
+    cJSON_AddNumberToObject(o, "cap", p->cap_devices);
+    cJSON_AddStringToObject(o, "policy", sched_policy_name(p->policy));
+    return o;
+}
 
 static void slots(void *ctx, const http_request *req, http_response *res)
 {
     (void)req;
     loomd *d = ctx;
-    http_reply_json(res, 200, sched_service_slots(d->sched));
+    sched_slot_view *v;
+    size_t n;
+    loom_error *e = sched_service_slots(d->sched, &v, &n);
+    if (e) {
+        api_reply_error(res, e);
+        return;
+    }
+    cJSON *a = cJSON_CreateArray();
+    for (size_t i = 0; i < n; i++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "slot", v[i].slot);
+        cJSON_AddStringToObject(o, "kind", v[i].kind == LOOM_DEVICE_CUDA ? "gpu" : "cpu");
+        cJSON_AddNumberToObject(o, "index", v[i].index);
+        cJSON_AddStringToObject(o, "node", v[i].node);
+        if (v[i].owner[0])
+            cJSON_AddStringToObject(o, "owner", v[i].owner);
+        else
+            cJSON_AddNullToObject(o, "owner");
+        cJSON_AddItemToArray(a, o);
+    }
+    free(v);
+    http_reply_json(res, 200, a);
 }
 
 static void list_plans(void *ctx, const http_request *req, http_response *res)
 {
     (void)req;
     loomd *d = ctx;
-    http_reply_json(res, 200, sched_service_plans(d->sched));
+    sched_plan_view *v;
+    size_t n;
+    loom_error *e = sched_service_plans(d->sched, &v, &n);
+    if (e) {
+        api_reply_error(res, e);
+        return;
+    }
+    cJSON *a = cJSON_CreateArray();
+    for (size_t i = 0; i < n; i++)
+        cJSON_AddItemToArray(a, plan_json(&v[i]));
+    free(v);
+    http_reply_json(res, 200, a);
+}
+
+/* Reads {"path", "share", "min", "cap", "policy"} (all optional but the
+ * path, which ?path= may give) into a change; NULL, or the field at fault. */
+static loom_error *plan_change_parse(const cJSON *body, const char *qpath, sched_plan_change *c)
+{
+    const cJSON *path = cJSON_GetObjectItemCaseSensitive(body, "path");
+    if (path && !cJSON_IsString(path))
+        return loom_err(LOOM_E_INVALID, "path: expected a plan path such as \"/project/training\"");
+    c->path = path ? path->valuestring : qpath;
+    if (!c->path)
+        return loom_err(LOOM_E_INVALID, "path: expected a plan path such as \"/project/training\"");
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, "share");
+    if (v && !cJSON_IsNumber(v))
+        return loom_err(LOOM_E_INVALID, "plan \"%s\": share: expected a number", c->path);
+    c->has_weight = v != NULL;
+    c->weight = v ? v->valuedouble : 0;
+    const char *ints[] = {"min", "cap"};
+    int *has[] = {&c->has_min, &c->has_cap};
+    int32_t *dst[] = {&c->min_devices, &c->cap_devices};
+    for (int i = 0; i < 2; i++) {
+        v = cJSON_GetObjectItemCaseSensitive(body, ints[i]);
+        if (!v)
+            continue;
+        if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) ||
+            fabs(v->valuedouble) > 1e9)
+            return loom_err(LOOM_E_INVALID, "plan \"%s\": %s: expected a whole number", c->path,
+                            ints[i]);
+        *has[i] = 1;
+        *dst[i] = (int32_t)v->valuedouble;
+    }
+    v = cJSON_GetObjectItemCaseSensitive(body, "policy");
+    if (v && (!cJSON_IsString(v) || sched_policy_parse(v->valuestring, &c->policy) != 0))
+        return loom_err(LOOM_E_INVALID, "plan \"%s\": policy: expected \"fair\" or \"priority\"",
+                        c->path);
+    c->has_policy = v != NULL;
+    return NULL;
 }
 
 static void put_plan(loomd *d, const http_request *req, http_response *res, int create)
@@ -24,18 +108,16 @@ static void put_plan(loomd *d, const http_request *req, http_response *res, int 
     cJSON *body = http_body_json(req, res);
     if (!body)
         return;
-    const char *qpath = http_query(req, "path");
-    if (qpath && !cJSON_GetObjectItemCaseSensitive(body, "path"))
-        cJSON_AddStringToObject(body, "path", qpath);
-    char err[512];
-    int status = sched_service_plan_put(d->sched, body, create, err, sizeof err);
-    const cJSON *path = cJSON_GetObjectItemCaseSensitive(body, "path");
-    cJSON *out = status == 0 && cJSON_IsString(path) ? sched_service_plan(d->sched, path->valuestring) : NULL;
+    sched_plan_change change = {0};
+    sched_plan_view now;
+    loom_error *e = plan_change_parse(body, http_query(req, "path"), &change);
+    if (!e)
+        e = sched_service_plan_put(d->sched, &change, create, &now);
     cJSON_Delete(body);
-    if (status)
-        http_reply_error(res, status, "%s", err);
+    if (e)
+        api_reply_error(res, e);
     else
-        http_reply_json(res, create ? 201 : 200, out);
+        http_reply_json(res, create ? 201 : 200, plan_json(&now));
 }
 
 static void add_plan(void *ctx, const http_request *req, http_response *res)
@@ -52,24 +134,29 @@ static void show_plan(void *ctx, const http_request *req, http_response *res)
 {
     loomd *d = ctx;
     const char *path = http_query(req, "path");
-    cJSON *o = path ? sched_service_plan(d->sched, path) : NULL;
-    if (!o)
-        http_reply_error(res, path ? 404 : 400, path ? "no plan \"%s\"" : "path: expected ?path=/plan/path",
-                         path ? path : "");
+    if (!path) {
+        api_error(res, LOOM_E_INVALID, "path: expected ?path=/plan/path");
+        return;
+    }
+    sched_plan_view v;
+    loom_error *e = sched_service_plan(d->sched, path, &v);
+    if (e)
+        api_reply_error(res, e);
     else
-        http_reply_json(res, 200, o);
+        http_reply_json(res, 200, plan_json(&v));
 }
 
 static void remove_plan(void *ctx, const http_request *req, http_response *res)
 {
     loomd *d = ctx;
     const char *path = http_query(req, "path");
-    char err[512];
-    int status = path ? sched_service_plan_remove(d->sched, path, err, sizeof err) : 400;
-    if (!path)
-        snprintf(err, sizeof err, "path: expected ?path=/plan/path");
-    if (status) {
-        http_reply_error(res, status, "%s", err);
+    if (!path) {
+        api_error(res, LOOM_E_INVALID, "path: expected ?path=/plan/path");
+        return;
+    }
+    loom_error *e = sched_service_plan_remove(d->sched, path);
+    if (e) {
+        api_reply_error(res, e);
         return;
     }
     cJSON *o = cJSON_CreateObject();
@@ -78,11 +165,11 @@ static void remove_plan(void *ctx, const http_request *req, http_response *res)
 }
 
 const http_route loom_sched_routes[] = {
-    {"GET", "/loom/v1/slots", slots, HTTP_USER},
-    {"GET", "/loom/v1/plans", list_plans, HTTP_USER},
-    {"POST", "/loom/v1/plans", add_plan, HTTP_ADMIN},
-    {"GET", "/loom/v1/plan", show_plan, HTTP_USER},
-    {"PUT", "/loom/v1/plan", update_plan, HTTP_ADMIN},
-    {"DELETE", "/loom/v1/plan", remove_plan, HTTP_ADMIN},
+    {"GET", LOOM_ROUTE_SLOTS, slots, HTTP_USER},
+    {"GET", LOOM_ROUTE_PLANS, list_plans, HTTP_USER},
+    {"POST", LOOM_ROUTE_PLANS, add_plan, HTTP_ADMIN},
+    {"GET", LOOM_ROUTE_PLAN, show_plan, HTTP_USER},
+    {"PUT", LOOM_ROUTE_PLAN, update_plan, HTTP_ADMIN},
+    {"DELETE", LOOM_ROUTE_PLAN, remove_plan, HTTP_ADMIN},
 };
 const size_t loom_sched_route_count = sizeof loom_sched_routes / sizeof *loom_sched_routes;

@@ -1,4 +1,5 @@
 /* api/server.c - see server.h. */
+#include "api/routes.h"
 #include "api/server.h"
 
 #include <errno.h>
@@ -31,7 +32,7 @@ static void health(void *ctx, const http_request *req, http_response *res)
 }
 
 static const http_route core_routes[] = {
-    {"GET", "/loom/v1/health", health, HTTP_USER},
+    {"GET", LOOM_ROUTE_HEALTH, health, HTTP_USER},
 };
 
 void loomd_default_plugin_dir(char *out, size_t outlen)
@@ -125,6 +126,7 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
+    loom_error *e = NULL;
     d->lock_fd = -1;
     pthread_mutex_init(&d->admin_lock, NULL);
     snprintf(d->home, sizeof d->home, "%s", opt->home);
@@ -135,35 +137,38 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
 
     char path[PATH_MAX];
     if (fs_mkdir_p(d->home) != 0) {
-        snprintf(err, errlen, "--home %s: cannot create: %s", d->home, strerror(errno));
-        goto fail;
+        e = loom_err(LOOM_E_INVALID, "--home %s: cannot create: %s", d->home, strerror(errno));
+        goto fail_with;
     }
     snprintf(path, sizeof path, "%s/plugins", d->home);
     fs_mkdir_p(path);
     snprintf(path, sizeof path, "%s/execs", d->home);
     fs_mkdir_p(path);
 
-    if (hold_home(d, err, errlen) != 0)
-        goto fail;
+    char held[PATH_MAX + 128];
+    if (hold_home(d, held, sizeof held) != 0) {
+        e = loom_err(LOOM_E_CONFLICT, "%s", held);
+        goto fail_with;
+    }
 
     snprintf(path, sizeof path, "%s/loom.db", d->home);
-    d->st = store_open(path, err, errlen);
-    if (!d->st)
-        goto fail;
-    d->auth = auth_open(path, NULL, err, errlen);
-    if (!d->auth)
-        goto fail;
-    if (auth_bootstrap_admin(d->auth, opt->admin_password, d->generated_admin_password,
-                             sizeof d->generated_admin_password, err, errlen) < 0)
-        goto fail;
+    if ((e = store_open(path, &d->st)) != NULL)
+        goto fail_with;
+    if ((e = auth_open(d->st, NULL, &d->auth)) != NULL ||
+        (e = auth_bootstrap_admin(d->auth, opt->admin_password, d->generated_admin_password,
+                                  sizeof d->generated_admin_password, NULL)) != NULL)
+        goto fail_with;
     if (opt->admin_password)
         d->generated_admin_password[0] = 0;
-    if (loomd_isolate_jobs(d, opt, err, errlen) != 0)
-        goto fail;
+    char isolation[PATH_MAX + 128];
+    if (loomd_isolate_jobs(d, opt, isolation, sizeof isolation) != 0) {
+        e = loom_err(LOOM_E_INTERNAL, "%s", isolation);
+        goto fail_with;
+    }
     d->reg = registry_create();
     if (!d->reg) {
-        snprintf(err, errlen, "out of memory");
-        goto fail;
+        e = loom_err(LOOM_E_INTERNAL, "plugin registry: out of memory");
+        goto fail_with;
     }
     registry_add_factory(d->reg, LOOM_KIND_KERNEL, "ffi", LOOM_VERSION,
                          "serves a plain C function named in model.json through libffi",
@@ -175,16 +180,15 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
     loomd_load_user_plugins(d);
     sched_service_options so = {.cpu_slots = opt->cpu_slots,
                                 .hysteresis = opt->hysteresis >= 0 ? opt->hysteresis : 5.0};
-    d->sched = sched_service_create(d->st, &so, err, errlen);
-    if (!d->sched)
-        goto fail;
+    if ((e = sched_service_create(d->st, &so, &d->sched)) != NULL)
+        goto fail_with;
     int swept = edt_sweep_stale_segments();
     if (swept)
         log_info("removed %d shared-memory segment(s) left by hosts that were killed", swept);
     d->execs = exec_service_create(d->st, d->reg, d->sched, d->home);
     if (!d->execs) {
-        snprintf(err, errlen, "out of memory");
-        goto fail;
+        e = loom_err(LOOM_E_INTERNAL, "exec service: out of memory");
+        goto fail_with;
     }
 
     http_route *routes = d->routes;
@@ -211,9 +215,8 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
         .tls_cert_pem = opt->tls_cert_pem,
         .tls_key_pem = opt->tls_key_pem,
     };
-    d->http = http_server_start(&cfg, err, errlen);
-    if (!d->http)
-        goto fail;
+    if ((e = http_server_start(&cfg, &d->http)) != NULL)
+        goto fail_with;
     log_info("loom host %s listening on %s:%d, home %s", LOOM_VERSION, cfg.address,
              http_server_port(d->http), d->home);
     /* The lock file names its holder, for whoever is refused the home. */
@@ -222,7 +225,8 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
              opt->tls_cert_pem ? "https" : "http", cfg.address, http_server_port(d->http));
     note_holder(d->lock_fd, holder);
     return d;
-fail:
+fail_with:
+    loom_err_take(e, err, errlen);
     loomd_stop(d);
     return NULL;
 }

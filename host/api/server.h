@@ -10,6 +10,7 @@
 #include <pthread.h>
 
 #include "api/http.h"
+#include "api/status.h"
 #include "auth/auth.h"
 #include "exec/exec.h"
 #include "sched/sched_service.h"
@@ -48,8 +49,10 @@ typedef struct loomd {
     unsigned upload_seq;
 } loomd;
 
-/* Refuses (NULL, err naming the home and its holder) a home another host
- * holds: the host keeps an flock on HOME/loom.lock while it runs. */
+/* Starts everything, or returns NULL with the reason in err (the CLI's edge:
+ * `loom serve` and `loom demo` print it). Refuses a home another host holds
+ * (err names the home and its holder): the host keeps an flock on
+ * HOME/loom.lock while it runs. */
 loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen);
 /* 1 when a running host holds `home`, with `why` naming the home and that
  * host ("pid N at URL"), else 0. Opens nothing but the lock file, so a

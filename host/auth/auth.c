@@ -39,15 +39,16 @@ static const char *const schema =
     "CREATE INDEX IF NOT EXISTS tokens_by_expiry ON tokens(expires_at);"
     "CREATE INDEX IF NOT EXISTS tokens_by_apikey ON tokens(apikey_hash);";
 
-int auth_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
+void auth_lock(auth_service *svc)
 {
-    if (err && errlen > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return rc;
+    pthread_mutex_lock(&svc->lock);
+    store_lock(svc->st);
+}
+
+void auth_unlock(auth_service *svc)
+{
+    store_unlock(svc->st);
+    pthread_mutex_unlock(&svc->lock);
 }
 
 int64_t auth_wall_ms(void)
@@ -57,60 +58,52 @@ int64_t auth_wall_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-int auth_check_name(const char *what, const char *name, char *err,
-                    size_t errlen)
+loom_error *auth_check_name(const char *what, const char *name)
 {
     if (!name || !*name)
-        return auth_fail(err, errlen, AUTH_EINVAL, "%s: must not be empty", what);
+        return loom_err(LOOM_E_INVALID, "%s: must not be empty", what);
     size_t n = 0;
     for (const char *p = name; *p; p++, n++) {
         char c = *p;
         int ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
                  (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
         if (!ok)
-            return auth_fail(err, errlen, AUTH_EINVAL,
-                             "%s: '%.63s' has a character other than "
-                             "A-Z a-z 0-9 _ . -", what, name);
+            return loom_err(LOOM_E_INVALID,
+                            "%s: '%.63s' has a character other than A-Z a-z 0-9 _ . -", what,
+                            name);
         if (n >= AUTH_NAME_MAX - 1)
-            return auth_fail(err, errlen, AUTH_EINVAL,
-                             "%s: longer than %d characters", what,
-                             AUTH_NAME_MAX - 1);
+            return loom_err(LOOM_E_INVALID, "%s: longer than %d characters", what,
+                            AUTH_NAME_MAX - 1);
     }
-    return AUTH_OK;
+    return NULL;
 }
 
-int auth_check_password(const char *password, char *err, size_t errlen)
+loom_error *auth_check_password(const char *password)
 {
     size_t n = password ? strnlen(password, AUTH_PASSWORD_MAX_LEN + 1) : 0;
     if (n < AUTH_PASSWORD_MIN_LEN)
-        return auth_fail(err, errlen, AUTH_EINVAL,
-                         "password: must be at least %d characters",
-                         AUTH_PASSWORD_MIN_LEN);
+        return loom_err(LOOM_E_INVALID, "password: must be at least %d characters",
+                        AUTH_PASSWORD_MIN_LEN);
     if (n > AUTH_PASSWORD_MAX_LEN)
-        return auth_fail(err, errlen, AUTH_EINVAL,
-                         "password: must be at most %d characters",
-                         AUTH_PASSWORD_MAX_LEN);
-    return AUTH_OK;
+        return loom_err(LOOM_E_INVALID, "password: must be at most %d characters",
+                        AUTH_PASSWORD_MAX_LEN);
+    return NULL;
 }
 
-int auth_check_role(const char *role, char *err, size_t errlen)
+loom_error *auth_check_role(const char *role)
 {
     if (role && (strcmp(role, "admin") == 0 || strcmp(role, "user") == 0))
-        return AUTH_OK;
-    return auth_fail(err, errlen, AUTH_EINVAL,
-                     "role: expected \"admin\" or \"user\", got \"%.32s\"",
-                     role ? role : "");
+        return NULL;
+    return loom_err(LOOM_E_INVALID, "role: expected \"admin\" or \"user\", got \"%.32s\"",
+                    role ? role : "");
 }
 
-int auth_hash_password(const auth_service *svc, const char *password,
-                       char out[crypto_pwhash_STRBYTES], char *err,
-                       size_t errlen)
+loom_error *auth_hash_password(const auth_service *svc, const char *password,
+                               char out[crypto_pwhash_STRBYTES])
 {
-    if (crypto_pwhash_str(out, password, strlen(password), svc->opslimit,
-                          svc->memlimit) != 0)
-        return auth_fail(err, errlen, AUTH_EINTERNAL,
-                         "password hashing failed (out of memory?)");
-    return AUTH_OK;
+    if (crypto_pwhash_str(out, password, strlen(password), svc->opslimit, svc->memlimit) != 0)
+        return loom_err(LOOM_E_INTERNAL, "password hashing failed (out of memory?)");
+    return NULL;
 }
 
 void auth_secret_hash(const char *secret,
@@ -128,14 +121,14 @@ int auth_new_secret(const char *prefix, char *out, size_t len,
     size_t need = plen + sodium_base64_ENCODED_LEN(
                              sizeof raw, sodium_base64_VARIANT_URLSAFE_NO_PADDING);
     if (!out || len < need)
-        return AUTH_EINVAL;
+        return -1;
     randombytes_buf(raw, sizeof raw);
     memcpy(out, prefix, plen);
     sodium_bin2base64(out + plen, len - plen, raw, sizeof raw,
                       sodium_base64_VARIANT_URLSAFE_NO_PADDING);
     sodium_memzero(raw, sizeof raw);
     auth_secret_hash(out, hash);
-    return AUTH_OK;
+    return 0;
 }
 
 sqlite3_stmt *auth_prepare(auth_service *svc, const char *sql)
@@ -183,112 +176,86 @@ static void apply_defaults(auth_options *o)
         o->limiter_capacity = DEFAULT_LIMITER_CAPACITY;
 }
 
-static int check_limits(const auth_options *o, char *err, size_t errlen)
+static loom_error *check_limits(const auth_options *o)
 {
     if (o->pwhash_opslimit < crypto_pwhash_OPSLIMIT_MIN ||
         o->pwhash_opslimit > crypto_pwhash_OPSLIMIT_MAX)
-        return auth_fail(err, errlen, AUTH_EINVAL,
-                         "pwhash_opslimit: expected %llu..%llu, got %llu",
-                         (unsigned long long)crypto_pwhash_OPSLIMIT_MIN,
-                         (unsigned long long)crypto_pwhash_OPSLIMIT_MAX,
-                         (unsigned long long)o->pwhash_opslimit);
+        return loom_err(LOOM_E_INVALID, "pwhash_opslimit: expected %llu..%llu, got %llu",
+                        (unsigned long long)crypto_pwhash_OPSLIMIT_MIN,
+                        (unsigned long long)crypto_pwhash_OPSLIMIT_MAX,
+                        (unsigned long long)o->pwhash_opslimit);
     if (o->pwhash_memlimit < crypto_pwhash_MEMLIMIT_MIN ||
         o->pwhash_memlimit > crypto_pwhash_MEMLIMIT_MAX)
-        return auth_fail(err, errlen, AUTH_EINVAL,
-                         "pwhash_memlimit: expected %zu..%zu bytes, got %zu",
-                         (size_t)crypto_pwhash_MEMLIMIT_MIN,
-                         (size_t)crypto_pwhash_MEMLIMIT_MAX, o->pwhash_memlimit);
-    return AUTH_OK;
+        return loom_err(LOOM_E_INVALID, "pwhash_memlimit: expected %zu..%zu bytes, got %zu",
+                        (size_t)crypto_pwhash_MEMLIMIT_MIN, (size_t)crypto_pwhash_MEMLIMIT_MAX,
+                        o->pwhash_memlimit);
+    return NULL;
 }
 
-static int open_db(auth_service *svc, const char *db_path, char *err,
-                   size_t errlen)
+/* The tables, in the store's database; foreign_keys (set by the store)
+ * drives the cascades. */
+static loom_error *create_tables(auth_service *svc)
 {
-    int rc = sqlite3_open_v2(db_path, &svc->db,
-                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
-                                 SQLITE_OPEN_FULLMUTEX,
-                             NULL);
     char *msg = NULL;
-    if (rc == SQLITE_OK) {
-        /* The host's store shares the file: wait for its writes rather than
-         * failing with SQLITE_BUSY. WAL + synchronous=FULL: a committed user,
-         * key or token survives a crash. foreign_keys drives the cascades. */
-        sqlite3_busy_timeout(svc->db, 5000);
-        rc = sqlite3_exec(svc->db,
-                          "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
-                          "PRAGMA foreign_keys=ON;",
-                          NULL, NULL, &msg);
+    store_lock(svc->st);
+    int rc = sqlite3_exec(svc->db, schema, NULL, NULL, &msg);
+    loom_error *e = rc == SQLITE_OK ? NULL
+                                    : loom_err(LOOM_E_INTERNAL, "auth tables: %s",
+                                               msg ? msg : sqlite3_errmsg(svc->db));
+    sqlite3_free(msg);
+    if (!e) {
+        svc->check_token_stmt = auth_prepare(
+            svc, "SELECT t.token_hash, t.expires_at, u.name, u.role FROM tokens t "
+                 "JOIN users u ON u.name = t.user WHERE t.token_hash = ?");
+        if (!svc->check_token_stmt)
+            e = loom_err(LOOM_E_INTERNAL, "auth: %s", sqlite3_errmsg(svc->db));
     }
-    if (rc == SQLITE_OK)
-        rc = sqlite3_exec(svc->db, schema, NULL, NULL, &msg);
-    if (rc != SQLITE_OK) {
-        auth_fail(err, errlen, AUTH_EINTERNAL, "%s: %s", db_path,
-                  msg ? msg : svc->db ? sqlite3_errmsg(svc->db) : "cannot open");
-        sqlite3_free(msg);
-        return AUTH_EINTERNAL;
-    }
-    return AUTH_OK;
+    store_unlock(svc->st);
+    return e;
 }
 
-auth_service *auth_open(const char *db_path, const auth_options *opt,
-                        char *err, size_t errlen)
+loom_error *auth_open(store *st, const auth_options *opt, auth_service **out)
 {
-    if (!db_path || !*db_path) {
-        auth_fail(err, errlen, AUTH_EINVAL, "auth: database path is empty");
-        return NULL;
-    }
-    if (sodium_init() < 0) {
-        auth_fail(err, errlen, AUTH_EINTERNAL, "auth: libsodium failed to initialise");
-        return NULL;
-    }
+    *out = NULL;
+    if (sodium_init() < 0)
+        return loom_err(LOOM_E_INTERNAL, "auth: libsodium failed to initialise");
     auth_options o = {0};
     if (opt)
         o = *opt;
     apply_defaults(&o);
-    if (check_limits(&o, err, errlen) != AUTH_OK)
-        return NULL;
+    loom_error *e = check_limits(&o);
+    if (e)
+        return e;
 
     auth_service *svc = calloc(1, sizeof *svc);
-    if (!svc) {
-        auth_fail(err, errlen, AUTH_EINTERNAL, "auth: out of memory");
-        return NULL;
-    }
+    if (!svc)
+        return loom_err(LOOM_E_INTERNAL, "auth: out of memory");
     pthread_mutex_init(&svc->lock, NULL);
+    svc->st = st;
+    svc->db = store_db(st);
     svc->opslimit = o.pwhash_opslimit;
     svc->memlimit = o.pwhash_memlimit;
     svc->token_ttl_ms = o.token_ttl_ms;
     svc->limiter = ratelimit_create(o.limiter_capacity, o.max_failures,
                                     o.failure_window_ms, o.lockout_ms);
-    if (!svc->limiter) {
-        auth_fail(err, errlen, AUTH_EINTERNAL,
-                  "auth: cannot make the log-on limiter for %zu clients",
-                  o.limiter_capacity);
-        auth_close(svc);
-        return NULL;
+    if (!svc->limiter)
+        e = loom_err(LOOM_E_INTERNAL, "auth: cannot make the log-on limiter for %zu clients",
+                     o.limiter_capacity);
+    if (!e)
+        e = create_tables(svc);
+    if (!e) {
+        char dummy[AUTH_SECRET_MAX];
+        unsigned char unused[AUTH_SECRET_HASH_BYTES];
+        auth_new_secret("", dummy, sizeof dummy, unused);
+        e = auth_hash_password(svc, dummy, svc->dummy_pwhash);
+        sodium_memzero(dummy, sizeof dummy);
     }
-    if (open_db(svc, db_path, err, errlen) != AUTH_OK) {
+    if (e) {
         auth_close(svc);
-        return NULL;
+        return e;
     }
-    svc->check_token_stmt = auth_prepare(
-        svc, "SELECT t.token_hash, t.expires_at, u.name, u.role FROM tokens t "
-             "JOIN users u ON u.name = t.user WHERE t.token_hash = ?");
-    if (!svc->check_token_stmt) {
-        auth_fail(err, errlen, AUTH_EINTERNAL, "%s: %s", db_path,
-                  sqlite3_errmsg(svc->db));
-        auth_close(svc);
-        return NULL;
-    }
-    char dummy[AUTH_SECRET_MAX];
-    unsigned char unused[AUTH_SECRET_HASH_BYTES];
-    auth_new_secret("", dummy, sizeof dummy, unused);
-    int rc = auth_hash_password(svc, dummy, svc->dummy_pwhash, err, errlen);
-    sodium_memzero(dummy, sizeof dummy);
-    if (rc != AUTH_OK) {
-        auth_close(svc);
-        return NULL;
-    }
-    return svc;
+    *out = svc;
+    return NULL;
 }
 
 void auth_close(auth_service *svc)
@@ -296,25 +263,25 @@ void auth_close(auth_service *svc)
     if (!svc)
         return;
     sqlite3_finalize(svc->check_token_stmt);
-    sqlite3_close(svc->db);
     ratelimit_free(svc->limiter);
     pthread_mutex_destroy(&svc->lock);
     free(svc);
 }
 
 /* base64url: no characters a shell or a terminal would mangle. */
-int auth_generate_password(char *out, size_t len)
+loom_error *auth_generate_password(char *out, size_t len)
 {
     unsigned char raw[GENERATED_PASSWORD_BYTES];
     if (len < sodium_base64_ENCODED_LEN(sizeof raw,
                                         sodium_base64_VARIANT_URLSAFE_NO_PADDING) ||
         sodium_init() < 0)
-        return AUTH_EINVAL;
+        return loom_err(LOOM_E_INVALID, "password: the buffer needs %d bytes",
+                        AUTH_PASSWORD_GEN_MAX);
     randombytes_buf(raw, sizeof raw);
     sodium_bin2base64(out, len, raw, sizeof raw,
                       sodium_base64_VARIANT_URLSAFE_NO_PADDING);
     sodium_memzero(raw, sizeof raw);
-    return AUTH_OK;
+    return NULL;
 }
 
 static int count_users(auth_service *svc)
@@ -327,41 +294,41 @@ static int count_users(auth_service *svc)
     return n;
 }
 
-int auth_bootstrap_admin(auth_service *svc, const char *password_or_null,
-                         char *generated, size_t len, char *err, size_t errlen)
+loom_error *auth_bootstrap_admin(auth_service *svc, const char *password_or_null,
+                                 char *generated, size_t len, int *created)
 {
+    if (created)
+        *created = 0;
     if (generated && len > 0)
         generated[0] = '\0';
-    if (password_or_null) {
-        int rc = auth_check_password(password_or_null, err, errlen);
-        if (rc != AUTH_OK)
-            return rc;
-    } else if (!generated || len < AUTH_PASSWORD_GEN_MAX) {
-        return auth_fail(err, errlen, AUTH_EINVAL,
-                         "bootstrap: the buffer for the generated password "
-                         "needs %d bytes", AUTH_PASSWORD_GEN_MAX);
-    }
+    loom_error *e = NULL;
+    if (password_or_null && (e = auth_check_password(password_or_null)) != NULL)
+        return e;
+    if (!password_or_null && (!generated || len < AUTH_PASSWORD_GEN_MAX))
+        return loom_err(LOOM_E_INVALID,
+                        "bootstrap: the buffer for the generated password needs %d bytes",
+                        AUTH_PASSWORD_GEN_MAX);
 
     /* Held across the hash: this runs once, at start-up, and holding it
      * keeps two callers from both seeing an empty table. */
-    pthread_mutex_lock(&svc->lock);
+    auth_lock(svc);
     int n = count_users(svc);
-    if (n < 0)
-        auth_fail(err, errlen, AUTH_EINTERNAL, "bootstrap: cannot count users: %s",
-                  sqlite3_errmsg(svc->db));
     if (n != 0) {
-        pthread_mutex_unlock(&svc->lock);
-        return n > 0 ? 0 : AUTH_EINTERNAL;
+        if (n < 0)
+            e = loom_err(LOOM_E_INTERNAL, "bootstrap: cannot count users: %s",
+                         sqlite3_errmsg(svc->db));
+        auth_unlock(svc);
+        return e;
     }
     char password[AUTH_PASSWORD_GEN_MAX];
     const char *chosen = password_or_null;
     if (!chosen) {
-        auth_generate_password(password, sizeof password);
+        loom_err_free(auth_generate_password(password, sizeof password));
         chosen = password;
     }
     char pwhash[crypto_pwhash_STRBYTES];
-    int rc = auth_hash_password(svc, chosen, pwhash, err, errlen);
-    if (rc == AUTH_OK) {
+    e = auth_hash_password(svc, chosen, pwhash);
+    if (!e) {
         sqlite3_stmt *st = auth_prepare(
             svc, "INSERT INTO users(name, role, pwhash, created_at) "
                  "VALUES('admin', 'admin', ?, ?)");
@@ -370,61 +337,42 @@ int auth_bootstrap_admin(auth_service *svc, const char *password_or_null,
             sqlite3_bind_int64(st, 2, auth_wall_ms());
         }
         if (!st || sqlite3_step(st) != SQLITE_DONE)
-            rc = auth_fail(err, errlen, AUTH_EINTERNAL,
-                           "bootstrap: cannot store user 'admin': %s",
-                           sqlite3_errmsg(svc->db));
+            e = loom_err(LOOM_E_INTERNAL, "bootstrap: cannot store user 'admin': %s",
+                         sqlite3_errmsg(svc->db));
         sqlite3_finalize(st);
     }
-    pthread_mutex_unlock(&svc->lock);
-    if (rc == AUTH_OK && !password_or_null)
+    auth_unlock(svc);
+    if (!e && !password_or_null)
         snprintf(generated, len, "%s", password);
     sodium_memzero(password, sizeof password);
-    if (rc == AUTH_OK)
+    if (!e) {
         log_info("auth: created user 'admin' (role admin)");
-    return rc == AUTH_OK ? 1 : rc;
+        if (created)
+            *created = 1;
+    }
+    return e;
 }
 
-int auth_read_password_file(const char *path, char *password, size_t len,
-                            char *err, size_t errlen)
+loom_error *auth_read_password_file(const char *path, char *password, size_t len)
 {
     if (!password || len == 0)
-        return auth_fail(err, errlen, AUTH_EINVAL, "%s: no buffer", path);
+        return loom_err(LOOM_E_INVALID, "%s: no buffer", path);
     password[0] = '\0';
     FILE *f = fopen(path, "r");
     if (!f)
-        return auth_fail(err, errlen, AUTH_EINVAL, "%s: %s", path,
-                         strerror(errno));
+        return loom_err(LOOM_E_INVALID, "%s: %s", path, strerror(errno));
     int ok = fgets(password, (int)len, f) != NULL;
     fclose(f);
     if (!ok)
-        return auth_fail(err, errlen, AUTH_EINVAL, "%s: file is empty", path);
+        return loom_err(LOOM_E_INVALID, "%s: file is empty", path);
     size_t n = strlen(password);
     if (n + 1 == len && password[n - 1] != '\n') {
         sodium_memzero(password, len);
-        return auth_fail(err, errlen, AUTH_EINVAL,
-                         "%s: first line longer than %zu bytes", path, len - 2);
+        return loom_err(LOOM_E_INVALID, "%s: first line longer than %zu bytes", path, len - 2);
     }
     password[strcspn(password, "\r\n")] = '\0';
-    int rc = auth_check_password(password, err, errlen);
-    if (rc != AUTH_OK) {
-        char reason[128];
-        snprintf(reason, sizeof reason, "%s", err ? err : "");
+    loom_error *e = auth_check_password(password);
+    if (e)
         sodium_memzero(password, len);
-        return auth_fail(err, errlen, rc, "%s: %s", path, reason);
-    }
-    return AUTH_OK;
-}
-
-int auth_http_status(int rc)
-{
-    switch (rc) {
-    case AUTH_OK: return 200;
-    case AUTH_EINVAL: return 400;
-    case AUTH_EDENIED: return 401;
-    case AUTH_ERATELIMITED: return 429;
-    case AUTH_EEXISTS: return 409;
-    case AUTH_ENOTFOUND: return 404;
-    case AUTH_ECONFLICT: return 409;
-    default: return 500;
-    }
+    return loom_err_wrap(e, "%s", path);
 }

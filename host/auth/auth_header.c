@@ -73,55 +73,55 @@ static int decode_base64(const char *b64, size_t len, unsigned char *bin,
     return -1;
 }
 
-int auth_parse_basic(const char *authorization_header, char *user,
-                     size_t user_len, char *password, size_t password_len)
+loom_error *auth_parse_basic(const char *authorization_header, char *user, size_t user_len,
+                             char *password, size_t password_len)
 {
     if (!user || !password || user_len == 0 || password_len == 0)
-        return AUTH_EINVAL;
+        return loom_err(LOOM_E_INVALID, "Authorization: no room for the credentials");
     user[0] = password[0] = '\0';
     size_t len;
     const char *b64 = after_scheme(authorization_header, "Basic", &len);
     if (!b64 || len > BASIC_B64_MAX || !is_token68(b64, len))
-        return AUTH_EINVAL;
+        return loom_err(LOOM_E_INVALID, "Authorization: expected Basic and base64(user:password)");
 
     unsigned char bin[BASIC_B64_MAX];
     size_t n = 0;
-    int rc = AUTH_EINVAL;
+    const char *why = NULL;
     if (decode_base64(b64, len, bin, sizeof bin, &n) != 0)
-        goto done;
+        why = "not base64";
     /* A NUL would cut the strings short; the user-id has no control
      * characters and ends at the first colon (RFC 7617 section 2). */
-    if (memchr(bin, '\0', n))
-        goto done;
-    const unsigned char *colon = memchr(bin, ':', n);
-    if (!colon || colon == bin)
-        goto done;
-    size_t ulen = (size_t)(colon - bin), plen = n - ulen - 1;
-    for (size_t i = 0; i < ulen; i++)
+    else if (memchr(bin, '\0', n))
+        why = "a NUL byte in the credentials";
+    const unsigned char *colon = why ? NULL : memchr(bin, ':', n);
+    if (!why && (!colon || colon == bin))
+        why = "expected user:password";
+    size_t ulen = colon ? (size_t)(colon - bin) : 0, plen = colon ? n - ulen - 1 : 0;
+    for (size_t i = 0; !why && i < ulen; i++)
         if (bin[i] < 0x20 || bin[i] == 0x7f)
-            goto done;
-    if (ulen >= user_len || plen >= password_len)
-        goto done;
-    memcpy(user, bin, ulen);
-    user[ulen] = '\0';
-    memcpy(password, colon + 1, plen);
-    password[plen] = '\0';
-    rc = AUTH_OK;
-done:
+            why = "a control character in the user name";
+    if (!why && (ulen >= user_len || plen >= password_len))
+        why = "user name or password too long";
+    if (!why) {
+        memcpy(user, bin, ulen);
+        user[ulen] = '\0';
+        memcpy(password, colon + 1, plen);
+        password[plen] = '\0';
+    }
     sodium_memzero(bin, sizeof bin);
-    return rc;
+    return why ? loom_err(LOOM_E_INVALID, "Authorization: Basic: %s", why) : NULL;
 }
 
-int auth_parse_bearer(const char *authorization_header, char *token, size_t len)
+loom_error *auth_parse_bearer(const char *authorization_header, char *token, size_t len)
 {
     if (!token || len == 0)
-        return AUTH_EINVAL;
+        return loom_err(LOOM_E_INVALID, "Authorization: no room for the token");
     token[0] = '\0';
     size_t n;
     const char *t = after_scheme(authorization_header, "Bearer", &n);
     if (!t || !is_token68(t, n) || n >= len)
-        return AUTH_EINVAL;
+        return loom_err(LOOM_E_INVALID, "Authorization: expected Bearer and a token");
     memcpy(token, t, n);
     token[n] = '\0';
-    return AUTH_OK;
+    return NULL;
 }

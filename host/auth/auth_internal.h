@@ -21,8 +21,9 @@
 #define AUTH_SECRET_INPUT_MAX 256
 
 struct auth_service {
-    sqlite3 *db;
-    pthread_mutex_t lock; /* the connection's statements, the limiter */
+    store *st;
+    sqlite3 *db;          /* the store's connection */
+    pthread_mutex_t lock; /* the limiter; with the store's lock, the statements */
     ratelimit *limiter;
     unsigned long long opslimit;
     size_t memlimit;
@@ -36,24 +37,24 @@ struct auth_service {
     char dummy_pwhash[crypto_pwhash_STRBYTES];
 };
 
-/* Writes the message to err (when not NULL) and returns rc. */
-int auth_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+/* The service's lock and then the store's, so that no other statement on
+ * the shared connection lands inside an auth transaction. */
+void auth_lock(auth_service *svc);
+void auth_unlock(auth_service *svc);
 
 /* Checks a user name or key label: 1-63 of [A-Za-z0-9_.-]. `what` names the
  * field in the message. */
-int auth_check_name(const char *what, const char *name, char *err,
-                    size_t errlen);
-int auth_check_password(const char *password, char *err, size_t errlen);
-int auth_check_role(const char *role, char *err, size_t errlen);
+loom_error *auth_check_name(const char *what, const char *name);
+loom_error *auth_check_password(const char *password);
+loom_error *auth_check_role(const char *role);
 
 /* argon2id string of `password` with the service's limits. Slow: call
  * without the lock. */
-int auth_hash_password(const auth_service *svc, const char *password,
-                       char out[crypto_pwhash_STRBYTES], char *err,
-                       size_t errlen);
+loom_error *auth_hash_password(const auth_service *svc, const char *password,
+                               char out[crypto_pwhash_STRBYTES]);
 
-/* A new secret "<prefix><base64url of 32 random bytes>" and its hash. */
+/* A new secret "<prefix><base64url of 32 random bytes>" and its hash; -1
+ * when `out` is too small. */
 int auth_new_secret(const char *prefix, char *out, size_t len,
                     unsigned char hash[AUTH_SECRET_HASH_BYTES]);
 void auth_secret_hash(const char *secret,
@@ -61,10 +62,9 @@ void auth_secret_hash(const char *secret,
 
 /* Stores a new token for `user`; apikey_hash names the key it was issued
  * for (NULL for a password log-on). Called with the lock held. */
-int auth_issue_token(auth_service *svc, const char *user,
-                     const unsigned char *apikey_hash, int64_t now_ms,
-                     char *token_out, size_t len, int64_t *expires_at_ms,
-                     char *err, size_t errlen);
+loom_error *auth_issue_token(auth_service *svc, const char *user,
+                             const unsigned char *apikey_hash, int64_t now_ms, char *token_out,
+                             size_t len, int64_t *expires_at_ms);
 
 /* Milliseconds since the epoch, for created_at columns. */
 int64_t auth_wall_ms(void);

@@ -25,15 +25,14 @@ static void purge_expired(auth_service *svc, int64_t now_ms)
     sqlite3_finalize(st);
 }
 
-int auth_issue_token(auth_service *svc, const char *user,
-                     const unsigned char *apikey_hash, int64_t now_ms,
-                     char *token_out, size_t len, int64_t *expires_at_ms,
-                     char *err, size_t errlen)
+loom_error *auth_issue_token(auth_service *svc, const char *user,
+                             const unsigned char *apikey_hash, int64_t now_ms, char *token_out,
+                             size_t len, int64_t *expires_at_ms)
 {
     unsigned char hash[AUTH_SECRET_HASH_BYTES];
-    if (auth_new_secret(AUTH_TOKEN_PREFIX, token_out, len, hash) != AUTH_OK)
-        return auth_fail(err, errlen, AUTH_EINVAL,
-                         "token: the output buffer needs %d bytes", AUTH_SECRET_MAX);
+    if (auth_new_secret(AUTH_TOKEN_PREFIX, token_out, len, hash) != 0)
+        return loom_err(LOOM_E_INVALID, "token: the output buffer needs %d bytes",
+                        AUTH_SECRET_MAX);
     purge_expired(svc, now_ms);
     int64_t expires = now_ms + svc->token_ttl_ms;
     sqlite3_stmt *st = auth_prepare(
@@ -51,41 +50,35 @@ int auth_issue_token(auth_service *svc, const char *user,
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE) {
         sodium_memzero(token_out, len);
-        return auth_fail(err, errlen, AUTH_EINTERNAL,
-                         "cannot store a token for '%s': %s", user,
-                         sqlite3_errmsg(svc->db));
+        return loom_err(LOOM_E_INTERNAL, "cannot store a token for '%s': %s", user,
+                        sqlite3_errmsg(svc->db));
     }
     if (expires_at_ms)
         *expires_at_ms = expires;
-    return AUTH_OK;
+    return NULL;
 }
 
-/* Starts a log-on attempt for the limiter; AUTH_OK or AUTH_ERATELIMITED.
- * Lock held. */
-static int limiter_begin(auth_service *svc, const char *client_id,
-                         int64_t now_ms, char *err, size_t errlen)
+/* Starts a log-on attempt for the limiter; LOOM_E_RATE_LIMITED when the
+ * client must wait. Lock held. */
+static loom_error *limiter_begin(auth_service *svc, const char *client_id, int64_t now_ms)
 {
     int64_t wait = ratelimit_begin(svc->limiter, client_id, now_ms);
     if (wait == 0)
-        return AUTH_OK;
-    return auth_fail(err, errlen, AUTH_ERATELIMITED,
-                     "too many failed log-ons from %.64s: try again in %lld s",
-                     client_id, (long long)((wait + 999) / 1000));
+        return NULL;
+    return loom_err(LOOM_E_RATE_LIMITED, "too many failed log-ons from %.64s: try again in %lld s",
+                    client_id, (long long)((wait + 999) / 1000));
 }
 
-static int denied(char *err, size_t errlen, const char *what)
-{
-    return auth_fail(err, errlen, AUTH_EDENIED, "invalid %s", what);
-}
+/* What a found row, or its absence, means. */
+enum { FOUND, NOT_FOUND, DB_FAILED };
 
-/* The stored name, role and hash of `user`; AUTH_OK or AUTH_ENOTFOUND.
- * Lock held. */
+/* The stored name and hash of `user`. Lock held. */
 static int fetch_user(auth_service *svc, const char *user, char *name,
                       char pwhash[crypto_pwhash_STRBYTES])
 {
     sqlite3_stmt *st = auth_prepare(svc, "SELECT name, pwhash FROM users WHERE name = ?");
     if (!st)
-        return AUTH_EINTERNAL;
+        return DB_FAILED;
     sqlite3_bind_text(st, 1, user, -1, SQLITE_STATIC);
     int rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
@@ -93,8 +86,7 @@ static int fetch_user(auth_service *svc, const char *user, char *name,
         auth_column_text(st, 1, pwhash, crypto_pwhash_STRBYTES);
     }
     sqlite3_finalize(st);
-    return rc == SQLITE_ROW ? AUTH_OK : rc == SQLITE_DONE ? AUTH_ENOTFOUND
-                                                         : AUTH_EINTERNAL;
+    return rc == SQLITE_ROW ? FOUND : rc == SQLITE_DONE ? NOT_FOUND : DB_FAILED;
 }
 
 /* After a successful log-on: when the configured cost differs from the one
@@ -105,9 +97,12 @@ static void rehash_if_needed(auth_service *svc, const char *name,
     if (crypto_pwhash_str_needs_rehash(pwhash, svc->opslimit, svc->memlimit) == 0)
         return;
     char fresh[crypto_pwhash_STRBYTES];
-    if (auth_hash_password(svc, password, fresh, NULL, 0) != AUTH_OK)
+    loom_error *e = auth_hash_password(svc, password, fresh);
+    if (e) {
+        loom_err_free(e);
         return;
-    pthread_mutex_lock(&svc->lock);
+    }
+    auth_lock(svc);
     sqlite3_stmt *st = auth_prepare(
         svc, "UPDATE users SET pwhash = ?1 WHERE name = ?2 AND pwhash = ?3");
     if (st) {
@@ -117,31 +112,40 @@ static void rehash_if_needed(auth_service *svc, const char *name,
         sqlite3_step(st);
         sqlite3_finalize(st);
     }
-    pthread_mutex_unlock(&svc->lock);
+    auth_unlock(svc);
 }
 
-int auth_logon_password(auth_service *svc, const char *client_id,
-                        const char *user, const char *password, int64_t now_ms,
-                        char *token_out, size_t len, int64_t *expires_at_ms,
-                        char *err, size_t errlen)
+static loom_error *token_buffer_check(const char *token_out, size_t len)
+{
+    if (!token_out || len < AUTH_SECRET_MAX)
+        return loom_err(LOOM_E_INVALID, "token: the output buffer needs %d bytes",
+                        AUTH_SECRET_MAX);
+    return NULL;
+}
+
+loom_error *auth_logon_password(auth_service *svc, const char *client_id, const char *user,
+                                const char *password, int64_t now_ms, char *token_out,
+                                size_t len, int64_t *expires_at_ms)
 {
     if (!client_id)
         client_id = "";
-    if (!token_out || len < AUTH_SECRET_MAX)
-        return auth_fail(err, errlen, AUTH_EINVAL,
-                         "token: the output buffer needs %d bytes", AUTH_SECRET_MAX);
+    loom_error *e = token_buffer_check(token_out, len);
+    if (e)
+        return e;
     token_out[0] = '\0';
     char name[AUTH_NAME_MAX] = "";
     char pwhash[crypto_pwhash_STRBYTES] = "";
 
-    pthread_mutex_lock(&svc->lock);
-    int rc = limiter_begin(svc, client_id, now_ms, err, errlen);
-    int found = AUTH_ENOTFOUND;
-    if (rc == AUTH_OK && auth_check_name("user name", user, NULL, 0) == AUTH_OK)
+    auth_lock(svc);
+    e = limiter_begin(svc, client_id, now_ms);
+    int found = NOT_FOUND;
+    loom_error *bad_name = e ? NULL : auth_check_name("user name", user);
+    if (!e && !bad_name)
         found = fetch_user(svc, user, name, pwhash);
-    pthread_mutex_unlock(&svc->lock);
-    if (rc != AUTH_OK)
-        return rc;
+    loom_err_free(bad_name); /* refused like an unknown user */
+    auth_unlock(svc);
+    if (e)
+        return e;
 
     /* The slow part, outside the lock. An unknown user is checked against a
      * dummy hash so the answer takes as long as for a wrong password. */
@@ -149,34 +153,31 @@ int auth_logon_password(auth_service *svc, const char *client_id,
     int ok = 0;
     if (plen <= AUTH_PASSWORD_MAX_LEN) {
         int verified = crypto_pwhash_str_verify(
-            found == AUTH_OK ? pwhash : svc->dummy_pwhash,
+            found == FOUND ? pwhash : svc->dummy_pwhash,
             password ? password : "", plen);
-        ok = found == AUTH_OK && verified == 0;
+        ok = found == FOUND && verified == 0;
     }
 
-    pthread_mutex_lock(&svc->lock);
+    auth_lock(svc);
     ratelimit_end(svc->limiter, client_id, now_ms, !ok);
     if (ok)
-        rc = auth_issue_token(svc, name, NULL, now_ms, token_out, len,
-                              expires_at_ms, err, errlen);
-    else if (found == AUTH_EINTERNAL)
-        rc = auth_fail(err, errlen, AUTH_EINTERNAL, "cannot read users: %s",
-                       sqlite3_errmsg(svc->db));
+        e = auth_issue_token(svc, name, NULL, now_ms, token_out, len, expires_at_ms);
+    else if (found == DB_FAILED)
+        e = loom_err(LOOM_E_INTERNAL, "cannot read users: %s", sqlite3_errmsg(svc->db));
     else
-        rc = denied(err, errlen, "user name or password");
-    pthread_mutex_unlock(&svc->lock);
+        e = loom_err(LOOM_E_UNAUTHENTICATED, "invalid user name or password");
+    auth_unlock(svc);
 
     if (ok)
         rehash_if_needed(svc, name, pwhash, password);
-    if (rc == AUTH_OK)
+    if (!e)
         log_info("auth: '%s' logged on with a password from %s", name, client_id);
-    else if (rc == AUTH_EDENIED)
+    else if (loom_err_code(e) == LOOM_E_UNAUTHENTICATED)
         log_warn("auth: failed log-on from %s", client_id);
-    return rc;
+    return e;
 }
 
-/* The user owning the API key of hash `hash`; AUTH_OK or AUTH_EDENIED. Lock
- * held. */
+/* The user owning the API key of hash `hash`. Lock held. */
 static int find_apikey(auth_service *svc,
                        const unsigned char hash[AUTH_SECRET_HASH_BYTES],
                        char *user)
@@ -185,9 +186,9 @@ static int find_apikey(auth_service *svc,
         svc, "SELECT k.key_hash, u.name FROM api_keys k "
              "JOIN users u ON u.name = k.user WHERE k.key_hash = ?");
     if (!st)
-        return AUTH_EINTERNAL;
+        return DB_FAILED;
     sqlite3_bind_blob(st, 1, hash, AUTH_SECRET_HASH_BYTES, SQLITE_STATIC);
-    int rc = AUTH_EDENIED;
+    int rc = NOT_FOUND;
     int sq = sqlite3_step(st);
     /* The lookup is by the hash of a 256-bit secret, which leaks nothing
      * useful through timing; the stored hash is still compared in constant
@@ -196,24 +197,23 @@ static int find_apikey(auth_service *svc,
         sqlite3_column_bytes(st, 0) == AUTH_SECRET_HASH_BYTES &&
         sodium_memcmp(sqlite3_column_blob(st, 0), hash, AUTH_SECRET_HASH_BYTES) == 0) {
         auth_column_text(st, 1, user, AUTH_NAME_MAX);
-        rc = AUTH_OK;
+        rc = FOUND;
     } else if (sq != SQLITE_ROW && sq != SQLITE_DONE) {
-        rc = AUTH_EINTERNAL;
+        rc = DB_FAILED;
     }
     sqlite3_finalize(st);
     return rc;
 }
 
-int auth_logon_apikey(auth_service *svc, const char *client_id,
-                      const char *apikey, int64_t now_ms, char *token_out,
-                      size_t len, int64_t *expires_at_ms, char *err,
-                      size_t errlen)
+loom_error *auth_logon_apikey(auth_service *svc, const char *client_id, const char *apikey,
+                              int64_t now_ms, char *token_out, size_t len,
+                              int64_t *expires_at_ms)
 {
     if (!client_id)
         client_id = "";
-    if (!token_out || len < AUTH_SECRET_MAX)
-        return auth_fail(err, errlen, AUTH_EINVAL,
-                         "token: the output buffer needs %d bytes", AUTH_SECRET_MAX);
+    loom_error *e = token_buffer_check(token_out, len);
+    if (e)
+        return e;
     token_out[0] = '\0';
     unsigned char hash[AUTH_SECRET_HASH_BYTES];
     int plausible = apikey && strnlen(apikey, AUTH_SECRET_INPUT_MAX + 1) <= AUTH_SECRET_INPUT_MAX;
@@ -221,26 +221,24 @@ int auth_logon_apikey(auth_service *svc, const char *client_id,
         auth_secret_hash(apikey, hash);
 
     char user[AUTH_NAME_MAX] = "";
-    pthread_mutex_lock(&svc->lock);
-    int rc = limiter_begin(svc, client_id, now_ms, err, errlen);
-    if (rc == AUTH_OK) {
-        int found = plausible ? find_apikey(svc, hash, user) : AUTH_EDENIED;
-        ratelimit_end(svc->limiter, client_id, now_ms, found != AUTH_OK);
-        if (found == AUTH_OK)
-            rc = auth_issue_token(svc, user, hash, now_ms, token_out, len,
-                                  expires_at_ms, err, errlen);
-        else if (found == AUTH_EINTERNAL)
-            rc = auth_fail(err, errlen, AUTH_EINTERNAL, "cannot read API keys: %s",
-                           sqlite3_errmsg(svc->db));
+    auth_lock(svc);
+    e = limiter_begin(svc, client_id, now_ms);
+    if (!e) {
+        int found = plausible ? find_apikey(svc, hash, user) : NOT_FOUND;
+        ratelimit_end(svc->limiter, client_id, now_ms, found != FOUND);
+        if (found == FOUND)
+            e = auth_issue_token(svc, user, hash, now_ms, token_out, len, expires_at_ms);
+        else if (found == DB_FAILED)
+            e = loom_err(LOOM_E_INTERNAL, "cannot read API keys: %s", sqlite3_errmsg(svc->db));
         else
-            rc = denied(err, errlen, "API key");
+            e = loom_err(LOOM_E_UNAUTHENTICATED, "invalid API key");
     }
-    pthread_mutex_unlock(&svc->lock);
-    if (rc == AUTH_OK)
+    auth_unlock(svc);
+    if (!e)
         log_info("auth: '%s' logged on with an API key from %s", user, client_id);
-    else if (rc == AUTH_EDENIED)
+    else if (loom_err_code(e) == LOOM_E_UNAUTHENTICATED)
         log_warn("auth: failed API key log-on from %s", client_id);
-    return rc;
+    return e;
 }
 
 int64_t auth_retry_after_ms(auth_service *svc, const char *client_id,
@@ -272,18 +270,20 @@ static int plausible_token(const char *token)
            strnlen(token, AUTH_SECRET_INPUT_MAX + 1) <= AUTH_SECRET_INPUT_MAX;
 }
 
-int auth_check_token(auth_service *svc, const char *token, int64_t now_ms,
-                     auth_identity *who)
+loom_error *auth_check_token(auth_service *svc, const char *token, int64_t now_ms,
+                             auth_identity *who)
 {
     if (!plausible_token(token))
-        return AUTH_EDENIED;
+        return loom_err(LOOM_E_UNAUTHENTICATED, "not a token");
     unsigned char hash[AUTH_SECRET_HASH_BYTES];
     auth_secret_hash(token, hash);
 
+    /* Every request comes through here: only the service's lock, which keeps
+     * auth's own transactions away. No other statement's row count or error
+     * is read here, so the store's statements need not wait for this one. */
     pthread_mutex_lock(&svc->lock);
     sqlite3_stmt *st = svc->check_token_stmt;
-    int rc = AUTH_EDENIED;
-    int expired = 0;
+    int found = 0, expired = 0;
     sqlite3_bind_blob(st, 1, hash, sizeof hash, SQLITE_STATIC);
     int sq = sqlite3_step(st);
     if (sq == SQLITE_ROW && sqlite3_column_bytes(st, 0) == (int)sizeof hash &&
@@ -297,28 +297,33 @@ int auth_check_token(auth_service *svc, const char *token, int64_t now_ms,
                 auth_column_text(st, 3, who->role, sizeof who->role);
                 who->expires_at_ms = expires;
             }
-            rc = AUTH_OK;
+            found = 1;
         }
-    } else if (sq != SQLITE_ROW && sq != SQLITE_DONE) {
-        rc = AUTH_EINTERNAL;
     }
+    loom_error *e = found ? NULL
+                    : sq != SQLITE_ROW && sq != SQLITE_DONE
+                        ? loom_err(LOOM_E_INTERNAL, "cannot read tokens: %s", sqlite3_errmsg(svc->db))
+                        : loom_err(LOOM_E_UNAUTHENTICATED, "%s token", expired ? "expired" : "unknown");
     /* Reset ends the read so the statement holds no lock on the file. */
     sqlite3_reset(st);
     sqlite3_clear_bindings(st);
     if (expired)
         delete_token(svc, hash);
     pthread_mutex_unlock(&svc->lock);
-    return rc;
+    return e;
 }
 
-int auth_logout(auth_service *svc, const char *token)
+loom_error *auth_logout(auth_service *svc, const char *token)
 {
     if (!plausible_token(token))
-        return AUTH_ENOTFOUND;
+        return loom_err(LOOM_E_NOT_FOUND, "not a token");
     unsigned char hash[AUTH_SECRET_HASH_BYTES];
     auth_secret_hash(token, hash);
-    pthread_mutex_lock(&svc->lock);
+    auth_lock(svc);
     int n = delete_token(svc, hash);
-    pthread_mutex_unlock(&svc->lock);
-    return n > 0 ? AUTH_OK : n == 0 ? AUTH_ENOTFOUND : AUTH_EINTERNAL;
+    auth_unlock(svc);
+    if (n > 0)
+        return NULL;
+    return n == 0 ? loom_err(LOOM_E_NOT_FOUND, "no such token (expired, or already revoked)")
+                  : loom_err(LOOM_E_INTERNAL, "cannot revoke the token");
 }

@@ -30,22 +30,21 @@ static int write2(auth_service *svc, const char *sql, const char *a,
     return step_write(st);
 }
 
-int auth_user_add(auth_service *svc, const char *name, const char *password,
-                  const char *role, char *err, size_t errlen)
+loom_error *auth_user_add(auth_service *svc, const char *name, const char *password,
+                          const char *role)
 {
-    int rc = auth_check_name("user name", name, err, errlen);
-    if (rc == AUTH_OK)
-        rc = auth_check_password(password, err, errlen);
-    if (rc == AUTH_OK)
-        rc = auth_check_role(role, err, errlen);
-    if (rc != AUTH_OK)
-        return rc;
+    loom_error *e = auth_check_name("user name", name);
+    if (!e)
+        e = auth_check_password(password);
+    if (!e)
+        e = auth_check_role(role);
     char pwhash[crypto_pwhash_STRBYTES];
-    rc = auth_hash_password(svc, password, pwhash, err, errlen);
-    if (rc != AUTH_OK)
-        return rc;
+    if (!e)
+        e = auth_hash_password(svc, password, pwhash);
+    if (e)
+        return e;
 
-    pthread_mutex_lock(&svc->lock);
+    auth_lock(svc);
     sqlite3_stmt *st = auth_prepare(
         svc, "INSERT INTO users(name, role, pwhash, created_at) VALUES(?,?,?,?)");
     if (st) {
@@ -55,33 +54,32 @@ int auth_user_add(auth_service *svc, const char *name, const char *password,
         sqlite3_bind_int64(st, 4, auth_wall_ms());
     }
     int sq = step_write(st);
-    if (sq == SQLITE_DONE)
-        rc = AUTH_OK;
-    else if (sq == SQLITE_CONSTRAINT)
-        rc = auth_fail(err, errlen, AUTH_EEXISTS, "user '%s' already exists", name);
-    else
-        rc = auth_fail(err, errlen, AUTH_EINTERNAL, "cannot store user '%s': %s",
-                       name, sqlite3_errmsg(svc->db));
-    pthread_mutex_unlock(&svc->lock);
-    if (rc == AUTH_OK)
+    if (sq == SQLITE_CONSTRAINT)
+        e = loom_err(LOOM_E_CONFLICT, "user '%s' already exists", name);
+    else if (sq != SQLITE_DONE)
+        e = loom_err(LOOM_E_INTERNAL, "cannot store user '%s': %s", name, sqlite3_errmsg(svc->db));
+    auth_unlock(svc);
+    if (!e)
         log_info("auth: added user '%s' (role %s)", name, role);
-    return rc;
+    return e;
 }
 
-/* The role of `name` into role; AUTH_OK or AUTH_ENOTFOUND. Lock held. */
-static int user_role(auth_service *svc, const char *name, char *role,
-                     size_t cap)
+/* The role of `name` into role, or LOOM_E_NOT_FOUND. Lock held. */
+static loom_error *user_role(auth_service *svc, const char *name, char *role, size_t cap)
 {
     sqlite3_stmt *st = auth_prepare(svc, "SELECT role FROM users WHERE name = ?");
     if (!st)
-        return AUTH_EINTERNAL;
+        return loom_err(LOOM_E_INTERNAL, "auth: %s", sqlite3_errmsg(svc->db));
     sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
     int rc = sqlite3_step(st);
     if (rc == SQLITE_ROW)
         auth_column_text(st, 0, role, cap);
     sqlite3_finalize(st);
-    return rc == SQLITE_ROW ? AUTH_OK : rc == SQLITE_DONE ? AUTH_ENOTFOUND
-                                                         : AUTH_EINTERNAL;
+    if (rc == SQLITE_ROW)
+        return NULL;
+    if (rc == SQLITE_DONE)
+        return loom_err(LOOM_E_NOT_FOUND, "user '%s' does not exist", name);
+    return loom_err(LOOM_E_INTERNAL, "auth: %s", sqlite3_errmsg(svc->db));
 }
 
 static int count_admins(auth_service *svc)
@@ -95,50 +93,47 @@ static int count_admins(auth_service *svc)
     return n;
 }
 
+static loom_error *db_failure(auth_service *svc, const char *what, const char *a, const char *b)
+{
+    return loom_err(LOOM_E_INTERNAL, "cannot %s '%s'%s%s: %s", what, a, b ? " of " : "",
+                    b ? b : "", sqlite3_errmsg(svc->db));
+}
+
 /* The removal under the lock, in a transaction so that the last-admin check
  * and the delete see the same table even with another process writing. */
-static int remove_locked(auth_service *svc, const char *name, char *err,
-                         size_t errlen)
+static loom_error *remove_locked(auth_service *svc, const char *name)
 {
     if (auth_exec(svc, "BEGIN IMMEDIATE") != 0)
-        return auth_fail(err, errlen, AUTH_EINTERNAL, "cannot remove user '%s': %s",
-                         name, sqlite3_errmsg(svc->db));
+        return db_failure(svc, "remove user", name, NULL);
     char role[AUTH_ROLE_MAX] = "";
-    int rc = user_role(svc, name, role, sizeof role);
-    if (rc == AUTH_ENOTFOUND)
-        rc = auth_fail(err, errlen, rc, "user '%s' does not exist", name);
-    if (rc == AUTH_OK && strcmp(role, "admin") == 0 && count_admins(svc) <= 1)
-        rc = auth_fail(err, errlen, AUTH_ECONFLICT,
-                       "user '%s' is the last admin: add another admin first", name);
-    if (rc == AUTH_OK) {
-        if (write2(svc, "DELETE FROM users WHERE name = ?", name, NULL) != SQLITE_DONE)
-            rc = AUTH_EINTERNAL;
-    }
-    if (rc == AUTH_OK && auth_exec(svc, "COMMIT") == 0)
-        return AUTH_OK;
-    if (rc == AUTH_OK || rc == AUTH_EINTERNAL)
-        rc = auth_fail(err, errlen, AUTH_EINTERNAL, "cannot remove user '%s': %s",
-                       name, sqlite3_errmsg(svc->db));
+    loom_error *e = user_role(svc, name, role, sizeof role);
+    if (!e && strcmp(role, "admin") == 0 && count_admins(svc) <= 1)
+        e = loom_err(LOOM_E_CONFLICT, "user '%s' is the last admin: add another admin first",
+                     name);
+    if (!e && write2(svc, "DELETE FROM users WHERE name = ?", name, NULL) != SQLITE_DONE)
+        e = db_failure(svc, "remove user", name, NULL);
+    if (!e && auth_exec(svc, "COMMIT") == 0)
+        return NULL;
+    if (!e)
+        e = db_failure(svc, "remove user", name, NULL);
     auth_exec(svc, "ROLLBACK");
-    return rc;
+    return e;
 }
 
-int auth_user_remove(auth_service *svc, const char *name, char *err,
-                     size_t errlen)
+loom_error *auth_user_remove(auth_service *svc, const char *name)
 {
-    int rc = auth_check_name("user name", name, err, errlen);
-    if (rc != AUTH_OK)
-        return rc;
-    pthread_mutex_lock(&svc->lock);
-    rc = remove_locked(svc, name, err, errlen);
-    pthread_mutex_unlock(&svc->lock);
-    if (rc == AUTH_OK)
+    loom_error *e = auth_check_name("user name", name);
+    if (e)
+        return e;
+    auth_lock(svc);
+    e = remove_locked(svc, name);
+    auth_unlock(svc);
+    if (!e)
         log_info("auth: removed user '%s' with its API keys and tokens", name);
-    return rc;
+    return e;
 }
 
-static int passwd_locked(auth_service *svc, const char *name,
-                         const char *pwhash, char *err, size_t errlen)
+static loom_error *passwd_locked(auth_service *svc, const char *name, const char *pwhash)
 {
     if (auth_exec(svc, "BEGIN IMMEDIATE") != 0)
         goto failed;
@@ -147,48 +142,45 @@ static int passwd_locked(auth_service *svc, const char *name,
         goto failed;
     if (sqlite3_changes(svc->db) == 0) {
         auth_exec(svc, "ROLLBACK");
-        return auth_fail(err, errlen, AUTH_ENOTFOUND, "user '%s' does not exist", name);
+        return loom_err(LOOM_E_NOT_FOUND, "user '%s' does not exist", name);
     }
     /* Whoever had the old password may hold a token: it goes too. */
     if (write2(svc, "DELETE FROM tokens WHERE user = ?", name, NULL) != SQLITE_DONE ||
         auth_exec(svc, "COMMIT") != 0)
         goto failed;
-    return AUTH_OK;
-failed:
-    auth_fail(err, errlen, AUTH_EINTERNAL, "cannot change the password of '%s': %s",
-              name, sqlite3_errmsg(svc->db));
+    return NULL;
+failed:;
+    loom_error *e = db_failure(svc, "change the password of", name, NULL);
     auth_exec(svc, "ROLLBACK");
-    return AUTH_EINTERNAL;
+    return e;
 }
 
-int auth_user_passwd(auth_service *svc, const char *name, const char *password,
-                     char *err, size_t errlen)
+loom_error *auth_user_passwd(auth_service *svc, const char *name, const char *password)
 {
-    int rc = auth_check_name("user name", name, err, errlen);
-    if (rc == AUTH_OK)
-        rc = auth_check_password(password, err, errlen);
-    if (rc != AUTH_OK)
-        return rc;
+    loom_error *e = auth_check_name("user name", name);
+    if (!e)
+        e = auth_check_password(password);
     char pwhash[crypto_pwhash_STRBYTES];
-    rc = auth_hash_password(svc, password, pwhash, err, errlen);
-    if (rc != AUTH_OK)
-        return rc;
-    pthread_mutex_lock(&svc->lock);
-    rc = passwd_locked(svc, name, pwhash, err, errlen);
-    pthread_mutex_unlock(&svc->lock);
-    if (rc == AUTH_OK)
+    if (!e)
+        e = auth_hash_password(svc, password, pwhash);
+    if (e)
+        return e;
+    auth_lock(svc);
+    e = passwd_locked(svc, name, pwhash);
+    auth_unlock(svc);
+    if (!e)
         log_info("auth: changed the password of '%s' and revoked its tokens", name);
-    return rc;
+    return e;
 }
 
-int auth_user_list(auth_service *svc,
-                   void (*fn)(const auth_user *user, void *ctx), void *ctx)
+loom_error *auth_user_list(auth_service *svc, void (*fn)(const auth_user *user, void *ctx),
+                           void *ctx, size_t *count)
 {
-    pthread_mutex_lock(&svc->lock);
+    auth_lock(svc);
     sqlite3_stmt *st = auth_prepare(
         svc, "SELECT name, role, created_at FROM users ORDER BY name");
-    int n = st ? 0 : AUTH_EINTERNAL;
-    int rc = SQLITE_DONE;
+    size_t n = 0;
+    int rc = SQLITE_ERROR;
     while (st && (rc = sqlite3_step(st)) == SQLITE_ROW) {
         auth_user u;
         auth_column_text(st, 0, u.name, sizeof u.name);
@@ -198,49 +190,53 @@ int auth_user_list(auth_service *svc,
             fn(&u, ctx);
         n++;
     }
-    if (rc != SQLITE_DONE)
-        n = AUTH_EINTERNAL;
+    loom_error *e = rc == SQLITE_DONE ? NULL
+                                      : loom_err(LOOM_E_INTERNAL, "cannot list users: %s",
+                                                 sqlite3_errmsg(svc->db));
     sqlite3_finalize(st);
-    pthread_mutex_unlock(&svc->lock);
-    return n;
+    auth_unlock(svc);
+    if (count)
+        *count = n;
+    return e;
 }
 
-int auth_user_id(auth_service *svc, const char *name, int64_t *id)
+loom_error *auth_user_id(auth_service *svc, const char *name, int64_t *id)
 {
-    pthread_mutex_lock(&svc->lock);
+    auth_lock(svc);
     sqlite3_stmt *st = auth_prepare(svc, "SELECT rowid FROM users WHERE name = ?");
-    int rc = st ? AUTH_ENOTFOUND : AUTH_EINTERNAL;
+    loom_error *e = st ? loom_err(LOOM_E_NOT_FOUND, "user %s: no such user", name)
+                       : loom_err(LOOM_E_INTERNAL, "user %s: cannot read the users: %s", name,
+                                  sqlite3_errmsg(svc->db));
     if (st) {
         sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
         if (sqlite3_step(st) == SQLITE_ROW) {
             *id = sqlite3_column_int64(st, 0);
-            rc = AUTH_OK;
+            loom_err_free(e);
+            e = NULL;
         }
     }
     sqlite3_finalize(st);
-    pthread_mutex_unlock(&svc->lock);
-    return rc;
+    auth_unlock(svc);
+    return e;
 }
 
-int auth_apikey_create(auth_service *svc, const char *user, const char *label,
-                       char *key_out, size_t len, char *err, size_t errlen)
+loom_error *auth_apikey_create(auth_service *svc, const char *user, const char *label,
+                               char *key_out, size_t len)
 {
-    int rc = auth_check_name("user name", user, err, errlen);
-    if (rc == AUTH_OK)
-        rc = auth_check_name("API key label", label, err, errlen);
-    if (rc != AUTH_OK)
-        return rc;
+    loom_error *e = auth_check_name("user name", user);
+    if (!e)
+        e = auth_check_name("API key label", label);
+    if (e)
+        return e;
     unsigned char hash[AUTH_SECRET_HASH_BYTES];
-    if (auth_new_secret(AUTH_APIKEY_PREFIX, key_out, len, hash) != AUTH_OK)
-        return auth_fail(err, errlen, AUTH_EINVAL,
-                         "API key: the output buffer needs %d bytes", AUTH_SECRET_MAX);
+    if (auth_new_secret(AUTH_APIKEY_PREFIX, key_out, len, hash) != 0)
+        return loom_err(LOOM_E_INVALID, "API key: the output buffer needs %d bytes",
+                        AUTH_SECRET_MAX);
 
-    pthread_mutex_lock(&svc->lock);
+    auth_lock(svc);
     char role[AUTH_ROLE_MAX];
-    rc = user_role(svc, user, role, sizeof role);
-    if (rc == AUTH_ENOTFOUND)
-        rc = auth_fail(err, errlen, rc, "user '%s' does not exist", user);
-    if (rc == AUTH_OK) {
+    e = user_role(svc, user, role, sizeof role);
+    if (!e) {
         sqlite3_stmt *st = auth_prepare(
             svc, "INSERT INTO api_keys(user, key_hash, label, created_at) "
                  "VALUES((SELECT name FROM users WHERE name = ?), ?, ?, ?)");
@@ -252,24 +248,20 @@ int auth_apikey_create(auth_service *svc, const char *user, const char *label,
         }
         int sq = step_write(st);
         if (sq == SQLITE_CONSTRAINT)
-            rc = auth_fail(err, errlen, AUTH_EEXISTS,
-                           "user '%s' already has an API key labelled '%s'", user, label);
+            e = loom_err(LOOM_E_CONFLICT, "user '%s' already has an API key labelled '%s'", user,
+                         label);
         else if (sq != SQLITE_DONE)
-            rc = AUTH_EINTERNAL;
+            e = db_failure(svc, "store the API key", label, user);
     }
-    if (rc == AUTH_EINTERNAL)
-        auth_fail(err, errlen, rc, "cannot store the API key '%s' of '%s': %s",
-                  label, user, sqlite3_errmsg(svc->db));
-    pthread_mutex_unlock(&svc->lock);
-    if (rc != AUTH_OK)
+    auth_unlock(svc);
+    if (e)
         sodium_memzero(key_out, len);
     else
         log_info("auth: created API key '%s' for '%s'", label, user);
-    return rc;
+    return e;
 }
 
-static int revoke_locked(auth_service *svc, const char *user,
-                         const char *label, char *err, size_t errlen)
+static loom_error *revoke_locked(auth_service *svc, const char *user, const char *label)
 {
     if (auth_exec(svc, "BEGIN IMMEDIATE") != 0)
         goto failed;
@@ -282,44 +274,42 @@ static int revoke_locked(auth_service *svc, const char *user,
         goto failed;
     if (sqlite3_changes(svc->db) == 0) {
         auth_exec(svc, "ROLLBACK");
-        return auth_fail(err, errlen, AUTH_ENOTFOUND,
-                         "user '%s' has no API key labelled '%s'", user, label);
+        return loom_err(LOOM_E_NOT_FOUND, "user '%s' has no API key labelled '%s'", user, label);
     }
     if (auth_exec(svc, "COMMIT") != 0)
         goto failed;
-    return AUTH_OK;
-failed:
-    auth_fail(err, errlen, AUTH_EINTERNAL, "cannot revoke the API key '%s' of '%s': %s",
-              label, user, sqlite3_errmsg(svc->db));
+    return NULL;
+failed:;
+    loom_error *e = db_failure(svc, "revoke the API key", label, user);
     auth_exec(svc, "ROLLBACK");
-    return AUTH_EINTERNAL;
+    return e;
 }
 
-int auth_apikey_revoke(auth_service *svc, const char *user, const char *label,
-                       char *err, size_t errlen)
+loom_error *auth_apikey_revoke(auth_service *svc, const char *user, const char *label)
 {
-    int rc = auth_check_name("user name", user, err, errlen);
-    if (rc == AUTH_OK)
-        rc = auth_check_name("API key label", label, err, errlen);
-    if (rc != AUTH_OK)
-        return rc;
-    pthread_mutex_lock(&svc->lock);
-    rc = revoke_locked(svc, user, label, err, errlen);
-    pthread_mutex_unlock(&svc->lock);
-    if (rc == AUTH_OK)
+    loom_error *e = auth_check_name("user name", user);
+    if (!e)
+        e = auth_check_name("API key label", label);
+    if (e)
+        return e;
+    auth_lock(svc);
+    e = revoke_locked(svc, user, label);
+    auth_unlock(svc);
+    if (!e)
         log_info("auth: revoked API key '%s' of '%s'", label, user);
-    return rc;
+    return e;
 }
 
-int auth_apikey_list(auth_service *svc, const char *user,
-                     void (*fn)(const auth_apikey *key, void *ctx), void *ctx)
+loom_error *auth_apikey_list(auth_service *svc, const char *user,
+                             void (*fn)(const auth_apikey *key, void *ctx), void *ctx,
+                             size_t *count)
 {
-    pthread_mutex_lock(&svc->lock);
+    auth_lock(svc);
     sqlite3_stmt *st = auth_prepare(
         svc, "SELECT user, label, created_at FROM api_keys "
              "WHERE ?1 IS NULL OR user = ?1 ORDER BY user, label");
-    int n = st ? 0 : AUTH_EINTERNAL;
-    int rc = SQLITE_DONE;
+    size_t n = 0;
+    int rc = SQLITE_ERROR;
     if (st && user)
         sqlite3_bind_text(st, 1, user, -1, SQLITE_STATIC);
     while (st && (rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -331,9 +321,12 @@ int auth_apikey_list(auth_service *svc, const char *user,
             fn(&k, ctx);
         n++;
     }
-    if (rc != SQLITE_DONE)
-        n = AUTH_EINTERNAL;
+    loom_error *e = rc == SQLITE_DONE ? NULL
+                                      : loom_err(LOOM_E_INTERNAL, "cannot list API keys: %s",
+                                                 sqlite3_errmsg(svc->db));
     sqlite3_finalize(st);
-    pthread_mutex_unlock(&svc->lock);
-    return n;
+    auth_unlock(svc);
+    if (count)
+        *count = n;
+    return e;
 }

@@ -1,4 +1,5 @@
 /* cli/client.c - see client.h. */
+#include "api/routes.h"
 #include "cli/client.h"
 
 #include <stdio.h>
@@ -234,7 +235,7 @@ int client_logon_basic(const client *c, const char *user, const char *password,
     cu->curl_easy_setopt(curl, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
     cu->curl_easy_setopt(curl, CURLOPT_USERNAME, user);
     cu->curl_easy_setopt(curl, CURLOPT_PASSWORD, password);
-    int rc = perform(cu, curl, &anonymous, "/auth/v1/logon", reply, err, errlen);
+    int rc = perform(cu, curl, &anonymous, LOOM_ROUTE_LOGON, reply, err, errlen);
     cu->curl_easy_cleanup(curl);
     return rc;
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "api/routes.h"
 #include "cli/commands.h"
 
 /* A password: --password-stdin reads a line, -p gives it, else a prompt. */
@@ -64,7 +65,7 @@ int cmd_login(int argc, char **argv, const cli_globals *g)
         char *text = cJSON_PrintUnformatted(body);
         cJSON_Delete(body);
         c.token[0] = 0;
-        rc = client_call(&c, "POST", "/auth/v1/logon", text, &r, err, sizeof err);
+        rc = client_call(&c, "POST", LOOM_ROUTE_LOGON, text, &r, err, sizeof err);
         free(text);
     } else {
         char pw[1100];
@@ -96,7 +97,7 @@ int cmd_logout(int argc, char **argv, const cli_globals *g)
     (void)argv;
     if (argc > 0)
         return cli_fail("logout takes no arguments");
-    cJSON *j = cli_request(g, "POST", "/auth/v1/logout", NULL);
+    cJSON *j = cli_request(g, "POST", LOOM_ROUTE_LOGOUT, NULL);
     cJSON_Delete(j);
     client c;
     cli_client(g, &c);
@@ -123,7 +124,7 @@ int cmd_user(int argc, char **argv, const cli_globals *g)
         return usage_rc;
     const char *verb = argv[0];
     if (!strcmp(verb, "list")) {
-        cJSON *j = cli_request(g, "GET", "/auth/v1/users", NULL);
+        cJSON *j = cli_request(g, "GET", LOOM_ROUTE_USERS, NULL);
         if (!j)
             return 1;
         if (g->json) {
@@ -161,7 +162,7 @@ int cmd_user(int argc, char **argv, const cli_globals *g)
     }
     char path[256];
     if (!strcmp(verb, "remove")) {
-        snprintf(path, sizeof path, "/auth/v1/users/%s", name);
+        snprintf(path, sizeof path, LOOM_ROUTE_USERS "/%s", name);
         cJSON *j = cli_request(g, "DELETE", path, NULL);
         if (!j)
             return 1;
@@ -179,9 +180,9 @@ int cmd_user(int argc, char **argv, const cli_globals *g)
         if (add) {
             cJSON_AddStringToObject(body, "name", name);
             cJSON_AddStringToObject(body, "role", role);
-            snprintf(path, sizeof path, "/auth/v1/users");
+            snprintf(path, sizeof path, LOOM_ROUTE_USERS);
         } else {
-            snprintf(path, sizeof path, "/auth/v1/users/%s/password", name);
+            snprintf(path, sizeof path, LOOM_ROUTE_USERS "/%s" LOOM_ROUTE_PASSWORD, name);
         }
         char *text = cJSON_PrintUnformatted(body);
         cJSON_Delete(body);
@@ -205,7 +206,7 @@ int cmd_apikey(int argc, char **argv, const cli_globals *g)
     cJSON_AddStringToObject(body, "label", argv[1]);
     char *text = cJSON_PrintUnformatted(body);
     cJSON_Delete(body);
-    cJSON *j = cli_request(g, "POST", "/auth/v1/apikeys", text);
+    cJSON *j = cli_request(g, "POST", LOOM_ROUTE_APIKEYS, text);
     free(text);
     if (!j)
         return 1;

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "api/routes.h"
 #include "api/server.h"
 #include "auth/auth.h"
 #include "cli/commands.h"
@@ -52,14 +53,14 @@ static const char demo_spec[] =
 static cJSON *view_exec(const cli_globals *g, const char *id)
 {
     char path[256];
-    snprintf(path, sizeof path, "/platform/rest/deeplearning/v1/execs/%s", id);
+    snprintf(path, sizeof path, LOOM_ROUTE_EXECS "/%s", id);
     return cli_request(g, "GET", path, NULL);
 }
 
 static int resize_exec(const cli_globals *g, const char *id, int workers)
 {
     char path[256], body[64];
-    snprintf(path, sizeof path, "/platform/rest/deeplearning/v1/execs/%s/resize", id);
+    snprintf(path, sizeof path, LOOM_ROUTE_EXECS "/%s" LOOM_ROUTE_RESIZE, id);
     snprintf(body, sizeof body, "{\"workers\": %d}", workers);
     printf("== loom exec resize %s --workers %d\n", id, workers);
     fflush(stdout);
@@ -94,7 +95,7 @@ static int demo_training(const cli_globals *g, const char *home, int epochs)
     for (;;) {
         char logpath[512];
         snprintf(logpath, sizeof logpath,
-                 "/platform/rest/deeplearning/v1/execs/%s/log?worker=-1&offset=%lld", id, offset);
+                 LOOM_ROUTE_EXECS "/%s" LOOM_ROUTE_LOG "?worker=-1&offset=%lld", id, offset);
         size_t n = 0;
         char *text = cli_request_text(g, logpath, &n);
         if (text) {
@@ -206,11 +207,13 @@ static int demo_logon(loomd *d, char *label, size_t labellen)
     char key[AUTH_SECRET_MAX], token[AUTH_SECRET_MAX], err[512];
     int64_t expires = 0;
     snprintf(label, labellen, "loom-demo-%ld-%lld", (long)getpid(), (long long)time_now_ms());
-    if (auth_apikey_create(d->auth, "admin", label, key, sizeof key, err, sizeof err) != AUTH_OK)
+    if (loom_err_take(auth_apikey_create(d->auth, "admin", label, key, sizeof key), err,
+                      sizeof err) != LOOM_OK)
         return cli_fail("demo: cannot act as admin on %s: %s", d->home, err);
-    if (auth_logon_apikey(d->auth, "loom-demo", key, time_now_ms(), token, sizeof token, &expires,
-                          err, sizeof err) != AUTH_OK) {
-        auth_apikey_revoke(d->auth, "admin", label, err, sizeof err);
+    if (loom_err_take(auth_logon_apikey(d->auth, "loom-demo", key, time_now_ms(), token,
+                                        sizeof token, &expires),
+                      err, sizeof err) != LOOM_OK) {
+        loom_err_free(auth_apikey_revoke(d->auth, "admin", label));
         return cli_fail("demo: cannot log on to its own host: %s", err);
     }
     setenv("LOOM_TOKEN", token, 1);
@@ -234,7 +237,7 @@ int cmd_demo(int argc, char **argv, const cli_globals *g)
     }
     /* On a new home, an administrator with a password nobody needs to know. */
     char password[AUTH_PASSWORD_GEN_MAX];
-    if (auth_generate_password(password, sizeof password) != AUTH_OK)
+    if (loom_err_take(auth_generate_password(password, sizeof password), NULL, 0) != LOOM_OK)
         return cli_fail("demo: cannot make a password for its administrator");
     char home[4096], path[4200], err[1024], label[128];
     if (demo_home(g, home, sizeof home, &temporary) != 0)
@@ -294,7 +297,7 @@ int cmd_demo(int argc, char **argv, const cli_globals *g)
     }
     if (rc == 0)
         rc = demo_training(&hg, home, epochs);
-    auth_apikey_revoke(d->auth, "admin", label, err, sizeof err);
+    loom_err_free(auth_apikey_revoke(d->auth, "admin", label));
     loomd_stop(d);
     log_close();
     if (!keep)

@@ -5,13 +5,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "api/routes.h"
 #include "cli/commands.h"
 #include "exec/dlicmd.h"
 #include "exec/exec.h"
 #include "util/fs.h"
 #include "util/tarball.h"
 
-#define EXECS "/platform/rest/deeplearning/v1/execs"
 
 static const char exec_usage[] =
     "usage: loom exec start --exec-start FRAMEWORK [--model-dir DIR] [--model-main FILE]\n"
@@ -86,12 +86,14 @@ int exec_start_words(int argc, char **argv, const cli_globals *g, char *id, size
 {
     dlicmd d;
     char err[1024];
-    if (dlicmd_parse_words(argc, argv, &d, err, sizeof err) != 0)
+    if (loom_err_take(dlicmd_parse_words(argc, argv, &d), err, sizeof err) != LOOM_OK)
         return cli_fail("exec start: %s", err);
     char *archive = NULL;
     size_t archive_len = 0;
-    if (d.model_dir && tarball_pack_dir(d.model_dir, &archive, &archive_len, err, sizeof err) != 0) {
+    loom_error *packed = d.model_dir ? tarball_pack_dir(d.model_dir, &archive, &archive_len) : NULL;
+    if (packed) {
         dlicmd_free(&d);
+        loom_err_take(packed, err, sizeof err);
         return cli_fail("--model-dir: %s", err);
     }
     dlicmd_free(&d);
@@ -100,7 +102,7 @@ int exec_start_words(int argc, char **argv, const cli_globals *g, char *id, size
         {.name = "args", .value = args ? args : ""},
         {.name = "file", .filename = "model.tar", .data = archive, .len = archive_len},
     };
-    cJSON *j = cli_upload(g, EXECS, parts, archive ? 2 : 1);
+    cJSON *j = cli_upload(g, LOOM_ROUTE_EXECS, parts, archive ? 2 : 1);
     free(args);
     free(archive);
     if (!j)
@@ -189,7 +191,7 @@ static void print_exec(const cJSON *e)
 static cJSON *get_exec(const cli_globals *g, const char *id)
 {
     char path[256];
-    snprintf(path, sizeof path, EXECS "/%s", id);
+    snprintf(path, sizeof path, LOOM_ROUTE_EXECS "/%s", id);
     return cli_request(g, "GET", path, NULL);
 }
 
@@ -223,7 +225,7 @@ static long print_log_chunk(const cli_globals *g, const char *id, int worker, co
                             long long *offset, const char *prefix)
 {
     char path[512];
-    snprintf(path, sizeof path, EXECS "/%s/log?worker=%d&stream=%s&offset=%lld", id, worker,
+    snprintf(path, sizeof path, LOOM_ROUTE_EXECS "/%s" LOOM_ROUTE_LOG "?worker=%d&stream=%s&offset=%lld", id, worker,
              stream, *offset);
     size_t n;
     char *text = cli_request_text(g, path, &n);
@@ -347,7 +349,7 @@ int cmd_exec(int argc, char **argv, const cli_globals *g)
         return exec_start_words(argc - 1, argv + 1, g, id, sizeof id);
     }
     if (strcmp(verb, "list") == 0) {
-        cJSON *j = cli_request(g, "GET", EXECS, NULL);
+        cJSON *j = cli_request(g, "GET", LOOM_ROUTE_EXECS, NULL);
         if (!j)
             return 1;
         if (g->json)
@@ -374,7 +376,7 @@ int cmd_exec(int argc, char **argv, const cli_globals *g)
     if (strcmp(verb, "stop") == 0 || strcmp(verb, "delete") == 0) {
         char path[256];
         int stop = strcmp(verb, "stop") == 0;
-        snprintf(path, sizeof path, EXECS "/%s%s", id, stop ? "/stop" : "");
+        snprintf(path, sizeof path, LOOM_ROUTE_EXECS "/%s%s", id, stop ? LOOM_ROUTE_STOP : "");
         cJSON *j = cli_request(g, stop ? "POST" : "DELETE", path, NULL);
         if (!j)
             return 1;
@@ -389,7 +391,7 @@ int cmd_exec(int argc, char **argv, const cli_globals *g)
         if (argc != 4 || strcmp(argv[2], "--workers") != 0)
             return cli_fail("usage: loom exec resize ID --workers N");
         char path[256], body[64];
-        snprintf(path, sizeof path, EXECS "/%s/resize", id);
+        snprintf(path, sizeof path, LOOM_ROUTE_EXECS "/%s" LOOM_ROUTE_RESIZE, id);
         snprintf(body, sizeof body, "{\"workers\": %d}", atoi(argv[3]));
         cJSON *j = cli_request(g, "POST", path, body);
         if (!j)

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/routes.h"
 #include "cli/commands.h"
 #include "plugin/registry.h"
 #include "util/fs.h"
@@ -92,9 +93,9 @@ static int list_kind(const cli_globals *g, const char *kind)
 {
     char path[128];
     if (kind)
-        snprintf(path, sizeof path, "/loom/v1/plugins?kind=%s", kind);
+        snprintf(path, sizeof path, LOOM_ROUTE_PLUGINS "?kind=%s", kind);
     else
-        snprintf(path, sizeof path, "/loom/v1/plugins");
+        snprintf(path, sizeof path, LOOM_ROUTE_PLUGINS);
     cJSON *j = cli_request(g, "GET", path, NULL);
     if (!j)
         return 1;
@@ -167,7 +168,7 @@ int cmd_kind(const char *kind_word, int argc, char **argv, const cli_globals *g)
         if (argc != 2)
             return cli_fail("usage: loom %s %s NAME", kind_word, verb);
         char path[256];
-        snprintf(path, sizeof path, "/loom/v1/plugins/%s/%s", api_kind, argv[1]);
+        snprintf(path, sizeof path, LOOM_ROUTE_PLUGINS "/%s/%s", api_kind, argv[1]);
         int show = strcmp(verb, "show") == 0;
         cJSON *j = cli_request(g, show ? "GET" : "DELETE", path, NULL);
         if (!j)
@@ -208,7 +209,7 @@ int cmd_kind(const char *kind_word, int argc, char **argv, const cli_globals *g)
             {.name = "file", .filename = base ? base + 1 : file, .data = data, .len = len},
             {.name = "name", .value = name},
         };
-        cJSON *j = cli_upload(g, "/loom/v1/plugins", parts, name ? 3 : 2);
+        cJSON *j = cli_upload(g, LOOM_ROUTE_PLUGINS, parts, name ? 3 : 2);
         free(data);
         if (!j)
             return 1;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/routes.h"
 #include "cli/commands.h"
 
 static const char plan_usage[] =
@@ -45,7 +46,7 @@ int cmd_slots(int argc, char **argv, const cli_globals *g)
     }
     if (argc > 0)
         return cli_fail("slots: unexpected \"%s\"", argv[0]);
-    cJSON *j = cli_request(g, "GET", "/loom/v1/slots", NULL);
+    cJSON *j = cli_request(g, "GET", LOOM_ROUTE_SLOTS, NULL);
     if (!j)
         return 1;
     if (g->json) {
@@ -77,7 +78,7 @@ int cmd_plan(int argc, char **argv, const cli_globals *g)
         return usage_rc;
     const char *verb = argv[0];
     if (!strcmp(verb, "list")) {
-        cJSON *j = cli_request(g, "GET", "/loom/v1/plans", NULL);
+        cJSON *j = cli_request(g, "GET", LOOM_ROUTE_PLANS, NULL);
         if (!j)
             return 1;
         if (g->json)
@@ -92,7 +93,7 @@ int cmd_plan(int argc, char **argv, const cli_globals *g)
     const char *path = argv[1];
     char url[512];
     char *escaped = curl_escape_path(path);
-    snprintf(url, sizeof url, "/loom/v1/plan?path=%s", escaped ? escaped : path);
+    snprintf(url, sizeof url, LOOM_ROUTE_PLAN "?path=%s", escaped ? escaped : path);
     free(escaped);
     if (!strcmp(verb, "show") || !strcmp(verb, "remove")) {
         int show = !strcmp(verb, "show");
@@ -136,7 +137,7 @@ int cmd_plan(int argc, char **argv, const cli_globals *g)
         char *text = cJSON_PrintUnformatted(body);
         cJSON_Delete(body);
         int add = !strcmp(verb, "add");
-        cJSON *j = cli_request(g, add ? "POST" : "PUT", add ? "/loom/v1/plans" : url, text);
+        cJSON *j = cli_request(g, add ? "POST" : "PUT", add ? LOOM_ROUTE_PLANS : url, text);
         free(text);
         if (!j)
             return 1;

@@ -147,10 +147,13 @@ int cmd_serve(int argc, char **argv, const cli_globals *g)
     signal(SIGPIPE, SIG_IGN);
 
     char err[1024], admin_password[AUTH_PASSWORD_MAX_LEN + 1] = "";
-    if (admin_password_file &&
-        auth_read_password_file(admin_password_file, admin_password, sizeof admin_password, err,
-                                sizeof err) != AUTH_OK)
+    loom_error *e = admin_password_file ? auth_read_password_file(admin_password_file, admin_password,
+                                                                  sizeof admin_password)
+                                        : NULL;
+    if (e) {
+        loom_err_take(e, err, sizeof err);
         return cli_fail("--admin-password-file: %s", err);
+    }
     if (!tls_cert != !tls_key)
         return cli_fail("--tls-cert and --tls-key go together");
     char *cert_pem = tls_cert ? fs_read_file(tls_cert, 1u << 20, NULL) : NULL;

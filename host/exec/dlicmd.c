@@ -32,8 +32,10 @@ const dlicmd_flag dlicmd_flags[] = {
 };
 const size_t dlicmd_flag_count = sizeof dlicmd_flags / sizeof *dlicmd_flags;
 
-char **dlicmd_split(const char *text, int *count, char *err, size_t errlen)
+loom_error *dlicmd_split(const char *text, char ***out, int *count)
 {
+    *out = NULL;
+    loom_error *err = NULL;
     size_t len = strlen(text);
     char **words = calloc(MAX_WORDS + 1, sizeof *words);
     char *word = malloc(len + 1);
@@ -51,8 +53,8 @@ char **dlicmd_split(const char *text, int *count, char *err, size_t errlen)
             if (*p == '\'') {
                 const char *end = strchr(p + 1, '\'');
                 if (!end) {
-                    snprintf(err, errlen, "args: unterminated single quote at offset %ld",
-                             (long)(p - text));
+                    err = loom_err(LOOM_E_INVALID, "args: unterminated single quote at offset %ld",
+                                   (long)(p - text));
                     goto fail;
                 }
                 memcpy(word + w, p + 1, (size_t)(end - p - 1));
@@ -66,8 +68,8 @@ char **dlicmd_split(const char *text, int *count, char *err, size_t errlen)
                     word[w++] = *p++;
                 }
                 if (*p != '"') {
-                    snprintf(err, errlen, "args: unterminated double quote at offset %ld",
-                             (long)(start - text));
+                    err = loom_err(LOOM_E_INVALID, "args: unterminated double quote at offset %ld",
+                                   (long)(start - text));
                     goto fail;
                 }
                 p++;
@@ -79,7 +81,7 @@ char **dlicmd_split(const char *text, int *count, char *err, size_t errlen)
             }
         }
         if (n == MAX_WORDS) {
-            snprintf(err, errlen, "args: more than %d words", MAX_WORDS);
+            err = loom_err(LOOM_E_INVALID, "args: more than %d words", MAX_WORDS);
             goto fail;
         }
         words[n] = strndup(word, w);
@@ -89,13 +91,14 @@ char **dlicmd_split(const char *text, int *count, char *err, size_t errlen)
     }
     free(word);
     *count = n;
-    return words;
+    *out = words;
+    return NULL;
 oom:
-    snprintf(err, errlen, "out of memory");
+    err = loom_err(LOOM_E_INTERNAL, "args: out of memory");
 fail:
     free(word);
     dlicmd_free_words(words);
-    return NULL;
+    return err;
 }
 
 void dlicmd_free_words(char **words)
@@ -107,67 +110,126 @@ void dlicmd_free_words(char **words)
     free(words);
 }
 
-static int parse_int(const char *flag, const char *value, int lo, int hi,
-                     int *out, char *err, size_t errlen)
+static loom_error *parse_int(const char *flag, const char *value, int lo, int hi, int *out)
 {
     char *end;
     errno = 0;
     long v = strtol(value, &end, 10);
-    if (errno || end == value || *end || v < lo || v > hi) {
-        snprintf(err, errlen, "%s: expected a whole number from %d to %d, got \"%s\"",
-                 flag, lo, hi, value);
-        return -1;
-    }
+    if (errno || end == value || *end || v < lo || v > hi)
+        return loom_err(LOOM_E_INVALID, "%s: expected a whole number from %d to %d, got \"%s\"",
+                        flag, lo, hi, value);
     *out = (int)v;
-    return 0;
+    return NULL;
 }
 
-static int push(char ***vec, int *count, const char *value)
+static loom_error *push(char ***vec, int *count, const char *value)
 {
     char **grown = realloc(*vec, (size_t)(*count + 2) * sizeof *grown);
     if (!grown)
-        return -1;
+        return loom_err(LOOM_E_INTERNAL, "args: out of memory");
     *vec = grown;
     grown[*count] = strdup(value);
     if (!grown[*count])
-        return -1;
+        return loom_err(LOOM_E_INTERNAL, "args: out of memory");
     grown[++*count] = NULL;
-    return 0;
+    return NULL;
 }
 
-static int set_string(char **dst, const char *flag, const char *value, char *err,
-                      size_t errlen)
+static loom_error *set_string(char **dst, const char *flag, const char *value)
 {
-    if (*dst) {
-        snprintf(err, errlen, "%s given twice", flag);
-        return -1;
-    }
-    if (!*value) {
-        snprintf(err, errlen, "%s: empty value", flag);
-        return -1;
-    }
+    if (*dst)
+        return loom_err(LOOM_E_INVALID, "%s given twice", flag);
+    if (!*value)
+        return loom_err(LOOM_E_INVALID, "%s: empty value", flag);
     *dst = strdup(value);
-    return *dst ? 0 : -1;
+    return *dst ? NULL : loom_err(LOOM_E_INTERNAL, "args: out of memory");
 }
 
-int dlicmd_parse_words(int argc, char *const *argv, dlicmd *d, char *err,
-                       size_t errlen)
+/* One of the words the flag may be, or an error naming the flag. */
+static loom_error *set_choice(const char *flag, const char *value, const char *a, const char *b,
+                              int *is_b)
+{
+    if (strcmp(value, a) && strcmp(value, b))
+        return loom_err(LOOM_E_INVALID, "%s: expected %s or %s, got \"%s\"", flag, a, b, value);
+    *is_b = strcmp(value, b) == 0;
+    return NULL;
+}
+
+static loom_error *apply_flag(dlicmd *d, const char *flag, const char *value)
+{
+    int is_b = 0;
+    loom_error *e;
+    if (strcmp(flag, "--exec-start") == 0)
+        return set_string(&d->exec_start, flag, value);
+    if (strcmp(flag, "--model-dir") == 0)
+        return set_string(&d->model_dir, flag, value);
+    if (strcmp(flag, "--model-main") == 0)
+        return set_string(&d->model_main, flag, value);
+    if (strcmp(flag, "--workerDeviceType") == 0) {
+        e = set_choice(flag, value, "cpu", "gpu", &is_b);
+        return e ? e : set_string(&d->device_type, flag, value);
+    }
+    if (strcmp(flag, "--consumer") == 0)
+        return set_string(&d->consumer, flag, value);
+    if (strcmp(flag, "--data-dir") == 0)
+        return set_string(&d->data_dir, flag, value);
+    if (strcmp(flag, "--numWorker") == 0) {
+        d->num_worker_given = 1;
+        return parse_int(flag, value, 1, 1024, &d->num_worker);
+    }
+    if (strcmp(flag, "--workerDeviceNum") == 0)
+        return parse_int(flag, value, 1, 64, &d->worker_device_num);
+    if (strcmp(flag, "--msd-priority") == 0)
+        return parse_int(flag, value, -1000, 1000, &d->priority);
+    if (strcmp(flag, "--syncMode") == 0) {
+        e = set_choice(flag, value, "SYNC", "ASYNC", &is_b);
+        d->sync_mode_async = !e && is_b;
+        return e;
+    }
+    if (strcmp(flag, "--queue-if-too-large") == 0) {
+        /* true/false, or 1/0 */
+        int is_false = 0;
+        e = set_choice(flag, value, "true", "false", &is_false);
+        if (e && (!strcmp(value, "0") || !strcmp(value, "1"))) {
+            loom_err_free(e);
+            e = NULL;
+            is_false = value[0] == '0';
+        }
+        d->queue_if_too_large = !e && !is_false;
+        return e;
+    }
+    if (strcmp(flag, "--msd-env") == 0) {
+        const char *eq = strchr(value, '=');
+        if (!eq || eq == value)
+            return loom_err(LOOM_E_INVALID, "--msd-env: expected KEY=VALUE, got \"%s\"", value);
+        return push(&d->msd_env, &d->msd_env_count, value);
+    }
+    return loom_err(LOOM_E_INVALID,
+                    "unknown flag %s (known: --exec-start --model-dir --model-main "
+                    "--numWorker --workerDeviceNum --workerDeviceType --msd-env "
+                    "--msd-priority --consumer --data-dir --syncMode --queue-if-too-large)",
+                    flag);
+}
+
+loom_error *dlicmd_parse_words(int argc, char *const *argv, dlicmd *d)
 {
     memset(d, 0, sizeof *d);
     d->num_worker = 1;
     d->worker_device_num = 1;
+    loom_error *e = NULL;
     int i = 0;
-    for (; i < argc; i++) {
+    for (; i < argc && !e; i++) {
         const char *word = argv[i];
         if (strcmp(word, "--") == 0) {
             i++;
             break;
         }
         if (strncmp(word, "--", 2) != 0) {
-            snprintf(err, errlen,
-                     "unexpected \"%s\": flags start with --, and program arguments go after \"--\"",
-                     word);
-            goto fail;
+            e = loom_err(LOOM_E_INVALID,
+                         "unexpected \"%s\": flags start with --, and program arguments go after "
+                         "\"--\"",
+                         word);
+            break;
         }
         /* --flag=value or --flag value */
         char flag[64];
@@ -179,99 +241,36 @@ int dlicmd_parse_words(int argc, char *const *argv, dlicmd *d, char *err,
         } else {
             snprintf(flag, sizeof flag, "%s", word);
             if (i + 1 >= argc) {
-                snprintf(err, errlen, "%s needs a value", flag);
-                goto fail;
+                e = loom_err(LOOM_E_INVALID, "%s needs a value", flag);
+                break;
             }
             value = argv[++i];
         }
-        int rc;
-        if (strcmp(flag, "--exec-start") == 0)
-            rc = set_string(&d->exec_start, flag, value, err, errlen);
-        else if (strcmp(flag, "--model-dir") == 0)
-            rc = set_string(&d->model_dir, flag, value, err, errlen);
-        else if (strcmp(flag, "--model-main") == 0)
-            rc = set_string(&d->model_main, flag, value, err, errlen);
-        else if (strcmp(flag, "--workerDeviceType") == 0) {
-            rc = set_string(&d->device_type, flag, value, err, errlen);
-            if (rc == 0 && strcmp(value, "cpu") != 0 && strcmp(value, "gpu") != 0) {
-                snprintf(err, errlen, "--workerDeviceType: expected cpu or gpu, got \"%s\"", value);
-                rc = -1;
-            }
-        } else if (strcmp(flag, "--consumer") == 0)
-            rc = set_string(&d->consumer, flag, value, err, errlen);
-        else if (strcmp(flag, "--data-dir") == 0)
-            rc = set_string(&d->data_dir, flag, value, err, errlen);
-        else if (strcmp(flag, "--numWorker") == 0) {
-            rc = parse_int(flag, value, 1, 1024, &d->num_worker, err, errlen);
-            d->num_worker_given = 1;
-        }
-        else if (strcmp(flag, "--workerDeviceNum") == 0)
-            rc = parse_int(flag, value, 1, 64, &d->worker_device_num, err, errlen);
-        else if (strcmp(flag, "--msd-priority") == 0)
-            rc = parse_int(flag, value, -1000, 1000, &d->priority, err, errlen);
-        else if (strcmp(flag, "--syncMode") == 0) {
-            rc = 0;
-            if (strcmp(value, "ASYNC") == 0)
-                d->sync_mode_async = 1;
-            else if (strcmp(value, "SYNC") != 0) {
-                snprintf(err, errlen, "--syncMode: expected SYNC or ASYNC, got \"%s\"", value);
-                rc = -1;
-            }
-        } else if (strcmp(flag, "--queue-if-too-large") == 0) {
-            rc = 0;
-            if (!strcmp(value, "true") || !strcmp(value, "1"))
-                d->queue_if_too_large = 1;
-            else if (strcmp(value, "false") && strcmp(value, "0")) {
-                snprintf(err, errlen, "--queue-if-too-large: expected true or false, got \"%s\"", value);
-                rc = -1;
-            }
-        } else if (strcmp(flag, "--msd-env") == 0) {
-            const char *e = strchr(value, '=');
-            if (!e || e == value) {
-                snprintf(err, errlen, "--msd-env: expected KEY=VALUE, got \"%s\"", value);
-                rc = -1;
-            } else {
-                rc = push(&d->msd_env, &d->msd_env_count, value);
-            }
-        } else {
-            snprintf(err, errlen,
-                     "unknown flag %s (known: --exec-start --model-dir --model-main "
-                     "--numWorker --workerDeviceNum --workerDeviceType --msd-env "
-                     "--msd-priority --consumer --data-dir --syncMode --queue-if-too-large)",
-                     flag);
-            rc = -1;
-        }
-        if (rc != 0)
-            goto fail;
+        e = apply_flag(d, flag, value);
     }
-    for (; i < argc; i++)
-        if (push(&d->args, &d->arg_count, argv[i]) != 0) {
-            snprintf(err, errlen, "out of memory");
-            goto fail;
-        }
-    if (!d->exec_start) {
-        snprintf(err, errlen, "--exec-start is required (the framework to run, e.g. command)");
-        goto fail;
-    }
-    if (!d->device_type)
-        d->device_type = strdup("cpu");
-    return 0;
-fail:
-    dlicmd_free(d);
-    return -1;
+    for (; i < argc && !e; i++)
+        e = push(&d->args, &d->arg_count, argv[i]);
+    if (!e && !d->exec_start)
+        e = loom_err(LOOM_E_INVALID, "--exec-start is required (the framework to run, e.g. command)");
+    if (!e && !d->device_type && !(d->device_type = strdup("cpu")))
+        e = loom_err(LOOM_E_INTERNAL, "args: out of memory");
+    if (e)
+        dlicmd_free(d);
+    return e;
 }
 
-int dlicmd_parse(const char *text, dlicmd *out, char *err, size_t errlen)
+loom_error *dlicmd_parse(const char *text, dlicmd *out)
 {
     int n;
-    char **words = dlicmd_split(text, &n, err, errlen);
-    if (!words) {
+    char **words;
+    loom_error *e = dlicmd_split(text, &words, &n);
+    if (e) {
         memset(out, 0, sizeof *out);
-        return -1;
+        return e;
     }
-    int rc = dlicmd_parse_words(n, words, out, err, errlen);
+    e = dlicmd_parse_words(n, words, out);
     dlicmd_free_words(words);
-    return rc;
+    return e;
 }
 
 void dlicmd_free(dlicmd *d)

@@ -9,6 +9,8 @@
 
 #include <stddef.h>
 
+#include "util/error.h"
+
 typedef struct dlicmd {
     char *exec_start;   /* framework name (required) */
     char *model_dir;    /* as given by the user (client side) */
@@ -41,16 +43,15 @@ extern const dlicmd_flag dlicmd_flags[];
 extern const size_t dlicmd_flag_count;
 
 /* Splits `text` into words like a POSIX shell would (quotes, backslash),
- * without expansions. Returns a NULL-terminated malloc'd vector or NULL with
- * err (e.g. an unterminated quote). Free with dlicmd_free_words. */
-char **dlicmd_split(const char *text, int *count, char *err, size_t errlen);
+ * without expansions, into a NULL-terminated malloc'd vector (free with
+ * dlicmd_free_words). LOOM_E_INVALID for e.g. an unterminated quote. */
+loom_error *dlicmd_split(const char *text, char ***words, int *count);
 void dlicmd_free_words(char **words);
 
 /* Parses words. Unknown flags, missing values and out-of-range numbers are
- * errors naming the flag. Returns 0 or -1. */
-int dlicmd_parse_words(int argc, char *const *argv, dlicmd *out, char *err,
-                       size_t errlen);
-int dlicmd_parse(const char *text, dlicmd *out, char *err, size_t errlen);
+ * LOOM_E_INVALID errors naming the flag; on failure *out holds nothing. */
+loom_error *dlicmd_parse_words(int argc, char *const *argv, dlicmd *out);
+loom_error *dlicmd_parse(const char *text, dlicmd *out);
 void dlicmd_free(dlicmd *d);
 
 /* Joins words into one string that dlicmd_split turns back into them. */

@@ -40,8 +40,10 @@ void exec_set_state(exec_service *es, store_exec *rec, const char *state, const 
         rec->started_at = time_now_ms();
     if (exec_state_is_final(state))
         rec->ended_at = time_now_ms();
-    if (store_exec_update(es->st, rec) != 0)
-        log_error("exec %s: cannot record state %s", rec->id, state);
+    loom_error *e = store_exec_update(es->st, rec);
+    if (e)
+        log_error("exec %s: cannot record state %s: %s", rec->id, state, loom_err_message(e));
+    loom_err_free(e);
     log_info("exec %s: %s%s%s", rec->id, state, message ? ": " : "", message ? message : "");
 }
 
@@ -92,7 +94,10 @@ static int lookup(exec_service *es, const char *owner, const char *id, running_e
     *r = exec_find_running(es, id);
     if (*r)
         return visible(owner, (*r)->rec.user);
-    return store_exec_get(es->st, id, rec) == 0 && visible(owner, rec->user);
+    loom_error *e = store_exec_get(es->st, id, rec);
+    int found = !e && visible(owner, rec->user);
+    loom_err_free(e);
+    return found;
 }
 
 /* ---- scheduling --------------------------------------------------------- */
@@ -107,30 +112,31 @@ static void schedule_locked(exec_service *es)
         running_exec *r = exec_find_running(es, actions[i].job_id);
         if (!r || actions[i].new_count <= 0)
             continue;
-        char err[512] = "";
+        loom_error *err = NULL;
         /* The devices granted, by their own index (CUDA ordinal, CPU slot). */
         static int32_t slots[MAX_DEVICES], index[MAX_DEVICES];
         int32_t kind = LOOM_DEVICE_CPU;
         int nd = sched_service_job_devices(es->sched, r->rec.id, slots, MAX_DEVICES, index, &kind);
         nd = nd < 0 ? 0 : nd > MAX_DEVICES ? MAX_DEVICES : nd;
         if (r->pending) {
-            int rc;
             if (r->job)
-                rc = trainer_start(es, r, index, nd, kind, err, sizeof err);
+                err = trainer_start(es, r, index, nd, kind);
             else
-                rc = launch_start(es, r, index, nd, err, sizeof err);
+                err = launch_start(es, r, index, nd);
             r->pending = 0;
-            if (rc != 0) {
+            if (err) {
                 /* Ends at the next supervision with its reason. */
-                exec_set_state(es, &r->rec, "ERROR", err);
+                exec_set_state(es, &r->rec, "ERROR", loom_err_message(err));
+                loom_err_free(err);
                 r->stop_requested = 1;
                 continue;
             }
             if (!r->edt)
                 exec_set_state(es, &r->rec, "RUNNING", NULL);
         } else if (r->edt && actions[i].new_count != actions[i].old_count) {
-            if (loom_err_take(edt_set_devices(r->edt, index, (uint32_t)nd), err, sizeof err))
-                log_warn("exec %s: resize to %d refused: %s", r->rec.id, actions[i].new_count, err);
+            char why[512];
+            if (loom_err_take(edt_set_devices(r->edt, index, (uint32_t)nd), why, sizeof why))
+                log_warn("exec %s: resize to %d refused: %s", r->rec.id, actions[i].new_count, why);
             else
                 log_info("exec %s: scheduler moves it from %d to %d device(s)", r->rec.id,
                          actions[i].old_count, actions[i].new_count);
@@ -139,10 +145,8 @@ static void schedule_locked(exec_service *es)
 }
 
 /* Hands an exec to the scheduler and to the running list, pending until
- * the scheduler grants its devices. Call with es->lock. 0, or an HTTP
- * status with err. */
-static int enqueue_locked(exec_service *es, running_exec *r, const dlicmd *d, char *err,
-                          size_t errlen)
+ * the scheduler grants its devices. Call with es->lock. */
+static loom_error *enqueue_locked(exec_service *es, running_exec *r, const dlicmd *d)
 {
     char plan[128];
     if (d->consumer)
@@ -159,19 +163,22 @@ static int enqueue_locked(exec_service *es, running_exec *r, const dlicmd *d, ch
         .priority = d->priority,
         .wait_if_too_large = d->queue_if_too_large,
     };
-    int status = sched_service_submit(es->sched, &spec, err, errlen);
-    if (status == 409 && !r->elastic && strstr(err, "inventory")) {
-        snprintf(err, errlen,
-                 "this exec needs %d device(s) and the host has %zu: it could never start "
-                 "(add --queue-if-too-large true to queue it until devices are added)",
-                 r->devices, sched_service_device_count(es->sched));
+    loom_error *e = sched_service_submit(es->sched, &spec);
+    size_t host_devices = sched_service_device_count(es->sched);
+    if (loom_err_code(e) == LOOM_E_LIMIT && !r->elastic && (size_t)r->devices > host_devices) {
+        /* Said in the submitter's words (dlicmd flags), not the scheduler's. */
+        loom_err_free(e);
+        return loom_err(LOOM_E_LIMIT,
+                        "this exec needs %d device(s) and the host has %zu: it could never start "
+                        "(add --queue-if-too-large true to queue it until devices are added)",
+                        r->devices, host_devices);
     }
-    if (status)
-        return status;
+    if (e)
+        return e;
     r->pending = 1;
     r->next = es->running;
     es->running = r;
-    return 0;
+    return NULL;
 }
 
 /* ---- restart reconciliation --------------------------------------------- */
@@ -215,8 +222,10 @@ static int resume_trainer(exec_service *es, store_exec *e)
         return 0;
     const loom_framework_factory *f = fw.factory;
     dlicmd d;
-    char err[512];
-    if (f->style != LOOM_FRAMEWORK_TRAINER || dlicmd_parse(e->args, &d, err, sizeof err) != 0) {
+    loom_error *bad = f->style == LOOM_FRAMEWORK_TRAINER ? dlicmd_parse(e->args, &d)
+                                                         : loom_err(LOOM_E_UNSUPPORTED, "launch");
+    if (bad) { /* not a trainer, or not one this host can read: not resumed */
+        loom_err_free(bad);
         registry_release(es->reg, LOOM_KIND_FRAMEWORK, fw.name);
         return 0;
     }
@@ -224,8 +233,9 @@ static int resume_trainer(exec_service *es, store_exec *e)
     data_dir_of(es, &d, data_dir, sizeof data_dir);
     running_exec *r = calloc(1, sizeof *r);
     edt_job *job = calloc(1, sizeof *job);
-    int status = r && job ? trainer_prepare(es, e, &fw, &d, data_dir, job, err, sizeof err) : 500;
-    if (status == 0) {
+    loom_error *err = r && job ? trainer_prepare(es, e, &fw, &d, data_dir, job)
+                               : loom_err(LOOM_E_INTERNAL, "out of memory");
+    if (!err) {
         r->rec = *e;
         r->job = job;
         r->elastic = 1;
@@ -235,17 +245,18 @@ static int resume_trainer(exec_service *es, store_exec *e)
         exec_set_state(es, &r->rec, "RECOVERING",
                        "the host restarted; resuming from the last checkpoint");
         pthread_mutex_lock(&es->lock);
-        status = enqueue_locked(es, r, &d, err, sizeof err);
-        if (status == 0)
+        err = enqueue_locked(es, r, &d);
+        if (!err)
             schedule_locked(es);
         pthread_mutex_unlock(&es->lock);
-        if (status == 0)
+        if (!err)
             r = NULL;
         else
             job = NULL; /* freed with r */
     }
-    if (status) {
-        exec_set_state(es, e, "ERROR", err);
+    if (err) {
+        exec_set_state(es, e, "ERROR", loom_err_message(err));
+        loom_err_free(err);
         registry_release(es->reg, LOOM_KIND_FRAMEWORK, fw.name);
         if (r && r->job != job)
             free(job);
@@ -258,7 +269,10 @@ static int resume_trainer(exec_service *es, store_exec *e)
 static void reconcile(exec_service *es)
 {
     orphan_list l = {0};
-    store_exec_each(es->st, collect_unfinished, &l);
+    loom_error *err = store_exec_each(es->st, collect_unfinished, &l);
+    if (err)
+        log_error("execs left by the last host: %s", loom_err_message(err));
+    loom_err_free(err);
     for (int i = 0; i < l.count; i++) {
         store_exec *e = &l.items[i];
         if (resume_trainer(es, e))
@@ -468,66 +482,57 @@ static void remove_exec_dir(const char *dir)
 }
 
 /* Checks the submission against the framework and prepares how it will
- * run, without storing anything. 0, or an HTTP status with err. */
-static int prepare(exec_service *es, const exec_submission *sub, const dlicmd *d,
-                   const registry_entry *fw, running_exec *r, char *err, size_t errlen)
+ * run, without storing anything. */
+static loom_error *prepare(exec_service *es, const exec_submission *sub, const dlicmd *d,
+                           const registry_entry *fw, running_exec *r)
 {
     const loom_framework_factory *factory = fw->factory;
     store_exec *rec = &r->rec;
-    if (strcmp(d->device_type, "gpu") == 0 && sched_cuda_device_count() == 0) {
-        snprintf(err, errlen, "--workerDeviceType gpu: this host has no GPU");
-        return 400;
-    }
-    if (d->model_main && !path_is_contained(d->model_main)) {
-        snprintf(err, errlen,
-                 "--model-main \"%s\": expected a path relative to the model directory, without \"..\"",
-                 d->model_main);
-        return 400;
-    }
-    if (d->model_dir && !sub->archive) {
-        snprintf(err, errlen,
-                 "--model-dir given but the request carries no model directory (a tar in the 'file' part)");
-        return 400;
-    }
+    if (strcmp(d->device_type, "gpu") == 0 && sched_cuda_device_count() == 0)
+        return loom_err(LOOM_E_INVALID, "--workerDeviceType gpu: this host has no GPU");
+    if (d->model_main && !path_is_contained(d->model_main))
+        return loom_err(LOOM_E_INVALID,
+                        "--model-main \"%s\": expected a path relative to the model directory, "
+                        "without \"..\"",
+                        d->model_main);
+    if (d->model_dir && !sub->archive)
+        return loom_err(LOOM_E_INVALID, "--model-dir given but the request carries no model "
+                                        "directory (a tar in the 'file' part)");
     snprintf(r->code_dir, sizeof r->code_dir, "%s/_submitted_code", rec->result_dir);
     snprintf(r->log_dir, sizeof r->log_dir, "%s/log", rec->result_dir);
     data_dir_of(es, d, r->data_dir, sizeof r->data_dir);
-    if (fs_mkdir_p(r->code_dir) != 0 || fs_mkdir_p(r->log_dir) != 0 || fs_mkdir_p(r->data_dir) != 0) {
-        snprintf(err, errlen, "cannot create the exec's directories under %s: %s",
-                 rec->result_dir, strerror(errno));
-        return 500;
-    }
-    if (sub->archive && tarball_unpack(sub->archive, sub->archive_len, r->code_dir,
-                                       ARCHIVE_MAX_BYTES, err, errlen) != 0)
-        return 400;
+    if (fs_mkdir_p(r->code_dir) != 0 || fs_mkdir_p(r->log_dir) != 0 || fs_mkdir_p(r->data_dir) != 0)
+        return loom_err(LOOM_E_INTERNAL, "cannot create the exec's directories under %s: %s",
+                        rec->result_dir, strerror(errno));
+    loom_error *e = sub->archive ? tarball_unpack(sub->archive, sub->archive_len, r->code_dir,
+                                                  ARCHIVE_MAX_BYTES)
+                                 : NULL;
+    if (e)
+        return loom_err_wrap(e, "model directory");
     if (d->model_main) {
         char main_path[PATH_MAX * 2];
         snprintf(main_path, sizeof main_path, "%s/%s", r->code_dir, d->model_main);
-        if (!fs_is_file(main_path)) {
-            snprintf(err, errlen, "--model-main \"%s\": no such file in the model directory",
-                     d->model_main);
-            return 400;
-        }
+        if (!fs_is_file(main_path))
+            return loom_err(LOOM_E_INVALID, "--model-main \"%s\": no such file in the model directory",
+                            d->model_main);
     }
     if (factory->style == LOOM_FRAMEWORK_TRAINER) {
         r->job = calloc(1, sizeof *r->job);
-        if (!r->job) {
-            snprintf(err, errlen, "out of memory");
-            return 500;
-        }
-        int status = trainer_prepare(es, rec, fw, d, r->data_dir, r->job, err, errlen);
-        if (status) {
+        if (!r->job)
+            return loom_err(LOOM_E_INTERNAL, "out of memory");
+        e = trainer_prepare(es, rec, fw, d, r->data_dir, r->job);
+        if (e) {
             free(r->job);
             r->job = NULL;
-            return status;
+            return e;
         }
         r->elastic = 1;
         r->devices = (int)r->job->settings.engines;
         rec->num_workers = r->devices;
-        return 0;
+        return NULL;
     }
     /* Ask the adapter for the processes before anything is stored: a plan
-     * it refuses is the submitter's error (400), not a failed exec. */
+     * it refuses is the submitter's error (LOOM_E_INVALID), not a failed exec. */
     loom_launch_request req = {
         .struct_size = sizeof req,
         .num_workers = (uint32_t)d->num_worker,
@@ -547,42 +552,44 @@ static int prepare(exec_service *es, const exec_submission *sub, const dlicmd *d
         .msd_env = (const char *const *)d->msd_env,
     };
     launch_plan_init(&r->plan);
-    loom_error *e = factory->plan_launch(factory, &req, &r->plan.sink);
+    e = factory->plan_launch(factory, &req, &r->plan.sink);
     if (!e && r->plan.count == 0)
-        e = loom_err(LOOM_ERR_INVALID_ARGUMENT, "the framework planned no worker");
+        e = loom_err(LOOM_E_INVALID, "the framework planned no worker");
     if (e) {
-        snprintf(err, errlen, "framework %s: %s", fw->name, loom_err_message(e));
-        int code = loom_err_code(e);
-        loom_err_free(e);
-        return code == LOOM_ERR_INVALID_ARGUMENT || code == LOOM_ERR_NOT_FOUND ? 400 : 500;
+        /* What the adapter could not find is in the submission (a file, a
+         * flag): the submitter's to fix. */
+        int32_t code = loom_err_code(e);
+        return loom_err_recode(loom_err_wrap(e, "framework %s", fw->name),
+                               code == LOOM_E_INVALID || code == LOOM_E_NOT_FOUND ? LOOM_E_INVALID
+                                                                                 : LOOM_E_INTERNAL);
     }
     r->msd_env = strings_copy((const char *const *)d->msd_env, (uint32_t)d->msd_env_count);
     r->worker_device_num = d->worker_device_num;
     r->gpu = strcmp(d->device_type, "gpu") == 0;
     rec->num_workers = r->plan.count;
     r->devices = r->plan.count * d->worker_device_num;
-    return 0;
+    return NULL;
 }
 
-int exec_submit(exec_service *es, const exec_submission *sub, char *id, size_t idlen, char *err,
-                size_t errlen)
+loom_error *exec_submit(exec_service *es, const exec_submission *sub, char *id, size_t idlen)
 {
     dlicmd d;
-    if (dlicmd_parse(sub->args ? sub->args : "", &d, err, errlen) != 0)
-        return 400;
+    loom_error *err = dlicmd_parse(sub->args ? sub->args : "", &d);
+    if (err)
+        return err;
     registry_entry fw;
     if (registry_acquire(es->reg, LOOM_KIND_FRAMEWORK, d.exec_start, &fw) != 0) {
-        snprintf(err, errlen, "--exec-start: no framework named \"%s\" (see loom framework list)",
-                 d.exec_start);
+        loom_error *e = loom_err(LOOM_E_NOT_FOUND,
+                                 "--exec-start: no framework named \"%s\" (see loom framework list)",
+                                 d.exec_start);
         dlicmd_free(&d);
-        return 404;
+        return e;
     }
     running_exec *r = calloc(1, sizeof *r);
     if (!r) {
         registry_release(es->reg, LOOM_KIND_FRAMEWORK, fw.name);
         dlicmd_free(&d);
-        snprintf(err, errlen, "out of memory");
-        return 500;
+        return loom_err(LOOM_E_INTERNAL, "out of memory");
     }
     store_exec *rec = &r->rec;
     pthread_mutex_lock(&es->lock);
@@ -596,41 +603,40 @@ int exec_submit(exec_service *es, const exec_submission *sub, char *id, size_t i
     snprintf(rec->result_dir, sizeof rec->result_dir, "%s/execs/%s", es->home, rec->id);
     snprintf(rec->state, sizeof rec->state, "SUBMITTED");
 
-    int status = prepare(es, sub, &d, &fw, r, err, errlen);
+    err = prepare(es, sub, &d, &fw, r);
     /* The scheduler accepts or refuses the job before anything is stored:
      * one too large for this host is the submitter's error. */
     pthread_mutex_lock(&es->lock);
-    if (status == 0)
-        status = enqueue_locked(es, r, &d, err, errlen);
-    if (status == 0 && store_exec_insert(es->st, rec, err, errlen) != 0) {
+    if (!err)
+        err = enqueue_locked(es, r, &d);
+    if (!err && (err = store_exec_insert(es->st, rec)) != NULL) {
         sched_service_end(es->sched, rec->id);
         unlink_running(es, r);
-        status = 500;
+        err = loom_err_recode(err, LOOM_E_INTERNAL);
     }
-    if (status == 0) {
+    if (!err) {
         exec_set_state(es, rec, "PENDING", NULL);
         schedule_locked(es);
         snprintf(id, idlen, "%s", rec->id);
     }
     pthread_mutex_unlock(&es->lock);
-    if (status) {
+    if (err) {
         remove_exec_dir(rec->result_dir);
         registry_release(es->reg, LOOM_KIND_FRAMEWORK, fw.name);
         exec_free_running(r);
     }
     dlicmd_free(&d);
-    return status;
+    return err;
 }
 
-int exec_stop(exec_service *es, const char *owner, const char *id, char *err, size_t errlen)
+loom_error *exec_stop(exec_service *es, const char *owner, const char *id)
 {
     pthread_mutex_lock(&es->lock);
-    int rc = 0;
+    loom_error *err = NULL;
     store_exec rec;
     running_exec *r = NULL;
     if (!lookup(es, owner, id, &r, &rec)) {
-        snprintf(err, errlen, "no exec \"%s\"", id);
-        rc = 404;
+        err = loom_err(LOOM_E_NOT_FOUND, "no exec \"%s\"", id);
     } else if (r && r->pending) {
         /* Never started: it ends here. */
         sched_service_end(es->sched, id);
@@ -649,173 +655,188 @@ int exec_stop(exec_service *es, const char *owner, const char *id, char *err, si
                 kill(-r->rec.pgid, SIGTERM);
         }
     } else {
-        snprintf(err, errlen, "exec \"%s\" is already %s", id, rec.state);
-        rc = 409;
+        err = loom_err(LOOM_E_CONFLICT, "exec \"%s\" is already %s", id, rec.state);
     }
     pthread_mutex_unlock(&es->lock);
-    return rc;
+    return err;
 }
 
-int exec_resize(exec_service *es, const char *owner, const char *id, int workers, char *err,
-                size_t errlen)
+loom_error *exec_resize(exec_service *es, const char *owner, const char *id, int workers)
 {
     pthread_mutex_lock(&es->lock);
-    int rc = 0;
+    loom_error *err = NULL;
     store_exec rec;
     running_exec *r = NULL;
     if (!lookup(es, owner, id, &r, &rec)) {
-        snprintf(err, errlen, "no exec \"%s\"", id);
-        rc = 404;
+        err = loom_err(LOOM_E_NOT_FOUND, "no exec \"%s\"", id);
     } else if (r && r->elastic) {
         if (workers < 1 || workers > r->devices) {
-            snprintf(err, errlen, "workers: expected 1 to %d (the job's engines), got %d",
-                     r->devices, workers);
-            rc = 400;
+            err = loom_err(LOOM_E_INVALID, "workers: expected 1 to %d (the job's engines), got %d",
+                           r->devices, workers);
         } else {
             /* The job asks for at most `workers`; the scheduler grants what
              * the other jobs leave. */
-            rc = sched_service_set_range(es->sched, id, 1, workers, err, errlen);
-            if (!rc)
+            err = sched_service_set_range(es->sched, id, 1, workers);
+            if (!err)
                 schedule_locked(es);
         }
     } else if (r) {
-        snprintf(err, errlen,
-                 "exec \"%s\" runs a launch-style framework (%s); only elastic training jobs resize",
-                 id, r->framework);
-        rc = 409;
+        err = loom_err(LOOM_E_CONFLICT,
+                       "exec \"%s\" runs a launch-style framework (%s); only elastic training "
+                       "jobs resize",
+                       id, r->framework);
     } else {
-        snprintf(err, errlen, "exec \"%s\" is %s", id, rec.state);
-        rc = 409;
+        err = loom_err(LOOM_E_CONFLICT, "exec \"%s\" is %s", id, rec.state);
     }
     pthread_mutex_unlock(&es->lock);
-    return rc;
+    return err;
 }
 
-int exec_delete(exec_service *es, const char *owner, const char *id, char *err, size_t errlen)
+loom_error *exec_delete(exec_service *es, const char *owner, const char *id)
 {
     pthread_mutex_lock(&es->lock);
-    int rc = 0;
     store_exec rec;
-    if (store_exec_get(es->st, id, &rec) != 0 || !visible(owner, rec.user)) {
-        snprintf(err, errlen, "no exec \"%s\"", id);
-        rc = 404;
-    } else if (exec_find_running(es, id) || !exec_state_is_final(rec.state)) {
-        snprintf(err, errlen, "exec \"%s\" is %s; stop it first", id, rec.state);
-        rc = 409;
-    } else if (store_exec_delete(es->st, id) != 0) {
-        snprintf(err, errlen, "cannot delete exec \"%s\" from the store", id);
-        rc = 500;
-    } else {
+    running_exec *r = NULL;
+    loom_error *err = NULL;
+    if (!lookup(es, owner, id, &r, &rec))
+        err = loom_err(LOOM_E_NOT_FOUND, "no exec \"%s\"", id);
+    else if (r || !exec_state_is_final(rec.state))
+        err = loom_err(LOOM_E_CONFLICT, "exec \"%s\" is %s; stop it first", id,
+                       r ? r->rec.state : rec.state);
+    else if ((err = store_exec_delete(es->st, id)) != NULL)
+        err = loom_err_recode(loom_err_wrap(err, "cannot delete exec \"%s\"", id), LOOM_E_INTERNAL);
+    else
         remove_exec_dir(rec.result_dir);
-    }
     pthread_mutex_unlock(&es->lock);
-    return rc;
+    return err;
 }
 
-static cJSON *describe(exec_service *es, const store_exec *e, const running_exec *r)
+/* Fills a view of the exec (running: r set). Call with es->lock. */
+static void describe(exec_service *es, const store_exec *e, const running_exec *r, exec_view *v)
 {
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "id", e->id);
-    cJSON_AddStringToObject(o, "creator", e->user);
-    cJSON_AddStringToObject(o, "framework", e->framework);
-    cJSON_AddStringToObject(o, "args", e->args);
-    cJSON_AddStringToObject(o, "state", e->state);
-    cJSON_AddStringToObject(o, "message", e->message);
-    cJSON_AddNumberToObject(o, "numWorker", e->num_workers);
-    cJSON_AddStringToObject(o, "resultDir", e->result_dir);
-    cJSON_AddNumberToObject(o, "createTime", (double)e->created_at);
-    cJSON_AddNumberToObject(o, "startTime", (double)e->started_at);
-    cJSON_AddNumberToObject(o, "endTime", (double)e->ended_at);
+    memset(v, 0, sizeof *v);
+    v->rec = *e;
+    v->running = r != NULL;
     if (r) {
-        int32_t dev[64];
-        int n = sched_service_job_devices(es->sched, e->id, dev, 64, NULL, NULL);
-        cJSON *slots = cJSON_AddArrayToObject(o, "slots");
-        for (int i = 0; i < n && i < 64; i++)
-            cJSON_AddItemToArray(slots, cJSON_CreateNumber(dev[i]));
+        int n = sched_service_job_devices(es->sched, e->id, v->slots, 64, NULL, NULL);
+        v->nslots = n < 0 ? 0 : n > 64 ? 64 : n;
     }
     if (r && r->edt) {
-        cJSON_AddItemToObject(o, "training", edt_describe(r->edt));
+        v->training = edt_describe(r->edt);
     } else if (!r) {
         char path[PATH_MAX + 32];
         trainer_summary_path(e, path, sizeof path);
         char *text = fs_read_file(path, 16u << 20, NULL);
-        cJSON *summary = text ? cJSON_Parse(text) : NULL;
+        v->training = text ? cJSON_Parse(text) : NULL;
         free(text);
-        if (summary)
-            cJSON_AddItemToObject(o, "training", summary);
     }
-    if (r && !r->edt && r->workers) {
-        cJSON *ws = cJSON_AddArrayToObject(o, "workers");
-        for (int i = 0; i < r->nworkers; i++) {
-            cJSON *w = cJSON_CreateObject();
-            cJSON_AddNumberToObject(w, "rank", i);
-            cJSON_AddNumberToObject(w, "pid", r->workers[i].pid);
-            cJSON_AddStringToObject(w, "state", r->workers[i].done ? "EXITED" : "RUNNING");
-            cJSON_AddItemToArray(ws, w);
-        }
+    if (r && !r->edt && r->workers && r->nworkers > 0) {
+        v->workers = calloc((size_t)r->nworkers, sizeof *v->workers);
+        for (int i = 0; v->workers && i < r->nworkers; i++)
+            v->workers[i] = (exec_worker_view){.rank = i, .pid = (int)r->workers[i].pid,
+                                               .exited = r->workers[i].done};
+        v->nworkers = v->workers ? r->nworkers : 0;
     }
-    return o;
 }
 
-cJSON *exec_describe(exec_service *es, const char *owner, const char *id)
+void exec_view_free(exec_view *v)
+{
+    if (!v)
+        return;
+    free(v->workers);
+    cJSON_Delete(v->training);
+    v->workers = NULL;
+    v->training = NULL;
+}
+
+void exec_views_free(exec_view *v, size_t count)
+{
+    for (size_t i = 0; v && i < count; i++)
+        exec_view_free(&v[i]);
+    free(v);
+}
+
+loom_error *exec_describe(exec_service *es, const char *owner, const char *id, exec_view *out)
 {
     pthread_mutex_lock(&es->lock);
-    cJSON *o = NULL;
-    running_exec *r = exec_find_running(es, id);
     store_exec rec;
-    if (r && visible(owner, r->rec.user))
-        o = describe(es, &r->rec, r);
-    else if (!r && store_exec_get(es->st, id, &rec) == 0 && visible(owner, rec.user))
-        o = describe(es, &rec, NULL);
+    running_exec *r = NULL;
+    int found = lookup(es, owner, id, &r, &rec);
+    if (found)
+        describe(es, r ? &r->rec : &rec, r, out);
     pthread_mutex_unlock(&es->lock);
-    return o;
+    return found ? NULL : loom_err(LOOM_E_NOT_FOUND, "no exec \"%s\"", id);
 }
 
 typedef struct list_ctx {
-    exec_service *es;
     const char *owner;
-    cJSON *array;
+    store_exec *items;
+    size_t n, cap;
+    int failed;
 } list_ctx;
 
 static void add_to_list(const store_exec *e, void *ctx)
 {
     list_ctx *l = ctx;
-    if (visible(l->owner, e->user))
-        cJSON_AddItemToArray(l->array, describe(l->es, e, exec_find_running(l->es, e->id)));
+    if (l->failed || !visible(l->owner, e->user))
+        return;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 16;
+        store_exec *grown = realloc(l->items, cap * sizeof *grown);
+        if (!grown) {
+            l->failed = 1;
+            return;
+        }
+        l->items = grown;
+        l->cap = cap;
+    }
+    l->items[l->n++] = *e;
 }
 
-cJSON *exec_list(exec_service *es, const char *owner)
+loom_error *exec_list(exec_service *es, const char *owner, exec_view **out, size_t *count)
 {
-    list_ctx l = {es, owner, cJSON_CreateArray()};
+    list_ctx l = {.owner = owner};
+    *out = NULL;
+    *count = 0;
     pthread_mutex_lock(&es->lock);
-    store_exec_each(es->st, add_to_list, &l);
+    loom_error *err = store_exec_each(es->st, add_to_list, &l);
+    if (!err && l.failed)
+        err = loom_err(LOOM_E_INTERNAL, "execs: out of memory");
+    exec_view *v = err ? NULL : calloc(l.n ? l.n : 1, sizeof *v);
+    if (!err && !v)
+        err = loom_err(LOOM_E_INTERNAL, "execs: out of memory");
+    for (size_t i = 0; !err && i < l.n; i++)
+        describe(es, &l.items[i], exec_find_running(es, l.items[i].id), &v[i]);
     pthread_mutex_unlock(&es->lock);
-    return l.array;
+    free(l.items);
+    if (err)
+        return err;
+    *out = v;
+    *count = l.n;
+    return NULL;
 }
 
-int exec_log_path(exec_service *es, const char *owner, const char *id, int worker,
-                  const char *stream, char *path, size_t pathlen, char *err, size_t errlen)
+loom_error *exec_log_path(exec_service *es, const char *owner, const char *id, int worker,
+                          const char *stream, char *path, size_t pathlen)
 {
     store_exec rec;
+    running_exec *r = NULL;
     pthread_mutex_lock(&es->lock);
-    int found = store_exec_get(es->st, id, &rec) == 0 && visible(owner, rec.user);
+    int found = lookup(es, owner, id, &r, &rec);
+    if (found && r)
+        rec = r->rec;
     pthread_mutex_unlock(&es->lock);
-    if (!found) {
-        snprintf(err, errlen, "no exec \"%s\"", id);
-        return 404;
-    }
-    if (strcmp(stream, "stdout") != 0 && strcmp(stream, "stderr") != 0) {
-        snprintf(err, errlen, "stream: expected stdout or stderr, got \"%s\"", stream);
-        return 400;
-    }
+    if (!found)
+        return loom_err(LOOM_E_NOT_FOUND, "no exec \"%s\"", id);
+    if (strcmp(stream, "stdout") != 0 && strcmp(stream, "stderr") != 0)
+        return loom_err(LOOM_E_INVALID, "stream: expected stdout or stderr, got \"%s\"", stream);
     if (worker == -1) { /* the training driver's log */
         snprintf(path, pathlen, "%s/log/driver/%s", rec.result_dir, stream);
-        return 0;
+        return NULL;
     }
-    if (worker < 0 || worker >= rec.num_workers) {
-        snprintf(err, errlen, "worker: exec \"%s\" has workers 0 to %d", id, rec.num_workers - 1);
-        return 400;
-    }
+    if (worker < 0 || worker >= rec.num_workers)
+        return loom_err(LOOM_E_INVALID, "worker: exec \"%s\" has workers 0 to %d", id,
+                        rec.num_workers - 1);
     snprintf(path, pathlen, "%s/log/worker-%d/%s", rec.result_dir, worker, stream);
-    return 0;
+    return NULL;
 }

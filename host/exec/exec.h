@@ -13,11 +13,13 @@
 #include "plugin/registry.h"
 #include "sched/sched_service.h"
 #include "store/store.h"
+#include "util/error.h"
 
 typedef struct exec_service exec_service;
 
 /* Takes over the stored execs: any left running by a host that died is
- * stopped and marked ERROR with the reason. `home` holds execs/ and data/. */
+ * stopped and marked ERROR with the reason. `home` holds execs/ and data/.
+ * NULL only when out of memory. */
 exec_service *exec_service_create(store *st, registry *reg, sched_service *sched,
                                   const char *home);
 /* Stops running execs (marked KILLED: the host shut down) and the
@@ -31,26 +33,50 @@ typedef struct exec_submission {
     size_t archive_len;
 } exec_submission;
 
-/* Returns 0 and the new id, or an HTTP status (400, 404, 500, ...) with err. */
-int exec_submit(exec_service *es, const exec_submission *sub, char *id,
-                size_t idlen, char *err, size_t errlen);
+/* Checks, stores and queues an exec; its id goes to `id`. Errors:
+ * LOOM_E_INVALID (the flag or file at fault), LOOM_E_NOT_FOUND (no such
+ * framework), LOOM_E_LIMIT (more devices than this host or the plan will
+ * ever have), LOOM_E_TOO_LARGE (model directory), LOOM_E_INTERNAL. */
+loom_error *exec_submit(exec_service *es, const exec_submission *sub, char *id, size_t idlen);
 /* `owner` limits every call to that user's execs (NULL: an administrator's
- * view, every exec); another user's exec is "not found", so names do not
- * leak. */
-/* Returns 0, or 404 / 409 with err. */
-int exec_stop(exec_service *es, const char *owner, const char *id, char *err, size_t errlen);
-/* Asks a training exec for `workers` workers; 0, or 400/404/409 with err. */
-int exec_resize(exec_service *es, const char *owner, const char *id, int workers, char *err,
-                size_t errlen);
-int exec_delete(exec_service *es, const char *owner, const char *id, char *err, size_t errlen);
-/* The exec as JSON (caller frees), or NULL when there is none. */
-cJSON *exec_describe(exec_service *es, const char *owner, const char *id);
-cJSON *exec_list(exec_service *es, const char *owner);
+ * view, every exec); another user's exec is LOOM_E_NOT_FOUND, so names do
+ * not leak. An exec in the wrong state for the call is LOOM_E_CONFLICT. */
+loom_error *exec_stop(exec_service *es, const char *owner, const char *id);
+/* Asks a training exec for `workers` workers (1 to its engines). */
+loom_error *exec_resize(exec_service *es, const char *owner, const char *id, int workers);
+loom_error *exec_delete(exec_service *es, const char *owner, const char *id);
+
+/* What a client sees of an exec: its record and, while it runs, its
+ * devices and workers. */
+typedef struct exec_worker_view {
+    int rank;
+    int pid;
+    int exited;
+} exec_worker_view;
+
+typedef struct exec_view {
+    store_exec rec;
+    int running;            /* in the host's care (pending or started) */
+    int32_t slots[64];      /* the scheduler's slots it holds */
+    int nslots;
+    exec_worker_view *workers; /* launch-style workers; NULL for a trainer */
+    int nworkers;
+    /* The trainer's progress (live, or the summary it left); NULL when
+     * none. The trainer reports it as JSON of its own making. */
+    cJSON *training;
+} exec_view;
+
+/* Fills *out (free with exec_view_free), or LOOM_E_NOT_FOUND. */
+loom_error *exec_describe(exec_service *es, const char *owner, const char *id, exec_view *out);
+void exec_view_free(exec_view *v);
+/* Every exec `owner` may see, oldest first: an array freed with
+ * exec_views_free. */
+loom_error *exec_list(exec_service *es, const char *owner, exec_view **out, size_t *count);
+void exec_views_free(exec_view *v, size_t count);
 /* Path of a worker's "stdout" or "stderr" file (worker -1: the training
- * driver's); 0, or 404 with err. */
-int exec_log_path(exec_service *es, const char *owner, const char *id, int worker,
-                  const char *stream, char *path, size_t pathlen, char *err,
-                  size_t errlen);
+ * driver's). */
+loom_error *exec_log_path(exec_service *es, const char *owner, const char *id, int worker,
+                          const char *stream, char *path, size_t pathlen);
 /* True for FINISHED, KILLED, ERROR. */
 int exec_state_is_final(const char *state);
 

@@ -78,21 +78,22 @@ void exec_free_running(running_exec *r);
 void launch_plan_init(launch_plan *p);
 void launch_plan_free(launch_plan *p);
 /* Starts the planned workers on the given devices (CUDA ordinals, or CPU
- * slots). 0, or -1 with err (nothing left running). Call with es->lock. */
-int launch_start(exec_service *es, running_exec *r, const int32_t *device_index, int ndev,
-                 char *err, size_t errlen);
+ * slots); on failure nothing is left running. Call with es->lock. */
+loom_error *launch_start(exec_service *es, running_exec *r, const int32_t *device_index,
+                         int ndev);
 char **strings_copy(const char *const *src, uint32_t n);
 void strings_free(char **v);
 int reserve_port(void);
 
 /* exec_trainer.c */
-int trainer_prepare(exec_service *es, const store_exec *rec, const registry_entry *fw,
-                    const dlicmd *d, const char *data_dir, edt_job *job, char *err, size_t errlen);
+/* Reads the training spec and settings; LOOM_E_INVALID names what is wrong. */
+loom_error *trainer_prepare(exec_service *es, const store_exec *rec, const registry_entry *fw,
+                            const dlicmd *d, const char *data_dir, edt_job *job);
 /* Starts a prepared trainer with `workers` workers. Call with es->lock. */
 /* Starts the trainer on the devices granted (CUDA ordinals or CPU slot
  * numbers, of `kind`). */
-int trainer_start(exec_service *es, running_exec *r, const int32_t *devices, int count,
-                  int32_t kind, char *err, size_t errlen);
+loom_error *trainer_start(exec_service *es, running_exec *r, const int32_t *devices, int count,
+                          int32_t kind);
 /* Keeps the trainer's progress for `exec view` and frees it. */
 void trainer_ended(exec_service *es, running_exec *r);
 void trainer_summary_path(const store_exec *rec, char *path, size_t len);

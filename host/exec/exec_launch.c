@@ -125,17 +125,15 @@ static char **build_env(char *const *layers[], int nlayers)
     return out;
 }
 
-int launch_start(exec_service *es, running_exec *r, const int32_t *device_index, int ndev,
-                 char *err, size_t errlen)
+loom_error *launch_start(exec_service *es, running_exec *r, const int32_t *device_index,
+                         int ndev)
 {
-    (void)es;
+    (void)es; /* the jobs' FABRIC_HOME is loom's installed files, not the host's home */
     store_exec *rec = &r->rec;
     r->nworkers = r->plan.count;
     r->workers = calloc((size_t)r->nworkers, sizeof *r->workers);
-    if (!r->workers) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
+    if (!r->workers)
+        return loom_err(LOOM_E_INTERNAL, "out of memory");
     char job_env[6][PATH_MAX + 32];
     snprintf(job_env[0], sizeof job_env[0], "DATA_DIR=%s", r->data_dir);
     snprintf(job_env[1], sizeof job_env[1], "RESULT_DIR=%s", rec->result_dir);
@@ -144,9 +142,9 @@ int launch_start(exec_service *es, running_exec *r, const int32_t *device_index,
     char installed[PATH_MAX]; /* loom's files, never the state home */
     job_sandbox_install_dir(installed, sizeof installed);
     snprintf(job_env[4], sizeof job_env[4], "FABRIC_HOME=%s", installed);
-    err[0] = 0;
+    loom_error *err = NULL;
     rec->pgid = 0;
-    for (int i = 0; i < r->nworkers && !err[0]; i++) {
+    for (int i = 0; i < r->nworkers && !err; i++) {
         char wdir[PATH_MAX + 16], out_path[PATH_MAX + 32], err_path[PATH_MAX + 32];
         snprintf(wdir, sizeof wdir, "%s/worker-%d", r->log_dir, i);
         fs_mkdir_p(wdir);
@@ -173,22 +171,22 @@ int launch_start(exec_service *es, running_exec *r, const int32_t *device_index,
         };
         char **confined = NULL;
         job_sandbox_job box = {.user = rec->user, .exec_dir = rec->result_dir, .data_dir = r->data_dir};
-        loom_err_take(envp ? job_sandbox_wrap(&box, spec.argv, &confined) : NULL, err, errlen);
+        pid_t pid = -1;
+        err = envp ? job_sandbox_wrap(&box, spec.argv, &confined)
+                   : loom_err(LOOM_E_INTERNAL, "out of memory");
         spec.argv = confined ? confined : spec.argv;
-        pid_t pid = envp && !err[0] ? spawn_process(&spec, err, errlen) : -1;
+        if (!err)
+            err = spawn_process(&spec, &pid);
         job_sandbox_argv_free(confined);
         strings_free(envp);
-        if (pid < 0) {
-            if (!err[0])
-                snprintf(err, errlen, "out of memory");
+        if (err)
             break;
-        }
         if (rec->pgid == 0)
             rec->pgid = pid;
         r->workers[i].pid = pid;
     }
-    if (!err[0])
-        return 0;
+    if (!err)
+        return NULL;
     /* Stop the workers already started. */
     if (rec->pgid > 0)
         kill(-rec->pgid, SIGKILL);
@@ -199,5 +197,5 @@ int launch_start(exec_service *es, running_exec *r, const int32_t *device_index,
     free(r->workers);
     r->workers = NULL;
     r->nworkers = 0;
-    return -1;
+    return err;
 }

@@ -28,37 +28,35 @@ static void trainer_state_changed(void *ctx, const char *exec_id, const char *st
     pthread_mutex_unlock(&es->lock);
 }
 
-int trainer_prepare(exec_service *es, const store_exec *rec, const registry_entry *fw,
-                    const dlicmd *d, const char *data_dir, edt_job *job, char *err, size_t errlen)
+loom_error *trainer_prepare(exec_service *es, const store_exec *rec, const registry_entry *fw,
+                            const dlicmd *d, const char *data_dir, edt_job *job)
 {
     memset(job, 0, sizeof *job);
     const char *spec_name = d->model_main ? d->model_main : EDT_SPEC_DEFAULT;
     snprintf(job->spec_path, sizeof job->spec_path, "%s/_submitted_code/%s", rec->result_dir,
              spec_name);
     char *text = fs_read_file(job->spec_path, 16u << 20, NULL);
-    if (!text) {
-        snprintf(err, errlen,
-                 "%s: the model directory has no training spec \"%s\" (name another with --model-main)",
-                 fw->name, spec_name);
-        return 400;
-    }
+    if (!text)
+        return loom_err(LOOM_E_INVALID,
+                        "%s: the model directory has no training spec \"%s\" (name another with "
+                        "--model-main)",
+                        fw->name, spec_name);
     const char *end = NULL;
     cJSON *spec = cJSON_ParseWithOpts(text, &end, 1);
     if (!cJSON_IsObject(spec)) {
-        snprintf(err, errlen, "%s: malformed JSON near byte %ld (expected an object)", spec_name,
-                 spec ? 0L : (long)(end ? end - text : 0));
+        loom_error *e = loom_err(LOOM_E_INVALID, "%s: malformed JSON near byte %ld (expected an object)",
+                                 spec_name, spec ? 0L : (long)(end ? end - text : 0));
         free(text);
         cJSON_Delete(spec);
-        return 400;
+        return e;
     }
     free(text);
-    int rc = loom_err_take(edt_settings_resolve(spec, d->num_worker_given ? d->num_worker : 0,
-                                                d->args, d->arg_count, d->msd_env,
-                                                d->msd_env_count, &job->settings),
-                           err, errlen);
+    loom_error *e = edt_settings_resolve(spec, d->num_worker_given ? d->num_worker : 0, d->args,
+                                         d->arg_count, d->msd_env, d->msd_env_count,
+                                         &job->settings);
     cJSON_Delete(spec);
-    if (rc != LOOM_OK)
-        return 400;
+    if (e)
+        return loom_err_recode(e, LOOM_E_INVALID);
     job->settings.async = d->sync_mode_async;
     job->framework = fw->factory;
     /* Without loggers named, the built-in jsonl one writes WMLA's
@@ -82,23 +80,23 @@ int trainer_prepare(exec_service *es, const store_exec *rec, const registry_entr
     job->reg = es->reg;
     job->on_state = trainer_state_changed;
     job->ctx = es;
-    return 0;
+    return NULL;
 }
 
-int trainer_start(exec_service *es, running_exec *r, const int32_t *devices, int count,
-                  int32_t kind, char *err, size_t errlen)
+loom_error *trainer_start(exec_service *es, running_exec *r, const int32_t *devices, int count,
+                          int32_t kind)
 {
     (void)es;
     r->job->initial_workers = (uint32_t)count;
     r->job->device_kind = kind;
     r->job->ndevices = count > 0 && count <= EDT_MAX_WORKERS ? (uint32_t)count : 0;
     memcpy(r->job->devices, devices, sizeof(int32_t) * r->job->ndevices);
-    loom_err_take(edt_start(r->job, &r->edt), err, errlen);
+    loom_error *e = edt_start(r->job, &r->edt);
     strings_free(r->job->msd_env); /* edt_start copied it */
     edt_settings_free(&r->job->settings);
     free(r->job);
     r->job = NULL;
-    return r->edt ? 0 : -1;
+    return e;
 }
 
 void trainer_ended(exec_service *es, running_exec *r)

@@ -1,7 +1,6 @@
 /* sched/sched_service.c - see sched_service.h. */
 #include "sched/sched_service.h"
 
-#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,33 +18,18 @@ struct sched_service {
 
 static double now_s(void) { return (double)time_mono_ms() / 1000.0; }
 
-static int status_of(loom_error *e)
-{
-    switch (loom_err_code(e)) {
-    case LOOM_ERR_NOT_FOUND: return 404;
-    case LOOM_ERR_ALREADY_EXISTS: return 409;
-    case LOOM_ERR_RESOURCE_EXHAUSTED: return 409;
-    case LOOM_ERR_INVALID_ARGUMENT: return 400;
-    default: return 500;
-    }
-}
-
-/* Moves a loom_error into err and returns its HTTP status. */
-static int take_error(loom_error *e, char *err, size_t errlen)
-{
-    snprintf(err, errlen, "%s", loom_err_message(e));
-    int status = status_of(e);
-    loom_err_free(e);
-    return status;
-}
-
 typedef struct plan_list {
     sched_plan_spec *specs;
     char (*paths)[256];
     size_t n, cap;
 } plan_list;
 
-static int policy_parse(const char *text, int32_t *out)
+const char *sched_policy_name(int32_t policy)
+{
+    return policy == SCHED_POLICY_PRIORITY ? "priority" : "fair";
+}
+
+int sched_policy_parse(const char *text, int32_t *out)
 {
     if (!text || !strcmp(text, "fair"))
         *out = SCHED_POLICY_FAIR;
@@ -71,21 +55,21 @@ static void collect_plan(const store_plan *p, void *ctx)
     }
     snprintf(l->paths[l->n], sizeof l->paths[l->n], "%s", p->path);
     int32_t policy = SCHED_POLICY_FAIR;
-    policy_parse(p->policy, &policy);
+    sched_policy_parse(p->policy, &policy);
     l->specs[l->n] = (sched_plan_spec){.weight = p->weight, .min_devices = p->min_devices,
                                        .cap_devices = p->cap_devices, .policy = policy};
     l->n++;
 }
 
-sched_service *sched_service_create(store *st, const sched_service_options *opt, char *err,
-                                    size_t errlen)
+loom_error *sched_service_create(store *st, const sched_service_options *opt,
+                                 sched_service **out)
 {
+    *out = NULL;
     sched_service *ss = calloc(1, sizeof *ss);
     sched_options so = {.hysteresis = opt ? opt->hysteresis : 0};
     if (!ss || !(ss->core = sched_create(&so))) {
-        snprintf(err, errlen, "out of memory");
         free(ss);
-        return NULL;
+        return loom_err(LOOM_E_INTERNAL, "scheduler: out of memory");
     }
     pthread_mutex_init(&ss->lock, NULL);
     ss->st = st;
@@ -93,17 +77,17 @@ sched_service *sched_service_create(store *st, const sched_service_options *opt,
     log_info("scheduler: %d device(s) (%s)", added,
              sched_cuda_device_count() > 0 ? "CUDA" : "CPU slots");
     plan_list l = {0};
-    store_plan_each(st, collect_plan, &l);
+    loom_error *e = store_plan_each(st, collect_plan, &l);
     for (size_t i = 0; i < l.n; i++)
         l.specs[i].path = l.paths[i];
     /* The root's settings are an update, not a plan of its own. */
     size_t k = 0;
     for (size_t i = 0; i < l.n; i++) {
         if (!strcmp(l.paths[i], "/")) {
-            loom_error *e = sched_update_plan(ss->core, &l.specs[i]);
-            if (e) {
-                log_warn("stored plan \"/\" not applied: %s", loom_err_message(e));
-                loom_err_free(e);
+            loom_error *root = sched_update_plan(ss->core, &l.specs[i]);
+            if (root) {
+                log_warn("stored plan \"/\" not applied: %s", loom_err_message(root));
+                loom_err_free(root);
             }
             continue;
         }
@@ -111,16 +95,16 @@ sched_service *sched_service_create(store *st, const sched_service_options *opt,
         l.specs[k].path = l.paths[i];
         k++;
     }
-    loom_error *e = k ? sched_load_plans(ss->core, l.specs, k) : NULL;
+    if (!e && k)
+        e = sched_load_plans(ss->core, l.specs, k);
     free(l.specs);
     free(l.paths);
     if (e) {
-        snprintf(err, errlen, "stored resource plans: %s", loom_err_message(e));
-        loom_err_free(e);
         sched_service_destroy(ss);
-        return NULL;
+        return loom_err_wrap(e, "stored resource plans");
     }
-    return ss;
+    *out = ss;
+    return NULL;
 }
 
 void sched_service_destroy(sched_service *ss)
@@ -132,160 +116,163 @@ void sched_service_destroy(sched_service *ss)
     free(ss);
 }
 
-static cJSON *plan_json(const sched_plan_spec *p)
+static void plan_view(const sched_plan_spec *p, sched_plan_view *out)
 {
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "path", p->path);
-    cJSON_AddNumberToObject(o, "share", p->weight);
-    cJSON_AddNumberToObject(o, "min", p->min_devices);
-    cJSON_AddNumberToObject(o, "cap", p->cap_devices);
-    cJSON_AddStringToObject(o, "policy", p->policy == SCHED_POLICY_PRIORITY ? "priority" : "fair");
-    return o;
+    snprintf(out->path, sizeof out->path, "%s", p->path);
+    out->weight = p->weight;
+    out->min_devices = p->min_devices;
+    out->cap_devices = p->cap_devices;
+    out->policy = p->policy;
 }
 
-int sched_service_plan_put(sched_service *ss, const cJSON *body, int create, char *err,
-                           size_t errlen)
+static loom_error *record_plan(sched_service *ss, const sched_plan_spec *spec)
 {
-    const cJSON *path = cJSON_GetObjectItemCaseSensitive(body, "path");
-    if (!cJSON_IsString(path)) {
-        snprintf(err, errlen, "path: expected a plan path such as \"/project/training\"");
-        return 400;
-    }
-    pthread_mutex_lock(&ss->lock);
+    store_plan rec = {.weight = spec->weight, .min_devices = spec->min_devices,
+                      .cap_devices = spec->cap_devices};
+    snprintf(rec.path, sizeof rec.path, "%s", spec->path);
+    snprintf(rec.policy, sizeof rec.policy, "%s", sched_policy_name(spec->policy));
+    return store_plan_put(ss->st, &rec);
+}
+
+/* Checks the change against what exists and applies it to the policy
+ * core. Call with ss->lock. */
+static loom_error *plan_apply_locked(sched_service *ss, const sched_plan_change *c, int create,
+                                     sched_plan_spec *spec)
+{
     sched_plan_spec cur;
-    int exists = sched_get_plan(ss->core, path->valuestring, &cur);
-    sched_plan_spec spec = {.path = path->valuestring, .weight = 1, .policy = SCHED_POLICY_FAIR};
-    char path_copy[256];
-    snprintf(path_copy, sizeof path_copy, "%s", path->valuestring);
-    spec.path = path_copy;
-    if (exists) {
-        spec.weight = cur.weight;
-        spec.min_devices = cur.min_devices;
-        spec.cap_devices = cur.cap_devices;
-        spec.policy = cur.policy;
-    }
-    int status = 0;
-    if (create && exists) {
-        snprintf(err, errlen, "plan \"%s\" already exists (use update)", spec.path);
-        status = 409;
-    } else if (!create && !exists) {
-        snprintf(err, errlen, "no plan \"%s\"", spec.path);
-        status = 404;
-    }
-    const struct {
-        const char *key;
-        int is_int;
-        void *dst;
-    } fields[] = {{"share", 0, &spec.weight}, {"min", 1, &spec.min_devices}, {"cap", 1, &spec.cap_devices}};
-    for (size_t i = 0; !status && i < sizeof fields / sizeof *fields; i++) {
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, fields[i].key);
-        if (!v)
-            continue;
-        if (!cJSON_IsNumber(v) || (fields[i].is_int && v->valuedouble != floor(v->valuedouble))) {
-            snprintf(err, errlen, "plan \"%s\": %s: expected a %s", spec.path, fields[i].key,
-                     fields[i].is_int ? "whole number" : "number");
-            status = 400;
-        } else if (fields[i].is_int) {
-            *(int32_t *)fields[i].dst = (int32_t)v->valuedouble;
-        } else {
-            *(double *)fields[i].dst = v->valuedouble;
-        }
-    }
-    const cJSON *pol = cJSON_GetObjectItemCaseSensitive(body, "policy");
-    if (!status && pol && (!cJSON_IsString(pol) || policy_parse(pol->valuestring, &spec.policy))) {
-        snprintf(err, errlen, "plan \"%s\": policy: expected \"fair\" or \"priority\"", spec.path);
-        status = 400;
-    }
-    loom_error *e = NULL;
-    if (!status)
-        e = create ? sched_add_plan(ss->core, &spec) : sched_update_plan(ss->core, &spec);
-    if (e)
-        status = take_error(e, err, errlen);
-    if (!status) {
-        store_plan rec = {.weight = spec.weight, .min_devices = spec.min_devices,
-                          .cap_devices = spec.cap_devices};
-        snprintf(rec.path, sizeof rec.path, "%s", spec.path);
-        snprintf(rec.policy, sizeof rec.policy, "%s",
-                 spec.policy == SCHED_POLICY_PRIORITY ? "priority" : "fair");
-        if (store_plan_put(ss->st, &rec) != 0) {
-            snprintf(err, errlen, "cannot record plan \"%s\"", spec.path);
-            status = 500;
-        }
-    }
-    pthread_mutex_unlock(&ss->lock);
-    return status;
+    int exists = sched_get_plan(ss->core, c->path, &cur);
+    if (create && exists)
+        return loom_err(LOOM_E_CONFLICT, "plan \"%s\" already exists (use update)", c->path);
+    if (!create && !exists)
+        return loom_err(LOOM_E_NOT_FOUND, "no plan \"%s\"", c->path);
+    spec->weight = exists ? cur.weight : 1;
+    spec->min_devices = exists ? cur.min_devices : 0;
+    spec->cap_devices = exists ? cur.cap_devices : 0;
+    spec->policy = exists ? cur.policy : SCHED_POLICY_FAIR;
+    if (c->has_weight)
+        spec->weight = c->weight;
+    if (c->has_min)
+        spec->min_devices = c->min_devices;
+    if (c->has_cap)
+        spec->cap_devices = c->cap_devices;
+    if (c->has_policy)
+        spec->policy = c->policy;
+    return create ? sched_add_plan(ss->core, spec) : sched_update_plan(ss->core, spec);
 }
 
-int sched_service_plan_remove(sched_service *ss, const char *path, char *err, size_t errlen)
+loom_error *sched_service_plan_put(sched_service *ss, const sched_plan_change *c, int create,
+                                   sched_plan_view *out)
+{
+    if (!c->path || !c->path[0])
+        return loom_err(LOOM_E_INVALID, "path: expected a plan path such as \"/project/training\"");
+    char path[256];
+    if (strlen(c->path) >= sizeof path)
+        return loom_err(LOOM_E_INVALID, "path: longer than %zu characters", sizeof path - 1);
+    snprintf(path, sizeof path, "%s", c->path);
+    sched_plan_spec spec = {.path = path};
+    pthread_mutex_lock(&ss->lock);
+    loom_error *e = plan_apply_locked(ss, c, create, &spec);
+    if (!e)
+        e = loom_err_wrap(record_plan(ss, &spec), "cannot record plan \"%s\"", path);
+    if (!e && out)
+        plan_view(&spec, out);
+    pthread_mutex_unlock(&ss->lock);
+    return e;
+}
+
+loom_error *sched_service_plan_remove(sched_service *ss, const char *path)
 {
     pthread_mutex_lock(&ss->lock);
     loom_error *e = sched_remove_plan(ss->core, path);
-    int status = e ? take_error(e, err, errlen) : 0;
-    if (!status)
-        store_plan_remove(ss->st, path);
+    if (!e)
+        loom_err_free(store_plan_remove(ss->st, path)); /* "/" has no row of its own */
     pthread_mutex_unlock(&ss->lock);
-    return status;
+    return e;
 }
 
-static void add_plan_item(const store_plan *p, void *ctx)
+typedef struct view_list {
+    sched_plan_view *items;
+    size_t n, cap;
+    sched *core;
+    int failed;
+} view_list;
+
+static void add_plan_view(const store_plan *p, void *ctx)
 {
-    cJSON_AddItemToArray(ctx, cJSON_CreateString(p->path));
+    view_list *l = ctx;
+    sched_plan_spec spec;
+    if (l->failed || !strcmp(p->path, "/") || !sched_get_plan(l->core, p->path, &spec))
+        return;
+    if (l->n == l->cap) {
+        size_t cap = l->cap * 2;
+        sched_plan_view *grown = realloc(l->items, cap * sizeof *grown);
+        if (!grown) {
+            l->failed = 1;
+            return;
+        }
+        l->items = grown;
+        l->cap = cap;
+    }
+    plan_view(&spec, &l->items[l->n++]);
 }
 
-cJSON *sched_service_plans(sched_service *ss)
+loom_error *sched_service_plans(sched_service *ss, sched_plan_view **out, size_t *count)
 {
-    cJSON *paths = cJSON_CreateArray();
-    cJSON *out = cJSON_CreateArray();
+    view_list l = {.items = malloc(16 * sizeof *l.items), .cap = 16, .core = ss->core};
+    *out = NULL;
+    *count = 0;
+    if (!l.items)
+        return loom_err(LOOM_E_INTERNAL, "plans: out of memory");
     pthread_mutex_lock(&ss->lock);
     sched_plan_spec root;
     if (sched_get_plan(ss->core, "/", &root))
-        cJSON_AddItemToArray(out, plan_json(&root));
-    store_plan_each(ss->st, add_plan_item, paths);
-    const cJSON *p;
-    cJSON_ArrayForEach(p, paths) {
-        sched_plan_spec spec;
-        if (strcmp(p->valuestring, "/") && sched_get_plan(ss->core, p->valuestring, &spec))
-            cJSON_AddItemToArray(out, plan_json(&spec));
-    }
+        plan_view(&root, &l.items[l.n++]);
+    loom_error *e = store_plan_each(ss->st, add_plan_view, &l);
     pthread_mutex_unlock(&ss->lock);
-    cJSON_Delete(paths);
-    return out;
+    if (!e && l.failed)
+        e = loom_err(LOOM_E_INTERNAL, "plans: out of memory");
+    if (e) {
+        free(l.items);
+        return e;
+    }
+    *out = l.items;
+    *count = l.n;
+    return NULL;
 }
 
-cJSON *sched_service_plan(sched_service *ss, const char *path)
+loom_error *sched_service_plan(sched_service *ss, const char *path, sched_plan_view *out)
 {
     pthread_mutex_lock(&ss->lock);
     sched_plan_spec spec;
-    cJSON *o = sched_get_plan(ss->core, path, &spec) ? plan_json(&spec) : NULL;
+    int found = sched_get_plan(ss->core, path, &spec);
+    if (found)
+        plan_view(&spec, out);
     pthread_mutex_unlock(&ss->lock);
-    return o;
+    return found ? NULL : loom_err(LOOM_E_NOT_FOUND, "no plan \"%s\"", path);
 }
 
-cJSON *sched_service_slots(sched_service *ss)
+loom_error *sched_service_slots(sched_service *ss, sched_slot_view **out, size_t *count)
 {
-    cJSON *a = cJSON_CreateArray();
     pthread_mutex_lock(&ss->lock);
     size_t n = sched_device_count(ss->core);
-    for (size_t i = 0; i < n; i++) {
+    sched_slot_view *v = calloc(n ? n : 1, sizeof *v);
+    size_t k = 0;
+    for (size_t i = 0; v && i < n; i++) {
         sched_device_info d;
         if (!sched_device(ss->core, (int32_t)i, &d))
             continue;
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddNumberToObject(o, "slot", (double)i);
-        cJSON_AddStringToObject(o, "kind", d.kind == LOOM_DEVICE_CUDA ? "gpu" : "cpu");
-        cJSON_AddNumberToObject(o, "index", d.index);
-        cJSON_AddStringToObject(o, "node", d.node ? d.node : "local");
-        if (d.owner)
-            cJSON_AddStringToObject(o, "owner", d.owner);
-        else
-            cJSON_AddNullToObject(o, "owner");
-        cJSON_AddItemToArray(a, o);
+        v[k] = (sched_slot_view){.slot = (int32_t)i, .kind = d.kind, .index = d.index};
+        snprintf(v[k].node, sizeof v[k].node, "%s", d.node ? d.node : "local");
+        snprintf(v[k].owner, sizeof v[k].owner, "%s", d.owner ? d.owner : "");
+        k++;
     }
     pthread_mutex_unlock(&ss->lock);
-    return a;
+    *out = v;
+    *count = k;
+    return v ? NULL : loom_err(LOOM_E_INTERNAL, "slots: out of memory");
 }
 
-int sched_service_submit(sched_service *ss, const sched_job_spec *spec, char *err, size_t errlen)
+loom_error *sched_service_submit(sched_service *ss, const sched_job_spec *spec)
 {
     pthread_mutex_lock(&ss->lock);
     sched_plan_spec existing;
@@ -294,18 +281,15 @@ int sched_service_submit(sched_service *ss, const sched_job_spec *spec, char *er
         /* A user's own plan appears with their first job. */
         sched_plan_spec p = {.path = spec->plan, .weight = 1, .policy = SCHED_POLICY_FAIR};
         loom_error *e = sched_add_plan(ss->core, &p);
-        if (!e) {
-            store_plan rec = {.weight = 1};
-            snprintf(rec.path, sizeof rec.path, "%s", spec->plan);
-            snprintf(rec.policy, sizeof rec.policy, "fair");
-            store_plan_put(ss->st, &rec);
-        }
+        if (!e)
+            e = record_plan(ss, &p);
+        if (e)
+            log_warn("plan \"%s\" for the job: %s", spec->plan, loom_err_message(e));
         loom_err_free(e);
     }
     loom_error *e = sched_submit(ss->core, spec, now_s());
-    int status = e ? take_error(e, err, errlen) : 0;
     pthread_mutex_unlock(&ss->lock);
-    return status;
+    return e;
 }
 
 void sched_service_end(sched_service *ss, const char *id)
@@ -315,14 +299,12 @@ void sched_service_end(sched_service *ss, const char *id)
     pthread_mutex_unlock(&ss->lock);
 }
 
-int sched_service_set_range(sched_service *ss, const char *id, int min, int max, char *err,
-                            size_t errlen)
+loom_error *sched_service_set_range(sched_service *ss, const char *id, int min, int max)
 {
     pthread_mutex_lock(&ss->lock);
     loom_error *e = sched_set_job_range(ss->core, id, min, max);
-    int status = e ? take_error(e, err, errlen) : 0;
     pthread_mutex_unlock(&ss->lock);
-    return status;
+    return e;
 }
 
 int sched_service_job_devices(sched_service *ss, const char *id, int32_t *out, int cap,

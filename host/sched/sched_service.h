@@ -7,12 +7,12 @@
 #ifndef LOOM_SCHED_SCHED_SERVICE_H
 #define LOOM_SCHED_SCHED_SERVICE_H
 
-#include <cjson/cJSON.h>
 #include <stdbool.h>
 #include <stddef.h>
 
 #include "sched/sched.h"
 #include "store/store.h"
+#include "util/error.h"
 
 typedef struct sched_service sched_service;
 
@@ -22,26 +22,60 @@ typedef struct sched_service_options {
 } sched_service_options;
 
 /* Builds the inventory and loads the stored plans. */
-sched_service *sched_service_create(store *st, const sched_service_options *opt, char *err,
-                                    size_t errlen);
+loom_error *sched_service_create(store *st, const sched_service_options *opt,
+                                 sched_service **out);
 void sched_service_destroy(sched_service *ss);
 
-/* Plans: 0, or an HTTP status with err naming the plan and field. The
- * stored copy is written before the answer. */
-int sched_service_plan_put(sched_service *ss, const cJSON *body, int create, char *err,
-                           size_t errlen);
-int sched_service_plan_remove(sched_service *ss, const char *path, char *err, size_t errlen);
-cJSON *sched_service_plans(sched_service *ss);
-cJSON *sched_service_plan(sched_service *ss, const char *path);
-/* Every device and who holds it. */
-cJSON *sched_service_slots(sched_service *ss);
+/* A plan as it stands. */
+typedef struct sched_plan_view {
+    char path[256];
+    double weight;
+    int32_t min_devices, cap_devices;
+    int32_t policy; /* SCHED_POLICY_* */
+} sched_plan_view;
+
+/* A plan to create or change: the fields whose has_ flag is set are taken,
+ * the others stay (or default, for a new plan: weight 1, fair, no minimum
+ * or cap). */
+typedef struct sched_plan_change {
+    const char *path;
+    int has_weight, has_min, has_cap, has_policy;
+    double weight;
+    int32_t min_devices, cap_devices, policy;
+} sched_plan_change;
+
+/* Plans. Errors name the plan and field: LOOM_E_INVALID, LOOM_E_NOT_FOUND
+ * (an update of a missing plan), LOOM_E_CONFLICT (a create of an existing
+ * one). The stored copy is written before the answer; `out` (may be NULL)
+ * gets the plan as it now is. */
+loom_error *sched_service_plan_put(sched_service *ss, const sched_plan_change *change, int create,
+                                   sched_plan_view *out);
+loom_error *sched_service_plan_remove(sched_service *ss, const char *path);
+/* Every plan, the root first: a malloc'd array the caller frees. */
+loom_error *sched_service_plans(sched_service *ss, sched_plan_view **out, size_t *count);
+/* One plan, or LOOM_E_NOT_FOUND. */
+loom_error *sched_service_plan(sched_service *ss, const char *path, sched_plan_view *out);
+/* "fair" or "priority"; sched_policy_parse: 0, or -1 for another name. */
+const char *sched_policy_name(int32_t policy);
+int sched_policy_parse(const char *text, int32_t *out);
+
+/* One device and who holds it. */
+typedef struct sched_slot_view {
+    int32_t slot;
+    int32_t kind;  /* loom_device_kind */
+    int32_t index; /* CUDA ordinal or CPU slot number */
+    char node[64]; /* "local" for this host */
+    char owner[64]; /* the job holding it; "" when free */
+} sched_slot_view;
+
+/* Every device: a malloc'd array the caller frees. */
+loom_error *sched_service_slots(sched_service *ss, sched_slot_view **out, size_t *count);
 
 /* Jobs. Submitting to a missing per-user plan ("/NAME" with no such plan)
- * creates it with weight 1. 0, or an HTTP status with err. */
-int sched_service_submit(sched_service *ss, const sched_job_spec *spec, char *err, size_t errlen);
+ * creates it with weight 1. A job that can never fit is LOOM_E_LIMIT. */
+loom_error *sched_service_submit(sched_service *ss, const sched_job_spec *spec);
 void sched_service_end(sched_service *ss, const char *id);
-int sched_service_set_range(sched_service *ss, const char *id, int min, int max, char *err,
-                            size_t errlen);
+loom_error *sched_service_set_range(sched_service *ss, const char *id, int min, int max);
 /* The devices a job holds: returns the count and copies up to `cap` slots
  * into out and, when `index` is set, each device's own index (the CUDA
  * ordinal for CUDA_VISIBLE_DEVICES); when `kind` is set, the devices'

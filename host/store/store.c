@@ -1,6 +1,7 @@
 /* store/store.c - see store.h. */
 #include "store/store.h"
 
+#include <pthread.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 
 struct store {
     sqlite3 *db;
+    pthread_mutex_t lock; /* recursive: see store_lock */
 };
 
 static const char *const schema =
@@ -28,13 +30,17 @@ static const char *const schema =
     "  path TEXT PRIMARY KEY, weight REAL NOT NULL, min_devices INTEGER NOT NULL,"
     "  cap_devices INTEGER NOT NULL, policy TEXT NOT NULL);";
 
-store *store_open(const char *path, char *err, size_t errlen)
+loom_error *store_open(const char *path, store **out)
 {
+    *out = NULL;
     store *s = calloc(1, sizeof *s);
-    if (!s) {
-        snprintf(err, errlen, "out of memory");
-        return NULL;
-    }
+    if (!s)
+        return loom_err(LOOM_E_INTERNAL, "%s: out of memory", path);
+    pthread_mutexattr_t attr;
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&s->lock, &attr);
+    pthread_mutexattr_destroy(&attr);
     int rc = sqlite3_open_v2(path, &s->db,
                              SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
                                  SQLITE_OPEN_FULLMUTEX,
@@ -52,14 +58,14 @@ store *store_open(const char *path, char *err, size_t errlen)
     if (rc == SQLITE_OK)
         rc = sqlite3_exec(s->db, schema, NULL, NULL, &msg);
     if (rc != SQLITE_OK) {
-        snprintf(err, errlen, "%s: %s", path,
-                 msg ? msg : (s->db ? sqlite3_errmsg(s->db) : "cannot open"));
+        loom_error *e = loom_err(LOOM_E_INTERNAL, "%s: %s", path,
+                                 msg ? msg : (s->db ? sqlite3_errmsg(s->db) : "cannot open"));
         sqlite3_free(msg);
-        sqlite3_close(s->db);
-        free(s);
-        return NULL;
+        store_close(s);
+        return e;
     }
-    return s;
+    *out = s;
+    return NULL;
 }
 
 void store_close(store *s)
@@ -67,17 +73,37 @@ void store_close(store *s)
     if (!s)
         return;
     sqlite3_close(s->db);
+    pthread_mutex_destroy(&s->lock);
     free(s);
 }
 
+struct sqlite3 *store_db(store *s) { return s->db; }
+void store_lock(store *s) { pthread_mutex_lock(&s->lock); }
+void store_unlock(store *s) { pthread_mutex_unlock(&s->lock); }
+
+/* A prepared statement with the store's lock held, or NULL (unlocked). */
 static sqlite3_stmt *prepare(store *s, const char *sql)
 {
     sqlite3_stmt *st = NULL;
+    pthread_mutex_lock(&s->lock);
     if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) {
         log_error("store: cannot prepare \"%s\": %s", sql, sqlite3_errmsg(s->db));
+        pthread_mutex_unlock(&s->lock);
         return NULL;
     }
     return st;
+}
+
+static loom_error *unavailable(store *s, const char *what)
+{
+    return loom_err(LOOM_E_INTERNAL, "store: cannot %s: %s", what, sqlite3_errmsg(s->db));
+}
+
+/* Ends a statement from prepare() and releases the lock. */
+static void finish(store *s, sqlite3_stmt *st)
+{
+    sqlite3_finalize(st);
+    pthread_mutex_unlock(&s->lock);
 }
 
 static void column_text(sqlite3_stmt *st, int col, char *dst, size_t cap)
@@ -86,74 +112,132 @@ static void column_text(sqlite3_stmt *st, int col, char *dst, size_t cap)
     snprintf(dst, cap, "%s", t ? (const char *)t : "");
 }
 
-/* Runs a prepared write; returns 0, or -1 with the reason in err. */
-static int finish_write(store *s, sqlite3_stmt *st, char *err, size_t errlen)
+/* Runs a prepared write. `what` names the row for the message; with
+ * must_change, a write that touched no row is LOOM_E_NOT_FOUND. */
+static loom_error *finish_write(store *s, sqlite3_stmt *st, const char *what, int must_change)
 {
     int rc = sqlite3_step(st);
-    if (rc != SQLITE_DONE && err)
-        snprintf(err, errlen, "%s", sqlite3_errmsg(s->db));
-    int constraint = rc == SQLITE_CONSTRAINT;
-    sqlite3_finalize(st);
-    if (rc == SQLITE_DONE)
-        return 0;
-    return constraint ? -2 : -1;
+    loom_error *e = NULL;
+    if (rc == SQLITE_CONSTRAINT)
+        e = loom_err(LOOM_E_CONFLICT, "%s already exists", what);
+    else if (rc != SQLITE_DONE)
+        e = loom_err(LOOM_E_INTERNAL, "store: %s: %s", what, sqlite3_errmsg(s->db));
+    else if (must_change && sqlite3_changes(s->db) == 0)
+        e = loom_err(LOOM_E_NOT_FOUND, "no %s", what);
+    finish(s, st);
+    return e;
 }
 
-int store_plugin_add(store *s, const store_plugin *p, char *err, size_t errlen)
+/* Rows read under the lock, handed to the callback after it: a callback
+ * may take other locks (the scheduler's) without ordering them after ours. */
+typedef struct row_buffer {
+    char *rows;
+    size_t size, n, cap;
+} row_buffer;
+
+static void *row_next(row_buffer *b)
+{
+    if (b->n == b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 16;
+        char *grown = realloc(b->rows, cap * b->size);
+        if (!grown)
+            return NULL;
+        b->rows = grown;
+        b->cap = cap;
+    }
+    return b->rows + b->size * b->n++;
+}
+
+typedef void (*row_reader)(sqlite3_stmt *st, void *row);
+
+static loom_error *each_row(store *s, const char *sql, size_t size, row_reader read,
+                            void (*fn)(const void *, void *), void *ctx)
+{
+    sqlite3_stmt *st = prepare(s, sql);
+    if (!st)
+        return unavailable(s, "read");
+    row_buffer b = {.size = size};
+    loom_error *e = NULL;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        void *row = row_next(&b);
+        if (!row) {
+            e = loom_err(LOOM_E_INTERNAL, "store: out of memory reading rows");
+            break;
+        }
+        read(st, row);
+    }
+    if (!e && rc != SQLITE_DONE)
+        e = unavailable(s, "read");
+    finish(s, st);
+    for (size_t i = 0; !e && i < b.n; i++)
+        fn(b.rows + i * size, ctx);
+    free(b.rows);
+    return e;
+}
+
+loom_error *store_plugin_add(store *s, const store_plugin *p)
 {
     sqlite3_stmt *st = prepare(s, "INSERT INTO plugins(kind, name, file, added_at) VALUES(?,?,?,?)");
-    if (!st) {
-        snprintf(err, errlen, "store unavailable");
-        return -1;
-    }
+    if (!st)
+        return unavailable(s, "record a plugin");
     sqlite3_bind_text(st, 1, p->kind, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, p->name, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 3, p->file, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 4, p->added_at);
-    return finish_write(s, st, err, errlen);
+    char what[128];
+    snprintf(what, sizeof what, "%s \"%s\"", p->kind, p->name);
+    return finish_write(s, st, what, 0);
 }
 
-int store_plugin_remove(store *s, const char *kind, const char *name)
+loom_error *store_plugin_remove(store *s, const char *kind, const char *name)
 {
     sqlite3_stmt *st = prepare(s, "DELETE FROM plugins WHERE kind = ? AND name = ?");
     if (!st)
-        return -1;
+        return unavailable(s, "remove a plugin");
     sqlite3_bind_text(st, 1, kind, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
-    int rc = finish_write(s, st, NULL, 0);
-    return rc == 0 && sqlite3_changes(s->db) > 0 ? 0 : -1;
+    char what[128];
+    snprintf(what, sizeof what, "%s \"%s\"", kind, name);
+    return finish_write(s, st, what, 1);
 }
 
-int store_plugin_each(store *s, void (*fn)(const store_plugin *, void *), void *ctx)
+static void read_plugin(sqlite3_stmt *st, void *row)
 {
-    sqlite3_stmt *st = prepare(s, "SELECT kind, name, file, added_at FROM plugins ORDER BY rowid");
-    if (!st)
-        return -1;
-    int n = 0;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        store_plugin p;
-        column_text(st, 0, p.kind, sizeof p.kind);
-        column_text(st, 1, p.name, sizeof p.name);
-        column_text(st, 2, p.file, sizeof p.file);
-        p.added_at = sqlite3_column_int64(st, 3);
-        fn(&p, ctx);
-        n++;
-    }
-    sqlite3_finalize(st);
-    return n;
+    store_plugin *p = row;
+    column_text(st, 0, p->kind, sizeof p->kind);
+    column_text(st, 1, p->name, sizeof p->name);
+    column_text(st, 2, p->file, sizeof p->file);
+    p->added_at = sqlite3_column_int64(st, 3);
+}
+
+typedef struct plugin_visit {
+    void (*fn)(const store_plugin *, void *);
+    void *ctx;
+} plugin_visit;
+
+static void visit_plugin(const void *row, void *arg)
+{
+    plugin_visit *v = arg;
+    v->fn(row, v->ctx);
+}
+
+loom_error *store_plugin_each(store *s, void (*fn)(const store_plugin *, void *), void *ctx)
+{
+    plugin_visit v = {fn, ctx};
+    return each_row(s, "SELECT kind, name, file, added_at FROM plugins ORDER BY rowid",
+                    sizeof(store_plugin), read_plugin, visit_plugin, &v);
 }
 
 #define EXEC_COLUMNS                                                           \
     "id, user, framework, args, state, message, result_dir, num_workers, "     \
     "pgid, created_at, started_at, ended_at"
 
-int store_exec_insert(store *s, const store_exec *e, char *err, size_t errlen)
+loom_error *store_exec_insert(store *s, const store_exec *e)
 {
     sqlite3_stmt *st = prepare(s, "INSERT INTO execs(" EXEC_COLUMNS ") VALUES(?,?,?,?,?,?,?,?,?,?,?,?)");
-    if (!st) {
-        snprintf(err, errlen, "store unavailable");
-        return -1;
-    }
+    if (!st)
+        return unavailable(s, "record an exec");
     sqlite3_bind_text(st, 1, e->id, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, e->user, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 3, e->framework, -1, SQLITE_STATIC);
@@ -166,26 +250,31 @@ int store_exec_insert(store *s, const store_exec *e, char *err, size_t errlen)
     sqlite3_bind_int64(st, 10, e->created_at);
     sqlite3_bind_int64(st, 11, e->started_at);
     sqlite3_bind_int64(st, 12, e->ended_at);
-    return finish_write(s, st, err, errlen);
+    char what[96];
+    snprintf(what, sizeof what, "exec \"%s\"", e->id);
+    return finish_write(s, st, what, 0);
 }
 
-int store_exec_update(store *s, const store_exec *e)
+loom_error *store_exec_update(store *s, const store_exec *e)
 {
     sqlite3_stmt *st = prepare(s, "UPDATE execs SET state = ?, message = ?, pgid = ?, "
                                   "started_at = ?, ended_at = ? WHERE id = ?");
     if (!st)
-        return -1;
+        return unavailable(s, "update an exec");
     sqlite3_bind_text(st, 1, e->state, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, e->message, -1, SQLITE_STATIC);
     sqlite3_bind_int(st, 3, e->pgid);
     sqlite3_bind_int64(st, 4, e->started_at);
     sqlite3_bind_int64(st, 5, e->ended_at);
     sqlite3_bind_text(st, 6, e->id, -1, SQLITE_STATIC);
-    return finish_write(s, st, NULL, 0);
+    char what[96];
+    snprintf(what, sizeof what, "exec \"%s\"", e->id);
+    return finish_write(s, st, what, 1);
 }
 
-static void read_exec(sqlite3_stmt *st, store_exec *e)
+static void read_exec(sqlite3_stmt *st, void *row)
 {
+    store_exec *e = row;
     column_text(st, 0, e->id, sizeof e->id);
     column_text(st, 1, e->user, sizeof e->user);
     column_text(st, 2, e->framework, sizeof e->framework);
@@ -200,88 +289,105 @@ static void read_exec(sqlite3_stmt *st, store_exec *e)
     e->ended_at = sqlite3_column_int64(st, 11);
 }
 
-int store_exec_get(store *s, const char *id, store_exec *out)
+loom_error *store_exec_get(store *s, const char *id, store_exec *out)
 {
     sqlite3_stmt *st = prepare(s, "SELECT " EXEC_COLUMNS " FROM execs WHERE id = ?");
     if (!st)
-        return -1;
+        return unavailable(s, "read an exec");
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-    int rc = -1;
-    if (sqlite3_step(st) == SQLITE_ROW) {
+    int rc = sqlite3_step(st);
+    loom_error *e = NULL;
+    if (rc == SQLITE_ROW)
         read_exec(st, out);
-        rc = 0;
-    }
-    sqlite3_finalize(st);
-    return rc;
+    else if (rc == SQLITE_DONE)
+        e = loom_err(LOOM_E_NOT_FOUND, "no exec \"%s\"", id);
+    else
+        e = unavailable(s, "read an exec");
+    finish(s, st);
+    return e;
 }
 
-int store_exec_delete(store *s, const char *id)
+loom_error *store_exec_delete(store *s, const char *id)
 {
     sqlite3_stmt *st = prepare(s, "DELETE FROM execs WHERE id = ?");
     if (!st)
-        return -1;
+        return unavailable(s, "delete an exec");
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-    int rc = finish_write(s, st, NULL, 0);
-    return rc == 0 && sqlite3_changes(s->db) > 0 ? 0 : -1;
+    char what[96];
+    snprintf(what, sizeof what, "exec \"%s\"", id);
+    return finish_write(s, st, what, 1);
 }
 
-int store_exec_each(store *s, void (*fn)(const store_exec *, void *), void *ctx)
+typedef struct exec_visit {
+    void (*fn)(const store_exec *, void *);
+    void *ctx;
+} exec_visit;
+
+static void visit_exec(const void *row, void *arg)
 {
-    sqlite3_stmt *st = prepare(s, "SELECT " EXEC_COLUMNS " FROM execs ORDER BY created_at, rowid");
-    if (!st)
-        return -1;
-    int n = 0;
-    store_exec *e = malloc(sizeof *e);
-    while (e && sqlite3_step(st) == SQLITE_ROW) {
-        read_exec(st, e);
-        fn(e, ctx);
-        n++;
-    }
-    free(e);
-    sqlite3_finalize(st);
-    return n;
+    exec_visit *v = arg;
+    v->fn(row, v->ctx);
 }
 
-int store_plan_put(store *s, const store_plan *p)
+loom_error *store_exec_each(store *s, void (*fn)(const store_exec *, void *), void *ctx)
+{
+    exec_visit v = {fn, ctx};
+    return each_row(s, "SELECT " EXEC_COLUMNS " FROM execs ORDER BY created_at, rowid",
+                    sizeof(store_exec), read_exec, visit_exec, &v);
+}
+
+loom_error *store_plan_put(store *s, const store_plan *p)
 {
     sqlite3_stmt *st = prepare(s, "INSERT OR REPLACE INTO plans(path, weight, min_devices, "
                                   "cap_devices, policy) VALUES(?,?,?,?,?)");
     if (!st)
-        return -1;
+        return unavailable(s, "record a plan");
     sqlite3_bind_text(st, 1, p->path, -1, SQLITE_STATIC);
     sqlite3_bind_double(st, 2, p->weight);
     sqlite3_bind_int(st, 3, p->min_devices);
     sqlite3_bind_int(st, 4, p->cap_devices);
     sqlite3_bind_text(st, 5, p->policy, -1, SQLITE_STATIC);
-    return finish_write(s, st, NULL, 0);
+    char what[300];
+    snprintf(what, sizeof what, "plan \"%s\"", p->path);
+    return finish_write(s, st, what, 0);
 }
 
-int store_plan_remove(store *s, const char *path)
+loom_error *store_plan_remove(store *s, const char *path)
 {
     sqlite3_stmt *st = prepare(s, "DELETE FROM plans WHERE path = ?");
     if (!st)
-        return -1;
+        return unavailable(s, "remove a plan");
     sqlite3_bind_text(st, 1, path, -1, SQLITE_STATIC);
-    int rc = finish_write(s, st, NULL, 0);
-    return rc == 0 && sqlite3_changes(s->db) > 0 ? 0 : -1;
+    char what[300];
+    snprintf(what, sizeof what, "plan \"%s\"", path);
+    return finish_write(s, st, what, 1);
 }
 
-int store_plan_each(store *s, void (*fn)(const store_plan *, void *), void *ctx)
+static void read_plan(sqlite3_stmt *st, void *row)
 {
-    sqlite3_stmt *st = prepare(s, "SELECT path, weight, min_devices, cap_devices, policy FROM plans ORDER BY path");
-    if (!st)
-        return -1;
-    int n = 0;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        store_plan p;
-        column_text(st, 0, p.path, sizeof p.path);
-        p.weight = sqlite3_column_double(st, 1);
-        p.min_devices = sqlite3_column_int(st, 2);
-        p.cap_devices = sqlite3_column_int(st, 3);
-        column_text(st, 4, p.policy, sizeof p.policy);
-        fn(&p, ctx);
-        n++;
-    }
-    sqlite3_finalize(st);
-    return n;
+    store_plan *p = row;
+    column_text(st, 0, p->path, sizeof p->path);
+    p->weight = sqlite3_column_double(st, 1);
+    p->min_devices = sqlite3_column_int(st, 2);
+    p->cap_devices = sqlite3_column_int(st, 3);
+    column_text(st, 4, p->policy, sizeof p->policy);
+}
+
+typedef struct plan_visit {
+    void (*fn)(const store_plan *, void *);
+    void *ctx;
+} plan_visit;
+
+static void visit_plan(const void *row, void *arg)
+{
+    plan_visit *v = arg;
+    v->fn(row, v->ctx);
+}
+
+loom_error *store_plan_each(store *s, void (*fn)(const store_plan *, void *), void *ctx)
+{
+    plan_visit v = {fn, ctx};
+    return each_row(s, "SELECT path, weight, min_devices, cap_devices, policy FROM plans "
+                       "ORDER BY path",
+                    sizeof(store_plan), read_plan, visit_plan, &v);
 }

@@ -2,7 +2,9 @@
  * store/store.h - the host's state in SQLite (WAL): registered plugins and
  * execs. Every change is committed before the caller acknowledges it, so a
  * host killed at any point reopens whole. Calls are serialised by the
- * caller's lock or by SQLite's serialized mode; one connection per store.
+ * store's lock; one connection per database, shared with auth (store_db).
+ * Failures are loom_errors: LOOM_E_NOT_FOUND for a missing row,
+ * LOOM_E_CONFLICT for a key already taken, LOOM_E_INTERNAL for the rest.
  */
 #ifndef LOOM_STORE_STORE_H
 #define LOOM_STORE_STORE_H
@@ -10,11 +12,23 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "util/error.h"
+
 typedef struct store store;
+struct sqlite3;
 
 /* Opens (creating if needed) the database at `path` and migrates it. */
-store *store_open(const char *path, char *err, size_t errlen);
+loom_error *store_open(const char *path, store **out);
 void store_close(store *s);
+
+/* For a service that keeps tables of its own in the host's database (auth):
+ * the one connection to it, and the lock that keeps every other statement
+ * out of that service's transactions (hold it from BEGIN to COMMIT). The
+ * lock is recursive; the store's own calls take it per statement, and call
+ * their `each` callbacks without it. */
+struct sqlite3 *store_db(store *s);
+void store_lock(store *s);
+void store_unlock(store *s);
 
 /* ---- plugins registered by users ---- */
 typedef struct store_plugin {
@@ -24,11 +38,10 @@ typedef struct store_plugin {
     int64_t added_at;
 } store_plugin;
 
-int store_plugin_add(store *s, const store_plugin *p, char *err, size_t errlen);
-int store_plugin_remove(store *s, const char *kind, const char *name);
-/* Calls fn for each row in insertion order; returns the count or -1. */
-int store_plugin_each(store *s, void (*fn)(const store_plugin *, void *),
-                      void *ctx);
+loom_error *store_plugin_add(store *s, const store_plugin *p);
+loom_error *store_plugin_remove(store *s, const char *kind, const char *name);
+/* Calls fn for each row in insertion order. */
+loom_error *store_plugin_each(store *s, void (*fn)(const store_plugin *, void *), void *ctx);
 
 /* ---- execs ---- */
 typedef struct store_exec {
@@ -44,13 +57,13 @@ typedef struct store_exec {
     int64_t created_at, started_at, ended_at; /* unix ms; 0 = not yet */
 } store_exec;
 
-int store_exec_insert(store *s, const store_exec *e, char *err, size_t errlen);
+loom_error *store_exec_insert(store *s, const store_exec *e);
 /* Writes state, message, pgid and the three times of e->id. */
-int store_exec_update(store *s, const store_exec *e);
-/* 0 and fills out, or -1 when there is no such exec. */
-int store_exec_get(store *s, const char *id, store_exec *out);
-int store_exec_delete(store *s, const char *id);
-int store_exec_each(store *s, void (*fn)(const store_exec *, void *), void *ctx);
+loom_error *store_exec_update(store *s, const store_exec *e);
+/* Fills out, or LOOM_E_NOT_FOUND. */
+loom_error *store_exec_get(store *s, const char *id, store_exec *out);
+loom_error *store_exec_delete(store *s, const char *id);
+loom_error *store_exec_each(store *s, void (*fn)(const store_exec *, void *), void *ctx);
 
 /* ---- resource plans ---- */
 typedef struct store_plan {
@@ -61,8 +74,8 @@ typedef struct store_plan {
 } store_plan;
 
 /* Inserts or replaces the plan at p->path. */
-int store_plan_put(store *s, const store_plan *p);
-int store_plan_remove(store *s, const char *path);
-int store_plan_each(store *s, void (*fn)(const store_plan *, void *), void *ctx);
+loom_error *store_plan_put(store *s, const store_plan *p);
+loom_error *store_plan_remove(store *s, const char *path);
+loom_error *store_plan_each(store *s, void (*fn)(const store_plan *, void *), void *ctx);
 
 #endif

@@ -194,7 +194,9 @@ static int spawn_worker(edt_coordinator *c, uint32_t slot, int32_t device)
     spec.argv = confined ? confined : argv;
     if (!envp && !err[0])
         snprintf(err, sizeof err, "out of memory");
-    pid_t pid = err[0] ? -1 : spawn_process(&spec, err, sizeof err);
+    pid_t pid = -1;
+    if (!err[0] && loom_err_take(spawn_process(&spec, &pid), err, sizeof err) != LOOM_OK)
+        pid = -1;
     job_sandbox_argv_free(confined);
     free(envp);
     if (pid < 0) {

@@ -8,8 +8,9 @@
 #include <stdio.h>
 #include <string.h>
 
-pid_t spawn_process(const spawn_spec *spec, char *err, size_t errlen)
+loom_error *spawn_process(const spawn_spec *spec, pid_t *out)
 {
+    *out = -1;
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t attr;
     posix_spawn_file_actions_init(&fa);
@@ -38,10 +39,12 @@ pid_t spawn_process(const spawn_spec *spec, char *err, size_t errlen)
     int rc = posix_spawnp(&pid, spec->argv[0], &fa, &attr, spec->argv, spec->envp);
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&attr);
-    if (rc != 0) {
-        snprintf(err, errlen, "cannot start \"%s\"%s%s: %s", spec->argv[0],
-                 spec->cwd ? " in " : "", spec->cwd ? spec->cwd : "", strerror(rc));
-        return -1;
-    }
-    return pid;
+    if (rc != 0)
+        /* A missing program is the submitter's to fix; the rest is ours. */
+        return loom_err(rc == ENOENT || rc == EACCES || rc == ENOTDIR ? LOOM_E_INVALID
+                                                                      : LOOM_E_INTERNAL,
+                        "cannot start \"%s\"%s%s: %s", spec->argv[0], spec->cwd ? " in " : "",
+                        spec->cwd ? spec->cwd : "", strerror(rc));
+    *out = pid;
+    return NULL;
 }

@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "util/error.h"
+
 typedef struct spawn_spec {
     char *const *argv;       /* argv[0] is searched in PATH unless it has a '/' */
     char *const *envp;       /* the whole environment */
@@ -16,7 +18,8 @@ typedef struct spawn_spec {
     pid_t pgid;              /* 0: a new group led by the child; -1: inherit */
 } spawn_spec;
 
-/* Returns the child's pid, or -1 with err naming argv[0] and the reason. */
-pid_t spawn_process(const spawn_spec *spec, char *err, size_t errlen);
+/* Starts the child and sets *pid, or fails naming argv[0] and the reason
+ * (*pid is then -1). */
+loom_error *spawn_process(const spawn_spec *spec, pid_t *pid);
 
 #endif

@@ -70,17 +70,15 @@ static const dynlib_spec archive_spec = {"libarchive", archive_sonames, NULL, ar
 static archive_api archive_table;
 static dynlib_once archive_once = DYNLIB_ONCE_INIT;
 
-/* The table, or NULL with err naming the library. */
-static const archive_api *archive_lib(char *err, size_t errlen)
+/* Opens libarchive once; the table in *out, or an error naming the library. */
+static loom_error *archive_lib(const archive_api **out)
 {
+    *out = NULL;
     loom_error *e = dynlib_open_once(&archive_once, &archive_spec, &archive_table);
-    if (e) {
-        char why[512];
-        loom_err_take(e, why, sizeof why);
-        snprintf(err, errlen, "tar: %s", why);
-        return NULL;
-    }
-    return &archive_table;
+    if (e)
+        return loom_err_wrap(e, "tar");
+    *out = &archive_table;
+    return NULL;
 }
 
 typedef struct membuf {
@@ -107,31 +105,29 @@ static la_ssize_t membuf_write(struct archive *a, void *ctx, const void *buf, si
     return (la_ssize_t)n;
 }
 
-int tarball_pack_dir(const char *dir, char **out, size_t *out_len, char *err,
-                     size_t errlen)
+loom_error *tarball_pack_dir(const char *dir, char **out, size_t *out_len)
 {
     struct stat st;
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        snprintf(err, errlen, "%s: not a directory", dir);
-        return -1;
-    }
-    const archive_api *ar = archive_lib(err, errlen);
-    if (!ar)
-        return -1;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        return loom_err(LOOM_E_INVALID, "%s: not a directory", dir);
+    const archive_api *ar;
+    loom_error *opened = archive_lib(&ar);
+    if (opened)
+        return opened;
     membuf m = {0};
     struct archive *w = ar->archive_write_new();
     struct archive *disk = ar->archive_read_disk_new();
     ar->archive_write_set_format_pax_restricted(w);
     ar->archive_write_set_bytes_in_last_block(w, 1);
-    int rc = -1;
+    loom_error *err = NULL;
     if (ar->archive_write_open(w, &m, NULL, membuf_write, NULL) != ARCHIVE_OK) {
-        snprintf(err, errlen, "tar: %s", ar->archive_error_string(w));
+        err = loom_err(LOOM_E_INTERNAL, "tar: %s", ar->archive_error_string(w));
         goto done;
     }
     ar->archive_read_disk_set_standard_lookup(disk);
     ar->archive_read_disk_set_symlink_physical(disk);
     if (ar->archive_read_disk_open(disk, dir) != ARCHIVE_OK) {
-        snprintf(err, errlen, "%s: %s", dir, ar->archive_error_string(disk));
+        err = loom_err(LOOM_E_INVALID, "%s: %s", dir, ar->archive_error_string(disk));
         goto done;
     }
     size_t prefix = strlen(dir);
@@ -143,7 +139,7 @@ int tarball_pack_dir(const char *dir, char **out, size_t *out_len, char *err,
             break;
         }
         if (r != ARCHIVE_OK) {
-            snprintf(err, errlen, "%s: %s", dir, ar->archive_error_string(disk));
+            err = loom_err(LOOM_E_INVALID, "%s: %s", dir, ar->archive_error_string(disk));
             ar->archive_entry_free(e);
             goto done;
         }
@@ -158,14 +154,14 @@ int tarball_pack_dir(const char *dir, char **out, size_t *out_len, char *err,
         }
         ar->archive_entry_set_pathname(e, rel);
         if (ar->archive_write_header(w, e) != ARCHIVE_OK) {
-            snprintf(err, errlen, "tar: %s: %s", rel, ar->archive_error_string(w));
+            err = loom_err(LOOM_E_INTERNAL, "tar: %s: %s", rel, ar->archive_error_string(w));
             ar->archive_entry_free(e);
             goto done;
         }
         if (ar->archive_entry_filetype(e) == AE_IFREG) {
             FILE *f = fopen(ar->archive_entry_sourcepath(e), "rb");
             if (!f) {
-                snprintf(err, errlen, "%s: cannot read", ar->archive_entry_sourcepath(e));
+                err = loom_err(LOOM_E_INVALID, "%s: cannot read", ar->archive_entry_sourcepath(e));
                 ar->archive_entry_free(e);
                 goto done;
             }
@@ -178,39 +174,34 @@ int tarball_pack_dir(const char *dir, char **out, size_t *out_len, char *err,
         ar->archive_entry_free(e);
     }
     if (ar->archive_write_close(w) != ARCHIVE_OK) {
-        snprintf(err, errlen, "tar: %s", ar->archive_error_string(w));
+        err = loom_err(LOOM_E_INTERNAL, "tar: %s", ar->archive_error_string(w));
         goto done;
     }
-    rc = 0;
 done:
     ar->archive_read_free(disk);
     ar->archive_write_free(w);
-    if (rc == 0) {
+    if (!err) {
         *out = m.data;
         *out_len = m.len;
     } else {
         free(m.data);
     }
-    return rc;
+    return err;
 }
 
-static int entry_is_safe(const archive_api *ar, struct archive_entry *e, char *err,
-                         size_t errlen)
+static loom_error *entry_check(const archive_api *ar, struct archive_entry *e)
 {
     const char *name = ar->archive_entry_pathname(e);
     if (!name || !*name) {
-        snprintf(err, errlen, "archive entry with an empty name");
-        return 0;
+        return loom_err(LOOM_E_INVALID, "archive entry with an empty name");
     }
     if (name[0] == '/') {
-        snprintf(err, errlen, "archive entry \"%s\" has an absolute path", name);
-        return 0;
+        return loom_err(LOOM_E_INVALID, "archive entry \"%s\" has an absolute path", name);
     }
     /* ".." as any path component. */
     for (const char *p = name; p && *p;) {
         if (p[0] == '.' && p[1] == '.' && (p[2] == '/' || p[2] == 0)) {
-            snprintf(err, errlen, "archive entry \"%s\" contains \"..\"", name);
-            return 0;
+            return loom_err(LOOM_E_INVALID, "archive entry \"%s\" contains \"..\"", name);
         }
         p = strchr(p, '/');
         if (p)
@@ -218,43 +209,39 @@ static int entry_is_safe(const archive_api *ar, struct archive_entry *e, char *e
     }
     mode_t type = ar->archive_entry_filetype(e);
     if (type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK) {
-        snprintf(err, errlen, "archive entry \"%s\" is a device, fifo or socket", name);
-        return 0;
+        return loom_err(LOOM_E_INVALID, "archive entry \"%s\" is a device, fifo or socket",
+                        name);
     }
     if (ar->archive_entry_hardlink(e)) {
-        snprintf(err, errlen, "archive entry \"%s\" is a hard link", name);
-        return 0;
+        return loom_err(LOOM_E_INVALID, "archive entry \"%s\" is a hard link", name);
     }
     if (type == AE_IFLNK) {
         const char *target = ar->archive_entry_symlink(e);
-        if (!target || target[0] == '/') {
-            snprintf(err, errlen, "archive entry \"%s\" is a symbolic link out of the directory", name);
-            return 0;
-        }
+        if (!target || target[0] == '/')
+            return loom_err(LOOM_E_INVALID,
+                            "archive entry \"%s\" is a symbolic link out of the directory", name);
         /* Links may only point down: a ".." anywhere could climb out,
          * alone or through a chain of links that each look harmless. */
         for (const char *p = target; *p;) {
             const char *slash = strchr(p, '/');
             size_t n = slash ? (size_t)(slash - p) : strlen(p);
-            if (n == 2 && p[0] == '.' && p[1] == '.') {
-                snprintf(err, errlen,
-                         "archive entry \"%s\" is a symbolic link with \"..\" (to \"%s\"): "
-                         "links may only point inside their folder",
-                         name, target);
-                return 0;
-            }
+            if (n == 2 && p[0] == '.' && p[1] == '.')
+                return loom_err(LOOM_E_INVALID,
+                                "archive entry \"%s\" is a symbolic link with \"..\" (to \"%s\"): "
+                                "links may only point inside their folder",
+                                name, target);
             p += n + (slash ? 1 : 0);
         }
     }
-    return 1;
+    return NULL;
 }
 
-int tarball_unpack(const void *data, size_t len, const char *dest,
-                   uint64_t max_bytes, char *err, size_t errlen)
+loom_error *tarball_unpack(const void *data, size_t len, const char *dest, uint64_t max_bytes)
 {
-    const archive_api *ar = archive_lib(err, errlen);
-    if (!ar)
-        return -1;
+    const archive_api *ar;
+    loom_error *opened = archive_lib(&ar);
+    if (opened)
+        return opened;
     struct archive *a = ar->archive_read_new();
     ar->archive_read_support_format_tar(a);
     ar->archive_read_support_format_gnutar(a);
@@ -268,10 +255,10 @@ int tarball_unpack(const void *data, size_t len, const char *dest,
     ar->archive_write_disk_set_options(disk, ARCHIVE_EXTRACT_SECURE_NODOTDOT |
                                              ARCHIVE_EXTRACT_SECURE_SYMLINKS |
                                              ARCHIVE_EXTRACT_NO_OVERWRITE);
-    int rc = -1;
+    loom_error *err = NULL;
     uint64_t total = 0;
     if (ar->archive_read_open_memory(a, data, len) != ARCHIVE_OK) {
-        snprintf(err, errlen, "not a tar archive: %s", ar->archive_error_string(a));
+        err = loom_err(LOOM_E_INVALID, "not a tar archive: %s", ar->archive_error_string(a));
         goto done;
     }
     for (;;) {
@@ -280,14 +267,14 @@ int tarball_unpack(const void *data, size_t len, const char *dest,
         if (r == ARCHIVE_EOF)
             break;
         if (r != ARCHIVE_OK) {
-            snprintf(err, errlen, "bad tar archive: %s", ar->archive_error_string(a));
+            err = loom_err(LOOM_E_INVALID, "bad tar archive: %s", ar->archive_error_string(a));
             goto done;
         }
-        if (!entry_is_safe(ar, e, err, errlen))
+        if ((err = entry_check(ar, e)) != NULL)
             goto done;
         total += (uint64_t)ar->archive_entry_size(e);
         if (total > max_bytes) {
-            snprintf(err, errlen, "archive contents exceed the limit of %llu bytes",
+            err = loom_err(LOOM_E_TOO_LARGE, "archive contents exceed the limit of %llu bytes",
                      (unsigned long long)max_bytes);
             goto done;
         }
@@ -296,7 +283,8 @@ int tarball_unpack(const void *data, size_t len, const char *dest,
         ar->archive_entry_set_pathname(e, full);
         ar->archive_entry_set_perm(e, ar->archive_entry_perm(e) & 0755);
         if (ar->archive_write_header(disk, e) != ARCHIVE_OK) {
-            snprintf(err, errlen, "cannot extract \"%s\": %s", full, ar->archive_error_string(disk));
+            err = loom_err(LOOM_E_INVALID, "cannot extract \"%s\": %s", full,
+                           ar->archive_error_string(disk));
             goto done;
         }
         const void *buf;
@@ -304,18 +292,18 @@ int tarball_unpack(const void *data, size_t len, const char *dest,
         la_int64_t off;
         while ((r = ar->archive_read_data_block(a, &buf, &n, &off)) == ARCHIVE_OK)
             if (ar->archive_write_data_block(disk, buf, n, off) != ARCHIVE_OK) {
-                snprintf(err, errlen, "cannot write \"%s\": %s", full, ar->archive_error_string(disk));
+                err = loom_err(LOOM_E_INVALID, "cannot write \"%s\": %s", full,
+                               ar->archive_error_string(disk));
                 goto done;
             }
         if (r != ARCHIVE_EOF) {
-            snprintf(err, errlen, "truncated tar archive at \"%s\"", full);
+            err = loom_err(LOOM_E_INVALID, "truncated tar archive at \"%s\"", full);
             goto done;
         }
         ar->archive_write_finish_entry(disk);
     }
-    rc = 0;
 done:
     ar->archive_read_free(a);
     ar->archive_write_free(disk);
-    return rc;
+    return err;
 }

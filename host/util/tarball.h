@@ -9,15 +9,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "util/error.h"
+
 /* Packs the contents of `dir` (recursively, relative names) into a tar held
- * in memory. Returns 0 and a malloc'd buffer, or -1 with err. */
-int tarball_pack_dir(const char *dir, char **out, size_t *out_len, char *err,
-                     size_t errlen);
+ * in memory: a malloc'd buffer in *out. */
+loom_error *tarball_pack_dir(const char *dir, char **out, size_t *out_len);
 
 /* Unpacks `data` into the existing directory `dest`. Refuses unsafe entries
- * (naming them) and archives whose contents exceed max_bytes. Returns 0 or
- * -1 with err. */
-int tarball_unpack(const void *data, size_t len, const char *dest,
-                   uint64_t max_bytes, char *err, size_t errlen);
+ * and malformed archives (LOOM_E_INVALID, naming the entry) and archives
+ * whose contents exceed max_bytes (LOOM_E_TOO_LARGE). */
+loom_error *tarball_unpack(const void *data, size_t len, const char *dest, uint64_t max_bytes);
 
 #endif

@@ -37,13 +37,13 @@ static void check_parsed(const dlicmd *d)
 
 static void check_round_trip(const char *text)
 {
-    char err[512];
     int count = -1;
-    err[0] = '\0';
-    char **words = dlicmd_split(text, &count, err, sizeof err);
-    if (!words) {
-        if (!err[0])
-            abort();
+    char **words = NULL;
+    loom_error *err = dlicmd_split(text, &words, &count);
+    if (err) {
+        if (words || !loom_err_message(err)[0])
+            abort(); /* a refusal names its reason and returns nothing */
+        loom_err_free(err);
         return;
     }
     if (count < 0 || words[count])
@@ -52,8 +52,9 @@ static void check_round_trip(const char *text)
     if (!joined)
         abort();
     int again_count = -1;
-    char **again = dlicmd_split(joined, &again_count, err, sizeof err);
-    if (!again || again_count != count)
+    char **again = NULL;
+    err = dlicmd_split(joined, &again, &again_count);
+    if (err || again_count != count)
         abort();
     for (int i = 0; i < count; i++)
         if (strcmp(words[i], again[i]) != 0)
@@ -66,15 +67,15 @@ static void check_round_trip(const char *text)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char *text = fuzz_cstring(data, size);
-    char err[1024];
-    err[0] = '\0';
     dlicmd d;
-    if (dlicmd_parse(text, &d, err, sizeof err) == 0) {
+    loom_error *err = dlicmd_parse(text, &d);
+    if (!err) {
         check_parsed(&d);
         dlicmd_free(&d);
-    } else if (!err[0]) {
+    } else if (!loom_err_message(err)[0]) {
         abort(); /* a refusal must name its reason */
     }
+    loom_err_free(err);
     check_round_trip(text);
     free(text);
     return 0;

@@ -40,11 +40,12 @@ static void prepare_training(const cJSON *body)
     if (!cJSON_IsString(args))
         return;
     char err[1024];
-    err[0] = '\0';
     dlicmd d;
-    if (dlicmd_parse(args->valuestring, &d, err, sizeof err) != 0) {
-        if (!err[0])
+    loom_error *refused = dlicmd_parse(args->valuestring, &d);
+    if (refused) {
+        if (!loom_err_message(refused)[0])
             abort();
+        loom_err_free(refused);
         return;
     }
     edt_settings s;

@@ -75,10 +75,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     dest_real_len = strlen(dest_real);
 
-    char err[1024];
-    err[0] = '\0';
-    if (tarball_unpack(data, size, dest, FUZZ_TAR_MAX_BYTES, err, sizeof err) != 0 && !err[0])
+    /* A refusal must say why. */
+    loom_error *err = tarball_unpack(data, size, dest, FUZZ_TAR_MAX_BYTES);
+    if (err && !loom_err_message(err)[0])
         abort();
+    loom_err_free(err);
     /* Whether or not it succeeded, a partial extraction must be contained. */
     nftw(root, check_contained, 16, FTW_PHYS);
     nftw(dest, check_link, 16, FTW_PHYS);

@@ -95,6 +95,40 @@ expect_fails "stopped job: wait reports not finished" "$LOOM" exec wait "$lid" -
 expect_contains "stopped job is KILLED" "$(cat "$WORK/out")" "KILLED"
 expect_fails "stop again is refused" "$LOOM" exec stop "$lid"
 expect_contains "stop again says why" "$(cat "$WORK/out")" "already KILLED"
+
+# ---- every refusal carries the status its code has in README's table
+E=/platform/rest/deeplearning/v1/execs
+r=$(http POST "$E/$lid/stop")
+expect_contains "stopping a stopped exec is 409" "$r" '409 '
+expect_contains "  coded conflict" "$r" '"code":"conflict"'
+r=$(http GET "$E/nosuch-1")
+expect_contains "a missing exec is 404" "$r" '404 '
+expect_contains "  coded not found" "$r" '"code":"not found"'
+r=$(http GET "$E/$id/log?stream=stdin")
+expect_contains "a bad log stream is 400" "$r" '400 '
+expect_contains "  naming the field" "$r" 'stream: expected stdout or stderr'
+r=$(http POST "$E/$id/resize" -d '{"workers": 1}')
+expect_contains "resizing a finished exec is 409" "$r" '409 '
+tar -C "$WORK/model" -cf "$WORK/model.tar" .
+r=$(http POST "$E" -F "args=--exec-start command --model-main main.sh --numWorker 1000" -F "file=@$WORK/model.tar")
+expect_contains "more devices than the host will ever have is 409" "$r" '409 '
+expect_contains "  coded limit reached" "$r" '"code":"limit reached"'
+expect_contains "  saying how to queue it" "$r" 'queue-if-too-large'
+r=$(http POST /loom/v1/plans -d '{"path": "/team", "share": "lots"}')
+expect_contains "a bad plan field is 400" "$r" '400 '
+expect_contains "  naming the plan and field" "$r" 'plan \"/team\": share: expected a number'
+r=$(http POST /loom/v1/plans -d '{"path": "/team", "share": 2, "cap": 3}')
+expect_contains "a new plan is 201" "$r" '201 '
+expect_contains "  as it now is" "$r" '"share":2,"min":0,"cap":3,"policy":"fair"'
+r=$(http POST /loom/v1/plans -d '{"path": "/team"}')
+expect_contains "the same plan again is 409" "$r" '409 '
+r=$(http PUT '/loom/v1/plan?path=/nosuch' -d '{"share": 2}')
+expect_contains "updating a missing plan is 404" "$r" '404 '
+r=$(http PUT '/loom/v1/plan?path=/team' -d '{"min": 1.5}')
+expect_contains "a fractional minimum is 400" "$r" 'min: expected a whole number'
+r=$(http DELETE '/loom/v1/plan?path=/team')
+expect_contains "removing the plan" "$r" '"removed":"/team"'
+
 expect_ok "delete" "$LOOM" exec delete "$lid"
 expect_ok "deleted exec's folder is gone" test ! -e "$LOOM_HOME/execs/$lid"
 expect_fails "view deleted" "$LOOM" exec view "$lid"

@@ -9,23 +9,24 @@ static void test_basic(void)
 {
     char user[64], pw[64];
     /* "Aladdin:open sesame", RFC 7617's example */
-    CHECK(auth_parse_basic("Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ==", user, sizeof user,
-                           pw, sizeof pw) == AUTH_OK);
+    CHECK(CODE(auth_parse_basic("Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ==", user, sizeof user, pw,
+                                sizeof pw)) == LOOM_OK);
     CHECK_STR_EQ(user, "Aladdin");
     CHECK_STR_EQ(pw, "open sesame");
     /* scheme ignores case; spaces around are fine */
-    CHECK(auth_parse_basic("  bAsIc   QWxhZGRpbjpvcGVuIHNlc2FtZQ==  ", user, sizeof user,
-                           pw, sizeof pw) == AUTH_OK);
+    CHECK(CODE(auth_parse_basic("  bAsIc   QWxhZGRpbjpvcGVuIHNlc2FtZQ==  ", user, sizeof user, pw,
+                                sizeof pw)) == LOOM_OK);
     CHECK_STR_EQ(user, "Aladdin");
     /* the password may hold colons; the user ends at the first one */
-    CHECK(auth_parse_basic("Basic dTpwOnE6cg==", user, sizeof user, pw, sizeof pw) == AUTH_OK);
+    CHECK(CODE(auth_parse_basic("Basic dTpwOnE6cg==", user, sizeof user, pw, sizeof pw)) ==
+          LOOM_OK);
     CHECK_STR_EQ(user, "u");
     CHECK_STR_EQ(pw, "p:q:r");
     /* padding left off by some clients */
-    CHECK(auth_parse_basic("Basic dTpwOnE6cg", user, sizeof user, pw, sizeof pw) == AUTH_OK);
+    CHECK(CODE(auth_parse_basic("Basic dTpwOnE6cg", user, sizeof user, pw, sizeof pw)) == LOOM_OK);
     CHECK_STR_EQ(pw, "p:q:r");
     /* an empty password parses (the log-on refuses it) */
-    CHECK(auth_parse_basic("Basic dTo=", user, sizeof user, pw, sizeof pw) == AUTH_OK);
+    CHECK(CODE(auth_parse_basic("Basic dTo=", user, sizeof user, pw, sizeof pw)) == LOOM_OK);
     CHECK_STR_EQ(user, "u");
     CHECK_STR_EQ(pw, "");
 
@@ -44,31 +45,32 @@ static void test_basic(void)
     };
     for (size_t i = 0; i < sizeof malformed / sizeof malformed[0]; i++) {
         strcpy(user, "junk");
-        CHECK_MSG(auth_parse_basic(malformed[i], user, sizeof user, pw, sizeof pw) == AUTH_EINVAL,
+        CHECK_MSG(CODE(auth_parse_basic(malformed[i], user, sizeof user, pw, sizeof pw)) ==
+                      LOOM_E_INVALID,
                   "accepted \"%s\"", malformed[i] ? malformed[i] : "(null)");
         CHECK_STR_EQ(user, "");
     }
     /* buffers too small are refused, not truncated */
     char small[4];
-    CHECK(auth_parse_basic("Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ==", small, sizeof small,
-                           pw, sizeof pw) == AUTH_EINVAL);
-    CHECK(auth_parse_basic("Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ==", user, sizeof user,
-                           small, sizeof small) == AUTH_EINVAL);
+    CHECK(CODE(auth_parse_basic("Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ==", small, sizeof small, pw,
+                                sizeof pw)) == LOOM_E_INVALID);
+    CHECK(CODE(auth_parse_basic("Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ==", user, sizeof user, small,
+                                sizeof small)) == LOOM_E_INVALID);
     /* a header far longer than any credential */
     static char huge[10000];
     memcpy(huge, "Basic ", 6);
     memset(huge + 6, 'A', sizeof huge - 7);
-    CHECK(auth_parse_basic(huge, user, sizeof user, pw, sizeof pw) == AUTH_EINVAL);
+    CHECK(CODE(auth_parse_basic(huge, user, sizeof user, pw, sizeof pw)) == LOOM_E_INVALID);
 }
 
 static void test_bearer(void)
 {
     char token[AUTH_SECRET_MAX];
-    CHECK(auth_parse_bearer("Bearer loomt_abc-DEF_123", token, sizeof token) == AUTH_OK);
+    CHECK(CODE(auth_parse_bearer("Bearer loomt_abc-DEF_123", token, sizeof token)) == LOOM_OK);
     CHECK_STR_EQ(token, "loomt_abc-DEF_123");
-    CHECK(auth_parse_bearer("bearer\tmF_9.B5f-4.1JqM ", token, sizeof token) == AUTH_OK);
+    CHECK(CODE(auth_parse_bearer("bearer\tmF_9.B5f-4.1JqM ", token, sizeof token)) == LOOM_OK);
     CHECK_STR_EQ(token, "mF_9.B5f-4.1JqM");
-    CHECK(auth_parse_bearer("Bearer abc+/==", token, sizeof token) == AUTH_OK);
+    CHECK(CODE(auth_parse_bearer("Bearer abc+/==", token, sizeof token)) == LOOM_OK);
     CHECK_STR_EQ(token, "abc+/==");
 
     const char *malformed[] = {
@@ -78,13 +80,13 @@ static void test_bearer(void)
     };
     for (size_t i = 0; i < sizeof malformed / sizeof malformed[0]; i++) {
         strcpy(token, "junk");
-        CHECK_MSG(auth_parse_bearer(malformed[i], token, sizeof token) == AUTH_EINVAL,
+        CHECK_MSG(CODE(auth_parse_bearer(malformed[i], token, sizeof token)) == LOOM_E_INVALID,
                   "accepted \"%s\"", malformed[i] ? malformed[i] : "(null)");
         CHECK_STR_EQ(token, "");
     }
     char small[8];
-    CHECK(auth_parse_bearer("Bearer 12345678", small, sizeof small) == AUTH_EINVAL);
-    CHECK(auth_parse_bearer("Bearer 1234567", small, sizeof small) == AUTH_OK);
+    CHECK(CODE(auth_parse_bearer("Bearer 12345678", small, sizeof small)) == LOOM_E_INVALID);
+    CHECK(CODE(auth_parse_bearer("Bearer 1234567", small, sizeof small)) == LOOM_OK);
 }
 
 int main(void)

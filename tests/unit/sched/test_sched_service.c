@@ -12,20 +12,24 @@ static void test_pending_reason(void)
 {
     char dir[] = "/tmp/loom-sched-svc-XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
-    char path[256], err[256] = "";
+    char path[256];
     snprintf(path, sizeof path, "%s/state.db", dir);
-    store *st = store_open(path, err, sizeof err);
-    CHECK_MSG(st != NULL, "%s", err);
+    store *st = NULL;
+    loom_error *e = store_open(path, &st);
+    CHECK_MSG(e == NULL, "%s", loom_err_message(e));
+    loom_err_free(e);
     if (!st)
         return;
     sched_service_options opt = {.cpu_slots = 2};
-    sched_service *ss = sched_service_create(st, &opt, err, sizeof err);
-    CHECK_MSG(ss != NULL, "%s", err);
+    sched_service *ss = NULL;
+    e = sched_service_create(st, &opt, &ss);
+    CHECK_MSG(e == NULL, "%s", loom_err_message(e));
+    loom_err_free(e);
     if (ss) {
         sched_job_spec a = {.id = "a", .plan = "/alice", .max_devices = 2, .user = "alice"};
         sched_job_spec b = {.id = "b", .plan = "/bob", .max_devices = 2, .user = "bob"};
-        CHECK(sched_service_submit(ss, &a, err, sizeof err) == 0);
-        CHECK(sched_service_submit(ss, &b, err, sizeof err) == 0);
+        CHECK(loom_err_take(sched_service_submit(ss, &a), NULL, 0) == LOOM_OK);
+        CHECK(loom_err_take(sched_service_submit(ss, &b), NULL, 0) == LOOM_OK);
         sched_action actions[4];
         CHECK(sched_service_decide(ss, actions, 4) == 1);
         char why[128];

@@ -1,0 +1,30 @@
+/*
+ * api/routes.h - the REST API's paths, for the routes that serve them
+ * (routes_*.c, which add "/{}" for a path segment) and the CLI that calls
+ * them (which adds "/%s"): one copy, so the two cannot drift apart.
+ */
+#ifndef LOOM_API_ROUTES_H
+#define LOOM_API_ROUTES_H
+
+#define LOOM_ROUTE_HEALTH "/loom/v1/health"
+#define LOOM_ROUTE_SLOTS "/loom/v1/slots"
+#define LOOM_ROUTE_PLANS "/loom/v1/plans"
+#define LOOM_ROUTE_PLAN "/loom/v1/plan"       /* ?path=/plan/path */
+#define LOOM_ROUTE_PLUGINS "/loom/v1/plugins" /* /{kind}/{name} */
+
+#define LOOM_ROUTE_LOGON "/auth/v1/logon"
+#define LOOM_ROUTE_DLIM_TOKEN "/dlim/v1/auth/token"
+#define LOOM_ROUTE_LOGOUT "/auth/v1/logout"
+#define LOOM_ROUTE_USERS "/auth/v1/users"     /* /{name}, /{name}/password */
+#define LOOM_ROUTE_APIKEYS "/auth/v1/apikeys"
+
+#define LOOM_ROUTE_EXECS "/platform/rest/deeplearning/v1/execs" /* /{id}, /{id}/log, ... */
+#define LOOM_ROUTE_FRAMEWORKS LOOM_ROUTE_EXECS "/frameworks"
+
+/* What follows an object's segment. */
+#define LOOM_ROUTE_LOG "/log"
+#define LOOM_ROUTE_STOP "/stop"
+#define LOOM_ROUTE_RESIZE "/resize"
+#define LOOM_ROUTE_PASSWORD "/password"
+
+#endif
