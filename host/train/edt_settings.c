@@ -116,7 +116,7 @@ static loom_error *from_args(char *const *args, int nargs, edt_settings *s, int 
             }
         }
         if (!matched && flen == 6 && strncmp(word, "--seed", 6) == 0 && value) {
-            uint32_t v;
+            uint32_t v = 0;
             if ((e = parse_u32("--seed", value, 0, 0xFFFFFFFFu, &v)))
                 return e;
             s->seed = v;
