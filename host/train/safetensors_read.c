@@ -418,7 +418,7 @@ loom_error *st_open_buffer(const void *data, size_t len, const char *label, st_f
         label = "<buffer>";
     if (!data && len > 0)
         return loom_err(LOOM_E_INVALID, "%s: buffer is NULL", label);
-    st_file *f;
+    st_file *f = NULL;
     loom_error *e = file_new(label, &f);
     if (e)
         return e;
@@ -478,7 +478,7 @@ loom_error *st_open(const char *path, uint64_t max_bytes, st_file **out)
     loom_error *e = map_file(path, max_bytes, &map, &size);
     if (e)
         return e;
-    st_file *f;
+    st_file *f = NULL;
     if ((e = file_new(path, &f))) {
         munmap(map, size);
         return e;
