@@ -140,6 +140,7 @@ typedef struct edt_recovery {
     unsigned next_file;
     int64_t saved_ms; /* when it was made */
     int64_t cost_ms;  /* how long the round that made it took */
+    int64_t retry_ms; /* after a failed copy: not before then */
 } edt_recovery;
 
 struct edt_coordinator {
@@ -231,6 +232,9 @@ loom_error *recovery_begin(edt_coordinator *c);
 int recovery_due(edt_coordinator *c, char *path, size_t pathlen);
 /* The copy in path is whole and holds the state as training stands now. */
 void recovery_saved(edt_coordinator *c, const char *path, int64_t round_ms);
+/* The round that was to make a copy failed: the last copy stays, and the
+ * next try waits for the interval (a full disk must not halve the rate). */
+void recovery_not_saved(edt_coordinator *c);
 /* Every worker holding the state was lost: training goes back to the last
  * copy, which the next root loads; its samples are trained again. */
 loom_error *recovery_rewind(edt_coordinator *c);

@@ -49,6 +49,8 @@ int recovery_due(edt_coordinator *c, char *path, size_t pathlen)
     const edt_recovery *r = &c->rc;
     if (c->pr.epoch >= c->job.settings.epochs || c->pr.iteration == r->pr.iteration)
         return 0;
+    if (time_mono_ms() < r->retry_ms)
+        return 0;
     int64_t wait = c->job.settings.recovery_interval_ms;
     if (wait < 32 * r->cost_ms)
         wait = 32 * r->cost_ms;
@@ -69,6 +71,12 @@ void recovery_saved(edt_coordinator *c, const char *path, int64_t round_ms)
     r->next_file ^= 1;
     r->saved_ms = time_mono_ms();
     r->cost_ms = round_ms;
+}
+
+void recovery_not_saved(edt_coordinator *c)
+{
+    int64_t wait = c->job.settings.recovery_interval_ms;
+    c->rc.retry_ms = time_mono_ms() + (wait > 1000 ? wait : 1000);
 }
 
 loom_error *recovery_rewind(edt_coordinator *c)

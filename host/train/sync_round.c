@@ -304,8 +304,11 @@ static int record_round(edt_coordinator *c, const round_plan *p, int ok)
         cJSON *metrics = combine(c, 1, &n);
         record_validation(c, metrics, n);
         c->pr.pending_validate = 0;
-    } else if (ok && p->recovery) {
-        recovery_saved(c, p->path, time_mono_ms() - p->started_ms);
+    } else if (p->recovery) {
+        if (ok)
+            recovery_saved(c, p->path, time_mono_ms() - p->started_ms);
+        else
+            recovery_not_saved(c);
     } else if (ok && p->action == PLAN_CHECKPOINT) {
         driver_say(c, "checkpoint %s", p->path);
         c->pr.pending_checkpoint = 0;
