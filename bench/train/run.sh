@@ -18,8 +18,10 @@
 # --only recovery: the cost of the coordinator's copy of the state (what a
 # job rewinds to when it loses every worker): the MLP on 1 and 2 workers
 # with no copy during an epoch (EDT_RECOVERY_INTERVAL_MS=86400000), the
-# default interval, and copies as often as allowed (0: at most 1/32 of the
-# time), interleaved, RUNS repetitions, medians and per-run ratios.
+# default interval (10 s: longer than the timed epoch, so at most one
+# copy in it), a copy every second, and copies as often as allowed (0: the
+# copy's round at most 1/64 of the time), interleaved, RUNS repetitions,
+# medians and per-run ratios.
 #
 # --only denormals: the MLP on 1 worker for DN_EPOCHS epochs with the native
 # adapter's default (denormals flushed to zero in its calls) beside the same
@@ -247,16 +249,17 @@ recovery_cost() {
     : >"$results"
     args="--epochs $epochs --batch-size 64 --validation-freq 0 --checkpoint-freq 0"
     last='v["training"]["epochsDone"][-1]["samplesPerSecond"]'
+    copies='v["training"].get("stateCopies", 0), v["training"].get("stateCopyMs", 0), sum(e["seconds"] for e in v["training"]["epochsDone"])'
     say "recovery copy: MLP 784-512-512-10, batch 64 per worker, epoch $epochs of $epochs timed, $runs run(s)"
     for run in $(seq "$runs"); do
         for n in 1 2; do
-            for setting in off:86400000 default: often:0; do
+            for setting in off:86400000 default: s1:1000 often:0; do
                 name=${setting%%:*} ms=${setting#*:}
                 submit_opts=${ms:+--msd-env EDT_RECOVERY_INTERVAL_MS=$ms}
                 # shellcheck disable=SC2086
                 id=$(loom_train mlp "$n" 300 $args)
                 submit_opts=
-                echo "$name$n $run $(field "$id" "$last")" >>"$results"
+                echo "$name$n $run $(field "$id" "$last") $(field "$id" "$copies")" >>"$results"
             done
         done
         say "  run $run of $runs: $(awk -v r="$run" '$2 == r { printf "%s %.0f  ", $1, $3 }' "$results")"
@@ -266,10 +269,19 @@ recovery_cost() {
         END { for (r in x) if (y[r] > 0) print x[r] / y[r] }' "$results" | median; }
     echo
     echo "Recovery copy, samples/s (median of $runs; MLP, batch 64 per worker, epoch $epochs of $epochs)"
-    printf '  %-10s %10s %10s %10s %14s %14s\n' "" "no copy" "default" "often" "default/none" "often/none"
+    printf '  %-11s %8s %8s %8s %8s %13s %13s %13s\n' "" "no copy" "default" "1 s" "often" \
+        "default/none" "1 s/none" "often/none"
     for n in 1 2; do
-        printf '  %-10s %10.0f %10.0f %10.0f %14.3f %14.3f\n' "$n worker(s)" "$(med off$n)" \
-            "$(med default$n)" "$(med often$n)" "$(ratio default$n off$n)" "$(ratio often$n off$n)"
+        printf '  %-11s %8.0f %8.0f %8.0f %8.0f %13.3f %13.3f %13.3f\n' "$n worker(s)" "$(med off$n)" \
+            "$(med default$n)" "$(med s1$n)" "$(med often$n)" "$(ratio default$n off$n)" \
+            "$(ratio s1$n off$n)" "$(ratio often$n off$n)"
+    done
+    # The copies' own rounds over the job's training time: the direct cost.
+    echo "  copies per job, their rounds' ms, and that time over the epochs' time (median):"
+    for k in off1 default1 s11 often1 off2 default2 s12 often2; do
+        awk -v k="$k" '$1 == k { gsub(/[(),]/, ""); print $4, $5, ($6 > 0 ? $5 / 10 / $6 : 0) }' "$results" |
+            sort -g -k3 | awk -v k="$k" '{ r[NR] = $0 } END { split(r[int((NR + 1) / 2)], m, " ");
+                printf "    %-9s %5d copies %7.0f ms  %5.2f %%\n", k, m[1], m[2], m[3] }'
     done
 }
 

@@ -141,6 +141,8 @@ typedef struct edt_recovery {
     int64_t saved_ms; /* when it was made */
     int64_t cost_ms;  /* how long the round that made it took */
     int64_t retry_ms; /* after a failed copy: not before then */
+    uint64_t copies;  /* made so far */
+    int64_t total_ms; /* their rounds' time, summed */
 } edt_recovery;
 
 struct edt_coordinator {
@@ -227,8 +229,8 @@ void progress_rewind(edt_coordinator *c, const edt_progress_mark *m);
  * removes copies an earlier run of the job left. */
 loom_error *recovery_begin(edt_coordinator *c);
 /* Whether this boundary should copy the state: an epoch ended since the
- * last copy, or the interval passed (at least 32 times the copy's cost,
- * so keeping it costs about 3 % at most). The file to write into path. */
+ * last copy, or the interval passed (at least 64 times the copy's cost,
+ * so keeping it costs under 3 %). The file to write into path. */
 int recovery_due(edt_coordinator *c, char *path, size_t pathlen);
 /* The copy in path is whole and holds the state as training stands now. */
 void recovery_saved(edt_coordinator *c, const char *path, int64_t round_ms);

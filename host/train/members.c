@@ -196,6 +196,7 @@ static int spawn_worker(edt_coordinator *c, uint32_t slot, int32_t device)
     char log_dir[PATH_MAX + 32], out[PATH_MAX + 48], errp[PATH_MAX + 48];
     snprintf(log_dir, sizeof log_dir, "%s/log/worker-%u", j->result_dir, slot);
     fs_mkdir_p(log_dir);
+    plugin_marker_clear(log_dir);
     snprintf(out, sizeof out, "%s/stdout", log_dir);
     snprintf(errp, sizeof errp, "%s/stderr", log_dir);
     char slot_s[16], seed_s[32], threads_s[16], every_s[16];

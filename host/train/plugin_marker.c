@@ -37,6 +37,13 @@ void plugin_marker_set(int fd, const char *what)
         return; /* the marker is a hint; training goes on without it */
 }
 
+void plugin_marker_clear(const char *log_dir)
+{
+    char path[PATH_MAX];
+    marker_path(log_dir, path, sizeof path);
+    unlink(path);
+}
+
 void plugin_marker_read(const char *log_dir, char *out, size_t outlen)
 {
     char path[PATH_MAX], buf[MARKER_MAX];

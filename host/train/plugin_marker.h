@@ -14,6 +14,9 @@
 int plugin_marker_open(const char *log_dir);
 /* Records that the process runs `what` now; NULL or "": no plugin. */
 void plugin_marker_set(int fd, const char *what);
+/* Removes the marker in log_dir: a new worker in the folder must not be
+ * blamed on the plugin its predecessor died in. */
+void plugin_marker_clear(const char *log_dir);
 /* The marker in log_dir into out; "" when none or it cannot be read. */
 void plugin_marker_read(const char *log_dir, char *out, size_t outlen);
 

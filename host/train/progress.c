@@ -40,6 +40,10 @@ void update_snapshot(edt_coordinator *c, const char *phase)
         cJSON_AddNumberToObject(o, "trainLoss", p->loss_sum / (double)p->loss_n);
     if (p->last_test)
         cJSON_AddItemToObject(o, "testMetrics", cJSON_Duplicate(p->last_test, 1));
+    if (c->rc.copies) {
+        cJSON_AddNumberToObject(o, "stateCopies", (double)c->rc.copies);
+        cJSON_AddNumberToObject(o, "stateCopyMs", (double)c->rc.total_ms);
+    }
     if (resize_latency_ms >= 0)
         cJSON_AddNumberToObject(o, "lastResizeMs", (double)resize_latency_ms);
     cJSON_AddItemToObject(o, "epochsDone", cJSON_Duplicate(p->epochs_done, 1));

@@ -7,14 +7,19 @@
  * goes back to that point: the sampler's position, so the samples trained
  * since are trained again and counted once, and the file, which the next
  * root loads instead of the initial weights. The copy is made at most
- * every EDT_RECOVERY_INTERVAL_MS and no more often than 32 times its own
- * cost, and at each epoch's end. */
+ * every EDT_RECOVERY_INTERVAL_MS and no more often than COST_FACTOR times
+ * its own cost, and at each epoch's end. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "train/coordinator_internal.h"
 #include "util/fs.h"
+
+/* A copy's round takes at most 1/COST_FACTOR of the time; its indirect
+ * costs (the file's write-back, colder caches) about as much again, so
+ * keeping the copy costs under 3 % of throughput. */
+#define COST_FACTOR 64
 
 /* The copies the coordinator keeps; hidden, so no resume takes them for a
  * checkpoint. */
@@ -52,8 +57,8 @@ int recovery_due(edt_coordinator *c, char *path, size_t pathlen)
     if (time_mono_ms() < r->retry_ms)
         return 0;
     int64_t wait = c->job.settings.recovery_interval_ms;
-    if (wait < 32 * r->cost_ms)
-        wait = 32 * r->cost_ms;
+    if (wait < COST_FACTOR * r->cost_ms)
+        wait = COST_FACTOR * r->cost_ms;
     if (c->pr.epoch == r->pr.epoch && time_mono_ms() - r->saved_ms < wait)
         return 0;
     copy_path(c, r->next_file, path, pathlen);
@@ -71,6 +76,8 @@ void recovery_saved(edt_coordinator *c, const char *path, int64_t round_ms)
     r->next_file ^= 1;
     r->saved_ms = time_mono_ms();
     r->cost_ms = round_ms;
+    r->copies++;
+    r->total_ms += round_ms;
 }
 
 void recovery_not_saved(edt_coordinator *c)
