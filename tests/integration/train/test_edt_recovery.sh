@@ -82,6 +82,14 @@ id=$(submit --model-dir "$WORK/crash" --numWorker 1 --msd-env EDT_MAX_WORKER_FAI
 "$LOOM" exec wait "$id" --timeout 120 >/dev/null 2>&1
 expect_contains "EDT_MAX_WORKER_FAILURES is the number of tries" "$(driver_log "$id")" "died 5 time(s) in a row"
 
+expect_fails "EDT_MAX_WORKER_FAILURES=0 refused" "$LOOM" exec start --exec-start edt \
+    --model-dir "$WORK/crash" --msd-env EDT_MAX_WORKER_FAILURES=0
+expect_contains "the refusal names the setting" "$(cat "$WORK/out")" \
+    "EDT_MAX_WORKER_FAILURES: expected a whole number from 1 to 1000"
+expect_fails "EDT_RECOVERY_INTERVAL_MS=-1 refused" "$LOOM" exec start --exec-start edt \
+    --model-dir "$WORK/crash" --msd-env EDT_RECOVERY_INTERVAL_MS=-1
+expect_contains "the refusal names the setting" "$(cat "$WORK/out")" "EDT_RECOVERY_INTERVAL_MS: expected"
+
 # ---- the host killed while every worker is being replaced
 wide_model "$WORK/h" 6000 4
 id=$(submit --model-dir "$WORK/h" --numWorker 2)
