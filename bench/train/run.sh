@@ -15,12 +15,20 @@
 # of the MLP and of a 2-conv CNN, loom's test accuracy beside PyTorch DDP's
 # for the same model and schedule (the CNN takes about 90 minutes).
 #
+# --only recovery: the cost of the coordinator's copy of the state (what a
+# job rewinds to when it loses every worker): the MLP on 1 and 2 workers
+# with no copy during an epoch (EDT_RECOVERY_INTERVAL_MS=86400000), the
+# default interval (10 s: longer than the timed epoch, so at most one
+# copy in it), a copy every second, and copies as often as allowed (0: the
+# copy's round at most 1/64 of the time), interleaved, RUNS repetitions,
+# medians and per-run ratios.
+#
 # --only denormals: the MLP on 1 worker for DN_EPOCHS epochs with the native
 # adapter's default (denormals flushed to zero in its calls) beside the same
 # spec with "flush_denormals": false, samples/s per epoch and the losses.
 #
 #   bench/train/run.sh [BUILD_DIR]                 (default: build-benchtrain)
-#   bench/train/run.sh --only throughput|resize|denormals [BUILD_DIR]
+#   bench/train/run.sh --only throughput|resize|recovery|denormals [BUILD_DIR]
 #   bench/train/run.sh --accuracy [--models mlp,cnn] [BUILD_DIR]
 #   env: RUNS=3 EPOCHS=2 GROWS=5 ACC_EPOCHS=10 NATIVE_SECONDS=4 DN_EPOCHS=4 KEEP=1 (keep
 #        the work dir) DATA=/usr/share/datasets/fashion-mnist PYTHON=/usr/bin/python3
@@ -35,7 +43,7 @@ while [ $# -gt 0 ]; do
         --accuracy) mode=accuracy ;;
         --only) mode=$2; shift ;;
         --models) models=$2; shift ;;
-        -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
         -*) echo "run.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
         *) build=$1 ;;
     esac
@@ -62,7 +70,7 @@ if [ ! -r "$data/train-images-idx3-ubyte.gz" ]; then
     echo "run.sh: Fashion-MNIST not found in $data: apt-get install -y dataset-fashion-mnist" >&2
     exit 1
 fi
-if ! "$python" -c 'import torch.distributed, numpy' 2>/dev/null; then
+if [ "$mode" != recovery ] && ! "$python" -c 'import torch.distributed, numpy' 2>/dev/null; then
     echo "run.sh: PyTorch missing for $python: apt-get install -y python3-torch" >&2
     exit 1
 fi
@@ -113,8 +121,9 @@ submit() { # submit MODEL WORKERS ARGS... ; prints the exec id. MODEL: a name un
     shift 2
     dir=$here/models/$m dd=$data
     case $m in */*) dir=$m dd=$(cat "$m/data-dir") ;; esac
+    # shellcheck disable=SC2086
     "$loom" exec start --exec-start native --model-dir "$dir" --data-dir "$dd" \
-        --numWorker "$n" -- "$@" | sed -n 's/^exec \([^ ]*\) submitted.*/\1/p'
+        --numWorker "$n" ${submit_opts:-} -- "$@" | sed -n 's/^exec \([^ ]*\) submitted.*/\1/p'
 }
 field() { # field ID PYTHON-EXPRESSION over the exec's view as v
     "$loom" --json exec view "$1" | "$python" -c "import json,sys; v=json.load(sys.stdin); print($2)"
@@ -233,6 +242,49 @@ throughput() {
     done
 }
 
+# ---- the cost of the recovery copy -------------------------------------------
+
+recovery_cost() {
+    results=$work/recovery
+    : >"$results"
+    args="--epochs $epochs --batch-size 64 --validation-freq 0 --checkpoint-freq 0"
+    last='v["training"]["epochsDone"][-1]["samplesPerSecond"]'
+    copies='v["training"].get("stateCopies", 0), v["training"].get("stateCopyMs", 0), sum(e["seconds"] for e in v["training"]["epochsDone"])'
+    say "recovery copy: MLP 784-512-512-10, batch 64 per worker, epoch $epochs of $epochs timed, $runs run(s)"
+    for run in $(seq "$runs"); do
+        for n in 1 2; do
+            for setting in off:86400000 default: s1:1000 often:0; do
+                name=${setting%%:*} ms=${setting#*:}
+                submit_opts=${ms:+--msd-env EDT_RECOVERY_INTERVAL_MS=$ms}
+                # shellcheck disable=SC2086
+                id=$(loom_train mlp "$n" 300 $args)
+                submit_opts=
+                echo "$name$n $run $(field "$id" "$last") $(field "$id" "$copies")" >>"$results"
+            done
+        done
+        say "  run $run of $runs: $(awk -v r="$run" '$2 == r { printf "%s %.0f  ", $1, $3 }' "$results")"
+    done
+    med() { awk -v k="$1" '$1 == k { print $3 }' "$results" | median; }
+    ratio() { awk -v a="$1" -v b="$2" '$1 == a { x[$2] = $3 } $1 == b { y[$2] = $3 }
+        END { for (r in x) if (y[r] > 0) print x[r] / y[r] }' "$results" | median; }
+    echo
+    echo "Recovery copy, samples/s (median of $runs; MLP, batch 64 per worker, epoch $epochs of $epochs)"
+    printf '  %-11s %8s %8s %8s %8s %13s %13s %13s\n' "" "no copy" "default" "1 s" "often" \
+        "default/none" "1 s/none" "often/none"
+    for n in 1 2; do
+        printf '  %-11s %8.0f %8.0f %8.0f %8.0f %13.3f %13.3f %13.3f\n' "$n worker(s)" "$(med off$n)" \
+            "$(med default$n)" "$(med s1$n)" "$(med often$n)" "$(ratio default$n off$n)" \
+            "$(ratio s1$n off$n)" "$(ratio often$n off$n)"
+    done
+    # The copies' own rounds over the job's training time: the direct cost.
+    echo "  copies per job, their rounds' ms, and that time over the epochs' time (median):"
+    for k in off1 default1 s11 often1 off2 default2 s12 often2; do
+        awk -v k="$k" '$1 == k { gsub(/[(),]/, ""); print $4, $5, ($6 > 0 ? $5 / 10 / $6 : 0) }' "$results" |
+            sort -g -k3 | awk -v k="$k" '{ r[NR] = $0 } END { split(r[int((NR + 1) / 2)], m, " ");
+                printf "    %-9s %5d copies %7.0f ms  %5.2f %%\n", k, m[1], m[2], m[3] }'
+    done
+}
+
 # ---- resize latency --------------------------------------------------------
 
 resize_latency() { # resize_latency LABEL MODEL
@@ -348,11 +400,12 @@ accuracy() {
 case $mode in
     accuracy) accuracy ;;
     denormals) denormals ;;
+    recovery) recovery_cost ;;
     throughput|all|resize)
         [ "$mode" = resize ] || throughput
         [ "$mode" = throughput ] || {
             resize_latency "Fashion-MNIST as installed, gzip IDX" mlp
             resize_latency "uncompressed IDX copies" "$(raw_model)"
         } ;;
-    *) echo "run.sh: --only: expected throughput, resize or denormals, got $mode" >&2; exit 2 ;;
+    *) echo "run.sh: --only: expected throughput, resize, recovery or denormals, got $mode" >&2; exit 2 ;;
 esac

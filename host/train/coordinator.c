@@ -190,6 +190,8 @@ static loom_error *begin_training(edt_coordinator *c)
     c->pr.steps_per_epoch = (c->m.ntrain + j->settings.effective_batch_size - 1) /
                             j->settings.effective_batch_size;
     c->pr.epoch_started_ms = time_mono_ms();
+    if ((e = recovery_begin(c)))
+        return e;
     set_state(c, "RUNNING", NULL);
     loom_train_info info = {.struct_size = sizeof info, .epochs = j->settings.epochs,
                             .workers = current_target(c), .batch_size = j->settings.batch_size,
@@ -217,6 +219,7 @@ static void *run(void *arg)
     else
         loom_err_free(e);
     finish_workers(c, end == EDT_END_FINISHED ? "finished" : "the job ended");
+    recovery_end(c);
     logger_set_end(c->driver_loggers, logger_status[end], err);
     if (err[0])
         driver_say(c, "%s: %s", state[end], err);
@@ -331,6 +334,7 @@ void edt_free(edt_coordinator *c)
         comm_shm_destroy(c->m.seg);
     if (c->pr.sampler_ready)
         sampler_free(&c->pr.smp);
+    sampler_free(&c->rc.smp);
     logger_set_close(c->driver_loggers);
     if (c->driver_out)
         fclose(c->driver_out);

@@ -8,6 +8,8 @@
  *   sync_round.c    the synchronous round: plans out, replies in, commit
  *   param_server.c  ASYNC: the parameter server in the host
  *   progress.c      where training stands: epochs, metrics, the snapshot
+ *   recovery.c      the last committed state kept outside the workers, and
+ *                   the rewind to it when every worker is lost
  *
  * Only the thread touches the state, except `ctl`, which the public calls
  * share under its lock.
@@ -86,6 +88,12 @@ typedef struct edt_members {
     uint64_t params, ntrain, ntest;   /* what the first hello said */
     char startup_error[600];          /* why a worker died before saying hello */
     uint32_t deaths_since_progress;   /* workers lost since the last good round */
+    /* Per slot: the cause of its worker's last death and how many deaths
+     * in a row had it, since the last good round. */
+    char death_cause[MAX_SLOTS][160];
+    uint32_t death_streak[MAX_SLOTS];
+    char failing[400];                /* why the job must end: a worker died
+                                       * max_worker_failures times alike */
     int grew;                         /* this round's membership added workers */
 } edt_members;
 
@@ -106,7 +114,36 @@ typedef struct edt_progress {
     cJSON *val_list;    /* val_dict_list.json */
     cJSON *last_test;
     double last_rate;
+    uint64_t rewound_steps; /* this epoch's steps trained again after a rewind */
+    uint32_t rewinds;
 } edt_progress;
+
+/* Where training stood at a point it can rewind to (progress.c). */
+typedef struct edt_progress_mark {
+    uint32_t epoch;
+    uint64_t iteration;
+    int pending_validate, pending_checkpoint, epoch_clock_pending;
+    int64_t epoch_started_ms;
+    double loss_sum, acc_sum;
+    uint64_t loss_n;
+    int have_acc;
+    int nepochs_done, nval;
+} edt_progress_mark;
+
+/* The last committed state kept outside the workers (recovery.c): a state
+ * file a member wrote at a step boundary (two, written in turn, so a
+ * failed write never spoils the one in use) and where training stood. */
+typedef struct edt_recovery {
+    char path[PATH_MAX]; /* its state file; "": the initial weights */
+    sampler smp;
+    edt_progress_mark pr;
+    unsigned next_file;
+    int64_t saved_ms; /* when it was made */
+    int64_t cost_ms;  /* how long the round that made it took */
+    int64_t retry_ms; /* after a failed copy: not before then */
+    uint64_t copies;  /* made so far */
+    int64_t total_ms; /* their rounds' time, summed */
+} edt_recovery;
 
 struct edt_coordinator {
     edt_job job;
@@ -115,6 +152,7 @@ struct edt_coordinator {
     edt_control ctl;
     edt_members m;
     edt_progress pr;
+    edt_recovery rc;
     int commit_next;          /* the next plan applies the last step */
     uint32_t round;
     char load_path[PATH_MAX]; /* checkpoint the root loads at the next join */
@@ -136,6 +174,8 @@ int device_in(int32_t device, const int32_t *list, uint32_t n);
 uint32_t count_in(edt_coordinator *c, slot_state st);
 /* Forgets a worker that failed or hung, killing it if it still runs. */
 void drop_slot(edt_coordinator *c, uint32_t i, const char *why);
+/* A round went well: the deaths counted so far were not in a row. */
+void note_progress(edt_coordinator *c);
 /* Tells a worker to exit; it is LEAVING from now on. */
 void send_exit(edt_coordinator *c, uint32_t i, const char *reason, int code);
 /* Reaps workers that ended. Returns how many members were lost. */
@@ -180,5 +220,26 @@ void end_epoch(edt_coordinator *c);
 void record_validation(edt_coordinator *c, cJSON *metrics, uint64_t n);
 /* Copies the spec next to the final model. */
 void save_model_spec(edt_coordinator *c);
+void progress_mark(const edt_coordinator *c, edt_progress_mark *m);
+/* Back to m: later epochs and validations are forgotten. */
+void progress_rewind(edt_coordinator *c, const edt_progress_mark *m);
+
+/* recovery.c */
+/* The starting point (the initial weights or the resumed checkpoint);
+ * removes copies an earlier run of the job left. */
+loom_error *recovery_begin(edt_coordinator *c);
+/* Whether this boundary should copy the state: an epoch ended since the
+ * last copy, or the interval passed (at least 64 times the copy's cost,
+ * so keeping it costs under 3 %). The file to write into path. */
+int recovery_due(edt_coordinator *c, char *path, size_t pathlen);
+/* The copy in path is whole and holds the state as training stands now. */
+void recovery_saved(edt_coordinator *c, const char *path, int64_t round_ms);
+/* The round that was to make a copy failed: the last copy stays, and the
+ * next try waits for the interval (a full disk must not halve the rate). */
+void recovery_not_saved(edt_coordinator *c);
+/* Every worker holding the state was lost: training goes back to the last
+ * copy, which the next root loads; its samples are trained again. */
+loom_error *recovery_rewind(edt_coordinator *c);
+void recovery_end(edt_coordinator *c);
 
 #endif

@@ -59,6 +59,8 @@ static void set_defaults(edt_settings *s)
     s->pull_limit = 3;
     s->step_timeout_ms = 60000;
     s->max_staleness = UINT32_MAX; /* resolved from the engines at the end */
+    s->max_worker_failures = 3;
+    s->recovery_interval_ms = 10000;
 }
 
 /* The spec's "training" block: the knobs, the seed; *loggers is its
@@ -146,6 +148,8 @@ static loom_error *from_env(char *const *env, int nenv, edt_settings *s)
         {"EDT_PULL_FAILED_LIMITS", offsetof(edt_settings, pull_limit), 1, 1000},
         {"EDT_MAX_STALENESS", offsetof(edt_settings, max_staleness), 0, 1000000},
         {"LOOM_EDT_STEP_TIMEOUT_MS", offsetof(edt_settings, step_timeout_ms), 100, 86400000},
+        {"EDT_MAX_WORKER_FAILURES", offsetof(edt_settings, max_worker_failures), 1, 1000},
+        {"EDT_RECOVERY_INTERVAL_MS", offsetof(edt_settings, recovery_interval_ms), 0, 86400000},
     };
     for (int i = 0; i < nenv; i++)
         for (size_t k = 0; k < sizeof vars / sizeof *vars; k++) {

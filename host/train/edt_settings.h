@@ -33,6 +33,9 @@ typedef struct edt_settings {
     char *loggers_json;            /* [{"name", "role": driver|worker|both, "config"}] */
     int async;                     /* --syncMode ASYNC: parameter server */
     uint32_t max_staleness;        /* EDT_MAX_STALENESS: ASYNC updates a gradient may lag */
+    uint32_t max_worker_failures;  /* EDT_MAX_WORKER_FAILURES: deaths in a row, same cause */
+    uint32_t recovery_interval_ms; /* EDT_RECOVERY_INTERVAL_MS: least time between the
+                                    * coordinator's copies of the state (0: every step) */
 } edt_settings;
 
 /* Resolves the settings. `spec` is the parsed spec (may be NULL);

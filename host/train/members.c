@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "train/coordinator_internal.h"
+#include "train/plugin_marker.h"
 #include "util/fs.h"
 #include "util/job_sandbox.h"
 #include "util/spawn.h"
@@ -66,14 +67,43 @@ static void close_slot(edt_coordinator *c, uint32_t i)
         comm_shm_mark_dead(c->m.seg, i);
 }
 
-/* "killed by signal 9", "exited with status 1 (see ...)". */
+/* "killed by signal 9 (Killed)", "exited with status 1 (see ...)". */
 static void describe_exit(int status, uint32_t slot, char *out, size_t outlen)
 {
     if (WIFSIGNALED(status))
-        snprintf(out, outlen, "killed by signal %d", WTERMSIG(status));
+        snprintf(out, outlen, "killed by signal %d (%s)", WTERMSIG(status),
+                 strsignal(WTERMSIG(status)));
     else
         snprintf(out, outlen, "exited with status %d (see log/worker-%u/stderr)",
                  WEXITSTATUS(status), slot);
+}
+
+/* A worker died (how: as describe_exit says, or "stopped"): its cause,
+ * with the plugin it was in when it said so, is counted against its slot;
+ * the same cause max_worker_failures times in a row ends the job, since a
+ * replacement would only die again. Writes the cause into out. */
+static void note_death(edt_coordinator *c, uint32_t i, const char *how, char *out, size_t outlen)
+{
+    char dir[PATH_MAX + 32], plugin[256];
+    snprintf(dir, sizeof dir, "%s/log/worker-%u", c->job.result_dir, i);
+    plugin_marker_read(dir, plugin, sizeof plugin);
+    snprintf(out, outlen, "%s%s%s", how, plugin[0] ? " in " : "", plugin);
+    edt_members *m = &c->m;
+    m->deaths_since_progress++;
+    if (m->death_streak[i] && !strcmp(m->death_cause[i], out))
+        m->death_streak[i]++;
+    else
+        m->death_streak[i] = 1;
+    snprintf(m->death_cause[i], sizeof m->death_cause[i], "%s", out);
+    if (m->death_streak[i] >= c->job.settings.max_worker_failures && !m->failing[0])
+        snprintf(m->failing, sizeof m->failing, "worker %u died %u time(s) in a row: %s", i,
+                 m->death_streak[i], out);
+}
+
+void note_progress(edt_coordinator *c)
+{
+    c->m.deaths_since_progress = 0;
+    memset(c->m.death_streak, 0, sizeof c->m.death_streak);
 }
 
 void drop_slot(edt_coordinator *c, uint32_t i, const char *why)
@@ -98,8 +128,9 @@ void drop_slot(edt_coordinator *c, uint32_t i, const char *why)
             snprintf(how, sizeof how, "stopped");
         }
     }
-    driver_say(c, "worker %u %s: %s", i, how[0] ? how : "dropped", why);
-    c->m.deaths_since_progress++;
+    char cause[256];
+    note_death(c, i, how[0] ? how : "dropped", cause, sizeof cause);
+    driver_say(c, "worker %u %s: %s", i, cause, why);
     close_slot(c, i);
 }
 
@@ -165,6 +196,7 @@ static int spawn_worker(edt_coordinator *c, uint32_t slot, int32_t device)
     char log_dir[PATH_MAX + 32], out[PATH_MAX + 48], errp[PATH_MAX + 48];
     snprintf(log_dir, sizeof log_dir, "%s/log/worker-%u", j->result_dir, slot);
     fs_mkdir_p(log_dir);
+    plugin_marker_clear(log_dir);
     snprintf(out, sizeof out, "%s/stdout", log_dir);
     snprintf(errp, sizeof errp, "%s/stderr", log_dir);
     char slot_s[16], seed_s[32], threads_s[16], every_s[16];
@@ -249,10 +281,10 @@ int reap(edt_coordinator *c)
         if (s->state == SLOT_STARTING && !c->m.startup_error[0])
             last_stderr_line(c, i, c->m.startup_error, sizeof c->m.startup_error);
         if (s->state != SLOT_LEAVING) {
-            char why[96];
-            describe_exit(status, i, why, sizeof why);
-            driver_say(c, "worker %u %s", i, why);
-            c->m.deaths_since_progress++;
+            char how[96], cause[256];
+            describe_exit(status, i, how, sizeof how);
+            note_death(c, i, how, cause, sizeof cause);
+            driver_say(c, "worker %u %s", i, cause);
             lost += s->state == SLOT_MEMBER;
         }
         s->pid = 0;
@@ -476,8 +508,14 @@ static loom_error *form_generation(edt_coordinator *c, int force_new, int *root)
             anyone_fresh |= !c->m.slots[i].has_state;
             list[n++] = i;
         }
-    /* Nobody has the weights yet (start, or every holder died): the lowest
-     * slot's (loaded from a checkpoint when resuming) become everyone's. */
+    /* Nobody has the weights: at the start, the lowest slot's (loaded from
+     * a checkpoint when resuming) become everyone's; after every holder
+     * died, training rewinds to the coordinator's copy, which it loads. */
+    if (root_slot < 0 && c->m.generation > 0) {
+        loom_error *e = recovery_rewind(c);
+        if (e)
+            return e;
+    }
     if (root_slot < 0) {
         root_slot = (int)list[0];
         c->m.slots[root_slot].has_state = 1;
@@ -505,6 +543,8 @@ static loom_error *form_generation(edt_coordinator *c, int force_new, int *root)
 loom_error *plan_membership(edt_coordinator *c, int force_new, int *join, int *root)
 {
     *join = 0;
+    if (c->m.failing[0])
+        return loom_err(LOOM_E_LIMIT, "%s", c->m.failing);
     /* Replacements that die as fast as they start would loop forever. */
     if (c->m.deaths_since_progress > 2 * c->m.nslots + 2)
         return loom_err(LOOM_E_LIMIT, "workers keep dying: %u lost without a step done",

@@ -121,6 +121,8 @@ static loom_error *async_membership(edt_coordinator *c)
     }
     if (members == 0 && coming == 0 && c->pr.epoch < c->job.settings.epochs)
         return loom_err(LOOM_E_UNAVAILABLE, "every worker died; the job cannot go on");
+    if (c->m.failing[0])
+        return loom_err(LOOM_E_LIMIT, "%s", c->m.failing);
     if (c->m.deaths_since_progress > 2 * c->m.nslots + 2)
         return loom_err(LOOM_E_LIMIT, "workers keep dying: %u lost without a step done",
                         c->m.deaths_since_progress);
@@ -236,7 +238,7 @@ static loom_error *ps_take_gradient(edt_coordinator *c, param_server *ps, uint32
         }
         ps->version++;
         c->pr.iteration++;
-        c->m.deaths_since_progress = 0;
+        note_progress(c);
         sampler_commit(&c->pr.smp, s->inflight, s->ninflight);
         add_train_metrics(c, reply.u.reply.train, s->ninflight);
     } else {

@@ -40,6 +40,10 @@ void update_snapshot(edt_coordinator *c, const char *phase)
         cJSON_AddNumberToObject(o, "trainLoss", p->loss_sum / (double)p->loss_n);
     if (p->last_test)
         cJSON_AddItemToObject(o, "testMetrics", cJSON_Duplicate(p->last_test, 1));
+    if (c->rc.copies) {
+        cJSON_AddNumberToObject(o, "stateCopies", (double)c->rc.copies);
+        cJSON_AddNumberToObject(o, "stateCopyMs", (double)c->rc.total_ms);
+    }
     if (resize_latency_ms >= 0)
         cJSON_AddNumberToObject(o, "lastResizeMs", (double)resize_latency_ms);
     cJSON_AddItemToObject(o, "epochsDone", cJSON_Duplicate(p->epochs_done, 1));
@@ -93,6 +97,7 @@ static cJSON *epoch_record(edt_progress *p, double secs, cJSON *train)
     cJSON_AddBoolToObject(e, "exactlyOnce", sampler_epoch_complete(&p->smp));
     cJSON_AddNumberToObject(e, "seconds", secs);
     cJSON_AddNumberToObject(e, "samplesPerSecond", p->last_rate);
+    cJSON_AddNumberToObject(e, "rewoundSteps", (double)p->rewound_steps);
     cJSON_AddItemToObject(e, "train", train);
     return e;
 }
@@ -109,12 +114,18 @@ void end_epoch(edt_coordinator *c)
             cJSON_AddNumberToObject(train, "accuracy", p->acc_sum / (double)p->loss_n);
     }
     cJSON_AddItemToArray(p->epochs_done, epoch_record(p, secs, train));
+    char rewound[96] = "";
+    if (p->rewinds)
+        snprintf(rewound, sizeof rewound, "; rewound %llu step(s) after losing every worker",
+                 (unsigned long long)p->rewound_steps);
     driver_say(c, "epoch %u/%u: %llu of %llu samples, each once: %s; %.2f s, %.0f samples/s, "
-                  "train loss %.4f, %u worker(s)",
+                  "train loss %.4f, %u worker(s)%s",
                p->epoch + 1, c->job.settings.epochs, (unsigned long long)p->smp.committed,
                (unsigned long long)p->smp.n, sampler_epoch_complete(&p->smp) ? "yes" : "NO", secs,
                p->last_rate, p->loss_n ? p->loss_sum / (double)p->loss_n : 0,
-               count_in(c, SLOT_MEMBER));
+               count_in(c, SLOT_MEMBER), rewound);
+    p->rewound_steps = 0;
+    p->rewinds = 0;
     logger_set_train_json(c->driver_loggers, train, p->iteration, p->epoch + 1,
                           count_in(c, SLOT_MEMBER));
     uint32_t done = p->epoch + 1;
@@ -158,4 +169,39 @@ void save_model_spec(edt_coordinator *c)
     char spec_copy[PATH_MAX + 32];
     snprintf(spec_copy, sizeof spec_copy, "%s/model/%s", c->job.result_dir, EDT_SPEC_DEFAULT);
     fs_copy_file(c->job.spec_path, spec_copy, 0644);
+}
+
+void progress_mark(const edt_coordinator *c, edt_progress_mark *m)
+{
+    const edt_progress *p = &c->pr;
+    *m = (edt_progress_mark){.epoch = p->epoch, .iteration = p->iteration,
+                             .pending_validate = p->pending_validate,
+                             .pending_checkpoint = p->pending_checkpoint,
+                             .epoch_clock_pending = p->epoch_clock_pending,
+                             .epoch_started_ms = p->epoch_started_ms, .loss_sum = p->loss_sum,
+                             .acc_sum = p->acc_sum, .loss_n = p->loss_n, .have_acc = p->have_acc,
+                             .nepochs_done = cJSON_GetArraySize(p->epochs_done),
+                             .nval = cJSON_GetArraySize(p->val_list)};
+}
+
+void progress_rewind(edt_coordinator *c, const edt_progress_mark *m)
+{
+    edt_progress *p = &c->pr;
+    p->epoch = m->epoch;
+    p->iteration = m->iteration;
+    p->pending_validate = m->pending_validate;
+    p->pending_checkpoint = m->pending_checkpoint;
+    p->epoch_clock_pending = m->epoch_clock_pending;
+    p->epoch_started_ms = m->epoch_started_ms;
+    p->loss_sum = m->loss_sum;
+    p->acc_sum = m->acc_sum;
+    p->loss_n = m->loss_n;
+    p->have_acc = m->have_acc;
+    while (cJSON_GetArraySize(p->epochs_done) > m->nepochs_done)
+        cJSON_DeleteItemFromArray(p->epochs_done, cJSON_GetArraySize(p->epochs_done) - 1);
+    if (cJSON_GetArraySize(p->val_list) > m->nval) {
+        while (cJSON_GetArraySize(p->val_list) > m->nval)
+            cJSON_DeleteItemFromArray(p->val_list, cJSON_GetArraySize(p->val_list) - 1);
+        write_val_list(c);
+    }
 }

@@ -100,6 +100,40 @@ void sampler_give_back(sampler *s, const uint64_t *idx, size_t count)
     s->inflight -= count <= s->inflight ? count : s->inflight;
 }
 
+int sampler_copy(sampler *dst, const sampler *src)
+{
+    size_t nperm = src->n ? src->n : 1, nused = src->n / 8 + 1;
+    int same_n = dst->perm && dst->n == src->n;
+    uint64_t *perm = same_n ? dst->perm : malloc(nperm * sizeof *perm);
+    uint8_t *used = same_n ? dst->used : malloc(nused);
+    uint64_t *returned = NULL;
+    if (src->nreturned)
+        returned = malloc(src->nreturned * sizeof *returned);
+    if (!perm || !used || (src->nreturned && !returned)) {
+        if (!same_n) {
+            free(perm);
+            free(used);
+        }
+        free(returned);
+        return -1;
+    }
+    if (!same_n) {
+        free(dst->perm);
+        free(dst->used);
+    }
+    free(dst->returned);
+    *dst = *src;
+    dst->perm = perm;
+    dst->used = used;
+    dst->returned = returned;
+    dst->cap_returned = src->nreturned;
+    memcpy(perm, src->perm, nperm * sizeof *perm);
+    memcpy(used, src->used, nused);
+    if (returned)
+        memcpy(returned, src->returned, src->nreturned * sizeof *returned);
+    return 0;
+}
+
 uint64_t sampler_remaining(const sampler *s)
 {
     return (uint64_t)s->nreturned + (s->n - s->cursor);

@@ -34,6 +34,9 @@ void sampler_begin_epoch(sampler *s, uint32_t epoch);
 size_t sampler_take(sampler *s, uint64_t *out, size_t max);
 void sampler_commit(sampler *s, const uint64_t *idx, size_t count);
 void sampler_give_back(sampler *s, const uint64_t *idx, size_t count);
+/* Makes dst (zeroed, or a previous copy) an exact copy of src, for a
+ * rewind later; -1 when out of memory (dst then unchanged). */
+int sampler_copy(sampler *dst, const sampler *src);
 /* Samples not yet taken. */
 uint64_t sampler_remaining(const sampler *s);
 /* Every sample of the epoch has been committed. */

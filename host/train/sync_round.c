@@ -24,6 +24,8 @@ typedef struct round_plan {
     uint64_t *taken; /* step: the samples */
     size_t ntaken;
     char path[PATH_MAX];
+    int recovery;       /* CHECKPOINT: the coordinator's copy of the state */
+    int64_t started_ms;
 } round_plan;
 
 /* The fields every member's plan shares. */
@@ -234,7 +236,10 @@ static cJSON *combine(edt_coordinator *c, int eval, uint64_t *total)
 static void choose_action(edt_coordinator *c, round_plan *p)
 {
     const edt_job *j = &c->job;
-    if (c->pr.pending_validate) {
+    if (recovery_due(c, p->path, sizeof p->path)) {
+        p->action = PLAN_CHECKPOINT;
+        p->recovery = 1;
+    } else if (c->pr.pending_validate) {
         p->action = PLAN_VALIDATE;
     } else if (c->pr.pending_checkpoint) {
         p->action = PLAN_CHECKPOINT;
@@ -299,6 +304,11 @@ static int record_round(edt_coordinator *c, const round_plan *p, int ok)
         cJSON *metrics = combine(c, 1, &n);
         record_validation(c, metrics, n);
         c->pr.pending_validate = 0;
+    } else if (p->recovery) {
+        if (ok)
+            recovery_saved(c, p->path, time_mono_ms() - p->started_ms);
+        else
+            recovery_not_saved(c);
     } else if (ok && p->action == PLAN_CHECKPOINT) {
         driver_say(c, "checkpoint %s", p->path);
         c->pr.pending_checkpoint = 0;
@@ -334,7 +344,7 @@ static int one_round(edt_coordinator *c, uint64_t *taken, int *failed_round, loo
         *err = loom_err(LOOM_E_UNAVAILABLE, "every worker died; the job cannot go on");
         return -1;
     }
-    round_plan p = {.join = join, .root = root, .taken = taken};
+    round_plan p = {.join = join, .root = root, .taken = taken, .started_ms = time_mono_ms()};
     choose_action(c, &p);
     pthread_mutex_lock(&c->ctl.lock);
     if (c->ctl.measuring_resize == 1 && c->m.grew)
@@ -348,7 +358,7 @@ static int one_round(edt_coordinator *c, uint64_t *taken, int *failed_round, loo
     int ok = collect_replies(c, deadline);
     *failed_round = !ok;
     if (ok)
-        c->m.deaths_since_progress = 0;
+        note_progress(c);
     int finished = record_round(c, &p, ok);
     clear_replies(c);
     if (!finished) /* finish_workers tells them to exit */

@@ -19,6 +19,7 @@
 #include "train/adapter.h"
 #include "train/checkpoint.h"
 #include "train/logger_set.h"
+#include "train/plugin_marker.h"
 #include "train/protocol.h"
 #include "train/tensor_stage.h"
 #include "util/fs.h"
@@ -46,6 +47,8 @@ typedef struct worker {
     comm *gpu_comm;     /* nccl on a GPU: the collectives; NULL on CPU */
     int fd;
     logger_set *loggers;
+    char logger_names[200]; /* "worker logger plugin(s) a, b": the marker's text */
+    int marker_fd;          /* plugin_marker: which plugin runs now */
     uint64_t steps_done;
     int joined_once;
 } worker;
@@ -66,6 +69,41 @@ static int fail(loom_error *e, const char *what)
     fprintf(stderr, "loom worker: %s: %s\n", what, loom_err_message(e));
     loom_err_free(e);
     return 1;
+}
+
+/* The worker loggers' names, for the coordinator to name the plugin a
+ * worker died in. */
+static void name_loggers(worker *w)
+{
+    cJSON *list = cJSON_Parse(w->loggers_json ? w->loggers_json : "[]"), *item;
+    size_t used = 0;
+    int count = 0;
+    cJSON_ArrayForEach(item, list) {
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(item, "name");
+        const cJSON *role = cJSON_GetObjectItemCaseSensitive(item, "role");
+        const char *r = cJSON_IsString(role) ? role->valuestring : "both";
+        if (!cJSON_IsString(name) || (strcmp(r, "both") && strcmp(r, "worker")))
+            continue;
+        int n = snprintf(w->logger_names + used, sizeof w->logger_names - used, "%s%s",
+                         count++ ? ", " : "", name->valuestring);
+        if (n < 0 || (size_t)n >= sizeof w->logger_names - used)
+            break;
+        used += (size_t)n;
+    }
+    cJSON_Delete(list);
+    if (count) {
+        char names[sizeof w->logger_names];
+        snprintf(names, sizeof names, "%s", w->logger_names);
+        snprintf(w->logger_names, sizeof w->logger_names, "worker logger plugin%s %s",
+                 count > 1 ? "s" : "", names);
+    }
+}
+
+/* Marks the worker as in (1) or out of (0) its logger plugins. */
+static void in_loggers(worker *w, int in)
+{
+    if (w->logger_names[0])
+        plugin_marker_set(w->marker_fd, in ? w->logger_names : NULL);
 }
 
 static int parse_args(worker *w, int argc, char **argv)
@@ -199,8 +237,12 @@ static int setup(worker *w)
     }
     if ((e = msg_connect(w->control, &w->fd)))
         return fail(e, "control");
+    name_loggers(w);
+    w->marker_fd = plugin_marker_open(w->log_dir);
+    in_loggers(w, 1);
     w->loggers = logger_set_open(NULL, w->loggers_json, LOOM_LOGGER_WORKER, w->slot,
                                  w->exec_id, w->log_dir, getenv("RESULT_DIR"));
+    in_loggers(w, 0);
     return 0;
 }
 
@@ -393,8 +435,11 @@ static int send_reply(worker *w, msg *reply, const void *blob, size_t len)
 static void log_step(worker *w, const cJSON *train, uint64_t iteration, uint32_t epoch,
                      uint32_t workers)
 {
-    if (w->steps_done % w->log_every == 0)
+    if (w->steps_done % w->log_every == 0) {
+        in_loggers(w, 1);
         logger_set_train_json(w->loggers, train, iteration, epoch, workers);
+        in_loggers(w, 0);
+    }
 }
 
 /* ASYNC: the parameter server's weights came with the work; the gradients
@@ -492,7 +537,9 @@ static int serve_plan(worker *w, const msg_plan *p, int *pending, int *finished)
     /* After finishing, wait for the coordinator's exit: leaving first
      * would look like a death before every reply is in. */
     if (finishing) {
+        in_loggers(w, 1);
         logger_set_end(w->loggers, LOOM_TRAIN_FINISHED, "finished");
+        in_loggers(w, 0);
         say("training finished");
     }
     return -1;
@@ -522,8 +569,10 @@ static int serve(worker *w)
         } else if (m.kind == MSG_EXIT) {
             say("%s", m.u.exit.reason ? m.u.exit.reason : "stopped by the coordinator");
             rc = m.u.exit.code;
+            in_loggers(w, 1);
             if (!finished)
                 logger_set_end(w->loggers, LOOM_TRAIN_KILLED, "stopped");
+            in_loggers(w, 0);
         } else {
             say("a %s message from the coordinator, which sends plans, work and exits; exiting",
                 msg_kind_name(m.kind));
@@ -540,12 +589,17 @@ int worker_main(int argc, char **argv)
     worker w;
     memset(&w, 0, sizeof w);
     w.fd = -1;
+    w.marker_fd = -1;
     if (parse_args(&w, argc, argv) != 0)
         return 2;
     int rc = setup(&w);
     if (rc == 0)
         rc = serve(&w);
+    in_loggers(&w, 1);
     logger_set_close(w.loggers);
+    in_loggers(&w, 0);
+    if (w.marker_fd >= 0)
+        close(w.marker_fd);
     comm_close(w.gpu_comm);
     comm_close(w.comm);
     tensor_stage_free(&w.stage);

@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# Losing workers never loses progress: the only worker SIGKILLed mid-epoch
+# (with and without checkpoints) and both workers of a 2-worker job at once
+# are replaced from the coordinator's copy of the state, the samples since
+# are trained again and counted once, and the model ends as good as an
+# uninterrupted run's; a worker killed by a logger plugin at every step
+# ends the job ERROR naming the plugin after EDT_MAX_WORKER_FAILURES tries;
+# the host killed while every worker is being replaced resumes the job.
+LOOM=$1
+PLUGINS=$2
+. "$(dirname "$0")/../lib.sh"
+
+. "$(dirname "$0")/../train_lib.sh"
+
+# A wider model than train_lib's, so that an epoch lasts long enough to be
+# interrupted in the middle.
+wide_model() { # wide_model DIR TRAIN_ROWS EPOCHS [extra training json]
+    model_dir "$@"
+    python3 - "$1/edt.json" <<'PY'
+import json, sys
+spec = json.load(open(sys.argv[1]))
+spec["model"]["layers"] = [{"type": "dense", "units": 1024}, {"type": "relu"},
+                           {"type": "dense", "units": 1024}, {"type": "relu"},
+                           {"type": "dense", "units": 3}]
+json.dump(spec, open(sys.argv[1], "w"))
+PY
+}
+accuracy() { field "$1" 'v["training"]["testMetrics"]["accuracy"]'; }
+driver_log() { cat "$LOOM_HOME/execs/$1/log/driver/stdout"; }
+worker_pids() { pgrep -f "worker .*--exec-id $1 " | tr '\n' ' '; }
+mid_epoch='v["training"]["epoch"] >= 1 and v["training"]["epochSamplesDone"] > v["training"]["epochSamples"] // 3'
+
+start_host --cpu-slots 8
+
+wide_model "$WORK/m" 6000 3
+# The reference: the same job, never interrupted.
+ref=$(submit --model-dir "$WORK/m" --numWorker 1 -- --checkpoint-freq 0)
+expect_ok "reference job finishes" "$LOOM" exec wait "$ref" --timeout 300
+ref_acc=$(accuracy "$ref")
+echo "reference accuracy: $ref_acc"
+
+# ---- the only worker killed mid-epoch, without and with checkpoints
+for ck in 0 1; do
+    id=$(submit --model-dir "$WORK/m" --numWorker 1 --msd-env EDT_RECOVERY_INTERVAL_MS=300 \
+         -- --checkpoint-freq $ck)
+    expect_ok "checkpoints $ck: mid-epoch" wait_for "$id" "$mid_epoch" 120
+    pids=$(worker_pids "$id")
+    expect_ok "checkpoints $ck: found the worker" test -n "$pids"
+    kill -9 $pids
+    expect_ok "checkpoints $ck: finishes" "$LOOM" exec wait "$id" --timeout 300
+    expect_eq "checkpoints $ck: every sample once per epoch" "$(field "$id" "$every_epoch_once")" "True"
+    expect_eq "checkpoints $ck: accuracy within 0.5 point of the uninterrupted run ($ref_acc)" \
+        "$(python3 -c "print(abs($(accuracy "$id") - $ref_acc) <= 0.005)")" "True"
+    log=$(driver_log "$id")
+    expect_contains "checkpoints $ck: the rewind is reported" "$log" "every worker holding the state was lost: rewound"
+    expect_contains "checkpoints $ck: the epoch line says so" "$log" "after losing every worker"
+    echo "$log" | grep -E "rewound|killed"
+    expect_eq "checkpoints $ck: the copies are removed" "$(ls -A "$LOOM_HOME/execs/$id/checkpoint" | grep -c recovery)" "0"
+done
+
+# ---- every worker of a 2-worker job killed at once
+id=$(submit --model-dir "$WORK/m" --numWorker 2 --msd-env EDT_RECOVERY_INTERVAL_MS=300)
+expect_ok "2 workers: mid-epoch" wait_for "$id" "$mid_epoch and v[\"training\"][\"workers\"] == 2" 120
+pids=$(worker_pids "$id")
+kill -9 $pids
+expect_ok "2 workers: finishes" "$LOOM" exec wait "$id" --timeout 300
+expect_eq "2 workers: every sample once per epoch" "$(field "$id" "$every_epoch_once")" "True"
+expect_eq "2 workers: learns as well (accuracy within 1 point of the 1-worker run)" \
+    "$(python3 -c "print(abs($(accuracy "$id") - $ref_acc) <= 0.01)")" "True"
+expect_contains "2 workers: the rewind is reported" "$(driver_log "$id")" "after losing every worker"
+
+# ---- a worker logger that kills its worker at every step
+model_dir "$WORK/crash" 600 2 ", \"loggers\": [{\"name\": \"crash_logger\", \"role\": \"worker\", \"path\": \"$PLUGINS/crash_logger.so\"}]"
+id=$(submit --model-dir "$WORK/crash" --numWorker 1 -- --log-every 1)
+expect_fails "crashing plugin: the job does not finish" "$LOOM" exec wait "$id" --timeout 120
+expect_contains "crashing plugin: the job is ERROR" "$(cat "$WORK/out")" "ERROR"
+expect_contains "crashing plugin: the cause is named" "$(field "$id" 'v.get("message", v)')" \
+    "worker 0 died 3 time(s) in a row: killed by signal 6 (Aborted) in worker logger plugin crash_logger"
+expect_eq "crashing plugin: replaced twice, not forever" \
+    "$(driver_log "$id" | grep -c "^worker 0 killed by signal 6")" "3"
+id=$(submit --model-dir "$WORK/crash" --numWorker 1 --msd-env EDT_MAX_WORKER_FAILURES=5 -- --log-every 1)
+"$LOOM" exec wait "$id" --timeout 120 >/dev/null 2>&1
+expect_contains "EDT_MAX_WORKER_FAILURES is the number of tries" "$(driver_log "$id")" "died 5 time(s) in a row"
+
+expect_fails "EDT_MAX_WORKER_FAILURES=0 refused" "$LOOM" exec start --exec-start edt \
+    --model-dir "$WORK/crash" --msd-env EDT_MAX_WORKER_FAILURES=0
+expect_contains "the refusal names the setting" "$(cat "$WORK/out")" \
+    "EDT_MAX_WORKER_FAILURES: expected a whole number from 1 to 1000"
+expect_fails "EDT_RECOVERY_INTERVAL_MS=-1 refused" "$LOOM" exec start --exec-start edt \
+    --model-dir "$WORK/crash" --msd-env EDT_RECOVERY_INTERVAL_MS=-1
+expect_contains "the refusal names the setting" "$(cat "$WORK/out")" "EDT_RECOVERY_INTERVAL_MS: expected"
+
+# ---- the host killed while every worker is being replaced
+wide_model "$WORK/h" 6000 4
+id=$(submit --model-dir "$WORK/h" --numWorker 2)
+expect_ok "restart: training" wait_for "$id" 'v["training"]["epoch"] >= 2 and v["training"]["workers"] == 2' 120
+pids=$(worker_pids "$id")
+kill -9 $pids
+for _ in $(seq 1 100); do
+    grep -q "killed by signal 9" "$LOOM_HOME/execs/$id/log/driver/stdout" && break
+    sleep 0.02
+done
+stop_host KILL
+pkill -9 -f "worker .*--exec-id $id " 2>/dev/null
+start_host --cpu-slots 8
+expect_ok "restart: the job finishes" "$LOOM" exec wait "$id" --timeout 300
+expect_eq "restart: every sample once per epoch" "$(field "$id" "$every_epoch_once")" "True"
+expect_eq "restart: validated through the last epoch" \
+    "$(python3 -c "import json; l=json.load(open('$LOOM_HOME/execs/$id/val_dict_list.json')); print(l[-1]['step'])")" "4"
+
+finish
