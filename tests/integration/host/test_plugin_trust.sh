@@ -51,6 +51,7 @@ submit() { # submit LOGGER-NAME EPOCHS [DEADLINE_MS]: prints the exec id
         sed -n 's/^exec \([^ ]*\) submitted.*/\1/p'
 }
 
+export LOOM_PLUGIN_WRITE_LIMIT=2M
 start_host
 expect_ok "trainer framework" "$LOOM" framework add "$TP/old_full.so"
 for so in crash_logger loop_logger; do
@@ -80,6 +81,26 @@ for logger in crash_logger loop_logger bad_xpcall_loop bad_pattern_loop; do
     view=$("$LOOM" --json exec view "$id")
     expect_contains "$logger: exec view shows the failure" "$view" "\"plugin\":\"$logger\""
 done
+# ---- loom.append: a 1 GiB flood stops at the exec's limit; the host's
+# files (training.json, the driver's stdout) are out of reach
+expect_ok "logger add flooder" "$LOOM" logger add "$LUA/bad_append_flood.lua"
+expect_ok "logger add targeter" "$LOOM" logger add "$LUA/bad_append_targets.lua"
+for logger in flooder targeter; do
+    id=$(submit "$logger" 2)
+    expect_ok "$logger: the job finishes" "$LOOM" exec wait "$id" --timeout 120
+    ran="$LOOM_HOME/execs/$id"
+    driver=$(cat "$ran/log/driver/stdout")
+    if [ $logger = flooder ]; then
+        expect_contains "flood: stopped at the limit, named" "$driver" "plugin write limit (2 MiB) is reached"
+        expect_eq "flood: 2 MiB written, no more" "$(stat -c %s "$ran/plugins/flooder/flood.txt")" "2097152"
+    else
+        expect_not_contains "targets: no forged line in the driver log" "$driver" "forged line"
+        expect_contains "targets: the escape is refused by name" "$driver" "is not a plain file name"
+        expect_not_contains "targets: the exec's training.json untouched" "$(cat "$ran"/training.json 2>/dev/null)" "forged"
+        expect_eq "targets: its own training.json" "$(cat "$ran/plugins/targeter/training.json")" '{"forged": true}'
+    fi
+done
+
 expect_eq "no plugin-host child left behind" "$(pgrep -f "plugin-host --kind" -P "$HOST_PID" | wc -l)" "0"
 
 # ---- a host SIGKILLed while the crashing logger's job runs: on restart

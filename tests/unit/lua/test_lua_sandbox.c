@@ -299,7 +299,7 @@ static void test_append_escape(void)
     char dir[] = "/tmp/loom-lua-append-XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
     loom_logger_config config = {.struct_size = sizeof config, .log_dir = dir,
-                                 .config_json = "{}"};
+                                 .config_json = "{}", .result_dir = dir, .plugin_dir = dir};
     loom_logger_instance *inst = NULL;
     loom_error *e = f ? f->create(f, &config, &inst) : NULL;
     CHECK(e == NULL);
