@@ -17,7 +17,7 @@
 #define DEFAULT_CPU_SECONDS 3600u
 
 struct plugin_proc {
-    char *binary, *path, *name, *kind;
+    char *binary, *path, *name, *kind, *output;
     unsigned deadline_ms, cpu_seconds, max_failures;
     uint64_t memory_bytes;
     supervised child;
@@ -42,6 +42,7 @@ plugin_proc *plugin_proc_new(const plugin_proc_spec *spec)
     p->path = strdup(spec->plugin_path);
     p->name = strdup(spec->name);
     p->kind = strdup(spec->kind ? spec->kind : "logger");
+    p->output = spec->output ? strdup(spec->output) : NULL;
     p->deadline_ms = spec->deadline_ms ? spec->deadline_ms : PLUGIN_PROC_DEFAULT_DEADLINE_MS;
     p->memory_bytes = spec->memory_bytes ? spec->memory_bytes : DEFAULT_MEMORY_BYTES;
     p->cpu_seconds = spec->cpu_seconds ? spec->cpu_seconds : DEFAULT_CPU_SECONDS;
@@ -69,6 +70,7 @@ void plugin_proc_free(plugin_proc *p)
     free(p->path);
     free(p->name);
     free(p->kind);
+    free(p->output);
     free(p);
 }
 
@@ -81,7 +83,7 @@ static loom_error *start_child(plugin_proc *p)
     char *argv[] = {p->binary, "plugin-host", "--kind", p->kind, "--name", p->name,
                     "--path", p->path, "--memory-bytes", memory, "--cpu-seconds", cpu,
                     "--deadline-ms", deadline, NULL};
-    return supervise_start(&p->child, argv);
+    return supervise_start(&p->child, argv, p->output);
 }
 
 /* One request and its reply. On PLUGIN_ERROR *err is the plugin's error;

@@ -24,6 +24,7 @@ typedef struct plugin_proc_spec {
     const char *plugin_path; /* the .so or .lua file */
     const char *name;        /* the registered name of the factory */
     const char *kind;        /* "logger" */
+    const char *output;      /* the child's stdout and stderr (appended); NULL: the host's */
     unsigned deadline_ms;    /* per call, the kill comes a little later; 0 = default */
     uint64_t memory_bytes;   /* the child's address space; 0 = default (1 GiB) */
     unsigned cpu_seconds;    /* the child's CPU time; 0 = default (1 hour) */

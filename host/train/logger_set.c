@@ -114,7 +114,12 @@ static loom_error *create_out_of_process(logger_set *s, one_logger *l, const reg
         return loom_err(LOOM_E_INTERNAL, "cannot find the loom binary to run the logger in");
     self[n] = 0;
     const cJSON *deadline = cJSON_GetObjectItemCaseSensitive(item, "deadline_ms");
+    /* What the plugin prints (and a crash report) goes to its owner. */
+    char output[PATH_MAX];
+    int has_output = snprintf(output, sizeof output, "%s/plugin-%s.log", cfg->log_dir, e->name) <
+                     (int)sizeof output;
     plugin_proc_spec spec = {
+        .output = has_output ? output : NULL,
         .binary = self,
         .plugin_path = e->path,
         .name = e->name,

@@ -36,7 +36,7 @@ uint64_t supervise_deadline_in(unsigned ms)
     return now_ns() + (uint64_t)ms * 1000000u;
 }
 
-loom_error *supervise_start(supervised *child, char *const argv[])
+loom_error *supervise_start(supervised *child, char *const argv[], const char *output)
 {
     child->pid = -1;
     child->fd = -1;
@@ -63,6 +63,10 @@ loom_error *supervise_start(supervised *child, char *const argv[])
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
                                         POSIX_SPAWN_SETPGROUP);
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    if (output) {
+        posix_spawn_file_actions_addopen(&fa, 1, output, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    }
     posix_spawn_file_actions_adddup2(&fa, sv[1], SUPERVISE_CHILD_FD);
     pid_t pid = -1;
     int rc = sv[1] >= 0 ? posix_spawn(&pid, argv[0], &fa, &attr, argv, environ) : errno;

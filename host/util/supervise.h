@@ -24,9 +24,10 @@ typedef struct supervised {
 } supervised;
 
 /* Starts argv (argv[0] a path) with stdin /dev/null, stdout and stderr
- * inherited, a socket pair's other end as SUPERVISE_CHILD_FD, in its own
- * process group, with the host's environment. */
-loom_error *supervise_start(supervised *child, char *const argv[]);
+ * appended to `output` (NULL: inherited), a socket pair's other end as
+ * SUPERVISE_CHILD_FD, in its own process group, with the host's
+ * environment. */
+loom_error *supervise_start(supervised *child, char *const argv[], const char *output);
 
 /* Writes all of buf, or fails: LOOM_E_DEADLINE past deadline_ns (a
  * CLOCK_MONOTONIC time), LOOM_E_UNAVAILABLE when the child closed its end. */

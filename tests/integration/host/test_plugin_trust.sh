@@ -72,7 +72,12 @@ for logger in crash_logger loop_logger bad_xpcall_loop bad_pattern_loop; do
     expect_contains "$logger: disabled after three in a row" "$driver" "logger $logger disabled for this exec after 3 failures in a row"
     case $logger in
         crash_logger)
-            expect_contains "crash: the signal is named" "$driver" "signal 11"
+            # signal 11, or (a sanitizer build) a report in its own log
+            plugin_log=$(cat "$LOOM_HOME/execs/$id/log/driver/plugin-crash_logger.log" 2>/dev/null)
+            case "$driver$plugin_log" in
+                *"killed by signal 11"*|*SEGV*) pass ;;
+                *) fail "crash: the segfault is named nowhere: $driver" ;;
+            esac
             expect_eq "crash: started once and restarted twice" \
                 "$(wc -l < "$LOOM_HOME/execs/$id/plugins/crash_logger/creates.txt")" "3" ;;
         *) expect_contains "$logger: the deadline is named" "$driver" "no answer within 300 ms" ;;
