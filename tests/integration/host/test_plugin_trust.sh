@@ -23,9 +23,10 @@ start_health_probe() {
     ) &
     PROBE=$!
 }
-# Every probe must be answered (200); on a loaded shared machine a probe
-# can wait for a core, so at most one in twenty may take over 100 ms and
-# none over a second (a host pinned by a plugin fails every probe).
+# Every probe must be answered (200); on a loaded shared machine (or in a
+# sanitizer build) a probe can wait for a core, so at most one in ten may
+# take over 100 ms and none over a second (a host pinned by a plugin fails
+# every probe).
 stop_health_probe() { # stop_health_probe WHAT
     kill "$PROBE" 2>/dev/null
     wait "$PROBE" 2>/dev/null
@@ -36,7 +37,7 @@ stop_health_probe() { # stop_health_probe WHAT
     stuck=$(awk '$2 > 1' "$WORK/health.times" | wc -l)
     expect_eq "$1: /health answered every time ($n probes)" "$failed" "0"
     expect_eq "$1: no /health answer took a second" "$stuck" "0"
-    [ "$n" -gt 0 ] && [ $((slow * 20)) -le "$n" ] && pass ||
+    [ "$n" -gt 0 ] && [ $((slow * 10)) -le "$n" ] && pass ||
         fail "$1: $slow of $n /health answers took over 100 ms"
 }
 
@@ -75,7 +76,7 @@ for logger in crash_logger loop_logger bad_xpcall_loop bad_pattern_loop; do
             # signal 11, or (a sanitizer build) a report in its own log
             plugin_log=$(cat "$LOOM_HOME/execs/$id/log/driver/plugin-crash_logger.log" 2>/dev/null)
             case "$driver$plugin_log" in
-                *"killed by signal 11"*|*SEGV*) pass ;;
+                *"killed by signal 11"*|*SEGV*|*"null pointer"*) pass ;;
                 *) fail "crash: the segfault is named nowhere: $driver" ;;
             esac
             expect_eq "crash: started once and restarted twice" \
