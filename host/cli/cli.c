@@ -83,6 +83,8 @@ int cli_main(int argc, char **argv)
         return sim_cli(n, args, g.json); /* argv[0] is "sim" */
     if (strcmp(cmd, "confine") == 0)
         return cmd_confine(n - 1, args + 1);
+    if (strcmp(cmd, "plugin-host") == 0)
+        return cmd_plugin_host(n - 1, args + 1);
     if (strcmp(cmd, "worker") == 0)
         return worker_main(n - 1, args + 1);
     if (strcmp(cmd, "serve") == 0)

@@ -19,6 +19,8 @@ int cmd_slots(int argc, char **argv, const cli_globals *g);
 int cmd_plan(int argc, char **argv, const cli_globals *g);
 /* Hidden: the confinement step the host runs every job process through. */
 int cmd_confine(int argc, char **argv);
+/* Hidden: the process the host runs a plugin in (plugin/plugin_proc.h). */
+int cmd_plugin_host(int argc, char **argv);
 
 /* Shared by exec and demo. */
 int exec_start_words(int argc, char **argv, const cli_globals *g, char *id, size_t idlen);

@@ -11,6 +11,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "util/log.h"
@@ -219,35 +220,65 @@ static int api_log(lua_State *L)
     return 0;
 }
 
-/* A name loom.append may create inside log_dir: no separators, no "..". */
+/* A name loom.append may create in its folder: a plain file name (no
+ * separators, not hidden, no "..", printable). */
 static int plain_file_name(const char *name, size_t len)
 {
-    return len > 0 && strlen(name) == len && strchr(name, '/') == NULL &&
-           strchr(name, '\\') == NULL && strstr(name, "..") == NULL &&
-           strcmp(name, ".") != 0;
+    if (len == 0 || len > 255 || strlen(name) != len || name[0] == '.')
+        return 0;
+    for (size_t i = 0; i < len; i++)
+        if (name[i] == '/' || name[i] == '\\' || (unsigned char)name[i] < 0x20)
+            return 0;
+    return 1;
 }
 
-/* loom.append(file_name, text): appends to a file in the logger's log_dir. */
+/* Opens `path` for appending only if it is (or becomes) a regular file:
+ * no symbolic links, and no FIFO that would block the call. */
+static int open_regular(const char *path)
+{
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
+    struct stat st;
+    if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+        close(fd);
+        errno = EINVAL;
+        return -1;
+    }
+    return fd;
+}
+
+/* loom.append(file_name, text): appends to a file in the logger's own
+ * folder (plugin_dir), within the exec's plugin write limit. */
 static int api_append(lua_State *L)
 {
     lua_box *box = lua_box_of(L);
     size_t name_len, text_len;
     const char *name = luaL_checklstring(L, 1, &name_len);
     const char *text = luaL_checklstring(L, 2, &text_len);
-    if (!box->log_dir)
-        return luaL_error(L, "loom.append: only logger instances can append "
-                             "to files (this state has no log_dir)");
+    if (!box->append_dir)
+        return luaL_error(L, "loom.append: this logger has no folder of its own to write "
+                             "(plugin_dir is nil: the run has no result directory)");
     if (!plain_file_name(name, name_len))
         return luaL_error(L,
-                          "loom.append: '%s' is not a plain file name (no "
-                          "'/', no '..'); files live in the logger's log_dir",
+                          "loom.append: '%s' is not a plain file name (no '/', no "
+                          "leading '.', at most 255 bytes); files live in the "
+                          "logger's plugin_dir",
                           name);
+    if (text_len > box->append_budget) {
+        char limit[48];
+        uint64_t mib = box->append_limit >> 20;
+        if (mib && mib << 20 == box->append_limit)
+            snprintf(limit, sizeof limit, "%llu MiB", (unsigned long long)mib);
+        else
+            snprintf(limit, sizeof limit, "%llu bytes", (unsigned long long)box->append_limit);
+        return luaL_error(L, "loom.append: '%s': the exec's plugin write limit (%s) is "
+                             "reached; nothing written",
+                          name, limit);
+    }
     char path[PATH_MAX];
-    if (snprintf(path, sizeof path, "%s/%s", box->log_dir, name) >=
+    if (snprintf(path, sizeof path, "%s/%s", box->append_dir, name) >=
         (int)sizeof path)
         return luaL_error(L, "loom.append: path of '%s' is too long", name);
-    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
-                  0644);
+    int fd = open_regular(path);
     if (fd < 0)
         return luaL_error(L, "loom.append: cannot open '%s': %s", path,
                           strerror(errno));
@@ -263,6 +294,7 @@ static int api_append(lua_State *L)
                               strerror(saved));
         }
         done += (size_t)n;
+        box->append_budget -= (uint64_t)n;
     }
     close(fd);
     return 0;

@@ -279,6 +279,31 @@ static int box_safe_collectgarbage(lua_State *L)
     return box_call_original(L);
 }
 
+/* The message handler xpcall is given, guarded: Lua runs a handler for an
+ * error the count hook raised with hooks switched off, so once the call is
+ * past its deadline the script's handler is skipped and the error goes on
+ * as it is. Upvalue 1: the script's handler. */
+static int box_guarded_handler(lua_State *L)
+{
+    if (lua_box_of(L)->expired)
+        return 1; /* the error object, unchanged */
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, lua_gettop(L) - 1, 1);
+    return 1;
+}
+
+/* xpcall(f, msgh, ...) with msgh guarded as above. Upvalue 1: the base
+ * library's xpcall. */
+static int box_safe_xpcall(lua_State *L)
+{
+    luaL_checktype(L, 2, LUA_TFUNCTION);
+    lua_pushvalue(L, 2);
+    lua_pushcclosure(L, box_guarded_handler, 1);
+    lua_replace(L, 2);
+    return box_call_original(L);
+}
+
 /* Replaces globals[name] with `wrapper`, which gets the original as its
  * upvalue. */
 static void wrap_global(lua_State *L, int globals, const char *name,
@@ -310,6 +335,7 @@ static int box_setup(lua_State *L)
     lua_setfield(L, globals, "print");
     wrap_global(L, globals, "setmetatable", box_safe_setmetatable);
     wrap_global(L, globals, "collectgarbage", box_safe_collectgarbage);
+    wrap_global(L, globals, "xpcall", box_safe_xpcall);
 
     /* The script's environment: its own globals, falling back to the safe
      * library globals. */

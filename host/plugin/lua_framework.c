@@ -200,7 +200,7 @@ static loom_error *framework_plan_launch(const loom_framework_factory *self,
                         "%s: plan_launch needs a request and a sink with "
                         "add_worker", entry->label);
     lua_instance *inst;
-    loom_error *err = lua_instance_new(entry, NULL, &inst);
+    loom_error *err = lua_instance_new(entry, NULL, 0, &inst);
     if (err)
         return err;
     struct plan_call call = {inst, request, sink};

@@ -33,7 +33,9 @@ typedef struct lua_box {
     int error_code;        /* loom_code named by an error({code=...}) */
     const char *path;      /* the script, for messages; borrowed */
     const char *label;     /* "lua search 'x'" for callback errors, or NULL */
-    const char *log_dir;   /* logger instances: loom.append's folder */
+    const char *append_dir; /* logger instances: loom.append's folder */
+    uint64_t append_budget; /* bytes loom.append may still write */
+    uint64_t append_limit;  /* the exec's limit, for messages */
     char log_source[80];   /* the log's source field: "lua NAME.lua" */
 } lua_box;
 
@@ -120,14 +122,15 @@ typedef struct lua_instance {
     lua_box box;
     const lua_entry *entry;
     int def_ref;
-    char *log_dir;                        /* owned; loggers only */
+    char *append_dir;                     /* owned; loggers only */
     const loom_proposal_sink *sink;       /* search: set during suggest */
     loom_error *pending;                  /* an SDK error a body raised over */
 } lua_instance;
 
 /* Makes a new box, runs the script again and finds the registration of the
- * entry's kind and name. `log_dir` enables loom.append (loggers). */
-loom_error *lua_instance_new(const lua_entry *entry, const char *log_dir,
+ * entry's kind and name. `append_dir` enables loom.append (loggers: their
+ * plugin_dir), which may then write `append_budget` bytes. */
+loom_error *lua_instance_new(const lua_entry *entry, const char *append_dir, uint64_t append_budget,
                              lua_instance **out);
 void lua_instance_free(lua_instance *inst);
 /* Pushes the definition's function `name`; raises naming it when absent. */

@@ -51,7 +51,7 @@ static loom_error *kernel_load_model(const loom_kernel_factory *self,
                         "%s: load_model needs a config and an output pointer",
                         entry->label);
     lua_instance *inst;
-    loom_error *err = lua_instance_new(entry, NULL, &inst);
+    loom_error *err = lua_instance_new(entry, NULL, 0, &inst);
     if (err)
         return err;
     struct load_call call = {inst, config};

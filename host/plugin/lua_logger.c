@@ -10,11 +10,75 @@
  *         on_train_end = function(status, message) end}
  *
  * All optional. A logger instance may call loom.append(file, text) to
- * append to a file in its log_dir.
+ * append to a file in its own folder (plugin_dir), within the exec's
+ * plugin write limit.
  */
 #include "plugin/lua_internal.h"
 
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
 #include "plugin/host_api.h"
+
+#define DEFAULT_WRITE_LIMIT ((uint64_t)64 << 20)
+
+/* LOOM_PLUGIN_WRITE_LIMIT: bytes, or with a K, M or G suffix; the default
+ * (64 MiB) when unset or unreadable. */
+static uint64_t write_limit(void)
+{
+    const char *text = getenv("LOOM_PLUGIN_WRITE_LIMIT");
+    if (!text || !*text)
+        return DEFAULT_WRITE_LIMIT;
+    char *end;
+    errno = 0;
+    unsigned long long n = strtoull(text, &end, 10);
+    unsigned shift = *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 0;
+    if (shift)
+        end++;
+    if (errno || *end || end == text || n > (UINT64_MAX >> shift))
+        return DEFAULT_WRITE_LIMIT;
+    return (uint64_t)n << shift;
+}
+
+/* Bytes in the regular files of every plugin's folder of the exec (the
+ * parent of `plugin_dir`): what the exec's plugins have written so far. */
+static uint64_t plugins_usage(const char *plugin_dir)
+{
+    char parent[PATH_MAX];
+    snprintf(parent, sizeof parent, "%s", plugin_dir);
+    char *slash = strrchr(parent, '/');
+    if (!slash || slash == parent)
+        return 0;
+    *slash = 0;
+    uint64_t total = 0;
+    DIR *top = opendir(parent);
+    struct dirent *d;
+    while (top && (d = readdir(top))) {
+        char sub[PATH_MAX];
+        if (d->d_name[0] == '.' ||
+            snprintf(sub, sizeof sub, "%s/%s", parent, d->d_name) >= (int)sizeof sub)
+            continue;
+        DIR *in = opendir(sub);
+        struct dirent *f;
+        while (in && (f = readdir(in))) {
+            char file[PATH_MAX];
+            struct stat st;
+            if (snprintf(file, sizeof file, "%s/%s", sub, f->d_name) < (int)sizeof file &&
+                lstat(file, &st) == 0 && S_ISREG(st.st_mode))
+                total += (uint64_t)st.st_size;
+        }
+        if (in)
+            closedir(in);
+    }
+    if (top)
+        closedir(top);
+    return total;
+}
 
 /* One body serves every callback: the arguments are pushed by a small
  * function per callback. */
@@ -67,10 +131,18 @@ static loom_error *logger_create(const loom_logger_factory *self,
         return loom_err(LOOM_ERR_INVALID_ARGUMENT,
                         "%s: create needs a config and an output pointer",
                         entry->label);
+    /* loom.append writes only in the logger's own folder, and all of the
+     * exec's plugins together at most the write limit. */
+    const char *own = LOOM_STRUCT_HAS(config, loom_logger_config, plugin_dir)
+                          ? config->plugin_dir
+                          : NULL;
+    uint64_t limit = write_limit();
+    uint64_t used = own ? plugins_usage(own) : 0;
     lua_instance *inst;
-    loom_error *err = lua_instance_new(entry, config->log_dir, &inst);
+    loom_error *err = lua_instance_new(entry, own, used < limit ? limit - used : 0, &inst);
     if (err)
         return err;
+    inst->box.append_limit = limit;
     struct logger_call call = {.inst = inst, .function = "init",
                                .push_args = push_init, .data = config};
     err = lua_instance_call(inst, "init", logger_body, &call);

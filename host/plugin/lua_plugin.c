@@ -184,7 +184,7 @@ static int find_definition(lua_State *L)
     return 0;
 }
 
-loom_error *lua_instance_new(const lua_entry *entry, const char *log_dir,
+loom_error *lua_instance_new(const lua_entry *entry, const char *append_dir, uint64_t append_budget,
                              lua_instance **out)
 {
     *out = NULL;
@@ -194,7 +194,7 @@ loom_error *lua_instance_new(const lua_entry *entry, const char *log_dir,
                         entry->label);
     inst->entry = entry;
     inst->def_ref = LUA_NOREF;
-    if (log_dir && !(inst->log_dir = strdup(log_dir))) {
+    if (append_dir && !(inst->append_dir = strdup(append_dir))) {
         free(inst);
         return loom_err(LOOM_ERR_RESOURCE_EXHAUSTED, "%s: out of memory",
                         entry->label);
@@ -202,11 +202,12 @@ loom_error *lua_instance_new(const lua_entry *entry, const char *log_dir,
     const lua_plugin *p = entry->plugin;
     loom_error *err = lua_box_open(&inst->box, p->path, &p->limits);
     if (err) {
-        free(inst->log_dir);
+        free(inst->append_dir);
         free(inst);
         return loom_err_wrap(err, "%s", entry->label);
     }
-    inst->box.log_dir = inst->log_dir;
+    inst->box.append_dir = inst->append_dir;
+    inst->box.append_budget = append_budget;
     inst->box.label = entry->label;
     err = lua_box_run_script(&inst->box, p->source, p->source_len);
     if (!err)
@@ -225,7 +226,7 @@ void lua_instance_free(lua_instance *inst)
         return;
     lua_box_close(&inst->box);
     loom_err_free(inst->pending);
-    free(inst->log_dir);
+    free(inst->append_dir);
     free(inst);
 }
 

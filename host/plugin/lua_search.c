@@ -112,7 +112,7 @@ static loom_error *search_create(const loom_search_factory *self,
                         "%s: create needs a config and an output pointer",
                         entry->label);
     lua_instance *inst;
-    loom_error *err = lua_instance_new(entry, NULL, &inst);
+    loom_error *err = lua_instance_new(entry, NULL, 0, &inst);
     if (err)
         return err;
     struct init_call call = {inst, config};

@@ -7,6 +7,12 @@
  * "driver"|"worker"|"both", "config": {...}}]. With a registry, loggers are
  * taken from it by name; without one (a worker process), each is loaded
  * from its path.
+ *
+ * With a registry (the host), every logger runs in a `loom plugin-host`
+ * child (plugin/plugin_proc.h): a crash or a hang costs one call, and a
+ * logger that fails three times in a row is disabled for the exec. An
+ * item's optional "deadline_ms" (1-600000, default 5000) bounds each call.
+ * Failures are said in the driver's log (LOG_DIR/stdout of the driver).
  */
 #ifndef LOOM_TRAIN_LOGGER_SET_H
 #define LOOM_TRAIN_LOGGER_SET_H
@@ -30,6 +36,10 @@ void logger_set_train_json(logger_set *s, const cJSON *metrics, uint64_t iterati
                            uint32_t workers);
 void logger_set_test_json(logger_set *s, const cJSON *metrics, uint64_t iteration, uint32_t epoch);
 void logger_set_end(logger_set *s, int32_t status, const char *message);
+/* The out-of-process loggers that failed, as [{"plugin", "kind",
+ * "failures", "failuresInRow", "disabled", "lastError"}], or NULL when
+ * none did. The caller owns it. */
+cJSON *logger_set_failures(const logger_set *s);
 void logger_set_close(logger_set *s);
 
 #endif

@@ -47,6 +47,9 @@ void update_snapshot(edt_coordinator *c, const char *phase)
     if (resize_latency_ms >= 0)
         cJSON_AddNumberToObject(o, "lastResizeMs", (double)resize_latency_ms);
     cJSON_AddItemToObject(o, "epochsDone", cJSON_Duplicate(p->epochs_done, 1));
+    cJSON *plugin_failures = logger_set_failures(c->driver_loggers); /* plugins that crashed or hung */
+    if (plugin_failures)
+        cJSON_AddItemToObject(o, "pluginFailures", plugin_failures);
     pthread_mutex_lock(&c->ctl.lock);
     cJSON_Delete(c->ctl.snapshot);
     c->ctl.snapshot = o;

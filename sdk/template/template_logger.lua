@@ -1,5 +1,5 @@
 -- template_logger.lua - a logger in Lua: appends one line per callback to
--- lua_template.log in its log folder, and reports where its own folder is.
+-- lua_template.log in its own folder (plugin_dir), and reports where that is.
 local role = "?"
 
 local function line(text)
@@ -9,7 +9,7 @@ end
 loom.register_logger{
     name = "lua_template_logger",
     version = "0.1.0",
-    description = "One line per callback into its log folder (Lua template)",
+    description = "One line per callback into its own folder (Lua template)",
     init = function(c)
         role = c.role .. "/" .. c.rank
         loom.log("info", "lua_template_logger: results in " .. tostring(c.result_dir) ..

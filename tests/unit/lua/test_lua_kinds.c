@@ -289,8 +289,9 @@ static void test_logger(void)
     CHECK(mkdtemp(dir) != NULL);
     loom_logger_config config = {.struct_size = sizeof config,
                                  .role = LOOM_LOGGER_WORKER, .rank = 1,
-                                 .exec_id = "exec-9", .log_dir = dir,
-                                 .config_json = "{\"tag\":\"t\"}"};
+                                 .exec_id = "exec-9", .log_dir = "/nonexistent",
+                                 .config_json = "{\"tag\":\"t\"}",
+                                 .result_dir = dir, .plugin_dir = dir};
     loom_logger_instance *inst = NULL;
     loom_error *e = f->create(f, &config, &inst);
     CHECK_MSG(e == NULL, "%s", loom_err_message(e));

@@ -299,7 +299,7 @@ static void test_append_escape(void)
     char dir[] = "/tmp/loom-lua-append-XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
     loom_logger_config config = {.struct_size = sizeof config, .log_dir = dir,
-                                 .config_json = "{}"};
+                                 .config_json = "{}", .result_dir = dir, .plugin_dir = dir};
     loom_logger_instance *inst = NULL;
     loom_error *e = f ? f->create(f, &config, &inst) : NULL;
     CHECK(e == NULL);
@@ -321,6 +321,33 @@ static void test_append_escape(void)
     check_still_works("loom.append outside log_dir");
 }
 
+/* An xpcall whose body and handler both loop: the handler of the error
+ * the deadline raised is skipped, so the call ends at its deadline (an
+ * unguarded one would never return). */
+static void test_xpcall_handler_loop(void)
+{
+    char err[512] = "";
+    lua_plugin *p = open_lua(script_path("bad_xpcall_loop.lua"), &short_deadline, err, sizeof err);
+    CHECK_MSG(p != NULL, "%s", err);
+    const loom_logger_factory *f = p ? find_factory(p, LOOM_KIND_LOGGER, "bad_xpcall_loop") : NULL;
+    loom_logger_config config = {.struct_size = sizeof config, .log_dir = "/tmp",
+                                 .config_json = "{}"};
+    loom_logger_instance *inst = NULL;
+    loom_error *e = f ? f->create(f, &config, &inst) : NULL;
+    CHECK(e == NULL);
+    loom_err_free(e);
+    if (inst) {
+        loom_metric m = {"loss", 1};
+        e = f->log_train_metrics(inst, &m, 1, 1, 1, 1);
+        CHECK(loom_err_code(e) == LOOM_ERR_DEADLINE_EXCEEDED);
+        CHECK_CONTAINS(loom_err_message(e), "deadline exceeded");
+        loom_err_free(e);
+        f->destroy(inst);
+    }
+    lua_plugin_close(p);
+    check_still_works("an xpcall handler that loops");
+}
+
 int main(void)
 {
     test_load_time_errors();
@@ -330,5 +357,6 @@ int main(void)
     test_callback_errors();
     test_memory_in_callback();
     test_append_escape();
+    test_xpcall_handler_loop();
     return CHECK_DONE();
 }

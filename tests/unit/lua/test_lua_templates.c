@@ -128,7 +128,8 @@ static void test_logger(void)
     if (!f || !mkdtemp(dir))
         goto out;
     loom_logger_config c = {.struct_size = sizeof c, .role = LOOM_LOGGER_DRIVER, .exec_id = "e",
-                            .log_dir = dir, .config_json = "{}", .result_dir = dir};
+                            .log_dir = dir, .config_json = "{}", .result_dir = dir,
+                            .plugin_dir = dir};
     loom_logger_instance *inst = NULL;
     loom_error *e = f->create(f, &c, &inst);
     loom_train_info info = {.struct_size = sizeof info, .epochs = 3, .workers = 2, .exec_id = "e"};

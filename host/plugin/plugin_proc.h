@@ -1,0 +1,54 @@
+/*
+ * plugin/plugin_proc.h - one plugin instance run in a `loom plugin-host`
+ * child instead of the host: the host sends each call as a frame
+ * (plugin_wire.h) and waits at most the call's deadline; past it the child
+ * is killed. A crash or a kill fails that call with an error naming the
+ * plugin; the next call starts a new child and replays the calls that set
+ * the instance up (create, on_train_begin). A plugin that crashes, runs
+ * past its deadline or hits a limit `max_failures` times in a row is
+ * disabled: never called again, its child gone.
+ */
+#ifndef LOOM_PLUGIN_PLUGIN_PROC_H
+#define LOOM_PLUGIN_PLUGIN_PROC_H
+
+#include <stdint.h>
+
+#include "plugin/plugin_wire.h"
+#include "util/error.h"
+
+#define PLUGIN_PROC_DEFAULT_DEADLINE_MS 5000u
+#define PLUGIN_PROC_DEFAULT_MAX_FAILURES 3u
+
+typedef struct plugin_proc_spec {
+    const char *binary;      /* the loom binary, which has `plugin-host` */
+    const char *plugin_path; /* the .so or .lua file */
+    const char *name;        /* the registered name of the factory */
+    const char *kind;        /* "logger" */
+    const char *output;      /* the child's stdout and stderr (appended); NULL: the host's */
+    unsigned deadline_ms;    /* per call, the kill comes a little later; 0 = default */
+    uint64_t memory_bytes;   /* the child's address space; 0 = default (1 GiB) */
+    unsigned cpu_seconds;    /* the child's CPU time; 0 = default (1 hour) */
+    unsigned max_failures;   /* in a row before disabling; 0 = default */
+} plugin_proc_spec;
+
+typedef struct plugin_proc plugin_proc;
+
+/* Copies the spec; starts nothing yet. NULL when out of memory. */
+plugin_proc *plugin_proc_new(const plugin_proc_spec *spec);
+/* Kills the child (if any) and frees. */
+void plugin_proc_free(plugin_proc *p);
+
+/* Sends a finished request frame and waits for the reply. NULL on
+ * success; otherwise the plugin's own error or what happened to its
+ * process, prefixed "KIND 'NAME' WHAT: ". With `keep` the request is kept
+ * and replayed, in order, into every new child. */
+loom_error *plugin_proc_call(plugin_proc *p, const char *what, const wire_buf *request, int keep);
+
+/* Failures so far: in a row, in all, and the last message (or ""). */
+unsigned plugin_proc_failures_in_row(const plugin_proc *p);
+unsigned plugin_proc_failures_total(const plugin_proc *p);
+const char *plugin_proc_last_error(const plugin_proc *p);
+int plugin_proc_disabled(const plugin_proc *p);
+unsigned plugin_proc_max_failures(const plugin_proc *p);
+
+#endif

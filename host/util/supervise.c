@@ -1,0 +1,221 @@
+/* util/supervise.c - see supervise.h. */
+#include "util/supervise.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#if defined(__SANITIZE_ADDRESS__)
+#define SUPERVISE_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SUPERVISE_SANITIZED 1
+#endif
+#endif
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t supervise_deadline_in(unsigned ms)
+{
+    return now_ns() + (uint64_t)ms * 1000000u;
+}
+
+loom_error *supervise_start(supervised *child, char *const argv[], const char *output)
+{
+    child->pid = -1;
+    child->fd = -1;
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+        return loom_err(LOOM_E_INTERNAL, "cannot make a socket pair for %s: %s", argv[0],
+                        strerror(errno));
+    /* dup2 onto itself would leave close-on-exec set: move it first. */
+    if (sv[1] == SUPERVISE_CHILD_FD) {
+        int moved = fcntl(sv[1], F_DUPFD_CLOEXEC, SUPERVISE_CHILD_FD + 1);
+        close(sv[1]);
+        sv[1] = moved;
+    }
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t attr;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawnattr_init(&attr);
+    sigset_t none, all;
+    sigemptyset(&none);
+    sigfillset(&all);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setsigdefault(&attr, &all);
+    posix_spawnattr_setpgroup(&attr, 0);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
+                                        POSIX_SPAWN_SETPGROUP);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    if (output) {
+        posix_spawn_file_actions_addopen(&fa, 1, output, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    }
+    posix_spawn_file_actions_adddup2(&fa, sv[1], SUPERVISE_CHILD_FD);
+    pid_t pid = -1;
+    int rc = sv[1] >= 0 ? posix_spawn(&pid, argv[0], &fa, &attr, argv, environ) : errno;
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&attr);
+    if (sv[1] >= 0)
+        close(sv[1]);
+    if (rc != 0) {
+        close(sv[0]);
+        return loom_err(LOOM_E_UNAVAILABLE, "cannot start %s: %s", argv[0], strerror(rc));
+    }
+    child->pid = pid;
+    child->fd = sv[0];
+    return NULL;
+}
+
+/* Waits until the socket is ready for `events` or the deadline passes. */
+static loom_error *wait_ready(supervised *child, short events, uint64_t deadline_ns)
+{
+    for (;;) {
+        uint64_t now = now_ns();
+        if (now >= deadline_ns)
+            return loom_err(LOOM_E_DEADLINE, "no answer within the deadline");
+        uint64_t left_ms = (deadline_ns - now + 999999u) / 1000000u;
+        struct pollfd p = {.fd = child->fd, .events = events};
+        int n = poll(&p, 1, left_ms > 60000 ? 60000 : (int)left_ms);
+        if (n > 0)
+            return NULL;
+        if (n < 0 && errno != EINTR)
+            return loom_err(LOOM_E_INTERNAL, "poll: %s", strerror(errno));
+    }
+}
+
+loom_error *supervise_send(supervised *child, const void *buf, size_t len, uint64_t deadline_ns)
+{
+    const char *p = buf;
+    while (len > 0) {
+        ssize_t n = send(child->fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n > 0) {
+            p += n;
+            len -= (size_t)n;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            loom_error *e = wait_ready(child, POLLOUT, deadline_ns);
+            if (e)
+                return e;
+            continue;
+        }
+        return loom_err(LOOM_E_UNAVAILABLE, "the process closed its socket (%s)",
+                        n < 0 ? strerror(errno) : "short write");
+    }
+    return NULL;
+}
+
+loom_error *supervise_recv(supervised *child, void *buf, size_t len, uint64_t deadline_ns)
+{
+    char *p = buf;
+    while (len > 0) {
+        ssize_t n = recv(child->fd, p, len, MSG_DONTWAIT);
+        if (n > 0) {
+            p += n;
+            len -= (size_t)n;
+            continue;
+        }
+        if (n == 0)
+            return loom_err(LOOM_E_UNAVAILABLE, "the process closed its socket");
+        if (errno == EINTR)
+            continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            loom_error *e = wait_ready(child, POLLIN, deadline_ns);
+            if (e)
+                return e;
+            continue;
+        }
+        return loom_err(LOOM_E_UNAVAILABLE, "reading from the process: %s", strerror(errno));
+    }
+    return NULL;
+}
+
+void supervise_kill(supervised *child, char *how, size_t howlen)
+{
+    if (how && howlen)
+        how[0] = 0;
+    if (child->fd >= 0)
+        close(child->fd);
+    child->fd = -1;
+    if (child->pid <= 0)
+        return;
+    kill(-child->pid, SIGKILL); /* its group: nothing it forked survives */
+    kill(child->pid, SIGKILL);
+    int status = 0;
+    pid_t r;
+    do
+        r = waitpid(child->pid, &status, 0);
+    while (r < 0 && errno == EINTR);
+    child->pid = -1;
+    if (!how || r < 0)
+        return;
+    if (WIFSIGNALED(status))
+        snprintf(how, howlen, "killed by signal %d (%s)", WTERMSIG(status),
+                 strsignal(WTERMSIG(status)));
+    else if (WIFEXITED(status))
+        snprintf(how, howlen, "exited with status %d", WEXITSTATUS(status));
+}
+
+void supervise_stop(supervised *child, unsigned grace_ms)
+{
+    if (child->fd >= 0)
+        close(child->fd);
+    child->fd = -1;
+    uint64_t deadline = supervise_deadline_in(grace_ms);
+    while (child->pid > 0) {
+        int status;
+        pid_t r = waitpid(child->pid, &status, WNOHANG);
+        if (r == child->pid || (r < 0 && errno != EINTR)) {
+            kill(-child->pid, SIGKILL); /* anything it left in its group */
+            child->pid = -1;
+            return;
+        }
+        if (now_ns() >= deadline)
+            break;
+        struct timespec pause = {0, 1000000}; /* 1 ms */
+        nanosleep(&pause, NULL);
+    }
+    supervise_kill(child, NULL, 0);
+}
+
+int supervise_limit_self(uint64_t address_space_bytes, unsigned cpu_seconds)
+{
+    /* Below the host: a spinning plugin must not slow the host's answers. */
+    if (setpriority(PRIO_PROCESS, 0, 10) != 0)
+        return -1;
+#ifndef SUPERVISE_SANITIZED
+    if (address_space_bytes) {
+        struct rlimit as = {address_space_bytes, address_space_bytes};
+        if (setrlimit(RLIMIT_AS, &as) != 0)
+            return -1;
+    }
+#else
+    (void)address_space_bytes;
+#endif
+    if (cpu_seconds) {
+        /* SIGXCPU at the soft limit, SIGKILL one second later. */
+        struct rlimit cpu = {cpu_seconds, (rlim_t)cpu_seconds + 1};
+        if (setrlimit(RLIMIT_CPU, &cpu) != 0)
+            return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,56 @@
+/*
+ * util/supervise.h - children the host runs code in and must survive: a
+ * child started with one end of a socket pair as its fd 3, I/O on that
+ * socket bounded by a wall-clock deadline, and a kill that always reaps.
+ * The host never trusts such a child to exit or answer: every wait has a
+ * deadline and every overrun ends in SIGKILL. Used by the plugin host
+ * (plugin/plugin_proc.h); the worker supervision can share it.
+ */
+#ifndef LOOM_UTIL_SUPERVISE_H
+#define LOOM_UTIL_SUPERVISE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "util/error.h"
+
+/* The fd a supervised child finds its socket on. */
+#define SUPERVISE_CHILD_FD 3
+
+typedef struct supervised {
+    pid_t pid; /* -1 when not running */
+    int fd;    /* the host's end of the socket, -1 when not running */
+} supervised;
+
+/* Starts argv (argv[0] a path) with stdin /dev/null, stdout and stderr
+ * appended to `output` (NULL: inherited), a socket pair's other end as
+ * SUPERVISE_CHILD_FD, in its own process group, with the host's
+ * environment. */
+loom_error *supervise_start(supervised *child, char *const argv[], const char *output);
+
+/* Writes all of buf, or fails: LOOM_E_DEADLINE past deadline_ns (a
+ * CLOCK_MONOTONIC time), LOOM_E_UNAVAILABLE when the child closed its end. */
+loom_error *supervise_send(supervised *child, const void *buf, size_t len, uint64_t deadline_ns);
+/* Reads exactly len bytes, with the same failures. */
+loom_error *supervise_recv(supervised *child, void *buf, size_t len, uint64_t deadline_ns);
+
+/* SIGKILLs the child's process group, reaps it, closes the socket, and
+ * describes how it ended ("killed by signal 11 (Segmentation fault)") in
+ * `how` when given. Safe on a child that is not running. */
+void supervise_kill(supervised *child, char *how, size_t howlen);
+
+/* Closes the host's end (the child's cue to finish), gives the child up to
+ * grace_ms to exit, then kills it as supervise_kill does. */
+void supervise_stop(supervised *child, unsigned grace_ms);
+
+/* The CLOCK_MONOTONIC time `ms` from now, in ns. */
+uint64_t supervise_deadline_in(unsigned ms);
+
+/* In the child: lowers its priority (nice 10), caps its address space
+ * (bytes, 0 = none) and CPU time (seconds, 0 = none). Returns 0, or -1 with errno. An address-space cap
+ * is skipped in sanitizer builds, whose shadow memory needs terabytes of
+ * address space. */
+int supervise_limit_self(uint64_t address_space_bytes, unsigned cpu_seconds);
+
+#endif
