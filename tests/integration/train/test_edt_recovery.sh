@@ -70,12 +70,12 @@ expect_eq "2 workers: learns as well (accuracy within 1 point of the 1-worker ru
 expect_contains "2 workers: the rewind is reported" "$(driver_log "$id")" "after losing every worker"
 
 # ---- a worker logger that kills its worker at every step
-model_dir "$WORK/crash" 600 2 ", \"loggers\": [{\"name\": \"crash_logger\", \"role\": \"worker\", \"path\": \"$PLUGINS/crash_logger.so\"}]"
+model_dir "$WORK/crash" 600 2 ", \"loggers\": [{\"name\": \"worker_crash_logger\", \"role\": \"worker\", \"path\": \"$PLUGINS/worker_crash_logger.so\"}]"
 id=$(submit --model-dir "$WORK/crash" --numWorker 1 -- --log-every 1)
 expect_fails "crashing plugin: the job does not finish" "$LOOM" exec wait "$id" --timeout 120
 expect_contains "crashing plugin: the job is ERROR" "$(cat "$WORK/out")" "ERROR"
 expect_contains "crashing plugin: the cause is named" "$(field "$id" 'v.get("message", v)')" \
-    "worker 0 died 3 time(s) in a row: killed by signal 6 (Aborted) in worker logger plugin crash_logger"
+    "worker 0 died 3 time(s) in a row: killed by signal 6 (Aborted) in worker logger plugin worker_crash_logger"
 expect_eq "crashing plugin: replaced twice, not forever" \
     "$(driver_log "$id" | grep -c "^worker 0 killed by signal 6")" "3"
 id=$(submit --model-dir "$WORK/crash" --numWorker 1 --msd-env EDT_MAX_WORKER_FAILURES=5 -- --log-every 1)

@@ -1,4 +1,4 @@
-/* tests/plugins/train/crash_logger.c - a worker logger that aborts its
+/* tests/plugins/train/worker_crash_logger.c - a worker logger that aborts its
  * process each time it is given training metrics: a plugin that kills
  * every worker it runs in at its first logged step. */
 #include <loom/loom.h>
@@ -41,7 +41,7 @@ static const void *get_factory(const char *id)
 
 static const loom_module module = {
     LOOM_MODULE_HEADER,
-    .id = "crash_logger",
+    .id = "worker_crash_logger",
     .version = "0.1.0",
     .description = "Aborts its worker whenever it is given training metrics",
     .get_factory = get_factory,
