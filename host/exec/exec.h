@@ -64,6 +64,9 @@ typedef struct exec_view {
     /* The trainer's progress (live, or the summary it left); NULL when
      * none. The trainer reports it as JSON of its own making. */
     cJSON *training;
+    /* Why a PENDING exec waits, in words ("waiting for 3 devices, 1 free");
+     * "" otherwise. Another user's exec id is left out of a user's view. */
+    char pending_reason[192];
 } exec_view;
 
 /* Fills *out (free with exec_view_free), or LOOM_E_NOT_FOUND. */
