@@ -755,25 +755,41 @@ loom_error *exec_delete(exec_service *es, const char *owner, const char *id)
     return err;
 }
 
+void exec_reason_hide_holder(char *reason, int (*may_see)(const char *id, void *ctx), void *ctx)
+{
+    /* "reserved for a larger job (ID)": the one parenthesised part. */
+    size_t n = strlen(reason);
+    char *open = strrchr(reason, '(');
+    if (!open || open == reason || open[-1] != ' ' || reason[n - 1] != ')')
+        return;
+    reason[n - 1] = '\0';
+    int shown = may_see(open + 1, ctx);
+    reason[n - 1] = ')';
+    if (!shown)
+        open[-1] = '\0';
+}
+
+typedef struct reason_viewer {
+    exec_service *es;
+    const char *owner;
+} reason_viewer;
+
+/* Whether the viewer may see the running exec `id`. Call with es->lock. */
+static int viewer_sees(const char *id, void *ctx)
+{
+    const reason_viewer *rv = ctx;
+    const running_exec *r = exec_find_running(rv->es, id);
+    return r && visible(rv->owner, r->rec.user);
+}
+
 /* Why a pending exec waits, as `owner` (NULL: an administrator) may see
- * it: the holder of a reservation is named only to its own user, so exec
- * ids do not leak. Call with es->lock. */
+ * it, so exec ids do not leak. Call with es->lock. */
 static void pending_reason(exec_service *es, const char *owner, const char *id, char *buf,
                            size_t len)
 {
-    if (!sched_service_pending_reason(es->sched, id, buf, len) || !owner)
-        return;
-    /* "reserved for a larger job (ID)": the one parenthesised part. */
-    size_t n = strlen(buf);
-    char *open = strrchr(buf, '(');
-    if (!open || open == buf || open[-1] != ' ' || n < 2 || buf[n - 1] != ')')
-        return;
-    buf[n - 1] = '\0';
-    const running_exec *holder = exec_find_running(es, open + 1);
-    int shown = holder && visible(owner, holder->rec.user);
-    buf[n - 1] = ')';
-    if (!shown)
-        open[-1] = '\0';
+    reason_viewer rv = {es, owner};
+    if (sched_service_pending_reason(es->sched, id, buf, len) && owner)
+        exec_reason_hide_holder(buf, viewer_sees, &rv);
 }
 
 /* Fills a view of the exec (running: r set) as `owner` may see it. Call

@@ -69,6 +69,11 @@ typedef struct exec_view {
     char pending_reason[192];
 } exec_view;
 
+/* Cuts the exec id out of a pending reason that names one ("reserved for
+ * a larger job (ID)" becomes "reserved for a larger job") unless
+ * may_see(ID, ctx) says the viewer may see that exec. */
+void exec_reason_hide_holder(char *reason, int (*may_see)(const char *id, void *ctx), void *ctx);
+
 /* Fills *out (free with exec_view_free), or LOOM_E_NOT_FOUND. */
 loom_error *exec_describe(exec_service *es, const char *owner, const char *id, exec_view *out);
 void exec_view_free(exec_view *v);
