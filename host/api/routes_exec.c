@@ -31,6 +31,8 @@ static cJSON *exec_json(exec_view *v)
     cJSON_AddNumberToObject(o, "createTime", (double)e->created_at);
     cJSON_AddNumberToObject(o, "startTime", (double)e->started_at);
     cJSON_AddNumberToObject(o, "endTime", (double)e->ended_at);
+    if (v->pending_reason[0])
+        cJSON_AddStringToObject(o, "pendingReason", v->pending_reason);
     if (v->running) {
         cJSON *slots = cJSON_AddArrayToObject(o, "slots");
         for (int i = 0; i < v->nslots; i++)

@@ -126,8 +126,10 @@ static void print_exec_table(cJSON *array)
         char workers[16], created[32];
         snprintf(workers, sizeof workers, "%d", (int)cli_num(e, "numWorker"));
         cli_time(cli_num(e, "createTime"), created, sizeof created);
+        /* A pending exec's message is why it waits. */
+        const char *why = cli_str(e, "pendingReason");
         const char *cells[] = {cli_str(e, "id"), cli_str(e, "framework"), cli_str(e, "state"),
-                               workers, created, cli_str(e, "message")};
+                               workers, created, *why ? why : cli_str(e, "message")};
         cli_table_add(t, cells);
     }
     cli_table_print(t);
@@ -144,6 +146,8 @@ static void print_exec(const cJSON *e)
     printf("state       %s\n", cli_str(e, "state"));
     if (*cli_str(e, "message"))
         printf("message     %s\n", cli_str(e, "message"));
+    if (*cli_str(e, "pendingReason"))
+        printf("waiting     %s\n", cli_str(e, "pendingReason"));
     printf("framework   %s\n", cli_str(e, "framework"));
     printf("creator     %s\n", cli_str(e, "creator"));
     printf("args        %s\n", cli_str(e, "args"));

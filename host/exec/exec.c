@@ -144,6 +144,55 @@ static void schedule_locked(exec_service *es)
     }
 }
 
+/* The nearest plan from `plan` up to the root whose cap is below `need`:
+ * its path into out and its cap into *cap; false when there is none. */
+static bool capping_plan(sched_service *ss, const char *plan, int need, char *out, size_t len,
+                         int *cap)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s", plan);
+    for (;;) {
+        sched_plan_view v;
+        loom_error *e = sched_service_plan(ss, path, &v);
+        if (!e && v.cap_devices > 0 && need > v.cap_devices) {
+            snprintf(out, len, "%s", v.path);
+            *cap = v.cap_devices;
+            return true;
+        }
+        loom_err_free(e);
+        char *slash = strrchr(path, '/');
+        if (!slash || strcmp(path, "/") == 0)
+            return false;
+        slash[slash == path] = '\0'; /* "/p" goes up to "/" */
+    }
+}
+
+/* A fixed exec the scheduler says can never start (`e`, LOOM_E_LIMIT),
+ * explained in the submitter's words (the exec and the dlicmd flag), not
+ * the scheduler's. Takes `e`. */
+static loom_error *too_large(sched_service *ss, loom_error *e, const char *id, const char *plan,
+                             int devices)
+{
+    size_t host_devices = sched_service_device_count(ss);
+    char capped[256];
+    int cap = 0;
+    if ((size_t)devices > host_devices) {
+        loom_err_free(e);
+        return loom_err(LOOM_E_LIMIT,
+                        "exec %s needs %d device(s) and the host has %zu: it could never start "
+                        "(add --queue-if-too-large true to queue it until devices are added)",
+                        id, devices, host_devices);
+    }
+    if (capping_plan(ss, plan, devices, capped, sizeof capped, &cap)) {
+        loom_err_free(e);
+        return loom_err(LOOM_E_LIMIT,
+                        "exec %s needs %d device(s) and plan %s is capped at %d: it could never "
+                        "start (add --queue-if-too-large true to queue it until the cap is raised)",
+                        id, devices, capped, cap);
+    }
+    return e;
+}
+
 /* Hands an exec to the scheduler and to the running list, pending until
  * the scheduler grants its devices. Call with es->lock. */
 static loom_error *enqueue_locked(exec_service *es, running_exec *r, const dlicmd *d)
@@ -162,17 +211,12 @@ static loom_error *enqueue_locked(exec_service *es, running_exec *r, const dlicm
         .max_devices = r->devices,
         .priority = d->priority,
         .wait_if_too_large = d->queue_if_too_large,
+        /* Inside a shared plan, users are served fairly between them. */
+        .user = r->rec.user,
     };
     loom_error *e = sched_service_submit(es->sched, &spec);
-    size_t host_devices = sched_service_device_count(es->sched);
-    if (loom_err_code(e) == LOOM_E_LIMIT && !r->elastic && (size_t)r->devices > host_devices) {
-        /* Said in the submitter's words (dlicmd flags), not the scheduler's. */
-        loom_err_free(e);
-        return loom_err(LOOM_E_LIMIT,
-                        "this exec needs %d device(s) and the host has %zu: it could never start "
-                        "(add --queue-if-too-large true to queue it until devices are added)",
-                        r->devices, host_devices);
-    }
+    if (loom_err_code(e) == LOOM_E_LIMIT && !r->elastic)
+        e = too_large(es->sched, e, r->rec.id, plan, r->devices);
     if (e)
         return e;
     r->pending = 1;
@@ -711,12 +755,53 @@ loom_error *exec_delete(exec_service *es, const char *owner, const char *id)
     return err;
 }
 
-/* Fills a view of the exec (running: r set). Call with es->lock. */
-static void describe(exec_service *es, const store_exec *e, const running_exec *r, exec_view *v)
+void exec_reason_hide_holder(char *reason, int (*may_see)(const char *id, void *ctx), void *ctx)
+{
+    /* "reserved for a larger job (ID)": the one parenthesised part. */
+    size_t n = strlen(reason);
+    char *open = strrchr(reason, '(');
+    if (!open || open == reason || open[-1] != ' ' || reason[n - 1] != ')')
+        return;
+    reason[n - 1] = '\0';
+    int shown = may_see(open + 1, ctx);
+    reason[n - 1] = ')';
+    if (!shown)
+        open[-1] = '\0';
+}
+
+typedef struct reason_viewer {
+    exec_service *es;
+    const char *owner;
+} reason_viewer;
+
+/* Whether the viewer may see the running exec `id`. Call with es->lock. */
+static int viewer_sees(const char *id, void *ctx)
+{
+    const reason_viewer *rv = ctx;
+    const running_exec *r = exec_find_running(rv->es, id);
+    return r && visible(rv->owner, r->rec.user);
+}
+
+/* Why a pending exec waits, as `owner` (NULL: an administrator) may see
+ * it, so exec ids do not leak. Call with es->lock. */
+static void pending_reason(exec_service *es, const char *owner, const char *id, char *buf,
+                           size_t len)
+{
+    reason_viewer rv = {es, owner};
+    if (sched_service_pending_reason(es->sched, id, buf, len) && owner)
+        exec_reason_hide_holder(buf, viewer_sees, &rv);
+}
+
+/* Fills a view of the exec (running: r set) as `owner` may see it. Call
+ * with es->lock. */
+static void describe(exec_service *es, const char *owner, const store_exec *e,
+                     const running_exec *r, exec_view *v)
 {
     memset(v, 0, sizeof *v);
     v->rec = *e;
     v->running = r != NULL;
+    if (r && r->pending)
+        pending_reason(es, owner, e->id, v->pending_reason, sizeof v->pending_reason);
     if (r) {
         int n = sched_service_job_devices(es->sched, e->id, v->slots, 64, NULL, NULL);
         v->nslots = n < 0 ? 0 : n > 64 ? 64 : n;
@@ -763,7 +848,7 @@ loom_error *exec_describe(exec_service *es, const char *owner, const char *id, e
     running_exec *r = NULL;
     int found = lookup(es, owner, id, &r, &rec);
     if (found)
-        describe(es, r ? &r->rec : &rec, r, out);
+        describe(es, owner, r ? &r->rec : &rec, r, out);
     pthread_mutex_unlock(&es->lock);
     return found ? NULL : loom_err(LOOM_E_NOT_FOUND, "no exec \"%s\"", id);
 }
@@ -806,7 +891,7 @@ loom_error *exec_list(exec_service *es, const char *owner, exec_view **out, size
     if (!err && !v)
         err = loom_err(LOOM_E_INTERNAL, "execs: out of memory");
     for (size_t i = 0; !err && i < l.n; i++)
-        describe(es, &l.items[i], exec_find_running(es, l.items[i].id), &v[i]);
+        describe(es, owner, &l.items[i], exec_find_running(es, l.items[i].id), &v[i]);
     pthread_mutex_unlock(&es->lock);
     free(l.items);
     if (err)

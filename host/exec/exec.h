@@ -64,7 +64,15 @@ typedef struct exec_view {
     /* The trainer's progress (live, or the summary it left); NULL when
      * none. The trainer reports it as JSON of its own making. */
     cJSON *training;
+    /* Why a PENDING exec waits, in words ("waiting for 3 devices, 1 free");
+     * "" otherwise. Another user's exec id is left out of a user's view. */
+    char pending_reason[192];
 } exec_view;
+
+/* Cuts the exec id out of a pending reason that names one ("reserved for
+ * a larger job (ID)" becomes "reserved for a larger job") unless
+ * may_see(ID, ctx) says the viewer may see that exec. */
+void exec_reason_hide_holder(char *reason, int (*may_see)(const char *id, void *ctx), void *ctx);
 
 /* Fills *out (free with exec_view_free), or LOOM_E_NOT_FOUND. */
 loom_error *exec_describe(exec_service *es, const char *owner, const char *id, exec_view *out);

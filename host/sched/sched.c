@@ -246,8 +246,9 @@ static loom_error *never_fits(const sched *s, const sched_job *j, const char *id
         int32_t cap = s->plans[p].cap_devices;
         if (cap > 0 && need > cap)
             return loom_err(LOOM_ERR_RESOURCE_EXHAUSTED,
-                            "job '%s': %s %d exceeds plan '%s' cap_devices %d", id,
-                            field, need, s->plans[p].path, cap);
+                            "job '%s': %s %d exceeds plan '%s' cap_devices %d (submit "
+                            "with wait_if_too_large to queue it until the cap is raised)",
+                            id, field, need, s->plans[p].path, cap);
     }
     return NULL;
 }

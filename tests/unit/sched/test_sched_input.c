@@ -159,6 +159,8 @@ static void test_bad_jobs(void)
     sched_job_spec over_cap = {.id = "oc", .plan = "/small", .max_devices = 3};
     expect_err(sched_submit(s, &over_cap, 0), LOOM_ERR_RESOURCE_EXHAUSTED, "'oc'",
                "plan '/small' cap_devices 2");
+    expect_err(sched_submit(s, &over_cap, 0), LOOM_ERR_RESOURCE_EXHAUSTED,
+               "plan '/small' cap_devices 2", "wait_if_too_large");
     sched_free(s);
 }
 
