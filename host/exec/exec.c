@@ -62,6 +62,7 @@ void exec_free_running(running_exec *r)
     launch_plan_free(&r->plan);
     strings_free(r->msd_env);
     free(r->workers);
+    free(r->final_message);
     if (r->job) {
         strings_free(r->job->msd_env);
         edt_settings_free(&r->job->settings);
@@ -473,6 +474,8 @@ void exec_service_destroy(exec_service *es)
         if (r->edt) {
             edt_free(r->edt);
             registry_release(es->reg, LOOM_KIND_FRAMEWORK, r->framework);
+            if (r->final_state[0]) /* it ended before the supervisor saw it */
+                exec_set_state(es, &r->rec, r->final_state, r->final_message);
         } else if (r->pending) {
             registry_release(es->reg, LOOM_KIND_FRAMEWORK, r->framework);
         } else {

@@ -54,6 +54,11 @@ typedef struct running_exec {
     /* trainer style */
     edt_job *job;          /* prepared, until it starts */
     edt_coordinator *edt;
+    /* The trainer's final state, recorded only once trainer_ended has let
+     * go of what the exec held (its framework adapter), so whoever sees
+     * FINISHED, KILLED or ERROR may remove that plugin at once. */
+    char final_state[16];
+    char *final_message;
 } running_exec;
 
 struct exec_service {

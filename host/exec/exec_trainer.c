@@ -23,8 +23,13 @@ static void trainer_state_changed(void *ctx, const char *exec_id, const char *st
     exec_service *es = ctx;
     pthread_mutex_lock(&es->lock);
     running_exec *r = es->stopping ? NULL : exec_find_running(es, exec_id);
-    if (r)
+    if (r && exec_state_is_final(state)) {
+        snprintf(r->final_state, sizeof r->final_state, "%s", state);
+        free(r->final_message);
+        r->final_message = message ? strdup(message) : NULL;
+    } else if (r) {
         exec_set_state(es, &r->rec, state, message);
+    }
     pthread_mutex_unlock(&es->lock);
 }
 
@@ -112,4 +117,6 @@ void trainer_ended(exec_service *es, running_exec *r)
     edt_free(r->edt);
     r->edt = NULL;
     registry_release(es->reg, LOOM_KIND_FRAMEWORK, r->framework);
+    if (r->final_state[0])
+        exec_set_state(es, &r->rec, r->final_state, r->final_message);
 }
