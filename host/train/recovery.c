@@ -9,6 +9,7 @@
  * root loads instead of the initial weights. The copy is made at most
  * every EDT_RECOVERY_INTERVAL_MS and no more often than COST_FACTOR times
  * its own cost, and at each epoch's end. */
+#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -28,13 +29,20 @@ static void copy_path(const edt_coordinator *c, unsigned which, char *out, size_
     snprintf(out, outlen, "%s/checkpoint/.recovery-%u.safetensors", c->job.result_dir, which);
 }
 
+/* Removes both copies and any half-written one a killed worker left behind
+ * (the writer's "NAME.tmp.PID.N"). */
 static void remove_copies(const edt_coordinator *c)
 {
-    char path[PATH_MAX + 64];
-    for (unsigned k = 0; k < 2; k++) {
-        copy_path(c, k, path, sizeof path);
-        unlink(path);
-    }
+    char dir_path[PATH_MAX + 32];
+    snprintf(dir_path, sizeof dir_path, "%s/checkpoint", c->job.result_dir);
+    DIR *dir = opendir(dir_path);
+    if (!dir)
+        return;
+    struct dirent *ent;
+    while ((ent = readdir(dir)) != NULL)
+        if (strncmp(ent->d_name, ".recovery-", 10) == 0)
+            unlinkat(dirfd(dir), ent->d_name, 0);
+    closedir(dir);
 }
 
 loom_error *recovery_begin(edt_coordinator *c)
