@@ -1,9 +1,12 @@
 /* train/adapter.c - see adapter.h. */
 #include "train/adapter.h"
 
+#include "plugin/plugin.h"
+
 #include <stddef.h>
 
-#define HAS(f, field) (LOOM_STRUCT_HAS(f, loom_framework_factory, field) && (f)->field)
+/* The plugin loader's one rule for an entry: within struct_size and set. */
+#define HAS(f, field) (LOOM_OPTIONAL_ENTRY(f, loom_framework_factory, field) != NULL)
 
 loom_error *adapter_check_trainer(const loom_framework_factory *f, const char *what)
 {
