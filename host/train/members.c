@@ -551,10 +551,12 @@ loom_error *plan_membership(edt_coordinator *c, int force_new, int *join, int *r
                         c->m.deaths_since_progress);
     uint32_t members;
     int changed = resize_members(c, &members) || force_new;
-    if (!changed)
-        return NULL;
+    /* Checked before "unchanged": every member can die between two rounds
+     * without the membership step itself changing anything. */
     if (members == 0)
         return loom_err(LOOM_E_UNAVAILABLE, "no worker left");
+    if (!changed)
+        return NULL;
     loom_error *e = form_generation(c, force_new, root);
     *join = e == NULL;
     return e;

@@ -63,6 +63,8 @@ static void send_plans(edt_coordinator *c, const round_plan *p)
     msg m = {.kind = MSG_PLAN, .u.plan = common_plan(c, p)};
     msg_plan *plan = &m.u.plan;
     uint32_t world = plan->workers, rank = 0, b = c->job.settings.batch_size;
+    if (world == 0) /* plan_membership refuses an empty generation */
+        return;
     size_t offset = 0, most = p->ntaken / world + 1;
     uint32_t *sizes = malloc(sizeof(uint32_t) * (most / b + 2));
     double *scales = malloc(sizeof(double) * (most / b + 2));
