@@ -18,7 +18,17 @@ cleanup() {
 trap cleanup EXIT
 
 pass() { PASSED=$((PASSED + 1)); }
-fail() { FAILED=$((FAILED + 1)); echo "FAIL: $*" >&2; }
+# A failure after the host died would only be followed by more of the same
+# until the test's timeout: say so and stop at once.
+fail() {
+    FAILED=$((FAILED + 1))
+    echo "FAIL: $*" >&2
+    if [ -n "$HOST_PID" ] && ! kill -0 "$HOST_PID" 2>/dev/null; then
+        echo "the host (pid $HOST_PID) is gone; its last output:" >&2
+        tail -n 20 "$WORK/serve.out" >&2
+        exit 1
+    fi
+}
 
 expect_eq() { # expect_eq WHAT ACTUAL EXPECTED
     if [ "$2" = "$3" ]; then pass; else fail "$1: got '$2', expected '$3'"; fi
