@@ -24,7 +24,7 @@
 #define STOP_GRACE_MS 5000
 #define SUPERVISE_INTERVAL_US 50000
 #define MAX_DECISIONS 4096
-#define MAX_DEVICES 4096
+#define MAX_DEVICES EXEC_MAX_DEVICES
 
 int exec_state_is_final(const char *s)
 {
@@ -103,46 +103,82 @@ static int lookup(exec_service *es, const char *owner, const char *id, running_e
 
 /* ---- scheduling --------------------------------------------------------- */
 
+/* Starts a pending exec on the devices granted to it. Call with es->lock. */
+static void start_granted_locked(exec_service *es, running_exec *r, const int32_t *index, int n,
+                                 int32_t kind)
+{
+    loom_error *err = r->job ? trainer_start(es, r, index, n, kind) : launch_start(es, r, index, n);
+    r->pending = 0;
+    if (err) {
+        /* Ends at the next supervision with its reason. */
+        exec_set_state(es, &r->rec, "ERROR", loom_err_message(err));
+        loom_err_free(err);
+        r->stop_requested = 1;
+        return;
+    }
+    if (!r->edt)
+        exec_set_state(es, &r->rec, "RUNNING", NULL);
+    memcpy(r->given, index, sizeof(int32_t) * (size_t)n);
+    r->ngiven = n;
+}
+
+/* Carries out the scheduler's books: a pending exec starts once every
+ * device granted to it is free of the job it was taken from (a shrinking
+ * trainer's worker leaves only at its next step boundary), and a running
+ * trainer is given exactly the devices ready for it. Call with es->lock. */
+static void carry_out_grants_locked(exec_service *es)
+{
+    static int32_t index[MAX_DEVICES];
+    for (running_exec *r = es->running; r; r = r->next) {
+        int32_t kind = LOOM_DEVICE_CPU;
+        int total;
+        int ready = sched_service_job_grant(es->sched, r->rec.id, index, MAX_DEVICES, &kind, &total);
+        if (total <= 0 || r->stop_requested)
+            continue;
+        ready = ready > MAX_DEVICES ? MAX_DEVICES : ready;
+        if (r->pending) {
+            if (ready == total)
+                start_granted_locked(es, r, index, ready, kind);
+            continue;
+        }
+        if (!r->edt || ready <= 0 ||
+            (ready == r->ngiven && !memcmp(index, r->given, sizeof(int32_t) * (size_t)ready)))
+            continue;
+        char why[512];
+        if (loom_err_take(edt_set_devices(r->edt, index, (uint32_t)ready), why, sizeof why)) {
+            log_warn("exec %s: resize to %d refused: %s", r->rec.id, ready, why);
+            continue;
+        }
+        log_info("exec %s: now on %d device(s)", r->rec.id, ready);
+        memcpy(r->given, index, sizeof(int32_t) * (size_t)ready);
+        r->ngiven = ready;
+    }
+}
+
 /* Runs the scheduler and carries out its decisions: pending execs start on
  * the devices granted, running trainers grow or shrink. Call with es->lock. */
 static void schedule_locked(exec_service *es)
 {
     static sched_action actions[MAX_DECISIONS];
     size_t n = sched_service_decide(es->sched, actions, MAX_DECISIONS);
-    for (size_t i = 0; i < n && i < MAX_DECISIONS; i++) {
-        running_exec *r = exec_find_running(es, actions[i].job_id);
-        if (!r || actions[i].new_count <= 0)
-            continue;
-        loom_error *err = NULL;
-        /* The devices granted, by their own index (CUDA ordinal, CPU slot). */
-        static int32_t slots[MAX_DEVICES], index[MAX_DEVICES];
-        int32_t kind = LOOM_DEVICE_CPU;
-        int nd = sched_service_job_devices(es->sched, r->rec.id, slots, MAX_DEVICES, index, &kind);
-        nd = nd < 0 ? 0 : nd > MAX_DEVICES ? MAX_DEVICES : nd;
-        if (r->pending) {
-            if (r->job)
-                err = trainer_start(es, r, index, nd, kind);
-            else
-                err = launch_start(es, r, index, nd);
-            r->pending = 0;
-            if (err) {
-                /* Ends at the next supervision with its reason. */
-                exec_set_state(es, &r->rec, "ERROR", loom_err_message(err));
-                loom_err_free(err);
-                r->stop_requested = 1;
-                continue;
-            }
-            if (!r->edt)
-                exec_set_state(es, &r->rec, "RUNNING", NULL);
-        } else if (r->edt && actions[i].new_count != actions[i].old_count) {
-            char why[512];
-            if (loom_err_take(edt_set_devices(r->edt, index, (uint32_t)nd), why, sizeof why))
-                log_warn("exec %s: resize to %d refused: %s", r->rec.id, actions[i].new_count, why);
-            else
-                log_info("exec %s: scheduler moves it from %d to %d device(s)", r->rec.id,
-                         actions[i].old_count, actions[i].new_count);
+    for (size_t i = 0; i < n && i < MAX_DECISIONS; i++)
+        if (actions[i].old_count > 0 && actions[i].new_count != actions[i].old_count)
+            log_info("exec %s: scheduler moves it from %d to %d device(s)", actions[i].job_id,
+                     actions[i].old_count, actions[i].new_count);
+    carry_out_grants_locked(es);
+}
+
+/* Trainers report which devices their processes are still on, so devices
+ * taken from them are handed over once their workers have left. Call with
+ * es->lock. */
+static void collect_handbacks_locked(exec_service *es)
+{
+    int32_t held[MAX_DEVICES < 1024 ? MAX_DEVICES : 1024];
+    for (running_exec *r = es->running; r; r = r->next)
+        if (r->edt) {
+            uint32_t n = edt_devices_held(r->edt, held, sizeof held / sizeof *held);
+            sched_service_handed_back(es->sched, r->rec.id, held, (int)n);
         }
-    }
 }
 
 /* The nearest plan from `plan` up to the root whose cap is below `need`:
@@ -409,6 +445,7 @@ static void supervise_once(exec_service *es)
         supervise_exec(es, r, now);
     }
     /* Freed devices, expired hysteresis: the scheduler decides again. */
+    collect_handbacks_locked(es);
     if (!es->stopping)
         schedule_locked(es);
     pthread_mutex_unlock(&es->lock);
@@ -808,6 +845,13 @@ static void describe(exec_service *es, const char *owner, const store_exec *e,
     if (r) {
         int n = sched_service_job_devices(es->sched, e->id, v->slots, 64, NULL, NULL);
         v->nslots = n < 0 ? 0 : n > 64 ? 64 : n;
+        v->handover_ms = -1;
+        if (sched_service_job_handover(es->sched, e->id, v->handover_from,
+                                       sizeof v->handover_from, &v->handover_ms)) {
+            reason_viewer rv = {es, owner};
+            if (owner && !viewer_sees(v->handover_from, &rv))
+                v->handover_from[0] = '\0';
+        }
     }
     if (r && r->edt) {
         v->training = edt_describe(r->edt);
