@@ -264,6 +264,9 @@ static loom_error *enqueue_locked(exec_service *es, running_exec *r, const dlicm
 
 /* ---- restart reconciliation --------------------------------------------- */
 
+static loom_error *prepare(exec_service *es, const exec_submission *sub, const dlicmd *d,
+                           const registry_entry *fw, running_exec *r, int code_ready);
+
 typedef struct orphan_list {
     store_exec *items;
     int count, cap;
@@ -298,6 +301,8 @@ static void data_dir_of(exec_service *es, const dlicmd *d, char *out, size_t len
  * Returns 1 when it was taken over. */
 static int resume_trainer(exec_service *es, store_exec *e)
 {
+    if (!strcmp(e->state, "PENDING"))
+        return 0; /* never started: queued again (requeue_pending) */
     registry_entry fw;
     if (registry_acquire(es->reg, LOOM_KIND_FRAMEWORK, e->framework, &fw) != 0)
         return 0;
@@ -347,6 +352,53 @@ static int resume_trainer(exec_service *es, store_exec *e)
     return 1;
 }
 
+/* An exec that waited in the queue when the host stopped: queued again
+ * with the model directory it was submitted with. Call in submission
+ * order, so the queue comes back in the order it had. */
+static void requeue_pending(exec_service *es, store_exec *e)
+{
+    dlicmd d;
+    registry_entry fw;
+    loom_error *err = dlicmd_parse(e->args, &d);
+    if (err) {
+        exec_set_state(es, e, "ERROR", loom_err_message(err));
+        loom_err_free(err);
+        return;
+    }
+    running_exec *r = NULL;
+    if (registry_acquire(es->reg, LOOM_KIND_FRAMEWORK, e->framework, &fw) != 0) {
+        err = loom_err(LOOM_E_NOT_FOUND, "the host restarted and framework \"%s\" is no longer "
+                                         "registered", e->framework);
+    } else if (!(r = calloc(1, sizeof *r))) {
+        err = loom_err(LOOM_E_INTERNAL, "out of memory");
+    } else {
+        r->rec = *e;
+        snprintf(r->framework, sizeof r->framework, "%s", fw.name);
+        exec_submission sub = {.user = e->user, .args = e->args};
+        err = prepare(es, &sub, &d, &fw, r, 1);
+        pthread_mutex_lock(&es->lock);
+        if (!err)
+            err = enqueue_locked(es, r, &d);
+        if (!err)
+            exec_set_state(es, &r->rec, "PENDING", "queued again after the host restarted");
+        pthread_mutex_unlock(&es->lock);
+    }
+    if (err) {
+        exec_set_state(es, e, "ERROR", loom_err_message(err));
+        loom_err_free(err);
+        if (r)
+            registry_release(es->reg, LOOM_KIND_FRAMEWORK, fw.name);
+        exec_free_running(r);
+    }
+    dlicmd_free(&d);
+}
+
+static int by_creation(const void *a, const void *b)
+{
+    const store_exec *x = a, *y = b;
+    return (x->created_at > y->created_at) - (x->created_at < y->created_at);
+}
+
 static void reconcile(exec_service *es)
 {
     orphan_list l = {0};
@@ -354,9 +406,11 @@ static void reconcile(exec_service *es)
     if (err)
         log_error("execs left by the last host: %s", loom_err_message(err));
     loom_err_free(err);
+    if (l.count > 1)
+        qsort(l.items, (size_t)l.count, sizeof *l.items, by_creation);
     for (int i = 0; i < l.count; i++) {
         store_exec *e = &l.items[i];
-        if (resume_trainer(es, e))
+        if (!strcmp(e->state, "PENDING") || resume_trainer(es, e))
             continue;
         /* A launch-style program cannot be re-attached to: the previous host
          * was its parent. Stop what is left of it rather than leave it
@@ -369,6 +423,11 @@ static void reconcile(exec_service *es)
         e->pgid = 0;
         exec_set_state(es, e, "ERROR", msg);
     }
+    /* Then the queue, oldest first: the scheduler sees it in its old order
+     * and gives the same head job the same reservation. */
+    for (int i = 0; i < l.count; i++)
+        if (!strcmp(l.items[i].state, "PENDING"))
+            requeue_pending(es, &l.items[i]);
     free(l.items);
 }
 
@@ -568,7 +627,7 @@ static void remove_exec_dir(const char *dir)
 /* Checks the submission against the framework and prepares how it will
  * run, without storing anything. */
 static loom_error *prepare(exec_service *es, const exec_submission *sub, const dlicmd *d,
-                           const registry_entry *fw, running_exec *r)
+                           const registry_entry *fw, running_exec *r, int code_ready)
 {
     const loom_framework_factory *factory = fw->factory;
     store_exec *rec = &r->rec;
@@ -579,7 +638,7 @@ static loom_error *prepare(exec_service *es, const exec_submission *sub, const d
                         "--model-main \"%s\": expected a path relative to the model directory, "
                         "without \"..\"",
                         d->model_main);
-    if (d->model_dir && !sub->archive)
+    if (d->model_dir && !sub->archive && !code_ready)
         return loom_err(LOOM_E_INVALID, "--model-dir given but the request carries no model "
                                         "directory (a tar in the 'file' part)");
     snprintf(r->code_dir, sizeof r->code_dir, "%s/_submitted_code", rec->result_dir);
@@ -588,7 +647,7 @@ static loom_error *prepare(exec_service *es, const exec_submission *sub, const d
     if (fs_mkdir_p(r->code_dir) != 0 || fs_mkdir_p(r->log_dir) != 0 || fs_mkdir_p(r->data_dir) != 0)
         return loom_err(LOOM_E_INTERNAL, "cannot create the exec's directories under %s: %s",
                         rec->result_dir, strerror(errno));
-    loom_error *e = sub->archive ? tarball_unpack(sub->archive, sub->archive_len, r->code_dir,
+    loom_error *e = sub->archive && !code_ready ? tarball_unpack(sub->archive, sub->archive_len, r->code_dir,
                                                   ARCHIVE_MAX_BYTES)
                                  : NULL;
     if (e)
@@ -687,7 +746,7 @@ loom_error *exec_submit(exec_service *es, const exec_submission *sub, char *id, 
     snprintf(rec->result_dir, sizeof rec->result_dir, "%s/execs/%s", es->home, rec->id);
     snprintf(rec->state, sizeof rec->state, "SUBMITTED");
 
-    err = prepare(es, sub, &d, &fw, r);
+    err = prepare(es, sub, &d, &fw, r, 0);
     /* The scheduler accepts or refuses the job before anything is stored:
      * one too large for this host is the submitter's error. */
     pthread_mutex_lock(&es->lock);
