@@ -25,6 +25,7 @@ struct plugin_proc {
     int nkept;
     char *reply;
     size_t reply_cap;
+    size_t payload_at, payload_len; /* the last good reply's payload */
     unsigned in_row, total;
     int disabled;
     char last_error[512];
@@ -121,8 +122,11 @@ static enum outcome exchange(plugin_proc *p, const wire_buf *req, loom_error **e
     uint8_t status = wire_get_u8(&r);
     int32_t code = wire_get_i32(&r);
     const char *message = wire_get_str(&r);
-    if (status == 0 && !r.bad)
+    if (status == 0 && !r.bad) {
+        p->payload_at = len - r.left;
+        p->payload_len = r.left;
         return OK;
+    }
     *err = loom_err(code ? code : LOOM_E_INTERNAL, "%s",
                     message ? message : "(a malformed reply)");
     return PLUGIN_ERROR;
@@ -171,6 +175,7 @@ loom_error *plugin_proc_call(plugin_proc *p, const char *what, const wire_buf *r
     if (p->disabled)
         return loom_err(LOOM_E_UNAVAILABLE, "%s '%s' %s: disabled after %u failures in a row",
                         p->kind, p->name, what, p->in_row);
+    p->payload_len = 0;
     loom_error *e = p->child.pid < 0 ? restart(p) : NULL;
     enum outcome how = e ? PROCESS_FAILED : exchange(p, request, &e);
     if (how == OK) {
@@ -184,6 +189,11 @@ loom_error *plugin_proc_call(plugin_proc *p, const char *what, const wire_buf *r
     if (how == PROCESS_FAILED || code == LOOM_E_DEADLINE || code == LOOM_E_LIMIT)
         count_failure(p, loom_err_message(e));
     return e;
+}
+
+wire_reader plugin_proc_reply(const plugin_proc *p)
+{
+    return (wire_reader){.p = p->reply ? p->reply + p->payload_at : NULL, .left = p->payload_len};
 }
 
 unsigned plugin_proc_failures_in_row(const plugin_proc *p) { return p->in_row; }
