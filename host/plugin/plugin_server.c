@@ -209,7 +209,8 @@ static int serve_one(server *s)
     return reply(s, e);
 }
 
-int plugin_server_run(int fd, const char *path, const char *name, const char *kind)
+int plugin_server_run(int fd, const char *path, const char *name, const char *kind,
+                      int (*confine)(void *ctx), void *ctx)
 {
     server s = {.fd = fd};
     if (!strcmp(kind, "logger") || !strcmp(kind, "framework")) {
@@ -219,8 +220,8 @@ int plugin_server_run(int fd, const char *path, const char *name, const char *ki
         s.load_error = loom_err(LOOM_E_UNSUPPORTED,
                                 "plugin-host serves loggers and frameworks, not '%s'", kind);
     }
-    int rc;
-    while ((rc = serve_one(&s)) == 0)
+    int rc = confine && confine(ctx) != 0 ? -2 : 0;
+    while (rc == 0 && (rc = serve_one(&s)) == 0)
         ;
     if (s.inst)
         s.logger->destroy(s.inst);
