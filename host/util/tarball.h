@@ -20,4 +20,16 @@ loom_error *tarball_pack_dir(const char *dir, char **out, size_t *out_len);
  * whose contents exceed max_bytes (LOOM_E_TOO_LARGE). */
 loom_error *tarball_unpack(const void *data, size_t len, const char *dest, uint64_t max_bytes);
 
+/* The bounds of an unpacking: bytes written (whatever the headers say) and
+ * entries (files, folders, links). */
+typedef struct tarball_limits {
+    uint64_t max_bytes;
+    uint64_t max_entries;
+} tarball_limits;
+
+/* As tarball_unpack, also refusing (LOOM_E_TOO_LARGE, naming the limit)
+ * an archive of more than max_entries entries. */
+loom_error *tarball_unpack_bounded(const void *data, size_t len, const char *dest,
+                                   const tarball_limits *limits);
+
 #endif
