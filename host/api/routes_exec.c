@@ -84,6 +84,7 @@ static void submit(void *ctx, const http_request *req, http_response *res)
         if (file && file->len) {
             sub.archive = file->data;
             sub.archive_len = file->len;
+            sub.archive_path = file->path; /* a file part: spooled, data is NULL */
         }
     } else {
         json = http_body_json(req, res);
@@ -215,11 +216,11 @@ static void delete(void *ctx, const http_request *req, http_response *res)
 
 const http_route loom_exec_routes[] = {
     {"GET", LOOM_ROUTE_EXECS, list, HTTP_USER},
-    {"POST", LOOM_ROUTE_EXECS, submit, HTTP_USER},
+    {"POST", LOOM_ROUTE_EXECS, submit, HTTP_USER | HTTP_SLOW},
     {"GET", LOOM_ROUTE_EXECS "/{}", view, HTTP_USER},
     {"GET", LOOM_ROUTE_EXECS "/{}" LOOM_ROUTE_LOG, log_chunk, HTTP_USER},
     {"POST", LOOM_ROUTE_EXECS "/{}" LOOM_ROUTE_STOP, stop, HTTP_USER},
     {"POST", LOOM_ROUTE_EXECS "/{}" LOOM_ROUTE_RESIZE, resize, HTTP_USER},
-    {"DELETE", LOOM_ROUTE_EXECS "/{}", delete, HTTP_USER},
+    {"DELETE", LOOM_ROUTE_EXECS "/{}", delete, HTTP_USER | HTTP_SLOW},
 };
 const size_t loom_exec_route_count = sizeof loom_exec_routes / sizeof *loom_exec_routes;

@@ -542,7 +542,7 @@ static loom_error *prepare(exec_service *es, const exec_submission *sub, const d
                         "--model-main \"%s\": expected a path relative to the model directory, "
                         "without \"..\"",
                         d->model_main);
-    if (d->model_dir && !sub->archive)
+    if (d->model_dir && !sub->archive && !sub->archive_path)
         return loom_err(LOOM_E_INVALID, "--model-dir given but the request carries no model "
                                         "directory (a tar in the 'file' part)");
     snprintf(r->code_dir, sizeof r->code_dir, "%s/_submitted_code", rec->result_dir);
@@ -551,9 +551,11 @@ static loom_error *prepare(exec_service *es, const exec_submission *sub, const d
     if (fs_mkdir_p(r->code_dir) != 0 || fs_mkdir_p(r->log_dir) != 0 || fs_mkdir_p(r->data_dir) != 0)
         return loom_err(LOOM_E_INTERNAL, "cannot create the exec's directories under %s: %s",
                         rec->result_dir, strerror(errno));
-    loom_error *e = sub->archive ? tarball_unpack(sub->archive, sub->archive_len, r->code_dir,
-                                                  ARCHIVE_MAX_BYTES)
-                                 : NULL;
+    loom_error *e = sub->archive_path ? tarball_unpack_file(sub->archive_path, r->code_dir,
+                                                           ARCHIVE_MAX_BYTES)
+                    : sub->archive    ? tarball_unpack(sub->archive, sub->archive_len, r->code_dir,
+                                                       ARCHIVE_MAX_BYTES)
+                                      : NULL;
     if (e)
         return loom_err_wrap(e, "model directory");
     if (d->model_main) {
@@ -752,9 +754,11 @@ loom_error *exec_delete(exec_service *es, const char *owner, const char *id)
                        r ? r->rec.state : rec.state);
     else if ((err = store_exec_delete(es->st, id)) != NULL)
         err = loom_err_recode(loom_err_wrap(err, "cannot delete exec \"%s\"", id), LOOM_E_INTERNAL);
-    else
-        remove_exec_dir(rec.result_dir);
     pthread_mutex_unlock(&es->lock);
+    /* Its folder goes outside the lock: a large one takes seconds, and the
+     * record is already gone, so nothing else reaches it. */
+    if (!err)
+        remove_exec_dir(rec.result_dir);
     return err;
 }
 
