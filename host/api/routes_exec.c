@@ -1,6 +1,8 @@
 /* api/routes_exec.c - WMLA's training routes under
  * /platform/rest/deeplearning/v1/execs: submit (multipart "args" + "file",
  * or JSON {"args": ...}), list, view, log, stop, delete. */
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,6 +70,17 @@ static void reply_exec(loomd *d, const char *owner, const char *id, int status, 
     exec_view_free(&v);
 }
 
+/* The args are stored whole or refused: never cut to the record's size. */
+#define EXEC_ARGS_MAX (sizeof ((store_exec *)0)->args - 1)
+
+static loom_error *args_fit(const char *args)
+{
+    size_t n = strlen(args);
+    return n > EXEC_ARGS_MAX ? loom_err(LOOM_E_INVALID, "args: %zu bytes, longer than the limit of %zu",
+                                        n, EXEC_ARGS_MAX)
+                             : NULL;
+}
+
 static void submit(void *ctx, const http_request *req, http_response *res)
 {
     loomd *d = ctx;
@@ -99,7 +112,9 @@ static void submit(void *ctx, const http_request *req, http_response *res)
         sub.args = args->valuestring;
     }
     char id[64];
-    loom_error *e = exec_submit(d->execs, &sub, id, sizeof id);
+    loom_error *e = args_fit(sub.args);
+    if (!e)
+        e = exec_submit(d->execs, &sub, id, sizeof id);
     cJSON_Delete(json);
     if (e)
         api_reply_error(res, e);
@@ -139,14 +154,16 @@ static void log_chunk(void *ctx, const http_request *req, http_response *res)
     const char *stream = http_query(req, "stream");
     const char *off = http_query(req, "offset");
     char *end;
+    errno = 0;
     long worker = w ? strtol(w, &end, 10) : 0;
-    if (w && (*end || end == w)) {
-        api_error(res, LOOM_E_INVALID, "worker: expected a number, got \"%s\"", w);
+    if (w && (*end || end == w || errno || worker < -1 || worker > INT_MAX)) {
+        api_error(res, LOOM_E_INVALID, "worker: expected a rank from -1 to %d, got \"%s\"", INT_MAX, w);
         return;
     }
     long long offset = off ? strtoll(off, &end, 10) : 0;
-    if (off && (*end || end == off || offset < 0)) {
-        api_error(res, LOOM_E_INVALID, "offset: expected a byte offset, got \"%s\"", off);
+    if (off && (*end || end == off || errno || offset < 0)) {
+        api_error(res, LOOM_E_INVALID, "offset: expected a byte offset from 0 to %lld, got \"%s\"",
+                  LLONG_MAX, off);
         return;
     }
     char path[PATH_MAX];

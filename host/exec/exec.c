@@ -198,7 +198,7 @@ static loom_error *too_large(sched_service *ss, loom_error *e, const char *id, c
  * the scheduler grants its devices. Call with es->lock. */
 static loom_error *enqueue_locked(exec_service *es, running_exec *r, const dlicmd *d)
 {
-    char plan[128];
+    char plan[DLICMD_CONSUMER_MAX + 1];
     if (d->consumer)
         snprintf(plan, sizeof plan, "%s", d->consumer);
     else
