@@ -482,7 +482,7 @@ loom_error *exec_prepare(exec_service *es, const exec_submission *sub, const dli
                         "--model-main \"%s\": expected a path relative to the model directory, "
                         "without \"..\"",
                         d->model_main);
-    if (d->model_dir && !sub->archive && !code_ready)
+    if (d->model_dir && !sub->archive && !sub->archive_path && !code_ready)
         return loom_err(LOOM_E_INVALID, "--model-dir given but the request carries no model "
                                         "directory (a tar in the 'file' part)");
     snprintf(r->code_dir, sizeof r->code_dir, "%s/_submitted_code", rec->result_dir);
@@ -495,9 +495,12 @@ loom_error *exec_prepare(exec_service *es, const exec_submission *sub, const dli
     tarball_limits bounds = {.max_bytes = es->limits.archive_max_bytes,
                              .max_entries = es->limits.archive_max_entries};
     pthread_mutex_unlock(&es->lock);
-    loom_error *e = sub->archive && !code_ready
-                        ? tarball_unpack_bounded(sub->archive, sub->archive_len, r->code_dir, &bounds)
-                                 : NULL;
+    loom_error *e = code_ready        ? NULL
+                    : sub->archive_path ? tarball_unpack_file_bounded(sub->archive_path, r->code_dir,
+                                                                      &bounds)
+                    : sub->archive ? tarball_unpack_bounded(sub->archive, sub->archive_len,
+                                                            r->code_dir, &bounds)
+                                   : NULL;
     if (e)
         return loom_err_wrap(e, "model directory");
     if (d->model_main) {
@@ -710,9 +713,11 @@ loom_error *exec_delete(exec_service *es, int64_t owner, const char *id)
                        r ? r->rec.state : rec.state);
     else if ((err = store_exec_delete(es->st, id)) != NULL)
         err = loom_err_recode(loom_err_wrap(err, "cannot delete exec \"%s\"", id), LOOM_E_INTERNAL);
-    else
-        remove_exec_dir(rec.result_dir);
     pthread_mutex_unlock(&es->lock);
+    /* Its folder goes outside the lock: a large one takes seconds, and the
+     * record is already gone, so nothing else reaches it. */
+    if (!err)
+        remove_exec_dir(rec.result_dir);
     return err;
 }
 
