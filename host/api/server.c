@@ -191,6 +191,9 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
         goto fail_with;
     }
 
+    if ((e = hpo_service_create(d->st, d->reg, d->execs, d->home, NULL, &d->hpo)) != NULL)
+        goto fail_with;
+
     http_route *routes = d->routes;
     size_t n = 0;
     for (size_t i = 0; i < sizeof core_routes / sizeof *core_routes; i++)
@@ -203,6 +206,8 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
         routes[n++] = loom_sched_routes[i];
     for (size_t i = 0; i < loom_exec_route_count; i++)
         routes[n++] = loom_exec_routes[i];
+    for (size_t i = 0; i < loom_hpo_route_count; i++)
+        routes[n++] = loom_hpo_routes[i];
     http_config cfg = {
         .address = opt->address ? opt->address : "127.0.0.1",
         .port = opt->port,
@@ -236,6 +241,7 @@ void loomd_stop(loomd *d)
     if (!d)
         return;
     http_server_stop(d->http);
+    hpo_service_destroy(d->hpo);
     exec_service_destroy(d->execs);
     job_sandbox_configure(NULL); /* its user lookup uses d->auth */
     sched_service_destroy(d->sched);

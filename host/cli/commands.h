@@ -11,6 +11,7 @@ int cmd_plugin(int argc, char **argv, const cli_globals *g);
 /* framework | algorithm | kernel | logger */
 int cmd_kind(const char *kind, int argc, char **argv, const cli_globals *g);
 int cmd_exec(int argc, char **argv, const cli_globals *g);
+int cmd_hpo(int argc, char **argv, const cli_globals *g);
 int cmd_login(int argc, char **argv, const cli_globals *g);
 int cmd_logout(int argc, char **argv, const cli_globals *g);
 int cmd_user(int argc, char **argv, const cli_globals *g);

@@ -25,6 +25,7 @@ struct plugin_proc {
     int nkept;
     char *reply;
     size_t reply_cap;
+    wire_reader rest; /* the last good reply after its message */
     unsigned in_row, total;
     int disabled;
     char last_error[512];
@@ -121,8 +122,10 @@ static enum outcome exchange(plugin_proc *p, const wire_buf *req, loom_error **e
     uint8_t status = wire_get_u8(&r);
     int32_t code = wire_get_i32(&r);
     const char *message = wire_get_str(&r);
-    if (status == 0 && !r.bad)
+    if (status == 0 && !r.bad) {
+        p->rest = r;
         return OK;
+    }
     *err = loom_err(code ? code : LOOM_E_INTERNAL, "%s",
                     message ? message : "(a malformed reply)");
     return PLUGIN_ERROR;
@@ -172,6 +175,7 @@ loom_error *plugin_proc_call(plugin_proc *p, const char *what, const wire_buf *r
         return loom_err(LOOM_E_UNAVAILABLE, "%s '%s' %s: disabled after %u failures in a row",
                         p->kind, p->name, what, p->in_row);
     loom_error *e = p->child.pid < 0 ? restart(p) : NULL;
+    p->rest = (wire_reader){.bad = 1};
     enum outcome how = e ? PROCESS_FAILED : exchange(p, request, &e);
     if (how == OK) {
         p->in_row = 0;
@@ -185,6 +189,8 @@ loom_error *plugin_proc_call(plugin_proc *p, const char *what, const wire_buf *r
         count_failure(p, loom_err_message(e));
     return e;
 }
+
+wire_reader plugin_proc_reply(const plugin_proc *p) { return p->rest; }
 
 unsigned plugin_proc_failures_in_row(const plugin_proc *p) { return p->in_row; }
 unsigned plugin_proc_failures_total(const plugin_proc *p) { return p->total; }

@@ -9,17 +9,21 @@
 
 #include "plugin/plugin_wire.h"
 #include "plugin/registry.h"
+#include "plugin/search_server.h"
 
 typedef struct server {
     int fd;
     registry *reg;
     loom_error *load_error; /* why there is no factory */
+    int kind;                        /* LOOM_KIND_LOGGER or LOOM_KIND_SEARCH */
     const loom_logger_factory *logger;
+    search_server *search;
     char acquired[LOOM_NAME_MAX];
     loom_logger_instance *inst;
     char *frame;
     size_t frame_cap;
     wire_buf reply;
+    wire_buf extra; /* a reply's payload after its message */
 } server;
 
 static int read_all(int fd, void *buf, size_t len)
@@ -52,8 +56,8 @@ static int write_all(int fd, const void *buf, size_t len)
     return 0;
 }
 
-/* The factory `name`, or the file's only logger when it was registered
- * under another name (`loom logger add --name`). */
+/* The factory `name`, or the file's only one of the kind when it was
+ * registered under another name (`loom logger add --name`). */
 static void load(server *s, const char *path, const char *name)
 {
     s->reg = registry_create();
@@ -61,20 +65,27 @@ static void load(server *s, const char *path, const char *name)
         s->load_error = loom_err(LOOM_E_INTERNAL, "out of memory");
         return;
     }
-    s->load_error = registry_load(s->reg, path, "user", NULL, LOOM_KIND_LOGGER, 0);
+    s->load_error = registry_load(s->reg, path, "user", NULL, s->kind, 0);
     if (s->load_error)
         return;
     registry_entry e;
-    if (registry_acquire(s->reg, LOOM_KIND_LOGGER, name, &e) != 0) {
+    if (registry_acquire(s->reg, s->kind, name, &e) != 0) {
         registry_entry all[2];
-        if (registry_list(s->reg, LOOM_KIND_LOGGER, all, 2) != 1 ||
-            registry_acquire(s->reg, LOOM_KIND_LOGGER, all[0].name, &e) != 0) {
-            s->load_error = loom_err(LOOM_E_NOT_FOUND, "%s provides no logger named '%s'", path, name);
+        if (registry_list(s->reg, s->kind, all, 2) != 1 ||
+            registry_acquire(s->reg, s->kind, all[0].name, &e) != 0) {
+            s->load_error = loom_err(LOOM_E_NOT_FOUND, "%s provides no %s named '%s'", path,
+                                     loom_kind_name(s->kind), name);
             return;
         }
     }
-    s->logger = e.factory;
     snprintf(s->acquired, sizeof s->acquired, "%s", e.name);
+    if (s->kind == LOOM_KIND_SEARCH) {
+        s->search = search_server_new(e.factory);
+        if (!s->search)
+            s->load_error = loom_err(LOOM_E_INTERNAL, "out of memory");
+    } else {
+        s->logger = e.factory;
+    }
 }
 
 static uint32_t get_metrics(wire_reader *r, loom_metric *m)
@@ -159,6 +170,8 @@ static int reply(server *s, loom_error *e)
     wire_put_i32(&s->reply, loom_err_code(e));
     wire_put_str(&s->reply, e ? loom_err_message(e) : "");
     loom_err_free(e);
+    if (s->extra.len > sizeof(uint32_t))
+        wire_put_raw(&s->reply, s->extra.data + sizeof(uint32_t), s->extra.len - sizeof(uint32_t));
     return wire_finish(&s->reply) == 0 && write_all(s->fd, s->reply.data, s->reply.len) == 0 ? 0 : -1;
 }
 
@@ -183,8 +196,11 @@ static int serve_one(server *s)
     uint8_t op = wire_get_u8(&r);
     if (s->load_error)
         return reply(s, loom_err(loom_err_code(s->load_error), "%s", loom_err_message(s->load_error)));
-    loom_error *e = logger_dispatch(s, op, &r);
+    wire_begin(&s->extra);
+    loom_error *e = s->search ? search_server_dispatch(s->search, op, &r, &s->extra)
+                              : logger_dispatch(s, op, &r);
     if (r.bad) {
+        wire_begin(&s->extra);
         loom_err_free(e);
         return reply(s, loom_err(LOOM_E_INTERNAL, "malformed request (operation %u)", op));
     }
@@ -194,20 +210,27 @@ static int serve_one(server *s)
 int plugin_server_run(int fd, const char *path, const char *name, const char *kind)
 {
     server s = {.fd = fd};
-    if (strcmp(kind, "logger") != 0)
-        s.load_error = loom_err(LOOM_E_UNSUPPORTED, "plugin-host serves loggers only, not '%s'", kind);
+    if (!strcmp(kind, "logger"))
+        s.kind = LOOM_KIND_LOGGER;
+    else if (!strcmp(kind, "search"))
+        s.kind = LOOM_KIND_SEARCH;
     else
+        s.load_error = loom_err(LOOM_E_UNSUPPORTED,
+                                "plugin-host serves loggers and search algorithms, not '%s'", kind);
+    if (!s.load_error)
         load(&s, path, name);
     int rc;
     while ((rc = serve_one(&s)) == 0)
         ;
     if (s.inst)
         s.logger->destroy(s.inst);
+    search_server_free(s.search);
     loom_err_free(s.load_error);
-    if (s.logger)
-        registry_release(s.reg, LOOM_KIND_LOGGER, s.acquired);
+    if (s.logger || s.search)
+        registry_release(s.reg, s.kind, s.acquired);
     registry_destroy(s.reg);
     wire_free(&s.reply);
+    wire_free(&s.extra);
     free(s.frame);
     close(fd);
     return rc == -1 ? 0 : 1;

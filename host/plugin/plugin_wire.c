@@ -50,6 +50,8 @@ void wire_put_str(wire_buf *b, const char *s)
         put(b, s, n + 1);
 }
 
+void wire_put_raw(wire_buf *b, const void *p, size_t n) { put(b, p, n); }
+
 int wire_finish(wire_buf *b)
 {
     if (b->failed || b->len < 4 || b->len - 4 > WIRE_MAX_FRAME)

@@ -22,7 +22,13 @@ typedef enum wire_op {
     WIRE_LOGGER_BEGIN = 2,
     WIRE_LOGGER_TRAIN = 3,
     WIRE_LOGGER_TEST = 4,
-    WIRE_LOGGER_END = 5
+    WIRE_LOGGER_END = 5,
+    /* A search instance (plugin/search_wire.h). */
+    WIRE_SEARCH_CREATE = 16,
+    WIRE_SEARCH_SUGGEST = 17,
+    WIRE_SEARCH_OBSERVE = 18,
+    WIRE_SEARCH_SAVE = 19,
+    WIRE_SEARCH_LOAD = 20
 } wire_op;
 
 /* A frame being built: the 4-byte length is reserved at the front and
@@ -41,6 +47,8 @@ void wire_put_i32(wire_buf *b, int32_t v);
 void wire_put_u64(wire_buf *b, uint64_t v);
 void wire_put_f64(wire_buf *b, double v);
 void wire_put_str(wire_buf *b, const char *s);
+/* Appends bytes as they are (another frame's payload). */
+void wire_put_raw(wire_buf *b, const void *p, size_t n);
 /* Writes the length; returns 0, or -1 when the frame could not be built
  * or is too large. */
 int wire_finish(wire_buf *b);

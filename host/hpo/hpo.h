@@ -1,0 +1,97 @@
+/*
+ * hpo/hpo.h - the tuning service (WMLA's hypersearch): a task's search
+ * algorithm proposes hyperparameters, each proposal runs as an exec of the
+ * task's model (config.json in its working directory), and the objective
+ * each reports in val_dict_list.json goes back to the algorithm. At most
+ * maxParalleJobNum experiments run at once; maxJobNum and maxRunTime end
+ * the task. The algorithm runs in a `loom plugin-host` child, never here.
+ * Everything is in the store: a host restart resumes a task by itself.
+ */
+#ifndef LOOM_HPO_HPO_H
+#define LOOM_HPO_HPO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "exec/exec.h"
+#include "hpo/hpo_store.h"
+#include "plugin/registry.h"
+#include "store/store.h"
+#include "util/error.h"
+
+typedef struct hpo_service hpo_service;
+
+typedef struct hpo_options {
+    unsigned plugin_deadline_ms; /* per search call; 0: 5000 */
+    unsigned tick_ms;            /* how often running experiments are looked at; 0: 20 */
+} hpo_options;
+
+/* Loads the stored tasks and resumes the unfinished ones. `home` holds
+ * hpo/NAME/ (the model directory and the plugin's output). */
+loom_error *hpo_service_create(store *st, registry *reg, exec_service *es, const char *home,
+                               const hpo_options *opt, hpo_service **out);
+/* Stops the loop; running experiments are left to the exec service (a
+ * restart finds them). */
+void hpo_service_destroy(hpo_service *svc);
+
+typedef struct hpo_submission {
+    const char *user;
+    const char *task_json;  /* WMLA's task (hpo/wmla_task.h) */
+    size_t task_len;
+    const void *archive;    /* the model directory, a (gzip'd) tar */
+    size_t archive_len;
+} hpo_submission;
+
+/* Checks and stores a task; its name goes to `name`. LOOM_E_INVALID for
+ * the field at fault (an unknown algorithm included), LOOM_E_CONFLICT
+ * for a name in use. */
+loom_error *hpo_submit(hpo_service *svc, const hpo_submission *sub, char *name, size_t namelen);
+/* `owner` NULL: an administrator's view. Another user's task is
+ * LOOM_E_NOT_FOUND; the wrong state LOOM_E_CONFLICT. */
+loom_error *hpo_stop(hpo_service *svc, const char *owner, const char *name);
+/* A STOPPED or FAILED task carries on from its saved state. */
+loom_error *hpo_restart(hpo_service *svc, const char *owner, const char *name);
+loom_error *hpo_delete(hpo_service *svc, const char *owner, const char *name);
+/* Deletes `owner`'s ended tasks (STOPPED FINISHED FAILED); *count says how many. */
+loom_error *hpo_delete_ended(hpo_service *svc, const char *owner, unsigned *count);
+
+typedef struct hpo_value_view {
+    char name[128];
+    char type[8];      /* DOUBLE INT STR */
+    char text[128];    /* WMLA's fixedVal */
+} hpo_value_view;
+
+typedef struct hpo_exp_view {
+    hpo_exp_rec rec;
+    hpo_value_view *values;
+    uint32_t nvalues;
+} hpo_exp_view;
+
+typedef struct hpo_task_view {
+    hpo_task_rec rec;
+    char algorithm[64];
+    char objective_metric[64];
+    int maximize;
+    uint32_t planned;     /* maxJobNum, or the explicit experiments; 0: open */
+    uint32_t running, complete, failed;
+    int64_t duration_ms;
+    hpo_exp_view *exps;
+    size_t nexps;
+    int best;             /* index into exps, -1 when none reported the objective */
+} hpo_task_view;
+
+loom_error *hpo_describe(hpo_service *svc, const char *owner, const char *name, hpo_task_view *out);
+void hpo_task_view_free(hpo_task_view *v);
+/* The tasks `owner` may see (NULL: all), oldest first, without experiments. */
+loom_error *hpo_list(hpo_service *svc, const char *owner, hpo_task_rec **out, size_t *count);
+void hpo_task_recs_free(hpo_task_rec *t, size_t count);
+
+/* WMLA's built-in algorithm names and the search plugins they run. */
+typedef struct hpo_builtin_algorithm {
+    const char *wmla_name; /* "Tpe" */
+    const char *plugin;    /* "tpe" */
+} hpo_builtin_algorithm;
+extern const hpo_builtin_algorithm hpo_builtin_algorithms[];
+extern const size_t hpo_builtin_algorithm_count;
+
+#endif
