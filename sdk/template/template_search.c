@@ -11,6 +11,7 @@
  * instance copies the parameters it keeps. save_state and load_state let a
  * tuning task survive a host restart.
  */
+#define _POSIX_C_SOURCE 200809L /* strdup */
 #include <loom/loom.h>
 
 #include <math.h>
