@@ -26,7 +26,7 @@ static void submit(void *ctx, const http_request *req, http_response *res)
     }
     hpo_submission sub = {.user = req->user, .task_json = data->data, .task_len = data->len,
                           .archive = file ? file->data : NULL, .archive_len = file ? file->len : 0};
-    char name[HPO_NAME_MAX];
+    char name[128];
     loom_error *e = hpo_submit(d->hpo, &sub, name, sizeof name);
     if (e)
         api_reply_error(res, e);
