@@ -1,5 +1,6 @@
 /* hpo/hpo.c - see hpo.h: the service's calls and its loop thread (one pass
  * per task: hpo_loop.c). */
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -195,6 +196,26 @@ void hpo_service_destroy(hpo_service *svc)
 
 /* ---- calls ----------------------------------------------------------------- */
 
+/* 1 when `dir` holds one entry, a directory (its name to `name`). */
+static int single_subdir(const char *dir, char *name, size_t len)
+{
+    DIR *d = opendir(dir);
+    int n = 0, is_dir = 0;
+    struct dirent *ent;
+    while (d && (ent = readdir(d)) != NULL) {
+        if (!strcmp(ent->d_name, ".") || !strcmp(ent->d_name, ".."))
+            continue;
+        n++;
+        char path[PATH_MAX + NAME_MAX + 2];
+        snprintf(path, sizeof path, "%s/%s", dir, ent->d_name);
+        is_dir = fs_is_dir(path);
+        snprintf(name, len, "%s", ent->d_name);
+    }
+    if (d)
+        closedir(d);
+    return n == 1 && is_dir;
+}
+
 /* The model directory, unpacked once; a native model's edt.json is kept
  * as the template its "$name" strings are filled from. */
 static loom_error *prepare_dir(const char *dir, const void *archive, size_t len)
@@ -206,6 +227,17 @@ static loom_error *prepare_dir(const char *dir, const void *archive, size_t len)
     loom_error *e = tarball_unpack(archive, len, model, MODEL_MAX_BYTES);
     if (e)
         return loom_err_wrap(e, "file (the model directory)");
+    /* WMLA's clients send the model folder itself (one top-level folder);
+     * loom's CLI sends its contents. Both become the model directory. */
+    char only[NAME_MAX + 1];
+    if (single_subdir(model, only, sizeof only)) {
+        char tmp[PATH_MAX + 16], inner[PATH_MAX + 16 + NAME_MAX];
+        snprintf(tmp, sizeof tmp, "%s/model.top", dir);
+        snprintf(inner, sizeof inner, "%s/%s", tmp, only);
+        if (rename(model, tmp) != 0 || rename(inner, model) != 0)
+            return loom_err(LOOM_E_INTERNAL, "cannot move %s up: %s", only, strerror(errno));
+        fs_rm_rf(tmp);
+    }
     snprintf(path, sizeof path, "%s/edt.json", model);
     if (fs_is_file(path)) {
         char tmpl[PATH_MAX + 64];

@@ -1,0 +1,144 @@
+#!/bin/bash
+# Tuning tasks end to end: WMLA's task JSON over REST and `loom hpo`, each
+# experiment an exec of a command-style model that reads config.json and
+# writes val_dict_list.json; bad input; an objective nobody reports; all
+# experiments failing; search plugins that crash, hang or leave the space;
+# the host killed mid-task.
+# Usage: test_hpo.sh LOOM TEST_PLUGIN_DIR SOURCE_DIR BUILD_DIR
+LOOM=$1
+TP=$2
+. "$3/tests/integration/lib.sh"
+
+start_host
+MODEL="$WORK/model"
+mkdir -p "$MODEL"
+# loss = (x - 0.3)^2 + (y - 2)^2, from config.json; SLEEP seconds first.
+cat > "$MODEL/train.sh" <<'SH'
+#!/bin/sh
+x=$(sed -n 's/.*"x":[[:space:]]*\([-0-9.eE+]*\).*/\1/p' config.json)
+y=$(sed -n 's/.*"y":[[:space:]]*\([-0-9.eE+]*\).*/\1/p' config.json)
+[ -f sleep ] && sleep "$(cat sleep)"
+[ -f fail ] && { echo "failing on purpose" >&2; exit 3; }
+metric=loss; [ -f metric ] && metric=$(cat metric)
+awk -v x="$x" -v y="$y" -v m="$metric" -v out="$RESULT_DIR/val_dict_list.json" \
+    'BEGIN { printf "[{\"step\": 1, \"%s\": %.6f, \"accuracy\": 0.5}]\n", m, (x-0.3)^2 + (y-2)^2 > out }'
+SH
+chmod +x "$MODEL/train.sh"
+
+task() { # task NAME ALGORITHM MAXJOBS PARALLEL [extra algoDef fields]
+    cat <<JSON
+{"hpoName": "$1", "modelSpec": {"args": "--exec-start command --model-dir model --model-main train.sh"},
+ "algoDef": {"algorithm": "$2", "maxJobNum": $3, "maxParalleJobNum": $4, "objectiveMetric": "loss",
+             "objective": "minimize", "algoParams": [{"name": "RandomSeed", "value": "5"}]${5:-}},
+ "hyperParams": [{"name": "x", "type": "Range", "dataType": "DOUBLE", "minDbVal": 0, "maxDbVal": 1},
+                 {"name": "y", "type": "Discrete", "dataType": "INT", "discreteIntVal": [1, 2, 3]}]}
+JSON
+}
+
+wait_state() { # wait_state NAME STATE...: polls until the task reaches one
+    local name=$1 s; shift
+    for _ in $(seq 1 300); do
+        s=$(http GET "/platform/rest/deeplearning/v1/hypersearch/$name" | sed -n 's/.*"state":"\([A-Z]*\)","message".*/\1/p')
+        for want in "$@"; do [ "$s" = "$want" ] && { echo "$s"; return; }; done
+        sleep 0.1
+    done
+    echo "$s"
+}
+view() { http GET "/platform/rest/deeplearning/v1/hypersearch/$1" | cut -d' ' -f2-; }
+
+# ---- a task over REST in WMLA's shapes -----------------------------------
+tar -C "$WORK" -czf "$WORK/model.tgz" model
+task rest1 Random 6 2 > "$WORK/rest1.json"
+r=$(http POST /platform/rest/deeplearning/v1/hypersearch -F "data=<$WORK/rest1.json" -F "file=@$WORK/model.tgz")
+expect_eq "POST /hypersearch replies the name as a JSON string" "$r" '200 "rest1"'
+expect_eq "rest1 finishes" "$(wait_state rest1 FINISHED FAILED)" FINISHED
+v=$(view rest1)
+expect_contains "progress" "$v" '"progress":"6/6"'
+expect_contains "complete" "$v" '"complete":6'
+expect_contains "hyperParams as fixedVal" "$v" '{"name":"y","dataType":"INT","fixedVal":"'
+expect_contains "best" "$v" '"best":{"id":'
+app=$(printf '%s' "$v" | sed -n 's/.*"experiments":\[{"id":1,"appId":"\([^"]*\)".*/\1/p')
+expect_contains "experiments[].appId is an exec" "$(http GET "/platform/rest/deeplearning/v1/execs/$app")" '"state":"FINISHED"'
+cfg=$(cat "$LOOM_HOME/execs/$app/_submitted_code/config.json")
+expect_contains "config.json holds the values" "$cfg" '"x":'
+best=$(printf '%s' "$v" | sed -n 's/.*"best":{[^}]*"metricVal":\([-0-9.e]*\).*/\1/p')
+min=$(printf '%s' "$v" | grep -o '"metricVal":[-0-9.e]*' | cut -d: -f2 | sort -g | head -1)
+expect_eq "best is the smallest loss" "$best" "$min"
+expect_contains "list items" "$(http GET /platform/rest/deeplearning/v1/hypersearch)" '{"hpoName":"rest1","state":"FINISHED"'
+expect_contains "algorithm list" "$(http GET '/platform/rest/deeplearning/v1/hypersearch/algorithm?type=BUILD_IN')" '{"name":"Random","type":"BUILD_IN"'
+expect_eq "a name in use" "$(http POST /platform/rest/deeplearning/v1/hypersearch -F "data=<$WORK/rest1.json" -F "file=@$WORK/model.tgz" | cut -c1-3)" 409
+
+# ---- the CLI -------------------------------------------------------------
+task cli1 Random 3 3 > "$WORK/cli1.json"
+expect_ok "loom hpo submit" "$LOOM" hpo submit "$WORK/cli1.json" --model-dir "$MODEL"
+expect_eq "cli1 finishes" "$(wait_state cli1 FINISHED FAILED)" FINISHED
+expect_ok "loom hpo best" "$LOOM" hpo best cli1
+expect_contains "best names the values" "$(cat "$WORK/out")" "x="
+expect_ok "loom hpo view" "$LOOM" hpo view cli1
+expect_ok "loom hpo delete" "$LOOM" hpo delete cli1
+expect_contains "deleted" "$(http GET /platform/rest/deeplearning/v1/hypersearch/cli1)" "404"
+
+# ---- bad input -----------------------------------------------------------
+bad() { # bad WHAT JSON EXPECTED-TEXT
+    printf '%s' "$2" > "$WORK/bad.json"
+    local r
+    r=$(http POST /platform/rest/deeplearning/v1/hypersearch -F "data=<$WORK/bad.json" -F "file=@$WORK/model.tgz")
+    expect_contains "$1: 400" "$r" "400 "
+    expect_contains "$1: names it" "$r" "$3"
+}
+bad "unknown algorithm" "$(task b1 Simulated 2 1)" 'no search algorithm named \"Simulated\"'
+bad "minDbVal > maxDbVal" "$(task b2 Random 2 1 | sed 's/"maxDbVal": 1/"maxDbVal": -1/')" "minDbVal 0 > maxDbVal -1"
+bad "empty discrete" "$(task b3 Random 2 1 | sed 's/\[1, 2, 3\]/[]/')" "non-empty array discreteIntVal"
+bad "non-string algoParams" "$(task b4 Random 2 1 | sed 's/"value": "5"/"value": 5/')" "must be a string"
+
+# ---- an objective nobody reports; experiments that all fail ---------------
+echo val_loss > "$MODEL/metric"
+tar -C "$WORK" -czf "$WORK/model-metric.tgz" model
+rm "$MODEL/metric"
+task nometric Random 2 2 > "$WORK/nm.json"
+http POST /platform/rest/deeplearning/v1/hypersearch -F "data=<$WORK/nm.json" -F "file=@$WORK/model-metric.tgz" >/dev/null
+expect_eq "no objective: FAILED" "$(wait_state nometric FAILED FINISHED)" FAILED
+expect_contains "the reason" "$(view nometric)" "no experiment reported the objective metric 'loss'"
+touch "$MODEL/fail"
+tar -C "$WORK" -czf "$WORK/model-fail.tgz" model
+rm "$MODEL/fail"
+task allfail Random 3 1 > "$WORK/af.json"
+http POST /platform/rest/deeplearning/v1/hypersearch -F "data=<$WORK/af.json" -F "file=@$WORK/model-fail.tgz" >/dev/null
+expect_eq "all fail: FAILED" "$(wait_state allfail FAILED FINISHED)" FAILED
+expect_contains "the reason" "$(view allfail)" "all 3 experiment(s) failed"
+
+# ---- search plugins that misbehave ----------------------------------------
+for m in crash hang outside; do
+    expect_ok "algorithm add ${m}_search" "$LOOM" algorithm add "$TP/${m}_search.so"
+    task "bad-$m" "${m}_search" 3 1 > "$WORK/$m.json"
+    http POST /platform/rest/deeplearning/v1/hypersearch -F "data=<$WORK/$m.json" -F "file=@$WORK/model.tgz" >/dev/null
+    expect_eq "$m: FAILED" "$(wait_state "bad-$m" FAILED FINISHED)" FAILED
+    expect_contains "$m: names the plugin" "$(view "bad-$m")" "search '${m}_search'"
+done
+expect_contains "hang: the deadline" "$(view bad-hang)" "no answer within"
+expect_contains "outside: the value" "$(view bad-outside)" "outside"
+expect_contains "the host stays up" "$(http GET /loom/v1/health)" "200"
+
+# ---- the host killed mid-task ---------------------------------------------
+echo 1 > "$MODEL/sleep"
+tar -C "$WORK" -czf "$WORK/model-slow.tgz" model
+rm "$MODEL/sleep"
+task slow Random 4 1 > "$WORK/slow.json"
+http POST /platform/rest/deeplearning/v1/hypersearch -F "data=<$WORK/slow.json" -F "file=@$WORK/model-slow.tgz" >/dev/null
+for _ in $(seq 1 100); do
+    view slow | grep -q '"id":2,"appId":"[^"]*","state":"RUNNING"' && break
+    sleep 0.1
+done
+first=$(view slow | sed -n 's/.*"experiments":\[{"id":1,"appId":"\([^"]*\)","state":"FINISHED".*/\1/p')
+expect_contains "experiment 1 finished before the kill" "$first" "admin-"
+stop_host KILL
+start_host
+expect_eq "slow resumes and finishes" "$(wait_state slow FINISHED FAILED)" FINISHED
+v=$(view slow)
+expect_contains "experiment 1 not re-run" "$v" "{\"id\":1,\"appId\":\"$first\",\"state\":\"FINISHED\""
+expect_contains "the interrupted one ran again" "$v" "interrupted by a host restart"
+expect_eq "4 experiments, each once" "$(printf '%s' "$v" | grep -o '"id":[0-9]*,"appId"' | sort -u | wc -l)" 4
+expect_contains "progress" "$v" '"progress":"4/4"'
+
+stop_host
+finish
