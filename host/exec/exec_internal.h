@@ -33,11 +33,18 @@ typedef struct launch_plan {
     int count;
 } launch_plan;
 
+/* The most devices one exec is given. */
+#define EXEC_MAX_DEVICES 4096
+
 typedef struct running_exec {
     struct running_exec *next;
     store_exec rec;
     char framework[LOOM_NAME_MAX];
     int pending;      /* waiting for devices */
+    /* The device indices the exec was last given (a trainer is resized only
+     * when its ready grant differs). */
+    int32_t given[EXEC_MAX_DEVICES];
+    int ngiven;
     int devices;      /* a fixed exec's need; an elastic one's maximum */
     int elastic;
     /* launch style */

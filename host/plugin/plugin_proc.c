@@ -25,7 +25,7 @@ struct plugin_proc {
     int nkept;
     char *reply;
     size_t reply_cap;
-    wire_reader rest; /* the last good reply after its message */
+    size_t payload_at, payload_len; /* the last good reply's payload */
     unsigned in_row, total;
     int disabled;
     char last_error[512];
@@ -123,7 +123,8 @@ static enum outcome exchange(plugin_proc *p, const wire_buf *req, loom_error **e
     int32_t code = wire_get_i32(&r);
     const char *message = wire_get_str(&r);
     if (status == 0 && !r.bad) {
-        p->rest = r;
+        p->payload_at = len - r.left;
+        p->payload_len = r.left;
         return OK;
     }
     *err = loom_err(code ? code : LOOM_E_INTERNAL, "%s",
@@ -174,8 +175,8 @@ loom_error *plugin_proc_call(plugin_proc *p, const char *what, const wire_buf *r
     if (p->disabled)
         return loom_err(LOOM_E_UNAVAILABLE, "%s '%s' %s: disabled after %u failures in a row",
                         p->kind, p->name, what, p->in_row);
+    p->payload_len = 0;
     loom_error *e = p->child.pid < 0 ? restart(p) : NULL;
-    p->rest = (wire_reader){.bad = 1};
     enum outcome how = e ? PROCESS_FAILED : exchange(p, request, &e);
     if (how == OK) {
         p->in_row = 0;
@@ -190,7 +191,10 @@ loom_error *plugin_proc_call(plugin_proc *p, const char *what, const wire_buf *r
     return e;
 }
 
-wire_reader plugin_proc_reply(const plugin_proc *p) { return p->rest; }
+wire_reader plugin_proc_reply(const plugin_proc *p)
+{
+    return (wire_reader){.p = p->reply ? p->reply + p->payload_at : NULL, .left = p->payload_len};
+}
 
 unsigned plugin_proc_failures_in_row(const plugin_proc *p) { return p->in_row; }
 unsigned plugin_proc_failures_total(const plugin_proc *p) { return p->total; }

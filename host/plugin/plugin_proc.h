@@ -23,7 +23,7 @@ typedef struct plugin_proc_spec {
     const char *binary;      /* the loom binary, which has `plugin-host` */
     const char *plugin_path; /* the .so or .lua file */
     const char *name;        /* the registered name of the factory */
-    const char *kind;        /* "logger" or "search" */
+    const char *kind;        /* "logger", "framework" (launch plans) or "search" */
     const char *output;      /* the child's stdout and stderr (appended); NULL: the host's */
     unsigned deadline_ms;    /* per call, the kill comes a little later; 0 = default */
     uint64_t memory_bytes;   /* the child's address space; 0 = default (1 GiB) */
@@ -44,9 +44,8 @@ void plugin_proc_free(plugin_proc *p);
  * and replayed, in order, into every new child. */
 loom_error *plugin_proc_call(plugin_proc *p, const char *what, const wire_buf *request, int keep);
 
-/* The last successful call's reply past its status and message (what a
- * search call returns); valid until the next call. `bad` set when the
- * last call failed. */
+/* What the last successful call's reply carried after its status: a
+ * reader over it, valid until the next call (empty after a failure). */
 wire_reader plugin_proc_reply(const plugin_proc *p);
 
 /* Failures so far: in a row, in all, and the last message (or ""). */

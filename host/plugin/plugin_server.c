@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "plugin/launch_remote.h"
 #include "plugin/plugin_wire.h"
 #include "plugin/registry.h"
 #include "plugin/search_server.h"
@@ -15,15 +16,16 @@ typedef struct server {
     int fd;
     registry *reg;
     loom_error *load_error; /* why there is no factory */
-    int kind;                        /* LOOM_KIND_LOGGER or LOOM_KIND_SEARCH */
+    int kind;               /* LOOM_KIND_LOGGER, LOOM_KIND_FRAMEWORK or LOOM_KIND_SEARCH */
     const loom_logger_factory *logger;
+    const loom_framework_factory *framework;
     search_server *search;
+    wire_buf payload;       /* what a reply carries after its status */
     char acquired[LOOM_NAME_MAX];
     loom_logger_instance *inst;
     char *frame;
     size_t frame_cap;
     wire_buf reply;
-    wire_buf extra; /* a reply's payload after its message */
 } server;
 
 static int read_all(int fd, void *buf, size_t len)
@@ -78,14 +80,13 @@ static void load(server *s, const char *path, const char *name)
             return;
         }
     }
-    snprintf(s->acquired, sizeof s->acquired, "%s", e.name);
-    if (s->kind == LOOM_KIND_SEARCH) {
-        s->search = search_server_new(e.factory);
-        if (!s->search)
-            s->load_error = loom_err(LOOM_E_INTERNAL, "out of memory");
-    } else {
+    if (s->kind == LOOM_KIND_LOGGER)
         s->logger = e.factory;
-    }
+    else if (s->kind == LOOM_KIND_FRAMEWORK)
+        s->framework = e.factory;
+    else if (!(s->search = search_server_new(e.factory)))
+        s->load_error = loom_err(LOOM_E_INTERNAL, "out of memory");
+    snprintf(s->acquired, sizeof s->acquired, "%s", e.name);
 }
 
 static uint32_t get_metrics(wire_reader *r, loom_metric *m)
@@ -169,9 +170,9 @@ static int reply(server *s, loom_error *e)
     wire_put_u8(&s->reply, e ? 1 : 0);
     wire_put_i32(&s->reply, loom_err_code(e));
     wire_put_str(&s->reply, e ? loom_err_message(e) : "");
+    if (!e)
+        wire_put_bytes(&s->reply, s->payload.data, s->payload.len);
     loom_err_free(e);
-    if (s->extra.len > sizeof(uint32_t))
-        wire_put_raw(&s->reply, s->extra.data + sizeof(uint32_t), s->extra.len - sizeof(uint32_t));
     return wire_finish(&s->reply) == 0 && write_all(s->fd, s->reply.data, s->reply.len) == 0 ? 0 : -1;
 }
 
@@ -196,11 +197,21 @@ static int serve_one(server *s)
     uint8_t op = wire_get_u8(&r);
     if (s->load_error)
         return reply(s, loom_err(loom_err_code(s->load_error), "%s", loom_err_message(s->load_error)));
-    wire_begin(&s->extra);
-    loom_error *e = s->search ? search_server_dispatch(s->search, op, &r, &s->extra)
-                              : logger_dispatch(s, op, &r);
+    loom_error *e;
+    if (s->kind == LOOM_KIND_FRAMEWORK) {
+        s->payload.len = 0;
+        s->payload.failed = 0;
+        e = op == WIRE_LAUNCH_PLAN ? launch_plan_serve(s->framework, &r, &s->payload) : NULL;
+        r.bad |= op != WIRE_LAUNCH_PLAN || s->payload.failed;
+    } else if (s->kind == LOOM_KIND_SEARCH) {
+        s->payload.len = 0;
+        s->payload.failed = 0;
+        e = search_server_dispatch(s->search, op, &r, &s->payload);
+        r.bad |= s->payload.failed;
+    } else {
+        e = logger_dispatch(s, op, &r);
+    }
     if (r.bad) {
-        wire_begin(&s->extra);
         loom_err_free(e);
         return reply(s, loom_err(LOOM_E_INTERNAL, "malformed request (operation %u)", op));
     }
@@ -210,27 +221,28 @@ static int serve_one(server *s)
 int plugin_server_run(int fd, const char *path, const char *name, const char *kind)
 {
     server s = {.fd = fd};
-    if (!strcmp(kind, "logger"))
-        s.kind = LOOM_KIND_LOGGER;
-    else if (!strcmp(kind, "search"))
-        s.kind = LOOM_KIND_SEARCH;
-    else
-        s.load_error = loom_err(LOOM_E_UNSUPPORTED,
-                                "plugin-host serves loggers and search algorithms, not '%s'", kind);
-    if (!s.load_error)
+    if (!strcmp(kind, "logger") || !strcmp(kind, "framework") || !strcmp(kind, "search")) {
+        s.kind = !strcmp(kind, "logger")      ? LOOM_KIND_LOGGER
+                 : !strcmp(kind, "framework") ? LOOM_KIND_FRAMEWORK
+                                              : LOOM_KIND_SEARCH;
         load(&s, path, name);
+    } else {
+        s.load_error = loom_err(LOOM_E_UNSUPPORTED,
+                                "plugin-host serves loggers, frameworks and search algorithms, "
+                                "not '%s'", kind);
+    }
     int rc;
     while ((rc = serve_one(&s)) == 0)
         ;
     if (s.inst)
         s.logger->destroy(s.inst);
-    search_server_free(s.search);
     loom_err_free(s.load_error);
-    if (s.logger || s.search)
+    search_server_free(s.search);
+    if (s.logger || s.framework || s.search)
         registry_release(s.reg, s.kind, s.acquired);
+    wire_free(&s.payload);
     registry_destroy(s.reg);
     wire_free(&s.reply);
-    wire_free(&s.extra);
     free(s.frame);
     close(fd);
     return rc == -1 ? 0 : 1;

@@ -32,6 +32,7 @@ void wire_begin(wire_buf *b)
     put(b, &zero, sizeof zero);
 }
 
+void wire_put_bytes(wire_buf *b, const void *p, size_t n) { put(b, p, n); }
 void wire_put_u8(wire_buf *b, uint8_t v) { put(b, &v, sizeof v); }
 void wire_put_u32(wire_buf *b, uint32_t v) { put(b, &v, sizeof v); }
 void wire_put_i32(wire_buf *b, int32_t v) { put(b, &v, sizeof v); }
@@ -49,8 +50,6 @@ void wire_put_str(wire_buf *b, const char *s)
     if (s)
         put(b, s, n + 1);
 }
-
-void wire_put_raw(wire_buf *b, const void *p, size_t n) { put(b, p, n); }
 
 int wire_finish(wire_buf *b)
 {

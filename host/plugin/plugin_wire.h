@@ -28,7 +28,9 @@ typedef enum wire_op {
     WIRE_SEARCH_SUGGEST = 17,
     WIRE_SEARCH_OBSERVE = 18,
     WIRE_SEARCH_SAVE = 19,
-    WIRE_SEARCH_LOAD = 20
+    WIRE_SEARCH_LOAD = 20,
+    /* A launch-style framework's plan_launch; the reply carries the plan. */
+    WIRE_LAUNCH_PLAN = 32
 } wire_op;
 
 /* A frame being built: the 4-byte length is reserved at the front and
@@ -41,14 +43,14 @@ typedef struct wire_buf {
 } wire_buf;
 
 void wire_begin(wire_buf *b);
+/* Raw bytes, e.g. a payload built in another wire_buf. */
+void wire_put_bytes(wire_buf *b, const void *p, size_t n);
 void wire_put_u8(wire_buf *b, uint8_t v);
 void wire_put_u32(wire_buf *b, uint32_t v);
 void wire_put_i32(wire_buf *b, int32_t v);
 void wire_put_u64(wire_buf *b, uint64_t v);
 void wire_put_f64(wire_buf *b, double v);
 void wire_put_str(wire_buf *b, const char *s);
-/* Appends bytes as they are (another frame's payload). */
-void wire_put_raw(wire_buf *b, const void *p, size_t n);
 /* Writes the length; returns 0, or -1 when the frame could not be built
  * or is too large. */
 int wire_finish(wire_buf *b);

@@ -17,7 +17,8 @@ typedef struct search_server search_server;
 search_server *search_server_new(const loom_search_factory *factory);
 void search_server_free(search_server *s);
 /* Runs one request; its reply payload (after status, code and message)
- * goes to `extra` (begun by the caller). r->bad afterwards: malformed. */
+ * is appended to `extra` (emptied by the caller). r->bad afterwards:
+ * malformed. */
 loom_error *search_server_dispatch(search_server *s, uint8_t op, wire_reader *r, wire_buf *extra);
 
 #endif
