@@ -68,6 +68,40 @@ expect_contains "list items" "$(http GET /platform/rest/deeplearning/v1/hypersea
 expect_contains "algorithm list" "$(http GET '/platform/rest/deeplearning/v1/hypersearch/algorithm?type=BUILD_IN')" '{"name":"Random","type":"BUILD_IN"'
 expect_eq "a name in use" "$(http POST /platform/rest/deeplearning/v1/hypersearch -F "data=<$WORK/rest1.json" -F "file=@$WORK/model.tgz" | cut -c1-3)" 409
 
+# ---- every built-in algorithm, and a Lua one registered by a user ---------
+for a in Tpe Bayesian; do
+    task "algo-$a" "$a" 4 2 > "$WORK/a.json"
+    http POST /platform/rest/deeplearning/v1/hypersearch -F "data=<$WORK/a.json" -F "file=@$WORK/model.tgz" >/dev/null
+    expect_eq "$a finishes" "$(wait_state "algo-$a" FINISHED FAILED)" FINISHED
+    expect_contains "$a: 4 experiments" "$(view "algo-$a")" '"progress":"4/4"'
+done
+task algo-hb Hyperband 0 2 ', "algoParams": [{"name": "ResourceName", "value": "epochs"}, {"name": "ResourceValue", "value": "3"}, {"name": "eta", "value": "3"}]' \
+    | sed 's/"algoParams": \[{"name": "RandomSeed", "value": "5"}\], //; s/"maxJobNum": 0, //' > "$WORK/hb.json"
+http POST /platform/rest/deeplearning/v1/hypersearch -F "data=<$WORK/hb.json" -F "file=@$WORK/model.tgz" >/dev/null
+expect_eq "Hyperband finishes" "$(wait_state algo-hb FINISHED FAILED)" FINISHED
+v=$(view algo-hb)
+expect_contains "Hyperband: budgets" "$v" '"budget":'
+app=$(printf '%s' "$v" | sed -n 's/.*"experiments":\[{"id":1,"appId":"\([^"]*\)".*/\1/p')
+expect_contains "the budget in config.json under ResourceName" "$(cat "$LOOM_HOME/execs/$app/_submitted_code/config.json")" '"epochs":'
+cat > "$WORK/grid.json" <<'JSON'
+{"hpoName": "grid1", "modelSpec": {"args": "--exec-start command --model-dir model --model-main train.sh"},
+ "algoDef": {"algorithm": "ExperimentGridSearch", "maxParalleJobNum": 2, "objectiveMetric": "loss", "objective": "minimize"},
+ "experiments": [
+   {"id": 1, "hyperParams": [{"name": "x", "dataType": "DOUBLE", "fixedVal": "0.3"}, {"name": "y", "dataType": "INT", "fixedVal": "2"}]},
+   {"id": 2, "hyperParams": [{"name": "x", "dataType": "DOUBLE", "fixedVal": "0.5"}, {"name": "y", "dataType": "INT", "fixedVal": "2"}]},
+   {"id": 3, "hyperParams": [{"name": "x", "dataType": "DOUBLE", "fixedVal": "0.3"}, {"name": "y", "dataType": "INT", "fixedVal": "3"}]}]}
+JSON
+http POST /platform/rest/deeplearning/v1/hypersearch -F "data=<$WORK/grid.json" -F "file=@$WORK/model.tgz" >/dev/null
+expect_eq "grid finishes" "$(wait_state grid1 FINISHED FAILED)" FINISHED
+v=$(view grid1)
+expect_contains "grid: the 3 experiments" "$v" '"progress":"3/3"'
+expect_contains "grid: the best is x=0.3 y=2" "$v" '"best":{"id":1,'
+expect_ok "algorithm add (Lua)" "$LOOM" algorithm add "$3/algorithms/examples/lua_search/coordinate_search.lua"
+task lua1 example_coordinate 3 1 > "$WORK/lua.json"
+http POST /platform/rest/deeplearning/v1/hypersearch -F "data=<$WORK/lua.json" -F "file=@$WORK/model.tgz" >/dev/null
+expect_eq "a user's Lua algorithm by name" "$(wait_state lua1 FINISHED FAILED)" FINISHED
+expect_contains "listed as PLUGIN" "$(http GET '/platform/rest/deeplearning/v1/hypersearch/algorithm?type=PLUGIN')" '{"name":"example_coordinate","type":"PLUGIN"}'
+
 # ---- the CLI -------------------------------------------------------------
 task cli1 Random 3 3 > "$WORK/cli1.json"
 expect_ok "loom hpo submit" "$LOOM" hpo submit "$WORK/cli1.json" --model-dir "$MODEL"
