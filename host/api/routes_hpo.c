@@ -179,11 +179,22 @@ static cJSON *algorithm_json(const char *name, const char *type, const char *plu
 }
 
 /* WMLA's built-in names (when their plugin is loaded), then the user's
- * search plugins. */
+ * search plugins and installed Python optimizers. */
 static void algorithm_list(void *ctx, const http_request *req, http_response *res)
 {
     loomd *d = ctx;
     const char *type = http_query(req, "type");
+    if (type && strcmp(type, "BUILD_IN") && strcmp(type, "PLUGIN")) {
+        api_error(res, LOOM_E_INVALID, "type: expected BUILD_IN or PLUGIN");
+        return;
+    }
+    hpo_algorithm_rec *py = NULL;
+    size_t npy = 0;
+    loom_error *e = hpo_algorithm_list(d->hpo, &py, &npy);
+    if (e) {
+        api_reply_error(res, e);
+        return;
+    }
     cJSON *a = cJSON_CreateArray();
     registry_entry all[128];
     size_t n = registry_list(d->reg, LOOM_KIND_SEARCH, all, 128);
@@ -197,6 +208,9 @@ static void algorithm_list(void *ctx, const http_request *req, http_response *re
     for (size_t k = 0; k < n && (!type || !strcmp(type, "PLUGIN")); k++)
         if (all[k].loaded && !strcmp(all[k].origin, "user"))
             cJSON_AddItemToArray(a, algorithm_json(all[k].name, "PLUGIN", NULL));
+    for (size_t k = 0; k < npy && (!type || !strcmp(type, "PLUGIN")); k++)
+        cJSON_AddItemToArray(a, algorithm_json(py[k].name, "PLUGIN", "python_optimizer"));
+    free(py);
     http_reply_json(res, 200, a);
 }
 
@@ -204,6 +218,16 @@ static void algorithm_get(void *ctx, const http_request *req, http_response *res
 {
     loomd *d = ctx;
     const char *name = req->params[0];
+    hpo_algorithm_rec py;
+    if (!hpo_algorithm_get(d->hpo, name, &py)) {
+        cJSON *o = algorithm_json(name, "PLUGIN", "python_optimizer");
+        cJSON_AddStringToObject(o, "creator", py.user);
+        cJSON_AddStringToObject(o, "path", py.dir);
+        cJSON_AddStringToObject(o, "python", py.python);
+        cJSON_AddStringToObject(o, "logLevel", py.log_level);
+        http_reply_json(res, 200, o);
+        return;
+    }
     for (size_t i = 0; i < hpo_builtin_algorithm_count; i++)
         if (!strcasecmp(name, hpo_builtin_algorithms[i].wmla_name))
             name = hpo_builtin_algorithms[i].plugin;
@@ -221,12 +245,62 @@ static void algorithm_get(void *ctx, const http_request *req, http_response *res
     http_reply_json(res, 200, o);
 }
 
+/* Installed Python optimizers here; a .so or .lua search plugin goes
+ * through the plugin routes (loom algorithm remove). */
+static void algorithm_delete(void *ctx, const http_request *req, http_response *res)
+{
+    loomd *d = ctx;
+    reply_done(res, hpo_algorithm_remove(d->hpo, req->user, req->is_admin, req->params[0]),
+               req->params[0]);
+}
+
+static const char *json_str(const cJSON *o, const char *key)
+{
+    const cJSON *j = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsString(j) ? j->valuestring : NULL;
+}
+
+static void algorithm_install(void *ctx, const http_request *req, http_response *res)
+{
+    loomd *d = ctx;
+    const http_field *data = http_field_get(req, "data");
+    const http_field *file = http_field_get(req, "file");
+    cJSON *j = data ? cJSON_ParseWithLength(data->data, data->len) : NULL;
+    if (!cJSON_IsObject(j)) {
+        cJSON_Delete(j);
+        api_error(res, LOOM_E_INVALID, "data: expected a multipart part named 'data' holding "
+                                       "{\"name\", \"path\" or a 'file' part, \"condaHome\", "
+                                       "\"condaEnv\", \"logLevel\"}");
+        return;
+    }
+    const cJSON *remote = cJSON_GetObjectItemCaseSensitive(j, "remoteExec");
+    if (remote && !cJSON_IsFalse(remote) && !cJSON_IsNull(remote) &&
+        !(cJSON_IsString(remote) && !strcasecmp(remote->valuestring, "false"))) {
+        cJSON_Delete(j);
+        api_error(res, LOOM_E_UNSUPPORTED, "remoteExec: loom runs plugin optimizers on the host "
+                                           "only (give false or leave it out)");
+        return;
+    }
+    hpo_algorithm_install in = {
+        .user = req->user, .is_admin = req->is_admin, .name = json_str(j, "name"),
+        .path = json_str(j, "path"), .archive = file ? file->data : NULL,
+        .archive_len = file ? file->len : 0, .conda_home = json_str(j, "condaHome"),
+        .conda_env = json_str(j, "condaEnv"), .log_level = json_str(j, "logLevel")};
+    loom_error *e = hpo_algorithm_add(d->hpo, &in);
+    char name[64];
+    snprintf(name, sizeof name, "%s", in.name ? in.name : "");
+    cJSON_Delete(j);
+    reply_done(res, e, name);
+}
+
 const http_route loom_hpo_routes[] = {
     {"POST", LOOM_ROUTE_HPO, submit, HTTP_USER},
     {"GET", LOOM_ROUTE_HPO, list, HTTP_USER},
     {"DELETE", LOOM_ROUTE_HPO, delete_ended, HTTP_USER},
     {"GET", LOOM_ROUTE_HPO_ALGORITHMS, algorithm_list, HTTP_USER},
+    {"POST", LOOM_ROUTE_HPO_ALGORITHMS "/install", algorithm_install, HTTP_USER},
     {"GET", LOOM_ROUTE_HPO_ALGORITHMS "/{}", algorithm_get, HTTP_USER},
+    {"DELETE", LOOM_ROUTE_HPO_ALGORITHMS "/{}", algorithm_delete, HTTP_USER},
     {"GET", LOOM_ROUTE_HPO "/{}", view, HTTP_USER},
     {"PUT", LOOM_ROUTE_HPO "/{}", stop, HTTP_USER},
     {"PUT", LOOM_ROUTE_HPO "/{}" LOOM_ROUTE_RESTART, restart, HTTP_USER},

@@ -146,6 +146,57 @@ static int act(const char *method, const char *name, const char *suffix, const c
     return 0;
 }
 
+int hpo_algorithm_add_dir(const char *dir, const char *name, const char *conda_home,
+                          const char *conda_env, const cli_globals *g)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/optimizer.py", dir);
+    if (!fs_is_file(path))
+        return cli_fail("algorithm add %s: no optimizer.py in the folder (a WMLA plugin optimizer "
+                        "defines class PluginOptimizer there)", dir);
+    if (!name) {
+        const char *slash = strrchr(dir, '/');
+        while (slash && slash[1] == 0 && slash > dir) { /* "dir/" */
+            const char *p = slash - 1;
+            while (p > dir && *p != '/')
+                p--;
+            slash = *p == '/' ? p : NULL;
+        }
+        name = slash ? slash + 1 : dir;
+    }
+    char *archive = NULL, err[512];
+    size_t len = 0;
+    loom_error *e = tarball_pack_dir(dir, &archive, &len);
+    if (e) {
+        loom_err_take(e, err, sizeof err);
+        return cli_fail("algorithm add %s: %s", dir, err);
+    }
+    cJSON *data = cJSON_CreateObject();
+    char clean[128];
+    snprintf(clean, sizeof clean, "%s", name);
+    clean[strcspn(clean, "/")] = 0;
+    cJSON_AddStringToObject(data, "name", clean);
+    if (conda_home)
+        cJSON_AddStringToObject(data, "condaHome", conda_home);
+    if (conda_env)
+        cJSON_AddStringToObject(data, "condaEnv", conda_env);
+    char *text = cJSON_PrintUnformatted(data);
+    cJSON_Delete(data);
+    client_part parts[2] = {
+        {.name = "data", .value = text},
+        {.name = "file", .filename = "optimizer.tar", .data = archive, .len = len},
+    };
+    cJSON *j = cli_upload(g, LOOM_ROUTE_HPO_ALGORITHMS "/install", parts, 2);
+    free(text);
+    free(archive);
+    if (!j)
+        return 1;
+    printf("installed plugin optimizer %s (use it as algoDef.algorithm)\n",
+           cJSON_IsString(j) ? j->valuestring : clean);
+    cJSON_Delete(j);
+    return 0;
+}
+
 int cmd_hpo(int argc, char **argv, const cli_globals *g)
 {
     int rc = cli_verb_usage(argc, argv, hpo_usage);

@@ -30,16 +30,21 @@ loom_error *hpo_resolve_algorithm(hpo_service *svc, const char *algorithm, hpo_t
         if (!strcasecmp(algorithm, hpo_builtin_algorithms[i].wmla_name))
             plugin = hpo_builtin_algorithms[i].plugin;
     registry_entry e;
-    if (registry_acquire(svc->reg, LOOM_KIND_SEARCH, plugin, &e) != 0)
-        return loom_err(LOOM_E_INVALID,
-                        "algoDef.algorithm: no search algorithm named \"%s\" (built in: Random, "
-                        "Tpe, Bayesian, Hyperband, ExperimentGridSearch; or one registered with "
-                        "loom algorithm add)", algorithm);
-    snprintf(t->plugin, sizeof t->plugin, "%s", e.name);
-    snprintf(t->plugin_path, sizeof t->plugin_path, "%s", e.path);
-    /* The plugin-host child loads its own copy: the host keeps no pin. */
-    registry_release(svc->reg, LOOM_KIND_SEARCH, e.name);
-    return NULL;
+    if (registry_acquire(svc->reg, LOOM_KIND_SEARCH, plugin, &e) == 0) {
+        snprintf(t->plugin, sizeof t->plugin, "%s", e.name);
+        snprintf(t->plugin_path, sizeof t->plugin_path, "%s", e.path);
+        /* The plugin-host child loads its own copy: the host keeps no pin. */
+        registry_release(svc->reg, LOOM_KIND_SEARCH, e.name);
+        return NULL;
+    }
+    loom_error *err = hpo_resolve_installed(svc, algorithm, t);
+    if (!err || loom_err_code(err) != LOOM_E_NOT_FOUND)
+        return err;
+    loom_err_free(err);
+    return loom_err(LOOM_E_INVALID,
+                    "algoDef.algorithm: no search algorithm named \"%s\" (built in: Random, "
+                    "Tpe, Bayesian, Hyperband, ExperimentGridSearch; or one registered with "
+                    "loom algorithm add)", algorithm);
 }
 
 void hpo_task_free(hpo_task *t)
@@ -137,6 +142,8 @@ loom_error *hpo_service_create(store *st, registry *reg, exec_service *es, const
 {
     *out = NULL;
     loom_error *e = hpo_store_init(st);
+    if (!e)
+        e = hpo_algorithms_init(st);
     if (e)
         return e;
     hpo_service *svc = calloc(1, sizeof *svc);
@@ -196,8 +203,7 @@ void hpo_service_destroy(hpo_service *svc)
 
 /* ---- calls ----------------------------------------------------------------- */
 
-/* 1 when `dir` holds one entry, a directory (its name to `name`). */
-static int single_subdir(const char *dir, char *name, size_t len)
+int hpo_single_subdir(const char *dir, char *name, size_t len)
 {
     DIR *d = opendir(dir);
     int n = 0, is_dir = 0;
@@ -230,7 +236,7 @@ static loom_error *prepare_dir(const char *dir, const void *archive, size_t len)
     /* WMLA's clients send the model folder itself (one top-level folder);
      * loom's CLI sends its contents. Both become the model directory. */
     char only[NAME_MAX + 1];
-    if (single_subdir(model, only, sizeof only)) {
+    if (hpo_single_subdir(model, only, sizeof only)) {
         char tmp[PATH_MAX + 16], inner[PATH_MAX + 16 + NAME_MAX];
         snprintf(tmp, sizeof tmp, "%s/model.top", dir);
         snprintf(inner, sizeof inner, "%s/%s", tmp, only);

@@ -86,6 +86,39 @@ void hpo_task_view_free(hpo_task_view *v);
 loom_error *hpo_list(hpo_service *svc, const char *owner, hpo_task_rec **out, size_t *count);
 void hpo_task_recs_free(hpo_task_rec *t, size_t count);
 
+/* ---- WMLA's plugin optimizers (optimizer.py, class PluginOptimizer) ---- */
+typedef struct hpo_algorithm_rec {
+    char name[64];
+    char user[64];
+    char dir[4096];     /* the host's copy: HOME/algorithms/NAME */
+    char python[4096];  /* the interpreter it runs with */
+    char log_level[16];
+    int64_t added_at;
+} hpo_algorithm_rec;
+
+typedef struct hpo_algorithm_install {
+    const char *user;
+    int is_admin;
+    const char *name;
+    const char *path;          /* a folder on the host (administrators only), or */
+    const void *archive;       /* the folder as a (gzip'd) tar */
+    size_t archive_len;
+    const char *conda_home;    /* the interpreter: CONDA_HOME/envs/ENV/bin/python, */
+    const char *conda_env;     /* CONDA_HOME/bin/python, or /usr/bin/python3 */
+    const char *log_level;     /* DEBUG INFO WARNING ERROR; default INFO */
+} hpo_algorithm_install;
+
+/* Copies the folder (it must hold optimizer.py) and records it: a task
+ * then names it in algoDef.algorithm. LOOM_E_INVALID for the field at
+ * fault, LOOM_E_CONFLICT for a name in use, LOOM_E_FORBIDDEN for a `path`
+ * from a user who is no administrator. */
+loom_error *hpo_algorithm_add(hpo_service *svc, const hpo_algorithm_install *in);
+loom_error *hpo_algorithm_remove(hpo_service *svc, const char *user, int is_admin,
+                                 const char *name);
+loom_error *hpo_algorithm_get(hpo_service *svc, const char *name, hpo_algorithm_rec *out);
+/* Every installed optimizer: a malloc'd array. */
+loom_error *hpo_algorithm_list(hpo_service *svc, hpo_algorithm_rec **out, size_t *count);
+
 /* WMLA's built-in algorithm names and the search plugins they run. */
 typedef struct hpo_builtin_algorithm {
     const char *wmla_name; /* "Tpe" */

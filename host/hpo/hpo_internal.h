@@ -27,6 +27,11 @@ typedef struct hpo_task {
     int stopping;                    /* a stop was asked: running ones end STOPPED */
     int reconcile;                   /* first tick after a host restart */
     unsigned failed_in_row;
+    /* Options the host adds for the python_optimizer plugin (__optimizer_dir,
+     * __python, __runner, __name, LOOM_LOG_LEVEL). */
+    loom_search_option extra[5];
+    uint32_t nextra;
+    char extra_text[5][PATH_MAX];
     struct hpo_task *next;
 } hpo_task;
 
@@ -47,6 +52,14 @@ struct hpo_service {
 /* Resolves the task's algorithm to a loaded search plugin, or
  * LOOM_E_INVALID naming algoDef.algorithm. */
 loom_error *hpo_resolve_algorithm(hpo_service *svc, const char *algorithm, hpo_task *t);
+/* 1 when `dir` holds one entry, a directory (its name to `name`). */
+int hpo_single_subdir(const char *dir, char *name, size_t len);
+/* Creates the tables of installed optimizers. */
+loom_error *hpo_algorithms_init(store *st);
+/* Points t at the python_optimizer plugin with options for the installed
+ * optimizer `name`; LOOM_E_NOT_FOUND when there is none. */
+loom_error *hpo_resolve_installed(hpo_service *svc, const char *name, hpo_task *t);
+
 /* One pass over a task; returns 1 when the task ended (then unlinked by the
  * caller). Lock held. */
 int hpo_tick(hpo_service *svc, hpo_task *t);

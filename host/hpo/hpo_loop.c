@@ -416,12 +416,15 @@ static loom_error *start_search(hpo_service *svc, hpo_task *t)
     const hpo_task_spec *s = &t->spec;
     char output[PATH_MAX + 32];
     snprintf(output, sizeof output, "%s/search.log", t->dir);
+    loom_search_option options[HPO_MAX_OPTIONS + 8];
+    memcpy(options, s->options, s->option_count * sizeof *options);
+    memcpy(options + s->option_count, t->extra, t->nextra * sizeof *options);
     loom_search_config cfg = {
         .struct_size = sizeof cfg, .maximize = s->maximize, .max_experiments = s->max_jobs,
         .max_parallel = s->max_parallel,
         .seed = s->has_seed ? s->seed : (uint64_t)t->rec.created_at,
         .objective_metric = s->objective_metric, .param_count = s->param_count,
-        .params = s->params, .option_count = s->option_count, .options = s->options,
+        .params = s->params, .option_count = s->option_count + t->nextra, .options = options,
         .experiment_count = s->experiment_count,
         .experiments = (const loom_value *const *)s->experiments};
     search_client_spec spec = {.binary = svc->binary, .plugin_path = t->plugin_path,

@@ -102,6 +102,32 @@ http POST /platform/rest/deeplearning/v1/hypersearch -F "data=<$WORK/lua.json" -
 expect_eq "a user's Lua algorithm by name" "$(wait_state lua1 FINISHED FAILED)" FINISHED
 expect_contains "listed as PLUGIN" "$(http GET '/platform/rest/deeplearning/v1/hypersearch/algorithm?type=PLUGIN')" '{"name":"example_coordinate","type":"PLUGIN"}'
 
+# ---- WMLA's Python plugin optimizers, unchanged --------------------------
+expect_ok "algorithm add DIR" "$LOOM" algorithm add "$3/tests/integration/hpo/fixtures/wmla_optimizer"
+task py1 wmla_optimizer 3 1 > "$WORK/py.json"
+http POST /platform/rest/deeplearning/v1/hypersearch -F "data=<$WORK/py.json" -F "file=@$WORK/model.tgz" >/dev/null
+expect_eq "the Python optimizer's task finishes" "$(wait_state py1 FINISHED FAILED)" FINISHED
+v=$(view py1)
+expect_contains "last_exp_results reached search(): x of the 3rd" "$v" '{"name":"x","dataType":"DOUBLE","fixedVal":"0.20000000000000001"}'
+expect_contains "listed as PLUGIN" "$(http GET '/platform/rest/deeplearning/v1/hypersearch/algorithm?type=PLUGIN')" '{"name":"wmla_optimizer","type":"PLUGIN"'
+printf '{"name": "opt2", "path": "%s"}' "$3/tests/integration/hpo/fixtures/wmla_optimizer" > "$WORK/inst.json"
+expect_eq "install from a host path" "$(http POST /platform/rest/deeplearning/v1/hypersearch/algorithm/install -F "data=<$WORK/inst.json")" '200 "opt2"'
+printf '{"name": "opt3", "path": "/nonexistent", "condaHome": "/nowhere"}' > "$WORK/inst.json"
+expect_contains "a missing interpreter is named" "$(http POST /platform/rest/deeplearning/v1/hypersearch/algorithm/install -F "data=<$WORK/inst.json")" "no Python interpreter at /nowhere/bin/python"
+expect_eq "DELETE an optimizer" "$(http DELETE /platform/rest/deeplearning/v1/hypersearch/algorithm/opt2)" '200 "opt2"'
+cat > "$WORK/broken.py" <<'PY'
+from plugins.core.base_plugin_opt import BasePluginOptimizer
+class PluginOptimizer(BasePluginOptimizer):
+    def search(self, number_samples, last_exp_results):
+        raise ValueError("no idea")
+PY
+mkdir -p "$WORK/broken" && cp "$WORK/broken.py" "$WORK/broken/optimizer.py"
+expect_ok "algorithm add a broken one" "$LOOM" algorithm add "$WORK/broken"
+task py2 broken 3 1 > "$WORK/py2.json"
+http POST /platform/rest/deeplearning/v1/hypersearch -F "data=<$WORK/py2.json" -F "file=@$WORK/model.tgz" >/dev/null
+expect_eq "a failing optimizer fails the task" "$(wait_state py2 FAILED FINISHED)" FAILED
+expect_contains "naming it and its error" "$(view py2)" "python optimizer 'broken': ValueError: no idea"
+
 # ---- the CLI -------------------------------------------------------------
 task cli1 Random 3 3 > "$WORK/cli1.json"
 expect_ok "loom hpo submit" "$LOOM" hpo submit "$WORK/cli1.json" --model-dir "$MODEL"
