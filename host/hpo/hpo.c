@@ -160,7 +160,7 @@ loom_error *hpo_service_create(store *st, registry *reg, exec_service *es, const
     if (!svc->opt.plugin_deadline_ms)
         svc->opt.plugin_deadline_ms = 5000;
     if (!svc->opt.tick_ms)
-        svc->opt.tick_ms = 20;
+        svc->opt.tick_ms = 5;
     pthread_mutex_init(&svc->lock, NULL);
     pthread_cond_init(&svc->wake, NULL);
     resume_ctx ctx = {svc};

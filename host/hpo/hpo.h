@@ -23,7 +23,7 @@ typedef struct hpo_service hpo_service;
 
 typedef struct hpo_options {
     unsigned plugin_deadline_ms; /* per search call; 0: 5000 */
-    unsigned tick_ms;            /* how often running experiments are looked at; 0: 20 */
+    unsigned tick_ms;            /* how often running experiments are looked at; 0: 5 */
 } hpo_options;
 
 /* Loads the stored tasks and resumes the unfinished ones. `home` holds

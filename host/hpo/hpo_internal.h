@@ -27,6 +27,8 @@ typedef struct hpo_task {
     int stopping;                    /* a stop was asked: running ones end STOPPED */
     int reconcile;                   /* first tick after a host restart */
     unsigned failed_in_row;
+    int want_suggest;                /* something changed since the plugin said "wait" */
+    int need_flush;                  /* algorithm state and experiments to commit */
     /* Options the host adds for the python_optimizer plugin (__optimizer_dir,
      * __python, __runner, __name, LOOM_LOG_LEVEL). */
     loom_search_option extra[5];

@@ -67,7 +67,7 @@ void hpo_end_task(hpo_service *svc, hpo_task *t, const char *state, const char *
         search_client_free(t->search);
         t->search = NULL;
     }
-    save_task(svc, t);
+    loom_err_free(hpo_store_commit(svc->st, &t->rec, t->exps, t->nexps));
     log_info("tuning task %s %s%s%s", t->rec.name, state, message && *message ? ": " : "",
              message ? message : "");
 }
@@ -134,12 +134,16 @@ static void substitute(cJSON *node, const cJSON *config)
     }
 }
 
+/* A scratch file of the next archive: no fsync, nothing to survive. */
 static loom_error *write_json(const char *path, const cJSON *j)
 {
     char *text = cJSON_Print(j);
-    int rc = text ? fs_write_file_atomic(path, text, strlen(text), 0644) : -1;
+    FILE *f = text ? fopen(path, "w") : NULL;
+    int ok = f && fputs(text, f) >= 0 && fputc('\n', f) != EOF;
+    if (f && fclose(f) != 0)
+        ok = 0;
     free(text);
-    return rc == 0 ? NULL : loom_err(LOOM_E_INTERNAL, "cannot write %s: %s", path, strerror(errno));
+    return ok ? NULL : loom_err(LOOM_E_INTERNAL, "cannot write %s: %s", path, strerror(errno));
 }
 
 /* The model directory with this experiment's config.json, as a tar. */
@@ -241,7 +245,6 @@ static void poll_experiment(hpo_service *svc, hpo_task *t, hpo_exp_rec *x)
                  loom_err_message(e));
         loom_err_free(e);
         x->end_at = time_now_ms();
-        hpo_exp_save(svc, t, x);
         observe(svc, t, x, LOOM_EXPERIMENT_FAILED);
         return;
     }
@@ -289,8 +292,7 @@ static void poll_experiment(hpo_service *svc, hpo_task *t, hpo_exp_rec *x)
         status = LOOM_EXPERIMENT_FAILED;
     }
     exec_view_free(&v);
-    hpo_exp_save(svc, t, x);
-    observe(svc, t, x, status);
+    observe(svc, t, x, status); /* saves x, with the state after it */
 }
 
 /* ---- the search ------------------------------------------------------------ */
@@ -318,9 +320,39 @@ static int grow_exps(hpo_task *t, size_t more)
     return 0;
 }
 
+/* The algorithm's state after this pass's observe and suggest calls, and
+ * the experiments they changed, in one transaction: one save per pass, not
+ * one per call. A host that dies before it finds the experiments
+ * unobserved and the state from before, and observes them again. Returns
+ * 0, or -1 when the task failed. */
+static int flush(hpo_service *svc, hpo_task *t)
+{
+    if (!t->need_flush)
+        return 0;
+    t->need_flush = 0;
+    char *saved = NULL;
+    loom_error *e = t->search ? search_client_save(t->search, &saved) : NULL;
+    if (e) {
+        char msg[700];
+        loom_err_take(e, msg, sizeof msg);
+        hpo_end_task(svc, t, "FAILED", msg);
+        return -1;
+    }
+    if (saved) {
+        free(t->rec.algo_state);
+        t->rec.algo_state = saved;
+    }
+    e = hpo_store_commit(svc->st, &t->rec, t->exps, t->nexps);
+    if (e) {
+        log_warn("tuning task %s: %s", t->rec.name, loom_err_message(e));
+        loom_err_free(e);
+    }
+    return 0;
+}
+
 /* Stops, proposals and "finished" from a suggest or observe; the
- * proposals and the state after the call are stored together. Returns 0,
- * or -1 when the task failed. */
+ * proposals are committed by the pass's flush, before any of them runs.
+ * Returns 0, or -1 when the task failed. */
 static int apply_outcome(hpo_service *svc, hpo_task *t, search_outcome *o)
 {
     char why[700];
@@ -340,7 +372,6 @@ static int apply_outcome(hpo_service *svc, hpo_task *t, search_outcome *o)
         hpo_end_task(svc, t, "FAILED", "out of memory");
         return -1;
     }
-    size_t first = t->nexps;
     for (uint32_t i = 0; i < o->nproposals; i++) {
         const search_proposal *p = &o->proposals[i];
         for (uint32_t k = 0; k < t->spec.param_count; k++) {
@@ -360,22 +391,11 @@ static int apply_outcome(hpo_service *svc, hpo_task *t, search_outcome *o)
         snprintf(x->state, sizeof x->state, "NOTRUN");
         x->budget = p->budget;
         x->values_json = values_to_json(&t->spec, p->values);
+        x->dirty = 1;
         if (p->id >= t->rec.next_id)
             t->rec.next_id = p->id + 1;
     }
-    char *saved = NULL;
-    loom_error *e = search_client_save(t->search, &saved);
-    if (e) {
-        char msg[700];
-        loom_err_take(e, msg, sizeof msg);
-        hpo_end_task(svc, t, "FAILED", msg);
-        return -1;
-    }
-    if (saved) {
-        free(t->rec.algo_state);
-        t->rec.algo_state = saved;
-    }
-    loom_err_free(hpo_store_commit_suggest(svc->st, &t->rec, t->exps + first, t->nexps - first));
+    t->need_flush = 1;
     return 0;
 }
 
@@ -385,8 +405,10 @@ static void observe(hpo_service *svc, hpo_task *t, hpo_exp_rec *x, int status)
         t->failed_in_row = 0;
     else if (status != LOOM_EXPERIMENT_KILLED)
         t->failed_in_row++;
-    if (!t->search || x->observed)
+    if (!t->search || x->observed) {
+        hpo_exp_save(svc, t, x);
         return;
+    }
     loom_value *values = calloc(t->spec.param_count + 1, sizeof *values);
     if (!values || !values_from_json(&t->spec, x->values_json, values)) {
         free(values);
@@ -400,7 +422,9 @@ static void observe(hpo_service *svc, hpo_task *t, hpo_exp_rec *x, int status)
     loom_error *e = search_client_observe(t->search, t->rec.next_id, &o, &out);
     free(values);
     x->observed = 1;
-    hpo_exp_save(svc, t, x);
+    x->dirty = 1;
+    t->need_flush = 1;
+    t->want_suggest = 1;
     if (e) {
         char msg[700];
         loom_err_take(e, msg, sizeof msg);
@@ -508,6 +532,7 @@ int hpo_tick(hpo_service *svc, hpo_task *t)
             hpo_end_task(svc, t, "FAILED", msg);
             return 1;
         }
+        t->want_suggest = 1;
         if (strcmp(t->rec.state, "RUNNING")) {
             snprintf(t->rec.state, sizeof t->rec.state, "RUNNING");
             if (!t->rec.started_at)
@@ -529,11 +554,14 @@ int hpo_tick(hpo_service *svc, hpo_task *t)
     uint32_t live, ok, ended;
     count(t, &live, &ok, &ended);
     if (t->stopping) {
+        if (flush(svc, t) != 0)
+            return 1;
         if (live == 0)
             hpo_end_task(svc, t, "STOPPED", "stopped by request");
         return live == 0;
     }
-    if (!t->rec.search_finished && !t->stopping && live < t->spec.max_parallel) {
+    if (!t->rec.search_finished && !t->stopping && live < t->spec.max_parallel &&
+        t->want_suggest) {
         uint32_t room = t->spec.max_parallel - live;
         if (t->spec.max_jobs && t->spec.max_jobs - t->nexps < room)
             room = t->spec.max_jobs - (uint32_t)t->nexps;
@@ -545,11 +573,15 @@ int hpo_tick(hpo_service *svc, hpo_task *t)
             hpo_end_task(svc, t, "FAILED", msg);
             return 1;
         }
+        /* Nothing proposed means "wait": ask again after a result. */
+        t->want_suggest = out.nproposals > 0 || out.nstops > 0;
         int rc = apply_outcome(svc, t, &out);
         search_outcome_free(&out, t->spec.param_count);
         if (rc != 0)
             return 1;
     }
+    if (flush(svc, t) != 0)
+        return 1;
     for (size_t i = 0; i < t->nexps; i++)
         if (!strcmp(t->exps[i].state, "NOTRUN") && !t->stopping)
             submit_experiment(svc, t, &t->exps[i]);

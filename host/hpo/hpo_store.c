@@ -294,8 +294,7 @@ loom_error *hpo_store_exp_list(store *st, const char *task, hpo_exp_rec **out, s
     return e;
 }
 
-loom_error *hpo_store_commit_suggest(store *st, const hpo_task_rec *t, const hpo_exp_rec *xs,
-                                     size_t n)
+loom_error *hpo_store_commit(store *st, const hpo_task_rec *t, hpo_exp_rec *xs, size_t n)
 {
     store_lock(st);
     sqlite3 *db = store_db(st);
@@ -303,13 +302,16 @@ loom_error *hpo_store_commit_suggest(store *st, const hpo_task_rec *t, const hpo
                         ? NULL
                         : sql_error(st, "begin");
     for (size_t i = 0; !e && i < n; i++)
-        e = exp_put_locked(st, &xs[i]);
+        if (xs[i].dirty)
+            e = exp_put_locked(st, &xs[i]);
     if (!e)
         e = task_update_locked(st, t);
     if (!e && sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
         e = sql_error(st, "commit");
     if (e)
         sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+    for (size_t i = 0; !e && i < n; i++)
+        xs[i].dirty = 0;
     store_unlock(st);
     return e;
 }

@@ -38,6 +38,7 @@ typedef struct hpo_exp_rec {
     int attempts;          /* execs started for it (a restart runs one again once) */
     int observed;          /* its outcome reached the algorithm */
     int64_t start_at, end_at;
+    int dirty;             /* in memory only: changed since the last commit */
 } hpo_exp_rec;
 
 loom_error *hpo_store_init(store *st);
@@ -59,8 +60,8 @@ loom_error *hpo_store_exp_put(store *st, const hpo_exp_rec *x);
 loom_error *hpo_store_exp_list(store *st, const char *task, hpo_exp_rec **out, size_t *count);
 void hpo_exp_recs_free(hpo_exp_rec *x, size_t count);
 
-/* New experiments and the task row (its next_id and algo_state) at once. */
-loom_error *hpo_store_commit_suggest(store *st, const hpo_task_rec *t, const hpo_exp_rec *xs,
-                                     size_t n);
+/* The task row (its next_id and algo_state) and every experiment of xs
+ * marked dirty, in one transaction; clears their marks. */
+loom_error *hpo_store_commit(store *st, const hpo_task_rec *t, hpo_exp_rec *xs, size_t n);
 
 #endif
