@@ -485,7 +485,8 @@ static void finish_if_done(hpo_service *svc, hpo_task *t, uint32_t live, uint32_
     for (size_t i = 0; i < t->nexps; i++)
         reported_nothing += !strcmp(t->exps[i].state, "FINISHED") && !t->exps[i].has_metric;
     if (ok > 0) {
-        hpo_end_task(svc, t, "FINISHED", t->rec.message);
+        snprintf(msg, sizeof msg, "%s", t->rec.message); /* why the search ended, if a limit */
+        hpo_end_task(svc, t, "FINISHED", msg);
     } else if (reported_nothing > 0) {
         snprintf(msg, sizeof msg, "no experiment reported the objective metric '%s' (%s)",
                  t->spec.objective_metric, t->exps[t->nexps - 1].message);

@@ -179,6 +179,26 @@ expect_contains "hang: the deadline" "$(view bad-hang)" "no answer within"
 expect_contains "outside: the value" "$(view bad-outside)" "outside"
 expect_contains "the host stays up" "$(http GET /loom/v1/health)" "200"
 
+# ---- maxRunTime; stop (PUT) and restart ------------------------------------
+echo 0.4 > "$MODEL/sleep"
+tar -C "$WORK" -czf "$WORK/model-short.tgz" model
+rm "$MODEL/sleep"
+task timed Random 0 1 ', "maxRunTime": 1' > "$WORK/timed.json"
+http POST /platform/rest/deeplearning/v1/hypersearch -F "data=<$WORK/timed.json" -F "file=@$WORK/model-short.tgz" >/dev/null
+expect_eq "maxRunTime ends an open-ended task" "$(wait_state timed FINISHED FAILED)" FINISHED
+expect_contains "saying why" "$(view timed)" '"message":"maxRunTime 1s reached"'
+task stopme Random 3 1 > "$WORK/stopme.json"
+http POST /platform/rest/deeplearning/v1/hypersearch -F "data=<$WORK/stopme.json" -F "file=@$WORK/model-short.tgz" >/dev/null
+for _ in $(seq 1 100); do view stopme | grep -q '"state":"RUNNING","metricVal"' && break; sleep 0.05; done
+expect_eq "PUT stops" "$(http PUT /platform/rest/deeplearning/v1/hypersearch/stopme)" '200 "stopme"'
+expect_eq "STOPPED" "$(wait_state stopme STOPPED)" STOPPED
+expect_contains "its running experiment STOPPED" "$(view stopme)" '"state":"STOPPED"'
+expect_contains "stopping a stopped task: 409" "$(http PUT /platform/rest/deeplearning/v1/hypersearch/stopme)" "409"
+expect_eq "PUT /restart" "$(http PUT /platform/rest/deeplearning/v1/hypersearch/stopme/restart)" '200 "stopme"'
+expect_eq "the restarted task finishes" "$(wait_state stopme FINISHED FAILED)" FINISHED
+expect_contains "DELETE the caller's ended ones" "$(http DELETE /platform/rest/deeplearning/v1/hypersearch)" '"deleted":'
+expect_eq "none left" "$(http GET /platform/rest/deeplearning/v1/hypersearch)" '200 []'
+
 # ---- the host killed mid-task ---------------------------------------------
 echo 1 > "$MODEL/sleep"
 tar -C "$WORK" -czf "$WORK/model-slow.tgz" model
