@@ -21,7 +21,6 @@
 #include "util/log.h"
 #include "util/tarball.h"
 
-#define ARCHIVE_MAX_BYTES ((uint64_t)2 << 30)
 #define STOP_GRACE_MS 5000
 #define SUPERVISE_INTERVAL_US 50000
 #define MAX_DECISIONS 4096
@@ -81,23 +80,25 @@ static void unlink_running(exec_service *es, running_exec *r)
         }
 }
 
-/* Whether `owner` (NULL: anyone) may see an exec of `user`. */
-static int visible(const char *owner, const char *user)
+/* Whether `owner` (EXEC_ADMIN: anyone) may see an exec of user `user_id`.
+ * By id, not name: a user made again under a removed user's name is
+ * someone else. */
+static int visible(int64_t owner, int64_t user_id)
 {
-    return owner == NULL || strcmp(owner, user) == 0;
+    return owner == EXEC_ADMIN || owner == user_id;
 }
 
 /* Finds an exec `owner` may see: a running one in *r, else its stored
  * record in *rec. Returns 0 when there is none (for that owner). Call with
  * es->lock. */
-static int lookup(exec_service *es, const char *owner, const char *id, running_exec **r,
+static int lookup(exec_service *es, int64_t owner, const char *id, running_exec **r,
                   store_exec *rec)
 {
     *r = exec_find_running(es, id);
     if (*r)
-        return visible(owner, (*r)->rec.user);
+        return visible(owner, (*r)->rec.user_id);
     loom_error *e = store_exec_get(es->st, id, rec);
-    int found = !e && visible(owner, rec->user);
+    int found = !e && visible(owner, rec->user_id);
     loom_err_free(e);
     return found;
 }
@@ -158,7 +159,7 @@ static void carry_out_grants_locked(exec_service *es)
 
 /* Runs the scheduler and carries out its decisions: pending execs start on
  * the devices granted, running trainers grow or shrink. Call with es->lock. */
-static void schedule_locked(exec_service *es)
+void exec_schedule_locked(exec_service *es)
 {
     static sched_action actions[MAX_DECISIONS];
     size_t n = sched_service_decide(es->sched, actions, MAX_DECISIONS);
@@ -233,13 +234,23 @@ static loom_error *too_large(sched_service *ss, loom_error *e, const char *id, c
 
 /* Hands an exec to the scheduler and to the running list, pending until
  * the scheduler grants its devices. Call with es->lock. */
-static loom_error *enqueue_locked(exec_service *es, running_exec *r, const dlicmd *d)
+loom_error *exec_plan_of(const exec_submission *sub, const dlicmd *d, char *plan, size_t len)
 {
-    char plan[128];
-    if (d->consumer)
-        snprintf(plan, sizeof plan, "%s", d->consumer);
-    else
-        snprintf(plan, sizeof plan, "/%s", r->rec.user);
+    int n = d->consumer ? snprintf(plan, len, "%s", d->consumer)
+                        : snprintf(plan, len, "/%s", sub->user);
+    if (n < 0 || (size_t)n >= len)
+        return loom_err(LOOM_E_INVALID, "--consumer: a plan path is at most %zu characters",
+                        len - 1);
+    return NULL;
+}
+
+loom_error *exec_enqueue_locked(exec_service *es, running_exec *r, const dlicmd *d)
+{
+    char plan[256];
+    exec_submission owner = {.user = r->rec.user};
+    loom_error *bad = exec_plan_of(&owner, d, plan, sizeof plan);
+    if (bad)
+        return bad;
     sched_job_spec spec = {
         .id = r->rec.id,
         .plan = plan,
@@ -261,175 +272,6 @@ static loom_error *enqueue_locked(exec_service *es, running_exec *r, const dlicm
     r->next = es->running;
     es->running = r;
     return NULL;
-}
-
-/* ---- restart reconciliation --------------------------------------------- */
-
-static loom_error *prepare(exec_service *es, const exec_submission *sub, const dlicmd *d,
-                           const registry_entry *fw, running_exec *r, int code_ready);
-
-typedef struct orphan_list {
-    store_exec *items;
-    int count, cap;
-} orphan_list;
-
-static void collect_unfinished(const store_exec *e, void *ctx)
-{
-    orphan_list *l = ctx;
-    if (exec_state_is_final(e->state))
-        return;
-    if (l->count == l->cap) {
-        int cap = l->cap ? l->cap * 2 : 8;
-        store_exec *grown = realloc(l->items, (size_t)cap * sizeof *grown);
-        if (!grown)
-            return;
-        l->items = grown;
-        l->cap = cap;
-    }
-    l->items[l->count++] = *e;
-}
-
-static void data_dir_of(exec_service *es, const dlicmd *d, char *out, size_t len)
-{
-    if (d->data_dir)
-        snprintf(out, len, "%s", d->data_dir);
-    else
-        snprintf(out, len, "%s/data", es->home);
-}
-
-/* A training exec the host was running when it stopped: RECOVERING, back
- * to the scheduler, and the trainer resumes it from its newest checkpoint.
- * Returns 1 when it was taken over. */
-static int resume_trainer(exec_service *es, store_exec *e)
-{
-    if (!strcmp(e->state, "PENDING"))
-        return 0; /* never started: queued again (requeue_pending) */
-    registry_entry fw;
-    if (registry_acquire(es->reg, LOOM_KIND_FRAMEWORK, e->framework, &fw) != 0)
-        return 0;
-    const loom_framework_factory *f = fw.factory;
-    dlicmd d;
-    loom_error *bad = f->style == LOOM_FRAMEWORK_TRAINER ? dlicmd_parse(e->args, &d)
-                                                         : loom_err(LOOM_E_UNSUPPORTED, "launch");
-    if (bad) { /* not a trainer, or not one this host can read: not resumed */
-        loom_err_free(bad);
-        registry_release(es->reg, LOOM_KIND_FRAMEWORK, fw.name);
-        return 0;
-    }
-    char data_dir[PATH_MAX];
-    data_dir_of(es, &d, data_dir, sizeof data_dir);
-    running_exec *r = calloc(1, sizeof *r);
-    edt_job *job = calloc(1, sizeof *job);
-    loom_error *err = r && job ? trainer_prepare(es, e, &fw, &d, data_dir, job)
-                               : loom_err(LOOM_E_INTERNAL, "out of memory");
-    if (!err) {
-        r->rec = *e;
-        r->job = job;
-        r->elastic = 1;
-        r->devices = (int)job->settings.engines;
-        job->resume = 1;
-        snprintf(r->framework, sizeof r->framework, "%s", fw.name);
-        exec_set_state(es, &r->rec, "RECOVERING",
-                       "the host restarted; resuming from the last checkpoint");
-        pthread_mutex_lock(&es->lock);
-        err = enqueue_locked(es, r, &d);
-        if (!err)
-            schedule_locked(es);
-        pthread_mutex_unlock(&es->lock);
-        if (!err)
-            r = NULL;
-        else
-            job = NULL; /* freed with r */
-    }
-    if (err) {
-        exec_set_state(es, e, "ERROR", loom_err_message(err));
-        loom_err_free(err);
-        registry_release(es->reg, LOOM_KIND_FRAMEWORK, fw.name);
-        if (r && r->job != job)
-            free(job);
-        exec_free_running(r);
-    }
-    dlicmd_free(&d);
-    return 1;
-}
-
-/* An exec that waited in the queue when the host stopped: queued again
- * with the model directory it was submitted with. Call in submission
- * order, so the queue comes back in the order it had. */
-static void requeue_pending(exec_service *es, store_exec *e)
-{
-    dlicmd d;
-    registry_entry fw;
-    loom_error *err = dlicmd_parse(e->args, &d);
-    if (err) {
-        exec_set_state(es, e, "ERROR", loom_err_message(err));
-        loom_err_free(err);
-        return;
-    }
-    running_exec *r = NULL;
-    if (registry_acquire(es->reg, LOOM_KIND_FRAMEWORK, e->framework, &fw) != 0) {
-        err = loom_err(LOOM_E_NOT_FOUND, "the host restarted and framework \"%s\" is no longer "
-                                         "registered", e->framework);
-    } else if (!(r = calloc(1, sizeof *r))) {
-        err = loom_err(LOOM_E_INTERNAL, "out of memory");
-    } else {
-        r->rec = *e;
-        snprintf(r->framework, sizeof r->framework, "%s", fw.name);
-        exec_submission sub = {.user = e->user, .args = e->args};
-        err = prepare(es, &sub, &d, &fw, r, 1);
-        pthread_mutex_lock(&es->lock);
-        if (!err)
-            err = enqueue_locked(es, r, &d);
-        if (!err)
-            exec_set_state(es, &r->rec, "PENDING", "queued again after the host restarted");
-        pthread_mutex_unlock(&es->lock);
-    }
-    if (err) {
-        exec_set_state(es, e, "ERROR", loom_err_message(err));
-        loom_err_free(err);
-        if (r)
-            registry_release(es->reg, LOOM_KIND_FRAMEWORK, fw.name);
-        exec_free_running(r);
-    }
-    dlicmd_free(&d);
-}
-
-static int by_creation(const void *a, const void *b)
-{
-    const store_exec *x = a, *y = b;
-    return (x->created_at > y->created_at) - (x->created_at < y->created_at);
-}
-
-static void reconcile(exec_service *es)
-{
-    orphan_list l = {0};
-    loom_error *err = store_exec_each(es->st, collect_unfinished, &l);
-    if (err)
-        log_error("execs left by the last host: %s", loom_err_message(err));
-    loom_err_free(err);
-    if (l.count > 1)
-        qsort(l.items, (size_t)l.count, sizeof *l.items, by_creation);
-    for (int i = 0; i < l.count; i++) {
-        store_exec *e = &l.items[i];
-        if (!strcmp(e->state, "PENDING") || resume_trainer(es, e))
-            continue;
-        /* A launch-style program cannot be re-attached to: the previous host
-         * was its parent. Stop what is left of it rather than leave it
-         * running unsupervised. */
-        if (e->pgid > 0)
-            kill(-e->pgid, SIGKILL);
-        char msg[160];
-        snprintf(msg, sizeof msg,
-                 "the host restarted while this exec was %s; its workers were stopped", e->state);
-        e->pgid = 0;
-        exec_set_state(es, e, "ERROR", msg);
-    }
-    /* Then the queue, oldest first: the scheduler sees it in its old order
-     * and gives the same head job the same reservation. */
-    for (int i = 0; i < l.count; i++)
-        if (!strcmp(l.items[i].state, "PENDING"))
-            requeue_pending(es, &l.items[i]);
-    free(l.items);
 }
 
 /* ---- supervision -------------------------------------------------------- */
@@ -507,7 +349,7 @@ static void supervise_once(exec_service *es)
     /* Freed devices, expired hysteresis: the scheduler decides again. */
     collect_handbacks_locked(es);
     if (!es->stopping)
-        schedule_locked(es);
+        exec_schedule_locked(es);
     pthread_mutex_unlock(&es->lock);
 }
 
@@ -537,7 +379,8 @@ exec_service *exec_service_create(store *st, registry *reg, sched_service *sched
     es->sched = sched;
     snprintf(es->home, sizeof es->home, "%s", home);
     pthread_mutex_init(&es->lock, NULL);
-    reconcile(es);
+    exec_service_set_limits(es, NULL);
+    exec_reconcile(es);
     if (pthread_create(&es->thread, NULL, supervisor, es) == 0)
         es->thread_started = 1;
     return es;
@@ -627,7 +470,7 @@ static void remove_exec_dir(const char *dir)
 
 /* Checks the submission against the framework and prepares how it will
  * run, without storing anything. */
-static loom_error *prepare(exec_service *es, const exec_submission *sub, const dlicmd *d,
+loom_error *exec_prepare(exec_service *es, const exec_submission *sub, const dlicmd *d,
                            const registry_entry *fw, running_exec *r, int code_ready)
 {
     const loom_framework_factory *factory = fw->factory;
@@ -639,18 +482,25 @@ static loom_error *prepare(exec_service *es, const exec_submission *sub, const d
                         "--model-main \"%s\": expected a path relative to the model directory, "
                         "without \"..\"",
                         d->model_main);
-    if (d->model_dir && !sub->archive && !code_ready)
+    if (d->model_dir && !sub->archive && !sub->archive_path && !code_ready)
         return loom_err(LOOM_E_INVALID, "--model-dir given but the request carries no model "
                                         "directory (a tar in the 'file' part)");
     snprintf(r->code_dir, sizeof r->code_dir, "%s/_submitted_code", rec->result_dir);
     snprintf(r->log_dir, sizeof r->log_dir, "%s/log", rec->result_dir);
-    data_dir_of(es, d, r->data_dir, sizeof r->data_dir);
+    exec_data_dir(es, d, r->data_dir, sizeof r->data_dir);
     if (fs_mkdir_p(r->code_dir) != 0 || fs_mkdir_p(r->log_dir) != 0 || fs_mkdir_p(r->data_dir) != 0)
         return loom_err(LOOM_E_INTERNAL, "cannot create the exec's directories under %s: %s",
                         rec->result_dir, strerror(errno));
-    loom_error *e = sub->archive && !code_ready ? tarball_unpack(sub->archive, sub->archive_len, r->code_dir,
-                                                  ARCHIVE_MAX_BYTES)
-                                 : NULL;
+    pthread_mutex_lock(&es->lock);
+    tarball_limits bounds = {.max_bytes = es->limits.archive_max_bytes,
+                             .max_entries = es->limits.archive_max_entries};
+    pthread_mutex_unlock(&es->lock);
+    loom_error *e = code_ready        ? NULL
+                    : sub->archive_path ? tarball_unpack_file_bounded(sub->archive_path, r->code_dir,
+                                                                      &bounds)
+                    : sub->archive ? tarball_unpack_bounded(sub->archive, sub->archive_len,
+                                                            r->code_dir, &bounds)
+                                   : NULL;
     if (e)
         return loom_err_wrap(e, "model directory");
     if (d->model_main) {
@@ -727,38 +577,45 @@ loom_error *exec_submit(exec_service *es, const exec_submission *sub, char *id, 
     loom_error *err = dlicmd_parse(sub->args ? sub->args : "", &d);
     if (err)
         return err;
+    /* The plan and the queue bound before anything is made. */
+    char plan[256];
+    err = exec_plan_of(sub, &d, plan, sizeof plan);
+    if (!err)
+        err = sched_service_plan_admits(es->sched, plan, sub->user, sub->user_id, sub->is_admin);
+    if (!err)
+        err = exec_check_queue_bound(es, sub->user, sub->user_id);
     registry_entry fw;
-    if (registry_acquire(es->reg, LOOM_KIND_FRAMEWORK, d.exec_start, &fw) != 0) {
-        loom_error *e = loom_err(LOOM_E_NOT_FOUND,
-                                 "--exec-start: no framework named \"%s\" (see loom framework list)",
-                                 d.exec_start);
+    if (!err && registry_acquire(es->reg, LOOM_KIND_FRAMEWORK, d.exec_start, &fw) != 0)
+        err = loom_err(LOOM_E_NOT_FOUND,
+                       "--exec-start: no framework named \"%s\" (see loom framework list)",
+                       d.exec_start);
+    if (err) {
         dlicmd_free(&d);
-        return e;
+        return err;
     }
     running_exec *r = calloc(1, sizeof *r);
-    if (!r) {
+    err = r ? exec_claim_id(es, sub->user, &r->rec) : loom_err(LOOM_E_INTERNAL, "out of memory");
+    if (err) {
+        free(r);
         registry_release(es->reg, LOOM_KIND_FRAMEWORK, fw.name);
         dlicmd_free(&d);
-        return loom_err(LOOM_E_INTERNAL, "out of memory");
+        return err;
     }
     store_exec *rec = &r->rec;
-    pthread_mutex_lock(&es->lock);
-    snprintf(rec->id, sizeof rec->id, "%s-%lld-%u", sub->user, (long long)time_now_ms(), ++es->seq);
-    pthread_mutex_unlock(&es->lock);
     snprintf(rec->user, sizeof rec->user, "%s", sub->user);
+    rec->user_id = sub->user_id;
     snprintf(rec->framework, sizeof rec->framework, "%s", fw.name);
     snprintf(r->framework, sizeof r->framework, "%s", fw.name);
     snprintf(rec->args, sizeof rec->args, "%s", sub->args);
     rec->created_at = time_now_ms();
-    snprintf(rec->result_dir, sizeof rec->result_dir, "%s/execs/%s", es->home, rec->id);
     snprintf(rec->state, sizeof rec->state, "SUBMITTED");
 
-    err = prepare(es, sub, &d, &fw, r, 0);
+    err = exec_prepare(es, sub, &d, &fw, r, 0);
     /* The scheduler accepts or refuses the job before anything is stored:
      * one too large for this host is the submitter's error. */
     pthread_mutex_lock(&es->lock);
     if (!err)
-        err = enqueue_locked(es, r, &d);
+        err = exec_enqueue_locked(es, r, &d);
     if (!err && (err = store_exec_insert(es->st, rec)) != NULL) {
         sched_service_end(es->sched, rec->id);
         unlink_running(es, r);
@@ -766,11 +623,12 @@ loom_error *exec_submit(exec_service *es, const exec_submission *sub, char *id, 
     }
     if (!err) {
         exec_set_state(es, rec, "PENDING", NULL);
-        schedule_locked(es);
+        exec_schedule_locked(es);
         snprintf(id, idlen, "%s", rec->id);
     }
     pthread_mutex_unlock(&es->lock);
     if (err) {
+        /* The folder exec_claim_id made, and only that one. */
         remove_exec_dir(rec->result_dir);
         registry_release(es->reg, LOOM_KIND_FRAMEWORK, fw.name);
         exec_free_running(r);
@@ -779,7 +637,7 @@ loom_error *exec_submit(exec_service *es, const exec_submission *sub, char *id, 
     return err;
 }
 
-loom_error *exec_stop(exec_service *es, const char *owner, const char *id)
+loom_error *exec_stop(exec_service *es, int64_t owner, const char *id)
 {
     pthread_mutex_lock(&es->lock);
     loom_error *err = NULL;
@@ -811,7 +669,7 @@ loom_error *exec_stop(exec_service *es, const char *owner, const char *id)
     return err;
 }
 
-loom_error *exec_resize(exec_service *es, const char *owner, const char *id, int workers)
+loom_error *exec_resize(exec_service *es, int64_t owner, const char *id, int workers)
 {
     pthread_mutex_lock(&es->lock);
     loom_error *err = NULL;
@@ -828,7 +686,7 @@ loom_error *exec_resize(exec_service *es, const char *owner, const char *id, int
              * the other jobs leave. */
             err = sched_service_set_range(es->sched, id, 1, workers);
             if (!err)
-                schedule_locked(es);
+                exec_schedule_locked(es);
         }
     } else if (r) {
         err = loom_err(LOOM_E_CONFLICT,
@@ -842,7 +700,7 @@ loom_error *exec_resize(exec_service *es, const char *owner, const char *id, int
     return err;
 }
 
-loom_error *exec_delete(exec_service *es, const char *owner, const char *id)
+loom_error *exec_delete(exec_service *es, int64_t owner, const char *id)
 {
     pthread_mutex_lock(&es->lock);
     store_exec rec;
@@ -855,9 +713,11 @@ loom_error *exec_delete(exec_service *es, const char *owner, const char *id)
                        r ? r->rec.state : rec.state);
     else if ((err = store_exec_delete(es->st, id)) != NULL)
         err = loom_err_recode(loom_err_wrap(err, "cannot delete exec \"%s\"", id), LOOM_E_INTERNAL);
-    else
-        remove_exec_dir(rec.result_dir);
     pthread_mutex_unlock(&es->lock);
+    /* Its folder goes outside the lock: a large one takes seconds, and the
+     * record is already gone, so nothing else reaches it. */
+    if (!err)
+        remove_exec_dir(rec.result_dir);
     return err;
 }
 
@@ -877,7 +737,7 @@ void exec_reason_hide_holder(char *reason, int (*may_see)(const char *id, void *
 
 typedef struct reason_viewer {
     exec_service *es;
-    const char *owner;
+    int64_t owner;
 } reason_viewer;
 
 /* Whether the viewer may see the running exec `id`. Call with es->lock. */
@@ -885,22 +745,22 @@ static int viewer_sees(const char *id, void *ctx)
 {
     const reason_viewer *rv = ctx;
     const running_exec *r = exec_find_running(rv->es, id);
-    return r && visible(rv->owner, r->rec.user);
+    return r && visible(rv->owner, r->rec.user_id);
 }
 
-/* Why a pending exec waits, as `owner` (NULL: an administrator) may see
+/* Why a pending exec waits, as `owner` (EXEC_ADMIN: an administrator) may see
  * it, so exec ids do not leak. Call with es->lock. */
-static void pending_reason(exec_service *es, const char *owner, const char *id, char *buf,
+static void pending_reason(exec_service *es, int64_t owner, const char *id, char *buf,
                            size_t len)
 {
     reason_viewer rv = {es, owner};
-    if (sched_service_pending_reason(es->sched, id, buf, len) && owner)
+    if (sched_service_pending_reason(es->sched, id, buf, len) && owner != EXEC_ADMIN)
         exec_reason_hide_holder(buf, viewer_sees, &rv);
 }
 
 /* Fills a view of the exec (running: r set) as `owner` may see it. Call
  * with es->lock. */
-static void describe(exec_service *es, const char *owner, const store_exec *e,
+static void describe(exec_service *es, int64_t owner, const store_exec *e,
                      const running_exec *r, exec_view *v)
 {
     memset(v, 0, sizeof *v);
@@ -954,7 +814,7 @@ void exec_views_free(exec_view *v, size_t count)
     free(v);
 }
 
-loom_error *exec_describe(exec_service *es, const char *owner, const char *id, exec_view *out)
+loom_error *exec_describe(exec_service *es, int64_t owner, const char *id, exec_view *out)
 {
     pthread_mutex_lock(&es->lock);
     store_exec rec;
@@ -967,7 +827,7 @@ loom_error *exec_describe(exec_service *es, const char *owner, const char *id, e
 }
 
 typedef struct list_ctx {
-    const char *owner;
+    int64_t owner;
     store_exec *items;
     size_t n, cap;
     int failed;
@@ -976,7 +836,7 @@ typedef struct list_ctx {
 static void add_to_list(const store_exec *e, void *ctx)
 {
     list_ctx *l = ctx;
-    if (l->failed || !visible(l->owner, e->user))
+    if (l->failed || !visible(l->owner, e->user_id))
         return;
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 16;
@@ -991,7 +851,7 @@ static void add_to_list(const store_exec *e, void *ctx)
     l->items[l->n++] = *e;
 }
 
-loom_error *exec_list(exec_service *es, const char *owner, exec_view **out, size_t *count)
+loom_error *exec_list(exec_service *es, int64_t owner, exec_view **out, size_t *count)
 {
     list_ctx l = {.owner = owner};
     *out = NULL;
@@ -1014,7 +874,17 @@ loom_error *exec_list(exec_service *es, const char *owner, exec_view **out, size
     return NULL;
 }
 
-loom_error *exec_log_path(exec_service *es, const char *owner, const char *id, int worker,
+int exec_visible_to(exec_service *es, int64_t owner, const char *id)
+{
+    store_exec rec;
+    running_exec *r = NULL;
+    pthread_mutex_lock(&es->lock);
+    int found = lookup(es, owner, id, &r, &rec);
+    pthread_mutex_unlock(&es->lock);
+    return found;
+}
+
+loom_error *exec_log_path(exec_service *es, int64_t owner, const char *id, int worker,
                           const char *stream, char *path, size_t pathlen)
 {
     store_exec rec;

@@ -17,7 +17,7 @@
 #define DEFAULT_CPU_SECONDS 3600u
 
 struct plugin_proc {
-    char *binary, *path, *name, *kind, *output;
+    char *binary, *path, *name, *kind, *output, *write_dir;
     unsigned deadline_ms, cpu_seconds, max_failures;
     uint64_t memory_bytes;
     supervised child;
@@ -44,6 +44,7 @@ plugin_proc *plugin_proc_new(const plugin_proc_spec *spec)
     p->name = strdup(spec->name);
     p->kind = strdup(spec->kind ? spec->kind : "logger");
     p->output = spec->output ? strdup(spec->output) : NULL;
+    p->write_dir = spec->write_dir ? strdup(spec->write_dir) : NULL;
     p->deadline_ms = spec->deadline_ms ? spec->deadline_ms : PLUGIN_PROC_DEFAULT_DEADLINE_MS;
     p->memory_bytes = spec->memory_bytes ? spec->memory_bytes : DEFAULT_MEMORY_BYTES;
     p->cpu_seconds = spec->cpu_seconds ? spec->cpu_seconds : DEFAULT_CPU_SECONDS;
@@ -72,6 +73,7 @@ void plugin_proc_free(plugin_proc *p)
     free(p->name);
     free(p->kind);
     free(p->output);
+    free(p->write_dir);
     free(p);
 }
 
@@ -83,7 +85,11 @@ static loom_error *start_child(plugin_proc *p)
     snprintf(deadline, sizeof deadline, "%u", p->deadline_ms);
     char *argv[] = {p->binary, "plugin-host", "--kind", p->kind, "--name", p->name,
                     "--path", p->path, "--memory-bytes", memory, "--cpu-seconds", cpu,
-                    "--deadline-ms", deadline, NULL};
+                    "--deadline-ms", deadline, NULL, NULL, NULL};
+    if (p->write_dir) {
+        argv[14] = "--write";
+        argv[15] = p->write_dir;
+    }
     return supervise_start(&p->child, argv, p->output);
 }
 

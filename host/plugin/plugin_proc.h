@@ -25,6 +25,10 @@ typedef struct plugin_proc_spec {
     const char *name;        /* the registered name of the factory */
     const char *kind;        /* "logger", "framework" (launch plans) or "search" */
     const char *output;      /* the child's stdout and stderr (appended); NULL: the host's */
+    /* The one tree the child may write (a logger: its exec's result
+     * directory); NULL: none. After loading the plugin, the child can read
+     * only the system's libraries and the plugin's own file. */
+    const char *write_dir;
     unsigned deadline_ms;    /* per call, the kill comes a little later; 0 = default */
     uint64_t memory_bytes;   /* the child's address space; 0 = default (1 GiB) */
     unsigned cpu_seconds;    /* the child's CPU time; 0 = default (1 hour) */

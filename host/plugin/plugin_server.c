@@ -218,7 +218,8 @@ static int serve_one(server *s)
     return reply(s, e);
 }
 
-int plugin_server_run(int fd, const char *path, const char *name, const char *kind)
+int plugin_server_run(int fd, const char *path, const char *name, const char *kind,
+                      int (*confine)(void *ctx), void *ctx)
 {
     server s = {.fd = fd};
     if (!strcmp(kind, "logger") || !strcmp(kind, "framework") || !strcmp(kind, "search")) {
@@ -231,8 +232,8 @@ int plugin_server_run(int fd, const char *path, const char *name, const char *ki
                                 "plugin-host serves loggers, frameworks and search algorithms, "
                                 "not '%s'", kind);
     }
-    int rc;
-    while ((rc = serve_one(&s)) == 0)
+    int rc = confine && confine(ctx) != 0 ? -2 : 0;
+    while (rc == 0 && (rc = serve_one(&s)) == 0)
         ;
     if (s.inst)
         s.logger->destroy(s.inst);

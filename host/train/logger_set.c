@@ -122,6 +122,7 @@ static loom_error *create_out_of_process(logger_set *s, one_logger *l, const reg
         .plugin_path = e->path,
         .name = e->name,
         .kind = "logger",
+        .write_dir = cfg->result_dir,
         .deadline_ms = cJSON_IsNumber(deadline) && deadline->valuedouble >= 1 &&
                                deadline->valuedouble <= 600000
                            ? (unsigned)deadline->valuedouble

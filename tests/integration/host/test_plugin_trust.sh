@@ -89,6 +89,15 @@ for logger in crash_logger loop_logger bad_xpcall_loop bad_pattern_loop; do
     view=$("$LOOM" --json exec view "$id")
     expect_contains "$logger: exec view shows the failure" "$view" "\"plugin\":\"$logger\""
 done
+# ---- a C driver logger that tries the host's own files: its plugin-host
+# child is confined once the plugin is loaded, so every attempt fails
+expect_ok "logger add snoop_logger" "$LOOM" logger add "$TP/snoop_logger.so"
+id=$(submit snoop_logger 1)
+expect_ok "snoop: the job finishes" "$LOOM" exec wait "$id" --timeout 120
+snooped=$(cat "$LOOM_HOME/execs/$id/plugins/snoop_logger/snoop.txt" 2>/dev/null)
+expect_eq "snoop: it tried eight ways" "$(echo "$snooped" | grep -c .)" "8"
+expect_not_contains "snoop: the host's database, log, credentials and plugins stay out of reach" "$snooped" "allowed"
+
 # ---- loom.append: a 1 GiB flood stops at the exec's limit; the host's
 # files (training.json, the driver's stdout) are out of reach
 expect_ok "logger add flooder" "$LOOM" logger add "$LUA/bad_append_flood.lua"
