@@ -24,8 +24,19 @@ static void submit(void *ctx, const http_request *req, http_response *res)
                                        "task (WMLA's hpoName, modelSpec, algoDef, hyperParams)");
         return;
     }
-    hpo_submission sub = {.user = req->user, .task_json = data->data, .task_len = data->len,
-                          .archive = file ? file->data : NULL, .archive_len = file ? file->len : 0};
+    hpo_submission sub = {.user = req->user, .is_admin = req->is_admin, .task_json = data->data,
+                          .task_len = data->len, .archive = file ? file->data : NULL,
+                          .archive_len = file && file->data ? file->len : 0,
+                          .archive_path = file ? file->path : NULL};
+    if (!data->data) {
+        api_error(res, LOOM_E_INVALID, "data: expected the task as a plain part, not a file");
+        return;
+    }
+    loom_error *who = auth_user_id(d->auth, req->user, &sub.user_id);
+    if (who) { /* removed since its token was checked */
+        api_reply_error(res, loom_err_recode(who, LOOM_E_UNAUTHENTICATED));
+        return;
+    }
     char name[128];
     loom_error *e = hpo_submit(d->hpo, &sub, name, sizeof name);
     if (e)
@@ -265,7 +276,7 @@ static void algorithm_install(void *ctx, const http_request *req, http_response 
     loomd *d = ctx;
     const http_field *data = http_field_get(req, "data");
     const http_field *file = http_field_get(req, "file");
-    cJSON *j = data ? cJSON_ParseWithLength(data->data, data->len) : NULL;
+    cJSON *j = data && data->data ? cJSON_ParseWithLength(data->data, data->len) : NULL;
     if (!cJSON_IsObject(j)) {
         cJSON_Delete(j);
         api_error(res, LOOM_E_INVALID, "data: expected a multipart part named 'data' holding "
@@ -284,7 +295,8 @@ static void algorithm_install(void *ctx, const http_request *req, http_response 
     hpo_algorithm_install in = {
         .user = req->user, .is_admin = req->is_admin, .name = json_str(j, "name"),
         .path = json_str(j, "path"), .archive = file ? file->data : NULL,
-        .archive_len = file ? file->len : 0, .conda_home = json_str(j, "condaHome"),
+        .archive_len = file && file->data ? file->len : 0,
+        .archive_path = file ? file->path : NULL, .conda_home = json_str(j, "condaHome"),
         .conda_env = json_str(j, "condaEnv"), .log_level = json_str(j, "logLevel")};
     loom_error *e = hpo_algorithm_add(d->hpo, &in);
     char name[64];

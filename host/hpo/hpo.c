@@ -224,13 +224,15 @@ int hpo_single_subdir(const char *dir, char *name, size_t len)
 
 /* The model directory, unpacked once; a native model's edt.json is kept
  * as the template its "$name" strings are filled from. */
-static loom_error *prepare_dir(const char *dir, const void *archive, size_t len)
+static loom_error *prepare_dir(const char *dir, const hpo_submission *sub)
 {
     char model[PATH_MAX + 16], path[PATH_MAX + 64];
     snprintf(model, sizeof model, "%s/model", dir);
     if (fs_mkdir_p(model) != 0)
         return loom_err(LOOM_E_INTERNAL, "cannot create %s: %s", model, strerror(errno));
-    loom_error *e = tarball_unpack(archive, len, model, MODEL_MAX_BYTES);
+    loom_error *e = sub->archive_path
+                        ? tarball_unpack_file(sub->archive_path, model, MODEL_MAX_BYTES)
+                        : tarball_unpack(sub->archive, sub->archive_len, model, MODEL_MAX_BYTES);
     if (e)
         return loom_err_wrap(e, "file (the model directory)");
     /* WMLA's clients send the model folder itself (one top-level folder);
@@ -262,7 +264,7 @@ loom_error *hpo_submit(hpo_service *svc, const hpo_submission *sub, char *name, 
     loom_error *e = wmla_task_parse(sub->task_json, sub->task_len, &t->spec);
     if (!e)
         e = hpo_resolve_algorithm(svc, t->spec.algorithm, t);
-    if (!e && (!sub->archive || !sub->archive_len))
+    if (!e && (!sub->archive || !sub->archive_len) && !sub->archive_path)
         e = loom_err(LOOM_E_INVALID, "file: expected the model directory as a tar (gzip'd or not) "
                                      "in the 'file' part (loom hpo submit --model-dir DIR)");
     if (e) {
@@ -272,6 +274,8 @@ loom_error *hpo_submit(hpo_service *svc, const hpo_submission *sub, char *name, 
     hpo_task_rec *r = &t->rec;
     snprintf(r->name, sizeof r->name, "%s", t->spec.name);
     snprintf(r->user, sizeof r->user, "%s", sub->user);
+    r->user_id = sub->user_id;
+    r->is_admin = sub->is_admin;
     snprintf(r->state, sizeof r->state, "SUBMITTED");
     r->task_json = strndup(sub->task_json, sub->task_len);
     r->next_id = 1;
@@ -287,7 +291,7 @@ loom_error *hpo_submit(hpo_service *svc, const hpo_submission *sub, char *name, 
                      r->name);
     } else {
         fs_rm_rf(t->dir);
-        e = prepare_dir(t->dir, sub->archive, sub->archive_len);
+        e = prepare_dir(t->dir, sub);
         if (!e)
             e = hpo_store_task_insert(svc->st, r);
         if (e)
@@ -343,7 +347,7 @@ loom_error *hpo_stop(hpo_service *svc, const char *owner, const char *name)
                 snprintf(x->state, sizeof x->state, "STOPPED");
                 hpo_exp_save(svc, t, x);
             } else if (hpo_exp_is_live(x) && x->exec_id[0]) {
-                loom_err_free(exec_stop(svc->es, NULL, x->exec_id));
+                loom_err_free(exec_stop(svc->es, EXEC_ADMIN, x->exec_id));
             }
         }
         pthread_cond_signal(&svc->wake);
@@ -391,7 +395,7 @@ static loom_error *delete_locked(hpo_service *svc, const char *name)
     loom_error *e = hpo_store_exp_list(svc->st, name, &xs, &n);
     for (size_t i = 0; !e && i < n; i++)
         if (xs[i].exec_id[0])
-            loom_err_free(exec_delete(svc->es, NULL, xs[i].exec_id));
+            loom_err_free(exec_delete(svc->es, EXEC_ADMIN, xs[i].exec_id));
     hpo_exp_recs_free(xs, n);
     if (!e)
         e = hpo_store_task_delete(svc->st, name);

@@ -36,10 +36,13 @@ void hpo_service_destroy(hpo_service *svc);
 
 typedef struct hpo_submission {
     const char *user;
+    int64_t user_id;        /* the submitter's immutable id (auth) */
+    int is_admin;
     const char *task_json;  /* WMLA's task (hpo/wmla_task.h) */
     size_t task_len;
-    const void *archive;    /* the model directory, a (gzip'd) tar */
+    const void *archive;    /* the model directory, a (gzip'd) tar, */
     size_t archive_len;
+    const char *archive_path; /* or that tar in a file (an upload spooled to disk) */
 } hpo_submission;
 
 /* Checks and stores a task; its name goes to `name`. LOOM_E_INVALID for
@@ -101,8 +104,9 @@ typedef struct hpo_algorithm_install {
     int is_admin;
     const char *name;
     const char *path;          /* a folder on the host (administrators only), or */
-    const void *archive;       /* the folder as a (gzip'd) tar */
+    const void *archive;       /* the folder as a (gzip'd) tar, */
     size_t archive_len;
+    const char *archive_path;  /* or that tar in a file */
     const char *conda_home;    /* the interpreter: CONDA_HOME/envs/ENV/bin/python, */
     const char *conda_env;     /* CONDA_HOME/bin/python, or /usr/bin/python3 */
     const char *log_level;     /* DEBUG INFO WARNING ERROR; default INFO */

@@ -159,8 +159,10 @@ static loom_error *copy_in(const hpo_algorithm_install *in, const char *dir)
     if (!e && fs_mkdir_p(dir) != 0)
         e = loom_err(LOOM_E_INTERNAL, "cannot create %s: %s", dir, strerror(errno));
     if (!e)
-        e = tarball_unpack(tar ? tar : in->archive, tar ? len : in->archive_len, dir,
-                           OPTIMIZER_MAX_BYTES);
+        e = !tar && in->archive_path
+                ? tarball_unpack_file(in->archive_path, dir, OPTIMIZER_MAX_BYTES)
+                : tarball_unpack(tar ? tar : in->archive, tar ? len : in->archive_len, dir,
+                                 OPTIMIZER_MAX_BYTES);
     free(tar);
     if (e)
         return loom_err_wrap(e, in->path && in->path[0] ? "path" : "file");
@@ -197,7 +199,7 @@ loom_error *hpo_algorithm_add(hpo_service *svc, const hpo_algorithm_install *in)
     if (!valid_name(in->name))
         return loom_err(LOOM_E_INVALID, "name: expected 1 to 63 letters, digits, '_', '-' or '.'");
     int has_path = in->path && in->path[0];
-    if (has_path == (in->archive && in->archive_len))
+    if (has_path == ((in->archive && in->archive_len) || in->archive_path != NULL))
         return loom_err(LOOM_E_INVALID, "give either 'path' (a folder on the host) or the folder "
                                         "as an archive in the 'file' part");
     if (has_path && !in->is_admin)

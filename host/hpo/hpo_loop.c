@@ -50,7 +50,7 @@ void hpo_end_task(hpo_service *svc, hpo_task *t, const char *state, const char *
             x->end_at = time_now_ms();
             hpo_exp_save(svc, t, x);
         } else if (hpo_exp_is_live(x) && x->exec_id[0]) {
-            loom_err_free(exec_stop(svc->es, NULL, x->exec_id));
+            loom_err_free(exec_stop(svc->es, EXEC_ADMIN, x->exec_id));
         }
     }
     snprintf(t->rec.state, sizeof t->rec.state, "%s", state);
@@ -174,8 +174,9 @@ static void submit_experiment(hpo_service *svc, hpo_task *t, hpo_exp_rec *x)
     size_t len = 0;
     loom_error *e = experiment_archive(t, x, &tar, &len);
     if (!e) {
-        exec_submission sub = {.user = t->rec.user, .args = t->spec.args, .archive = tar,
-                               .archive_len = len};
+        exec_submission sub = {.user = t->rec.user, .user_id = t->rec.user_id,
+                               .is_admin = t->rec.is_admin, .args = t->spec.args,
+                               .archive = tar, .archive_len = len};
         e = exec_submit(svc->es, &sub, x->exec_id, sizeof x->exec_id);
     }
     free(tar);
@@ -238,7 +239,7 @@ static void observe(hpo_service *svc, hpo_task *t, hpo_exp_rec *x, int status);
 static void poll_experiment(hpo_service *svc, hpo_task *t, hpo_exp_rec *x)
 {
     exec_view v;
-    loom_error *e = exec_describe(svc->es, NULL, x->exec_id, &v);
+    loom_error *e = exec_describe(svc->es, EXEC_ADMIN, x->exec_id, &v);
     if (e) {
         snprintf(x->state, sizeof x->state, "ERROR");
         snprintf(x->message, sizeof x->message, "its exec %s is gone: %s", x->exec_id,
@@ -364,7 +365,7 @@ static int apply_outcome(hpo_service *svc, hpo_task *t, search_outcome *o)
     for (uint32_t i = 0; i < o->nstops; i++) {
         hpo_exp_rec *x = find_exp(t, o->stops[i]);
         if (x && hpo_exp_is_live(x) && x->exec_id[0])
-            loom_err_free(exec_stop(svc->es, NULL, x->exec_id));
+            loom_err_free(exec_stop(svc->es, EXEC_ADMIN, x->exec_id));
     }
     if (o->finished)
         t->rec.search_finished = 1;
@@ -451,8 +452,24 @@ static loom_error *start_search(hpo_service *svc, hpo_task *t)
         .params = s->params, .option_count = s->option_count + t->nextra, .options = options,
         .experiment_count = s->experiment_count,
         .experiments = (const loom_value *const *)s->experiments};
+    /* A Python optimizer reads its folder, the runner and its interpreter's tree. */
+    char runner_dir[PATH_MAX], python_root[PATH_MAX];
+    const char *reads[4] = {NULL};
+    if (t->nextra) {
+        snprintf(runner_dir, sizeof runner_dir, "%s", t->extra_text[2]);
+        char *slash = strrchr(runner_dir, '/');
+        if (slash)
+            *slash = 0;
+        /* .../bin/python -> ... */
+        snprintf(python_root, sizeof python_root, "%s", t->extra_text[1]);
+        for (int up = 0; up < 2 && (slash = strrchr(python_root, '/')) && slash != python_root; up++)
+            *slash = 0;
+        reads[0] = t->extra_text[0];
+        reads[1] = runner_dir;
+        reads[2] = python_root;
+    }
     search_client_spec spec = {.binary = svc->binary, .plugin_path = t->plugin_path,
-                               .name = t->plugin, .output = output,
+                               .name = t->plugin, .output = output, .read_dirs = reads,
                                .deadline_ms = svc->opt.plugin_deadline_ms};
     loom_error *e = search_client_start(&spec, &cfg, &t->search);
     if (!e && t->rec.algo_state)
@@ -508,7 +525,7 @@ static int check_limits(hpo_service *svc, hpo_task *t)
                  (long long)t->spec.max_run_time_s);
         for (size_t i = 0; i < t->nexps; i++)
             if (hpo_exp_is_live(&t->exps[i]) && t->exps[i].exec_id[0])
-                loom_err_free(exec_stop(svc->es, NULL, t->exps[i].exec_id));
+                loom_err_free(exec_stop(svc->es, EXEC_ADMIN, t->exps[i].exec_id));
         save_task(svc, t);
     }
     if (t->spec.max_jobs && t->nexps >= t->spec.max_jobs && !t->rec.search_finished) {

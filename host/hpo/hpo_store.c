@@ -8,7 +8,8 @@
 
 static const char schema[] =
     "CREATE TABLE IF NOT EXISTS hpo_tasks("
-    " name TEXT PRIMARY KEY, user TEXT NOT NULL, state TEXT NOT NULL, message TEXT NOT NULL,"
+    " name TEXT PRIMARY KEY, user TEXT NOT NULL, user_id INTEGER NOT NULL,"
+    " is_admin INTEGER NOT NULL, state TEXT NOT NULL, message TEXT NOT NULL,"
     " task_json TEXT NOT NULL, algo_state TEXT, search_finished INTEGER NOT NULL,"
     " next_id INTEGER NOT NULL, created_at INTEGER, started_at INTEGER, ended_at INTEGER);"
     "CREATE TABLE IF NOT EXISTS hpo_experiments("
@@ -90,24 +91,26 @@ static void bind_task(sqlite3_stmt *s, const hpo_task_rec *t)
 {
     sqlite3_bind_text(s, 1, t->name, -1, SQLITE_STATIC);
     sqlite3_bind_text(s, 2, t->user, -1, SQLITE_STATIC);
-    sqlite3_bind_text(s, 3, t->state, -1, SQLITE_STATIC);
-    sqlite3_bind_text(s, 4, t->message, -1, SQLITE_STATIC);
-    sqlite3_bind_text(s, 5, t->task_json ? t->task_json : "", -1, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 3, t->user_id);
+    sqlite3_bind_int(s, 4, t->is_admin);
+    sqlite3_bind_text(s, 5, t->state, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 6, t->message, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 7, t->task_json ? t->task_json : "", -1, SQLITE_STATIC);
     if (t->algo_state)
-        sqlite3_bind_text(s, 6, t->algo_state, -1, SQLITE_STATIC);
+        sqlite3_bind_text(s, 8, t->algo_state, -1, SQLITE_STATIC);
     else
-        sqlite3_bind_null(s, 6);
-    sqlite3_bind_int(s, 7, t->search_finished);
-    sqlite3_bind_int64(s, 8, (sqlite3_int64)t->next_id);
-    sqlite3_bind_int64(s, 9, t->created_at);
-    sqlite3_bind_int64(s, 10, t->started_at);
-    sqlite3_bind_int64(s, 11, t->ended_at);
+        sqlite3_bind_null(s, 8);
+    sqlite3_bind_int(s, 9, t->search_finished);
+    sqlite3_bind_int64(s, 10, (sqlite3_int64)t->next_id);
+    sqlite3_bind_int64(s, 11, t->created_at);
+    sqlite3_bind_int64(s, 12, t->started_at);
+    sqlite3_bind_int64(s, 13, t->ended_at);
 }
 
 loom_error *hpo_store_task_insert(store *st, const hpo_task_rec *t)
 {
     store_lock(st);
-    sqlite3_stmt *s = prep(st, "INSERT INTO hpo_tasks VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)");
+    sqlite3_stmt *s = prep(st, "INSERT INTO hpo_tasks VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)");
     if (s)
         bind_task(s, t);
     loom_error *e = run(st, s, "tuning task");
@@ -117,9 +120,10 @@ loom_error *hpo_store_task_insert(store *st, const hpo_task_rec *t)
 
 static loom_error *task_update_locked(store *st, const hpo_task_rec *t)
 {
-    sqlite3_stmt *s = prep(st, "UPDATE hpo_tasks SET state=?3, message=?4, algo_state=?6,"
-                               " search_finished=?7, next_id=?8, started_at=?10, ended_at=?11"
-                               " WHERE name=?1 AND user=?2 AND ?5=?5 AND ?9=?9");
+    sqlite3_stmt *s = prep(st, "UPDATE hpo_tasks SET state=?5, message=?6, algo_state=?8,"
+                               " search_finished=?9, next_id=?10, started_at=?12, ended_at=?13"
+                               " WHERE name=?1 AND user=?2 AND ?3=?3 AND ?4=?4 AND ?7=?7"
+                               " AND ?11=?11");
     if (s)
         bind_task(s, t);
     return run(st, s, "tuning task");
@@ -138,15 +142,17 @@ static void read_task(sqlite3_stmt *s, hpo_task_rec *t)
     memset(t, 0, sizeof *t);
     col_copy(s, 0, t->name, sizeof t->name);
     col_copy(s, 1, t->user, sizeof t->user);
-    col_copy(s, 2, t->state, sizeof t->state);
-    col_copy(s, 3, t->message, sizeof t->message);
-    t->task_json = col_dup(s, 4);
-    t->algo_state = col_dup(s, 5);
-    t->search_finished = sqlite3_column_int(s, 6);
-    t->next_id = (uint64_t)sqlite3_column_int64(s, 7);
-    t->created_at = sqlite3_column_int64(s, 8);
-    t->started_at = sqlite3_column_int64(s, 9);
-    t->ended_at = sqlite3_column_int64(s, 10);
+    t->user_id = sqlite3_column_int64(s, 2);
+    t->is_admin = sqlite3_column_int(s, 3);
+    col_copy(s, 4, t->state, sizeof t->state);
+    col_copy(s, 5, t->message, sizeof t->message);
+    t->task_json = col_dup(s, 6);
+    t->algo_state = col_dup(s, 7);
+    t->search_finished = sqlite3_column_int(s, 8);
+    t->next_id = (uint64_t)sqlite3_column_int64(s, 9);
+    t->created_at = sqlite3_column_int64(s, 10);
+    t->started_at = sqlite3_column_int64(s, 11);
+    t->ended_at = sqlite3_column_int64(s, 12);
 }
 
 loom_error *hpo_store_task_get(store *st, const char *name, hpo_task_rec *out)

@@ -16,6 +16,8 @@
 typedef struct hpo_task_rec {
     char name[128];
     char user[64];
+    int64_t user_id;       /* the owner's immutable id (auth): its experiments are its execs */
+    int is_admin;          /* the owner submits to any plan */
     char state[16];        /* SUBMITTED RUNNING STOPPED FINISHED FAILED */
     char message[512];
     char *task_json;       /* the task as submitted (malloc'd) */

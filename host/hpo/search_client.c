@@ -40,7 +40,7 @@ loom_error *search_client_start(const search_client_spec *spec, const loom_searc
         return loom_err(LOOM_E_INTERNAL, "out of memory");
     plugin_proc_spec ps = {.binary = spec->binary, .plugin_path = spec->plugin_path,
                            .name = spec->name, .kind = "search", .output = spec->output,
-                           .deadline_ms = spec->deadline_ms,
+                           .deadline_ms = spec->deadline_ms, .read_dirs = spec->read_dirs,
                            /* One failure ends the task: no second try. */
                            .max_failures = 1};
     c->proc = plugin_proc_new(&ps);

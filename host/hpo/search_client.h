@@ -19,6 +19,7 @@ typedef struct search_client_spec {
     const char *plugin_path; /* the plugin's file */
     const char *name;        /* its registered name */
     const char *output;      /* the child's stdout/stderr file, or NULL */
+    const char *const *read_dirs; /* more trees the child may read, or NULL */
     unsigned deadline_ms;    /* per call; 0: plugin_proc's default */
 } search_client_spec;
 
