@@ -442,8 +442,10 @@ static loom_error *start_search(hpo_service *svc, hpo_task *t)
     char output[PATH_MAX + 32];
     snprintf(output, sizeof output, "%s/search.log", t->dir);
     loom_search_option options[HPO_MAX_OPTIONS + 8];
-    memcpy(options, s->options, s->option_count * sizeof *options);
-    memcpy(options + s->option_count, t->extra, t->nextra * sizeof *options);
+    if (s->option_count)
+        memcpy(options, s->options, s->option_count * sizeof *options);
+    if (t->nextra)
+        memcpy(options + s->option_count, t->extra, t->nextra * sizeof *options);
     loom_search_config cfg = {
         .struct_size = sizeof cfg, .maximize = s->maximize, .max_experiments = s->max_jobs,
         .max_parallel = s->max_parallel,
