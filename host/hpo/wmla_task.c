@@ -488,6 +488,19 @@ static loom_error *parse_experiments(const cJSON *list, hpo_task_spec *t)
     return NULL;
 }
 
+/* A task's name is a folder's name under the host's home: nothing that
+ * could leave it ("..", "/") or need quoting in a URL. */
+static int valid_task_name(const char *n)
+{
+    if (!n || !n[0] || n[0] == '.' || strlen(n) >= HPO_NAME_MAX)
+        return 0;
+    for (const char *p = n; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              *p == '_' || *p == '-' || *p == '.'))
+            return 0;
+    return 1;
+}
+
 loom_error *wmla_task_parse(const char *json, size_t len, hpo_task_spec *out)
 {
     memset(out, 0, sizeof *out);
@@ -503,9 +516,9 @@ loom_error *wmla_task_parse(const char *json, size_t len, hpo_task_spec *out)
     const char *args = get_string(model, "args");
     const cJSON *params = cJSON_GetObjectItemCaseSensitive(root, "hyperParams");
     const cJSON *experiments = cJSON_GetObjectItemCaseSensitive(root, "experiments");
-    if (!name || !name[0] || strlen(name) >= HPO_NAME_MAX || strpbrk(name, "/\\ \t\n?#%"))
-        e = loom_err(LOOM_E_INVALID, "hpoName: expected a name of 1 to %d characters without "
-                                     "'/', spaces, '?', '#' or '%%'", HPO_NAME_MAX - 1);
+    if (!valid_task_name(name))
+        e = loom_err(LOOM_E_INVALID, "hpoName: expected 1 to %d letters, digits, '_', '-' or '.', "
+                                     "not starting with '.'", HPO_NAME_MAX - 1);
     else if (!args)
         e = loom_err(LOOM_E_INVALID, "modelSpec.args: expected a string in dlicmd syntax "
                                      "(e.g. \"--exec-start edt --model-dir DIR\")");

@@ -95,6 +95,13 @@ int main(void)
                            "\"discreteIntVal\":[1]}]}"),
                    "algoParams[0] (eta): 'value' must be a string");
     CHECK_CONTAINS(refusal("[1]"), "expected a JSON object");
+    /* The name becomes a folder under the host's home: ".." must not. */
+    CHECK_CONTAINS(refusal("{\"hpoName\":\"..\",\"modelSpec\":{\"args\":\"x\"}," ALGO
+                           "\"hyperParams\":[]}"),
+                   "hpoName: expected");
+    CHECK_CONTAINS(refusal("{\"hpoName\":\"a/b\",\"modelSpec\":{\"args\":\"x\"}," ALGO
+                           "\"hyperParams\":[]}"),
+                   "hpoName: expected");
     CHECK_CONTAINS(refusal(HEAD ALGO "\"hyperParams\":[{\"name\":\"x\",\"type\":\"Range\","
                            "\"dataType\":\"INT\",\"minIntVal\":1.5,\"maxIntVal\":3}]}"),
                    "must be integers");
