@@ -363,6 +363,7 @@ loom_error *hpo_restart(hpo_service *svc, const char *owner, const char *name)
     hpo_task_rec rec;
     pthread_mutex_lock(&svc->lock);
     loom_error *e = get_visible(svc, owner, name, &rec);
+    int have_rec = e == NULL;
     if (!e && (find_active(svc, name) || (strcmp(rec.state, "STOPPED") && strcmp(rec.state, "FAILED"))))
         e = loom_err(LOOM_E_CONFLICT, "tuning task \"%s\" is %s; only a STOPPED or FAILED one "
                                       "restarts", name, rec.state);
@@ -381,7 +382,7 @@ loom_error *hpo_restart(hpo_service *svc, const char *owner, const char *name)
     } else {
         hpo_task_free(t);
     }
-    if (rec.name[0] && (!e || loom_err_code(e) != LOOM_E_NOT_FOUND))
+    if (have_rec)
         hpo_task_rec_free(&rec);
     pthread_mutex_unlock(&svc->lock);
     return e;
@@ -427,8 +428,8 @@ loom_error *hpo_delete(hpo_service *svc, const char *owner, const char *name)
 loom_error *hpo_delete_ended(hpo_service *svc, const char *owner, unsigned *count)
 {
     *count = 0;
-    hpo_task_rec *all;
-    size_t n;
+    hpo_task_rec *all = NULL;
+    size_t n = 0;
     loom_error *e = hpo_list(svc, owner, &all, &n);
     pthread_mutex_lock(&svc->lock);
     for (size_t i = 0; !e && i < n; i++) {
@@ -439,7 +440,6 @@ loom_error *hpo_delete_ended(hpo_service *svc, const char *owner, unsigned *coun
             (*count)++;
     }
     pthread_mutex_unlock(&svc->lock);
-    if (!e)
-        hpo_task_recs_free(all, n);
+    hpo_task_recs_free(all, n);
     return e;
 }
