@@ -284,21 +284,37 @@ static enum MHD_Result on_post_field(void *cls, enum MHD_ValueKind kind, const c
     return MHD_YES;
 }
 
-static enum MHD_Result send_response(struct MHD_Connection *conn, http_response *res)
+/* CORS headers for a browser's cross-origin call (api/cors.h). */
+static void add_cors_headers(const http_server *srv, struct MHD_Connection *conn,
+                             struct MHD_Response *r)
+{
+    cors_headers h;
+    cors_reply_headers(srv->cfg.cors,
+                       mhd->MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin"), &h);
+    for (int i = 0; i < h.count; i++)
+        mhd->MHD_add_response_header(r, h.name[i], h.value[i]);
+}
+
+static enum MHD_Result send_response(const http_server *srv, struct MHD_Connection *conn,
+                                     http_response *res)
 {
     struct MHD_Response *r = mhd->MHD_create_response_from_buffer(
         res->len, res->body ? res->body : (void *)"", res->body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
     res->body = NULL;
     mhd->MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
                                  res->content_type[0] ? res->content_type : "application/json");
+    if (res->disposition[0])
+        mhd->MHD_add_response_header(r, "Content-Disposition", res->disposition);
+    add_cors_headers(srv, conn, r);
     enum MHD_Result ret = mhd->MHD_queue_response(conn, (unsigned)res->status, r);
     mhd->MHD_destroy_response(r);
     return ret;
 }
 
-static enum MHD_Result reply_now(struct MHD_Connection *conn, int32_t code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static enum MHD_Result reply_now(struct MHD_Connection *conn, int32_t code, const char *fmt, ...)
+static enum MHD_Result reply_now(const http_server *srv, struct MHD_Connection *conn, int32_t code,
+                                 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static enum MHD_Result reply_now(const http_server *srv, struct MHD_Connection *conn, int32_t code,
+                                 const char *fmt, ...)
 {
     char msg[512];
     va_list ap;
@@ -307,7 +323,22 @@ static enum MHD_Result reply_now(struct MHD_Connection *conn, int32_t code, cons
     va_end(ap);
     http_response res = {0};
     api_error(&res, code, "%s", msg);
-    return send_response(conn, &res);
+    return send_response(srv, conn, &res);
+}
+
+/* A browser's preflight, answered before any credential is asked for
+ * (browsers send none with it): 204 for a listed origin, 403 naming any
+ * other. */
+static enum MHD_Result answer_preflight(const http_server *srv, struct MHD_Connection *conn,
+                                        const char *origin)
+{
+    if (!cors_origin_allowed(srv->cfg.cors, origin))
+        return reply_now(srv, conn, LOOM_E_FORBIDDEN,
+                         "origin \"%.256s\" may not call this host from a browser (not on its "
+                         "--cors-origin list)",
+                         origin);
+    http_response res = {.status = 204};
+    return send_response(srv, conn, &res);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
@@ -323,6 +354,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         if (!st)
             return MHD_NO;
         *con_cls = st;
+        const char *origin = mhd->MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin");
+        if (cors_is_preflight(method, origin,
+                              mhd->MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                               "Access-Control-Request-Method")))
+            return answer_preflight(srv, conn, origin);
         const char *ctype = mhd->MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
         st->multipart = ctype && strncasecmp(ctype, "multipart/form-data", 19) == 0;
         st->limit = st->multipart ? srv->cfg.max_upload : srv->cfg.max_body;
@@ -330,13 +366,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         const char *clen = mhd->MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (clen && strtoull(clen, NULL, 10) > st->limit) {
             st->too_large = 1;
-            return reply_now(conn, LOOM_E_TOO_LARGE, "request body of %s bytes exceeds the limit of %zu bytes",
+            return reply_now(srv, conn, LOOM_E_TOO_LARGE, "request body of %s bytes exceeds the limit of %zu bytes",
                              clen, st->limit);
         }
         if (st->multipart) {
             st->pp = mhd->MHD_create_post_processor(conn, 65536, on_post_field, st);
             if (!st->pp)
-                return reply_now(conn, LOOM_E_INVALID, "malformed multipart/form-data request");
+                return reply_now(srv, conn, LOOM_E_INVALID, "malformed multipart/form-data request");
         }
         return MHD_YES;
     }
@@ -354,9 +390,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return MHD_YES;
     }
     if (st->too_large > 0)
-        return reply_now(conn, LOOM_E_TOO_LARGE, "request body exceeds the limit of %zu bytes", st->limit);
+        return reply_now(srv, conn, LOOM_E_TOO_LARGE, "request body exceeds the limit of %zu bytes", st->limit);
     if (st->too_large < 0)
-        return reply_now(conn, LOOM_E_INVALID, "malformed multipart/form-data request body");
+        return reply_now(srv, conn, LOOM_E_INVALID, "malformed multipart/form-data request body");
 
     http_request *req = &st->req;
     req->method = method;
@@ -378,7 +414,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     route(srv, req, &res);
     if (!res.status)
         api_error(&res, LOOM_E_INTERNAL, "handler gave no reply");
-    return send_response(conn, &res);
+    return send_response(srv, conn, &res);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,

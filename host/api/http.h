@@ -10,6 +10,7 @@
 #include <cjson/cJSON.h>
 #include <stddef.h>
 
+#include "api/cors.h"
 #include "util/error.h"
 
 #define HTTP_MAX_PARAMS 4
@@ -44,6 +45,7 @@ typedef struct http_response {
     char content_type[64];
     char *body; /* malloc'd */
     size_t len;
+    char disposition[320]; /* Content-Disposition, when set */
 } http_response;
 
 typedef void (*http_handler)(void *ctx, const http_request *req, http_response *res);
@@ -90,6 +92,7 @@ typedef struct http_config {
     http_authenticator authenticate; /* NULL: every route is open */
     const char *tls_cert_pem;  /* both set: HTTPS (GnuTLS) instead of HTTP */
     const char *tls_key_pem;
+    const cors_policy *cors;   /* origins browsers may call from; NULL: none */
 } http_config;
 
 /* Listens; LOOM_E_INVALID for a bad address, LOOM_E_UNAVAILABLE when it

@@ -191,6 +191,8 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
         goto fail_with;
     }
 
+    if ((e = cors_policy_create(opt->cors_origins, opt->cors_origin_count, &d->cors)) != NULL)
+        goto fail_with;
     http_route *routes = d->routes;
     size_t n = 0;
     for (size_t i = 0; i < sizeof core_routes / sizeof *core_routes; i++)
@@ -214,7 +216,10 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
         .authenticate = loomd_authenticate,
         .tls_cert_pem = opt->tls_cert_pem,
         .tls_key_pem = opt->tls_key_pem,
+        .cors = d->cors,
     };
+    d->basic_over_http_allowed = opt->allow_basic_over_http || opt->tls_cert_pem ||
+                                 strncmp(cfg.address, "127.", 4) == 0;
     if ((e = http_server_start(&cfg, &d->http)) != NULL)
         goto fail_with;
     log_info("loom host %s listening on %s:%d, home %s", LOOM_VERSION, cfg.address,
@@ -236,6 +241,7 @@ void loomd_stop(loomd *d)
     if (!d)
         return;
     http_server_stop(d->http);
+    cors_policy_free(d->cors);
     exec_service_destroy(d->execs);
     job_sandbox_configure(NULL); /* its user lookup uses d->auth */
     sched_service_destroy(d->sched);

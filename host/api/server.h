@@ -30,6 +30,9 @@ typedef struct loomd_options {
     unsigned job_uid_first, job_uid_last; /* jobs' accounts when root; 0: defaults */
     int no_job_accounts;     /* root, yet jobs run as the host's user */
     int require_isolation;   /* refuse to start without complete isolation */
+    int allow_basic_over_http; /* passwords over plain HTTP on a non-loopback listener */
+    const char *const *cors_origins; /* origins browsers may call from (api/cors.h) */
+    int cors_origin_count;
 } loomd_options;
 
 typedef struct loomd {
@@ -44,6 +47,9 @@ typedef struct loomd {
     /* A new home's first admin password when it was generated: shown once. */
     char generated_admin_password[AUTH_PASSWORD_GEN_MAX];
     http_server *http;
+    /* Passwords may come over this listener (HTTPS, loopback, or allowed). */
+    int basic_over_http_allowed;
+    cors_policy *cors;
     http_route routes[64];
     pthread_mutex_t admin_lock; /* plugin add/remove: file, registry, store */
     unsigned upload_seq;

@@ -264,6 +264,7 @@ void auth_close(auth_service *svc)
         return;
     sqlite3_finalize(svc->check_token_stmt);
     ratelimit_free(svc->limiter);
+    auth_basic_cache_free(svc->basic_cache);
     pthread_mutex_destroy(&svc->lock);
     free(svc);
 }

@@ -18,6 +18,7 @@ static const char serve_usage[] =
     "                  [--cpu-slots N] [--hysteresis SECONDS] [--admin-password-file F]\n"
     "                  [--tls-cert PEM --tls-key PEM]\n"
     "                  [--job-uid-range FIRST-LAST | none] [--require-isolation]\n"
+    "                  [--cors-origin ORIGIN]... [--allow-basic-over-http]\n"
     "\n"
     "Runs the loom host: REST API, state store, plugin registry and job\n"
     "supervision. It stops cleanly on SIGTERM or SIGINT.\n"
@@ -38,6 +39,10 @@ static const char serve_usage[] =
     "  --job-uid-range FIRST-LAST  when the host runs as root, each user's jobs\n"
     "                      run as uid FIRST + the user's id (default\n"
     "                      200000-299999); none: as the host's user\n"
+    "  --cors-origin ORIGIN  a browser page on ORIGIN (scheme://host[:port]) may call\n"
+    "                      the API with the user's credentials (repeatable)\n"
+    "  --allow-basic-over-http  accept passwords (Basic, userpasswd) over plain\n"
+    "                      HTTP on a non-loopback listener (default: refused)\n"
     "  --require-isolation refuse to start unless jobs are fully confined\n"
     "                      (Landlock, and an account per user when root)\n"
     "\n"
@@ -79,6 +84,27 @@ static int parse_listen(const char *text, char *addr, size_t addrlen, int *port)
     return 0;
 }
 
+/* The browser- and notebook-facing flags: --cors-origin ORIGIN
+ * (repeatable) and --allow-basic-over-http. 1 when argv[*i] was one (its
+ * value consumed), 0 when not, -1 after printing the error. */
+static int web_flag(int argc, char **argv, int *i, loomd_options *o)
+{
+    static const char *origins[CORS_MAX_ORIGINS];
+    if (strcmp(argv[*i], "--allow-basic-over-http") == 0) {
+        o->allow_basic_over_http = 1;
+        return 1;
+    }
+    if (strcmp(argv[*i], "--cors-origin") != 0 || *i + 1 >= argc)
+        return 0;
+    if (o->cors_origin_count == CORS_MAX_ORIGINS) {
+        cli_fail("--cors-origin: at most %d origins", CORS_MAX_ORIGINS);
+        return -1;
+    }
+    origins[o->cors_origin_count++] = argv[++*i];
+    o->cors_origins = origins;
+    return 1;
+}
+
 int cmd_serve(int argc, char **argv, const cli_globals *g)
 {
     if (cli_wants_help(argc, argv)) {
@@ -91,9 +117,12 @@ int cmd_serve(int argc, char **argv, const cli_globals *g)
     int cpu_slots = 0;
     double hysteresis = -1;
     const char *admin_password_file = NULL, *tls_cert = NULL, *tls_key = NULL;
-    loomd_options jobs = {0}; /* the job isolation options */
-    for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--listen") == 0 && i + 1 < argc) {
+    loomd_options jobs = {0}; /* the job isolation and web options */
+    for (int i = 0, web; i < argc; i++) {
+        if ((web = web_flag(argc, argv, &i, &jobs)) != 0) {
+            if (web < 0)
+                return 1;
+        } else if (strcmp(argv[i], "--listen") == 0 && i + 1 < argc) {
             if (parse_listen(argv[++i], addr, sizeof addr, &port) != 0)
                 return cli_fail("--listen: expected ADDR:PORT, got \"%s\"", argv[i]);
         } else if (strcmp(argv[i], "--plugin-dir") == 0 && i + 1 < argc) {
@@ -168,7 +197,9 @@ int cmd_serve(int argc, char **argv, const cli_globals *g)
                          .admin_password = admin_password[0] ? admin_password : NULL,
                          .job_uid_first = jobs.job_uid_first, .job_uid_last = jobs.job_uid_last,
                          .no_job_accounts = jobs.no_job_accounts,
-                         .require_isolation = jobs.require_isolation};
+                         .require_isolation = jobs.require_isolation,
+                         .allow_basic_over_http = jobs.allow_basic_over_http,
+                         .cors_origins = jobs.cors_origins, .cors_origin_count = jobs.cors_origin_count};
     loomd *d = loomd_start(&opt, err, sizeof err);
     free(key_pem);
     free(cert_pem);

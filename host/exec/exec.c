@@ -253,6 +253,8 @@ static void data_dir_of(exec_service *es, const dlicmd *d, char *out, size_t len
 {
     if (d->data_dir)
         snprintf(out, len, "%s", d->data_dir);
+    else if (d->data_path) /* WMLA's data store: a folder under the host's */
+        snprintf(out, len, "%s/data/%s", es->home, d->data_path);
     else
         snprintf(out, len, "%s/data", es->home);
 }
@@ -530,11 +532,18 @@ static void remove_exec_dir(const char *dir)
 
 /* Checks the submission against the framework and prepares how it will
  * run, without storing anything. */
-static loom_error *prepare(exec_service *es, const exec_submission *sub, const dlicmd *d,
+static loom_error *prepare(exec_service *es, const exec_submission *sub, dlicmd *d,
                            const registry_entry *fw, running_exec *r)
 {
     const loom_framework_factory *factory = fw->factory;
     store_exec *rec = &r->rec;
+    if (d->gpu_per_worker && !d->device_type_given) { /* WMLA's: GPUs where there are */
+        int gpus = sched_cuda_device_count() > 0;
+        snprintf(d->device_type, 4, "%s", gpus ? "gpu" : "cpu");
+        if (!gpus)
+            loom_err_free(dlicmd_warn(d, "--gpuPerWorker: this host has no GPU; each worker "
+                                         "gets that many CPU devices instead"));
+    }
     if (strcmp(d->device_type, "gpu") == 0 && sched_cuda_device_count() == 0)
         return loom_err(LOOM_E_INVALID, "--workerDeviceType gpu: this host has no GPU");
     if (d->model_main && !path_is_contained(d->model_main))
@@ -554,8 +563,16 @@ static loom_error *prepare(exec_service *es, const exec_submission *sub, const d
     loom_error *e = sub->archive ? tarball_unpack(sub->archive, sub->archive_len, r->code_dir,
                                                   ARCHIVE_MAX_BYTES)
                                  : NULL;
+    if (!e)
+        e = exec_model_layout(r->code_dir, d->model_dir);
     if (e)
         return loom_err_wrap(e, "model directory");
+    if (d->data_path) {
+        char root[PATH_MAX + 8];
+        snprintf(root, sizeof root, "%s/data", es->home);
+        if ((e = exec_data_dir_check(root, r->data_dir)) != NULL)
+            return e;
+    }
     if (d->model_main) {
         char main_path[PATH_MAX * 2];
         snprintf(main_path, sizeof main_path, "%s/%s", r->code_dir, d->model_main);
@@ -618,6 +635,17 @@ static loom_error *prepare(exec_service *es, const exec_submission *sub, const d
     return NULL;
 }
 
+/* The parser's warnings, one a line, into the submitter's buffer. */
+static void note_warnings(const exec_submission *sub, const dlicmd *d)
+{
+    if (!sub->warnings || !sub->warnings_len)
+        return;
+    size_t n = 0;
+    sub->warnings[0] = 0;
+    for (int i = 0; i < d->warning_count && n < sub->warnings_len; i++)
+        n += (size_t)snprintf(sub->warnings + n, sub->warnings_len - n, "%s\n", d->warnings[i]);
+}
+
 loom_error *exec_submit(exec_service *es, const exec_submission *sub, char *id, size_t idlen)
 {
     dlicmd d;
@@ -625,10 +653,17 @@ loom_error *exec_submit(exec_service *es, const exec_submission *sub, char *id, 
     if (err)
         return err;
     registry_entry fw;
-    if (registry_acquire(es->reg, LOOM_KIND_FRAMEWORK, d.exec_start, &fw) != 0) {
-        loom_error *e = loom_err(LOOM_E_NOT_FOUND,
-                                 "--exec-start: no framework named \"%s\" (see loom framework list)",
-                                 d.exec_start);
+    const char *framework = dlicmd_framework_name(d.exec_start);
+    if (registry_acquire(es->reg, LOOM_KIND_FRAMEWORK, framework, &fw) != 0) {
+        loom_error *e =
+            strcmp(framework, d.exec_start) != 0
+                ? loom_err(LOOM_E_NOT_FOUND,
+                           "--exec-start %s: runs on loom's framework \"%s\", which is not "
+                           "installed on this host (see loom framework list)",
+                           d.exec_start, framework)
+                : loom_err(LOOM_E_NOT_FOUND,
+                           "--exec-start: no framework named \"%s\" (see loom framework list)",
+                           d.exec_start);
         dlicmd_free(&d);
         return e;
     }
@@ -665,6 +700,7 @@ loom_error *exec_submit(exec_service *es, const exec_submission *sub, char *id, 
         exec_set_state(es, rec, "PENDING", NULL);
         schedule_locked(es);
         snprintf(id, idlen, "%s", rec->id);
+        note_warnings(sub, &d);
     }
     pthread_mutex_unlock(&es->lock);
     if (err) {

@@ -31,6 +31,10 @@ typedef struct exec_submission {
     const char *args;    /* dlicmd syntax */
     const void *archive; /* tar of the model directory, or NULL */
     size_t archive_len;
+    /* Where the host does otherwise than a flag asked (WMLA's flags with no
+     * equivalent), one sentence a line; NULL: not wanted. */
+    char *warnings;
+    size_t warnings_len;
 } exec_submission;
 
 /* Checks, stores and queues an exec; its id goes to `id`. Errors:

@@ -74,6 +74,16 @@ struct exec_service {
     unsigned seq;
 };
 
+/* exec_wmla.c */
+/* A model archive unpacked into code_dir whose only top-level entry is a
+ * folder named like --model-dir's last component: its contents move up
+ * into code_dir. Files at the archive's root stay as they are; a lone
+ * folder with another name is LOOM_E_INVALID naming both. */
+loom_error *exec_model_layout(const char *code_dir, const char *model_dir);
+/* LOOM_E_INVALID when the existing data_dir resolves (links followed)
+ * outside the data store. */
+loom_error *exec_data_dir_check(const char *store_root, const char *data_dir);
+
 /* exec.c */
 void exec_set_state(exec_service *es, store_exec *rec, const char *state, const char *message);
 running_exec *exec_find_running(exec_service *es, const char *id);
