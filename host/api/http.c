@@ -190,9 +190,10 @@ static void route(http_server *srv, http_request *req, http_response *res)
         if (strcmp(r->method, req->method) != 0)
             continue;
         int is_admin = 0;
+        loom_error *why = NULL;
         int known = srv->cfg.authenticate &&
                     srv->cfg.authenticate(srv->cfg.ctx, req, req->user_buf, sizeof req->user_buf,
-                                          &is_admin) == 0;
+                                          &is_admin, &why) == 0;
         if (known) {
             req->user = req->user_buf;
             req->is_admin = is_admin;
@@ -201,11 +202,16 @@ static void route(http_server *srv, http_request *req, http_response *res)
             req->is_admin = 1;
         }
         if (r->access != HTTP_PUBLIC && !req->user) {
-            api_error(res, LOOM_E_UNAUTHENTICATED,
-                             "authentication required: log on with POST " LOOM_ROUTE_LOGON " "
-                             "(Authorization: Basic) and send Authorization: Bearer TOKEN");
+            if (why)
+                api_reply_error(res, why);
+            else
+                api_error(res, LOOM_E_UNAUTHENTICATED,
+                          "authentication required: log on with POST " LOOM_ROUTE_LOGON " "
+                          "(Authorization: Basic) and send Authorization: Bearer TOKEN, or send "
+                          "Authorization: Basic with every request");
             return;
         }
+        loom_err_free(why);
         if (r->access == HTTP_ADMIN && !req->is_admin) {
             api_error(res, LOOM_E_FORBIDDEN, "%s %s is for administrators only", req->method, req->path);
             return;

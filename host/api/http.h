@@ -61,9 +61,11 @@ typedef struct http_route {
 } http_route;
 
 /* Identifies the caller from the request's credentials: fills user and
- * is_admin and returns 0, or returns -1 (the request is refused with 401). */
+ * is_admin and returns 0, or returns -1; a route that needs a user is then
+ * refused with *why when the authenticator set it (e.g. rate limited),
+ * else with 401. */
 typedef int (*http_authenticator)(void *ctx, const http_request *req, char *user, size_t userlen,
-                                  int *is_admin);
+                                  int *is_admin, loom_error **why);
 
 const char *http_query(const http_request *req, const char *key);
 const char *http_header(const http_request *req, const char *key);

@@ -72,7 +72,8 @@ static int is_logon_path(const char *path)
 
 /* Basic credentials sent with the request itself (WMLA's notebooks send
  * them on every call). */
-static int basic_identity(loomd *d, const http_request *req, const char *authz, auth_identity *who)
+static int basic_identity(loomd *d, const http_request *req, const char *authz, auth_identity *who,
+                          loom_error **why)
 {
     char user[AUTH_NAME_MAX], password[AUTH_PASSWORD_MAX_LEN + 1];
     loom_error *e = auth_parse_basic(authz, user, sizeof user, password, sizeof password);
@@ -85,14 +86,18 @@ static int basic_identity(loomd *d, const http_request *req, const char *authz, 
         e = auth_check_basic(d->auth, client_of(req), user, password, time_now_ms(), who);
     explicit_bzero(password, sizeof password);
     if (e) {
-        loom_err_free(e);
+        /* Wrong credentials stay a plain 401; a refusal says why. */
+        if (loom_err_code(e) == LOOM_E_UNAUTHENTICATED)
+            loom_err_free(e);
+        else
+            *why = e;
         return -1;
     }
     return 0;
 }
 
 int loomd_authenticate(void *ctx, const http_request *req, char *user, size_t userlen,
-                       int *is_admin)
+                       int *is_admin, loom_error **why)
 {
     loomd *d = ctx;
     char token[AUTH_SECRET_MAX + 8];
@@ -105,7 +110,7 @@ int loomd_authenticate(void *ctx, const http_request *req, char *user, size_t us
             return -1;
         }
     } else if (authz && strncasecmp(authz, "Basic ", 6) == 0 && !is_logon_path(req->path)) {
-        if (basic_identity(d, req, authz, &who) != 0)
+        if (basic_identity(d, req, authz, &who, why) != 0)
             return -1;
     } else {
         return -1;

@@ -77,7 +77,7 @@ extern const size_t loom_exec_route_count;
 extern const http_route loom_auth_routes[];
 extern const size_t loom_auth_route_count;
 int loomd_authenticate(void *ctx, const http_request *req, char *user, size_t userlen,
-                       int *is_admin);
+                       int *is_admin, loom_error **why);
 extern const http_route loom_sched_routes[];
 extern const size_t loom_sched_route_count;
 extern const http_route loom_plugin_routes[];

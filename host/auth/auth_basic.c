@@ -178,6 +178,12 @@ loom_error *auth_check_basic(auth_service *svc, const char *client_id, const cha
     auth_unlock(svc);
     if (!c)
         return loom_err(LOOM_E_INTERNAL, "out of memory");
+    /* A client locked out for failures is refused even a pair known good. */
+    int64_t locked = auth_retry_after_ms(svc, client_id, now_ms);
+    if (locked > 0)
+        return loom_err(LOOM_E_RATE_LIMITED,
+                        "too many failed log-ons from %.64s: try again in %lld s", client_id,
+                        (long long)((locked + 999) / 1000));
     if (cached_pass(svc, key, now_ms, who))
         return NULL;
 

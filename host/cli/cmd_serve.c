@@ -192,14 +192,10 @@ int cmd_serve(int argc, char **argv, const cli_globals *g)
         free(key_pem);
         return cli_fail("cannot read %s", !cert_pem ? tls_cert : tls_key);
     }
-    loomd_options opt = {.tls_cert_pem = cert_pem, .tls_key_pem = key_pem, .home = home, .address = addr, .port = port, .plugin_dir = plugin_dir,
-                         .cpu_slots = cpu_slots, .hysteresis = hysteresis,
-                         .admin_password = admin_password[0] ? admin_password : NULL,
-                         .job_uid_first = jobs.job_uid_first, .job_uid_last = jobs.job_uid_last,
-                         .no_job_accounts = jobs.no_job_accounts,
-                         .require_isolation = jobs.require_isolation,
-                         .allow_basic_over_http = jobs.allow_basic_over_http,
-                         .cors_origins = jobs.cors_origins, .cors_origin_count = jobs.cors_origin_count};
+    loomd_options opt = jobs; /* isolation and web flags, then the rest */
+    opt.tls_cert_pem = cert_pem, opt.tls_key_pem = key_pem, opt.home = home, opt.address = addr;
+    opt.port = port, opt.plugin_dir = plugin_dir, opt.cpu_slots = cpu_slots;
+    opt.hysteresis = hysteresis, opt.admin_password = admin_password[0] ? admin_password : NULL;
     loomd *d = loomd_start(&opt, err, sizeof err);
     free(key_pem);
     free(cert_pem);

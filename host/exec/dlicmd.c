@@ -347,11 +347,16 @@ static const struct {
     {"edtPyTorch", "edtPyTorch"},
 };
 
-const char *dlicmd_framework_name(const char *exec_start)
+const char *dlicmd_framework_name(const char *exec_start, int *wmla)
 {
     for (size_t i = 0; i < sizeof framework_names / sizeof *framework_names; i++)
-        if (strcasecmp(exec_start, framework_names[i].wmla) == 0)
+        if (strcasecmp(exec_start, framework_names[i].wmla) == 0) {
+            if (wmla)
+                *wmla = 1;
             return framework_names[i].loom;
+        }
+    if (wmla)
+        *wmla = 0;
     return exec_start;
 }
 

@@ -71,8 +71,9 @@ loom_error *dlicmd_warn(dlicmd *d, const char *text);
 
 /* loom's framework name for a name as WMLA spells it (any case):
  * PyTorch and tensorflow run as `python`, edtPyTorch under the elastic
- * trainer's PyTorch adapter; any other name is returned as it is. */
-const char *dlicmd_framework_name(const char *exec_start);
+ * trainer's PyTorch adapter; any other name is returned as it is. *wmla
+ * (may be NULL) is 1 when the name is one of WMLA's. */
+const char *dlicmd_framework_name(const char *exec_start, int *wmla);
 
 /* Joins words into one string that dlicmd_split turns back into them. */
 char *dlicmd_join(int argc, char *const *argv);

@@ -653,11 +653,11 @@ loom_error *exec_submit(exec_service *es, const exec_submission *sub, char *id, 
     if (err)
         return err;
     registry_entry fw;
-    const char *framework = dlicmd_framework_name(d.exec_start);
+    int wmla = 0;
+    const char *framework = dlicmd_framework_name(d.exec_start, &wmla);
     if (registry_acquire(es->reg, LOOM_KIND_FRAMEWORK, framework, &fw) != 0) {
         loom_error *e =
-            strcmp(framework, d.exec_start) != 0
-                ? loom_err(LOOM_E_NOT_FOUND,
+            wmla ? loom_err(LOOM_E_NOT_FOUND,
                            "--exec-start %s: runs on loom's framework \"%s\", which is not "
                            "installed on this host (see loom framework list)",
                            d.exec_start, framework)
