@@ -24,7 +24,7 @@
 #define STOP_GRACE_MS 5000
 #define SUPERVISE_INTERVAL_US 50000
 #define MAX_DECISIONS 4096
-#define MAX_DEVICES 4096
+#define MAX_DEVICES EXEC_MAX_DEVICES
 
 int exec_state_is_final(const char *s)
 {
@@ -103,46 +103,82 @@ static int lookup(exec_service *es, const char *owner, const char *id, running_e
 
 /* ---- scheduling --------------------------------------------------------- */
 
+/* Starts a pending exec on the devices granted to it. Call with es->lock. */
+static void start_granted_locked(exec_service *es, running_exec *r, const int32_t *index, int n,
+                                 int32_t kind)
+{
+    loom_error *err = r->job ? trainer_start(es, r, index, n, kind) : launch_start(es, r, index, n);
+    r->pending = 0;
+    if (err) {
+        /* Ends at the next supervision with its reason. */
+        exec_set_state(es, &r->rec, "ERROR", loom_err_message(err));
+        loom_err_free(err);
+        r->stop_requested = 1;
+        return;
+    }
+    if (!r->edt)
+        exec_set_state(es, &r->rec, "RUNNING", NULL);
+    memcpy(r->given, index, sizeof(int32_t) * (size_t)n);
+    r->ngiven = n;
+}
+
+/* Carries out the scheduler's books: a pending exec starts once every
+ * device granted to it is free of the job it was taken from (a shrinking
+ * trainer's worker leaves only at its next step boundary), and a running
+ * trainer is given exactly the devices ready for it. Call with es->lock. */
+static void carry_out_grants_locked(exec_service *es)
+{
+    static int32_t index[MAX_DEVICES];
+    for (running_exec *r = es->running; r; r = r->next) {
+        int32_t kind = LOOM_DEVICE_CPU;
+        int total;
+        int ready = sched_service_job_grant(es->sched, r->rec.id, index, MAX_DEVICES, &kind, &total);
+        if (total <= 0 || r->stop_requested)
+            continue;
+        ready = ready > MAX_DEVICES ? MAX_DEVICES : ready;
+        if (r->pending) {
+            if (ready == total)
+                start_granted_locked(es, r, index, ready, kind);
+            continue;
+        }
+        if (!r->edt || ready <= 0 ||
+            (ready == r->ngiven && !memcmp(index, r->given, sizeof(int32_t) * (size_t)ready)))
+            continue;
+        char why[512];
+        if (loom_err_take(edt_set_devices(r->edt, index, (uint32_t)ready), why, sizeof why)) {
+            log_warn("exec %s: resize to %d refused: %s", r->rec.id, ready, why);
+            continue;
+        }
+        log_info("exec %s: now on %d device(s)", r->rec.id, ready);
+        memcpy(r->given, index, sizeof(int32_t) * (size_t)ready);
+        r->ngiven = ready;
+    }
+}
+
 /* Runs the scheduler and carries out its decisions: pending execs start on
  * the devices granted, running trainers grow or shrink. Call with es->lock. */
 static void schedule_locked(exec_service *es)
 {
     static sched_action actions[MAX_DECISIONS];
     size_t n = sched_service_decide(es->sched, actions, MAX_DECISIONS);
-    for (size_t i = 0; i < n && i < MAX_DECISIONS; i++) {
-        running_exec *r = exec_find_running(es, actions[i].job_id);
-        if (!r || actions[i].new_count <= 0)
-            continue;
-        loom_error *err = NULL;
-        /* The devices granted, by their own index (CUDA ordinal, CPU slot). */
-        static int32_t slots[MAX_DEVICES], index[MAX_DEVICES];
-        int32_t kind = LOOM_DEVICE_CPU;
-        int nd = sched_service_job_devices(es->sched, r->rec.id, slots, MAX_DEVICES, index, &kind);
-        nd = nd < 0 ? 0 : nd > MAX_DEVICES ? MAX_DEVICES : nd;
-        if (r->pending) {
-            if (r->job)
-                err = trainer_start(es, r, index, nd, kind);
-            else
-                err = launch_start(es, r, index, nd);
-            r->pending = 0;
-            if (err) {
-                /* Ends at the next supervision with its reason. */
-                exec_set_state(es, &r->rec, "ERROR", loom_err_message(err));
-                loom_err_free(err);
-                r->stop_requested = 1;
-                continue;
-            }
-            if (!r->edt)
-                exec_set_state(es, &r->rec, "RUNNING", NULL);
-        } else if (r->edt && actions[i].new_count != actions[i].old_count) {
-            char why[512];
-            if (loom_err_take(edt_set_devices(r->edt, index, (uint32_t)nd), why, sizeof why))
-                log_warn("exec %s: resize to %d refused: %s", r->rec.id, actions[i].new_count, why);
-            else
-                log_info("exec %s: scheduler moves it from %d to %d device(s)", r->rec.id,
-                         actions[i].old_count, actions[i].new_count);
+    for (size_t i = 0; i < n && i < MAX_DECISIONS; i++)
+        if (actions[i].old_count > 0 && actions[i].new_count != actions[i].old_count)
+            log_info("exec %s: scheduler moves it from %d to %d device(s)", actions[i].job_id,
+                     actions[i].old_count, actions[i].new_count);
+    carry_out_grants_locked(es);
+}
+
+/* Trainers report which devices their processes are still on, so devices
+ * taken from them are handed over once their workers have left. Call with
+ * es->lock. */
+static void collect_handbacks_locked(exec_service *es)
+{
+    int32_t held[MAX_DEVICES < 1024 ? MAX_DEVICES : 1024];
+    for (running_exec *r = es->running; r; r = r->next)
+        if (r->edt) {
+            uint32_t n = edt_devices_held(r->edt, held, sizeof held / sizeof *held);
+            sched_service_handed_back(es->sched, r->rec.id, held, (int)n);
         }
-    }
 }
 
 /* The nearest plan from `plan` up to the root whose cap is below `need`:
@@ -228,6 +264,9 @@ static loom_error *enqueue_locked(exec_service *es, running_exec *r, const dlicm
 
 /* ---- restart reconciliation --------------------------------------------- */
 
+static loom_error *prepare(exec_service *es, const exec_submission *sub, dlicmd *d,
+                           const registry_entry *fw, running_exec *r, int code_ready);
+
 typedef struct orphan_list {
     store_exec *items;
     int count, cap;
@@ -264,6 +303,8 @@ static void data_dir_of(exec_service *es, const dlicmd *d, char *out, size_t len
  * Returns 1 when it was taken over. */
 static int resume_trainer(exec_service *es, store_exec *e)
 {
+    if (!strcmp(e->state, "PENDING"))
+        return 0; /* never started: queued again (requeue_pending) */
     registry_entry fw;
     if (registry_acquire(es->reg, LOOM_KIND_FRAMEWORK, e->framework, &fw) != 0)
         return 0;
@@ -313,6 +354,53 @@ static int resume_trainer(exec_service *es, store_exec *e)
     return 1;
 }
 
+/* An exec that waited in the queue when the host stopped: queued again
+ * with the model directory it was submitted with. Call in submission
+ * order, so the queue comes back in the order it had. */
+static void requeue_pending(exec_service *es, store_exec *e)
+{
+    dlicmd d;
+    registry_entry fw;
+    loom_error *err = dlicmd_parse(e->args, &d);
+    if (err) {
+        exec_set_state(es, e, "ERROR", loom_err_message(err));
+        loom_err_free(err);
+        return;
+    }
+    running_exec *r = NULL;
+    if (registry_acquire(es->reg, LOOM_KIND_FRAMEWORK, e->framework, &fw) != 0) {
+        err = loom_err(LOOM_E_NOT_FOUND, "the host restarted and framework \"%s\" is no longer "
+                                         "registered", e->framework);
+    } else if (!(r = calloc(1, sizeof *r))) {
+        err = loom_err(LOOM_E_INTERNAL, "out of memory");
+    } else {
+        r->rec = *e;
+        snprintf(r->framework, sizeof r->framework, "%s", fw.name);
+        exec_submission sub = {.user = e->user, .args = e->args};
+        err = prepare(es, &sub, &d, &fw, r, 1);
+        pthread_mutex_lock(&es->lock);
+        if (!err)
+            err = enqueue_locked(es, r, &d);
+        if (!err)
+            exec_set_state(es, &r->rec, "PENDING", "queued again after the host restarted");
+        pthread_mutex_unlock(&es->lock);
+    }
+    if (err) {
+        exec_set_state(es, e, "ERROR", loom_err_message(err));
+        loom_err_free(err);
+        if (r)
+            registry_release(es->reg, LOOM_KIND_FRAMEWORK, fw.name);
+        exec_free_running(r);
+    }
+    dlicmd_free(&d);
+}
+
+static int by_creation(const void *a, const void *b)
+{
+    const store_exec *x = a, *y = b;
+    return (x->created_at > y->created_at) - (x->created_at < y->created_at);
+}
+
 static void reconcile(exec_service *es)
 {
     orphan_list l = {0};
@@ -320,9 +408,11 @@ static void reconcile(exec_service *es)
     if (err)
         log_error("execs left by the last host: %s", loom_err_message(err));
     loom_err_free(err);
+    if (l.count > 1)
+        qsort(l.items, (size_t)l.count, sizeof *l.items, by_creation);
     for (int i = 0; i < l.count; i++) {
         store_exec *e = &l.items[i];
-        if (resume_trainer(es, e))
+        if (!strcmp(e->state, "PENDING") || resume_trainer(es, e))
             continue;
         /* A launch-style program cannot be re-attached to: the previous host
          * was its parent. Stop what is left of it rather than leave it
@@ -335,6 +425,11 @@ static void reconcile(exec_service *es)
         e->pgid = 0;
         exec_set_state(es, e, "ERROR", msg);
     }
+    /* Then the queue, oldest first: the scheduler sees it in its old order
+     * and gives the same head job the same reservation. */
+    for (int i = 0; i < l.count; i++)
+        if (!strcmp(l.items[i].state, "PENDING"))
+            requeue_pending(es, &l.items[i]);
     free(l.items);
 }
 
@@ -411,6 +506,7 @@ static void supervise_once(exec_service *es)
         supervise_exec(es, r, now);
     }
     /* Freed devices, expired hysteresis: the scheduler decides again. */
+    collect_handbacks_locked(es);
     if (!es->stopping)
         schedule_locked(es);
     pthread_mutex_unlock(&es->lock);
@@ -533,17 +629,11 @@ static void remove_exec_dir(const char *dir)
 /* Checks the submission against the framework and prepares how it will
  * run, without storing anything. */
 static loom_error *prepare(exec_service *es, const exec_submission *sub, dlicmd *d,
-                           const registry_entry *fw, running_exec *r)
+                           const registry_entry *fw, running_exec *r, int code_ready)
 {
     const loom_framework_factory *factory = fw->factory;
     store_exec *rec = &r->rec;
-    if (d->gpu_per_worker && !d->device_type_given) { /* WMLA's: GPUs where there are */
-        int gpus = sched_cuda_device_count() > 0;
-        snprintf(d->device_type, 4, "%s", gpus ? "gpu" : "cpu");
-        if (!gpus)
-            loom_err_free(dlicmd_warn(d, "--gpuPerWorker: this host has no GPU; each worker "
-                                         "gets that many CPU devices instead"));
-    }
+    exec_wmla_devices(d);
     if (strcmp(d->device_type, "gpu") == 0 && sched_cuda_device_count() == 0)
         return loom_err(LOOM_E_INVALID, "--workerDeviceType gpu: this host has no GPU");
     if (d->model_main && !path_is_contained(d->model_main))
@@ -551,7 +641,7 @@ static loom_error *prepare(exec_service *es, const exec_submission *sub, dlicmd 
                         "--model-main \"%s\": expected a path relative to the model directory, "
                         "without \"..\"",
                         d->model_main);
-    if (d->model_dir && !sub->archive)
+    if (d->model_dir && !sub->archive && !code_ready)
         return loom_err(LOOM_E_INVALID, "--model-dir given but the request carries no model "
                                         "directory (a tar in the 'file' part)");
     snprintf(r->code_dir, sizeof r->code_dir, "%s/_submitted_code", rec->result_dir);
@@ -560,19 +650,15 @@ static loom_error *prepare(exec_service *es, const exec_submission *sub, dlicmd 
     if (fs_mkdir_p(r->code_dir) != 0 || fs_mkdir_p(r->log_dir) != 0 || fs_mkdir_p(r->data_dir) != 0)
         return loom_err(LOOM_E_INTERNAL, "cannot create the exec's directories under %s: %s",
                         rec->result_dir, strerror(errno));
-    loom_error *e = sub->archive ? tarball_unpack(sub->archive, sub->archive_len, r->code_dir,
+    loom_error *e = sub->archive && !code_ready ? tarball_unpack(sub->archive, sub->archive_len, r->code_dir,
                                                   ARCHIVE_MAX_BYTES)
                                  : NULL;
-    if (!e)
+    if (!e && sub->archive) /* once, when it is unpacked */
         e = exec_model_layout(r->code_dir, d->model_dir);
     if (e)
         return loom_err_wrap(e, "model directory");
-    if (d->data_path) {
-        char root[PATH_MAX + 8];
-        snprintf(root, sizeof root, "%s/data", es->home);
-        if ((e = exec_data_dir_check(root, r->data_dir)) != NULL)
-            return e;
-    }
+    if ((e = exec_data_dir_check(es->home, d, r->data_dir)) != NULL)
+        return e;
     if (d->model_main) {
         char main_path[PATH_MAX * 2];
         snprintf(main_path, sizeof main_path, "%s/%s", r->code_dir, d->model_main);
@@ -635,17 +721,6 @@ static loom_error *prepare(exec_service *es, const exec_submission *sub, dlicmd 
     return NULL;
 }
 
-/* The parser's warnings, one a line, into the submitter's buffer. */
-static void note_warnings(const exec_submission *sub, const dlicmd *d)
-{
-    if (!sub->warnings || !sub->warnings_len)
-        return;
-    size_t n = 0;
-    sub->warnings[0] = 0;
-    for (int i = 0; i < d->warning_count && n < sub->warnings_len; i++)
-        n += (size_t)snprintf(sub->warnings + n, sub->warnings_len - n, "%s\n", d->warnings[i]);
-}
-
 loom_error *exec_submit(exec_service *es, const exec_submission *sub, char *id, size_t idlen)
 {
     dlicmd d;
@@ -656,14 +731,7 @@ loom_error *exec_submit(exec_service *es, const exec_submission *sub, char *id, 
     int wmla = 0;
     const char *framework = dlicmd_framework_name(d.exec_start, &wmla);
     if (registry_acquire(es->reg, LOOM_KIND_FRAMEWORK, framework, &fw) != 0) {
-        loom_error *e =
-            wmla ? loom_err(LOOM_E_NOT_FOUND,
-                           "--exec-start %s: runs on loom's framework \"%s\", which is not "
-                           "installed on this host (see loom framework list)",
-                           d.exec_start, framework)
-                : loom_err(LOOM_E_NOT_FOUND,
-                           "--exec-start: no framework named \"%s\" (see loom framework list)",
-                           d.exec_start);
+        loom_error *e = exec_framework_missing(d.exec_start, framework, wmla);
         dlicmd_free(&d);
         return e;
     }
@@ -685,7 +753,7 @@ loom_error *exec_submit(exec_service *es, const exec_submission *sub, char *id, 
     snprintf(rec->result_dir, sizeof rec->result_dir, "%s/execs/%s", es->home, rec->id);
     snprintf(rec->state, sizeof rec->state, "SUBMITTED");
 
-    err = prepare(es, sub, &d, &fw, r);
+    err = prepare(es, sub, &d, &fw, r, 0);
     /* The scheduler accepts or refuses the job before anything is stored:
      * one too large for this host is the submitter's error. */
     pthread_mutex_lock(&es->lock);
@@ -700,7 +768,7 @@ loom_error *exec_submit(exec_service *es, const exec_submission *sub, char *id, 
         exec_set_state(es, rec, "PENDING", NULL);
         schedule_locked(es);
         snprintf(id, idlen, "%s", rec->id);
-        note_warnings(sub, &d);
+        exec_note_warnings(sub, &d);
     }
     pthread_mutex_unlock(&es->lock);
     if (err) {
@@ -844,6 +912,13 @@ static void describe(exec_service *es, const char *owner, const store_exec *e,
     if (r) {
         int n = sched_service_job_devices(es->sched, e->id, v->slots, 64, NULL, NULL);
         v->nslots = n < 0 ? 0 : n > 64 ? 64 : n;
+        v->handover_ms = -1;
+        if (sched_service_job_handover(es->sched, e->id, v->handover_from,
+                                       sizeof v->handover_from, &v->handover_ms)) {
+            reason_viewer rv = {es, owner};
+            if (owner && !viewer_sees(v->handover_from, &rv))
+                v->handover_from[0] = '\0';
+        }
     }
     if (r && r->edt) {
         v->training = edt_describe(r->edt);

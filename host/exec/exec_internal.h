@@ -33,11 +33,18 @@ typedef struct launch_plan {
     int count;
 } launch_plan;
 
+/* The most devices one exec is given. */
+#define EXEC_MAX_DEVICES 4096
+
 typedef struct running_exec {
     struct running_exec *next;
     store_exec rec;
     char framework[LOOM_NAME_MAX];
     int pending;      /* waiting for devices */
+    /* The device indices the exec was last given (a trainer is resized only
+     * when its ready grant differs). */
+    int32_t given[EXEC_MAX_DEVICES];
+    int ngiven;
     int devices;      /* a fixed exec's need; an elastic one's maximum */
     int elastic;
     /* launch style */
@@ -80,9 +87,17 @@ struct exec_service {
  * into code_dir. Files at the archive's root stay as they are; a lone
  * folder with another name is LOOM_E_INVALID naming both. */
 loom_error *exec_model_layout(const char *code_dir, const char *model_dir);
-/* LOOM_E_INVALID when the existing data_dir resolves (links followed)
- * outside the data store. */
-loom_error *exec_data_dir_check(const char *store_root, const char *data_dir);
+/* With WMLA's data_path: LOOM_E_INVALID when the existing data_dir
+ * resolves (links followed) outside the data store, home/data. */
+loom_error *exec_data_dir_check(const char *home, const dlicmd *d, const char *data_dir);
+/* WMLA's --gpuPerWorker without --workerDeviceType: GPUs where the host
+ * has them, else CPU devices and a warning. */
+void exec_wmla_devices(dlicmd *d);
+/* The parser's warnings, one a line, into the submitter's buffer. */
+void exec_note_warnings(const exec_submission *sub, const dlicmd *d);
+/* The refusal of a framework that is not registered; `wmla`: the name
+ * asked for is WMLA's, mapped to `framework`. */
+loom_error *exec_framework_missing(const char *asked, const char *framework, int wmla);
 
 /* exec.c */
 void exec_set_state(exec_service *es, store_exec *rec, const char *state, const char *message);

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "sched/sched_service.h"
 #include "util/fs.h"
 
 /* The last component of a path, without trailing slashes, into out. */
@@ -91,9 +92,12 @@ loom_error *exec_model_layout(const char *code_dir, const char *model_dir)
     return hoist(code_dir, path);
 }
 
-loom_error *exec_data_dir_check(const char *store_root, const char *data_dir)
+loom_error *exec_data_dir_check(const char *home, const dlicmd *d, const char *data_dir)
 {
-    char root[PATH_MAX], real[PATH_MAX];
+    if (!d->data_path)
+        return NULL;
+    char store_root[PATH_MAX + 8], root[PATH_MAX], real[PATH_MAX];
+    snprintf(store_root, sizeof store_root, "%s/data", home);
     if (!realpath(store_root, root) || !realpath(data_dir, real))
         return loom_err(LOOM_E_INTERNAL, "%s: %s", data_dir, strerror(errno));
     size_t n = strlen(root);
@@ -102,4 +106,36 @@ loom_error *exec_data_dir_check(const char *store_root, const char *data_dir)
                         "--cs-datastore-meta data_path: %s leads out of the data store %s", real,
                         root);
     return NULL;
+}
+
+void exec_wmla_devices(dlicmd *d)
+{
+    if (!d->gpu_per_worker || d->device_type_given)
+        return;
+    int gpus = sched_cuda_device_count() > 0;
+    snprintf(d->device_type, 4, "%s", gpus ? "gpu" : "cpu"); /* both were "cpu" */
+    if (!gpus)
+        loom_err_free(dlicmd_warn(d, "--gpuPerWorker: this host has no GPU; each worker gets "
+                                     "that many CPU devices instead"));
+}
+
+void exec_note_warnings(const exec_submission *sub, const dlicmd *d)
+{
+    if (!sub->warnings || !sub->warnings_len)
+        return;
+    size_t n = 0;
+    sub->warnings[0] = 0;
+    for (int i = 0; i < d->warning_count && n < sub->warnings_len; i++)
+        n += (size_t)snprintf(sub->warnings + n, sub->warnings_len - n, "%s\n", d->warnings[i]);
+}
+
+loom_error *exec_framework_missing(const char *asked, const char *framework, int wmla)
+{
+    if (wmla)
+        return loom_err(LOOM_E_NOT_FOUND,
+                        "--exec-start %s: runs on loom's framework \"%s\", which is not installed "
+                        "on this host (see loom framework list)",
+                        asked, framework);
+    return loom_err(LOOM_E_NOT_FOUND,
+                    "--exec-start: no framework named \"%s\" (see loom framework list)", asked);
 }
