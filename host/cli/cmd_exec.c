@@ -87,6 +87,21 @@ static void print_start_help(void)
            "'loom exec logs ID -f' and 'loom exec wait ID'.\n");
 }
 
+/* The model directory's own name (its last component), or "" for one
+ * with none ("/", ".", ".."): then its files go at the archive's root. */
+static void model_dir_name(const char *dir, char *out, size_t len)
+{
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/')
+        n--;
+    size_t start = n;
+    while (start > 0 && dir[start - 1] != '/')
+        start--;
+    snprintf(out, len, "%.*s", (int)(n - start), dir + start);
+    if (!strcmp(out, "/") || !strcmp(out, ".") || !strcmp(out, "..") || strlen(out) != n - start)
+        out[0] = 0;
+}
+
 int exec_start_words(int argc, char **argv, const cli_globals *g, char *id, size_t idlen)
 {
     dlicmd d;
@@ -95,7 +110,14 @@ int exec_start_words(int argc, char **argv, const cli_globals *g, char *id, size
         return cli_fail("exec start: %s", err);
     char *archive = NULL;
     size_t archive_len = 0;
-    loom_error *packed = d.model_dir ? tarball_pack_dir(d.model_dir, &archive, &archive_len) : NULL;
+    /* Under a folder named like the directory (the host takes its contents),
+     * so a model directory holding one folder is not mistaken for one. */
+    char top[256] = "";
+    if (d.model_dir)
+        model_dir_name(d.model_dir, top, sizeof top);
+    loom_error *packed = !d.model_dir ? NULL
+                         : top[0]     ? tarball_pack_dir_as(d.model_dir, top, &archive, &archive_len)
+                                      : tarball_pack_dir(d.model_dir, &archive, &archive_len);
     if (packed) {
         dlicmd_free(&d);
         loom_err_take(packed, err, sizeof err);

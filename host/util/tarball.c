@@ -116,6 +116,7 @@ static la_ssize_t membuf_write(struct archive *a, void *ctx, const void *buf, si
 typedef struct pack_spec {
     int zip;          /* zip, else tar (pax) */
     const char *skip; /* a top-level entry left out, or NULL */
+    const char *top;  /* the folder every entry goes under, or NULL */
     size_t max;       /* bytes of the archive; 0: no limit */
 } pack_spec;
 
@@ -179,6 +180,11 @@ static loom_error *pack(const char *dir, const pack_spec *ps, char **out, size_t
             ar->archive_entry_free(e);
             continue;
         }
+        char named[PATH_MAX + NAME_MAX + 2];
+        if (ps->top) {
+            snprintf(named, sizeof named, "%s/%s", ps->top, rel);
+            rel = named;
+        }
         ar->archive_entry_set_pathname(e, rel);
         if (ar->archive_write_header(w, e) != ARCHIVE_OK) {
             err = m.too_large ? NULL
@@ -227,6 +233,12 @@ done:
 loom_error *tarball_pack_dir(const char *dir, char **out, size_t *out_len)
 {
     pack_spec ps = {0};
+    return pack(dir, &ps, out, out_len);
+}
+
+loom_error *tarball_pack_dir_as(const char *dir, const char *top, char **out, size_t *out_len)
+{
+    pack_spec ps = {.top = top};
     return pack(dir, &ps, out, out_len);
 }
 

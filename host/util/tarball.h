@@ -15,6 +15,10 @@
  * in memory: a malloc'd buffer in *out. */
 loom_error *tarball_pack_dir(const char *dir, char **out, size_t *out_len);
 
+/* The same with every entry under the folder `top` ("top/file"), the
+ * layout WMLA's clients send a model directory in. */
+loom_error *tarball_pack_dir_as(const char *dir, const char *top, char **out, size_t *out_len);
+
 /* A zip of the contents of `dir` (relative names), leaving out its
  * top-level entry `skip` (NULL: none) and all inside it: a malloc'd
  * buffer in *out. LOOM_E_TOO_LARGE when the zip would pass max_bytes. */

@@ -57,6 +57,23 @@ expect_ok "the root-layout exec finishes" "$LOOM" exec wait "$root_id" --timeout
 r=$(http GET "$DL/execs/$root_id/log" -H 'Accept: text/plain')
 expect_contains "and ran run.sh from the root" "$r" "hello from the root layout"
 
+# ---- the CLI sends a model directory under its own name, so one holding a
+# single folder is not mistaken for a misnamed archive
+mkdir -p "$WORK/one-folder/pkg"
+printf 'echo from the one folder\n' > "$WORK/one-folder/pkg/run.sh"
+expect_ok "the CLI submits a model directory holding one folder" \
+    "$LOOM" exec start --exec-start command --model-dir "$WORK/one-folder/" --model-main pkg/run.sh
+cli_id=$(grep -o '[A-Za-z0-9_.-]*-[0-9]*-[0-9]*' "$WORK/out" | head -n1)
+expect_ok "and it finishes" "$LOOM" exec wait "$cli_id" --timeout 60
+
+# ---- sigName: the resource plan of that name
+r=$(http POST /loom/v1/plans -d '{"path": "/wmla-sig"}')
+expect_contains "a plan for the sigName" "$r" "20"
+r=$(basic "admin:$ADMIN_PASSWORD" POST "$DL/execs$(q "--exec-start command --model-dir root --model-main run.sh")&sigName=wmla-sig" \
+    -F "file=@$WORK/root.tar")
+expect_contains "sigName picks the plan /NAME" "$r" '"sigId":"/wmla-sig"'
+expect_contains "without a warning" "$r" '"warnings":[]'
+
 # ---- WMLA's flags: a data_path leaving the data store; unknown flags
 r=$(basic "admin:$ADMIN_PASSWORD" POST "$DL/execs$(q "--exec-start command --cs-datastore-meta type=fs,data_path=../../etc -- true")")
 expect_contains "a data_path leaving the data store is 400" "$r" "400 "
