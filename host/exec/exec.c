@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "exec/exec_internal.h"
+#include "plugin/launch_remote.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/log.h"
@@ -702,14 +703,20 @@ static loom_error *prepare(exec_service *es, const exec_submission *sub, dlicmd 
         .msd_env = (const char *const *)d->msd_env,
     };
     launch_plan_init(&r->plan);
-    e = factory->plan_launch(factory, &req, &r->plan.sink);
+    /* The adapter's code runs in a plugin-host child, never here. */
+    char binary[PATH_MAX], output[PATH_MAX + 32];
+    fs_self_exe(binary, sizeof binary);
+    snprintf(output, sizeof output, "%s/plan-launch.log", r->log_dir);
+    launch_remote_spec spec = {.binary = binary, .plugin_path = fw->path, .name = fw->name,
+                               .output = output};
+    e = launch_plan_remote(&spec, &req, &r->plan.sink);
     if (!e && r->plan.count == 0)
         e = loom_err(LOOM_E_INVALID, "the framework planned no worker");
     if (e) {
         /* What the adapter could not find is in the submission (a file, a
          * flag): the submitter's to fix. */
         int32_t code = loom_err_code(e);
-        return loom_err_recode(loom_err_wrap(e, "framework %s", fw->name),
+        return loom_err_recode(e, /* already names the framework */
                                code == LOOM_E_INVALID || code == LOOM_E_NOT_FOUND ? LOOM_E_INVALID
                                                                                  : LOOM_E_INTERNAL);
     }
