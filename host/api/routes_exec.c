@@ -19,8 +19,8 @@
 #define LASTLINES_MAX 1000000
 #define RESULT_ZIP_MAX ((size_t)256 << 20) /* a result folder's zip, held to send it */
 
-/* Users see their own execs; administrators see all. */
-#define OWNER(req) ((req)->is_admin ? NULL : (req)->user)
+/* Users see their own execs (by immutable id); administrators see all. */
+#define OWNER(req) loomd_caller_id(ctx, req)
 
 /* WMLA's field names for an exec. */
 static cJSON *exec_json(exec_view *v)
@@ -69,7 +69,7 @@ static cJSON *exec_json(exec_view *v)
 }
 
 /* Replies with the exec as it now is (status 200 or 201). */
-static void reply_exec(loomd *d, const char *owner, const char *id, int status, http_response *res)
+static void reply_exec(loomd *d, int64_t owner, const char *id, int status, http_response *res)
 {
     exec_view v;
     loom_error *e = exec_describe(d->execs, owner, id, &v);
@@ -143,7 +143,7 @@ static void reply_submitted(loomd *d, const char *id, const char *args, const ch
                             const char *warnings, http_response *res)
 {
     exec_view v;
-    loom_error *e = exec_describe(d->execs, NULL, id, &v);
+    loom_error *e = exec_describe(d->execs, EXEC_ADMIN, id, &v);
     if (e) {
         api_reply_error(res, e);
         return;
@@ -169,6 +169,12 @@ static void reply_submitted(loomd *d, const char *id, const char *args, const ch
 static void submit(void *ctx, const http_request *req, http_response *res)
 {
     loomd *d = ctx;
+    exec_submission sub = {.user = req->user, .is_admin = req->is_admin};
+    loom_error *who = auth_user_id(d->auth, req->user, &sub.user_id);
+    if (who) { /* removed since its token was checked */
+        api_reply_error(res, loom_err_recode(who, LOOM_E_UNAUTHENTICATED));
+        return;
+    }
     cJSON *json = NULL;
     const char *args = submission_args(req, res, &json);
     if (!args) {
@@ -176,7 +182,7 @@ static void submit(void *ctx, const http_request *req, http_response *res)
         return;
     }
     char warnings[2048] = "", plan[300], *with_plan = NULL;
-    exec_submission sub = {.user = req->user, .args = args};
+    sub.args = args;
     const http_field *file = http_field_get(req, "file");
     if (file && file->len) {
         sub.archive = file->data;
@@ -238,6 +244,7 @@ static void view(void *ctx, const http_request *req, http_response *res)
  * driver's log for an elastic exec and worker 0's stdout otherwise. */
 static loom_error *log_file(loomd *d, const http_request *req, char *path, size_t len)
 {
+    int64_t owner = loomd_caller_id(d, req);
     const char *w = http_query(req, "worker");
     const char *stream = http_query(req, "stream");
     char *end;
@@ -245,12 +252,12 @@ static loom_error *log_file(loomd *d, const http_request *req, char *path, size_
     if (w && (*end || end == w || worker < -1 || worker > 1024))
         return loom_err(LOOM_E_INVALID, "worker: expected a number from -1 to 1024, got \"%.64s\"", w);
     if (!w) {
-        loom_error *e = exec_log_path(d->execs, OWNER(req), req->params[0], -1,
+        loom_error *e = exec_log_path(d->execs, owner, req->params[0], -1,
                                       stream ? stream : "stdout", path, len);
         if (e || fs_is_file(path))
             return e;
     }
-    return exec_log_path(d->execs, OWNER(req), req->params[0], (int)worker,
+    return exec_log_path(d->execs, owner, req->params[0], (int)worker,
                          stream ? stream : "stdout", path, len);
 }
 

@@ -15,14 +15,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/log.h"
 
 #define CACHE_SLOTS 256 /* verified pairs remembered at once */
 
 typedef struct basic_entry {
     unsigned char key[crypto_generichash_BYTES];      /* keyed hash of user, password */
     unsigned char pwhash_hash[crypto_generichash_BYTES]; /* of the stored hash verified */
-    char user[AUTH_NAME_MAX];                         /* the user's stored spelling */
+    int64_t user_id;                                  /* immutable */
     int64_t expires_ms;                               /* 0: a free slot */
     int64_t used_ms;
 } basic_entry;
@@ -94,13 +93,13 @@ static basic_entry *cache_victim(auth_basic_cache *c, int64_t now_ms)
 
 enum { ROW_FOUND, ROW_MISSING, ROW_FAILED };
 
-/* The user's stored name, hash and role. Lock (auth_lock) held. */
-static int read_user(auth_service *svc, const char *user, char *name, char *pwhash, char *role)
+/* The stored name, hash and role of user `id`. Lock (auth_lock) held. */
+static int read_user(auth_service *svc, int64_t id, char *name, char *pwhash, char *role)
 {
-    sqlite3_stmt *st = auth_prepare(svc, "SELECT name, pwhash, role FROM users WHERE name = ?");
+    sqlite3_stmt *st = auth_prepare(svc, "SELECT name, pwhash, role FROM users WHERE id = ?");
     if (!st)
         return ROW_FAILED;
-    sqlite3_bind_text(st, 1, user, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 1, id);
     int rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
         auth_column_text(st, 0, name, AUTH_NAME_MAX);
@@ -111,10 +110,12 @@ static int read_user(auth_service *svc, const char *user, char *name, char *pwha
     return rc == SQLITE_ROW ? ROW_FOUND : rc == SQLITE_DONE ? ROW_MISSING : ROW_FAILED;
 }
 
-static void fill_identity(auth_identity *who, const char *name, const char *role, int64_t exp)
+static void fill_identity(auth_identity *who, int64_t id, const char *name, const char *role,
+                          int64_t exp)
 {
     if (!who)
         return;
+    who->user_id = id;
     snprintf(who->user, sizeof who->user, "%s", name);
     snprintf(who->role, sizeof who->role, "%s", role);
     who->expires_at_ms = exp;
@@ -131,13 +132,13 @@ static int cached_pass(auth_service *svc, const unsigned char *key, int64_t now_
     auth_basic_cache *c = cache_of(svc);
     basic_entry *e = c ? cache_find(c, key, now_ms) : NULL;
     if (e) {
-        if (read_user(svc, e->user, name, pwhash, role) == ROW_FOUND) {
+        if (read_user(svc, e->user_id, name, pwhash, role) == ROW_FOUND) {
             hash_of_pwhash(pwhash, now_hash);
             ok = sodium_memcmp(now_hash, e->pwhash_hash, sizeof now_hash) == 0;
         }
         if (ok) {
             e->used_ms = now_ms;
-            fill_identity(who, name, role, e->expires_ms);
+            fill_identity(who, e->user_id, name, role, e->expires_ms);
         } else {
             sodium_memzero(e, sizeof *e); /* the password changed, or the user left */
         }
@@ -146,20 +147,24 @@ static int cached_pass(auth_service *svc, const unsigned char *key, int64_t now_
     return ok;
 }
 
-static void cache_remember(auth_service *svc, const unsigned char *key, const char *name,
-                           const char *pwhash, int64_t now_ms)
+/* Remembers a pair just verified for user `id`, with the hash it holds now
+ * (a rehash on log-on makes the next use verify once more). */
+static void cache_remember(auth_service *svc, const unsigned char *key, int64_t id,
+                           int64_t now_ms)
 {
+    char name[AUTH_NAME_MAX], pwhash[crypto_pwhash_STRBYTES], role[AUTH_ROLE_MAX];
     auth_lock(svc);
     auth_basic_cache *c = cache_of(svc);
-    if (c) {
+    if (c && read_user(svc, id, name, pwhash, role) == ROW_FOUND) {
         basic_entry *e = cache_victim(c, now_ms);
         memcpy(e->key, key, sizeof e->key);
         hash_of_pwhash(pwhash, e->pwhash_hash);
-        snprintf(e->user, sizeof e->user, "%s", name);
+        e->user_id = id;
         e->expires_ms = now_ms + AUTH_BASIC_CACHE_TTL_MS;
         e->used_ms = now_ms;
     }
     auth_unlock(svc);
+    sodium_memzero(pwhash, sizeof pwhash);
 }
 
 loom_error *auth_check_basic(auth_service *svc, const char *client_id, const char *user,
@@ -186,34 +191,13 @@ loom_error *auth_check_basic(auth_service *svc, const char *client_id, const cha
                         (long long)((locked + 999) / 1000));
     if (cached_pass(svc, key, now_ms, who))
         return NULL;
-
-    char name[AUTH_NAME_MAX] = "", pwhash[crypto_pwhash_STRBYTES] = "", role[AUTH_ROLE_MAX] = "";
-    auth_lock(svc);
-    int64_t wait = ratelimit_begin(svc->limiter, client_id, now_ms);
-    loom_error *bad_name = wait ? NULL : auth_check_name("user name", user);
-    int found = wait || bad_name ? ROW_MISSING : read_user(svc, user, name, pwhash, role);
-    loom_err_free(bad_name); /* refused like an unknown user */
-    auth_unlock(svc);
-    if (wait)
-        return loom_err(LOOM_E_RATE_LIMITED,
-                        "too many failed log-ons from %.64s: try again in %lld s", client_id,
-                        (long long)((wait + 999) / 1000));
-
-    /* The slow part, outside the lock; an unknown user costs the same. */
-    int verified = crypto_pwhash_str_verify(found == ROW_FOUND ? pwhash : svc->dummy_pwhash,
-                                            password, strlen(password));
-    int ok = found == ROW_FOUND && verified == 0;
-    auth_lock(svc);
-    ratelimit_end(svc->limiter, client_id, now_ms, !ok);
-    auth_unlock(svc);
-    if (!ok) {
-        if (found == ROW_FAILED)
-            return loom_err(LOOM_E_INTERNAL, "cannot read users: %s", sqlite3_errmsg(svc->db));
-        log_warn("auth: wrong Basic credentials from %s", client_id);
-        return loom_err(LOOM_E_UNAUTHENTICATED, "invalid user name or password");
-    }
-    cache_remember(svc, key, name, pwhash, now_ms);
-    fill_identity(who, name, role, now_ms + AUTH_BASIC_CACHE_TTL_MS);
-    sodium_memzero(pwhash, sizeof pwhash);
+    auth_identity verified;
+    loom_error *e = auth_verify_password(svc, client_id, user, password, now_ms, &verified);
+    if (e)
+        return e;
+    cache_remember(svc, key, verified.user_id, now_ms);
+    verified.expires_at_ms = now_ms + AUTH_BASIC_CACHE_TTL_MS;
+    if (who)
+        *who = verified;
     return NULL;
 }

@@ -21,7 +21,6 @@
 #include "util/log.h"
 #include "util/tarball.h"
 
-#define ARCHIVE_MAX_BYTES ((uint64_t)2 << 30)
 #define STOP_GRACE_MS 5000
 #define SUPERVISE_INTERVAL_US 50000
 #define MAX_DECISIONS 4096
@@ -81,23 +80,25 @@ static void unlink_running(exec_service *es, running_exec *r)
         }
 }
 
-/* Whether `owner` (NULL: anyone) may see an exec of `user`. */
-static int visible(const char *owner, const char *user)
+/* Whether `owner` (EXEC_ADMIN: anyone) may see an exec of user `user_id`.
+ * By id, not name: a user made again under a removed user's name is
+ * someone else. */
+static int visible(int64_t owner, int64_t user_id)
 {
-    return owner == NULL || strcmp(owner, user) == 0;
+    return owner == EXEC_ADMIN || owner == user_id;
 }
 
 /* Finds an exec `owner` may see: a running one in *r, else its stored
  * record in *rec. Returns 0 when there is none (for that owner). Call with
  * es->lock. */
-static int lookup(exec_service *es, const char *owner, const char *id, running_exec **r,
+static int lookup(exec_service *es, int64_t owner, const char *id, running_exec **r,
                   store_exec *rec)
 {
     *r = exec_find_running(es, id);
     if (*r)
-        return visible(owner, (*r)->rec.user);
+        return visible(owner, (*r)->rec.user_id);
     loom_error *e = store_exec_get(es->st, id, rec);
-    int found = !e && visible(owner, rec->user);
+    int found = !e && visible(owner, rec->user_id);
     loom_err_free(e);
     return found;
 }
@@ -233,13 +234,23 @@ static loom_error *too_large(sched_service *ss, loom_error *e, const char *id, c
 
 /* Hands an exec to the scheduler and to the running list, pending until
  * the scheduler grants its devices. Call with es->lock. */
+loom_error *exec_plan_of(const exec_submission *sub, const dlicmd *d, char *plan, size_t len)
+{
+    int n = d->consumer ? snprintf(plan, len, "%s", d->consumer)
+                        : snprintf(plan, len, "/%s", sub->user);
+    if (n < 0 || (size_t)n >= len)
+        return loom_err(LOOM_E_INVALID, "--consumer: a plan path is at most %zu characters",
+                        len - 1);
+    return NULL;
+}
+
 static loom_error *enqueue_locked(exec_service *es, running_exec *r, const dlicmd *d)
 {
-    char plan[128];
-    if (d->consumer)
-        snprintf(plan, sizeof plan, "%s", d->consumer);
-    else
-        snprintf(plan, sizeof plan, "/%s", r->rec.user);
+    char plan[256];
+    exec_submission owner = {.user = r->rec.user};
+    loom_error *bad = exec_plan_of(&owner, d, plan, sizeof plan);
+    if (bad)
+        return bad;
     sched_job_spec spec = {
         .id = r->rec.id,
         .plan = plan,
@@ -539,6 +550,7 @@ exec_service *exec_service_create(store *st, registry *reg, sched_service *sched
     es->sched = sched;
     snprintf(es->home, sizeof es->home, "%s", home);
     pthread_mutex_init(&es->lock, NULL);
+    exec_service_set_limits(es, NULL);
     reconcile(es);
     if (pthread_create(&es->thread, NULL, supervisor, es) == 0)
         es->thread_started = 1;
@@ -651,8 +663,12 @@ static loom_error *prepare(exec_service *es, const exec_submission *sub, dlicmd 
     if (fs_mkdir_p(r->code_dir) != 0 || fs_mkdir_p(r->log_dir) != 0 || fs_mkdir_p(r->data_dir) != 0)
         return loom_err(LOOM_E_INTERNAL, "cannot create the exec's directories under %s: %s",
                         rec->result_dir, strerror(errno));
-    loom_error *e = sub->archive && !code_ready ? tarball_unpack(sub->archive, sub->archive_len, r->code_dir,
-                                                  ARCHIVE_MAX_BYTES)
+    pthread_mutex_lock(&es->lock);
+    tarball_limits bounds = {.max_bytes = es->limits.archive_max_bytes,
+                             .max_entries = es->limits.archive_max_entries};
+    pthread_mutex_unlock(&es->lock);
+    loom_error *e = sub->archive && !code_ready
+                        ? tarball_unpack_bounded(sub->archive, sub->archive_len, r->code_dir, &bounds)
                                  : NULL;
     if (!e && sub->archive) /* once, when it is unpacked */
         e = exec_model_layout(r->code_dir, d->model_dir);
@@ -734,30 +750,37 @@ loom_error *exec_submit(exec_service *es, const exec_submission *sub, char *id, 
     loom_error *err = dlicmd_parse(sub->args ? sub->args : "", &d);
     if (err)
         return err;
+    /* The plan and the queue bound before anything is made. */
+    char plan[256];
+    err = exec_plan_of(sub, &d, plan, sizeof plan);
+    if (!err)
+        err = sched_service_plan_admits(es->sched, plan, sub->user, sub->user_id, sub->is_admin);
+    if (!err)
+        err = exec_check_queue_bound(es, sub->user, sub->user_id);
     registry_entry fw;
     int wmla = 0;
     const char *framework = dlicmd_framework_name(d.exec_start, &wmla);
-    if (registry_acquire(es->reg, LOOM_KIND_FRAMEWORK, framework, &fw) != 0) {
-        loom_error *e = exec_framework_missing(d.exec_start, framework, wmla);
+    if (!err && registry_acquire(es->reg, LOOM_KIND_FRAMEWORK, framework, &fw) != 0)
+        err = exec_framework_missing(d.exec_start, framework, wmla);
+    if (err) {
         dlicmd_free(&d);
-        return e;
+        return err;
     }
     running_exec *r = calloc(1, sizeof *r);
-    if (!r) {
+    err = r ? exec_claim_id(es, sub->user, &r->rec) : loom_err(LOOM_E_INTERNAL, "out of memory");
+    if (err) {
+        free(r);
         registry_release(es->reg, LOOM_KIND_FRAMEWORK, fw.name);
         dlicmd_free(&d);
-        return loom_err(LOOM_E_INTERNAL, "out of memory");
+        return err;
     }
     store_exec *rec = &r->rec;
-    pthread_mutex_lock(&es->lock);
-    snprintf(rec->id, sizeof rec->id, "%s-%lld-%u", sub->user, (long long)time_now_ms(), ++es->seq);
-    pthread_mutex_unlock(&es->lock);
     snprintf(rec->user, sizeof rec->user, "%s", sub->user);
+    rec->user_id = sub->user_id;
     snprintf(rec->framework, sizeof rec->framework, "%s", fw.name);
     snprintf(r->framework, sizeof r->framework, "%s", fw.name);
     snprintf(rec->args, sizeof rec->args, "%s", sub->args);
     rec->created_at = time_now_ms();
-    snprintf(rec->result_dir, sizeof rec->result_dir, "%s/execs/%s", es->home, rec->id);
     snprintf(rec->state, sizeof rec->state, "SUBMITTED");
 
     err = prepare(es, sub, &d, &fw, r, 0);
@@ -779,6 +802,7 @@ loom_error *exec_submit(exec_service *es, const exec_submission *sub, char *id, 
     }
     pthread_mutex_unlock(&es->lock);
     if (err) {
+        /* The folder exec_claim_id made, and only that one. */
         remove_exec_dir(rec->result_dir);
         registry_release(es->reg, LOOM_KIND_FRAMEWORK, fw.name);
         exec_free_running(r);
@@ -787,7 +811,7 @@ loom_error *exec_submit(exec_service *es, const exec_submission *sub, char *id, 
     return err;
 }
 
-loom_error *exec_stop(exec_service *es, const char *owner, const char *id)
+loom_error *exec_stop(exec_service *es, int64_t owner, const char *id)
 {
     pthread_mutex_lock(&es->lock);
     loom_error *err = NULL;
@@ -819,7 +843,7 @@ loom_error *exec_stop(exec_service *es, const char *owner, const char *id)
     return err;
 }
 
-loom_error *exec_resize(exec_service *es, const char *owner, const char *id, int workers)
+loom_error *exec_resize(exec_service *es, int64_t owner, const char *id, int workers)
 {
     pthread_mutex_lock(&es->lock);
     loom_error *err = NULL;
@@ -850,7 +874,7 @@ loom_error *exec_resize(exec_service *es, const char *owner, const char *id, int
     return err;
 }
 
-loom_error *exec_delete(exec_service *es, const char *owner, const char *id)
+loom_error *exec_delete(exec_service *es, int64_t owner, const char *id)
 {
     pthread_mutex_lock(&es->lock);
     store_exec rec;
@@ -885,7 +909,7 @@ void exec_reason_hide_holder(char *reason, int (*may_see)(const char *id, void *
 
 typedef struct reason_viewer {
     exec_service *es;
-    const char *owner;
+    int64_t owner;
 } reason_viewer;
 
 /* Whether the viewer may see the running exec `id`. Call with es->lock. */
@@ -893,22 +917,22 @@ static int viewer_sees(const char *id, void *ctx)
 {
     const reason_viewer *rv = ctx;
     const running_exec *r = exec_find_running(rv->es, id);
-    return r && visible(rv->owner, r->rec.user);
+    return r && visible(rv->owner, r->rec.user_id);
 }
 
-/* Why a pending exec waits, as `owner` (NULL: an administrator) may see
+/* Why a pending exec waits, as `owner` (EXEC_ADMIN: an administrator) may see
  * it, so exec ids do not leak. Call with es->lock. */
-static void pending_reason(exec_service *es, const char *owner, const char *id, char *buf,
+static void pending_reason(exec_service *es, int64_t owner, const char *id, char *buf,
                            size_t len)
 {
     reason_viewer rv = {es, owner};
-    if (sched_service_pending_reason(es->sched, id, buf, len) && owner)
+    if (sched_service_pending_reason(es->sched, id, buf, len) && owner != EXEC_ADMIN)
         exec_reason_hide_holder(buf, viewer_sees, &rv);
 }
 
 /* Fills a view of the exec (running: r set) as `owner` may see it. Call
  * with es->lock. */
-static void describe(exec_service *es, const char *owner, const store_exec *e,
+static void describe(exec_service *es, int64_t owner, const store_exec *e,
                      const running_exec *r, exec_view *v)
 {
     memset(v, 0, sizeof *v);
@@ -962,7 +986,7 @@ void exec_views_free(exec_view *v, size_t count)
     free(v);
 }
 
-loom_error *exec_describe(exec_service *es, const char *owner, const char *id, exec_view *out)
+loom_error *exec_describe(exec_service *es, int64_t owner, const char *id, exec_view *out)
 {
     pthread_mutex_lock(&es->lock);
     store_exec rec;
@@ -975,7 +999,7 @@ loom_error *exec_describe(exec_service *es, const char *owner, const char *id, e
 }
 
 typedef struct list_ctx {
-    const char *owner;
+    int64_t owner;
     store_exec *items;
     size_t n, cap;
     int failed;
@@ -984,7 +1008,7 @@ typedef struct list_ctx {
 static void add_to_list(const store_exec *e, void *ctx)
 {
     list_ctx *l = ctx;
-    if (l->failed || !visible(l->owner, e->user))
+    if (l->failed || !visible(l->owner, e->user_id))
         return;
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 16;
@@ -999,7 +1023,7 @@ static void add_to_list(const store_exec *e, void *ctx)
     l->items[l->n++] = *e;
 }
 
-loom_error *exec_list(exec_service *es, const char *owner, exec_view **out, size_t *count)
+loom_error *exec_list(exec_service *es, int64_t owner, exec_view **out, size_t *count)
 {
     list_ctx l = {.owner = owner};
     *out = NULL;
@@ -1022,7 +1046,17 @@ loom_error *exec_list(exec_service *es, const char *owner, exec_view **out, size
     return NULL;
 }
 
-loom_error *exec_log_path(exec_service *es, const char *owner, const char *id, int worker,
+int exec_visible_to(exec_service *es, int64_t owner, const char *id)
+{
+    store_exec rec;
+    running_exec *r = NULL;
+    pthread_mutex_lock(&es->lock);
+    int found = lookup(es, owner, id, &r, &rec);
+    pthread_mutex_unlock(&es->lock);
+    return found;
+}
+
+loom_error *exec_log_path(exec_service *es, int64_t owner, const char *id, int worker,
                           const char *stream, char *path, size_t pathlen)
 {
     store_exec rec;

@@ -79,6 +79,7 @@ struct exec_service {
     int stopping;
     running_exec *running;
     unsigned seq;
+    exec_limits limits;
 };
 
 /* exec_wmla.c */
@@ -103,6 +104,16 @@ loom_error *exec_framework_missing(const char *asked, const char *framework, int
 void exec_set_state(exec_service *es, store_exec *rec, const char *state, const char *message);
 running_exec *exec_find_running(exec_service *es, const char *id);
 void exec_free_running(running_exec *r);
+
+/* exec.c: the plan a submission runs in (--consumer, else "/USER"). */
+loom_error *exec_plan_of(const exec_submission *sub, const dlicmd *d, char *plan, size_t len);
+
+/* exec_id.c */
+/* Picks a free id for an exec of `user` and creates its folder: rec->id and
+ * rec->result_dir. The folder is the caller's to remove on failure. */
+loom_error *exec_claim_id(exec_service *es, const char *user, store_exec *rec);
+/* LOOM_E_LIMIT when the user already has the most execs queued. */
+loom_error *exec_check_queue_bound(exec_service *es, const char *user, int64_t user_id);
 
 /* exec_launch.c */
 void launch_plan_init(launch_plan *p);

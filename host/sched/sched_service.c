@@ -289,13 +289,26 @@ loom_error *sched_service_slots(sched_service *ss, sched_slot_view **out, size_t
     return v ? NULL : loom_err(LOOM_E_INTERNAL, "slots: out of memory");
 }
 
+/* Whether `plan` is the user's own "/USER" plan. */
+static bool own_plan(const char *plan, const char *user)
+{
+    return user && plan[0] == '/' && strcmp(plan + 1, user) == 0;
+}
+
 loom_error *sched_service_submit(sched_service *ss, const sched_job_spec *spec)
 {
     pthread_mutex_lock(&ss->lock);
     sched_plan_spec existing;
-    if (spec->plan && spec->plan[0] && !sched_get_plan(ss->core, spec->plan, &existing) &&
-        strchr(spec->plan + 1, '/') == NULL) {
-        /* A user's own plan appears with their first job. */
+    if (spec->plan && spec->plan[0] && !sched_get_plan(ss->core, spec->plan, &existing)) {
+        if (!own_plan(spec->plan, spec->user)) {
+            pthread_mutex_unlock(&ss->lock);
+            return loom_err(LOOM_E_NOT_FOUND,
+                            "--consumer: no plan \"%s\" (an administrator creates plans: loom "
+                            "plan add)",
+                            spec->plan);
+        }
+        /* A user's own plan appears with their first job; no other plan is
+         * made by a submission, or users could mint fair shares. */
         sched_plan_spec p = {.path = spec->plan, .weight = 1, .policy = SCHED_POLICY_FAIR};
         loom_error *e = sched_add_plan(ss->core, &p);
         if (!e)
@@ -491,4 +504,122 @@ bool sched_service_pending_reason(sched_service *ss, const char *id, char *buf, 
     }
     pthread_mutex_unlock(&ss->lock);
     return waiting;
+}
+
+/* ---- members: who may submit to a plan ---------------------------------- */
+
+loom_error *sched_service_plan_admits(sched_service *ss, const char *plan, const char *user,
+                                      int64_t user_id, bool is_admin)
+{
+    sched_plan_spec spec;
+    pthread_mutex_lock(&ss->lock);
+    bool exists = sched_get_plan(ss->core, plan, &spec);
+    pthread_mutex_unlock(&ss->lock);
+    if (own_plan(plan, user))
+        return NULL; /* made with the first job if missing */
+    if (!exists)
+        return loom_err(LOOM_E_NOT_FOUND,
+                        "--consumer: no plan \"%s\" (an administrator creates plans: loom plan add)",
+                        plan);
+    if (is_admin)
+        return NULL;
+    /* A member of a plan may submit to it and to every plan beneath it;
+     * a user's own "/USER" covers "/USER/..." too. */
+    char path[256];
+    snprintf(path, sizeof path, "%s", plan);
+    for (;;) {
+        if (own_plan(path, user))
+            return NULL;
+        int member = 0;
+        loom_error *e = store_plan_member_has(ss->st, path, user_id, &member);
+        if (e || member)
+            return e;
+        char *slash = strrchr(path, '/');
+        if (!slash || strcmp(path, "/") == 0)
+            break;
+        slash[slash == path] = '\0'; /* "/p" goes up to "/" */
+    }
+    return loom_err(LOOM_E_FORBIDDEN,
+                    "--consumer: user %s is not a member of plan \"%s\" (an administrator adds "
+                    "members: loom plan member add %s %s)",
+                    user, plan, plan, user);
+}
+
+loom_error *sched_service_plan_member_add(sched_service *ss, const char *plan, int64_t user_id,
+                                          const char *user)
+{
+    sched_plan_spec spec;
+    pthread_mutex_lock(&ss->lock);
+    loom_error *e = sched_get_plan(ss->core, plan, &spec)
+                        ? store_plan_member_add(ss->st, plan, user_id, user, time_now_ms())
+                        : loom_err(LOOM_E_NOT_FOUND, "no plan \"%s\"", plan);
+    pthread_mutex_unlock(&ss->lock);
+    if (loom_err_code(e) == LOOM_E_CONFLICT) {
+        loom_err_free(e);
+        e = loom_err(LOOM_E_CONFLICT, "user %s is already a member of plan \"%s\"", user, plan);
+    }
+    return e;
+}
+
+loom_error *sched_service_plan_member_remove(sched_service *ss, const char *plan,
+                                             int64_t user_id, const char *user)
+{
+    loom_error *e = store_plan_member_remove(ss->st, plan, user_id);
+    if (loom_err_code(e) == LOOM_E_NOT_FOUND) {
+        loom_err_free(e);
+        e = loom_err(LOOM_E_NOT_FOUND, "user %s is not a member of plan \"%s\"", user, plan);
+    }
+    return e;
+}
+
+typedef struct member_list {
+    sched_plan_member *items;
+    size_t n, cap;
+    int failed;
+} member_list;
+
+static void add_member(const store_plan_member *m, void *ctx)
+{
+    member_list *l = ctx;
+    if (l->failed)
+        return;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 16;
+        sched_plan_member *grown = realloc(l->items, cap * sizeof *grown);
+        if (!grown) {
+            l->failed = 1;
+            return;
+        }
+        l->items = grown;
+        l->cap = cap;
+    }
+    sched_plan_member *v = &l->items[l->n++];
+    snprintf(v->plan, sizeof v->plan, "%s", m->plan);
+    snprintf(v->user, sizeof v->user, "%s", m->user);
+    v->user_id = m->user_id;
+    v->added_at_ms = m->added_at;
+}
+
+loom_error *sched_service_plan_members(sched_service *ss, const char *plan,
+                                       sched_plan_member **out, size_t *count)
+{
+    *out = NULL;
+    *count = 0;
+    sched_plan_spec spec;
+    pthread_mutex_lock(&ss->lock);
+    bool exists = !plan || sched_get_plan(ss->core, plan, &spec);
+    pthread_mutex_unlock(&ss->lock);
+    if (!exists)
+        return loom_err(LOOM_E_NOT_FOUND, "no plan \"%s\"", plan);
+    member_list l = {0};
+    loom_error *e = store_plan_member_each(ss->st, plan, add_member, &l);
+    if (!e && l.failed)
+        e = loom_err(LOOM_E_INTERNAL, "plan members: out of memory");
+    if (e) {
+        free(l.items);
+        return e;
+    }
+    *out = l.items;
+    *count = l.n;
+    return NULL;
 }

@@ -72,8 +72,35 @@ typedef struct sched_slot_view {
 /* Every device: a malloc'd array the caller frees. */
 loom_error *sched_service_slots(sched_service *ss, sched_slot_view **out, size_t *count);
 
-/* Jobs. Submitting to a missing per-user plan ("/NAME" with no such plan)
- * creates it with weight 1. A job that can never fit is LOOM_E_LIMIT. */
+/* Who may submit to a plan. Administrators manage members (users, by their
+ * immutable id; the name is for showing). A member of a plan may submit to
+ * it and every plan beneath it; a user may always submit to their own
+ * "/USER" (and beneath it); administrators to any plan. */
+typedef struct sched_plan_member {
+    char plan[256];
+    char user[64];
+    int64_t user_id;
+    int64_t added_at_ms;
+} sched_plan_member;
+
+/* LOOM_E_NOT_FOUND (no such plan), LOOM_E_CONFLICT (already a member). */
+loom_error *sched_service_plan_member_add(sched_service *ss, const char *plan, int64_t user_id,
+                                          const char *user);
+/* LOOM_E_NOT_FOUND when `user` is not a member. */
+loom_error *sched_service_plan_member_remove(sched_service *ss, const char *plan,
+                                             int64_t user_id, const char *user);
+/* The members of `plan` (NULL: of every plan): a malloc'd array. */
+loom_error *sched_service_plan_members(sched_service *ss, const char *plan,
+                                       sched_plan_member **out, size_t *count);
+/* Whether `user` may submit to `plan`: LOOM_E_NOT_FOUND for a plan that
+ * does not exist (other than the user's own, made with their first job),
+ * LOOM_E_FORBIDDEN for one they are not a member of. */
+loom_error *sched_service_plan_admits(sched_service *ss, const char *plan, const char *user,
+                                      int64_t user_id, bool is_admin);
+
+/* Jobs. Submitting to the user's own plan ("/USER", spec->user) creates it
+ * with weight 1 when missing; any other missing plan is LOOM_E_NOT_FOUND.
+ * A job that can never fit is LOOM_E_LIMIT. */
 loom_error *sched_service_submit(sched_service *ss, const sched_job_spec *spec);
 void sched_service_end(sched_service *ss, const char *id);
 loom_error *sched_service_set_range(sched_service *ss, const char *id, int min, int max);

@@ -298,6 +298,14 @@ static loom_error *entry_check(const archive_api *ar, struct archive_entry *e)
 
 loom_error *tarball_unpack(const void *data, size_t len, const char *dest, uint64_t max_bytes)
 {
+    tarball_limits limits = {.max_bytes = max_bytes, .max_entries = UINT64_MAX};
+    return tarball_unpack_bounded(data, len, dest, &limits);
+}
+
+loom_error *tarball_unpack_bounded(const void *data, size_t len, const char *dest,
+                                   const tarball_limits *limits)
+{
+    uint64_t max_bytes = limits->max_bytes, entries = 0;
     const archive_api *ar;
     loom_error *opened = archive_lib(&ar);
     if (opened)
@@ -332,10 +340,19 @@ loom_error *tarball_unpack(const void *data, size_t len, const char *dest, uint6
         }
         if ((err = entry_check(ar, e)) != NULL)
             goto done;
-        total += (uint64_t)ar->archive_entry_size(e);
-        if (total > max_bytes) {
-            err = loom_err(LOOM_E_TOO_LARGE, "archive contents exceed the limit of %llu bytes",
-                     (unsigned long long)max_bytes);
+        if (++entries > limits->max_entries) {
+            err = loom_err(LOOM_E_TOO_LARGE,
+                           "archive has more than %llu entries (files, folders and links), the "
+                           "limit (loom serve --archive-max-entries)",
+                           (unsigned long long)limits->max_entries);
+            goto done;
+        }
+        la_int64_t declared = ar->archive_entry_size(e);
+        if (declared > 0 && (uint64_t)declared > max_bytes - total) {
+            err = loom_err(LOOM_E_TOO_LARGE,
+                           "archive contents exceed the limit of %llu bytes unpacked "
+                           "(loom serve --archive-max-bytes)",
+                           (unsigned long long)max_bytes);
             goto done;
         }
         char full[PATH_MAX];
@@ -350,12 +367,22 @@ loom_error *tarball_unpack(const void *data, size_t len, const char *dest, uint6
         const void *buf;
         size_t n;
         la_int64_t off;
-        while ((r = ar->archive_read_data_block(a, &buf, &n, &off)) == ARCHIVE_OK)
+        while ((r = ar->archive_read_data_block(a, &buf, &n, &off)) == ARCHIVE_OK) {
+            /* What is written counts, whatever the header declared. */
+            if (n > max_bytes - total) {
+                err = loom_err(LOOM_E_TOO_LARGE,
+                               "archive contents exceed the limit of %llu bytes unpacked "
+                               "(loom serve --archive-max-bytes)",
+                               (unsigned long long)max_bytes);
+                goto done;
+            }
+            total += n;
             if (ar->archive_write_data_block(disk, buf, n, off) != ARCHIVE_OK) {
                 err = loom_err(LOOM_E_INVALID, "cannot write \"%s\": %s", full,
                                ar->archive_error_string(disk));
                 goto done;
             }
+        }
         if (r != ARCHIVE_EOF) {
             err = loom_err(LOOM_E_INVALID, "truncated tar archive at \"%s\"", full);
             goto done;

@@ -30,4 +30,16 @@ loom_error *tarball_zip_dir(const char *dir, const char *skip, size_t max_bytes,
  * whose contents exceed max_bytes (LOOM_E_TOO_LARGE). */
 loom_error *tarball_unpack(const void *data, size_t len, const char *dest, uint64_t max_bytes);
 
+/* The bounds of an unpacking: bytes written (whatever the headers say) and
+ * entries (files, folders, links). */
+typedef struct tarball_limits {
+    uint64_t max_bytes;
+    uint64_t max_entries;
+} tarball_limits;
+
+/* As tarball_unpack, also refusing (LOOM_E_TOO_LARGE, naming the limit)
+ * an archive of more than max_entries entries. */
+loom_error *tarball_unpack_bounded(const void *data, size_t len, const char *dest,
+                                   const tarball_limits *limits);
+
 #endif

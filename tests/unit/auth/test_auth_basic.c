@@ -41,7 +41,7 @@ int main(void)
     CHECK(basic(svc, "10.0.0.3", "bad name!", "alice-pass-1", NOW, NULL) == LOOM_E_UNAUTHENTICATED);
 
     /* A new password: the remembered pair is dropped at once. */
-    CHECK(TAKE(auth_user_passwd(svc, "alice", "alice-pass-2")) == LOOM_OK);
+    CHECK(TAKE(auth_user_passwd(svc, "alice", "alice-pass-2", 0)) == LOOM_OK);
     CHECK(basic(svc, "10.0.0.1", "alice", "alice-pass-1", NOW + 2000, NULL) ==
           LOOM_E_UNAUTHENTICATED);
     CHECK(basic(svc, "10.0.0.1", "alice", "alice-pass-2", NOW + 2000, &who) == LOOM_OK);
