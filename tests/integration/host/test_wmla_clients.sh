@@ -73,6 +73,12 @@ r=$(basic "admin:$ADMIN_PASSWORD" POST "$DL/execs$(q "--exec-start command --mod
     -F "file=@$WORK/root.tar")
 expect_contains "sigName picks the plan /NAME" "$r" '"sigId":"/wmla-sig"'
 expect_contains "without a warning" "$r" '"warnings":[]'
+r=$(http POST /auth/v1/users -d '{"name": "bob", "password": "bob-password-1"}')
+expect_contains "a user who is no member of that plan" "$r" "201 "
+r=$(basic "bob:bob-password-1" POST "$DL/execs$(q "--exec-start command --model-dir root --model-main run.sh")&sigName=wmla-sig" \
+    -F "file=@$WORK/root.tar")
+expect_contains "a plan the user may not use is ignored" "$r" '"sigId":"/bob"'
+expect_contains "with a warning" "$r" 'not a member of the resource plan /wmla-sig'
 
 # ---- WMLA's flags: a data_path leaving the data store; unknown flags
 r=$(basic "admin:$ADMIN_PASSWORD" POST "$DL/execs$(q "--exec-start command --cs-datastore-meta type=fs,data_path=../../etc -- true")")
