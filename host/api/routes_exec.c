@@ -3,6 +3,8 @@
  * a multipart "args" part or JSON {"args": ...}; the model as multipart
  * "file"; WMLA's sigName), list, view, log, result zip, stop, delete; and
  * WMLA's executor log route. */
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,6 +168,17 @@ static void reply_submitted(loomd *d, const char *id, const char *args, const ch
     http_reply_json(res, 201, o);
 }
 
+/* The args are stored whole or refused: never cut to the record's size. */
+#define EXEC_ARGS_MAX (sizeof ((store_exec *)0)->args - 1)
+
+static loom_error *args_fit(const char *args)
+{
+    size_t n = strlen(args);
+    return n > EXEC_ARGS_MAX ? loom_err(LOOM_E_INVALID, "args: %zu bytes, longer than the limit of %zu",
+                                        n, EXEC_ARGS_MAX)
+                             : NULL;
+}
+
 static void submit(void *ctx, const http_request *req, http_response *res)
 {
     loomd *d = ctx;
@@ -187,6 +200,7 @@ static void submit(void *ctx, const http_request *req, http_response *res)
     if (file && file->len) {
         sub.archive = file->data;
         sub.archive_len = file->len;
+        sub.archive_path = file->path; /* a file part: spooled, data is NULL */
     }
     const char *sig = http_query(req, "sigName");
     if (sig && *sig &&
@@ -197,7 +211,9 @@ static void submit(void *ctx, const http_request *req, http_response *res)
     sub.warnings = warnings + used;
     sub.warnings_len = sizeof warnings - used;
     char id[64];
-    loom_error *e = exec_submit(d->execs, &sub, id, sizeof id);
+    loom_error *e = args_fit(sub.args);
+    if (!e)
+        e = exec_submit(d->execs, &sub, id, sizeof id);
     if (e && with_plan && loom_err_code(e) == LOOM_E_FORBIDDEN) {
         /* A plan the user may not use is ignored, as WMLA's clients expect. */
         loom_err_free(e);
@@ -248,8 +264,9 @@ static loom_error *log_file(loomd *d, const http_request *req, char *path, size_
     const char *w = http_query(req, "worker");
     const char *stream = http_query(req, "stream");
     char *end;
+    errno = 0;
     long worker = w ? strtol(w, &end, 10) : 0;
-    if (w && (*end || end == w || worker < -1 || worker > 1024))
+    if (w && (*end || end == w || errno || worker < -1 || worker > 1024))
         return loom_err(LOOM_E_INVALID, "worker: expected a number from -1 to 1024, got \"%.64s\"", w);
     if (!w) {
         loom_error *e = exec_log_path(d->execs, owner, req->params[0], -1,
@@ -290,9 +307,11 @@ static void log_chunk(void *ctx, const http_request *req, http_response *res)
     const char *off = http_query(req, "offset");
     const char *accept = http_header(req, "Accept");
     char *end;
+    errno = 0;
     long long offset = off ? strtoll(off, &end, 10) : 0;
-    if (off && (*end || end == off || offset < 0)) {
-        api_error(res, LOOM_E_INVALID, "offset: expected a byte offset, got \"%.64s\"", off);
+    if (off && (*end || end == off || errno || offset < 0)) {
+        api_error(res, LOOM_E_INVALID, "offset: expected a byte offset from 0 to %lld, got \"%.64s\"",
+                  LLONG_MAX, off);
         return;
     }
     char path[PATH_MAX];
@@ -450,13 +469,13 @@ static void delete(void *ctx, const http_request *req, http_response *res)
 
 const http_route loom_exec_routes[] = {
     {"GET", LOOM_ROUTE_EXECS, list, HTTP_USER},
-    {"POST", LOOM_ROUTE_EXECS, submit, HTTP_USER},
+    {"POST", LOOM_ROUTE_EXECS, submit, HTTP_USER | HTTP_SLOW},
     {"GET", LOOM_ROUTE_EXECS "/{}", view, HTTP_USER},
     {"GET", LOOM_ROUTE_EXECS "/{}" LOOM_ROUTE_LOG, log_chunk, HTTP_USER},
-    {"GET", LOOM_ROUTE_EXECS "/{}" LOOM_ROUTE_RESULT, result, HTTP_USER},
+    {"GET", LOOM_ROUTE_EXECS "/{}" LOOM_ROUTE_RESULT, result, HTTP_USER | HTTP_SLOW},
     {"GET", LOOM_ROUTE_EXECUTOR_LOG, executor_log, HTTP_USER},
     {"POST", LOOM_ROUTE_EXECS "/{}" LOOM_ROUTE_STOP, stop, HTTP_USER},
     {"POST", LOOM_ROUTE_EXECS "/{}" LOOM_ROUTE_RESIZE, resize, HTTP_USER},
-    {"DELETE", LOOM_ROUTE_EXECS "/{}", delete, HTTP_USER},
+    {"DELETE", LOOM_ROUTE_EXECS "/{}", delete, HTTP_USER | HTTP_SLOW},
 };
 const size_t loom_exec_route_count = sizeof loom_exec_routes / sizeof *loom_exec_routes;

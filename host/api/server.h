@@ -30,6 +30,7 @@ typedef struct loomd_options {
     unsigned job_uid_first, job_uid_last; /* jobs' accounts when root; 0: defaults */
     int no_job_accounts;     /* root, yet jobs run as the host's user */
     int require_isolation;   /* refuse to start without complete isolation */
+    http_limits http;        /* connections, uploads, slow requests; 0s: defaults */
     int allow_basic_over_http; /* passwords over plain HTTP on a non-loopback listener */
     const char *const *cors_origins; /* origins browsers may call from (api/cors.h) */
     int cors_origin_count;
@@ -38,6 +39,7 @@ typedef struct loomd_options {
 typedef struct loomd {
     char home[PATH_MAX];
     char plugin_dir[PATH_MAX];
+    char spool_dir[PATH_MAX]; /* HOME/uploads: file parts being received */
     int lock_fd;
     store *st;
     registry *reg;

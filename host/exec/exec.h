@@ -51,6 +51,7 @@ typedef struct exec_submission {
     const char *args;    /* dlicmd syntax */
     const void *archive; /* tar of the model directory, or NULL */
     size_t archive_len;
+    const char *archive_path; /* or that tar in a file (an upload spooled to disk) */
     /* Where the host does otherwise than a flag asked (WMLA's flags with no
      * equivalent), one sentence a line; NULL: not wanted. */
     char *warnings;
