@@ -118,6 +118,33 @@ static int hold_home(loomd *d, char *err, size_t errlen)
     return 0;
 }
 
+/* Every subsystem's routes into `routes`; returns how many. */
+static size_t gather_routes(http_route *routes)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof core_routes / sizeof *core_routes; i++)
+        routes[n++] = core_routes[i];
+    for (size_t i = 0; i < loom_plugin_route_count; i++)
+        routes[n++] = loom_plugin_routes[i];
+    for (size_t i = 0; i < loom_auth_route_count; i++)
+        routes[n++] = loom_auth_routes[i];
+    for (size_t i = 0; i < loom_sched_route_count; i++)
+        routes[n++] = loom_sched_routes[i];
+    for (size_t i = 0; i < loom_exec_route_count; i++)
+        routes[n++] = loom_exec_routes[i];
+    return n;
+}
+
+/* What browsers and notebooks may do: the CORS allow-list, and whether
+ * passwords may come over this listener (HTTPS, loopback, or allowed). */
+static loom_error *open_web_front(loomd *d, const loomd_options *opt)
+{
+    const char *address = opt->address ? opt->address : "127.0.0.1";
+    d->basic_over_http_allowed = opt->allow_basic_over_http || opt->tls_cert_pem ||
+                                 strncmp(address, "127.", 4) == 0;
+    return cors_policy_create(opt->cors_origins, opt->cors_origin_count, &d->cors);
+}
+
 loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
 {
     loomd *d = calloc(1, sizeof *d);
@@ -198,20 +225,8 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
         goto fail_with;
     }
 
-    if ((e = cors_policy_create(opt->cors_origins, opt->cors_origin_count, &d->cors)) != NULL)
+    if ((e = open_web_front(d, opt)) != NULL)
         goto fail_with;
-    http_route *routes = d->routes;
-    size_t n = 0;
-    for (size_t i = 0; i < sizeof core_routes / sizeof *core_routes; i++)
-        routes[n++] = core_routes[i];
-    for (size_t i = 0; i < loom_plugin_route_count; i++)
-        routes[n++] = loom_plugin_routes[i];
-    for (size_t i = 0; i < loom_auth_route_count; i++)
-        routes[n++] = loom_auth_routes[i];
-    for (size_t i = 0; i < loom_sched_route_count; i++)
-        routes[n++] = loom_sched_routes[i];
-    for (size_t i = 0; i < loom_exec_route_count; i++)
-        routes[n++] = loom_exec_routes[i];
     http_config cfg = {
         .address = opt->address ? opt->address : "127.0.0.1",
         .port = opt->port,
@@ -219,16 +234,14 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
         .max_upload = MAX_UPLOAD,
         .spool_dir = d->spool_dir,
         .limits = opt->http,
-        .routes = routes,
-        .nroutes = n,
+        .routes = d->routes,
+        .nroutes = gather_routes(d->routes),
         .ctx = d,
         .authenticate = loomd_authenticate,
         .tls_cert_pem = opt->tls_cert_pem,
         .tls_key_pem = opt->tls_key_pem,
         .cors = d->cors,
     };
-    d->basic_over_http_allowed = opt->allow_basic_over_http || opt->tls_cert_pem ||
-                                 strncmp(cfg.address, "127.", 4) == 0;
     if ((e = http_server_start(&cfg, &d->http)) != NULL)
         goto fail_with;
     log_info("loom host %s listening on %s:%d, home %s", LOOM_VERSION, cfg.address,
