@@ -266,8 +266,9 @@ static loom_error *log_file(loomd *d, const http_request *req, char *path, size_
     char *end;
     errno = 0;
     long worker = w ? strtol(w, &end, 10) : 0;
-    if (w && (*end || end == w || errno || worker < -1 || worker > 1024))
-        return loom_err(LOOM_E_INVALID, "worker: expected a number from -1 to 1024, got \"%.64s\"", w);
+    if (w && (*end || end == w || errno || worker < -1 || worker > INT_MAX))
+        return loom_err(LOOM_E_INVALID, "worker: expected a rank from -1 to %d, got \"%.64s\"",
+                        INT_MAX, w);
     if (!w) {
         loom_error *e = exec_log_path(d->execs, owner, req->params[0], -1,
                                       stream ? stream : "stdout", path, len);
