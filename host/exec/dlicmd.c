@@ -16,7 +16,8 @@
  * against is here. */
 const dlicmd_flag dlicmd_flags[] = {
     {"--exec-start", "FRAMEWORK", "the framework adapter to run (required): command, python, "
-                                  "distPyTorch, edt, ... (see 'loom framework list')"},
+                                  "distPyTorch, edt, ... (see 'loom framework list'); WMLA's "
+                                  "PyTorch and tensorflow run as python, edtPyTorch elastically"},
     {"--model-dir", "DIR", "the model directory: uploaded, and unpacked into "
                            "RESULT_DIR/_submitted_code where the workers run"},
     {"--model-main", "FILE", "the program in it to run (edt: the model spec, default edt.json)"},
