@@ -139,6 +139,16 @@ static size_t collect_routes(http_route *routes)
     return n;
 }
 
+/* What browsers and notebooks may do: the CORS allow-list, and whether
+ * passwords may come over this listener (HTTPS, loopback, or allowed). */
+static loom_error *open_web_front(loomd *d, const loomd_options *opt)
+{
+    const char *address = opt->address ? opt->address : "127.0.0.1";
+    d->basic_over_http_allowed = opt->allow_basic_over_http || opt->tls_cert_pem ||
+                                 strncmp(address, "127.", 4) == 0;
+    return cors_policy_create(opt->cors_origins, opt->cors_origin_count, &d->cors);
+}
+
 loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
 {
     loomd *d = calloc(1, sizeof *d);
@@ -227,8 +237,9 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
     if ((e = hpo_service_create(d->st, d->reg, d->execs, d->home, NULL, &d->hpo)) != NULL)
         goto fail_with;
 
-    http_route *routes = d->routes;
-    size_t n = collect_routes(routes);
+    if ((e = open_web_front(d, opt)) != NULL)
+        goto fail_with;
+
     http_config cfg = {
         .address = opt->address ? opt->address : "127.0.0.1",
         .port = opt->port,
@@ -236,12 +247,13 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
         .max_upload = MAX_UPLOAD,
         .spool_dir = d->spool_dir,
         .limits = opt->http,
-        .routes = routes,
-        .nroutes = n,
+        .routes = d->routes,
+        .nroutes = collect_routes(d->routes),
         .ctx = d,
         .authenticate = loomd_authenticate,
         .tls_cert_pem = opt->tls_cert_pem,
         .tls_key_pem = opt->tls_key_pem,
+        .cors = d->cors,
     };
     if ((e = http_server_start(&cfg, &d->http)) != NULL)
         goto fail_with;
@@ -265,6 +277,7 @@ void loomd_stop(loomd *d)
         return;
     http_server_stop(d->http);
     hpo_service_destroy(d->hpo);
+    cors_policy_free(d->cors);
     exec_service_destroy(d->execs);
     job_sandbox_configure(NULL); /* its user lookup uses d->auth */
     sched_service_destroy(d->sched);

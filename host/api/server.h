@@ -32,6 +32,9 @@ typedef struct loomd_options {
     int no_job_accounts;     /* root, yet jobs run as the host's user */
     int require_isolation;   /* refuse to start without complete isolation */
     http_limits http;        /* connections, uploads, slow requests; 0s: defaults */
+    int allow_basic_over_http; /* passwords over plain HTTP on a non-loopback listener */
+    const char *const *cors_origins; /* origins browsers may call from (api/cors.h) */
+    int cors_origin_count;
 } loomd_options;
 
 typedef struct loomd {
@@ -48,7 +51,10 @@ typedef struct loomd {
     /* A new home's first admin password when it was generated: shown once. */
     char generated_admin_password[AUTH_PASSWORD_GEN_MAX];
     http_server *http;
-    http_route routes[96];
+    /* Passwords may come over this listener (HTTPS, loopback, or allowed). */
+    int basic_over_http_allowed;
+    cors_policy *cors;
+    http_route routes[128];
     pthread_mutex_t admin_lock; /* plugin add/remove: file, registry, store */
     unsigned upload_seq;
 } loomd;
@@ -75,7 +81,7 @@ extern const size_t loom_exec_route_count;
 extern const http_route loom_auth_routes[];
 extern const size_t loom_auth_route_count;
 int loomd_authenticate(void *ctx, const http_request *req, char *user, size_t userlen,
-                       int *is_admin);
+                       int *is_admin, loom_error **why);
 /* Whose records an authenticated request sees: EXEC_ADMIN for an
  * administrator, else the user's immutable id (-1, nobody's, when the user
  * was removed meanwhile). */

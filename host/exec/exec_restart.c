@@ -39,6 +39,8 @@ void exec_data_dir(exec_service *es, const dlicmd *d, char *out, size_t len)
 {
     if (d->data_dir)
         snprintf(out, len, "%s", d->data_dir);
+    else if (d->data_path) /* WMLA's data store: a folder under the host's */
+        snprintf(out, len, "%s/data/%s", es->home, d->data_path);
     else
         snprintf(out, len, "%s/data", es->home);
 }
