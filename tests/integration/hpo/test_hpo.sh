@@ -101,6 +101,8 @@ task lua1 example_coordinate 3 1 > "$WORK/lua.json"
 http POST /platform/rest/deeplearning/v1/hypersearch -F "data=<$WORK/lua.json" -F "file=@$WORK/model.tgz" >/dev/null
 expect_eq "a user's Lua algorithm by name" "$(wait_state lua1 FINISHED FAILED)" FINISHED
 expect_contains "listed as PLUGIN" "$(http GET '/platform/rest/deeplearning/v1/hypersearch/algorithm?type=PLUGIN')" '{"name":"example_coordinate","type":"PLUGIN"}'
+expect_contains "DELETE a registered Lua algorithm" "$(http DELETE /platform/rest/deeplearning/v1/hypersearch/algorithm/example_coordinate)" '200 {"removed":"example_coordinate"}'
+expect_contains "gone" "$(http GET /platform/rest/deeplearning/v1/hypersearch/algorithm/example_coordinate)" "404 "
 
 # ---- WMLA's Python plugin optimizers, unchanged --------------------------
 expect_ok "algorithm add DIR" "$LOOM" algorithm add "$3/tests/integration/hpo/fixtures/wmla_optimizer"
