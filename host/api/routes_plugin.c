@@ -194,19 +194,15 @@ out:
     pthread_mutex_unlock(&d->admin_lock);
 }
 
-static void remove_plugin(void *ctx, const http_request *req, http_response *res)
+void loomd_remove_plugin(loomd *d, loom_kind kind, const char *name, http_response *res)
 {
-    loomd *d = ctx;
-    loom_kind kind;
-    if (kind_param(req->params[0], res, &kind) != 0)
-        return;
     pthread_mutex_lock(&d->admin_lock);
     registry_entry e;
     char err[512];
-    if (registry_acquire(d->reg, kind, req->params[1], &e) != 0) {
-        api_error(res, LOOM_E_NOT_FOUND, "no %s named \"%s\"", loom_kind_name(kind), req->params[1]);
+    if (registry_acquire(d->reg, kind, name, &e) != 0) {
+        api_error(res, LOOM_E_NOT_FOUND, "no %s named \"%s\"", loom_kind_name(kind), name);
     } else {
-        registry_release(d->reg, kind, req->params[1]);
+        registry_release(d->reg, kind, name);
         loom_error *refused = registry_remove(d->reg, kind, e.name);
         if (refused) {
             int code = loom_err_take(refused, err, sizeof err);
@@ -227,6 +223,13 @@ static void remove_plugin(void *ctx, const http_request *req, http_response *res
         }
     }
     pthread_mutex_unlock(&d->admin_lock);
+}
+
+static void remove_plugin(void *ctx, const http_request *req, http_response *res)
+{
+    loom_kind kind;
+    if (kind_param(req->params[0], res, &kind) == 0)
+        loomd_remove_plugin(ctx, kind, req->params[1], res);
 }
 
 typedef struct user_plugin_ctx {

@@ -90,6 +90,9 @@ extern const http_route loom_sched_routes[];
 extern const size_t loom_sched_route_count;
 extern const http_route loom_plugin_routes[];
 extern const size_t loom_plugin_route_count;
+/* Unregisters a user plugin and removes its stored file (routes_plugin.c;
+ * the tuning routes' algorithm delete uses it too). Replies. */
+void loomd_remove_plugin(loomd *d, loom_kind kind, const char *name, http_response *res);
 extern const http_route loom_hpo_routes[];
 extern const size_t loom_hpo_route_count;
 
