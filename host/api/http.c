@@ -32,6 +32,10 @@ typedef struct request_state {
     int multipart;
     struct MHD_PostProcessor *pp;
     http_request req;
+    /* A deferred reply (http_defer): the connection is suspended until
+     * http_pending_reply stores the reply and resumes it. */
+    int deferred, ready;
+    http_response pending;
 } request_state;
 
 const char *http_query(const http_request *req, const char *key)
@@ -296,6 +300,23 @@ static enum MHD_Result send_response(struct MHD_Connection *conn, http_response 
     return ret;
 }
 
+http_pending *http_defer(const http_request *req)
+{
+    request_state *st = (request_state *)((char *)req - offsetof(request_state, req));
+    st->deferred = 1;
+    mhd->MHD_suspend_connection(req->connection);
+    return (http_pending *)st;
+}
+
+void http_pending_reply(http_pending *p, http_response *res)
+{
+    request_state *st = (request_state *)p;
+    st->pending = *res;
+    res->body = NULL;
+    st->ready = 1;
+    mhd->MHD_resume_connection(st->req.connection);
+}
+
 static enum MHD_Result reply_now(struct MHD_Connection *conn, int32_t code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static enum MHD_Result reply_now(struct MHD_Connection *conn, int32_t code, const char *fmt, ...)
@@ -340,6 +361,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         }
         return MHD_YES;
     }
+    if (st->deferred) /* resumed: the reply is ready */
+        return st->ready ? send_response(conn, &st->pending) : MHD_YES;
     if (*upload_data_size) {
         if (!st->too_large) {
             if (st->pp) {
@@ -376,6 +399,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                   sizeof req->peer);
     http_response res = {0};
     route(srv, req, &res);
+    if (st->deferred)
+        return MHD_YES;
     if (!res.status)
         api_error(&res, LOOM_E_INTERNAL, "handler gave no reply");
     return send_response(conn, &res);
@@ -395,6 +420,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     for (int i = 0; i < st->req.nfields; i++)
         free(st->req.fields[i].data);
     free(st->body);
+    free(st->pending.body);
     free(st);
     *con_cls = NULL;
 }
@@ -414,7 +440,8 @@ loom_error *http_server_start(const http_config *cfg, http_server **out)
         free(s);
         return loom_err(LOOM_E_INVALID, "--listen: \"%s\" is not an IPv4 address", cfg->address);
     }
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
+                     MHD_ALLOW_SUSPEND_RESUME;
     int tls = cfg->tls_cert_pem && cfg->tls_key_pem;
     if (tls && mhd->MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
         free(s);

@@ -190,6 +190,9 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
         e = loom_err(LOOM_E_INTERNAL, "exec service: out of memory");
         goto fail_with;
     }
+    infer_options io = {.st = d->st, .sched = d->sched, .home = d->home};
+    if ((e = infer_service_create(&io, &d->infer)) != NULL)
+        goto fail_with;
 
     http_route *routes = d->routes;
     size_t n = 0;
@@ -203,6 +206,8 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
         routes[n++] = loom_sched_routes[i];
     for (size_t i = 0; i < loom_exec_route_count; i++)
         routes[n++] = loom_exec_routes[i];
+    for (size_t i = 0; i < loom_infer_route_count; i++)
+        routes[n++] = loom_infer_routes[i];
     http_config cfg = {
         .address = opt->address ? opt->address : "127.0.0.1",
         .port = opt->port,
@@ -235,7 +240,11 @@ void loomd_stop(loomd *d)
 {
     if (!d)
         return;
+    /* A request waiting for a kernel holds its connection: answer them
+     * all before the server stops. */
+    infer_service_stop_all(d->infer);
     http_server_stop(d->http);
+    infer_service_destroy(d->infer);
     exec_service_destroy(d->execs);
     job_sandbox_configure(NULL); /* its user lookup uses d->auth */
     sched_service_destroy(d->sched);

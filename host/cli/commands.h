@@ -17,6 +17,9 @@ int cmd_user(int argc, char **argv, const cli_globals *g);
 int cmd_apikey(int argc, char **argv, const cli_globals *g);
 int cmd_slots(int argc, char **argv, const cli_globals *g);
 int cmd_plan(int argc, char **argv, const cli_globals *g);
+int cmd_model(int argc, char **argv, const cli_globals *g);
+/* Hidden: `loom kernel run`, the process a kernel instance runs in. */
+int cmd_kernel_run(int argc, char **argv);
 /* Hidden: the confinement step the host runs every job process through. */
 int cmd_confine(int argc, char **argv);
 /* Hidden: the process the host runs a plugin in (plugin/plugin_proc.h). */
