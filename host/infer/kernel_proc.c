@@ -222,8 +222,7 @@ loom_error *kernel_proc_execute(kernel_proc *k, kernel_task *tasks, uint32_t n,
 {
     if (n == 0 || n > KERNEL_BATCH_MAX)
         return loom_err(LOOM_E_INVALID, "a batch holds 1 to %d requests", KERNEL_BATCH_MAX);
-    wire_buf *f = &k->frame;
-    wire_free(f);
+    wire_buf *f = &k->frame; /* its buffer is reused batch after batch */
     wire_begin(f);
     wire_put_u8(f, KERNEL_OP_EXECUTE);
     wire_put_u32(f, n);

@@ -149,7 +149,7 @@ static int read_all(int fd, void *buf, size_t len)
 /* READY: the frame, with the arena's fd attached when ok. */
 static int send_ready(int fd, loom_error *e, int memfd)
 {
-    wire_buf b;
+    wire_buf b = {0};
     wire_begin(&b);
     wire_put_u8(&b, e ? 1 : 0);
     wire_put_i32(&b, e ? loom_err_code(e) : 0);
@@ -231,7 +231,7 @@ static int serve_batch(server *srv, loaded_kernel *k, wire_reader *r)
         ptrs[i] = &s->req;
     }
     loom_error *e = k->factory->execute(k->inst, ptrs, n);
-    wire_buf b;
+    wire_buf b = {0};
     wire_begin(&b);
     wire_put_u8(&b, 0);
     wire_put_u32(&b, n);
