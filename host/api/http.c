@@ -2,6 +2,7 @@
 #include "api/http.h"
 
 #include <arpa/inet.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,7 +35,8 @@ typedef struct request_state {
     http_request req;
     /* A deferred reply (http_defer): the connection is suspended until
      * http_pending_reply stores the reply and resumes it. */
-    int deferred, ready;
+    int deferred, ready, suspended;
+    pthread_mutex_t defer_lock; /* ready and suspended, between the two threads */
     http_response pending;
 } request_state;
 
@@ -303,19 +305,27 @@ static enum MHD_Result send_response(struct MHD_Connection *conn, http_response 
 http_pending *http_defer(const http_request *req)
 {
     request_state *st = (request_state *)((char *)req - offsetof(request_state, req));
+    pthread_mutex_init(&st->defer_lock, NULL);
     st->deferred = 1;
-    mhd->MHD_suspend_connection(req->connection);
     return (http_pending *)st;
 }
 
+/* A reply that comes while the handler still runs is sent when it returns,
+ * without suspending; a later one resumes the suspended connection. */
 void http_pending_reply(http_pending *p, http_response *res)
 {
     request_state *st = (request_state *)p;
+    pthread_mutex_lock(&st->defer_lock);
     st->pending = *res;
     res->body = NULL;
     st->ready = 1;
-    mhd->MHD_resume_connection(st->req.connection);
+    if (st->suspended)
+        mhd->MHD_resume_connection(st->req.connection);
+    pthread_mutex_unlock(&st->defer_lock);
 }
+
+/* After a deferring handler: the reply now, or suspend until it comes. */
+static enum MHD_Result after_defer(request_state *st, struct MHD_Connection *conn);
 
 static enum MHD_Result reply_now(struct MHD_Connection *conn, int32_t code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -400,10 +410,22 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     http_response res = {0};
     route(srv, req, &res);
     if (st->deferred)
-        return MHD_YES;
+        return after_defer(st, conn);
     if (!res.status)
         api_error(&res, LOOM_E_INTERNAL, "handler gave no reply");
     return send_response(conn, &res);
+}
+
+static enum MHD_Result after_defer(request_state *st, struct MHD_Connection *conn)
+{
+    pthread_mutex_lock(&st->defer_lock);
+    int ready = st->ready;
+    if (!ready) {
+        st->suspended = 1;
+        mhd->MHD_suspend_connection(conn);
+    }
+    pthread_mutex_unlock(&st->defer_lock);
+    return ready ? send_response(conn, &st->pending) : MHD_YES;
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
@@ -421,6 +443,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         free(st->req.fields[i].data);
     free(st->body);
     free(st->pending.body);
+    if (st->deferred)
+        pthread_mutex_destroy(&st->defer_lock);
     free(st);
     *con_cls = NULL;
 }

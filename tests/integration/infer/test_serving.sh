@@ -33,7 +33,14 @@ out=$("$LOOM" model infer echo-lua -d "@$WORK/req.json" 2>&1)
 expect_contains "model infer @file" "$out" '{"from":"file"}'
 
 # Many requests at once all answered (batched over the instance).
-for i in $(seq 1 40); do post echo-so "{\"n\":$i}" > "$WORK/code.$i" & done; wait
+pids=
+for i in $(seq 1 40); do
+    curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $TOKEN" \
+         -H 'Content-Type: application/json' --data-binary "{\"n\":$i}" \
+         "$URL/dlim/v1/inference/echo-so" > "$WORK/code.$i" &
+    pids="$pids $!"
+done
+wait $pids # not the host's
 ok=0; for i in $(seq 1 40); do [ "$(cat "$WORK/code.$i")" = 200 ] && ok=$((ok + 1)); done
 expect_eq "40 concurrent requests answered" "$ok" 40
 
