@@ -255,10 +255,10 @@ static int wait_device(router *r, instance *in, const char *job, int32_t *kind, 
 {
     for (;;) {
         int32_t slot;
-        if (sched_service_job_devices(r->sched, job, &slot, 1, index, kind) > 0)
-            return 0;
         if (leaving(r, in))
             return -1;
+        if (sched_service_job_devices(r->sched, job, &slot, 1, index, kind) > 0)
+            return 0;
         usleep(DEVICE_POLL_US);
     }
 }
