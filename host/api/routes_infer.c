@@ -14,6 +14,7 @@
 #include "api/routes.h"
 #include "api/server.h"
 #include "util/fs.h"
+#include "infer/model_spec.h"
 #include "util/tarball.h"
 
 /* A model directory unpacked, at most. */
@@ -111,12 +112,17 @@ static void deploy_model(void *ctx, const http_request *req, http_response *res)
     if (fs_mkdir_p(staged) != 0)
         e = loom_err(LOOM_E_INTERNAL, "cannot create %s", staged);
     if (!e)
-        e = loom_err_wrap(tarball_unpack(file->data, file->len, staged, MODEL_UNPACKED_MAX),
+        e = loom_err_wrap(file->path ? tarball_unpack_file(file->path, staged, MODEL_UNPACKED_MAX)
+                                     : tarball_unpack(file->data, file->len, staged,
+                                                      MODEL_UNPACKED_MAX),
                           "file");
+    char *profile_text = profile ? http_field_load(profile, MODEL_JSON_MAX) : NULL;
+    if (!e && profile && !profile_text)
+        e = loom_err(LOOM_E_TOO_LARGE, "profile: larger than %zu bytes", MODEL_JSON_MAX);
     char name[64] = "";
     if (!e)
-        e = infer_deploy(d->infer, req->user, staged, profile ? profile->data : NULL, name,
-                         sizeof name);
+        e = infer_deploy(d->infer, req->user, staged, profile_text, name, sizeof name);
+    free(profile_text);
     fs_rm_rf(staged);
     if (e) {
         api_reply_error(res, e);
@@ -232,12 +238,14 @@ static void inference(void *ctx, const http_request *req, http_response *res)
 
 const http_route loom_infer_routes[] = {
     {"GET", LOOM_ROUTE_MODELS, list_models, HTTP_USER},
-    {"POST", LOOM_ROUTE_MODELS, deploy_model, HTTP_USER},
+    /* Unpacking a model, or waiting for its kernels to load or stop, is
+     * slow: those run off the server's threads. */
+    {"POST", LOOM_ROUTE_MODELS, deploy_model, HTTP_USER | HTTP_SLOW},
     {"GET", LOOM_ROUTE_DEPLOYMENTS, list_models, HTTP_USER},
     {"GET", LOOM_ROUTE_MODELS "/{}", view_model, HTTP_USER},
-    {"DELETE", LOOM_ROUTE_MODELS "/{}", undeploy_model, HTTP_USER},
-    {"POST", LOOM_ROUTE_MODELS "/{}" LOOM_ROUTE_OP_START, start_model, HTTP_USER},
-    {"POST", LOOM_ROUTE_MODELS "/{}" LOOM_ROUTE_OP_STOP, stop_model, HTTP_USER},
+    {"DELETE", LOOM_ROUTE_MODELS "/{}", undeploy_model, HTTP_USER | HTTP_SLOW},
+    {"POST", LOOM_ROUTE_MODELS "/{}" LOOM_ROUTE_OP_START, start_model, HTTP_USER | HTTP_SLOW},
+    {"POST", LOOM_ROUTE_MODELS "/{}" LOOM_ROUTE_OP_STOP, stop_model, HTTP_USER | HTTP_SLOW},
     {"GET", LOOM_ROUTE_MODELS "/{}" LOOM_ROUTE_APPPROFILE, get_profile, HTTP_USER},
     {"PUT", LOOM_ROUTE_MODELS "/{}" LOOM_ROUTE_APPPROFILE, put_profile, HTTP_USER},
     {"POST", LOOM_ROUTE_INFERENCE "/{}", inference, HTTP_USER},
