@@ -118,6 +118,21 @@ static int hold_home(loomd *d, char *err, size_t errlen)
     return 0;
 }
 
+/* Every subsystem's routes into `routes` (d->routes); returns the count. */
+static size_t collect_routes(http_route *routes)
+{
+    const http_route *tables[] = {core_routes, loom_plugin_routes, loom_auth_routes,
+                                  loom_sched_routes, loom_exec_routes, loom_infer_routes};
+    size_t counts[] = {sizeof core_routes / sizeof *core_routes, loom_plugin_route_count,
+                       loom_auth_route_count, loom_sched_route_count, loom_exec_route_count,
+                       loom_infer_route_count};
+    size_t n = 0;
+    for (size_t t = 0; t < sizeof tables / sizeof *tables; t++)
+        for (size_t i = 0; i < counts[t]; i++)
+            routes[n++] = tables[t][i];
+    return n;
+}
+
 loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
 {
     loomd *d = calloc(1, sizeof *d);
@@ -202,19 +217,7 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
         goto fail_with;
 
     http_route *routes = d->routes;
-    size_t n = 0;
-    for (size_t i = 0; i < sizeof core_routes / sizeof *core_routes; i++)
-        routes[n++] = core_routes[i];
-    for (size_t i = 0; i < loom_plugin_route_count; i++)
-        routes[n++] = loom_plugin_routes[i];
-    for (size_t i = 0; i < loom_auth_route_count; i++)
-        routes[n++] = loom_auth_routes[i];
-    for (size_t i = 0; i < loom_sched_route_count; i++)
-        routes[n++] = loom_sched_routes[i];
-    for (size_t i = 0; i < loom_exec_route_count; i++)
-        routes[n++] = loom_exec_routes[i];
-    for (size_t i = 0; i < loom_infer_route_count; i++)
-        routes[n++] = loom_infer_routes[i];
+    size_t n = collect_routes(routes);
     http_config cfg = {
         .address = opt->address ? opt->address : "127.0.0.1",
         .port = opt->port,
