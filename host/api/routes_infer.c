@@ -93,9 +93,93 @@ static void list_models(void *ctx, const http_request *req, http_response *res)
     http_reply_json(res, 200, a);
 }
 
+/* The model directory for a model the trainer wrote: its weights and spec
+ * from RESULT_DIR/model/, and a model.json for the native kernel. */
+static loom_error *stage_from_exec(loomd *d, const http_request *req, const char *exec_id,
+                                   const char *name, const char *staged)
+{
+    exec_view v;
+    loom_error *e = exec_describe(d->execs, loomd_caller_id(d, req), exec_id, &v);
+    if (e)
+        return loom_err_wrap(e, "fromExec");
+    char src[PATH_MAX + 64], dst[PATH_MAX + 64];
+    const char *files[] = {"model.safetensors", "edt.json"};
+    for (int i = 0; !e && i < 2; i++) {
+        snprintf(src, sizeof src, "%s/model/%s", v.rec.result_dir, files[i]);
+        snprintf(dst, sizeof dst, "%s/%s", staged, files[i]);
+        if (fs_copy_file(src, dst, 0644) != 0)
+            e = loom_err(LOOM_E_NOT_FOUND, "fromExec: exec %s has no %s (state %s): only a "
+                         "finished training exec of the native framework leaves a model",
+                         exec_id, src, v.rec.state);
+    }
+    exec_view_free(&v);
+    if (e)
+        return e;
+    cJSON *m = cJSON_CreateObject();
+    cJSON_AddStringToObject(m, "name", name);
+    cJSON_AddStringToObject(m, "tag", exec_id);
+    cJSON_AddStringToObject(m, "runtime", "native");
+    cJSON_AddStringToObject(m, "weight_path", "model.safetensors");
+    cJSON_AddStringToObject(m, "schema_version", "1");
+    cJSON *attrs = cJSON_AddArrayToObject(m, "attributes");
+    cJSON *a = cJSON_CreateObject();
+    cJSON_AddStringToObject(a, "key", "model_spec");
+    cJSON_AddStringToObject(a, "value", "edt.json");
+    cJSON_AddItemToArray(attrs, a);
+    char *text = cJSON_Print(m);
+    cJSON_Delete(m);
+    snprintf(dst, sizeof dst, "%s/model.json", staged);
+    if (!text || fs_write_file_atomic(dst, text, strlen(text), 0644) != 0)
+        e = loom_err(LOOM_E_INTERNAL, "cannot write %s", dst);
+    free(text);
+    return e;
+}
+
+/* POST /dlim/v1/model with {"fromExec": ID, "name": NAME, "profile": {...}}. */
+static void deploy_exec_model(loomd *d, const http_request *req, http_response *res)
+{
+    cJSON *j = http_body_json(req, res);
+    if (!j)
+        return;
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(j, "fromExec");
+    const cJSON *nm = cJSON_GetObjectItemCaseSensitive(j, "name");
+    const cJSON *pf = cJSON_GetObjectItemCaseSensitive(j, "profile");
+    char name[64];
+    if (!cJSON_IsString(id) || (nm && !cJSON_IsString(nm))) {
+        cJSON_Delete(j);
+        api_error(res, LOOM_E_INVALID, "expected {\"fromExec\": EXEC_ID, \"name\": MODEL_NAME} "
+                  "(or a multipart upload of a model directory)");
+        return;
+    }
+    snprintf(name, sizeof name, "%s", nm ? nm->valuestring : id->valuestring);
+    static atomic_uint seq;
+    char staged[PATH_MAX];
+    snprintf(staged, sizeof staged, "%s/models/.staged-exec-%ld-%u", d->home, (long)getpid(),
+             atomic_fetch_add(&seq, 1));
+    fs_rm_rf(staged);
+    char *profile = pf ? cJSON_PrintUnformatted(pf) : NULL;
+    loom_error *e = fs_mkdir_p(staged) ? loom_err(LOOM_E_INTERNAL, "cannot create %s", staged)
+                                       : stage_from_exec(d, req, id->valuestring, name, staged);
+    char deployed[64] = "";
+    if (!e)
+        e = infer_deploy(d->infer, req->user, staged, profile, deployed, sizeof deployed);
+    fs_rm_rf(staged);
+    free(profile);
+    cJSON_Delete(j);
+    if (e) {
+        api_reply_error(res, e);
+        return;
+    }
+    reply_view(d, req, deployed, 201, res);
+}
+
 static void deploy_model(void *ctx, const http_request *req, http_response *res)
 {
     loomd *d = ctx;
+    if (req->nfields == 0) {
+        deploy_exec_model(d, req, res);
+        return;
+    }
     const http_field *file = http_field_get(req, "file");
     const http_field *profile = http_field_get(req, "profile");
     if (!file || file->len == 0) {

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "api/routes.h"
+#include "api/server.h"
 #include "cli/commands.h"
 #include "infer/kernel_server.h"
 #include "infer/model_spec.h"
@@ -19,6 +20,7 @@
 
 static const char model_usage[] =
     "usage: loom model deploy -p DIR [--profile FILE]\n"
+    "       loom model deploy --from-exec ID [--name NAME] [--profile FILE]\n"
     "       loom model list\n"
     "       loom model view NAME [-s [-a]]\n"
     "       loom model start NAME\n"
@@ -30,7 +32,9 @@ static const char model_usage[] =
     "       loom model check DIR\n"
     "\n"
     "deploy        uploads the model directory DIR (model.json, its kernel and\n"
-    "              weights) to the host; --profile gives its profile.json\n"
+    "              weights) to the host; --profile gives its profile.json;\n"
+    "              --from-exec serves what a native training exec wrote\n"
+    "              (RESULT_DIR/model/) with the native kernel\n"
     "view          the model; -s adds its service's state (kernels, requests),\n"
     "              -a everything, the profile included\n"
     "stop          serves what is queued first; -f fails it at once\n"
@@ -91,20 +95,57 @@ static int print_reply(cJSON *j, const cli_globals *g, int status, int all)
     return 0;
 }
 
+/* --from-exec: the host builds the model directory from the exec's result. */
+static int deploy_from_exec(const char *exec_id, const char *name, const char *profile_file,
+                            const cli_globals *g)
+{
+    cJSON *body = cJSON_CreateObject();
+    cJSON_AddStringToObject(body, "fromExec", exec_id);
+    if (name)
+        cJSON_AddStringToObject(body, "name", name);
+    if (profile_file) {
+        char *text = fs_read_file(profile_file, MODEL_JSON_MAX, NULL);
+        cJSON *p = text ? cJSON_Parse(text) : NULL;
+        free(text);
+        if (!p) {
+            cJSON_Delete(body);
+            return cli_fail("model deploy: --profile %s: cannot read it as JSON", profile_file);
+        }
+        cJSON_AddItemToObject(body, "profile", p);
+    }
+    char *text = cJSON_PrintUnformatted(body);
+    cJSON_Delete(body);
+    cJSON *j = cli_request(g, "POST", LOOM_ROUTE_MODELS, text);
+    free(text);
+    if (j && !g->json)
+        printf("model %s deployed from exec %s\n", cli_str(j, "name"), exec_id);
+    else if (j)
+        cli_print_json(j);
+    cJSON_Delete(j);
+    return j ? 0 : 1;
+}
+
 static int model_deploy(int argc, char **argv, const cli_globals *g)
 {
-    const char *dir = NULL, *profile_file = NULL;
+    const char *dir = NULL, *profile_file = NULL, *exec_id = NULL, *name = NULL;
     for (int i = 0; i < argc; i++) {
         if ((!strcmp(argv[i], "-p") || !strcmp(argv[i], "--path")) && i + 1 < argc)
             dir = argv[++i];
         else if (!strcmp(argv[i], "--profile") && i + 1 < argc)
             profile_file = argv[++i];
+        else if (!strcmp(argv[i], "--from-exec") && i + 1 < argc)
+            exec_id = argv[++i];
+        else if (!strcmp(argv[i], "--name") && i + 1 < argc)
+            name = argv[++i];
         else
-            return cli_fail("model deploy: unexpected \"%s\" (expected -p DIR [--profile FILE])",
-                            argv[i]);
+            return cli_fail("model deploy: unexpected \"%s\" (expected -p DIR, or --from-exec "
+                            "ID [--name NAME], and [--profile FILE])", argv[i]);
     }
-    if (!dir)
-        return cli_fail("model deploy: -p DIR is required (the model directory)");
+    if (exec_id && !dir)
+        return deploy_from_exec(exec_id, name, profile_file, g);
+    if (!dir || exec_id)
+        return cli_fail("model deploy: give either -p DIR (the model directory) or --from-exec "
+                        "ID (a finished training exec)");
     model_spec spec;
     char err[1024];
     if (loom_err_take(model_spec_read(dir, &spec, NULL), err, sizeof err))
@@ -232,6 +273,13 @@ static int model_check(const char *dir, const cli_globals *g)
     char err[1024];
     if (loom_err_take(model_spec_read(dir, &spec, NULL), err, sizeof err))
         return cli_fail("model refused: %s", err);
+    char native[PATH_MAX + 16];
+    if (spec.runtime == MODEL_RUNTIME_NATIVE) { /* the trainer's own kernel */
+        char plugins[PATH_MAX];
+        loomd_default_plugin_dir(plugins, sizeof plugins);
+        snprintf(native, sizeof native, "%s/native.so", plugins);
+        snprintf(spec.kernel_path, sizeof spec.kernel_path, "%s", native);
+    }
     kernel_server_spec ks = {.model_dir = dir, .runtime = spec.runtime,
                              .kernel_path = spec.kernel_path[0] ? spec.kernel_path : NULL,
                              .weight_path = spec.weight_path[0] ? spec.weight_path : NULL,

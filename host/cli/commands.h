@@ -25,6 +25,9 @@ int cmd_confine(int argc, char **argv);
 /* Hidden: the process the host runs a plugin in (plugin/plugin_proc.h). */
 int cmd_plugin_host(int argc, char **argv);
 
+/* The demo's serving step (demo_serve.c). */
+int demo_serving(const cli_globals *g, const char *exec_id, const char *dataset_dir);
+
 /* Shared by exec and demo. */
 int exec_start_words(int argc, char **argv, const cli_globals *g, char *id, size_t idlen);
 int exec_wait_id(const cli_globals *g, const char *id, double timeout_s, int quiet);

@@ -24,7 +24,7 @@ typedef struct running {
 struct infer_service {
     store *st;
     sched_service *sched;
-    char home[PATH_MAX], binary[PATH_MAX];
+    char home[PATH_MAX], binary[PATH_MAX], plugin_dir[PATH_MAX];
     pthread_mutex_t admin;   /* deploy, start, stop, undeploy, profile: one at a time */
     pthread_rwlock_t routes; /* the running list: requests read, start/stop write */
     running *running;
@@ -184,6 +184,8 @@ static loom_error *start_locked(infer_service *s, const infer_record *rec)
     loom_error *e = model_spec_read(model_dir, &spec, NULL);
     if (e)
         return e;
+    if (spec.runtime == MODEL_RUNTIME_NATIVE) /* the trainer's own kernel */
+        snprintf(spec.kernel_path, sizeof spec.kernel_path, "%s/native.so", s->plugin_dir);
     cJSON *pj = cJSON_Parse(rec->profile_json);
     e = model_profile_parse(pj, "profile", &profile);
     cJSON_Delete(pj);
@@ -409,6 +411,7 @@ loom_error *infer_service_create(const infer_options *opt, infer_service **out)
     s->st = opt->st;
     s->sched = opt->sched;
     snprintf(s->home, sizeof s->home, "%s", opt->home);
+    snprintf(s->plugin_dir, sizeof s->plugin_dir, "%s", opt->plugin_dir ? opt->plugin_dir : "");
     if (opt->binary) {
         snprintf(s->binary, sizeof s->binary, "%s", opt->binary);
     } else {

@@ -24,6 +24,7 @@ typedef struct infer_options {
     sched_service *sched;
     const char *home;   /* models live in HOME/models/NAME/{model,work} */
     const char *binary; /* the loom binary (NULL: this executable) */
+    const char *plugin_dir; /* built-in plugins: the native kernel is native.so there */
 } infer_options;
 
 /* Opens the service and starts, in the background, the models that were

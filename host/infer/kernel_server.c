@@ -47,8 +47,6 @@ static loom_error *load_factory(loaded_kernel *k, const kernel_server_spec *spec
         k->factory = ffi_kernel_factory();
         return NULL;
     }
-    if (spec->runtime == MODEL_RUNTIME_NATIVE)
-        return loom_err(LOOM_E_UNSUPPORTED, "runtime \"native\" is not served by this build");
     if (!spec->kernel_path)
         return loom_err(LOOM_E_INVALID, "kernel_path: runtime \"%s\" needs a kernel file",
                         model_runtime_name(spec->runtime));

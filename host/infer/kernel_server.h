@@ -13,7 +13,7 @@
 typedef struct kernel_server_spec {
     const char *model_dir;
     model_runtime runtime;
-    const char *kernel_path;  /* .so or .lua; NULL for ffi and native */
+    const char *kernel_path;  /* .so or .lua (native: the native adapter's .so); NULL for ffi */
     const char *weight_path;  /* NULL when none */
     int device_kind, device_index;
 } kernel_server_spec;

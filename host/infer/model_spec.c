@@ -154,9 +154,7 @@ static loom_error *read_fields(const cJSON *root, const char *dir, model_spec *o
     snprintf(out->tag, sizeof out->tag, "%s", tag ? tag : "");
     if ((e = parse_runtime(runtime, &out->runtime)) != NULL)
         return e;
-    if (out->runtime == MODEL_RUNTIME_NATIVE)
-        return loom_err(LOOM_E_UNSUPPORTED, "model.json: runtime: \"native\" (a model loom "
-                        "trained) is not served by this build; use so, lua or ffi");
+
     if (kernel && kernel[0] &&
         (e = inside_dir(dir, kernel, "kernel_path", out->kernel_path, sizeof out->kernel_path)))
         return e;

@@ -41,7 +41,8 @@ typedef struct model_spec {
     char name[MODEL_NAME_MAX];
     char tag[64];
     model_runtime runtime;
-    char kernel_path[PATH_MAX]; /* absolute, inside the directory; "" when none */
+    char kernel_path[PATH_MAX]; /* absolute, inside the directory; "" when none (native:
+                                 * the host sets the native adapter's .so) */
     char weight_path[PATH_MAX]; /* absolute, inside the directory; "" when none */
     model_env env[MODEL_ENV_MAX]; /* mk_environments */
     int nenv;
