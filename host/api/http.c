@@ -436,13 +436,17 @@ http_pending *http_defer(const http_request *req)
 void http_pending_reply(http_pending *p, http_response *res)
 {
     request_state *st = (request_state *)p;
+    struct MHD_Connection *conn = st->req.connection;
     pthread_mutex_lock(&st->defer_lock);
     st->pending = *res;
     res->body = NULL;
     st->ready = 1;
-    if (st->suspended)
-        mhd->MHD_resume_connection(st->req.connection);
+    int suspended = st->suspended;
     pthread_mutex_unlock(&st->defer_lock);
+    /* After the unlock: once resumed, the request may end and st be freed
+     * on a server thread at any moment. */
+    if (suspended)
+        mhd->MHD_resume_connection(conn);
 }
 
 /* After a deferring handler: the reply now, or suspend until it comes. */

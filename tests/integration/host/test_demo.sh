@@ -17,6 +17,8 @@ expect_contains "the launch-style job wrote WMLA's results" "$out" 'worker 1: [{
 if [ -r /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
     expect_contains "the elastic job was resized while it trained" "$out" "== loom exec resize"
     expect_contains "and used every sample once" "$out" "every sample used once per epoch through both resizes: yes"
+    expect_contains "the trained MLP is served" "$out" "through the REST endpoint"
+    expect_contains "test images are classified" "$out" "test image 7: predicted"
 else
     expect_contains "the training part is skipped by name" "$out" "skipping the training demo"
 fi
