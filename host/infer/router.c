@@ -229,16 +229,29 @@ static void set_state(router *r, instance *in, inst_state s)
     pthread_mutex_unlock(&r->lock);
 }
 
+/* Records why an instance could not serve. While no instance serves, the
+ * queued requests fail with that reason instead of waiting for one that
+ * may never come (a service without task_execution_timeout would hang). */
 static void note_failure(router *r, loom_error *e, const char *what)
 {
+    char msg[sizeof r->last_error];
+    snprintf(msg, sizeof msg, "%s: %s", what, loom_err_message(e));
     pthread_mutex_lock(&r->lock);
-    snprintf(r->last_error, sizeof r->last_error, "%s: %s", what, loom_err_message(e));
+    snprintf(r->last_error, sizeof r->last_error, "%s", msg);
     if (!r->ready_once)
         r->start_failed = 1;
+    int serving = 0;
+    for (int i = 0; i < r->max_instances; i++)
+        serving += r->inst[i].state == INST_READY || r->inst[i].state == INST_BUSY;
+    call *stranded = serving ? NULL : take_queue_locked(r);
     pthread_cond_broadcast(&r->changed);
     pthread_mutex_unlock(&r->lock);
-    log_warn("model \"%s\": %s: %s", r->name, what, loom_err_message(e));
+    log_warn("model \"%s\": %s", r->name, msg);
     loom_err_free(e);
+    char answer[sizeof msg + 80];
+    snprintf(answer, sizeof answer, "model \"%s\": no kernel instance can serve: %s", r->name,
+             msg);
+    fail_list(stranded, LOOM_E_UNAVAILABLE, answer);
 }
 
 static int leaving(router *r, instance *in)
