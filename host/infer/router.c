@@ -545,8 +545,25 @@ void router_stop(router *r, int force)
     router_free(r);
 }
 
+/* A .so or Lua kernel may take the body as it is (an echo would hand
+ * non-JSON back); the ffi and native kernels parse it themselves and refuse
+ * what is not their JSON, so the host spares the big inputs a second
+ * parse. */
+static loom_error *check_body(const router *r, const char *body, size_t len)
+{
+    if (r->model.runtime != MODEL_RUNTIME_SO && r->model.runtime != MODEL_RUNTIME_LUA)
+        return NULL;
+    cJSON *j = cJSON_ParseWithLength(body, len);
+    cJSON_Delete(j);
+    return j ? NULL : loom_err(LOOM_E_INVALID, "body: expected a JSON request for model "
+                               "\"%s\"", r->name);
+}
+
 loom_error *router_submit(router *r, const char *body, size_t len, router_done_fn done, void *ctx)
 {
+    loom_error *bad = check_body(r, body, len);
+    if (bad)
+        return bad;
     call *c = calloc(1, sizeof *c);
     if (!c)
         return loom_err(LOOM_E_INTERNAL, "out of memory");

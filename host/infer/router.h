@@ -58,7 +58,9 @@ loom_error *router_start(const router_spec *spec, router **out);
  * or are killed; every request is answered before this returns. */
 void router_stop(router *r, int force);
 
-/* Queues a request; `done` is called exactly once, from another thread
+/* Queues a request (a body that is not JSON is LOOM_E_INVALID for .so and
+ * Lua kernels; the others refuse it themselves); `done` is called exactly
+ * once, from another thread
  * (or from this one, before returning an error: then it is not called).
  * `body` must stay valid until `done`. */
 loom_error *router_submit(router *r, const char *body, size_t len, router_done_fn done,

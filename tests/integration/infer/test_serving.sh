@@ -55,6 +55,9 @@ expect_contains "deployment list" "$out" '"name":"echo-lua"'
 
 # Bad input on inference.
 expect_eq "not JSON" "$(post echo-so 'not json')" 400
+expect_contains "not JSON: named" "$(cat "$WORK/body")" "body: expected a JSON request"
+expect_eq "not JSON to the Lua kernel" "$(post echo-lua '{"a":')" 400
+expect_eq "not JSON to the ffi kernel" "$(post echo-ffi 'nope')" 400
 expect_eq "unknown model" "$(post nosuch '{}')" 404
 head -c 1100000 /dev/zero | tr '\0' 'a' > "$WORK/big"
 code=$(curl -s -o "$WORK/body" -w '%{http_code}' -H "Authorization: Bearer $TOKEN" \

@@ -42,6 +42,7 @@ expect_eq "wrong shape" "$(post '{"inputs":[{"name":"x","shape":[1,5],"datatype"
 expect_contains "shape named" "$(cat "$WORK/body")" "inputs[0].shape"
 expect_eq "too few numbers" "$(post '{"inputs":[{"name":"x","shape":[1,4],"datatype":"FP32","data":[1,2]}]}')" 400
 expect_contains "data named" "$(cat "$WORK/body")" "inputs[0].data"
+expect_eq "not JSON" "$(post 'nope')" 400
 expect_eq "not KServe's shape" "$(post '{"id":1,"data":"aGVsbG8="}')" 400
 expect_contains "the expected shape named" "$(cat "$WORK/body")" "KServe v2"
 expect_eq "a string datatype" "$(post '{"inputs":[{"name":"x","shape":[1,4],"datatype":"BYTES","data":[1,2,3,4]}]}')" 400
