@@ -20,7 +20,7 @@ expect_ok "deploy fault" "$LOOM" model deploy -p "$WORK/fault" --profile "$WORK/
 expect_ok "start fault" "$LOOM" model start fault
 expect_eq "echo first" "$(post fault '{"ok":1}')" 200
 post fault '{"crash":1}' >/dev/null
-expect_contains "crash fails its batch" "$(cat "$WORK/body")" "signal 11"
+expect_contains "crash fails its batch" "$(cat "$WORK/body")" "killed by signal 6"
 expect_eq "answers after the crash" "$(post fault '{"ok":2}')" 200
 post fault '{"hang":1}' >/dev/null
 expect_contains "hang: deadline" "$(cat "$WORK/body")" "task_execution_timeout"

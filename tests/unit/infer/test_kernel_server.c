@@ -68,7 +68,7 @@ static void faults(const char *dir)
     kernel_task crash = {.body = "{\"crash\":1}", .len = 11};
     e = kernel_proc_execute(k, &crash, 1, supervise_deadline_in(10000));
     CHECK(loom_err_code(e) == LOOM_E_UNAVAILABLE);
-    CHECK(e && strstr(loom_err_message(e), "signal 11") != NULL);
+    CHECK(e && strstr(loom_err_message(e), "killed by signal 6") != NULL);
     loom_err_free(e);
     kernel_proc_stop(k);
     k = start(dir, &e);
