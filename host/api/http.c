@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +49,11 @@ typedef struct request_state {
     int queued, done;        /* a slow route: on the work queue; its reply is ready */
     http_response res;
     http_request req;
+    /* A deferred reply (http_defer): the connection is suspended until
+     * http_pending_reply stores the reply and resumes it. */
+    int deferred, ready, suspended;
+    pthread_mutex_t defer_lock; /* ready and suspended, between the two threads */
+    http_response pending;
 } request_state;
 
 const char *http_query(const http_request *req, const char *key)
@@ -438,6 +444,35 @@ static enum MHD_Result send_response(const http_server *srv, struct MHD_Connecti
     return ret;
 }
 
+http_pending *http_defer(const http_request *req)
+{
+    request_state *st = (request_state *)((char *)req - offsetof(request_state, req));
+    pthread_mutex_init(&st->defer_lock, NULL);
+    st->deferred = 1;
+    return (http_pending *)st;
+}
+
+/* A reply that comes while the handler still runs is sent when it returns,
+ * without suspending; a later one resumes the suspended connection. */
+void http_pending_reply(http_pending *p, http_response *res)
+{
+    request_state *st = (request_state *)p;
+    struct MHD_Connection *conn = st->req.connection;
+    pthread_mutex_lock(&st->defer_lock);
+    st->pending = *res;
+    res->body = NULL;
+    st->ready = 1;
+    int suspended = st->suspended;
+    pthread_mutex_unlock(&st->defer_lock);
+    /* After the unlock: once resumed, the request may end and st be freed
+     * on a server thread at any moment. */
+    if (suspended)
+        mhd->MHD_resume_connection(conn);
+}
+
+/* After a deferring handler: the reply now, or suspend until it comes. */
+static enum MHD_Result after_defer(request_state *st, struct MHD_Connection *conn);
+
 static enum MHD_Result reply_now(const http_server *srv, struct MHD_Connection *conn, int32_t code,
                                  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 static enum MHD_Result reply_now(const http_server *srv, struct MHD_Connection *conn, int32_t code,
@@ -549,6 +584,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     request_state *st = *con_cls;
     if (!st)
         return on_headers(srv, conn, url, method, con_cls);
+    if (st->deferred) /* resumed: the reply is ready */
+        return st->ready ? send_response(st->srv, conn, &st->pending) : MHD_YES;
     if (*upload_data_size) {
         if (!st->too_large) {
             if (st->pp) {
@@ -580,9 +617,23 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return MHD_YES;
     }
     st->route->handler(srv->cfg.ctx, req, &st->res);
+    if (st->deferred)
+        return after_defer(st, conn);
     if (!st->res.status)
         api_error(&st->res, LOOM_E_INTERNAL, "handler gave no reply");
     return send_response(srv, conn, &st->res);
+}
+
+static enum MHD_Result after_defer(request_state *st, struct MHD_Connection *conn)
+{
+    pthread_mutex_lock(&st->defer_lock);
+    int ready = st->ready;
+    if (!ready) {
+        st->suspended = 1;
+        mhd->MHD_suspend_connection(conn);
+    }
+    pthread_mutex_unlock(&st->defer_lock);
+    return ready ? send_response(st->srv, conn, &st->pending) : MHD_YES;
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
@@ -608,6 +659,9 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     }
     free(st->res.body);
     free(st->body);
+    free(st->pending.body);
+    if (st->deferred)
+        pthread_mutex_destroy(&st->defer_lock);
     free(st);
     *con_cls = NULL;
 }

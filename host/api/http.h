@@ -94,6 +94,16 @@ void http_reply_data(http_response *res, int status, const char *content_type,
  * and returns NULL. */
 cJSON *http_body_json(const http_request *req, http_response *res);
 
+/* A reply given later, from any thread: a handler that waits on another
+ * thread (an inference batch) calls http_defer and returns without
+ * replying; the connection is suspended, holding the request (its body
+ * stays valid), until http_pending_reply is called, exactly once. Every
+ * deferred request must be answered before the server stops. */
+typedef struct http_pending http_pending;
+http_pending *http_defer(const http_request *req);
+/* Takes ownership of res->body. */
+void http_pending_reply(http_pending *p, http_response *res);
+
 typedef struct http_server http_server;
 
 /* The limits that keep the server answering; 0 in any field: its default. */

@@ -28,6 +28,15 @@
 #define LOOM_ROUTE_EXECUTOR_LOG \
     "/platform/rest/deeplearning/v1/scheduler/applications/{}/executor/{}/logs/{}"
 
+/* Model services (dlim's): /{name}, /{name}/operation/start|stop,
+ * /{name}/appprofile; inference at /inference/{name}. */
+#define LOOM_ROUTE_MODELS "/dlim/v1/model"
+#define LOOM_ROUTE_DEPLOYMENTS "/dlim/v1/deployment/model"
+#define LOOM_ROUTE_INFERENCE "/dlim/v1/inference"
+#define LOOM_ROUTE_OP_START "/operation/start"
+#define LOOM_ROUTE_OP_STOP "/operation/stop"
+#define LOOM_ROUTE_APPPROFILE "/appprofile"
+
 /* What follows an object's segment. */
 #define LOOM_ROUTE_LOG "/log"
 #define LOOM_ROUTE_RESULT "/result"

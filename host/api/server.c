@@ -131,12 +131,37 @@ static size_t collect_routes(http_route *routes)
         {loom_sched_routes, loom_sched_route_count},
         {loom_exec_routes, loom_exec_route_count},
         {loom_hpo_routes, loom_hpo_route_count},
+        {loom_infer_routes, loom_infer_route_count},
     };
     size_t n = 0;
     for (size_t p = 0; p < sizeof parts / sizeof *parts; p++)
         for (size_t i = 0; i < parts[p].count; i++)
             routes[n++] = parts[p].table[i];
     return n;
+}
+
+/* The plugin registry: the host's own factories and built-in plugins, then
+ * the users' (described by a child, never loaded here). */
+static loom_error *open_registry(loomd *d)
+{
+    d->reg = registry_create();
+    if (!d->reg) {
+        return loom_err(LOOM_E_INTERNAL, "plugin registry: out of memory");
+    }
+    /* Users' plugins are described by a child and run only in children of
+     * their own: no code of theirs runs here. */
+    char self[PATH_MAX];
+    if (fs_self_exe(self, sizeof self))
+        registry_set_probe(d->reg, self);
+    registry_add_factory(d->reg, LOOM_KIND_KERNEL, "ffi", LOOM_VERSION,
+                         "serves a plain C function named in model.json through libffi",
+                         ffi_kernel_factory());
+    int builtin = registry_load_dir(d->reg, d->plugin_dir, "builtin");
+    log_info("loaded %d built-in plugin file(s) from %s", builtin, d->plugin_dir);
+    /* WMLA submits elastic training as `--exec-start edt`. */
+    registry_alias(d->reg, LOOM_KIND_FRAMEWORK, "native", "edt");
+    loomd_load_user_plugins(d);
+    return NULL;
 }
 
 /* What browsers and notebooks may do: the CORS allow-list, and whether
@@ -203,24 +228,8 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
         e = loom_err(LOOM_E_INTERNAL, "%s", isolation);
         goto fail_with;
     }
-    d->reg = registry_create();
-    if (!d->reg) {
-        e = loom_err(LOOM_E_INTERNAL, "plugin registry: out of memory");
+    if ((e = open_registry(d)) != NULL)
         goto fail_with;
-    }
-    /* Users' plugins are described by a child and run only in children of
-     * their own: no code of theirs runs here. */
-    char self[PATH_MAX];
-    if (fs_self_exe(self, sizeof self))
-        registry_set_probe(d->reg, self);
-    registry_add_factory(d->reg, LOOM_KIND_KERNEL, "ffi", LOOM_VERSION,
-                         "serves a plain C function named in model.json through libffi",
-                         ffi_kernel_factory());
-    int builtin = registry_load_dir(d->reg, d->plugin_dir, "builtin");
-    log_info("loaded %d built-in plugin file(s) from %s", builtin, d->plugin_dir);
-    /* WMLA submits elastic training as `--exec-start edt`. */
-    registry_alias(d->reg, LOOM_KIND_FRAMEWORK, "native", "edt");
-    loomd_load_user_plugins(d);
     sched_service_options so = {.cpu_slots = opt->cpu_slots,
                                 .hysteresis = opt->hysteresis >= 0 ? opt->hysteresis : 5.0};
     if ((e = sched_service_create(d->st, &so, &d->sched)) != NULL)
@@ -233,6 +242,10 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
         e = loom_err(LOOM_E_INTERNAL, "exec service: out of memory");
         goto fail_with;
     }
+    infer_options io = {.st = d->st, .sched = d->sched, .home = d->home,
+                        .plugin_dir = d->plugin_dir};
+    if ((e = infer_service_create(&io, &d->infer)) != NULL)
+        goto fail_with;
 
     if ((e = hpo_service_create(d->st, d->reg, d->execs, d->home, NULL, &d->hpo)) != NULL)
         goto fail_with;
@@ -275,9 +288,13 @@ void loomd_stop(loomd *d)
 {
     if (!d)
         return;
+    /* A request waiting for a kernel holds its connection: answer them
+     * all before the server stops. */
+    infer_service_stop_all(d->infer);
     http_server_stop(d->http);
     hpo_service_destroy(d->hpo);
     cors_policy_free(d->cors);
+    infer_service_destroy(d->infer);
     exec_service_destroy(d->execs);
     job_sandbox_configure(NULL); /* its user lookup uses d->auth */
     sched_service_destroy(d->sched);
