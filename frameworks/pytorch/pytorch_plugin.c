@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "runtime_source.h" /* edt_runtime_source: runtime.py */
 
@@ -73,6 +74,23 @@ static loom_error *py_fail(const char *what)
     Py_XDECREF(value);
     Py_XDECREF(tb);
     return e;
+}
+
+/* A Python exception in a training call: the user's code failed, and a
+ * retried round or a replacement worker would fail the same way. The
+ * trainer retries a round a worker answers with an error, so the worker
+ * stops instead, with the traceback as the last thing in its log: the
+ * trainer ends the job after EDT_MAX_WORKER_FAILURES such deaths in a
+ * row. */
+#define EDT_SCRIPT_FAILED_STATUS 70
+
+static void stop_worker(loom_error *e)
+{
+    fprintf(stderr, "%s\nedtPyTorch: the job's Python code failed; this worker stops (exit "
+            "status %d)\n", g_host->error_message(e), EDT_SCRIPT_FAILED_STATUS);
+    fflush(stdout);
+    fflush(stderr);
+    _exit(EDT_SCRIPT_FAILED_STATUS);
 }
 
 /* ---- the interpreter ------------------------------------------------- */
@@ -449,6 +467,8 @@ static loom_error *call_with_indices(loom_framework_instance *inst, const char *
     Py_XDECREF(list);
     loom_error *e = r ? take_metrics(inst, r, out, what) : py_fail(what);
     Py_XDECREF(r);
+    if (e)
+        stop_worker(e);
     PyGILState_Release(g);
     return e;
 }
@@ -479,8 +499,10 @@ static loom_error *pytorch_apply(loom_framework_instance *inst, const loom_step_
                                       (unsigned)step->epochs,
                                       (unsigned long long)step->iteration,
                                       (unsigned long long)step->steps_per_epoch);
-    loom_error *e = r ? NULL : py_fail("optimizer step");
+    loom_error *e = r ? NULL : py_fail("optimizer step or a logger callback");
     Py_XDECREF(r);
+    if (e)
+        stop_worker(e);
     PyGILState_Release(g);
     return e;
 }

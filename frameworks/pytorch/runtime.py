@@ -174,7 +174,6 @@ class Trainer:
         self._load_datasets()
         self._check_parameters()
         self.workers = 1
-        self.last_train = {}
         self.test_rounds = {}
         self.iteration = 0
         self.epoch = 0
@@ -333,17 +332,17 @@ class Trainer:
                                                else "a tensor of shape %s" % list(loss.shape)))
         (loss * scale).backward()
         with self.torch.no_grad():
-            self.last_train = self._metrics(out.detach(), y, loss.detach())
-        return list(self.last_train.items())
+            metrics = self._metrics(out.detach(), y, loss.detach())
+        # The loggers hear of a step here, inside the step's round, so one
+        # that fails fails the round rather than the next one's commit.
+        for cb in self.callbacks + ([self.driver] if self.driver else []):
+            cb.train(metrics, self.iteration + 1, self.epoch, self.workers)
+        return list(metrics.items())
 
     def apply(self, epoch, epochs, iteration, steps_per_epoch):
         self.optimizer.step()
         self.iteration, self.epoch = iteration + 1, epoch
         self.completed = steps_per_epoch > 0 and self.iteration >= epochs * steps_per_epoch
-        for cb in self.callbacks:
-            cb.train(self.last_train, self.iteration, epoch, self.workers)
-        if self.driver:
-            self.driver.train(self.last_train, self.iteration, epoch, self.workers)
 
     def evaluate(self, split, indices):
         ds = self.train_ds if split == 0 else self.test_ds
