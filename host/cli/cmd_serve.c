@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "api/server.h"
 #include "auth/auth.h"
@@ -18,6 +19,7 @@ static const char serve_usage[] =
     "                  [--cpu-slots N] [--hysteresis SECONDS] [--admin-password-file F]\n"
     "                  [--tls-cert PEM --tls-key PEM]\n"
     "                  [--job-uid-range FIRST-LAST | none] [--require-isolation]\n"
+    "                  [--python PATH]\n"
     "\n"
     "Runs the loom host: REST API, state store, plugin registry and job\n"
     "supervision. It stops cleanly on SIGTERM or SIGINT.\n"
@@ -40,6 +42,8 @@ static const char serve_usage[] =
     "                      200000-299999); none: as the host's user\n"
     "  --require-isolation refuse to start unless jobs are fully confined\n"
     "                      (Landlock, and an account per user when root)\n"
+    "  --python PATH       the Python jobs run when they name none (default\n"
+    "                      /usr/bin/python3, else python3 on PATH)\n"
     "\n"
     "The host writes its address to HOME/host, so the CLI finds it, and its\n"
     "log to HOME/loom.log.\n";
@@ -112,6 +116,12 @@ int cmd_serve(int argc, char **argv, const cli_globals *g)
             if (parse_uid_range(argv[++i], &jobs) != 0)
                 return cli_fail("--job-uid-range: expected FIRST-LAST with 1000 <= FIRST <= LAST "
                                 "< 2^31, or none, got \"%s\"", argv[i]);
+        } else if (strcmp(argv[i], "--python") == 0 && i + 1 < argc) {
+            /* The host's default interpreter; jobs and the host's own
+             * readers of Python scripts find it in LOOM_PYTHON. */
+            if (access(argv[++i], X_OK) != 0)
+                return cli_fail("--python: %s is not an executable file", argv[i]);
+            setenv("LOOM_PYTHON", argv[i], 1);
         } else if (strcmp(argv[i], "--require-isolation") == 0) {
             jobs.require_isolation = 1;
         } else if (strcmp(argv[i], "--admin-password-file") == 0 && i + 1 < argc) {

@@ -45,8 +45,12 @@ static int wait_exit(pid_t pid)
     }
 }
 
+/* The host's default Python (loom serve --python), else Debian's. */
 static const char *probe_python(void)
 {
+    const char *configured = getenv("LOOM_PYTHON");
+    if (configured && *configured)
+        return configured;
     return access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
 }
 
