@@ -19,8 +19,12 @@ common="--epochs $EPOCHS --train-samples $TRAIN --test-samples $TEST"
 
 echo "Fashion-MNIST CNN, $EPOCHS epoch(s), $TRAIN training / $TEST test samples, global batch $GLOBAL"
 plain=$($PY "$HERE/peers.py" plain $common --global-batch $GLOBAL)
-ddp=$(OMP_NUM_THREADS=1 torchrun --standalone --nproc_per_node 2 "$HERE/peers.py" ddp $common \
-      --global-batch $GLOBAL 2>/dev/null | grep '^{')
+# Debian 12's torchrun (torch 1.13 on Python 3.11) fails on its default
+# --redirects 0 (an IntFlag of 0 is no member under 3.11); teeing rank 0's
+# stdout works and prefixes its lines with "[default0]:".
+ddp=$(OMP_NUM_THREADS=1 torchrun --standalone --nproc_per_node 2 --redirects 1 --tee 1 \
+      "$HERE/peers.py" ddp $common --global-batch $GLOBAL 2>/dev/null |
+      sed -n 's/^\[default0\]://p' | grep '^{')
 step=$($PY "$HERE/peers.py" step --batch $BATCH)
 
 # loom: a host of its own, 2 CPU workers.

@@ -119,7 +119,7 @@ def main():
         fail("usage: edt_script_settings.py SCRIPT [ARGS...]")
     path, argv = sys.argv[1], sys.argv[2:]
     if importlib.util.find_spec("torch") is None:
-        fail("edtPyTorch needs PyTorch, and %s has no module named 'torch' (install Debian's "
+        fail("needs PyTorch, and %s has no module named 'torch' (install Debian's "
              "python3-torch)" % sys.executable, 3)
     try:
         with open(path, "rb") as f:

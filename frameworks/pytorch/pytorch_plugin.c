@@ -319,6 +319,19 @@ static loom_error *check_python(void)
                               LOOM_LIBPYTHON_SONAME, LOOM_PYTHON_EXECUTABLE, want);
 }
 
+/* Whether this process is a `loom worker` (argv[1] "worker"). */
+static int in_loom_worker(void)
+{
+    char buf[512];
+    FILE *f = fopen("/proc/self/cmdline", "rb");
+    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    if (f)
+        fclose(f);
+    buf[n] = 0;
+    size_t first = strnlen(buf, n);
+    return first + 1 < n && !strcmp(buf + first + 1, "worker");
+}
+
 static loom_error *start_trainer(loom_framework_instance *inst, const loom_trainer_config *cfg)
 {
     char script[PATH_MAX + 256];
@@ -353,6 +366,10 @@ static loom_error *pytorch_create(const loom_framework_factory *self,
         return g_host->error_new(LOOM_ERR_UNSUPPORTED,
                                  "edtPyTorch: this adapter trains on CPU workers only "
                                  "(--workerDeviceType cpu)");
+    if (!in_loom_worker())
+        return g_host->error_new(LOOM_ERR_UNSUPPORTED,
+                                 "edtPyTorch: the job's Python runs only in its sandboxed "
+                                 "`loom worker` processes (SYNC mode), never in the host");
     loom_error *e = check_python();
     if (e || (e = python_start()))
         return e;

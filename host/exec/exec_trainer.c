@@ -67,6 +67,12 @@ loom_error *trainer_prepare(exec_service *es, const store_exec *rec, const regis
     cJSON *spec = NULL;
     loom_error *e = script ? pyscript_spec(fw, rec, d, job->spec_path, sizeof job->spec_path, &spec)
                            : read_spec(fw, rec, d, job->spec_path, sizeof job->spec_path, &spec);
+    if (!e && script && d->sync_mode_async) {
+        cJSON_Delete(spec);
+        e = loom_err(LOOM_E_INVALID, "%s: --syncMode ASYNC runs a copy of the model in the host's "
+                     "parameter server, and a script's Python runs only in its sandboxed workers: "
+                     "use SYNC", fw->name);
+    }
     if (e)
         return e;
     /* A script's arguments are its own, not the trainer's flags. */

@@ -131,11 +131,33 @@ expect_eq "it still learns (test accuracy > 0.7)" \
 
 # ---- no torch for the settings reader: a clear refusal at exec start
 kill "$HOST_PID"; wait "$HOST_PID" 2>/dev/null
-printf '#!/bin/sh\nexec /usr/bin/python3 -S "$@"\n' > "$WORK/python-without-torch"
-chmod +x "$WORK/python-without-torch"
-start_host --cpu-slots 2 --python "$WORK/python-without-torch"
+# (in a data folder: jobs may run only what the system, loom or their data hold)
+mkdir -p "$WORK/data"
+printf '#!/bin/sh\nexec /usr/bin/python3 -S "$@"\n' > "$WORK/data/python-without-torch"
+chmod +x "$WORK/data/python-without-torch"
+start_host --cpu-slots 2 --python "$WORK/data/python-without-torch"
 expect_fails "no torch: refused at exec start" \
     "$LOOM" exec start --exec-start edtPyTorch --model-dir "$WORK/faults" --model-main faults.py
 expect_contains "the refusal says torch is missing" "$(cat "$WORK/out")" "has no module named 'torch'"
+
+# ---- which Python launch-style jobs run: the host's default (--python, here
+# one without torch), or the job's own (--msd-env PYTHON=...)
+mkdir -p "$WORK/ddp"
+printf 'import sys\nprint("executable", sys.executable)\nimport torch.distributed\nprint("torch ok")\n' \
+    > "$WORK/ddp/which.py"
+launch_log() { cat "$LOOM_HOME/execs/$1"/log/worker-0/* 2>/dev/null; }
+for fw in python distPyTorch; do
+    id=$("$LOOM" exec start --exec-start $fw --model-dir "$WORK/ddp" --model-main which.py --data-dir "$WORK/data" |
+         sed -n 's/^exec \([^ ]*\) submitted.*/\1/p')
+    "$LOOM" exec wait "$id" --timeout 120 >/dev/null 2>&1
+    expect_contains "$fw: the host's default Python runs" "$(launch_log "$id")" \
+        "loom: python is $WORK/data/python-without-torch"
+    expect_contains "$fw: which has no torch" "$(launch_log "$id")" "No module named 'torch'"
+    id=$("$LOOM" exec start --exec-start $fw --model-dir "$WORK/ddp" --model-main which.py \
+         --data-dir "$WORK/data" --msd-env PYTHON=/usr/bin/python3 | sed -n 's/^exec \([^ ]*\) submitted.*/\1/p')
+    expect_ok "$fw: the job's own Python runs" "$LOOM" exec wait "$id" --timeout 120
+    expect_contains "$fw: the log names it" "$(launch_log "$id")" "loom: python is /usr/bin/python3"
+    expect_contains "$fw: and it has torch" "$(launch_log "$id")" "torch ok"
+done
 
 finish
