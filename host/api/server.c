@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "plugin/ffi_call.h"
@@ -43,12 +44,10 @@ void loomd_default_plugin_dir(char *out, size_t outlen)
         return;
     }
     char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0) {
+    if (!fs_self_exe(exe, sizeof exe)) {
         snprintf(out, outlen, "/usr/local/lib/loom/plugins");
         return;
     }
-    exe[n] = 0;
     char *slash = strrchr(exe, '/');
     if (slash)
         *slash = 0;
@@ -150,6 +149,14 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
         e = loom_err(LOOM_E_CONFLICT, "%s", held);
         goto fail_with;
     }
+    /* Uploads being received; once this host holds the home, what a killed
+     * one left there is garbage. */
+    snprintf(d->spool_dir, sizeof d->spool_dir, "%s/uploads", d->home);
+    fs_rm_rf(d->spool_dir);
+    if (fs_mkdir_p(d->spool_dir) != 0 || chmod(d->spool_dir, 0700) != 0) {
+        e = loom_err(LOOM_E_INTERNAL, "%s: cannot create: %s", d->spool_dir, strerror(errno));
+        goto fail_with;
+    }
 
     snprintf(path, sizeof path, "%s/loom.db", d->home);
     if ((e = store_open(path, &d->st)) != NULL)
@@ -208,6 +215,8 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
         .port = opt->port,
         .max_body = MAX_BODY,
         .max_upload = MAX_UPLOAD,
+        .spool_dir = d->spool_dir,
+        .limits = opt->http,
         .routes = routes,
         .nroutes = n,
         .ctx = d,
