@@ -37,6 +37,20 @@ for f in get_dataset forward metric callback oom one_dataset frozen foreign_opti
                    --msd-env EDT_MAX_WORKER_FAILURES=2)
 done
 good=$(pt_submit "$WORK/faults" faults.py --numWorker 2)
+# torchvision's ImageFolder layout: DATA_DIR/{train,test}/CLASS/*.png
+/usr/bin/python3 - "$WORK/images" <<'PY'
+import os, sys
+from PIL import Image
+for split, n in (("train", 40), ("test", 10)):
+    for c in range(3):
+        os.makedirs(os.path.join(sys.argv[1], split, "class%d" % c))
+        for i in range(n):
+            img = Image.new("L", (8, 8), 20 + i)
+            for row in range(8):
+                img.putpixel((c, row), 230)
+            img.save(os.path.join(sys.argv[1], split, "class%d" % c, "%d.png" % i))
+PY
+folders=$(pt_submit "$WORK/faults" faults.py --data-dir "$WORK/images" --msd-env FAULT=imagefolder)
 
 expect_ok "the example finishes" "$LOOM" exec wait "$ex" --timeout 400
 R="$LOOM_HOME/execs/$ex"
@@ -74,6 +88,10 @@ expect_contains "old-style worker logger (loss, acc %, batch, worker)" "$(cat "$
 expect_contains "old-style test metrics in percent" "$(cat "$G/old_style_test.txt")" "100.000"
 expect_contains "new-style driver callback" "$(cat "$G"/log/worker-*/stdout)" "new-style test: ['accuracy', 'accuracy_pct', 'loss']"
 expect_contains "old-style on_train_end" "$(cat "$G"/log/worker-*/stdout)" "old-style end"
+
+expect_ok "an ImageFolder job finishes" "$LOOM" exec wait "$folders" --timeout 300
+expect_eq "it learns the image classes" \
+    "$(field "$folders" 'v["training"]["testMetrics"]["accuracy"] >= 0.9 and v["training"]["epochsDone"][0]["samples"] == 120')" "True"
 
 fault_log() { cat "$LOOM_HOME/execs/$1"/log/worker-*/stderr "$LOOM_HOME/execs/$1"/log/driver/stdout 2>/dev/null; }
 check_fault() { # check_fault FAULT TEXT-IN-LOG
