@@ -32,6 +32,7 @@ class _Script:
         self.handed = threading.Event()   # train() was called, or the script ended
         self.release = threading.Event()  # the trainer is done: train() returns
         self.model = None
+        self.completed = False  # train() returns only where training finished
         self.settings = None
         self.error = None
         self.thread = None
@@ -48,6 +49,10 @@ def handover(fabric_model, settings):
     _script.settings = dict(settings)
     _script.handed.set()
     _script.release.wait()
+    if not _script.completed:
+        # This worker left before the end (a resize, or the job failed):
+        # the rest of the script, which may save the model, is not its to run.
+        raise SystemExit(0)
 
 
 def _run(path, argv):
@@ -386,9 +391,10 @@ class Trainer:
 
     def finish(self):
         """The trainer is done with this worker: the parameters get memory of
-        their own again (the flat buffers are freed next), the last worker
+        their own again (the flat buffers are freed next), the first worker
         to finish the whole run writes PyTorch's state_dict file, and the
-        script's train() returns so the rest of the script runs."""
+        script's train() returns so the rest of the script runs (only where
+        training finished)."""
         torch = self.torch
         with torch.no_grad():
             for _, p in self.named:
@@ -404,6 +410,7 @@ class Trainer:
                 if self._elect("final-model"):
                     self._final_files()
         finally:
+            _script.completed = self.completed
             _script.release.set()
             if _script.thread is not None:
                 _script.thread.join()
