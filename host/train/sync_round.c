@@ -37,6 +37,7 @@ typedef struct round_plan {
     char path[PATH_MAX];
     int recovery;       /* CHECKPOINT: the coordinator's copy of the state */
     int64_t started_ms;
+    uint64_t started_ns;
 } round_plan;
 
 /* The fields every member's plan shares. */
@@ -414,7 +415,7 @@ static int record_round(edt_coordinator *c, const round_plan *p, int ok)
 {
     if (p->action == PLAN_STEP && ok) {
         commit_steps(c, p, p->nsteps, 1);
-        double step_ms = (double)(time_mono_ms() - p->started_ms) / p->nsteps;
+        double step_ms = (double)(comm_now_ns() - p->started_ns) / 1e6 / p->nsteps;
         /* Smoothed: one slow round (a validation's page faults, a busy
          * machine) must not shrink or stretch the next one much. */
         c->step_ms = c->step_ms > 0 ? 0.7 * c->step_ms + 0.3 * step_ms : step_ms;
@@ -465,7 +466,8 @@ static int one_round(edt_coordinator *c, uint64_t *taken, int *failed_round, loo
         *err = loom_err(LOOM_E_UNAVAILABLE, "every worker died; the job cannot go on");
         return -1;
     }
-    round_plan p = {.join = join, .root = root, .taken = taken, .started_ms = time_mono_ms()};
+    round_plan p = {.join = join, .root = root, .taken = taken, .started_ms = time_mono_ms(),
+                    .started_ns = comm_now_ns()};
     int64_t t0 = (int64_t)comm_now_ns();
     choose_action(c, &p);
     int64_t t1 = (int64_t)comm_now_ns();
@@ -485,17 +487,18 @@ static int one_round(edt_coordinator *c, uint64_t *taken, int *failed_round, loo
     *failed_round = !ok;
     if (ok)
         note_progress(c);
-    int finished = record_round(c, &p, ok);
-    clear_replies(c);
-    if (!finished) /* finish_workers tells them to exit */
-        update_snapshot(c, plan_action_name(p.action));
-    if (p.action == PLAN_STEP) {
+    if (p.action == PLAN_STEP) { /* before recording: the epoch may end there */
         c->prof.rounds++;
         c->prof.sample_ns += t1 - t0;
         c->prof.send_ns += t2 - t1;
         c->prof.wait_ns += t3 - t2;
-        c->prof.record_ns += (int64_t)comm_now_ns() - t3;
     }
+    int finished = record_round(c, &p, ok);
+    clear_replies(c);
+    if (!finished) /* finish_workers tells them to exit */
+        update_snapshot(c, plan_action_name(p.action));
+    if (p.action == PLAN_STEP)
+        c->prof.record_ns += (int64_t)comm_now_ns() - t3;
     return finished;
 }
 

@@ -350,6 +350,29 @@ static loom_error *reduce(worker *w, uint64_t deadline)
     return e;
 }
 
+/* Fault injection for the tests of multi-step rounds:
+ * LOOM_FAULT_EXIT_AT="SLOT:ITERATION" makes the worker in that slot exit
+ * before the all-reduce of that global step, once per job (a marker in
+ * its log folder keeps the replacement, which trains the step again, from
+ * dying too). */
+static void maybe_fault_exit(worker *w, uint64_t iteration)
+{
+    const char *spec = getenv("LOOM_FAULT_EXIT_AT");
+    unsigned slot;
+    unsigned long long at;
+    if (!spec || sscanf(spec, "%u:%llu", &slot, &at) != 2 || slot != w->slot || iteration != at ||
+        !w->log_dir)
+        return;
+    char marker[4200];
+    snprintf(marker, sizeof marker, "%s/../fault-exit-fired", w->log_dir);
+    FILE *f = fopen(marker, "wx");
+    if (!f)
+        return;
+    fclose(f);
+    say("fault injection: exiting before the all-reduce of step %llu", at);
+    _exit(9);
+}
+
 /* The steps of a plan (p; NULL for an ASYNC work item, one step without
  * reduce): for each, forward + backward over its micro-batches (gradient
  * accumulation) and the average all-reduce; every step but the last is
@@ -369,8 +392,10 @@ static loom_error *do_steps(worker *w, const msg_batch *batch, const msg_plan *p
         e = compute(w, batch, first, n, &at, &sums);
         first += n;
         /* Each step's collective has the whole step deadline. */
-        if (!e && p)
+        if (!e && p) {
+            maybe_fault_exit(w, p->iteration + s);
             e = reduce(w, comm_deadline_after_ms((uint32_t)timeout_ms));
+        }
         if (!e && p && s + 1 < nsteps)
             e = apply_step(w, p->epoch, p->epochs, p->iteration + s + 1, p->steps_per_epoch);
         if (!e) {
