@@ -156,6 +156,7 @@ static loom_error *from_env(char *const *env, int nenv, edt_settings *s)
         {"EDT_RECOVERY_INTERVAL_MS", offsetof(edt_settings, recovery_interval_ms), 0, 86400000},
         {"EDT_STEPS_PER_ROUND", offsetof(edt_settings, steps_per_round), 1, MSG_MAX_STEPS},
         {"EDT_ROUND_MS", offsetof(edt_settings, round_ms), 1, 10000},
+        {"EDT_OVERLAP_REDUCE", offsetof(edt_settings, overlap_reduce), 0, 1},
     };
     for (int i = 0; i < nenv; i++)
         for (size_t k = 0; k < sizeof vars / sizeof *vars; k++) {

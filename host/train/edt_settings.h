@@ -39,6 +39,8 @@ typedef struct edt_settings {
     uint32_t steps_per_round;      /* EDT_STEPS_PER_ROUND: most steps a stable generation
                                     * runs per coordinator round (1: one round per step) */
     uint32_t round_ms;             /* EDT_ROUND_MS: a multi-step round's time budget */
+    uint32_t overlap_reduce;       /* EDT_OVERLAP_REDUCE: 1: all-reduce during backward
+                                    * where the adapter reports finished gradients */
 } edt_settings;
 
 /* Resolves the settings. `spec` is the parsed spec (may be NULL);

@@ -18,6 +18,7 @@
 #include "plugin/so_loader.h"
 #include "train/adapter.h"
 #include "train/checkpoint.h"
+#include "train/grad_overlap_internal.h"
 #include "train/logger_set.h"
 #include "train/plugin_marker.h"
 #include "train/protocol.h"
@@ -30,6 +31,8 @@ typedef struct worker {
     const char *control, *shm, *framework, *spec_path, *code_dir, *data_dir, *log_dir;
     const char *exec_id, *loggers_json;
     uint32_t slot, threads, log_every;
+    uint32_t overlap_reduce; /* EDT_OVERLAP_REDUCE: reduce during backward (CPU) */
+    grad_overlap *overlap;   /* its thread, when on */
     uint64_t seed;
     so_plugin *plugin;
     const loom_framework_factory *fw;
@@ -123,6 +126,7 @@ static int parse_args(worker *w, int argc, char **argv)
         else if (!strcmp(k, "--slot")) w->slot = (uint32_t)strtoul(v, NULL, 10);
         else if (!strcmp(k, "--threads")) w->threads = (uint32_t)strtoul(v, NULL, 10);
         else if (!strcmp(k, "--log-every")) w->log_every = (uint32_t)strtoul(v, NULL, 10);
+        else if (!strcmp(k, "--overlap-reduce")) w->overlap_reduce = (uint32_t)strtoul(v, NULL, 10);
         else if (!strcmp(k, "--seed")) w->seed = strtoull(v, NULL, 10);
         else {
             fprintf(stderr, "loom worker: unknown argument %s (workers are started by the trainer)\n", k);
@@ -181,6 +185,17 @@ static int setup(worker *w)
         .code_dir = w->code_dir,
         .data_dir = w->data_dir ? w->data_dir : w->code_dir,
     };
+    /* Reducing during backward: CPU buffers only (a device's kernels end
+     * later than the adapter's calls return). */
+    if (w->overlap_reduce && !strcmp(w->device, "cpu")) {
+        if (!(w->overlap = grad_overlap_new())) {
+            free(spec);
+            fprintf(stderr, "loom worker: out of memory\n");
+            return 1;
+        }
+        cfg.gradient_ready = grad_overlap_ready;
+        cfg.gradient_ready_data = w->overlap;
+    }
     e = w->fw->create(w->fw, &cfg, &w->inst);
     free(spec);
     if (e)
@@ -211,6 +226,9 @@ static int setup(worker *w)
         }
     }
     if ((e = comm_shm_attach(w->shm, w->slot, &w->comm)))
+        return fail(e, "collectives");
+    if (w->overlap && (e = grad_overlap_bind(w->overlap, w->comm, (float *)w->grads.data,
+                                             (size_t)(w->grads.nbytes / sizeof(float)))))
         return fail(e, "collectives");
     if (!strcmp(w->device, "cuda")) {
 #if defined(LOOM_HAVE_CUDA) && LOOM_HAVE_CUDA
@@ -265,26 +283,33 @@ typedef struct step_profile {
 
 static step_profile profile;
 
-static void profile_print(uint32_t slot)
+static void profile_print(uint32_t slot, grad_overlap *overlap)
 {
     step_profile *p = &profile;
     if (!p->steps)
         return;
     double n = (double)p->steps, ms = 1e6;
+    char during[96] = "";
+    uint64_t early = 0, total = 0;
+    if (overlap)
+        grad_overlap_counts(overlap, &early, &total);
+    if (total)
+        snprintf(during, sizeof during, "; %.0f%% of the all-reduce buckets during backward",
+                 100.0 * (double)early / (double)total);
     say("profile epoch %u: %llu steps in %llu rounds; per step ms: compute %.3f, all-reduce %.3f "
-        "(waiting for peers %.3f), apply %.3f, between rounds %.3f (worker %u)",
+        "(waiting for peers %.3f), apply %.3f, between rounds %.3f (worker %u)%s",
         p->epoch, (unsigned long long)p->steps, (unsigned long long)p->rounds,
         (double)p->compute_ns / n / ms, (double)p->reduce_ns / n / ms, (double)p->wait_ns / n / ms,
-        (double)p->apply_ns / n / ms, (double)p->between_ns / n / ms, slot);
+        (double)p->apply_ns / n / ms, (double)p->between_ns / n / ms, slot, during);
 }
 
 /* A plan for `epoch` arrived: the time since the last reply was spent
  * between rounds (the coordinator's work, the slowest member's reply). */
-static void profile_round(uint32_t slot, uint32_t epoch)
+static void profile_round(uint32_t slot, grad_overlap *overlap, uint32_t epoch)
 {
     step_profile *p = &profile;
     if (epoch != p->epoch) {
-        profile_print(slot);
+        profile_print(slot, overlap);
         uint64_t replied = p->replied_ns;
         *p = (step_profile){.epoch = epoch, .replied_ns = replied};
     }
@@ -314,13 +339,16 @@ typedef struct step_sums {
 /* Forward + backward over micro-batches [first, first + n) of the batch,
  * whose samples start at `*at`, accumulating into the gradient buffer. */
 static loom_error *compute(worker *w, const msg_batch *batch, uint32_t first, uint32_t n,
-                           size_t *at, step_sums *sums)
+                           size_t *at, step_sums *sums, uint64_t overlap_deadline)
 {
     uint64_t t0 = comm_now_ns();
     loom_error *e = w->fw->zero_grad(w->inst);
     for (uint32_t k = first; !e && k < first + n; k++) {
         uint32_t size = batch->sizes[k];
         loom_metrics m = {.struct_size = sizeof m};
+        /* Only the step's last forward_backward leaves final gradients. */
+        if (overlap_deadline && k + 1 == first + n && size)
+            grad_overlap_arm(w->overlap, overlap_deadline);
         e = size ? w->fw->forward_backward(w->inst, batch->samples + *at, size,
                                            (float)batch->scales[k], &m)
                  : NULL;
@@ -339,12 +367,16 @@ static loom_error *compute(worker *w, const msg_batch *batch, uint32_t first, ui
     return e;
 }
 
+/* The step's all-reduce; with the overlap on, what is left of it once
+ * backward returned (the profile counts only that). */
 static loom_error *reduce(worker *w, uint64_t deadline)
 {
     comm *c = comm_for(w, &w->grads);
     uint64_t t0 = comm_now_ns(), waited = comm_wait_ns(c);
-    loom_error *e = comm_allreduce_avg_f32(c, (float *)w->grads.data,
-                                           (size_t)(w->grads.nbytes / sizeof(float)), deadline);
+    loom_error *e = w->overlap ? grad_overlap_finish(w->overlap, deadline)
+                               : comm_allreduce_avg_f32(c, (float *)w->grads.data,
+                                                        (size_t)(w->grads.nbytes / sizeof(float)),
+                                                        deadline);
     profile.reduce_ns += comm_now_ns() - t0;
     profile.wait_ns += comm_wait_ns(c) - waited;
     return e;
@@ -389,12 +421,13 @@ static loom_error *do_steps(worker *w, const msg_batch *batch, const msg_plan *p
     loom_error *e = NULL;
     for (uint32_t s = 0; s < nsteps && !e; s++) {
         uint32_t n = batch->nsteps > 1 ? batch->step_mbs[s] : batch->count;
-        e = compute(w, batch, first, n, &at, &sums);
+        uint64_t deadline = comm_deadline_after_ms((uint32_t)timeout_ms);
+        e = compute(w, batch, first, n, &at, &sums, p && w->overlap ? deadline : 0);
         first += n;
         /* Each step's collective has the whole step deadline. */
         if (!e && p) {
             maybe_fault_exit(w, p->iteration + s);
-            e = reduce(w, comm_deadline_after_ms((uint32_t)timeout_ms));
+            e = reduce(w, deadline);
         }
         if (!e && p && s + 1 < nsteps)
             e = apply_step(w, p->epoch, p->epochs, p->iteration + s + 1, p->steps_per_epoch);
@@ -629,7 +662,7 @@ static int serve_plan(worker *w, const msg_plan *p, int *pending, int *finished)
     msg reply = {.kind = MSG_REPLY, .u.reply = {.round = p->round}};
     msg_reply *r = &reply.u.reply;
     loom_error *e = NULL;
-    profile_round(w->slot, p->epoch);
+    profile_round(w->slot, w->overlap, p->epoch);
     profile.rounds += p->action == PLAN_STEP;
     /* The pending step was the previous plan's last; this plan's
      * iteration counts it. */
@@ -657,7 +690,7 @@ static int serve_plan(worker *w, const msg_plan *p, int *pending, int *finished)
     /* After finishing, wait for the coordinator's exit: leaving first
      * would look like a death before every reply is in. */
     if (finishing) {
-        profile_print(w->slot);
+        profile_print(w->slot, w->overlap);
         in_loggers(w, 1);
         logger_set_end(w->loggers, LOOM_TRAIN_FINISHED, "finished");
         in_loggers(w, 0);
@@ -721,6 +754,7 @@ int worker_main(int argc, char **argv)
     in_loggers(&w, 0);
     if (w.marker_fd >= 0)
         close(w.marker_fd);
+    grad_overlap_free(w.overlap);
     comm_close(w.gpu_comm);
     comm_close(w.comm);
     tensor_stage_free(&w.stage);

@@ -3,7 +3,8 @@
 # coordinator round (EDT_STEPS_PER_ROUND, EDT_ROUND_MS) and still uses every
 # sample once per epoch; a worker that dies in the middle of a round costs
 # only the steps from its death on (the steps before count, nobody trains
-# them twice); the knobs are refused out of range by name; --syncMode ASYNC
+# them twice); reducing during backward (EDT_OVERLAP_REDUCE) trains the same
+# model bit for bit; the knobs are refused out of range by name; --syncMode ASYNC
 # on Fashion-MNIST (when installed) learns as well as synchronous training
 # from the same spec (1 epoch, 2 workers, within 5 points: before each
 # gradient counted batch / effective batch, ASYNC was 8.7 points behind).
@@ -64,6 +65,34 @@ expect_ok "the steps before its death count" grep -Eq \
 expect_eq "every sample once per epoch" "$(field "$id" "$every_epoch_once")" "True"
 expect_eq "126 steps in 2 epochs" "$(field "$id" 'v["training"]["iteration"]')" "126"
 expect_eq "learns the task (test accuracy > 0.9)" "$(field "$id" 'v["training"]["testMetrics"]["accuracy"] > 0.9')" "True"
+
+# ---- the all-reduce during backward (EDT_OVERLAP_REDUCE) gives the same
+# model: buckets average exactly like one all-reduce, so two runs from the
+# same seed, with and without it, validate bit for bit alike
+model_dir "$WORK/wide" 3000 2
+python3 - "$WORK/wide/edt.json" <<'PY'
+import json, sys
+spec = json.load(open(sys.argv[1]))
+spec["model"]["layers"] = [{"type": "dense", "units": 512}, {"type": "relu"},
+                           {"type": "dense", "units": 512}, {"type": "relu"},
+                           {"type": "dense", "units": 3}]
+json.dump(spec, open(sys.argv[1], "w"))
+PY
+for overlap in 0 1; do
+    id=$(submit --model-dir "$WORK/wide" --numWorker 2 --msd-env EDT_OVERLAP_REDUCE=$overlap)
+    expect_ok "EDT_OVERLAP_REDUCE=$overlap job finishes" "$LOOM" exec wait "$id" --timeout 180
+    expect_eq "EDT_OVERLAP_REDUCE=$overlap: every sample once per epoch" "$(field "$id" "$every_epoch_once")" "True"
+    cp "$LOOM_HOME/execs/$id/val_dict_list.json" "$WORK/val-overlap-$overlap.json"
+    overlap_id=$id
+done
+expect_eq "the same validation with and without the overlap" \
+    "$(cmp -s "$WORK/val-overlap-0.json" "$WORK/val-overlap-1.json" && echo same)" "same"
+expect_contains "the workers reduced in buckets during backward" \
+    "$(cat "$LOOM_HOME/execs/$overlap_id/log/worker-0/stdout")" "of the all-reduce buckets during backward"
+expect_fails "EDT_OVERLAP_REDUCE=2 refused" "$LOOM" exec start --exec-start edt \
+    --model-dir "$WORK/m" --msd-env EDT_OVERLAP_REDUCE=2
+expect_contains "the refusal names the setting" "$(cat "$WORK/out")" \
+    "EDT_OVERLAP_REDUCE: expected a whole number from 0 to 1"
 
 # ---- the knobs, out of range
 expect_fails "EDT_STEPS_PER_ROUND=65 refused" "$LOOM" exec start --exec-start edt \
