@@ -17,19 +17,8 @@
  *      write it to my staging and my buffer; step 2k+2; wait for all;
  *   3. copy every other member's reduced share from its staging.
  * Each process reads and adds 1/world of the data, so all cores work.
- *
- * Large buffers (STREAM_MIN_BYTES and up) are written back with
- * non-temporal stores: the buffer cannot stay in cache anyway, and a plain
- * store would first read every line it overwrites, one more pass over
- * memory than the copy needs (glibc's memcpy does the same above its own
- * threshold). Smaller buffers keep plain stores: the optimizer reads the
- * gradients right after, from cache.
  */
 #include <string.h>
-
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 
 #include "util/error.h"
 #include "shm_member.h"
@@ -39,47 +28,7 @@
 /* Shares are cut on whole cache lines of floats. */
 #define SHARE_ALIGN 16
 
-/* From this size on, the user's buffer is written with streaming stores. */
-#define STREAM_MIN_BYTES (8u << 20)
-
 static size_t min_size(size_t a, size_t b) { return a < b ? a : b; }
-
-/* dst[0..n) = src[0..n), with streaming stores when `stream` (and the
- * target has them); dst's unaligned head and tail take plain stores. */
-static void copy_out(float *dst, const float *src, size_t n, int stream)
-{
-#if defined(__SSE2__)
-    if (stream) {
-        size_t i = 0;
-        for (; i < n && ((uintptr_t)(dst + i) & 15u); i++)
-            dst[i] = src[i];
-        for (; i + 16 <= n; i += 16) {
-            __m128 a = _mm_loadu_ps(src + i), b = _mm_loadu_ps(src + i + 4);
-            __m128 c = _mm_loadu_ps(src + i + 8), d = _mm_loadu_ps(src + i + 12);
-            _mm_stream_ps(dst + i, a);
-            _mm_stream_ps(dst + i + 4, b);
-            _mm_stream_ps(dst + i + 8, c);
-            _mm_stream_ps(dst + i + 12, d);
-        }
-        for (; i < n; i++)
-            dst[i] = src[i];
-        return;
-    }
-#endif
-    (void)stream;
-    memcpy(dst, src, n * sizeof(float));
-}
-
-/* Orders the streaming stores before what follows (they bypass the usual
- * store ordering). */
-static void stream_fence(int stream)
-{
-#if defined(__SSE2__)
-    if (stream)
-        _mm_sfence();
-#endif
-    (void)stream;
-}
 
 /* Rank `rank`'s share [lo, hi) of a chunk of `len` floats. */
 static void share_of(size_t len, uint32_t world, uint32_t rank, size_t *lo,
@@ -97,7 +46,7 @@ static void share_of(size_t len, uint32_t world, uint32_t rank, size_t *lo,
  * [lo, hi), written to both `staged_out` (which may be one of the sources:
  * each block is read fully before it is written) and `user_out`. */
 static void reduce_share(float *staged_out, float *user_out, const float *const *src,
-                         uint32_t world, size_t lo, size_t hi, int stream)
+                         uint32_t world, size_t lo, size_t hi)
 {
     float acc[REDUCE_BLOCK];
     const float divisor = (float)world;
@@ -111,12 +60,12 @@ static void reduce_share(float *staged_out, float *user_out, const float *const 
             for (size_t i = 0; i < n; i++)
                 acc[i] += s[i];
         }
-        float *so = staged_out + b;
+        float *so = staged_out + b, *uo = user_out + b;
         for (size_t i = 0; i < n; i++) {
-            acc[i] /= divisor;
-            so[i] = acc[i];
+            float v = acc[i] / divisor;
+            so[i] = v;
+            uo[i] = v;
         }
-        copy_out(user_out + b, acc, n, stream);
     }
 }
 
@@ -154,7 +103,6 @@ loom_error *shm_allreduce_avg_f32(comm *c, float *buf, size_t count,
         return NULL; /* the average of one buffer is itself */
 
     const float *src[COMM_SHM_MAX_RANKS];
-    int stream = count * sizeof(float) >= STREAM_MIN_BYTES;
     size_t chunk_floats = h->staging_bytes / 2 / sizeof(float);
     for (size_t off = 0; off < count; off += chunk_floats) {
         size_t len = min_size(chunk_floats, count - off);
@@ -177,7 +125,7 @@ loom_error *shm_allreduce_avg_f32(comm *c, float *buf, size_t count,
 
         for (uint32_t r = 0; r < world; r++)
             src[r] = r == rank ? buf + off : shm_staging(h, m->members[r], half);
-        reduce_share(mine, buf + off, src, world, lo, hi, stream);
+        reduce_share(mine, buf + off, src, world, lo, hi);
         shm_signal_step(m, reduced);
         if ((err = shm_wait_all_steps(m, reduced, deadline_ns, op)) != NULL)
             return err;
@@ -186,10 +134,9 @@ loom_error *shm_allreduce_avg_f32(comm *c, float *buf, size_t count,
             if (r == rank)
                 continue;
             share_of(len, world, r, &lo, &hi);
-            copy_out(buf + off + lo, src[r] + lo, hi - lo, stream);
+            memcpy(buf + off + lo, src[r] + lo, (hi - lo) * sizeof(float));
         }
     }
-    stream_fence(stream);
     return shm_check_peers_stayed(m, op);
 }
 

@@ -2,8 +2,8 @@
  * tests/unit/comm/test_comm_allreduce.c - the shm back end's collectives
  * with 2, 3 and 4 forked worker processes: the average all-reduce is
  * bitwise exact (slot-order sum) for 1, 1000, 2.7 MB and 64 MB worth of
- * floats and for an odd count above the streaming-store threshold in a
- * buffer that starts off a 16-byte boundary, broadcast delivers the root's bytes, and collectives of mixed
+ * floats and for an odd count of several chunks in a buffer that starts
+ * off a 16-byte boundary, broadcast delivers the root's bytes, and collectives of mixed
  * kinds through a small staging area (many chunks) stay in step.
  */
 #include "../../check.h"
@@ -20,7 +20,7 @@ static const size_t allreduce_sizes[SIZE_COUNT] = {
     1000,
     2700000 / sizeof(float),      /* the MLP's gradient buffer */
     (64u << 20) / sizeof(float),  /* several chunks of staging */
-    (9u << 20) / sizeof(float) + 3, /* streamed, odd, unaligned */
+    (9u << 20) / sizeof(float) + 3, /* odd, unaligned, many chunks */
 };
 
 typedef struct group_plan {
