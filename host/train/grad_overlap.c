@@ -15,6 +15,7 @@ struct grad_overlap {
     /* Under lock. */
     int armed;          /* a step is being reduced */
     int stopping;
+    int busy;           /* the thread is inside an all-reduce */
     size_t ready_from;  /* floats [ready_from, count) are final */
     size_t next_bucket; /* buckets done this step, from the end */
     uint64_t deadline_ns;
@@ -50,17 +51,18 @@ static void *reduce_loop(void *arg)
         if (o->stopping)
             break;
         uint64_t deadline = o->deadline_ns;
+        o->busy = 1;
         pthread_mutex_unlock(&o->lock);
         loom_error *e = comm_allreduce_avg_f32(o->c, o->grads + lo, hi - lo, deadline);
         pthread_mutex_lock(&o->lock);
+        o->busy = 0;
         o->next_bucket++;
         if (e) {
             /* The generation is broken: the rest would fail the same way. */
             o->err = e;
             o->next_bucket = (o->count + GRAD_OVERLAP_BUCKET_FLOATS - 1) / GRAD_OVERLAP_BUCKET_FLOATS;
         }
-        if (o->next_bucket * GRAD_OVERLAP_BUCKET_FLOATS >= o->count)
-            pthread_cond_broadcast(&o->changed); /* the step is reduced */
+        pthread_cond_broadcast(&o->changed); /* a bucket is done */
     }
     pthread_mutex_unlock(&o->lock);
     return NULL;
@@ -130,6 +132,18 @@ loom_error *grad_overlap_finish(grad_overlap *o, uint64_t deadline_ns)
     o->err = NULL;
     pthread_mutex_unlock(&o->lock);
     return e;
+}
+
+void grad_overlap_abandon(grad_overlap *o)
+{
+    pthread_mutex_lock(&o->lock);
+    o->next_bucket = (o->count + GRAD_OVERLAP_BUCKET_FLOATS - 1) / GRAD_OVERLAP_BUCKET_FLOATS;
+    while (o->busy)
+        pthread_cond_wait(&o->changed, &o->lock);
+    o->armed = 0;
+    loom_err_free(o->err);
+    o->err = NULL;
+    pthread_mutex_unlock(&o->lock);
 }
 
 void grad_overlap_counts(grad_overlap *o, uint64_t *early, uint64_t *total)

@@ -45,6 +45,12 @@ void grad_overlap_ready(void *o, uint64_t offset, uint64_t nbytes);
  * first all-reduce error (the remaining buckets are then skipped). Arms
  * first when the step had no forward_backward. */
 loom_error *grad_overlap_finish(grad_overlap *o, uint64_t deadline_ns);
+/* The step failed before finish (its forward_backward did): no further
+ * bucket starts, and this returns once the one under way (if any) ended,
+ * so the comm handle is the worker's again. Peers then fail that step's
+ * all-reduce by its deadline or the next generation, as without the
+ * overlap. */
+void grad_overlap_abandon(grad_overlap *o);
 /* Buckets reduced before finish was called (while backward ran) and all
  * buckets, since the last call. */
 void grad_overlap_counts(grad_overlap *o, uint64_t *early, uint64_t *total);

@@ -423,6 +423,8 @@ static loom_error *do_steps(worker *w, const msg_batch *batch, const msg_plan *p
         uint32_t n = batch->nsteps > 1 ? batch->step_mbs[s] : batch->count;
         uint64_t deadline = comm_deadline_after_ms((uint32_t)timeout_ms);
         e = compute(w, batch, first, n, &at, &sums, p && w->overlap ? deadline : 0);
+        if (e && p && w->overlap)
+            grad_overlap_abandon(w->overlap);
         first += n;
         /* Each step's collective has the whole step deadline. */
         if (!e && p) {
