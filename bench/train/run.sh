@@ -23,12 +23,26 @@
 # copy's round at most 1/64 of the time), interleaved, RUNS repetitions,
 # medians and per-run ratios.
 #
+# --only profile: where a step's time goes, MLP on 2 workers (and 1), with
+# one step per coordinator round (EDT_STEPS_PER_ROUND=1, the old way) and
+# with the default multi-step rounds, and (2 workers) with the all-reduce
+# during backward as well (EDT_OVERLAP_REDUCE=1): the coordinator's per-step sampling,
+# sending plans, waiting for replies and recording (driver log), each
+# worker's compute, all-reduce (and the part of it spent waiting for the
+# slower peer), optimizer apply and time between rounds (worker logs), for
+# the timed epoch, medians over RUNS runs; samples/s beside.
+#
+# --only async: --syncMode ASYNC (the parameter server) beside the
+# synchronous trainer, MLP on 2 workers, batch 64 each, ACC_EPOCHS epochs
+# from the same spec and seed: test accuracy after the last epoch and the
+# median samples/s of epochs 2 and later, RUNS runs.
+#
 # --only denormals: the MLP on 1 worker for DN_EPOCHS epochs with the native
 # adapter's default (denormals flushed to zero in its calls) beside the same
 # spec with "flush_denormals": false, samples/s per epoch and the losses.
 #
 #   bench/train/run.sh [BUILD_DIR]                 (default: build-benchtrain)
-#   bench/train/run.sh --only throughput|resize|recovery|denormals [BUILD_DIR]
+#   bench/train/run.sh --only throughput|resize|recovery|profile|async|denormals [BUILD_DIR]
 #   bench/train/run.sh --accuracy [--models mlp,cnn] [BUILD_DIR]
 #   env: RUNS=3 EPOCHS=2 GROWS=5 ACC_EPOCHS=10 NATIVE_SECONDS=4 DN_EPOCHS=4 KEEP=1 (keep
 #        the work dir) DATA=/usr/share/datasets/fashion-mnist PYTHON=/usr/bin/python3
@@ -43,7 +57,7 @@ while [ $# -gt 0 ]; do
         --accuracy) mode=accuracy ;;
         --only) mode=$2; shift ;;
         --models) models=$2; shift ;;
-        -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,45p' "$0"; exit 0 ;;
         -*) echo "run.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
         *) build=$1 ;;
     esac
@@ -70,7 +84,8 @@ if [ ! -r "$data/train-images-idx3-ubyte.gz" ]; then
     echo "run.sh: Fashion-MNIST not found in $data: apt-get install -y dataset-fashion-mnist" >&2
     exit 1
 fi
-if [ "$mode" != recovery ] && ! "$python" -c 'import torch.distributed, numpy' 2>/dev/null; then
+case $mode in recovery|profile|async) need_torch= ;; *) need_torch=1 ;; esac
+if [ -n "$need_torch" ] && ! "$python" -c 'import torch.distributed, numpy' 2>/dev/null; then
     echo "run.sh: PyTorch missing for $python: apt-get install -y python3-torch" >&2
     exit 1
 fi
@@ -285,6 +300,97 @@ recovery_cost() {
     done
 }
 
+# ---- where a step's time goes ----------------------------------------------
+
+profile() {
+    results=$work/profile
+    : >"$results"
+    args="--epochs $epochs --batch-size 64 --validation-freq 0 --checkpoint-freq 0"
+    last='v["training"]["epochsDone"][-1]["samplesPerSecond"]'
+    say "profile: MLP, batch 64 per worker, epoch $epochs of $epochs, one step per round and multi-step rounds, $runs run(s)"
+    for run in $(seq "$runs"); do
+        for n in 1 2; do
+            for setting in single:1 multi: overlap:; do
+                name=${setting%%:*} steps=${setting#*:}
+                [ "$name" = overlap ] && [ "$n" = 1 ] && continue # nothing to overlap with
+                submit_opts=${steps:+--msd-env EDT_STEPS_PER_ROUND=$steps}
+                [ "$name" = overlap ] && submit_opts="--msd-env EDT_OVERLAP_REDUCE=1"
+                # shellcheck disable=SC2086
+                id=$(loom_train mlp "$n" 300 $args)
+                submit_opts=
+                e=$((epochs - 1))
+                logs=$LOOM_HOME/execs/$id/log
+                # "profile epoch E: S steps in R rounds; per step ms: a x, b y, ..."
+                coord=$(grep "profile epoch $e:" "$logs/driver/stdout" | tail -n1 |
+                    sed 's/.*steps in \([0-9]*\) rounds; per step ms: sampling \([0-9.]*\), sending plans \([0-9.]*\), waiting for replies \([0-9.]*\), recording \([0-9.]*\).*/\1 \2 \3 \4 \5/')
+                # The workers' figures, averaged over the workers.
+                work=$(cat "$logs"/worker-*/stdout | grep "profile epoch $e:" |
+                    sed 's/.*compute \([0-9.]*\), all-reduce \([0-9.]*\) (waiting for peers \([0-9.]*\)), apply \([0-9.]*\), between rounds \([0-9.]*\).*/\1 \2 \3 \4 \5/' |
+                    awk '{ for (i = 1; i <= 5; i++) s[i] += $i; n++ } END { if (n) printf "%f %f %f %f %f", s[1]/n, s[2]/n, s[3]/n, s[4]/n, s[5]/n }')
+                echo "$name$n $run $(field "$id" "$last") $coord $work" >>"$results"
+            done
+        done
+        say "  run $run of $runs: $(awk -v r="$run" '$2 == r { printf "%s %.0f  ", $1, $3 }' "$results")"
+    done
+    echo
+    echo "Where a step's time goes, ms per step (median of $runs; MLP 784-512-512-10, batch 64 per worker, epoch $epochs of $epochs)"
+    printf '  %-24s %9s %7s | %8s %8s %8s %8s | %8s %9s %8s %7s %8s\n' "" "samples/s" "rounds" \
+        "sampling" "plans" "replies" "record" "compute" "allreduce" "(waiting)" "apply" "between"
+    for k in single1 multi1 single2 multi2 overlap2; do
+        case $k in
+            single1) label="1 worker, 1 step/round" ;;
+            multi1) label="1 worker, multi-step" ;;
+            single2) label="2 workers, 1 step/round" ;;
+            multi2) label="2 workers, multi-step" ;;
+            *) label="2 w., multi + overlap" ;;
+        esac
+        printf '  %-24s' "$label"
+        for col in 3 4 5 6 7 8 9 10 11 12 13; do
+            v=$(awk -v k="$k" -v c="$col" '$1 == k && NF >= c { print $c }' "$results" | median)
+            case $col in
+                3) printf ' %9.0f' "$v" ;;
+                4) printf ' %7.0f |' "$v" ;;
+                8) printf ' %8.3f |' "$v" ;;
+                *) printf ' %8.3f' "$v" ;;
+            esac
+        done
+        echo
+    done
+    echo "  (coordinator: sampling, sending plans, waiting for replies, recording; workers, averaged:"
+    echo "   compute = forward + backward, all-reduce and the part of it waiting for the slower peer,"
+    echo "   apply = optimizer step, between = reply sent -> next plan received;"
+    echo "   overlap: EDT_OVERLAP_REDUCE=1, all-reduce counts only what is left after backward)"
+}
+
+# ---- ASYNC beside SYNC -------------------------------------------------------
+
+async_vs_sync() {
+    results=$work/async
+    : >"$results"
+    args="--epochs $acc_epochs --checkpoint-freq 0"
+    acc='"%.4f" % v["training"]["testMetrics"]["accuracy"]'
+    rate='sorted(e["samplesPerSecond"] for e in v["training"]["epochsDone"][1:] or v["training"]["epochsDone"])[len(v["training"]["epochsDone"][1:] or v["training"]["epochsDone"]) // 2]'
+    say "async: MLP, 2 workers x batch 64, $acc_epochs epochs, SYNC and ASYNC, $runs run(s)"
+    for run in $(seq "$runs"); do
+        for mode in SYNC ASYNC; do
+            submit_opts="--syncMode $mode"
+            # shellcheck disable=SC2086
+            id=$(loom_train mlp 2 3600 $args)
+            submit_opts=
+            echo "$mode $run $(field "$id" "$acc") $(field "$id" "$rate")" >>"$results"
+        done
+        say "  run $run of $runs: $(awk -v r="$run" '$2 == r { printf "%s acc %s %.0f/s  ", $1, $3, $4 }' "$results")"
+    done
+    med() { awk -v k="$1" -v c="$2" '$1 == k { print $c }' "$results" | median; }
+    echo
+    echo "SYNC and ASYNC, MLP 784-512-512-10, 2 workers x batch 64, $acc_epochs epochs (median of $runs)"
+    printf '  %-6s %14s %12s\n' "" "test accuracy" "samples/s"
+    for k in SYNC ASYNC; do
+        printf '  %-6s %14.4f %12.0f\n' "$k" "$(med $k 3)" "$(med $k 4)"
+    done
+    echo "  ASYNC - SYNC accuracy: $(echo "$(med ASYNC 3) $(med SYNC 3)" | awk '{ printf "%+.4f", $1 - $2 }') (target: within 0.01)"
+}
+
 # ---- resize latency --------------------------------------------------------
 
 resize_latency() { # resize_latency LABEL MODEL
@@ -401,11 +507,13 @@ case $mode in
     accuracy) accuracy ;;
     denormals) denormals ;;
     recovery) recovery_cost ;;
+    profile) profile ;;
+    async) async_vs_sync ;;
     throughput|all|resize)
         [ "$mode" = resize ] || throughput
         [ "$mode" = throughput ] || {
             resize_latency "Fashion-MNIST as installed, gzip IDX" mlp
             resize_latency "uncompressed IDX copies" "$(raw_model)"
         } ;;
-    *) echo "run.sh: --only: expected throughput, resize, recovery or denormals, got $mode" >&2; exit 2 ;;
+    *) echo "run.sh: --only: expected throughput, resize, recovery, profile, async or denormals, got $mode" >&2; exit 2 ;;
 esac

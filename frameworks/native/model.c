@@ -431,6 +431,20 @@ static void layer_backward(native_model *m, int i, int64_t rows,
     }
 }
 
+/* Layer i's parameters' gradients are final: their byte range. */
+static void report_final_grads(const native_model *m, int i, const native_pass *pass)
+{
+    const native_layer *l = &m->layers[i];
+    if (l->spec.type != NATIVE_LAYER_DENSE && l->spec.type != NATIVE_LAYER_CONV2D)
+        return;
+    const native_param *wp = &m->params[l->weight], *bp = &m->params[l->bias];
+    int64_t lo = wp->offset < bp->offset ? wp->offset : bp->offset;
+    int64_t hi_w = wp->offset + wp->count, hi_b = bp->offset + bp->count;
+    int64_t hi = hi_w > hi_b ? hi_w : hi_b;
+    pass->grad_ready(pass->grad_ready_data, (uint64_t)lo * sizeof(float),
+                     (uint64_t)(hi - lo) * sizeof(float));
+}
+
 int native_model_run(native_model *m, const float *host_x,
                      const int32_t *host_labels, const uint64_t *ids,
                      int64_t rows, const native_pass *pass, double *loss_sum,
@@ -457,8 +471,11 @@ int native_model_run(native_model *m, const float *host_x,
                      pass->loss_scale, pass->train ? m->dact[m->layer_count] : NULL,
                      &loss, &correct);
     if (pass->train)
-        for (int i = m->layer_count - 1; i >= 0; i--)
+        for (int i = m->layer_count - 1; i >= 0; i--) {
             layer_backward(m, i, rows, pass);
+            if (pass->grad_ready)
+                report_final_grads(m, i, pass);
+        }
     *loss_sum += loss;
     *correct_sum += correct;
     return 0;
@@ -479,12 +496,37 @@ int native_model_infer(native_model *m, const float *host_x, int64_t rows, float
     return 0;
 }
 
+static int run_dataset(native_model *m, const native_dataset *ds, const char *split_name,
+                       const uint64_t *indices, uint32_t count, int32_t train,
+                       float grad_scale, const native_pass *hooks, double *mean_loss,
+                       double *accuracy, char *err, size_t errlen);
+
 int native_model_run_dataset(native_model *m, const native_dataset *ds,
                              const char *split_name, const uint64_t *indices,
                              uint32_t count, int32_t train, float grad_scale,
                              uint64_t dropout_seed, uint64_t dropout_epoch,
                              double *mean_loss, double *accuracy, char *err,
                              size_t errlen)
+{
+    native_pass hooks = {.dropout_seed = dropout_seed, .dropout_epoch = dropout_epoch};
+    return run_dataset(m, ds, split_name, indices, count, train, grad_scale, &hooks,
+                       mean_loss, accuracy, err, errlen);
+}
+
+int native_model_train_dataset(native_model *m, const native_dataset *ds,
+                               const uint64_t *indices, uint32_t count,
+                               float grad_scale, const native_pass *hooks,
+                               double *mean_loss, double *accuracy, char *err,
+                               size_t errlen)
+{
+    return run_dataset(m, ds, "training", indices, count, 1, grad_scale, hooks, mean_loss,
+                       accuracy, err, errlen);
+}
+
+static int run_dataset(native_model *m, const native_dataset *ds, const char *split_name,
+                       const uint64_t *indices, uint32_t count, int32_t train,
+                       float grad_scale, const native_pass *hooks, double *mean_loss,
+                       double *accuracy, char *err, size_t errlen)
 {
     if (count == 0 || !indices)
         return native_err(err, errlen, INVALID, "no samples named (count is 0)");
@@ -507,11 +549,16 @@ int native_model_run_dataset(native_model *m, const native_dataset *ds,
         return rc;
     native_pass pass = {.train = train,
                         .loss_scale = grad_scale / (float)count,
-                        .dropout_seed = dropout_seed,
-                        .dropout_epoch = dropout_epoch};
+                        .dropout_seed = hooks->dropout_seed,
+                        .dropout_epoch = hooks->dropout_epoch};
     double loss = 0, correct = 0;
     for (uint32_t start = 0; start < count; start += (uint32_t)chunk) {
         int64_t rows = count - start < chunk ? count - start : chunk;
+        /* Gradients are final only in the last chunk's backward. */
+        if (train && start + rows >= count) {
+            pass.grad_ready = hooks->grad_ready;
+            pass.grad_ready_data = hooks->grad_ready_data;
+        }
         for (int64_t r = 0; r < rows; r++)
             ds->get(ds, indices[start + r], m->host_x + r * m->in_size,
                     &m->host_labels[r]);

@@ -83,6 +83,12 @@ typedef struct native_pass {
     float loss_scale;     /* d(objective)/d(row loss), e.g. grad_scale/count */
     uint64_t dropout_seed;
     uint64_t dropout_epoch;
+    /* Training, host memory only: told after each layer's backward, in the
+     * pass's last chunk, that the byte range of the gradient buffer holding
+     * that layer's parameters is final (loom_trainer_config.gradient_ready).
+     * NULL: not told. */
+    void (*grad_ready)(void *data, uint64_t offset, uint64_t nbytes);
+    void *grad_ready_data;
 } native_pass;
 
 /* Forward (and, when training, backward) over `rows` <= capacity samples
@@ -110,5 +116,13 @@ int native_model_run_dataset(native_model *m, const native_dataset *ds,
                              uint64_t dropout_seed, uint64_t dropout_epoch,
                              double *mean_loss, double *accuracy, char *err,
                              size_t errlen);
+
+/* Training with pass->grad_ready: the same, telling it after each layer's
+ * backward in the last chunk which gradients are final. */
+int native_model_train_dataset(native_model *m, const native_dataset *ds,
+                               const uint64_t *indices, uint32_t count,
+                               float grad_scale, const native_pass *hooks,
+                               double *mean_loss, double *accuracy, char *err,
+                               size_t errlen);
 
 #endif

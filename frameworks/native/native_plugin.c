@@ -35,6 +35,9 @@ struct loom_framework_instance {
     int32_t *roles;
     uint32_t view_count;
     char (*view_names)[96];
+    /* ABI 1.2: the host's gradient_ready (CPU only), or NULL. */
+    void (*gradient_ready)(void *data, uint64_t offset, uint64_t nbytes);
+    void *gradient_ready_data;
 };
 
 static loom_error *fail(int code, const char *what, const char *msg)
@@ -186,6 +189,13 @@ static loom_error *native_create(const loom_framework_factory *self,
         goto fail;
     uint64_t init_seed = inst->spec.has_init_seed ? inst->spec.init_seed : cfg->seed;
     inst->dropout_seed = cfg->seed;
+    /* Device kernels finish later than their calls return: only the CPU
+     * back end knows a gradient is final when backward moves on. */
+    if (LOOM_STRUCT_HAS(cfg, loom_trainer_config, gradient_ready_data) &&
+        cfg->device.kind != LOOM_DEVICE_CUDA) {
+        inst->gradient_ready = cfg->gradient_ready;
+        inst->gradient_ready_data = cfg->gradient_ready_data;
+    }
 
     if (cfg->device.kind == LOOM_DEVICE_CUDA) {
         inst->be = native_backend_cuda_create(cfg->device.index, err, sizeof err);
@@ -299,10 +309,12 @@ static loom_error *native_forward_backward(loom_framework_instance *inst,
     char err[NATIVE_ERR_LEN];
     double loss, accuracy;
     native_fpmode fp = cpu_fpmode_enter(inst);
-    int rc = native_model_run_dataset(inst->model, inst->train, "training", indices,
-                                      count, 1, grad_scale, inst->dropout_seed,
-                                      (uint64_t)inst->dropout_epoch, &loss,
-                                      &accuracy, err, sizeof err);
+    native_pass hooks = {.dropout_seed = inst->dropout_seed,
+                         .dropout_epoch = (uint64_t)inst->dropout_epoch,
+                         .grad_ready = inst->gradient_ready,
+                         .grad_ready_data = inst->gradient_ready_data};
+    int rc = native_model_train_dataset(inst->model, inst->train, indices, count, grad_scale,
+                                        &hooks, &loss, &accuracy, err, sizeof err);
     native_fpmode_leave(fp);
     if (rc)
         return fail(rc, "forward_backward", err);

@@ -147,6 +147,13 @@ typedef struct edt_recovery {
     int64_t total_ms; /* their rounds' time, summed */
 } edt_recovery;
 
+/* Where the coordinator's time goes in synchronous training, this epoch
+ * (sync_round.c prints it when the epoch ends). */
+typedef struct round_profile {
+    uint64_t steps, rounds;
+    int64_t sample_ns, send_ns, wait_ns, record_ns;
+} round_profile;
+
 struct edt_coordinator {
     edt_job job;
     pthread_t thread;
@@ -156,6 +163,8 @@ struct edt_coordinator {
     edt_progress pr;
     edt_recovery rc;
     int commit_next;          /* the next plan applies the last step */
+    double step_ms;           /* a step's time, measured; 0: not yet */
+    round_profile prof;
     uint32_t round;
     char load_path[PATH_MAX]; /* checkpoint the root loads at the next join */
     FILE *driver_out;

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "train/protocol.h"
+
 typedef struct knob {
     const char *json;  /* key in the spec's "training" block */
     const char *flag;  /* program argument after "--" */
@@ -61,6 +63,8 @@ static void set_defaults(edt_settings *s)
     s->max_staleness = UINT32_MAX; /* resolved from the engines at the end */
     s->max_worker_failures = 3;
     s->recovery_interval_ms = 10000;
+    s->steps_per_round = 8;
+    s->round_ms = 20;
 }
 
 /* The spec's "training" block: the knobs, the seed; *loggers is its
@@ -150,6 +154,9 @@ static loom_error *from_env(char *const *env, int nenv, edt_settings *s)
         {"LOOM_EDT_STEP_TIMEOUT_MS", offsetof(edt_settings, step_timeout_ms), 100, 86400000},
         {"EDT_MAX_WORKER_FAILURES", offsetof(edt_settings, max_worker_failures), 1, 1000},
         {"EDT_RECOVERY_INTERVAL_MS", offsetof(edt_settings, recovery_interval_ms), 0, 86400000},
+        {"EDT_STEPS_PER_ROUND", offsetof(edt_settings, steps_per_round), 1, MSG_MAX_STEPS},
+        {"EDT_ROUND_MS", offsetof(edt_settings, round_ms), 1, 10000},
+        {"EDT_OVERLAP_REDUCE", offsetof(edt_settings, overlap_reduce), 0, 1},
     };
     for (int i = 0; i < nenv; i++)
         for (size_t k = 0; k < sizeof vars / sizeof *vars; k++) {

@@ -36,6 +36,11 @@ typedef struct edt_settings {
     uint32_t max_worker_failures;  /* EDT_MAX_WORKER_FAILURES: deaths in a row, same cause */
     uint32_t recovery_interval_ms; /* EDT_RECOVERY_INTERVAL_MS: least time between the
                                     * coordinator's copies of the state (0: every step) */
+    uint32_t steps_per_round;      /* EDT_STEPS_PER_ROUND: most steps a stable generation
+                                    * runs per coordinator round (1: one round per step) */
+    uint32_t round_ms;             /* EDT_ROUND_MS: a multi-step round's time budget */
+    uint32_t overlap_reduce;       /* EDT_OVERLAP_REDUCE: 1: all-reduce during backward
+                                    * where the adapter reports finished gradients */
 } edt_settings;
 
 /* Resolves the settings. `spec` is the parsed spec (may be NULL);

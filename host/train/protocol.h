@@ -69,7 +69,16 @@ typedef struct msg_batch {
     uint32_t *sizes;
     double *scales;
     uint32_t count; /* micro-batches */
+    /* A plan's several steps (a round of a stable generation): step k is
+     * the next step_mbs[k] micro-batches (0 is fine: a worker with no
+     * samples in that step still joins its all-reduce). nsteps 0 or 1:
+     * one step of every micro-batch. */
+    uint32_t *step_mbs;
+    uint32_t nsteps;
 } msg_batch;
+
+/* The most steps one plan carries (EDT_STEPS_PER_ROUND). */
+#define MSG_MAX_STEPS 64
 
 /* A new generation to join, and where the state comes from. */
 typedef struct msg_join {
@@ -117,6 +126,10 @@ typedef struct msg_reply {
     const char *error;  /* when not ok */
     int pull_failed;    /* the join's pull of the state failed */
     uint64_t count;     /* samples the metrics cover */
+    /* STEP: the plan's steps whose all-reduce completed here. All of them
+     * when ok (the last waits for the next plan's commit, the others are
+     * applied); after a failure, the steps applied before it. */
+    uint32_t steps;
     const cJSON *train; /* STEP, WORK: mean training metrics (name -> number) */
     const cJSON *eval;  /* VALIDATE: mean test metrics */
 } msg_reply;

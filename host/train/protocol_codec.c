@@ -71,6 +71,11 @@ static void encode_batch(cJSON *o, const msg_batch *b)
         cJSON_AddItemToArray(scales, cJSON_CreateNumber(b->scales[k]));
         at += b->sizes[k];
     }
+    if (b->nsteps > 1) {
+        cJSON *steps = cJSON_AddArrayToObject(o, "steps");
+        for (uint32_t k = 0; k < b->nsteps; k++)
+            cJSON_AddItemToArray(steps, cJSON_CreateNumber(b->step_mbs[k]));
+    }
 }
 
 static void encode_join(cJSON *o, const msg_join *j)
@@ -124,6 +129,8 @@ static void encode_reply(cJSON *o, const msg_reply *r)
     if (r->pull_failed)
         cJSON_AddBoolToObject(o, "pull_failed", 1);
     cJSON_AddNumberToObject(o, "count", (double)r->count);
+    if (r->steps)
+        cJSON_AddNumberToObject(o, "steps", r->steps);
     if (r->train)
         cJSON_AddItemToObject(o, "train", cJSON_Duplicate(r->train, 1));
     if (r->eval)
@@ -173,13 +180,13 @@ cJSON *msg_encode(const msg *m)
 static const char *const hello_fields[] = {"t", "blob", "slot", "pid", "params", "train", "test", NULL};
 static const char *const plan_fields[] = {"t", "blob", "round", "commit", "epoch", "epochs",
                                           "iteration", "steps_per_epoch", "workers", "timeout_ms",
-                                          "join", "load", "do", "mb", "scale", "begin", "end",
-                                          "path", "meta", NULL};
+                                          "join", "load", "do", "mb", "scale", "steps", "begin",
+                                          "end", "path", "meta", NULL};
 static const char *const work_fields[] = {"t", "blob", "version", "epoch", "iteration", "workers",
                                           "mb", "scale", NULL};
 static const char *const exit_fields[] = {"t", "blob", "reason", "code", NULL};
 static const char *const reply_fields[] = {"t", "blob", "round", "ok", "error", "pull_failed",
-                                           "count", "train", "eval", NULL};
+                                           "count", "steps", "train", "eval", NULL};
 static const char *const join_fields[] = {"gen", "root", "timeout_ms", "exclude", "nccl_id", NULL};
 static const char *const *const kind_fields[] = {
     [MSG_HELLO] = hello_fields, [MSG_PLAN] = plan_fields, [MSG_WORK] = work_fields,
@@ -311,6 +318,34 @@ static loom_error *decode_batch(const cJSON *o, const char *what, msg_batch *b)
     return NULL;
 }
 
+/* A plan's "steps": how many of the batch's micro-batches each step takes;
+ * they must add up to all of them. */
+static loom_error *decode_steps(const cJSON *o, msg_batch *b)
+{
+    const cJSON *steps = cJSON_GetObjectItemCaseSensitive(o, "steps"), *v;
+    if (!steps)
+        return NULL;
+    int n = cJSON_GetArraySize(steps);
+    if (!cJSON_IsArray(steps) || n < 1 || n > MSG_MAX_STEPS)
+        return loom_err(LOOM_E_INVALID, "plan message: \"steps\": expected an array of 1 to %d "
+                        "micro-batch counts", MSG_MAX_STEPS);
+    b->step_mbs = malloc((size_t)n * sizeof *b->step_mbs);
+    if (!b->step_mbs)
+        return loom_err(LOOM_E_INTERNAL, "out of memory");
+    uint64_t sum = 0;
+    cJSON_ArrayForEach(v, steps) {
+        if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0) || v->valuedouble > b->count ||
+            v->valuedouble != floor(v->valuedouble))
+            return loom_err(LOOM_E_INVALID, "plan message: \"steps\": expected micro-batch counts");
+        b->step_mbs[b->nsteps++] = (uint32_t)v->valuedouble;
+        sum += (uint32_t)v->valuedouble;
+    }
+    if (sum != b->count)
+        return loom_err(LOOM_E_INVALID, "plan message: \"steps\" add up to %llu micro-batches, "
+                        "the plan has %u", (unsigned long long)sum, b->count);
+    return NULL;
+}
+
 static loom_error *decode_join(const cJSON *jo, msg_join *j)
 {
     const char *what = "plan's join";
@@ -374,8 +409,10 @@ static loom_error *decode_plan(const cJSON *o, msg_plan *p)
         return loom_err(LOOM_E_INVALID,
                         "plan message: unknown action \"%s\" (expected step, validate, checkpoint or finish)",
                         action);
-    if (p->action == PLAN_STEP)
-        return decode_batch(o, what, &p->batch);
+    if (p->action == PLAN_STEP) {
+        e = decode_batch(o, what, &p->batch);
+        return e ? e : decode_steps(o, &p->batch);
+    }
     if (p->action == PLAN_VALIDATE) {
         e = get_u64(o, what, "begin", 1, &p->begin);
         return e ? e : get_u64(o, what, "end", 1, &p->end);
@@ -395,6 +432,7 @@ static loom_error *decode_reply(const cJSON *o, msg_reply *r)
     if (!e) e = get_string(o, what, "error", 0, &r->error);
     if (!e) e = get_bool(o, what, "pull_failed", &r->pull_failed);
     if (!e) e = get_u64(o, what, "count", 0, &r->count);
+    if (!e) e = get_u32(o, what, "steps", 0, &r->steps);
     if (!e) e = get_metrics(o, what, "train", &r->train);
     if (!e) e = get_metrics(o, what, "eval", &r->eval);
     return e;
@@ -469,6 +507,7 @@ static void batch_free(msg_batch *b)
     free(b->samples);
     free(b->sizes);
     free(b->scales);
+    free(b->step_mbs);
 }
 
 void msg_free(msg *m)

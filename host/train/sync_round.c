@@ -7,7 +7,16 @@
  * step's samples count as used only when every member reported its
  * all-reduce done; otherwise they go back to the epoch's pool and the next
  * plan says not to apply. So a worker dying anywhere costs one step's work,
- * never a sample twice or not at all. */
+ * never a sample twice or not at all.
+ *
+ * A stable generation runs several steps per round (EDT_STEPS_PER_ROUND,
+ * within EDT_ROUND_MS as measured), so the coordinator's messages cost
+ * less per step. Workers apply every step of the round but the last at
+ * once. When such a round fails, the steps every survivor applied count
+ * (those of the survivor furthest along; the others pull its state at the
+ * next generation) and the rest go back to the pool. A round never crosses
+ * an epoch's end, and a generation's first round has one step, so a grow
+ * or a hand-over waits at most one bounded round more than before. */
 #include <errno.h>
 #include <math.h>
 #include <poll.h>
@@ -21,11 +30,14 @@ typedef struct round_plan {
     plan_action action;
     int join;
     int root;
-    uint64_t *taken; /* step: the samples */
+    uint64_t *taken; /* step: the samples, step after step */
     size_t ntaken;
+    uint32_t nsteps;                  /* step: how many */
+    size_t step_taken[MSG_MAX_STEPS]; /* step: each one's samples */
     char path[PATH_MAX];
     int recovery;       /* CHECKPOINT: the coordinator's copy of the state */
     int64_t started_ms;
+    uint64_t started_ns;
 } round_plan;
 
 /* The fields every member's plan shares. */
@@ -53,10 +65,34 @@ static msg_plan common_plan(edt_coordinator *c, const round_plan *p)
     return m;
 }
 
-/* Sends each member its plan. A step's share of the samples goes in
- * micro-batches of at most batch_size; each carries the scale that makes the
- * averaged gradient the mean over the step's samples: count * world /
- * step_samples. */
+/* A member's batch for the round: each step's share of that step's samples
+ * in micro-batches of at most batch_size; each carries the scale that makes
+ * the averaged gradient the mean over the step's samples: count * world /
+ * step_samples. The arrays hold p->ntaken / world + 2 * nsteps + 2. */
+static void member_batch(const round_plan *p, uint32_t world, uint32_t rank, uint32_t b,
+                         msg_batch *batch)
+{
+    size_t step_start = 0, at = 0;
+    batch->count = 0;
+    batch->nsteps = p->nsteps;
+    for (uint32_t k = 0; k < p->nsteps; k++) {
+        size_t n = p->step_taken[k];
+        size_t share = n / world + (rank < n % world);
+        size_t first = step_start + rank * (n / world) + (rank < n % world ? rank : n % world);
+        memcpy(batch->samples + at, p->taken + first, share * sizeof(uint64_t));
+        at += share;
+        uint32_t before = batch->count;
+        for (size_t done = 0; done < share; done += b) {
+            size_t m = share - done < b ? share - done : b;
+            batch->sizes[batch->count] = (uint32_t)m;
+            batch->scales[batch->count++] = (double)m * world / (double)n;
+        }
+        batch->step_mbs[k] = batch->count - before;
+        step_start += n;
+    }
+}
+
+/* Sends each member its plan. */
 static void send_plans(edt_coordinator *c, const round_plan *p)
 {
     c->round++;
@@ -65,9 +101,12 @@ static void send_plans(edt_coordinator *c, const round_plan *p)
     uint32_t world = plan->workers, rank = 0, b = c->job.settings.batch_size;
     if (world == 0) /* plan_membership refuses an empty generation */
         return;
-    size_t offset = 0, most = p->ntaken / world + 1;
-    uint32_t *sizes = malloc(sizeof(uint32_t) * (most / b + 2));
-    double *scales = malloc(sizeof(double) * (most / b + 2));
+    size_t most = p->ntaken / world + 2 * (size_t)p->nsteps + 2;
+    uint64_t *samples = malloc(sizeof(uint64_t) * most);
+    uint32_t *sizes = malloc(sizeof(uint32_t) * most);
+    uint32_t *step_mbs = malloc(sizeof(uint32_t) * (p->nsteps + 1));
+    double *scales = malloc(sizeof(double) * most);
+    int have_memory = samples && sizes && step_mbs && scales;
     cJSON *meta = cJSON_CreateObject();
     cJSON_AddNumberToObject(meta, "epoch", c->pr.epoch);
     cJSON_AddNumberToObject(meta, "iteration", (double)c->pr.iteration);
@@ -83,17 +122,12 @@ static void send_plans(edt_coordinator *c, const round_plan *p)
         plan->meta = meta;
         plan->begin = c->m.ntest * rank / world;
         plan->end = c->m.ntest * (rank + 1) / world;
-        size_t share = p->action == PLAN_STEP ? p->ntaken / world + (rank < p->ntaken % world) : 0;
-        msg_batch *batch = &plan->batch;
-        *batch = (msg_batch){.samples = p->taken + offset, .sizes = sizes, .scales = scales};
-        for (size_t done = 0; sizes && scales && done < share; done += b) {
-            size_t n = share - done < b ? share - done : b;
-            batch->sizes[batch->count] = (uint32_t)n;
-            batch->scales[batch->count++] = (double)n * world / (double)p->ntaken;
-        }
-        offset += share;
-        loom_error *e = sizes && scales ? msg_send(s->fd, &m, NULL, 0)
-                                        : loom_err(LOOM_E_INTERNAL, "out of memory");
+        plan->batch = (msg_batch){.samples = samples, .sizes = sizes, .scales = scales,
+                                  .step_mbs = step_mbs};
+        if (have_memory && p->action == PLAN_STEP)
+            member_batch(p, world, rank, b, &plan->batch);
+        loom_error *e = have_memory ? msg_send(s->fd, &m, NULL, 0)
+                                    : loom_err(LOOM_E_INTERNAL, "out of memory");
         if (e) {
             loom_err_free(e);
             s->reply = (msg){.kind = MSG_REPLY,
@@ -103,7 +137,9 @@ static void send_plans(edt_coordinator *c, const round_plan *p)
         rank++;
     }
     cJSON_Delete(meta);
+    free(samples);
     free(sizes);
+    free(step_mbs);
     free(scales);
     c->commit_next = 0; /* workers applied it on receipt */
     if (p->join)
@@ -233,8 +269,23 @@ static cJSON *combine(edt_coordinator *c, int eval, uint64_t *total)
     return sum;
 }
 
+/* How many steps this round runs: one in a generation's first round (a
+ * grow is measured at its first step) and until a step's time is known;
+ * else as many as fit EDT_ROUND_MS, at most EDT_STEPS_PER_ROUND. */
+static uint32_t steps_for_round(const edt_coordinator *c, int join)
+{
+    const edt_settings *s = &c->job.settings;
+    if (join || c->step_ms <= 0 || s->steps_per_round <= 1)
+        return 1;
+    double fit = (double)s->round_ms / c->step_ms;
+    if (fit <= 1)
+        return 1;
+    return fit >= s->steps_per_round ? s->steps_per_round : (uint32_t)fit;
+}
+
 /* What this round does: validation and a checkpoint when an epoch asked for
- * them, the final save when every epoch is done, else the next step. */
+ * them, the final save when every epoch is done, else the next steps (never
+ * past the epoch's end). */
 static void choose_action(edt_coordinator *c, round_plan *p)
 {
     const edt_job *j = &c->job;
@@ -254,7 +305,13 @@ static void choose_action(edt_coordinator *c, round_plan *p)
         snprintf(p->path, sizeof p->path, "%s/model/model.safetensors", j->result_dir);
     } else {
         p->action = PLAN_STEP;
-        p->ntaken = sampler_take(&c->pr.smp, p->taken, j->settings.effective_batch_size);
+        uint32_t want = steps_for_round(c, p->join);
+        do {
+            size_t n = sampler_take(&c->pr.smp, p->taken + p->ntaken,
+                                    j->settings.effective_batch_size);
+            p->step_taken[p->nsteps++] = n;
+            p->ntaken += n;
+        } while (p->nsteps < want && sampler_remaining(&c->pr.smp) > 0);
         start_epoch_clock(c);
     }
 }
@@ -267,16 +324,47 @@ static void members_hold_state(edt_coordinator *c)
             c->m.slots[i].has_state = 1;
 }
 
-/* A step every member reduced: its samples count, the next plan applies
- * it, and a grow's latency is measured at its first step. */
-static void commit_step(edt_coordinator *c, const round_plan *p)
+/* This epoch's profile, per step, in the driver log (bench/train/run.sh
+ * --only profile reads it); the workers print their side. */
+static void print_profile(edt_coordinator *c)
 {
-    sampler_commit(&c->pr.smp, p->taken, p->ntaken);
-    uint64_t n;
-    cJSON *m = combine(c, 0, &n);
-    add_train_metrics(c, m, n);
+    round_profile *f = &c->prof;
+    if (f->steps) {
+        double n = (double)f->steps, ms = 1e6;
+        driver_say(c, "profile epoch %u: %llu steps in %llu rounds; per step ms: sampling %.3f, "
+                   "sending plans %.3f, waiting for replies %.3f, recording %.3f",
+                   c->pr.epoch, (unsigned long long)f->steps, (unsigned long long)f->rounds,
+                   (double)f->sample_ns / n / ms, (double)f->send_ns / n / ms,
+                   (double)f->wait_ns / n / ms, (double)f->record_ns / n / ms);
+    }
+    memset(f, 0, sizeof *f);
+}
+
+/* Steps [0, n) of the round count: their samples are used and the
+ * iteration moves on; later steps' samples go back to the pool. `whole`:
+ * every step counts, the round's metrics with them, and the next plan
+ * applies the last; a grow's latency is measured at its first step. */
+static void commit_steps(edt_coordinator *c, const round_plan *p, uint32_t n, int whole)
+{
+    size_t at = 0;
+    for (uint32_t k = 0; k < p->nsteps; k++) {
+        if (k < n)
+            sampler_commit(&c->pr.smp, p->taken + at, p->step_taken[k]);
+        else
+            sampler_give_back(&c->pr.smp, p->taken + at, p->step_taken[k]);
+        at += p->step_taken[k];
+    }
+    c->pr.iteration += n;
+    c->prof.steps += n;
+    if (!whole) {
+        if (n > 0 && sampler_remaining(&c->pr.smp) == 0)
+            end_epoch(c);
+        return;
+    }
+    uint64_t count;
+    cJSON *m = combine(c, 0, &count);
+    add_train_metrics(c, m, count);
     cJSON_Delete(m);
-    c->pr.iteration++;
     c->commit_next = 1;
     members_hold_state(c);
     pthread_mutex_lock(&c->ctl.lock);
@@ -290,17 +378,49 @@ static void commit_step(edt_coordinator *c, const round_plan *p)
     if (measured)
         driver_say(c, "resize applied: first step with the new workers %lld ms after the request",
                    (long long)latency);
-    if (sampler_remaining(&c->pr.smp) == 0)
+    if (sampler_remaining(&c->pr.smp) == 0) {
+        print_profile(c);
         end_epoch(c);
+    }
+}
+
+/* A round that failed: the steps the survivor furthest along applied
+ * count; survivors behind it lose their state and pull its at the next
+ * generation (which a failed round always forms). A worker that replied ok
+ * applied all but the last step, which the next plan drops. */
+static void settle_failed_round(edt_coordinator *c, const round_plan *p)
+{
+    uint32_t most = 0, applied[MAX_SLOTS];
+    for (uint32_t i = 0; i < c->m.nslots; i++) {
+        edt_slot *s = &c->m.slots[i];
+        applied[i] = 0;
+        if (s->state != SLOT_MEMBER || !s->has_reply || !s->has_state)
+            continue;
+        const msg_reply *r = &s->reply.u.reply;
+        applied[i] = r->ok ? p->nsteps - 1 : (r->steps < p->nsteps ? r->steps : p->nsteps - 1);
+        if (applied[i] > most)
+            most = applied[i];
+    }
+    for (uint32_t i = 0; i < c->m.nslots; i++)
+        if (c->m.slots[i].state == SLOT_MEMBER && applied[i] < most)
+            c->m.slots[i].has_state = 0;
+    if (most > 0)
+        driver_say(c, "a round failed after %u of its %u steps; those %u count", most, p->nsteps,
+                   most);
+    commit_steps(c, p, most, 0);
 }
 
 /* Records a round's outcome. Returns 1 when training finished. */
 static int record_round(edt_coordinator *c, const round_plan *p, int ok)
 {
     if (p->action == PLAN_STEP && ok) {
-        commit_step(c, p);
+        commit_steps(c, p, p->nsteps, 1);
+        double step_ms = (double)(comm_now_ns() - p->started_ns) / 1e6 / p->nsteps;
+        /* Smoothed: one slow round (a validation's page faults, a busy
+         * machine) must not shrink or stretch the next one much. */
+        c->step_ms = c->step_ms > 0 ? 0.7 * c->step_ms + 0.3 * step_ms : step_ms;
     } else if (p->action == PLAN_STEP) {
-        sampler_give_back(&c->pr.smp, p->taken, p->ntaken);
+        settle_failed_round(c, p);
     } else if (ok && p->action == PLAN_VALIDATE) {
         uint64_t n;
         cJSON *metrics = combine(c, 1, &n);
@@ -346,31 +466,46 @@ static int one_round(edt_coordinator *c, uint64_t *taken, int *failed_round, loo
         *err = loom_err(LOOM_E_UNAVAILABLE, "every worker died; the job cannot go on");
         return -1;
     }
-    round_plan p = {.join = join, .root = root, .taken = taken, .started_ms = time_mono_ms()};
+    round_plan p = {.join = join, .root = root, .taken = taken, .started_ms = time_mono_ms(),
+                    .started_ns = comm_now_ns()};
+    int64_t t0 = (int64_t)comm_now_ns();
     choose_action(c, &p);
+    int64_t t1 = (int64_t)comm_now_ns();
     pthread_mutex_lock(&c->ctl.lock);
     if (c->ctl.measuring_resize == 1 && c->m.grew)
         c->ctl.measuring_resize = 3;
     pthread_mutex_unlock(&c->ctl.lock);
     c->m.grew = 0;
     send_plans(c, &p);
+    int64_t t2 = (int64_t)comm_now_ns();
     const edt_settings *s = &c->job.settings;
-    int64_t deadline = time_mono_ms() + s->step_timeout_ms +
+    uint32_t nsteps = p.nsteps ? p.nsteps : 1;
+    int64_t deadline = time_mono_ms() + (int64_t)s->step_timeout_ms * nsteps +
                        (join ? (int64_t)s->pull_timeout_s * 1000 : 0) + 2000;
     int ok = collect_replies(c, deadline);
+    int64_t t3 = (int64_t)comm_now_ns();
     *failed_round = !ok;
     if (ok)
         note_progress(c);
+    if (p.action == PLAN_STEP) { /* before recording: the epoch may end there */
+        c->prof.rounds++;
+        c->prof.sample_ns += t1 - t0;
+        c->prof.send_ns += t2 - t1;
+        c->prof.wait_ns += t3 - t2;
+    }
     int finished = record_round(c, &p, ok);
     clear_replies(c);
     if (!finished) /* finish_workers tells them to exit */
         update_snapshot(c, plan_action_name(p.action));
+    if (p.action == PLAN_STEP)
+        c->prof.record_ns += (int64_t)comm_now_ns() - t3;
     return finished;
 }
 
 edt_end run_sync(edt_coordinator *c, loom_error **err)
 {
-    uint64_t *taken = malloc(sizeof(uint64_t) * c->job.settings.effective_batch_size);
+    uint64_t *taken = malloc(sizeof(uint64_t) * c->job.settings.effective_batch_size *
+                             c->job.settings.steps_per_round);
     if (!taken) {
         *err = loom_err(LOOM_E_INTERNAL, "out of memory");
         return EDT_END_ERROR;

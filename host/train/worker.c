@@ -18,6 +18,7 @@
 #include "plugin/so_loader.h"
 #include "train/adapter.h"
 #include "train/checkpoint.h"
+#include "train/grad_overlap_internal.h"
 #include "train/logger_set.h"
 #include "train/plugin_marker.h"
 #include "train/protocol.h"
@@ -30,6 +31,8 @@ typedef struct worker {
     const char *control, *shm, *framework, *spec_path, *code_dir, *data_dir, *log_dir;
     const char *exec_id, *loggers_json;
     uint32_t slot, threads, log_every;
+    uint32_t overlap_reduce; /* EDT_OVERLAP_REDUCE: reduce during backward (CPU) */
+    grad_overlap *overlap;   /* its thread, when on */
     uint64_t seed;
     so_plugin *plugin;
     const loom_framework_factory *fw;
@@ -123,6 +126,7 @@ static int parse_args(worker *w, int argc, char **argv)
         else if (!strcmp(k, "--slot")) w->slot = (uint32_t)strtoul(v, NULL, 10);
         else if (!strcmp(k, "--threads")) w->threads = (uint32_t)strtoul(v, NULL, 10);
         else if (!strcmp(k, "--log-every")) w->log_every = (uint32_t)strtoul(v, NULL, 10);
+        else if (!strcmp(k, "--overlap-reduce")) w->overlap_reduce = (uint32_t)strtoul(v, NULL, 10);
         else if (!strcmp(k, "--seed")) w->seed = strtoull(v, NULL, 10);
         else {
             fprintf(stderr, "loom worker: unknown argument %s (workers are started by the trainer)\n", k);
@@ -181,6 +185,17 @@ static int setup(worker *w)
         .code_dir = w->code_dir,
         .data_dir = w->data_dir ? w->data_dir : w->code_dir,
     };
+    /* Reducing during backward: CPU buffers only (a device's kernels end
+     * later than the adapter's calls return). */
+    if (w->overlap_reduce && !strcmp(w->device, "cpu")) {
+        if (!(w->overlap = grad_overlap_new())) {
+            free(spec);
+            fprintf(stderr, "loom worker: out of memory\n");
+            return 1;
+        }
+        cfg.gradient_ready = grad_overlap_ready;
+        cfg.gradient_ready_data = w->overlap;
+    }
     e = w->fw->create(w->fw, &cfg, &w->inst);
     free(spec);
     if (e)
@@ -211,6 +226,9 @@ static int setup(worker *w)
         }
     }
     if ((e = comm_shm_attach(w->shm, w->slot, &w->comm)))
+        return fail(e, "collectives");
+    if (w->overlap && (e = grad_overlap_bind(w->overlap, w->comm, (float *)w->grads.data,
+                                             (size_t)(w->grads.nbytes / sizeof(float)))))
         return fail(e, "collectives");
     if (!strcmp(w->device, "cuda")) {
 #if defined(LOOM_HAVE_CUDA) && LOOM_HAVE_CUDA
@@ -254,51 +272,185 @@ static comm *comm_for(worker *w, const loom_tensor_view *v)
     return v->on_device && w->gpu_comm ? w->gpu_comm : w->comm;
 }
 
-/* A training step: forward + backward over each micro-batch (gradient
- * accumulation), then (reduce) the average all-reduce. The mean metrics go
- * to r->train (the caller frees it), their sample count to r->count. */
-static loom_error *do_step(worker *w, const msg_batch *batch, msg_reply *r, int reduce,
-                           uint64_t deadline)
+/* Where a worker's time goes, per epoch: printed when the epoch changes
+ * (bench/train/run.sh --only profile reads these lines). */
+typedef struct step_profile {
+    uint32_t epoch;
+    uint64_t steps, rounds;
+    uint64_t compute_ns, reduce_ns, wait_ns, apply_ns, between_ns;
+    uint64_t replied_ns; /* when the last reply went out; 0: none yet */
+} step_profile;
+
+static step_profile profile;
+
+static void profile_print(uint32_t slot, grad_overlap *overlap)
 {
+    step_profile *p = &profile;
+    if (!p->steps)
+        return;
+    double n = (double)p->steps, ms = 1e6;
+    char during[96] = "";
+    uint64_t early = 0, total = 0;
+    if (overlap)
+        grad_overlap_counts(overlap, &early, &total);
+    if (total)
+        snprintf(during, sizeof during, "; %.0f%% of the all-reduce buckets during backward",
+                 100.0 * (double)early / (double)total);
+    say("profile epoch %u: %llu steps in %llu rounds; per step ms: compute %.3f, all-reduce %.3f "
+        "(waiting for peers %.3f), apply %.3f, between rounds %.3f (worker %u)%s",
+        p->epoch, (unsigned long long)p->steps, (unsigned long long)p->rounds,
+        (double)p->compute_ns / n / ms, (double)p->reduce_ns / n / ms, (double)p->wait_ns / n / ms,
+        (double)p->apply_ns / n / ms, (double)p->between_ns / n / ms, slot, during);
+}
+
+/* A plan for `epoch` arrived: the time since the last reply was spent
+ * between rounds (the coordinator's work, the slowest member's reply). */
+static void profile_round(uint32_t slot, grad_overlap *overlap, uint32_t epoch)
+{
+    step_profile *p = &profile;
+    if (epoch != p->epoch) {
+        profile_print(slot, overlap);
+        uint64_t replied = p->replied_ns;
+        *p = (step_profile){.epoch = epoch, .replied_ns = replied};
+    }
+    if (p->replied_ns)
+        p->between_ns += comm_now_ns() - p->replied_ns;
+    p->replied_ns = 0;
+}
+
+static loom_error *apply_step(worker *w, uint32_t epoch, uint32_t epochs, uint64_t iteration,
+                              uint64_t steps_per_epoch)
+{
+    uint64_t t0 = comm_now_ns();
+    loom_step_info si = {.struct_size = sizeof si, .epoch = epoch, .epochs = epochs,
+                         .iteration = iteration, .steps_per_epoch = steps_per_epoch};
+    loom_error *e = w->fw->apply(w->inst, &si);
+    profile.apply_ns += comm_now_ns() - t0;
+    return e;
+}
+
+/* Sums of a step's metrics over its samples. */
+typedef struct step_sums {
+    double loss, acc;
+    uint32_t samples;
+    int have_acc;
+} step_sums;
+
+/* Forward + backward over micro-batches [first, first + n) of the batch,
+ * whose samples start at `*at`, accumulating into the gradient buffer. */
+static loom_error *compute(worker *w, const msg_batch *batch, uint32_t first, uint32_t n,
+                           size_t *at, step_sums *sums, uint64_t overlap_deadline)
+{
+    uint64_t t0 = comm_now_ns();
     loom_error *e = w->fw->zero_grad(w->inst);
-    if (e)
-        return e;
-    double loss_sum = 0, acc_sum = 0;
-    uint32_t total = 0;
-    int have_acc = 0;
-    for (uint32_t k = 0; k < batch->count; k++) {
-        uint32_t n = batch->sizes[k];
+    for (uint32_t k = first; !e && k < first + n; k++) {
+        uint32_t size = batch->sizes[k];
         loom_metrics m = {.struct_size = sizeof m};
-        e = n ? w->fw->forward_backward(w->inst, batch->samples + total, n,
-                                        (float)batch->scales[k], &m)
-              : NULL;
-        if (e)
-            return e;
-        for (uint32_t i = 0; i < m.count && i < LOOM_MAX_METRICS; i++) {
+        /* Only the step's last forward_backward leaves final gradients. */
+        if (overlap_deadline && k + 1 == first + n && size)
+            grad_overlap_arm(w->overlap, overlap_deadline);
+        e = size ? w->fw->forward_backward(w->inst, batch->samples + *at, size,
+                                           (float)batch->scales[k], &m)
+                 : NULL;
+        for (uint32_t i = 0; !e && i < m.count && i < LOOM_MAX_METRICS; i++) {
             if (!strcmp(m.items[i].name, "loss"))
-                loss_sum += m.items[i].value * n;
+                sums->loss += m.items[i].value * size;
             else if (!strcmp(m.items[i].name, "accuracy")) {
-                acc_sum += m.items[i].value * n;
-                have_acc = 1;
+                sums->acc += m.items[i].value * size;
+                sums->have_acc = 1;
             }
         }
-        total += n;
+        *at += size;
+        sums->samples += size;
     }
-    if (reduce) {
-        e = comm_allreduce_avg_f32(comm_for(w, &w->grads), (float *)w->grads.data,
-                                   (size_t)(w->grads.nbytes / sizeof(float)), deadline);
-        if (e)
-            return e;
+    profile.compute_ns += comm_now_ns() - t0;
+    return e;
+}
+
+/* The step's all-reduce; with the overlap on, what is left of it once
+ * backward returned (the profile counts only that). */
+static loom_error *reduce(worker *w, uint64_t deadline)
+{
+    comm *c = comm_for(w, &w->grads);
+    uint64_t t0 = comm_now_ns(), waited = comm_wait_ns(c);
+    loom_error *e = w->overlap ? grad_overlap_finish(w->overlap, deadline)
+                               : comm_allreduce_avg_f32(c, (float *)w->grads.data,
+                                                        (size_t)(w->grads.nbytes / sizeof(float)),
+                                                        deadline);
+    profile.reduce_ns += comm_now_ns() - t0;
+    profile.wait_ns += comm_wait_ns(c) - waited;
+    return e;
+}
+
+/* Fault injection for the tests of multi-step rounds:
+ * LOOM_FAULT_EXIT_AT="SLOT:ITERATION" makes the worker in that slot exit
+ * before the all-reduce of that global step, once per job (a marker in
+ * its log folder keeps the replacement, which trains the step again, from
+ * dying too). */
+static void maybe_fault_exit(worker *w, uint64_t iteration)
+{
+    const char *spec = getenv("LOOM_FAULT_EXIT_AT");
+    unsigned slot;
+    unsigned long long at;
+    if (!spec || sscanf(spec, "%u:%llu", &slot, &at) != 2 || slot != w->slot || iteration != at ||
+        !w->log_dir)
+        return;
+    char marker[4200];
+    snprintf(marker, sizeof marker, "%s/../fault-exit-fired", w->log_dir);
+    FILE *f = fopen(marker, "wx");
+    if (!f)
+        return;
+    fclose(f);
+    say("fault injection: exiting before the all-reduce of step %llu", at);
+    _exit(9);
+}
+
+/* The steps of a plan (p; NULL for an ASYNC work item, one step without
+ * reduce): for each, forward + backward over its micro-batches (gradient
+ * accumulation) and the average all-reduce; every step but the last is
+ * applied at once, the last waits for the next plan's commit. r->steps
+ * counts the steps reduced (after a failure: those applied). The mean
+ * metrics go to r->train (the caller frees it), their sample count to
+ * r->count. */
+static loom_error *do_steps(worker *w, const msg_batch *batch, const msg_plan *p, msg_reply *r,
+                            uint64_t timeout_ms)
+{
+    uint32_t nsteps = batch->nsteps > 1 ? batch->nsteps : 1, first = 0;
+    step_sums sums = {0};
+    size_t at = 0;
+    loom_error *e = NULL;
+    for (uint32_t s = 0; s < nsteps && !e; s++) {
+        uint32_t n = batch->nsteps > 1 ? batch->step_mbs[s] : batch->count;
+        uint64_t deadline = comm_deadline_after_ms((uint32_t)timeout_ms);
+        e = compute(w, batch, first, n, &at, &sums, p && w->overlap ? deadline : 0);
+        if (e && p && w->overlap)
+            grad_overlap_abandon(w->overlap);
+        first += n;
+        /* Each step's collective has the whole step deadline. */
+        if (!e && p) {
+            maybe_fault_exit(w, p->iteration + s);
+            e = reduce(w, deadline);
+        }
+        if (!e && p && s + 1 < nsteps)
+            e = apply_step(w, p->epoch, p->epochs, p->iteration + s + 1, p->steps_per_epoch);
+        if (!e) {
+            r->steps = s + 1;
+            profile.steps++;
+            w->steps_done++;
+        }
     }
+    if (e && r->steps == nsteps)
+        r->steps--; /* the last step's apply failed: it was not applied */
+    if (e)
+        return e;
     cJSON *train = cJSON_CreateObject();
-    if (total) {
-        cJSON_AddNumberToObject(train, "loss", loss_sum / total);
-        if (have_acc)
-            cJSON_AddNumberToObject(train, "accuracy", acc_sum / total);
+    if (sums.samples) {
+        cJSON_AddNumberToObject(train, "loss", sums.loss / sums.samples);
+        if (sums.have_acc)
+            cJSON_AddNumberToObject(train, "accuracy", sums.acc / sums.samples);
     }
     r->train = train;
-    r->count = total;
-    w->steps_done++;
+    r->count = sums.samples;
     return NULL;
 }
 
@@ -432,10 +584,12 @@ static int send_reply(worker *w, msg *reply, const void *blob, size_t len)
     return 0;
 }
 
-static void log_step(worker *w, const cJSON *train, uint64_t iteration, uint32_t epoch,
-                     uint32_t workers)
+/* The loggers hear of a round's steps when they reached the next multiple
+ * of log_every (once per round, with the round's mean metrics). */
+static void log_step(worker *w, const cJSON *train, uint32_t steps, uint64_t iteration,
+                     uint32_t epoch, uint32_t workers)
 {
-    if (w->steps_done % w->log_every == 0) {
+    if (w->steps_done / w->log_every != (w->steps_done - steps) / w->log_every) {
         in_loggers(w, 1);
         logger_set_train_json(w->loggers, train, iteration, epoch, workers);
         in_loggers(w, 0);
@@ -461,12 +615,12 @@ static int serve_work(worker *w, const msg *m)
         return fail(e, "state_loaded");
     msg reply = {.kind = MSG_REPLY, .u.reply = {.round = work->version}};
     msg_reply *r = &reply.u.reply;
-    e = do_step(w, &work->batch, r, 0, 0);
+    e = do_steps(w, &work->batch, NULL, r, 0);
     r->ok = e == NULL;
     if (e)
         r->error = loom_err_message(e);
     else
-        log_step(w, r->train, work->iteration, work->epoch, work->workers);
+        log_step(w, r->train, r->steps, work->iteration, work->epoch, work->workers);
     const void *grads = w->grads.data;
     if (w->grads_host) {
         grads = w->grads_host;
@@ -485,14 +639,13 @@ static int serve_work(worker *w, const msg *m)
 /* The plan's action, after its commit and join. */
 static loom_error *do_action(worker *w, const msg_plan *p, msg_reply *r, int *pending)
 {
-    uint64_t deadline = comm_deadline_after_ms(p->timeout_ms);
     loom_error *e = NULL;
     switch (p->action) {
     case PLAN_STEP:
-        e = do_step(w, &p->batch, r, 1, deadline);
+        e = do_steps(w, &p->batch, p, r, p->timeout_ms);
         if (!e) {
             *pending = 1;
-            log_step(w, r->train, p->iteration, p->epoch, p->workers);
+            log_step(w, r->train, r->steps, p->iteration + r->steps - 1, p->epoch, p->workers);
         }
         return e;
     case PLAN_VALIDATE:
@@ -511,11 +664,12 @@ static int serve_plan(worker *w, const msg_plan *p, int *pending, int *finished)
     msg reply = {.kind = MSG_REPLY, .u.reply = {.round = p->round}};
     msg_reply *r = &reply.u.reply;
     loom_error *e = NULL;
-    if (*pending && p->commit) {
-        loom_step_info si = {.struct_size = sizeof si, .epoch = p->epoch, .epochs = p->epochs,
-                             .iteration = p->iteration, .steps_per_epoch = p->steps_per_epoch};
-        e = w->fw->apply(w->inst, &si);
-    }
+    profile_round(w->slot, w->overlap, p->epoch);
+    profile.rounds += p->action == PLAN_STEP;
+    /* The pending step was the previous plan's last; this plan's
+     * iteration counts it. */
+    if (*pending && p->commit)
+        e = apply_step(w, p->epoch, p->epochs, p->iteration, p->steps_per_epoch);
     *pending = 0;
     if (!e && p->has_join) {
         e = join_and_pull(w, &p->join, p->load);
@@ -531,12 +685,14 @@ static int serve_plan(worker *w, const msg_plan *p, int *pending, int *finished)
     int finishing = p->action == PLAN_FINISH && !e;
     *finished |= finishing;
     int rc = send_reply(w, &reply, NULL, 0);
+    profile.replied_ns = comm_now_ns();
     loom_err_free(e);
     if (rc)
         return rc;
     /* After finishing, wait for the coordinator's exit: leaving first
      * would look like a death before every reply is in. */
     if (finishing) {
+        profile_print(w->slot, w->overlap);
         in_loggers(w, 1);
         logger_set_end(w->loggers, LOOM_TRAIN_FINISHED, "finished");
         in_loggers(w, 0);
@@ -600,6 +756,7 @@ int worker_main(int argc, char **argv)
     in_loggers(&w, 0);
     if (w.marker_fd >= 0)
         close(w.marker_fd);
+    grad_overlap_free(w.overlap);
     comm_close(w.gpu_comm);
     comm_close(w.comm);
     tensor_stage_free(&w.stage);

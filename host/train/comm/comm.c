@@ -71,6 +71,7 @@ uint32_t comm_rank(const comm *c) { return c ? c->rank : 0; }
 uint32_t comm_world_size(const comm *c) { return c ? c->world_size : 0; }
 uint32_t comm_generation(const comm *c) { return c ? c->generation : 0; }
 const char *comm_backend_name(const comm *c) { return c ? c->ops->name : "none"; }
+uint64_t comm_wait_ns(const comm *c) { return c ? c->wait_ns : 0; }
 
 void comm_close(comm *c)
 {

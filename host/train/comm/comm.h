@@ -70,6 +70,10 @@ uint32_t comm_rank(const comm *c);       /* 0-based, within the generation */
 uint32_t comm_world_size(const comm *c); /* 0 before the first join */
 uint32_t comm_generation(const comm *c); /* 0 before the first join */
 const char *comm_backend_name(const comm *c); /* "shm" or "nccl" */
+/* Nanoseconds this member spent so far waiting for its peers inside
+ * collectives and joins (shm; 0 for nccl, whose waits are on the GPU): the
+ * part of a step lost to the slowest worker. */
+uint64_t comm_wait_ns(const comm *c);
 
 /* Leaves the group (peers waiting on this member get LOOM_ERR_UNAVAILABLE)
  * and frees the handle. NULL is fine. */

@@ -23,6 +23,7 @@ struct comm {
     uint32_t rank;
     uint32_t world_size; /* 0 until the first successful join */
     uint32_t generation; /* 0 until the first successful join */
+    uint64_t wait_ns;    /* spent waiting for peers (comm_wait_ns) */
 };
 
 #endif

@@ -220,7 +220,10 @@ static loom_error *wait_until(shm_member *m, const wait_spec *w, uint64_t deadli
 
 static loom_error *wait_for(shm_member *m, const wait_spec *w, uint64_t deadline_ns)
 {
-    return blame_dead_member(m, w, wait_until(m, w, deadline_ns));
+    uint64_t started = comm_now_ns();
+    loom_error *err = blame_dead_member(m, w, wait_until(m, w, deadline_ns));
+    m->base.wait_ns += comm_now_ns() - started;
+    return err;
 }
 
 static loom_error *wait_until(shm_member *m, const wait_spec *w, uint64_t deadline_ns)

@@ -20,7 +20,9 @@
  * two threads at once, so a plugin needs no locks for its own state.
  *
  * Versions: ABI 1.0 is the first release; 1.1 added loom_logger_config's
- * result_dir and plugin_dir. A plugin built for minor N loads into any host
+ * result_dir and plugin_dir; 1.2 added loom_trainer_config's
+ * gradient_ready and gradient_ready_data (reduce while backward runs). A
+ * plugin built for minor N loads into any host
  * with minor >= N.
  */
 #ifndef LOOM_ABI_H
@@ -34,7 +36,7 @@ extern "C" {
 #endif
 
 #define LOOM_ABI_MAJOR 1
-#define LOOM_ABI_MINOR 1
+#define LOOM_ABI_MINOR 2
 
 /* Symbol visibility for the one function a plugin exports. */
 #if defined(__GNUC__)

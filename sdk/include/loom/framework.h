@@ -99,6 +99,19 @@ typedef struct loom_trainer_config {
     const char *spec_json;      /* the model directory's model + settings */
     const char *code_dir;       /* the model directory */
     const char *data_dir;       /* DATA_DIR */
+    /* ABI 1.2, optional on both sides: an adapter reads these only when
+     * struct_size covers them (LOOM_STRUCT_HAS(cfg, loom_trainer_config,
+     * gradient_ready_data)), and the host may leave them NULL. When set,
+     * forward_backward may call gradient_ready each time a part of the
+     * gradient buffer holds its final value for that call, bytes
+     * [offset, offset + nbytes), last layers first, as DDP's buckets do. The
+     * host may start reducing that part on another thread at once: the
+     * adapter must not read or write it again until the call returns. Only
+     * for host memory (a CPU device); an adapter that cannot tell simply
+     * never calls it.
+     * [thread: the instance's, inside forward_backward] [owns: nothing] */
+    void (*gradient_ready)(void *data, uint64_t offset, uint64_t nbytes);
+    void *gradient_ready_data; /* its first argument */
 } loom_trainer_config;
 
 /* Where training stands; passed to apply() for learning-rate schedules. */

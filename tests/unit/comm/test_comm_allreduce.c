@@ -2,7 +2,8 @@
  * tests/unit/comm/test_comm_allreduce.c - the shm back end's collectives
  * with 2, 3 and 4 forked worker processes: the average all-reduce is
  * bitwise exact (slot-order sum) for 1, 1000, 2.7 MB and 64 MB worth of
- * floats, broadcast delivers the root's bytes, and collectives of mixed
+ * floats and for an odd count of several chunks in a buffer that starts
+ * off a 16-byte boundary, broadcast delivers the root's bytes, and collectives of mixed
  * kinds through a small staging area (many chunks) stay in step.
  */
 #include "../../check.h"
@@ -10,13 +11,16 @@
 
 #define MAX_WORKERS 4
 
-#define SIZE_COUNT 4
+#define SIZE_COUNT 5
+/* The size whose buffer starts one float past malloc's alignment. */
+#define UNALIGNED_SIZE 4
 
 static const size_t allreduce_sizes[SIZE_COUNT] = {
     1,
     1000,
     2700000 / sizeof(float),      /* the MLP's gradient buffer */
     (64u << 20) / sizeof(float),  /* several chunks of staging */
+    (9u << 20) / sizeof(float) + 3, /* odd, unaligned, many chunks */
 };
 
 typedef struct group_plan {
@@ -54,9 +58,10 @@ static int allreduce_worker(int index, void *arg)
                 comm_rank(c), comm_world_size(c), index, plan->world);
         failed = 1;
     }
-    float *buf = malloc(allreduce_sizes[SIZE_COUNT - 1] * sizeof(float));
+    float *mem = malloc((allreduce_sizes[3] + 1) * sizeof(float));
     for (size_t s = 0; !failed && s < SIZE_COUNT; s++) {
         size_t n = allreduce_sizes[s];
+        float *buf = mem + (s == UNALIGNED_SIZE);
         fill_values(buf, n, slot, (uint32_t)(s + 1));
         failed = worker_failed(
             comm_allreduce_avg_f32(c, buf, n, comm_deadline_after_ms(20000)),
@@ -68,7 +73,7 @@ static int allreduce_worker(int index, void *arg)
             failed = 1;
         }
     }
-    free(buf);
+    free(mem);
     comm_close(c);
     return failed;
 }

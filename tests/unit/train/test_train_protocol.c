@@ -99,6 +99,52 @@ static void test_plan(void)
     cJSON_Delete(meta);
 }
 
+/* A round of several steps: which micro-batches each step takes (a step
+ * may have none on this worker), and the reply's count of steps reduced. */
+static void test_multi_step_plan(void)
+{
+    uint64_t samples[5] = {5, 6, 7, 8, 9};
+    uint32_t sizes[3] = {2, 2, 1}, step_mbs[3] = {1, 0, 2};
+    double scales[3] = {1.0, 1.0, 0.5};
+    msg p = {.kind = MSG_PLAN,
+             .u.plan = {.round = 3, .epochs = 1, .workers = 2, .timeout_ms = 1000,
+                        .steps_per_epoch = 10, .action = PLAN_STEP,
+                        .batch = {.samples = samples, .sizes = sizes, .scales = scales,
+                                  .count = 3, .step_mbs = step_mbs, .nsteps = 3}}};
+    msg out;
+    CHECK(round_trip(&p, &out) == NULL);
+    const msg_batch *b = &out.u.plan.batch;
+    CHECK(b->nsteps == 3 && b->step_mbs[0] == 1 && b->step_mbs[1] == 0 && b->step_mbs[2] == 2);
+    CHECK(b->count == 3 && memcmp(b->samples, samples, sizeof samples) == 0);
+    msg_free(&out);
+    /* One step: no "steps" on the wire, as before rounds had several. */
+    p.u.plan.batch.nsteps = 1;
+    cJSON *wire = msg_encode(&p);
+    CHECK(cJSON_GetObjectItem(wire, "steps") == NULL);
+    cJSON_Delete(wire);
+    msg r = {.kind = MSG_REPLY, .u.reply = {.round = 3, .ok = 0, .error = "peer died", .steps = 2}};
+    CHECK(round_trip(&r, &out) == NULL);
+    CHECK(out.u.reply.steps == 2 && !out.u.reply.ok);
+    msg_free(&out);
+
+    char err[512], text[512];
+    const char *plan = "{\"t\": \"plan\", \"round\": 1, \"epoch\": 0, \"epochs\": 1, "
+                       "\"iteration\": 0, \"steps_per_epoch\": 1, \"workers\": 1, "
+                       "\"timeout_ms\": 5, \"do\": \"step\", \"mb\": [[1], [2]], "
+                       "\"scale\": [1, 1], \"steps\": %s}";
+    snprintf(text, sizeof text, plan, "[1, 2]");
+    CHECK(decode_text(text, err, sizeof err) == LOOM_E_INVALID);
+    CHECK_CONTAINS(err, "\"steps\" add up to 3 micro-batches, the plan has 2");
+    snprintf(text, sizeof text, plan, "[]");
+    CHECK(decode_text(text, err, sizeof err) == LOOM_E_INVALID);
+    CHECK_CONTAINS(err, "expected an array of 1 to 64");
+    snprintf(text, sizeof text, plan, "[1.5, 0.5]");
+    CHECK(decode_text(text, err, sizeof err) == LOOM_E_INVALID);
+    CHECK_CONTAINS(err, "expected micro-batch counts");
+    snprintf(text, sizeof text, plan, "[2, 0]");
+    CHECK(decode_text(text, err, sizeof err) == LOOM_OK);
+}
+
 static void test_work_and_reply(void)
 {
     uint64_t samples[3] = {5, 6, 7};
@@ -206,6 +252,7 @@ int main(void)
 {
     test_hello_and_exit();
     test_plan();
+    test_multi_step_plan();
     test_work_and_reply();
     test_refusals();
     test_socket();
