@@ -61,8 +61,10 @@ typedef struct http_route {
     const char *pattern; /* "{}" matches one path segment */
     http_handler handler;
     int access;          /* HTTP_USER (default), HTTP_PUBLIC or HTTP_ADMIN, with
-                          * | HTTP_SLOW for a route that runs on the work queue
-                          * (unpacking, removing folders), not a server thread */
+                          * | HTTP_SLOW for a route that runs on the work queue,
+                          * not a server thread: one that does slow work
+                          * (unpacking, removing folders) or waits on a lock
+                          * that slow work holds */
 } http_route;
 
 enum { HTTP_SLOW = 0x100, HTTP_ACCESS_MASK = 0xff };
@@ -108,7 +110,7 @@ typedef struct http_limits {
 #define HTTP_DEFAULT_IDLE_TIMEOUT_S 15
 #define HTTP_DEFAULT_MAX_UPLOADS 8
 #define HTTP_DEFAULT_MAX_UPLOADS_PER_USER 2
-#define HTTP_DEFAULT_SLOW_THREADS 4
+#define HTTP_DEFAULT_SLOW_THREADS 8
 #define HTTP_DEFAULT_SLOW_QUEUE 256
 
 /* The limits with every 0 replaced by its default. */

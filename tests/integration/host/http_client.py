@@ -96,11 +96,13 @@ def push(host, port, path, size, token=None, args="--exec-start command --model-
         s.sendall(head.encode() + b"\r\n" + pre)
         s.setblocking(False)
         left = size
+        poller = select.poll()
+        poller.register(s, select.POLLIN | select.POLLOUT)
         while left > 0:
-            readable, writable, _ = select.select([s], [s], [], 5)
-            if readable:
+            events = dict(poller.poll(5000)).get(s.fileno(), 0)
+            if events & (select.POLLIN | select.POLLHUP | select.POLLERR):
                 break  # the host answered (a refusal from the headers) or closed
-            if not writable:
+            if not events & select.POLLOUT:
                 continue
             try:
                 n = s.send(zeros[:min(left, CHUNK)])
