@@ -120,6 +120,17 @@ static int hold_home(loomd *d, char *err, size_t errlen)
     return 0;
 }
 
+/* HOME/uploads, where uploads are received; once this host holds the
+ * home, what a killed one left there is garbage. */
+static loom_error *prepare_spool(loomd *d)
+{
+    snprintf(d->spool_dir, sizeof d->spool_dir, "%s/uploads", d->home);
+    fs_rm_rf(d->spool_dir);
+    if (fs_mkdir_p(d->spool_dir) != 0 || chmod(d->spool_dir, 0700) != 0)
+        return loom_err(LOOM_E_INTERNAL, "%s: cannot create: %s", d->spool_dir, strerror(errno));
+    return NULL;
+}
+
 loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
 {
     loomd *d = calloc(1, sizeof *d);
@@ -151,14 +162,8 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
         e = loom_err(LOOM_E_CONFLICT, "%s", held);
         goto fail_with;
     }
-    /* Uploads being received; once this host holds the home, what a killed
-     * one left there is garbage. */
-    snprintf(d->spool_dir, sizeof d->spool_dir, "%s/uploads", d->home);
-    fs_rm_rf(d->spool_dir);
-    if (fs_mkdir_p(d->spool_dir) != 0 || chmod(d->spool_dir, 0700) != 0) {
-        e = loom_err(LOOM_E_INTERNAL, "%s: cannot create: %s", d->spool_dir, strerror(errno));
+    if ((e = prepare_spool(d)) != NULL)
         goto fail_with;
-    }
 
     snprintf(path, sizeof path, "%s/loom.db", d->home);
     if ((e = store_open(path, &d->st)) != NULL)
