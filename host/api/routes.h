@@ -10,6 +10,7 @@
 #define LOOM_ROUTE_SLOTS "/loom/v1/slots"
 #define LOOM_ROUTE_PLANS "/loom/v1/plans"
 #define LOOM_ROUTE_PLAN "/loom/v1/plan"       /* ?path=/plan/path */
+#define LOOM_ROUTE_PLAN_MEMBERS LOOM_ROUTE_PLAN "/members" /* /{user}, ?path= */
 #define LOOM_ROUTE_PLUGINS "/loom/v1/plugins" /* /{kind}/{name} */
 
 #define LOOM_ROUTE_LOGON "/auth/v1/logon"

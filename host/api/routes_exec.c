@@ -14,8 +14,8 @@
 
 #define LOG_CHUNK_MAX ((size_t)1 << 20)
 
-/* Users see their own execs; administrators see all. */
-#define OWNER(req) ((req)->is_admin ? NULL : (req)->user)
+/* Users see their own execs (by immutable id); administrators see all. */
+#define OWNER(req) loomd_caller_id(ctx, req)
 
 /* WMLA's field names for an exec. */
 static cJSON *exec_json(exec_view *v)
@@ -35,6 +35,12 @@ static cJSON *exec_json(exec_view *v)
     cJSON_AddNumberToObject(o, "endTime", (double)e->ended_at);
     if (v->pending_reason[0])
         cJSON_AddStringToObject(o, "pendingReason", v->pending_reason);
+    if (v->running && v->handover_ms >= 0) {
+        cJSON *h = cJSON_AddObjectToObject(o, "handover");
+        cJSON_AddNumberToObject(h, "ms", (double)v->handover_ms);
+        if (v->handover_from[0])
+            cJSON_AddStringToObject(h, "from", v->handover_from);
+    }
     if (v->running) {
         cJSON *slots = cJSON_AddArrayToObject(o, "slots");
         for (int i = 0; i < v->nslots; i++)
@@ -58,7 +64,7 @@ static cJSON *exec_json(exec_view *v)
 }
 
 /* Replies with the exec as it now is (status 200 or 201). */
-static void reply_exec(loomd *d, const char *owner, const char *id, int status, http_response *res)
+static void reply_exec(loomd *d, int64_t owner, const char *id, int status, http_response *res)
 {
     exec_view v;
     loom_error *e = exec_describe(d->execs, owner, id, &v);
@@ -84,7 +90,12 @@ static loom_error *args_fit(const char *args)
 static void submit(void *ctx, const http_request *req, http_response *res)
 {
     loomd *d = ctx;
-    exec_submission sub = {.user = req->user};
+    exec_submission sub = {.user = req->user, .is_admin = req->is_admin};
+    loom_error *who = auth_user_id(d->auth, req->user, &sub.user_id);
+    if (who) { /* removed since its token was checked */
+        api_reply_error(res, loom_err_recode(who, LOOM_E_UNAUTHENTICATED));
+        return;
+    }
     cJSON *json = NULL;
     if (req->nfields > 0) {
         const http_field *args = http_field_get(req, "args");
@@ -119,7 +130,7 @@ static void submit(void *ctx, const http_request *req, http_response *res)
     if (e)
         api_reply_error(res, e);
     else
-        reply_exec(d, NULL, id, 201, res);
+        reply_exec(d, EXEC_ADMIN, id, 201, res);
 }
 
 static void list(void *ctx, const http_request *req, http_response *res)

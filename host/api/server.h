@@ -75,6 +75,10 @@ extern const http_route loom_auth_routes[];
 extern const size_t loom_auth_route_count;
 int loomd_authenticate(void *ctx, const http_request *req, char *user, size_t userlen,
                        int *is_admin);
+/* Whose records an authenticated request sees: EXEC_ADMIN for an
+ * administrator, else the user's immutable id (-1, nobody's, when the user
+ * was removed meanwhile). */
+int64_t loomd_caller_id(loomd *d, const http_request *req);
 extern const http_route loom_sched_routes[];
 extern const size_t loom_sched_route_count;
 extern const http_route loom_plugin_routes[];

@@ -245,9 +245,11 @@ static int open_source(const archive_api *ar, struct archive *a, const void *dat
                 : ar->archive_read_open_filename(a, path, 1 << 16);
 }
 
-static loom_error *unpack(const void *data, size_t len, const char *path, const char *dest,
-                          uint64_t max_bytes)
+/* From `data` (len bytes) or, when data is NULL, the file `path`. */
+static loom_error *unpack_bounded(const void *data, size_t len, const char *path,
+                                  const char *dest, const tarball_limits *limits)
 {
+    uint64_t max_bytes = limits->max_bytes, entries = 0;
     const archive_api *ar;
     loom_error *opened = archive_lib(&ar);
     if (opened)
@@ -282,10 +284,19 @@ static loom_error *unpack(const void *data, size_t len, const char *path, const 
         }
         if ((err = entry_check(ar, e)) != NULL)
             goto done;
-        total += (uint64_t)ar->archive_entry_size(e);
-        if (total > max_bytes) {
-            err = loom_err(LOOM_E_TOO_LARGE, "archive contents exceed the limit of %llu bytes",
-                     (unsigned long long)max_bytes);
+        if (++entries > limits->max_entries) {
+            err = loom_err(LOOM_E_TOO_LARGE,
+                           "archive has more than %llu entries (files, folders and links), the "
+                           "limit (loom serve --archive-max-entries)",
+                           (unsigned long long)limits->max_entries);
+            goto done;
+        }
+        la_int64_t declared = ar->archive_entry_size(e);
+        if (declared > 0 && (uint64_t)declared > max_bytes - total) {
+            err = loom_err(LOOM_E_TOO_LARGE,
+                           "archive contents exceed the limit of %llu bytes unpacked "
+                           "(loom serve --archive-max-bytes)",
+                           (unsigned long long)max_bytes);
             goto done;
         }
         /* An entry whose full name does not fit is refused, never cut. */
@@ -308,12 +319,22 @@ static loom_error *unpack(const void *data, size_t len, const char *path, const 
         const void *buf;
         size_t n;
         la_int64_t off;
-        while ((r = ar->archive_read_data_block(a, &buf, &n, &off)) == ARCHIVE_OK)
+        while ((r = ar->archive_read_data_block(a, &buf, &n, &off)) == ARCHIVE_OK) {
+            /* What is written counts, whatever the header declared. */
+            if (n > max_bytes - total) {
+                err = loom_err(LOOM_E_TOO_LARGE,
+                               "archive contents exceed the limit of %llu bytes unpacked "
+                               "(loom serve --archive-max-bytes)",
+                               (unsigned long long)max_bytes);
+                goto done;
+            }
+            total += n;
             if (ar->archive_write_data_block(disk, buf, n, off) != ARCHIVE_OK) {
                 err = loom_err(LOOM_E_INVALID, "cannot write \"%s\": %s", full,
                                ar->archive_error_string(disk));
                 goto done;
             }
+        }
         if (r != ARCHIVE_EOF) {
             err = loom_err(LOOM_E_INVALID, "truncated tar archive at \"%s\"", full);
             goto done;
@@ -326,12 +347,26 @@ done:
     return err;
 }
 
+loom_error *tarball_unpack_bounded(const void *data, size_t len, const char *dest,
+                                   const tarball_limits *limits)
+{
+    return unpack_bounded(data ? data : "", len, NULL, dest, limits);
+}
+
+loom_error *tarball_unpack_file_bounded(const char *path, const char *dest,
+                                        const tarball_limits *limits)
+{
+    return unpack_bounded(NULL, 0, path, dest, limits);
+}
+
 loom_error *tarball_unpack(const void *data, size_t len, const char *dest, uint64_t max_bytes)
 {
-    return unpack(data ? data : "", len, NULL, dest, max_bytes);
+    tarball_limits limits = {.max_bytes = max_bytes, .max_entries = UINT64_MAX};
+    return tarball_unpack_bounded(data, len, dest, &limits);
 }
 
 loom_error *tarball_unpack_file(const char *path, const char *dest, uint64_t max_bytes)
 {
-    return unpack(NULL, 0, path, dest, max_bytes);
+    tarball_limits limits = {.max_bytes = max_bytes, .max_entries = UINT64_MAX};
+    return tarball_unpack_file_bounded(path, dest, &limits);
 }
