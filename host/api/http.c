@@ -235,6 +235,17 @@ static int match(const char *pattern, const char *path, http_request *req)
  * asks. 0 with *out set, or -1 with the refusal in res. */
 static int admit(http_server *srv, http_request *req, http_response *res, const http_route **out)
 {
+    /* A segment that cannot be a route's {} (an id, a name) is refused as
+     * such, not reported as a route that does not exist. */
+    for (const char *seg = req->path; *seg;) {
+        size_t n = strcspn(seg, "/");
+        if (n >= sizeof req->param_buf[0]) {
+            api_error(res, LOOM_E_INVALID, "path: a segment of %zu bytes, longer than the limit of %zu",
+                      n, sizeof req->param_buf[0] - 1);
+            return -1;
+        }
+        seg += n + (seg[n] == '/');
+    }
     int path_known = 0;
     for (size_t i = 0; i < srv->cfg.nroutes; i++) {
         const http_route *r = &srv->cfg.routes[i];

@@ -137,6 +137,9 @@ two=$(grep -m1 "^bob" <<<"$ids")
 r=$(http GET "$EXECS/$two/log?worker=4294967296")
 expect_contains "worker=4294967296 is 400" "$r" "400 "
 expect_contains "worker's range is named" "$r" "worker: expected a rank from -1 to 2147483647"
+r=$(http GET "$EXECS/$($PY -c 'print("e" * 300)')")
+expect_contains "an exec id over 255 bytes is 400" "$r" "400 "
+expect_contains "the path segment's limit is named" "$r" "path: a segment of 300 bytes, longer than the limit of 255"
 r=$(http GET "$EXECS/$two/log?offset=99999999999999999999")
 expect_contains "an offset past 2^63 is 400" "$r" "400 "
 $PY - "$WORK/deep.tar" <<'PYEOF'
