@@ -100,11 +100,12 @@ static void submit(void *ctx, const http_request *req, http_response *res)
     if (req->nfields > 0) {
         const http_field *args = http_field_get(req, "args");
         const http_field *file = http_field_get(req, "file");
-        if (!args) {
-            api_error(res, LOOM_E_INVALID, "args: expected a multipart part named 'args' (dlicmd syntax)");
+        if (!args || args->path) {
+            api_error(res, LOOM_E_INVALID,
+                      "args: expected a plain multipart part named 'args' (dlicmd syntax), not a file");
             return;
         }
-        sub.args = args->data;
+        sub.args = args->data ? args->data : ""; /* an empty part has no bytes */
         if (file && file->len) {
             sub.archive = file->data;
             sub.archive_len = file->len;

@@ -154,6 +154,11 @@ PYEOF
 r=$(http POST "$EXECS" -F 'args=--exec-start command --model-main run.sh' -F "file=@$WORK/deep.tar")
 expect_contains "a tar entry longer than PATH_MAX is 400" "$r" "400 "
 expect_contains "the tar entry's limit is named" "$r" "longer than the limit of 4095 bytes (PATH_MAX)"
+r=$(http POST "$EXECS" -F 'args=')
+expect_contains "an empty args part is a 400, not a crash" "$r" "400 "
+echo "--exec-start command" > "$WORK/args.txt"
+r=$(http POST "$EXECS" -F "args=@$WORK/args.txt")
+expect_contains "args sent as a file part is a 400 saying so" "$r" "not a file"
 printf '{"args": "--exec-start caf\xff\xfe\xc3"}' > "$WORK/bad-utf8.json"
 curl -s -o "$WORK/reply.json" -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
      --data-binary @"$WORK/bad-utf8.json" "$URL$EXECS"
