@@ -129,6 +129,27 @@ static loom_error *prepare_spool(loomd *d)
     return NULL;
 }
 
+/* Every subsystem's routes into one table; returns how many. */
+static size_t collect_routes(http_route *routes)
+{
+    const struct {
+        const http_route *table;
+        size_t count;
+    } parts[] = {
+        {core_routes, sizeof core_routes / sizeof *core_routes},
+        {loom_plugin_routes, loom_plugin_route_count},
+        {loom_auth_routes, loom_auth_route_count},
+        {loom_sched_routes, loom_sched_route_count},
+        {loom_exec_routes, loom_exec_route_count},
+        {loom_hpo_routes, loom_hpo_route_count},
+    };
+    size_t n = 0;
+    for (size_t p = 0; p < sizeof parts / sizeof *parts; p++)
+        for (size_t i = 0; i < parts[p].count; i++)
+            routes[n++] = parts[p].table[i];
+    return n;
+}
+
 loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
 {
     loomd *d = calloc(1, sizeof *d);
@@ -187,6 +208,11 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
         e = loom_err(LOOM_E_INTERNAL, "plugin registry: out of memory");
         goto fail_with;
     }
+    /* Users' plugins are described by a child and run only in children of
+     * their own: no code of theirs runs here. */
+    char self[PATH_MAX];
+    if (fs_self_exe(self, sizeof self))
+        registry_set_probe(d->reg, self);
     registry_add_factory(d->reg, LOOM_KIND_KERNEL, "ffi", LOOM_VERSION,
                          "serves a plain C function named in model.json through libffi",
                          ffi_kernel_factory());
@@ -208,18 +234,11 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
         goto fail_with;
     }
 
+    if ((e = hpo_service_create(d->st, d->reg, d->execs, d->home, NULL, &d->hpo)) != NULL)
+        goto fail_with;
+
     http_route *routes = d->routes;
-    size_t n = 0;
-    for (size_t i = 0; i < sizeof core_routes / sizeof *core_routes; i++)
-        routes[n++] = core_routes[i];
-    for (size_t i = 0; i < loom_plugin_route_count; i++)
-        routes[n++] = loom_plugin_routes[i];
-    for (size_t i = 0; i < loom_auth_route_count; i++)
-        routes[n++] = loom_auth_routes[i];
-    for (size_t i = 0; i < loom_sched_route_count; i++)
-        routes[n++] = loom_sched_routes[i];
-    for (size_t i = 0; i < loom_exec_route_count; i++)
-        routes[n++] = loom_exec_routes[i];
+    size_t n = collect_routes(routes);
     http_config cfg = {
         .address = opt->address ? opt->address : "127.0.0.1",
         .port = opt->port,
@@ -255,6 +274,7 @@ void loomd_stop(loomd *d)
     if (!d)
         return;
     http_server_stop(d->http);
+    hpo_service_destroy(d->hpo);
     exec_service_destroy(d->execs);
     job_sandbox_configure(NULL); /* its user lookup uses d->auth */
     sched_service_destroy(d->sched);
