@@ -74,9 +74,11 @@ out=$($PY "$CLIENT" "$URL" push --size 1000 --token "$bob")
 expect_not_contains "slots are given back when uploads end" "$out" "503 "
 
 # ---- 1,000 idle sockets from each of 127.0.0.2 and .3; health from 127.0.0.1
-out=$($PY "$CLIENT" "$URL" idle --src 127.0.0.2 --src 127.0.0.3 --count 1000 --probes 30 --token "$TOKEN")
+out=$($PY "$CLIENT" "$URL" idle --src 127.0.0.2 --src 127.0.0.3 --count 1000 --probes 30 --token "$TOKEN" \
+      --logon "admin:$ADMIN_PASSWORD")
 echo "idle sockets: $out"
-expect_contains "every health probe answered" "$out" '"failed": 0'
+expect_contains "every health probe answered" "$out" '"failed": 0,'
+expect_contains "every logon answered 200" "$out" '"logons_failed": 0,'
 p50=$($PY -c 'import json,sys; print(int(json.loads(sys.argv[1])["p50_ms"] < 100))' "$out")
 expect_eq "health's median under 2,000 idle sockets is under 100 ms" "$p50" "1"
 r=$(http GET /loom/v1/health); expect_contains "health after the idle sockets" "$r" "200 "
