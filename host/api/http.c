@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "api/http_upload.h"
@@ -565,6 +566,28 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     *con_cls = NULL;
 }
 
+/* Room in the process's descriptors for the connection limit: the soft
+ * limit goes up to the hard one, and a limit that still does not fit (with
+ * 64 left for the store, logs and jobs' pipes) is lowered, so accept never
+ * fails with EMFILE while the host believes it has room. */
+static void fit_descriptors(http_limits *l)
+{
+    struct rlimit r;
+    if (getrlimit(RLIMIT_NOFILE, &r) != 0)
+        return;
+    if (r.rlim_cur < r.rlim_max && r.rlim_cur < (rlim_t)l->max_connections + 64) {
+        r.rlim_cur = r.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &r);
+        getrlimit(RLIMIT_NOFILE, &r);
+    }
+    if (r.rlim_cur != RLIM_INFINITY && r.rlim_cur < (rlim_t)l->max_connections + 64) {
+        unsigned fit = r.rlim_cur > 128 ? (unsigned)(r.rlim_cur - 64) : 64;
+        log_warn("--max-connections %u does not fit in %llu open files: using %u", l->max_connections,
+                 (unsigned long long)r.rlim_cur, fit);
+        l->max_connections = fit;
+    }
+}
+
 static struct MHD_Daemon *start_daemon(http_server *s, const struct sockaddr_in *addr, int tls)
 {
     const http_config *cfg = &s->cfg;
@@ -603,6 +626,7 @@ loom_error *http_server_start(const http_config *cfg, http_server **out)
         return loom_err(LOOM_E_INTERNAL, "out of memory");
     s->cfg = *cfg;
     s->cfg.limits = http_limits_resolve(&cfg->limits);
+    fit_descriptors(&s->cfg.limits);
     if (!s->cfg.spool_dir)
         s->cfg.spool_dir = "/tmp";
     const http_limits *l = &s->cfg.limits;
