@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "api/http_upload.h"
@@ -15,7 +16,6 @@
 #include "api/mhd_dl.h"
 #include "api/routes.h"
 #include "api/status.h"
-#include "util/fs.h"
 #include "util/log.h"
 #include "util/workqueue.h"
 
@@ -72,21 +72,6 @@ const http_field *http_field_get(const http_request *req, const char *name)
         if (strcmp(req->fields[i].name, name) == 0)
             return &req->fields[i];
     return NULL;
-}
-
-char *http_field_load(const http_field *f, size_t max)
-{
-    if (f->len > max)
-        return NULL;
-    if (f->path)
-        return fs_read_file(f->path, max, NULL);
-    char *copy = malloc(f->len + 1);
-    if (copy) {
-        if (f->len)
-            memcpy(copy, f->data, f->len);
-        copy[f->len] = 0;
-    }
-    return copy;
 }
 
 http_limits http_limits_resolve(const http_limits *given)
@@ -241,6 +226,17 @@ static int match(const char *pattern, const char *path, http_request *req)
  * asks. 0 with *out set, or -1 with the refusal in res. */
 static int admit(http_server *srv, http_request *req, http_response *res, const http_route **out)
 {
+    /* A segment that cannot be a route's {} (an id, a name) is refused as
+     * such, not reported as a route that does not exist. */
+    for (const char *seg = req->path; *seg;) {
+        size_t n = strcspn(seg, "/");
+        if (n >= sizeof req->param_buf[0]) {
+            api_error(res, LOOM_E_INVALID, "path: a segment of %zu bytes, longer than the limit of %zu",
+                      n, sizeof req->param_buf[0] - 1);
+            return -1;
+        }
+        seg += n + (seg[n] == '/');
+    }
     int path_known = 0;
     for (size_t i = 0; i < srv->cfg.nroutes; i++) {
         const http_route *r = &srv->cfg.routes[i];
@@ -666,6 +662,28 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     *con_cls = NULL;
 }
 
+/* Room in the process's descriptors for the connection limit: the soft
+ * limit goes up to the hard one, and a limit that still does not fit (with
+ * 64 left for the store, logs and jobs' pipes) is lowered, so accept never
+ * fails with EMFILE while the host believes it has room. */
+static void fit_descriptors(http_limits *l)
+{
+    struct rlimit r;
+    if (getrlimit(RLIMIT_NOFILE, &r) != 0)
+        return;
+    if (r.rlim_cur < r.rlim_max && r.rlim_cur < (rlim_t)l->max_connections + 64) {
+        r.rlim_cur = r.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &r);
+        getrlimit(RLIMIT_NOFILE, &r);
+    }
+    if (r.rlim_cur != RLIM_INFINITY && r.rlim_cur < (rlim_t)l->max_connections + 64) {
+        unsigned fit = r.rlim_cur > 128 ? (unsigned)(r.rlim_cur - 64) : 64;
+        log_warn("--max-connections %u does not fit in %llu open files: using %u", l->max_connections,
+                 (unsigned long long)r.rlim_cur, fit);
+        l->max_connections = fit;
+    }
+}
+
 static struct MHD_Daemon *start_daemon(http_server *s, const struct sockaddr_in *addr, int tls)
 {
     const http_config *cfg = &s->cfg;
@@ -704,6 +722,7 @@ loom_error *http_server_start(const http_config *cfg, http_server **out)
         return loom_err(LOOM_E_INTERNAL, "out of memory");
     s->cfg = *cfg;
     s->cfg.limits = http_limits_resolve(&cfg->limits);
+    fit_descriptors(&s->cfg.limits);
     if (!s->cfg.spool_dir)
         s->cfg.spool_dir = "/tmp";
     const http_limits *l = &s->cfg.limits;

@@ -63,8 +63,10 @@ typedef struct http_route {
     const char *pattern; /* "{}" matches one path segment */
     http_handler handler;
     int access;          /* HTTP_USER (default), HTTP_PUBLIC or HTTP_ADMIN, with
-                          * | HTTP_SLOW for a route that runs on the work queue
-                          * (unpacking, removing folders), not a server thread */
+                          * | HTTP_SLOW for a route that runs on the work queue,
+                          * not a server thread: one that does slow work
+                          * (unpacking, removing folders) or waits on a lock
+                          * that slow work holds */
 } http_route;
 
 enum { HTTP_SLOW = 0x100, HTTP_ACCESS_MASK = 0xff };
@@ -79,10 +81,6 @@ typedef int (*http_authenticator)(void *ctx, const http_request *req, char *user
 const char *http_query(const http_request *req, const char *key);
 const char *http_header(const http_request *req, const char *key);
 const http_field *http_field_get(const http_request *req, const char *name);
-/* A field's bytes whether held in memory or spooled: a malloc'd,
- * NUL-terminated copy of at most `max` bytes, or NULL when larger (or out of
- * memory). */
-char *http_field_load(const http_field *f, size_t max);
 
 /* Replies; each takes ownership of what it is given. */
 void http_reply_json(http_response *res, int status, cJSON *json);
@@ -122,7 +120,7 @@ typedef struct http_limits {
 #define HTTP_DEFAULT_IDLE_TIMEOUT_S 15
 #define HTTP_DEFAULT_MAX_UPLOADS 8
 #define HTTP_DEFAULT_MAX_UPLOADS_PER_USER 2
-#define HTTP_DEFAULT_SLOW_THREADS 4
+#define HTTP_DEFAULT_SLOW_THREADS 8
 #define HTTP_DEFAULT_SLOW_QUEUE 256
 
 /* The limits with every 0 replaced by its default. */

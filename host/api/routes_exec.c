@@ -109,10 +109,13 @@ static const char *submission_args(const http_request *req, http_response *res, 
         return args;
     if (req->nfields > 0) {
         const http_field *f = http_field_get(req, "args");
-        if (!f)
+        if (!f || f->path) {
             api_error(res, LOOM_E_INVALID, "args: expected ?args=... in the query string or a "
-                                           "multipart part named 'args' (dlicmd syntax)");
-        return f ? f->data : NULL;
+                                           "plain multipart part named 'args' (dlicmd syntax), "
+                                           "not a file");
+            return NULL;
+        }
+        return f->data ? f->data : ""; /* an empty part has no bytes */
     }
     *json = http_body_json(req, res);
     if (!*json)
@@ -468,15 +471,18 @@ static void delete(void *ctx, const http_request *req, http_response *res)
     http_reply_json(res, 200, o);
 }
 
+/* Every exec route runs on the work queue: a submission unpacks an archive,
+ * a delete removes a folder, and the rest wait on the exec service's lock,
+ * which a launch holds; none of it may hold a server thread. */
 const http_route loom_exec_routes[] = {
-    {"GET", LOOM_ROUTE_EXECS, list, HTTP_USER},
+    {"GET", LOOM_ROUTE_EXECS, list, HTTP_USER | HTTP_SLOW},
     {"POST", LOOM_ROUTE_EXECS, submit, HTTP_USER | HTTP_SLOW},
-    {"GET", LOOM_ROUTE_EXECS "/{}", view, HTTP_USER},
-    {"GET", LOOM_ROUTE_EXECS "/{}" LOOM_ROUTE_LOG, log_chunk, HTTP_USER},
+    {"GET", LOOM_ROUTE_EXECS "/{}", view, HTTP_USER | HTTP_SLOW},
+    {"GET", LOOM_ROUTE_EXECS "/{}" LOOM_ROUTE_LOG, log_chunk, HTTP_USER | HTTP_SLOW},
     {"GET", LOOM_ROUTE_EXECS "/{}" LOOM_ROUTE_RESULT, result, HTTP_USER | HTTP_SLOW},
-    {"GET", LOOM_ROUTE_EXECUTOR_LOG, executor_log, HTTP_USER},
-    {"POST", LOOM_ROUTE_EXECS "/{}" LOOM_ROUTE_STOP, stop, HTTP_USER},
-    {"POST", LOOM_ROUTE_EXECS "/{}" LOOM_ROUTE_RESIZE, resize, HTTP_USER},
+    {"GET", LOOM_ROUTE_EXECUTOR_LOG, executor_log, HTTP_USER | HTTP_SLOW},
+    {"POST", LOOM_ROUTE_EXECS "/{}" LOOM_ROUTE_STOP, stop, HTTP_USER | HTTP_SLOW},
+    {"POST", LOOM_ROUTE_EXECS "/{}" LOOM_ROUTE_RESIZE, resize, HTTP_USER | HTTP_SLOW},
     {"DELETE", LOOM_ROUTE_EXECS "/{}", delete, HTTP_USER | HTTP_SLOW},
 };
 const size_t loom_exec_route_count = sizeof loom_exec_routes / sizeof *loom_exec_routes;

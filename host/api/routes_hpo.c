@@ -321,16 +321,16 @@ static void algorithm_install(void *ctx, const http_request *req, http_response 
 }
 
 const http_route loom_hpo_routes[] = {
-    {"POST", LOOM_ROUTE_HPO, submit, HTTP_USER},
+    {"POST", LOOM_ROUTE_HPO, submit, HTTP_USER | HTTP_SLOW},
     {"GET", LOOM_ROUTE_HPO, list, HTTP_USER},
-    {"DELETE", LOOM_ROUTE_HPO, delete_ended, HTTP_USER},
+    {"DELETE", LOOM_ROUTE_HPO, delete_ended, HTTP_USER | HTTP_SLOW},
     {"GET", LOOM_ROUTE_HPO_ALGORITHMS, algorithm_list, HTTP_USER},
-    {"POST", LOOM_ROUTE_HPO_ALGORITHMS "/install", algorithm_install, HTTP_USER},
+    {"POST", LOOM_ROUTE_HPO_ALGORITHMS "/install", algorithm_install, HTTP_USER | HTTP_SLOW},
     {"GET", LOOM_ROUTE_HPO_ALGORITHMS "/{}", algorithm_get, HTTP_USER},
-    {"DELETE", LOOM_ROUTE_HPO_ALGORITHMS "/{}", algorithm_delete, HTTP_USER},
+    {"DELETE", LOOM_ROUTE_HPO_ALGORITHMS "/{}", algorithm_delete, HTTP_USER | HTTP_SLOW},
     {"GET", LOOM_ROUTE_HPO "/{}", view, HTTP_USER},
     {"PUT", LOOM_ROUTE_HPO "/{}", stop, HTTP_USER},
     {"PUT", LOOM_ROUTE_HPO "/{}" LOOM_ROUTE_RESTART, restart, HTTP_USER},
-    {"DELETE", LOOM_ROUTE_HPO "/{}", delete_one, HTTP_USER},
+    {"DELETE", LOOM_ROUTE_HPO "/{}", delete_one, HTTP_USER | HTTP_SLOW},
 };
 const size_t loom_hpo_route_count = sizeof loom_hpo_routes / sizeof *loom_hpo_routes;

@@ -118,6 +118,17 @@ static int hold_home(loomd *d, char *err, size_t errlen)
     return 0;
 }
 
+/* HOME/uploads, where uploads are received; once this host holds the
+ * home, what a killed one left there is garbage. */
+static loom_error *prepare_spool(loomd *d)
+{
+    snprintf(d->spool_dir, sizeof d->spool_dir, "%s/uploads", d->home);
+    fs_rm_rf(d->spool_dir);
+    if (fs_mkdir_p(d->spool_dir) != 0 || chmod(d->spool_dir, 0700) != 0)
+        return loom_err(LOOM_E_INTERNAL, "%s: cannot create: %s", d->spool_dir, strerror(errno));
+    return NULL;
+}
+
 /* Every subsystem's routes into one table; returns how many. */
 static size_t collect_routes(http_route *routes)
 {
@@ -205,19 +216,18 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
         e = loom_err(LOOM_E_CONFLICT, "%s", held);
         goto fail_with;
     }
-    /* Uploads being received; once this host holds the home, what a killed
-     * one left there is garbage. */
-    snprintf(d->spool_dir, sizeof d->spool_dir, "%s/uploads", d->home);
-    fs_rm_rf(d->spool_dir);
-    if (fs_mkdir_p(d->spool_dir) != 0 || chmod(d->spool_dir, 0700) != 0) {
-        e = loom_err(LOOM_E_INTERNAL, "%s: cannot create: %s", d->spool_dir, strerror(errno));
+    if ((e = prepare_spool(d)) != NULL)
         goto fail_with;
-    }
 
     snprintf(path, sizeof path, "%s/loom.db", d->home);
     if ((e = store_open(path, &d->st)) != NULL)
         goto fail_with;
-    if ((e = auth_open(d->st, NULL, &d->auth)) != NULL ||
+    /* Every request's token is checked in a server thread: on a connection
+     * of its own, so a check reads (WAL) beside the exec service's commits
+     * instead of queueing behind their fsyncs. */
+    if ((e = store_open(path, &d->auth_st)) != NULL)
+        goto fail_with;
+    if ((e = auth_open(d->auth_st, NULL, &d->auth)) != NULL ||
         (e = auth_bootstrap_admin(d->auth, opt->admin_password, d->generated_admin_password,
                                   sizeof d->generated_admin_password, NULL)) != NULL)
         goto fail_with;
@@ -300,6 +310,7 @@ void loomd_stop(loomd *d)
     sched_service_destroy(d->sched);
     registry_destroy(d->reg);
     auth_close(d->auth);
+    store_close(d->auth_st);
     store_close(d->st);
     if (d->lock_fd >= 0)
         close(d->lock_fd);

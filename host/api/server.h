@@ -44,6 +44,7 @@ typedef struct loomd {
     char spool_dir[PATH_MAX]; /* HOME/uploads: file parts being received */
     int lock_fd;
     store *st;
+    store *auth_st; /* the same database, the auth service's own connection */
     registry *reg;
     sched_service *sched;
     exec_service *execs;

@@ -59,8 +59,8 @@ static const char serve_usage[] =
     "  --max-uploads N     multipart uploads in progress in all (default 8;\n"
     "                      more are refused with 503)\n"
     "  --max-uploads-per-user N  by one user (default 2; more: 429)\n"
-    "  --slow-threads N    threads that unpack submissions and delete execs\n"
-    "                      (default 4)\n"
+    "  --slow-threads N    threads that serve the exec routes (submissions\n"
+    "                      unpack, deletes remove folders) (default 8)\n"
     "\n"
     "The host writes its address to HOME/host, so the CLI finds it, and its\n"
     "log to HOME/loom.log.\n";
