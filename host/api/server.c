@@ -190,6 +190,7 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
         e = loom_err(LOOM_E_INTERNAL, "exec service: out of memory");
         goto fail_with;
     }
+    exec_service_set_limits(d->execs, &opt->limits);
 
     http_route *routes = d->routes;
     size_t n = 0;

@@ -30,6 +30,7 @@ typedef struct loomd_options {
     unsigned job_uid_first, job_uid_last; /* jobs' accounts when root; 0: defaults */
     int no_job_accounts;     /* root, yet jobs run as the host's user */
     int require_isolation;   /* refuse to start without complete isolation */
+    exec_limits limits;      /* bounds on execs; zeros: the defaults */
 } loomd_options;
 
 typedef struct loomd {

@@ -451,6 +451,12 @@ exec_service *exec_service_create(store *st, registry *reg, sched_service *sched
     es->sched = sched;
     snprintf(es->home, sizeof es->home, "%s", home);
     pthread_mutex_init(&es->lock, NULL);
+    es->logs = log_pump_create(EXEC_DEFAULT_LOG_MAX_BYTES);
+    if (!es->logs) {
+        pthread_mutex_destroy(&es->lock);
+        free(es);
+        return NULL;
+    }
     exec_service_set_limits(es, NULL);
     reconcile(es);
     if (pthread_create(&es->thread, NULL, supervisor, es) == 0)
@@ -514,6 +520,7 @@ void exec_service_destroy(exec_service *es)
         exec_set_state(es, &r->rec, "KILLED", "the host shut down; workers did not exit");
         exec_free_running(r);
     }
+    log_pump_destroy(es->logs, 1000); /* what the workers wrote last */
     pthread_mutex_destroy(&es->lock);
     free(es);
 }

@@ -13,6 +13,7 @@
 #include "exec/dlicmd.h"
 #include "exec/exec.h"
 #include "train/coordinator.h"
+#include "util/log_pump.h"
 
 typedef struct worker {
     pid_t pid;
@@ -73,6 +74,7 @@ struct exec_service {
     running_exec *running;
     unsigned seq;
     exec_limits limits;
+    log_pump *logs; /* launch-style workers' stdout and stderr, bounded */
 };
 
 /* exec.c */

@@ -83,6 +83,9 @@ loom_error *trainer_prepare(exec_service *es, const store_exec *rec, const regis
     job->loom_binary[n > 0 ? n : 0] = 0;
     job->msd_env = strings_copy((const char *const *)d->msd_env, (uint32_t)d->msd_env_count);
     job->reg = es->reg;
+    pthread_mutex_lock(&es->lock);
+    job->checkpoints_keep = es->limits.checkpoints_keep;
+    pthread_mutex_unlock(&es->lock);
     job->on_state = trainer_state_changed;
     job->ctx = es;
     return NULL;
