@@ -33,6 +33,12 @@ static cJSON *exec_json(exec_view *v)
     cJSON_AddNumberToObject(o, "endTime", (double)e->ended_at);
     if (v->pending_reason[0])
         cJSON_AddStringToObject(o, "pendingReason", v->pending_reason);
+    if (v->running && v->handover_ms >= 0) {
+        cJSON *h = cJSON_AddObjectToObject(o, "handover");
+        cJSON_AddNumberToObject(h, "ms", (double)v->handover_ms);
+        if (v->handover_from[0])
+            cJSON_AddStringToObject(h, "from", v->handover_from);
+    }
     if (v->running) {
         cJSON *slots = cJSON_AddArrayToObject(o, "slots");
         for (int i = 0; i < v->nslots; i++)

@@ -43,12 +43,10 @@ void loomd_default_plugin_dir(char *out, size_t outlen)
         return;
     }
     char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0) {
+    if (!fs_self_exe(exe, sizeof exe)) {
         snprintf(out, outlen, "/usr/local/lib/loom/plugins");
         return;
     }
-    exe[n] = 0;
     char *slash = strrchr(exe, '/');
     if (slash)
         *slash = 0;

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "exec/exec_internal.h"
+#include "plugin/launch_remote.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/log.h"
@@ -23,7 +24,7 @@
 #define STOP_GRACE_MS 5000
 #define SUPERVISE_INTERVAL_US 50000
 #define MAX_DECISIONS 4096
-#define MAX_DEVICES 4096
+#define MAX_DEVICES EXEC_MAX_DEVICES
 
 int exec_state_is_final(const char *s)
 {
@@ -82,7 +83,7 @@ static void unlink_running(exec_service *es, running_exec *r)
 /* Whether `owner` (EXEC_ADMIN: anyone) may see an exec of user `user_id`.
  * By id, not name: a user made again under a removed user's name is
  * someone else. */
-static int visible(int64_t owner, int64_t user_id)
+int exec_visible(int64_t owner, int64_t user_id)
 {
     return owner == EXEC_ADMIN || owner == user_id;
 }
@@ -90,19 +91,71 @@ static int visible(int64_t owner, int64_t user_id)
 /* Finds an exec `owner` may see: a running one in *r, else its stored
  * record in *rec. Returns 0 when there is none (for that owner). Call with
  * es->lock. */
-static int lookup(exec_service *es, int64_t owner, const char *id, running_exec **r,
+int exec_lookup(exec_service *es, int64_t owner, const char *id, running_exec **r,
                   store_exec *rec)
 {
     *r = exec_find_running(es, id);
     if (*r)
-        return visible(owner, (*r)->rec.user_id);
+        return exec_visible(owner, (*r)->rec.user_id);
     loom_error *e = store_exec_get(es->st, id, rec);
-    int found = !e && visible(owner, rec->user_id);
+    int found = !e && exec_visible(owner, rec->user_id);
     loom_err_free(e);
     return found;
 }
 
 /* ---- scheduling --------------------------------------------------------- */
+
+/* Starts a pending exec on the devices granted to it. Call with es->lock. */
+static void start_granted_locked(exec_service *es, running_exec *r, const int32_t *index, int n,
+                                 int32_t kind)
+{
+    loom_error *err = r->job ? trainer_start(es, r, index, n, kind) : launch_start(es, r, index, n);
+    r->pending = 0;
+    if (err) {
+        /* Ends at the next supervision with its reason. */
+        exec_set_state(es, &r->rec, "ERROR", loom_err_message(err));
+        loom_err_free(err);
+        r->stop_requested = 1;
+        return;
+    }
+    if (!r->edt)
+        exec_set_state(es, &r->rec, "RUNNING", NULL);
+    memcpy(r->given, index, sizeof(int32_t) * (size_t)n);
+    r->ngiven = n;
+}
+
+/* Carries out the scheduler's books: a pending exec starts once every
+ * device granted to it is free of the job it was taken from (a shrinking
+ * trainer's worker leaves only at its next step boundary), and a running
+ * trainer is given exactly the devices ready for it. Call with es->lock. */
+static void carry_out_grants_locked(exec_service *es)
+{
+    static int32_t index[MAX_DEVICES];
+    for (running_exec *r = es->running; r; r = r->next) {
+        int32_t kind = LOOM_DEVICE_CPU;
+        int total;
+        int ready = sched_service_job_grant(es->sched, r->rec.id, index, MAX_DEVICES, &kind, &total);
+        if (total <= 0 || r->stop_requested)
+            continue;
+        ready = ready > MAX_DEVICES ? MAX_DEVICES : ready;
+        if (r->pending) {
+            if (ready == total)
+                start_granted_locked(es, r, index, ready, kind);
+            continue;
+        }
+        if (!r->edt || ready <= 0 ||
+            (ready == r->ngiven && !memcmp(index, r->given, sizeof(int32_t) * (size_t)ready)))
+            continue;
+        char why[512];
+        if (loom_err_take(edt_set_devices(r->edt, index, (uint32_t)ready), why, sizeof why)) {
+            log_warn("exec %s: resize to %d refused: %s", r->rec.id, ready, why);
+            continue;
+        }
+        log_info("exec %s: now on %d device(s)", r->rec.id, ready);
+        memcpy(r->given, index, sizeof(int32_t) * (size_t)ready);
+        r->ngiven = ready;
+    }
+}
 
 /* Runs the scheduler and carries out its decisions: pending execs start on
  * the devices granted, running trainers grow or shrink. Call with es->lock. */
@@ -110,40 +163,24 @@ static void schedule_locked(exec_service *es)
 {
     static sched_action actions[MAX_DECISIONS];
     size_t n = sched_service_decide(es->sched, actions, MAX_DECISIONS);
-    for (size_t i = 0; i < n && i < MAX_DECISIONS; i++) {
-        running_exec *r = exec_find_running(es, actions[i].job_id);
-        if (!r || actions[i].new_count <= 0)
-            continue;
-        loom_error *err = NULL;
-        /* The devices granted, by their own index (CUDA ordinal, CPU slot). */
-        static int32_t slots[MAX_DEVICES], index[MAX_DEVICES];
-        int32_t kind = LOOM_DEVICE_CPU;
-        int nd = sched_service_job_devices(es->sched, r->rec.id, slots, MAX_DEVICES, index, &kind);
-        nd = nd < 0 ? 0 : nd > MAX_DEVICES ? MAX_DEVICES : nd;
-        if (r->pending) {
-            if (r->job)
-                err = trainer_start(es, r, index, nd, kind);
-            else
-                err = launch_start(es, r, index, nd);
-            r->pending = 0;
-            if (err) {
-                /* Ends at the next supervision with its reason. */
-                exec_set_state(es, &r->rec, "ERROR", loom_err_message(err));
-                loom_err_free(err);
-                r->stop_requested = 1;
-                continue;
-            }
-            if (!r->edt)
-                exec_set_state(es, &r->rec, "RUNNING", NULL);
-        } else if (r->edt && actions[i].new_count != actions[i].old_count) {
-            char why[512];
-            if (loom_err_take(edt_set_devices(r->edt, index, (uint32_t)nd), why, sizeof why))
-                log_warn("exec %s: resize to %d refused: %s", r->rec.id, actions[i].new_count, why);
-            else
-                log_info("exec %s: scheduler moves it from %d to %d device(s)", r->rec.id,
-                         actions[i].old_count, actions[i].new_count);
+    for (size_t i = 0; i < n && i < MAX_DECISIONS; i++)
+        if (actions[i].old_count > 0 && actions[i].new_count != actions[i].old_count)
+            log_info("exec %s: scheduler moves it from %d to %d device(s)", actions[i].job_id,
+                     actions[i].old_count, actions[i].new_count);
+    carry_out_grants_locked(es);
+}
+
+/* Trainers report which devices their processes are still on, so devices
+ * taken from them are handed over once their workers have left. Call with
+ * es->lock. */
+static void collect_handbacks_locked(exec_service *es)
+{
+    int32_t held[MAX_DEVICES < 1024 ? MAX_DEVICES : 1024];
+    for (running_exec *r = es->running; r; r = r->next)
+        if (r->edt) {
+            uint32_t n = edt_devices_held(r->edt, held, sizeof held / sizeof *held);
+            sched_service_handed_back(es->sched, r->rec.id, held, (int)n);
         }
-    }
 }
 
 /* The nearest plan from `plan` up to the root whose cap is below `need`:
@@ -239,6 +276,9 @@ static loom_error *enqueue_locked(exec_service *es, running_exec *r, const dlicm
 
 /* ---- restart reconciliation --------------------------------------------- */
 
+static loom_error *prepare(exec_service *es, const exec_submission *sub, const dlicmd *d,
+                           const registry_entry *fw, running_exec *r, int code_ready);
+
 typedef struct orphan_list {
     store_exec *items;
     int count, cap;
@@ -273,6 +313,8 @@ static void data_dir_of(exec_service *es, const dlicmd *d, char *out, size_t len
  * Returns 1 when it was taken over. */
 static int resume_trainer(exec_service *es, store_exec *e)
 {
+    if (!strcmp(e->state, "PENDING"))
+        return 0; /* never started: queued again (requeue_pending) */
     registry_entry fw;
     if (registry_acquire(es->reg, LOOM_KIND_FRAMEWORK, e->framework, &fw) != 0)
         return 0;
@@ -322,6 +364,53 @@ static int resume_trainer(exec_service *es, store_exec *e)
     return 1;
 }
 
+/* An exec that waited in the queue when the host stopped: queued again
+ * with the model directory it was submitted with. Call in submission
+ * order, so the queue comes back in the order it had. */
+static void requeue_pending(exec_service *es, store_exec *e)
+{
+    dlicmd d;
+    registry_entry fw;
+    loom_error *err = dlicmd_parse(e->args, &d);
+    if (err) {
+        exec_set_state(es, e, "ERROR", loom_err_message(err));
+        loom_err_free(err);
+        return;
+    }
+    running_exec *r = NULL;
+    if (registry_acquire(es->reg, LOOM_KIND_FRAMEWORK, e->framework, &fw) != 0) {
+        err = loom_err(LOOM_E_NOT_FOUND, "the host restarted and framework \"%s\" is no longer "
+                                         "registered", e->framework);
+    } else if (!(r = calloc(1, sizeof *r))) {
+        err = loom_err(LOOM_E_INTERNAL, "out of memory");
+    } else {
+        r->rec = *e;
+        snprintf(r->framework, sizeof r->framework, "%s", fw.name);
+        exec_submission sub = {.user = e->user, .args = e->args};
+        err = prepare(es, &sub, &d, &fw, r, 1);
+        pthread_mutex_lock(&es->lock);
+        if (!err)
+            err = enqueue_locked(es, r, &d);
+        if (!err)
+            exec_set_state(es, &r->rec, "PENDING", "queued again after the host restarted");
+        pthread_mutex_unlock(&es->lock);
+    }
+    if (err) {
+        exec_set_state(es, e, "ERROR", loom_err_message(err));
+        loom_err_free(err);
+        if (r)
+            registry_release(es->reg, LOOM_KIND_FRAMEWORK, fw.name);
+        exec_free_running(r);
+    }
+    dlicmd_free(&d);
+}
+
+static int by_creation(const void *a, const void *b)
+{
+    const store_exec *x = a, *y = b;
+    return (x->created_at > y->created_at) - (x->created_at < y->created_at);
+}
+
 static void reconcile(exec_service *es)
 {
     orphan_list l = {0};
@@ -329,9 +418,11 @@ static void reconcile(exec_service *es)
     if (err)
         log_error("execs left by the last host: %s", loom_err_message(err));
     loom_err_free(err);
+    if (l.count > 1)
+        qsort(l.items, (size_t)l.count, sizeof *l.items, by_creation);
     for (int i = 0; i < l.count; i++) {
         store_exec *e = &l.items[i];
-        if (resume_trainer(es, e))
+        if (!strcmp(e->state, "PENDING") || resume_trainer(es, e))
             continue;
         /* A launch-style program cannot be re-attached to: the previous host
          * was its parent. Stop what is left of it rather than leave it
@@ -344,6 +435,11 @@ static void reconcile(exec_service *es)
         e->pgid = 0;
         exec_set_state(es, e, "ERROR", msg);
     }
+    /* Then the queue, oldest first: the scheduler sees it in its old order
+     * and gives the same head job the same reservation. */
+    for (int i = 0; i < l.count; i++)
+        if (!strcmp(l.items[i].state, "PENDING"))
+            requeue_pending(es, &l.items[i]);
     free(l.items);
 }
 
@@ -420,6 +516,7 @@ static void supervise_once(exec_service *es)
         supervise_exec(es, r, now);
     }
     /* Freed devices, expired hysteresis: the scheduler decides again. */
+    collect_handbacks_locked(es);
     if (!es->stopping)
         schedule_locked(es);
     pthread_mutex_unlock(&es->lock);
@@ -550,7 +647,7 @@ static void remove_exec_dir(const char *dir)
 /* Checks the submission against the framework and prepares how it will
  * run, without storing anything. */
 static loom_error *prepare(exec_service *es, const exec_submission *sub, const dlicmd *d,
-                           const registry_entry *fw, running_exec *r)
+                           const registry_entry *fw, running_exec *r, int code_ready)
 {
     const loom_framework_factory *factory = fw->factory;
     store_exec *rec = &r->rec;
@@ -561,7 +658,7 @@ static loom_error *prepare(exec_service *es, const exec_submission *sub, const d
                         "--model-main \"%s\": expected a path relative to the model directory, "
                         "without \"..\"",
                         d->model_main);
-    if (d->model_dir && !sub->archive)
+    if (d->model_dir && !sub->archive && !code_ready)
         return loom_err(LOOM_E_INVALID, "--model-dir given but the request carries no model "
                                         "directory (a tar in the 'file' part)");
     snprintf(r->code_dir, sizeof r->code_dir, "%s/_submitted_code", rec->result_dir);
@@ -574,8 +671,9 @@ static loom_error *prepare(exec_service *es, const exec_submission *sub, const d
     tarball_limits bounds = {.max_bytes = es->limits.archive_max_bytes,
                              .max_entries = es->limits.archive_max_entries};
     pthread_mutex_unlock(&es->lock);
-    loom_error *e = sub->archive ? tarball_unpack_bounded(sub->archive, sub->archive_len,
-                                                          r->code_dir, &bounds)
+    loom_error *e = sub->archive && !code_ready ? tarball_unpack_bounded(sub->archive,
+                                                                         sub->archive_len,
+                                                                         r->code_dir, &bounds)
                                  : NULL;
     if (e)
         return loom_err_wrap(e, "model directory");
@@ -622,14 +720,20 @@ static loom_error *prepare(exec_service *es, const exec_submission *sub, const d
         .msd_env = (const char *const *)d->msd_env,
     };
     launch_plan_init(&r->plan);
-    e = factory->plan_launch(factory, &req, &r->plan.sink);
+    /* The adapter's code runs in a plugin-host child, never here. */
+    char binary[PATH_MAX], output[PATH_MAX + 32];
+    fs_self_exe(binary, sizeof binary);
+    snprintf(output, sizeof output, "%s/plan-launch.log", r->log_dir);
+    launch_remote_spec spec = {.binary = binary, .plugin_path = fw->path, .name = fw->name,
+                               .output = output};
+    e = launch_plan_remote(&spec, &req, &r->plan.sink);
     if (!e && r->plan.count == 0)
         e = loom_err(LOOM_E_INVALID, "the framework planned no worker");
     if (e) {
         /* What the adapter could not find is in the submission (a file, a
          * flag): the submitter's to fix. */
         int32_t code = loom_err_code(e);
-        return loom_err_recode(loom_err_wrap(e, "framework %s", fw->name),
+        return loom_err_recode(e, /* already names the framework */
                                code == LOOM_E_INVALID || code == LOOM_E_NOT_FOUND ? LOOM_E_INVALID
                                                                                  : LOOM_E_INTERNAL);
     }
@@ -680,7 +784,7 @@ loom_error *exec_submit(exec_service *es, const exec_submission *sub, char *id, 
     rec->created_at = time_now_ms();
     snprintf(rec->state, sizeof rec->state, "SUBMITTED");
 
-    err = prepare(es, sub, &d, &fw, r);
+    err = prepare(es, sub, &d, &fw, r, 0);
     /* The scheduler accepts or refuses the job before anything is stored:
      * one too large for this host is the submitter's error. */
     pthread_mutex_lock(&es->lock);
@@ -713,7 +817,7 @@ loom_error *exec_stop(exec_service *es, int64_t owner, const char *id)
     loom_error *err = NULL;
     store_exec rec;
     running_exec *r = NULL;
-    if (!lookup(es, owner, id, &r, &rec)) {
+    if (!exec_lookup(es, owner, id, &r, &rec)) {
         err = loom_err(LOOM_E_NOT_FOUND, "no exec \"%s\"", id);
     } else if (r && r->pending) {
         /* Never started: it ends here. */
@@ -745,7 +849,7 @@ loom_error *exec_resize(exec_service *es, int64_t owner, const char *id, int wor
     loom_error *err = NULL;
     store_exec rec;
     running_exec *r = NULL;
-    if (!lookup(es, owner, id, &r, &rec)) {
+    if (!exec_lookup(es, owner, id, &r, &rec)) {
         err = loom_err(LOOM_E_NOT_FOUND, "no exec \"%s\"", id);
     } else if (r && r->elastic) {
         if (workers < 1 || workers > r->devices) {
@@ -776,7 +880,7 @@ loom_error *exec_delete(exec_service *es, int64_t owner, const char *id)
     store_exec rec;
     running_exec *r = NULL;
     loom_error *err = NULL;
-    if (!lookup(es, owner, id, &r, &rec))
+    if (!exec_lookup(es, owner, id, &r, &rec))
         err = loom_err(LOOM_E_NOT_FOUND, "no exec \"%s\"", id);
     else if (r || !exec_state_is_final(rec.state))
         err = loom_err(LOOM_E_CONFLICT, "exec \"%s\" is %s; stop it first", id,
@@ -787,185 +891,4 @@ loom_error *exec_delete(exec_service *es, int64_t owner, const char *id)
         remove_exec_dir(rec.result_dir);
     pthread_mutex_unlock(&es->lock);
     return err;
-}
-
-void exec_reason_hide_holder(char *reason, int (*may_see)(const char *id, void *ctx), void *ctx)
-{
-    /* "reserved for a larger job (ID)": the one parenthesised part. */
-    size_t n = strlen(reason);
-    char *open = strrchr(reason, '(');
-    if (!open || open == reason || open[-1] != ' ' || reason[n - 1] != ')')
-        return;
-    reason[n - 1] = '\0';
-    int shown = may_see(open + 1, ctx);
-    reason[n - 1] = ')';
-    if (!shown)
-        open[-1] = '\0';
-}
-
-typedef struct reason_viewer {
-    exec_service *es;
-    int64_t owner;
-} reason_viewer;
-
-/* Whether the viewer may see the running exec `id`. Call with es->lock. */
-static int viewer_sees(const char *id, void *ctx)
-{
-    const reason_viewer *rv = ctx;
-    const running_exec *r = exec_find_running(rv->es, id);
-    return r && visible(rv->owner, r->rec.user_id);
-}
-
-/* Why a pending exec waits, as `owner` (EXEC_ADMIN: an administrator) may see
- * it, so exec ids do not leak. Call with es->lock. */
-static void pending_reason(exec_service *es, int64_t owner, const char *id, char *buf,
-                           size_t len)
-{
-    reason_viewer rv = {es, owner};
-    if (sched_service_pending_reason(es->sched, id, buf, len) && owner != EXEC_ADMIN)
-        exec_reason_hide_holder(buf, viewer_sees, &rv);
-}
-
-/* Fills a view of the exec (running: r set) as `owner` may see it. Call
- * with es->lock. */
-static void describe(exec_service *es, int64_t owner, const store_exec *e,
-                     const running_exec *r, exec_view *v)
-{
-    memset(v, 0, sizeof *v);
-    v->rec = *e;
-    v->running = r != NULL;
-    if (r && r->pending)
-        pending_reason(es, owner, e->id, v->pending_reason, sizeof v->pending_reason);
-    if (r) {
-        int n = sched_service_job_devices(es->sched, e->id, v->slots, 64, NULL, NULL);
-        v->nslots = n < 0 ? 0 : n > 64 ? 64 : n;
-    }
-    if (r && r->edt) {
-        v->training = edt_describe(r->edt);
-    } else if (!r) {
-        char path[PATH_MAX + 32];
-        trainer_summary_path(e, path, sizeof path);
-        char *text = fs_read_file(path, 16u << 20, NULL);
-        v->training = text ? cJSON_Parse(text) : NULL;
-        free(text);
-    }
-    if (r && !r->edt && r->workers && r->nworkers > 0) {
-        v->workers = calloc((size_t)r->nworkers, sizeof *v->workers);
-        for (int i = 0; v->workers && i < r->nworkers; i++)
-            v->workers[i] = (exec_worker_view){.rank = i, .pid = (int)r->workers[i].pid,
-                                               .exited = r->workers[i].done};
-        v->nworkers = v->workers ? r->nworkers : 0;
-    }
-}
-
-void exec_view_free(exec_view *v)
-{
-    if (!v)
-        return;
-    free(v->workers);
-    cJSON_Delete(v->training);
-    v->workers = NULL;
-    v->training = NULL;
-}
-
-void exec_views_free(exec_view *v, size_t count)
-{
-    for (size_t i = 0; v && i < count; i++)
-        exec_view_free(&v[i]);
-    free(v);
-}
-
-loom_error *exec_describe(exec_service *es, int64_t owner, const char *id, exec_view *out)
-{
-    pthread_mutex_lock(&es->lock);
-    store_exec rec;
-    running_exec *r = NULL;
-    int found = lookup(es, owner, id, &r, &rec);
-    if (found)
-        describe(es, owner, r ? &r->rec : &rec, r, out);
-    pthread_mutex_unlock(&es->lock);
-    return found ? NULL : loom_err(LOOM_E_NOT_FOUND, "no exec \"%s\"", id);
-}
-
-typedef struct list_ctx {
-    int64_t owner;
-    store_exec *items;
-    size_t n, cap;
-    int failed;
-} list_ctx;
-
-static void add_to_list(const store_exec *e, void *ctx)
-{
-    list_ctx *l = ctx;
-    if (l->failed || !visible(l->owner, e->user_id))
-        return;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 16;
-        store_exec *grown = realloc(l->items, cap * sizeof *grown);
-        if (!grown) {
-            l->failed = 1;
-            return;
-        }
-        l->items = grown;
-        l->cap = cap;
-    }
-    l->items[l->n++] = *e;
-}
-
-loom_error *exec_list(exec_service *es, int64_t owner, exec_view **out, size_t *count)
-{
-    list_ctx l = {.owner = owner};
-    *out = NULL;
-    *count = 0;
-    pthread_mutex_lock(&es->lock);
-    loom_error *err = store_exec_each(es->st, add_to_list, &l);
-    if (!err && l.failed)
-        err = loom_err(LOOM_E_INTERNAL, "execs: out of memory");
-    exec_view *v = err ? NULL : calloc(l.n ? l.n : 1, sizeof *v);
-    if (!err && !v)
-        err = loom_err(LOOM_E_INTERNAL, "execs: out of memory");
-    for (size_t i = 0; !err && i < l.n; i++)
-        describe(es, owner, &l.items[i], exec_find_running(es, l.items[i].id), &v[i]);
-    pthread_mutex_unlock(&es->lock);
-    free(l.items);
-    if (err)
-        return err;
-    *out = v;
-    *count = l.n;
-    return NULL;
-}
-
-int exec_visible_to(exec_service *es, int64_t owner, const char *id)
-{
-    store_exec rec;
-    running_exec *r = NULL;
-    pthread_mutex_lock(&es->lock);
-    int found = lookup(es, owner, id, &r, &rec);
-    pthread_mutex_unlock(&es->lock);
-    return found;
-}
-
-loom_error *exec_log_path(exec_service *es, int64_t owner, const char *id, int worker,
-                          const char *stream, char *path, size_t pathlen)
-{
-    store_exec rec;
-    running_exec *r = NULL;
-    pthread_mutex_lock(&es->lock);
-    int found = lookup(es, owner, id, &r, &rec);
-    if (found && r)
-        rec = r->rec;
-    pthread_mutex_unlock(&es->lock);
-    if (!found)
-        return loom_err(LOOM_E_NOT_FOUND, "no exec \"%s\"", id);
-    if (strcmp(stream, "stdout") != 0 && strcmp(stream, "stderr") != 0)
-        return loom_err(LOOM_E_INVALID, "stream: expected stdout or stderr, got \"%s\"", stream);
-    if (worker == -1) { /* the training driver's log */
-        snprintf(path, pathlen, "%s/log/driver/%s", rec.result_dir, stream);
-        return NULL;
-    }
-    if (worker < 0 || worker >= rec.num_workers)
-        return loom_err(LOOM_E_INVALID, "worker: exec \"%s\" has workers 0 to %d", id,
-                        rec.num_workers - 1);
-    snprintf(path, pathlen, "%s/log/worker-%d/%s", rec.result_dir, worker, stream);
-    return NULL;
 }

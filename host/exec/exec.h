@@ -93,6 +93,11 @@ typedef struct exec_view {
     /* Why a PENDING exec waits, in words ("waiting for 3 devices, 1 free");
      * "" otherwise. Another user's exec id is left out of a user's view. */
     char pending_reason[192];
+    /* The last device handed to it by a shrinking job: ms from the
+     * scheduler's decision until that job's worker had left the device, and
+     * the job ("" when the viewer may not see it); -1 when none. */
+    int64_t handover_ms;
+    char handover_from[160];
 } exec_view;
 
 /* Cuts the exec id out of a pending reason that names one ("reserved for

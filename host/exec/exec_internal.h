@@ -34,11 +34,18 @@ typedef struct launch_plan {
     int count;
 } launch_plan;
 
+/* The most devices one exec is given. */
+#define EXEC_MAX_DEVICES 4096
+
 typedef struct running_exec {
     struct running_exec *next;
     store_exec rec;
     char framework[LOOM_NAME_MAX];
     int pending;      /* waiting for devices */
+    /* The device indices the exec was last given (a trainer is resized only
+     * when its ready grant differs). */
+    int32_t given[EXEC_MAX_DEVICES];
+    int ngiven;
     int devices;      /* a fixed exec's need; an elastic one's maximum */
     int elastic;
     /* launch style */
@@ -78,6 +85,12 @@ struct exec_service {
 };
 
 /* exec.c */
+/* Whether `owner` (EXEC_ADMIN: anyone) may see an exec of user `user_id`. */
+int exec_visible(int64_t owner, int64_t user_id);
+/* Finds an exec `owner` may see: a running one in *r, else its stored
+ * record in *rec; 0 when there is none (for that owner). With es->lock. */
+int exec_lookup(exec_service *es, int64_t owner, const char *id, running_exec **r,
+                store_exec *rec);
 void exec_set_state(exec_service *es, store_exec *rec, const char *state, const char *message);
 running_exec *exec_find_running(exec_service *es, const char *id);
 void exec_free_running(running_exec *r);

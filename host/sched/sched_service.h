@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "sched/sched.h"
 #include "store/store.h"
@@ -110,6 +111,23 @@ loom_error *sched_service_set_range(sched_service *ss, const char *id, int min, 
  * the job is unknown. */
 int sched_service_job_devices(sched_service *ss, const char *id, int32_t *out, int cap,
                               int32_t *index, int32_t *kind);
+
+/* The devices a job may use now: those granted to it that no other job's
+ * worker is still leaving (a device taken from a shrinking job is handed
+ * over only once that job's worker has left it). Copies up to `cap` device
+ * indices into `index`, sets *total to the devices granted in all, and
+ * returns how many are ready; -1 (and *total -1) for an unknown job. */
+int sched_service_job_grant(sched_service *ss, const char *id, int32_t *index, int cap,
+                            int32_t *kind, int *total);
+/* Job `id` now has processes only on the devices in `held_index` (their own
+ * indices): every other device it was draining is handed back, and the time
+ * since the decision is logged and kept for the job that receives it. */
+void sched_service_handed_back(sched_service *ss, const char *id, const int32_t *held_index,
+                               int nheld);
+/* The last hand-over measured for a device job `id` received: from whom and
+ * how long after the decision. False when there was none. */
+bool sched_service_job_handover(sched_service *ss, const char *id, char *from, size_t len,
+                                int64_t *ms);
 
 /* One decision to carry out. */
 typedef struct sched_action {
