@@ -75,6 +75,7 @@ loom_error *trainer_prepare(exec_service *es, const store_exec *rec, const regis
     }
     snprintf(job->exec_id, sizeof job->exec_id, "%s", rec->id);
     snprintf(job->user, sizeof job->user, "%s", rec->user);
+    job->user_id = rec->user_id;
     snprintf(job->result_dir, sizeof job->result_dir, "%s", rec->result_dir);
     snprintf(job->code_dir, sizeof job->code_dir, "%s/_submitted_code", rec->result_dir);
     snprintf(job->data_dir, sizeof job->data_dir, "%s", data_dir);

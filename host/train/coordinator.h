@@ -24,6 +24,7 @@
 typedef struct edt_job {
     char exec_id[64];
     char user[64];                 /* whose: the account its workers run as */
+    int64_t user_id;               /* the user's immutable id (0: by name) */
     char result_dir[PATH_MAX];
     char code_dir[PATH_MAX];
     char data_dir[PATH_MAX];
