@@ -21,11 +21,14 @@
 
 #define LOOM_ROUTE_EXECS "/platform/rest/deeplearning/v1/execs" /* /{id}, /{id}/log, ... */
 #define LOOM_ROUTE_FRAMEWORKS LOOM_ROUTE_EXECS "/frameworks"
+#define LOOM_ROUTE_HPO "/platform/rest/deeplearning/v1/hypersearch" /* /{name}, /{name}/restart */
+#define LOOM_ROUTE_HPO_ALGORITHMS LOOM_ROUTE_HPO "/algorithm"      /* ?type=, /{name} */
 
 /* What follows an object's segment. */
 #define LOOM_ROUTE_LOG "/log"
 #define LOOM_ROUTE_STOP "/stop"
 #define LOOM_ROUTE_RESIZE "/resize"
 #define LOOM_ROUTE_PASSWORD "/password"
+#define LOOM_ROUTE_RESTART "/restart"
 
 #endif

@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -97,6 +98,17 @@ static void show_plugin(void *ctx, const http_request *req, http_response *res)
     http_reply_json(res, 200, entry_json(&e));
 }
 
+/* Moves the uploaded file (spooled under the home, as plugins/ is) to
+ * `path`, or writes it there when it was held in memory. 0 or -1 (errno). */
+static int store_upload(const http_field *f, const char *path)
+{
+    if (!f->path)
+        return fs_write_file_atomic(path, f->data, f->len, 0644);
+    if (rename(f->path, path) != 0)
+        return -1;
+    return chmod(path, 0644);
+}
+
 static void add_plugin(void *ctx, const http_request *req, http_response *res)
 {
     loomd *d = ctx;
@@ -124,7 +136,7 @@ static void add_plugin(void *ctx, const http_request *req, http_response *res)
     char path[PATH_MAX], err[1024];
     snprintf(path, sizeof path, "%s/plugins/%s-%lld-%u.%s", d->home, loom_kind_name(kind),
              (long long)time_now_ms(), ++d->upload_seq, ext);
-    if (fs_write_file_atomic(path, file_f->data, file_f->len, 0644) != 0) {
+    if (store_upload(file_f, path) != 0) {
         api_error(res, LOOM_E_INTERNAL, "cannot store the plugin file: %s", strerror(errno));
         goto out;
     }
@@ -301,7 +313,7 @@ const http_route loom_plugin_routes[] = {
     {"GET", LOOM_ROUTE_PLUGINS, list_plugins, HTTP_USER},
     /* A .so runs in the host: installing and removing plugins is for
      * administrators. */
-    {"POST", LOOM_ROUTE_PLUGINS, add_plugin, HTTP_ADMIN},
+    {"POST", LOOM_ROUTE_PLUGINS, add_plugin, HTTP_ADMIN | HTTP_SLOW},
     {"GET", LOOM_ROUTE_PLUGINS "/{}/{}", show_plugin, HTTP_USER},
     {"DELETE", LOOM_ROUTE_PLUGINS "/{}/{}", remove_plugin, HTTP_ADMIN},
     {"GET", LOOM_ROUTE_FRAMEWORKS, list_frameworks, HTTP_USER},

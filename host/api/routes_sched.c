@@ -6,9 +6,22 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "api/routes.h"
 #include "api/server.h"
+
+/* A plan path is kept in the scheduler's record whole, or refused. */
+#define PLAN_PATH_MAX (sizeof ((sched_plan_view *)0)->path - 1)
+#define PLAN_DEVICES_MAX 1000000000
+
+static loom_error *plan_path_fits(const char *path)
+{
+    size_t n = path ? strlen(path) : 0;
+    return n > PLAN_PATH_MAX ? loom_err(LOOM_E_INVALID, "path: %zu bytes, longer than the limit of %zu",
+                                        n, PLAN_PATH_MAX)
+                             : NULL;
+}
 
 static cJSON *plan_json(const sched_plan_view *p)
 {
@@ -80,6 +93,9 @@ static loom_error *plan_change_parse(const cJSON *body, const char *qpath, sched
     c->path = path ? path->valuestring : qpath;
     if (!c->path)
         return loom_err(LOOM_E_INVALID, "path: expected a plan path such as \"/project/training\"");
+    loom_error *long_path = plan_path_fits(c->path);
+    if (long_path)
+        return long_path;
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, "share");
     if (v && !cJSON_IsNumber(v))
         return loom_err(LOOM_E_INVALID, "plan \"%s\": share: expected a number", c->path);
@@ -93,9 +109,10 @@ static loom_error *plan_change_parse(const cJSON *body, const char *qpath, sched
         if (!v)
             continue;
         if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) ||
-            fabs(v->valuedouble) > 1e9)
-            return loom_err(LOOM_E_INVALID, "plan \"%s\": %s: expected a whole number", c->path,
-                            ints[i]);
+            fabs(v->valuedouble) > PLAN_DEVICES_MAX)
+            return loom_err(LOOM_E_INVALID,
+                            "plan \"%s\": %s: expected a whole number from -%d to %d (the limit)",
+                            c->path, ints[i], PLAN_DEVICES_MAX, PLAN_DEVICES_MAX);
         *has[i] = 1;
         *dst[i] = (int32_t)v->valuedouble;
     }
@@ -142,6 +159,11 @@ static void show_plan(void *ctx, const http_request *req, http_response *res)
         api_error(res, LOOM_E_INVALID, "path: expected ?path=/plan/path");
         return;
     }
+    loom_error *long_path = plan_path_fits(path);
+    if (long_path) {
+        api_reply_error(res, long_path);
+        return;
+    }
     sched_plan_view v;
     loom_error *e = sched_service_plan(d->sched, path, &v);
     if (e)
@@ -156,6 +178,11 @@ static void remove_plan(void *ctx, const http_request *req, http_response *res)
     const char *path = http_query(req, "path");
     if (!path) {
         api_error(res, LOOM_E_INVALID, "path: expected ?path=/plan/path");
+        return;
+    }
+    loom_error *long_path = plan_path_fits(path);
+    if (long_path) {
+        api_reply_error(res, long_path);
         return;
     }
     loom_error *e = sched_service_plan_remove(d->sched, path);

@@ -13,6 +13,7 @@
 #include "api/status.h"
 #include "auth/auth.h"
 #include "exec/exec.h"
+#include "hpo/hpo.h"
 #include "sched/sched_service.h"
 #include "plugin/registry.h"
 #include "store/store.h"
@@ -31,21 +32,24 @@ typedef struct loomd_options {
     int no_job_accounts;     /* root, yet jobs run as the host's user */
     int require_isolation;   /* refuse to start without complete isolation */
     exec_limits limits;      /* bounds on execs; zeros: the defaults */
+    http_limits http;        /* connections, uploads, slow requests; 0s: defaults */
 } loomd_options;
 
 typedef struct loomd {
     char home[PATH_MAX];
     char plugin_dir[PATH_MAX];
+    char spool_dir[PATH_MAX]; /* HOME/uploads: file parts being received */
     int lock_fd;
     store *st;
     registry *reg;
     sched_service *sched;
     exec_service *execs;
+    hpo_service *hpo;
     auth_service *auth;
     /* A new home's first admin password when it was generated: shown once. */
     char generated_admin_password[AUTH_PASSWORD_GEN_MAX];
     http_server *http;
-    http_route routes[64];
+    http_route routes[96];
     pthread_mutex_t admin_lock; /* plugin add/remove: file, registry, store */
     unsigned upload_seq;
 } loomd;
@@ -81,6 +85,8 @@ extern const http_route loom_sched_routes[];
 extern const size_t loom_sched_route_count;
 extern const http_route loom_plugin_routes[];
 extern const size_t loom_plugin_route_count;
+extern const http_route loom_hpo_routes[];
+extern const size_t loom_hpo_route_count;
 
 /* Confines the host's jobs (isolation.c): accounts when root, the home's
  * modes; says at start what isolation jobs have. -1 with err when that

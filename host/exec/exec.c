@@ -159,7 +159,7 @@ static void carry_out_grants_locked(exec_service *es)
 
 /* Runs the scheduler and carries out its decisions: pending execs start on
  * the devices granted, running trainers grow or shrink. Call with es->lock. */
-static void schedule_locked(exec_service *es)
+void exec_schedule_locked(exec_service *es)
 {
     static sched_action actions[MAX_DECISIONS];
     size_t n = sched_service_decide(es->sched, actions, MAX_DECISIONS);
@@ -244,7 +244,7 @@ loom_error *exec_plan_of(const exec_submission *sub, const dlicmd *d, char *plan
     return NULL;
 }
 
-static loom_error *enqueue_locked(exec_service *es, running_exec *r, const dlicmd *d)
+loom_error *exec_enqueue_locked(exec_service *es, running_exec *r, const dlicmd *d)
 {
     char plan[256];
     exec_submission owner = {.user = r->rec.user};
@@ -272,175 +272,6 @@ static loom_error *enqueue_locked(exec_service *es, running_exec *r, const dlicm
     r->next = es->running;
     es->running = r;
     return NULL;
-}
-
-/* ---- restart reconciliation --------------------------------------------- */
-
-static loom_error *prepare(exec_service *es, const exec_submission *sub, const dlicmd *d,
-                           const registry_entry *fw, running_exec *r, int code_ready);
-
-typedef struct orphan_list {
-    store_exec *items;
-    int count, cap;
-} orphan_list;
-
-static void collect_unfinished(const store_exec *e, void *ctx)
-{
-    orphan_list *l = ctx;
-    if (exec_state_is_final(e->state))
-        return;
-    if (l->count == l->cap) {
-        int cap = l->cap ? l->cap * 2 : 8;
-        store_exec *grown = realloc(l->items, (size_t)cap * sizeof *grown);
-        if (!grown)
-            return;
-        l->items = grown;
-        l->cap = cap;
-    }
-    l->items[l->count++] = *e;
-}
-
-static void data_dir_of(exec_service *es, const dlicmd *d, char *out, size_t len)
-{
-    if (d->data_dir)
-        snprintf(out, len, "%s", d->data_dir);
-    else
-        snprintf(out, len, "%s/data", es->home);
-}
-
-/* A training exec the host was running when it stopped: RECOVERING, back
- * to the scheduler, and the trainer resumes it from its newest checkpoint.
- * Returns 1 when it was taken over. */
-static int resume_trainer(exec_service *es, store_exec *e)
-{
-    if (!strcmp(e->state, "PENDING"))
-        return 0; /* never started: queued again (requeue_pending) */
-    registry_entry fw;
-    if (registry_acquire(es->reg, LOOM_KIND_FRAMEWORK, e->framework, &fw) != 0)
-        return 0;
-    const loom_framework_factory *f = fw.factory;
-    dlicmd d;
-    loom_error *bad = f->style == LOOM_FRAMEWORK_TRAINER ? dlicmd_parse(e->args, &d)
-                                                         : loom_err(LOOM_E_UNSUPPORTED, "launch");
-    if (bad) { /* not a trainer, or not one this host can read: not resumed */
-        loom_err_free(bad);
-        registry_release(es->reg, LOOM_KIND_FRAMEWORK, fw.name);
-        return 0;
-    }
-    char data_dir[PATH_MAX];
-    data_dir_of(es, &d, data_dir, sizeof data_dir);
-    running_exec *r = calloc(1, sizeof *r);
-    edt_job *job = calloc(1, sizeof *job);
-    loom_error *err = r && job ? trainer_prepare(es, e, &fw, &d, data_dir, job)
-                               : loom_err(LOOM_E_INTERNAL, "out of memory");
-    if (!err) {
-        r->rec = *e;
-        r->job = job;
-        r->elastic = 1;
-        r->devices = (int)job->settings.engines;
-        job->resume = 1;
-        snprintf(r->framework, sizeof r->framework, "%s", fw.name);
-        exec_set_state(es, &r->rec, "RECOVERING",
-                       "the host restarted; resuming from the last checkpoint");
-        pthread_mutex_lock(&es->lock);
-        err = enqueue_locked(es, r, &d);
-        if (!err)
-            schedule_locked(es);
-        pthread_mutex_unlock(&es->lock);
-        if (!err)
-            r = NULL;
-        else
-            job = NULL; /* freed with r */
-    }
-    if (err) {
-        exec_set_state(es, e, "ERROR", loom_err_message(err));
-        loom_err_free(err);
-        registry_release(es->reg, LOOM_KIND_FRAMEWORK, fw.name);
-        if (r && r->job != job)
-            free(job);
-        exec_free_running(r);
-    }
-    dlicmd_free(&d);
-    return 1;
-}
-
-/* An exec that waited in the queue when the host stopped: queued again
- * with the model directory it was submitted with. Call in submission
- * order, so the queue comes back in the order it had. */
-static void requeue_pending(exec_service *es, store_exec *e)
-{
-    dlicmd d;
-    registry_entry fw;
-    loom_error *err = dlicmd_parse(e->args, &d);
-    if (err) {
-        exec_set_state(es, e, "ERROR", loom_err_message(err));
-        loom_err_free(err);
-        return;
-    }
-    running_exec *r = NULL;
-    if (registry_acquire(es->reg, LOOM_KIND_FRAMEWORK, e->framework, &fw) != 0) {
-        err = loom_err(LOOM_E_NOT_FOUND, "the host restarted and framework \"%s\" is no longer "
-                                         "registered", e->framework);
-    } else if (!(r = calloc(1, sizeof *r))) {
-        err = loom_err(LOOM_E_INTERNAL, "out of memory");
-    } else {
-        r->rec = *e;
-        snprintf(r->framework, sizeof r->framework, "%s", fw.name);
-        exec_submission sub = {.user = e->user, .args = e->args};
-        err = prepare(es, &sub, &d, &fw, r, 1);
-        pthread_mutex_lock(&es->lock);
-        if (!err)
-            err = enqueue_locked(es, r, &d);
-        if (!err)
-            exec_set_state(es, &r->rec, "PENDING", "queued again after the host restarted");
-        pthread_mutex_unlock(&es->lock);
-    }
-    if (err) {
-        exec_set_state(es, e, "ERROR", loom_err_message(err));
-        loom_err_free(err);
-        if (r)
-            registry_release(es->reg, LOOM_KIND_FRAMEWORK, fw.name);
-        exec_free_running(r);
-    }
-    dlicmd_free(&d);
-}
-
-static int by_creation(const void *a, const void *b)
-{
-    const store_exec *x = a, *y = b;
-    return (x->created_at > y->created_at) - (x->created_at < y->created_at);
-}
-
-static void reconcile(exec_service *es)
-{
-    orphan_list l = {0};
-    loom_error *err = store_exec_each(es->st, collect_unfinished, &l);
-    if (err)
-        log_error("execs left by the last host: %s", loom_err_message(err));
-    loom_err_free(err);
-    if (l.count > 1)
-        qsort(l.items, (size_t)l.count, sizeof *l.items, by_creation);
-    for (int i = 0; i < l.count; i++) {
-        store_exec *e = &l.items[i];
-        if (!strcmp(e->state, "PENDING") || resume_trainer(es, e))
-            continue;
-        /* A launch-style program cannot be re-attached to: the previous host
-         * was its parent. Stop what is left of it rather than leave it
-         * running unsupervised. */
-        if (e->pgid > 0)
-            kill(-e->pgid, SIGKILL);
-        char msg[160];
-        snprintf(msg, sizeof msg,
-                 "the host restarted while this exec was %s; its workers were stopped", e->state);
-        e->pgid = 0;
-        exec_set_state(es, e, "ERROR", msg);
-    }
-    /* Then the queue, oldest first: the scheduler sees it in its old order
-     * and gives the same head job the same reservation. */
-    for (int i = 0; i < l.count; i++)
-        if (!strcmp(l.items[i].state, "PENDING"))
-            requeue_pending(es, &l.items[i]);
-    free(l.items);
 }
 
 /* ---- supervision -------------------------------------------------------- */
@@ -518,7 +349,7 @@ static void supervise_once(exec_service *es)
     /* Freed devices, expired hysteresis: the scheduler decides again. */
     collect_handbacks_locked(es);
     if (!es->stopping)
-        schedule_locked(es);
+        exec_schedule_locked(es);
     pthread_mutex_unlock(&es->lock);
 }
 
@@ -555,7 +386,7 @@ exec_service *exec_service_create(store *st, registry *reg, sched_service *sched
         return NULL;
     }
     exec_service_set_limits(es, NULL);
-    reconcile(es);
+    exec_reconcile(es);
     if (pthread_create(&es->thread, NULL, supervisor, es) == 0)
         es->thread_started = 1;
     return es;
@@ -646,7 +477,7 @@ static void remove_exec_dir(const char *dir)
 
 /* Checks the submission against the framework and prepares how it will
  * run, without storing anything. */
-static loom_error *prepare(exec_service *es, const exec_submission *sub, const dlicmd *d,
+loom_error *exec_prepare(exec_service *es, const exec_submission *sub, const dlicmd *d,
                            const registry_entry *fw, running_exec *r, int code_ready)
 {
     const loom_framework_factory *factory = fw->factory;
@@ -658,12 +489,12 @@ static loom_error *prepare(exec_service *es, const exec_submission *sub, const d
                         "--model-main \"%s\": expected a path relative to the model directory, "
                         "without \"..\"",
                         d->model_main);
-    if (d->model_dir && !sub->archive && !code_ready)
+    if (d->model_dir && !sub->archive && !sub->archive_path && !code_ready)
         return loom_err(LOOM_E_INVALID, "--model-dir given but the request carries no model "
                                         "directory (a tar in the 'file' part)");
     snprintf(r->code_dir, sizeof r->code_dir, "%s/_submitted_code", rec->result_dir);
     snprintf(r->log_dir, sizeof r->log_dir, "%s/log", rec->result_dir);
-    data_dir_of(es, d, r->data_dir, sizeof r->data_dir);
+    exec_data_dir(es, d, r->data_dir, sizeof r->data_dir);
     if (fs_mkdir_p(r->code_dir) != 0 || fs_mkdir_p(r->log_dir) != 0 || fs_mkdir_p(r->data_dir) != 0)
         return loom_err(LOOM_E_INTERNAL, "cannot create the exec's directories under %s: %s",
                         rec->result_dir, strerror(errno));
@@ -671,10 +502,12 @@ static loom_error *prepare(exec_service *es, const exec_submission *sub, const d
     tarball_limits bounds = {.max_bytes = es->limits.archive_max_bytes,
                              .max_entries = es->limits.archive_max_entries};
     pthread_mutex_unlock(&es->lock);
-    loom_error *e = sub->archive && !code_ready ? tarball_unpack_bounded(sub->archive,
-                                                                         sub->archive_len,
-                                                                         r->code_dir, &bounds)
-                                 : NULL;
+    loom_error *e = code_ready        ? NULL
+                    : sub->archive_path ? tarball_unpack_file_bounded(sub->archive_path, r->code_dir,
+                                                                      &bounds)
+                    : sub->archive ? tarball_unpack_bounded(sub->archive, sub->archive_len,
+                                                            r->code_dir, &bounds)
+                                   : NULL;
     if (e)
         return loom_err_wrap(e, "model directory");
     if (d->model_main) {
@@ -784,12 +617,12 @@ loom_error *exec_submit(exec_service *es, const exec_submission *sub, char *id, 
     rec->created_at = time_now_ms();
     snprintf(rec->state, sizeof rec->state, "SUBMITTED");
 
-    err = prepare(es, sub, &d, &fw, r, 0);
+    err = exec_prepare(es, sub, &d, &fw, r, 0);
     /* The scheduler accepts or refuses the job before anything is stored:
      * one too large for this host is the submitter's error. */
     pthread_mutex_lock(&es->lock);
     if (!err)
-        err = enqueue_locked(es, r, &d);
+        err = exec_enqueue_locked(es, r, &d);
     if (!err && (err = store_exec_insert(es->st, rec)) != NULL) {
         sched_service_end(es->sched, rec->id);
         unlink_running(es, r);
@@ -797,7 +630,7 @@ loom_error *exec_submit(exec_service *es, const exec_submission *sub, char *id, 
     }
     if (!err) {
         exec_set_state(es, rec, "PENDING", NULL);
-        schedule_locked(es);
+        exec_schedule_locked(es);
         snprintf(id, idlen, "%s", rec->id);
     }
     pthread_mutex_unlock(&es->lock);
@@ -860,7 +693,7 @@ loom_error *exec_resize(exec_service *es, int64_t owner, const char *id, int wor
              * the other jobs leave. */
             err = sched_service_set_range(es->sched, id, 1, workers);
             if (!err)
-                schedule_locked(es);
+                exec_schedule_locked(es);
         }
     } else if (r) {
         err = loom_err(LOOM_E_CONFLICT,
@@ -887,8 +720,10 @@ loom_error *exec_delete(exec_service *es, int64_t owner, const char *id)
                        r ? r->rec.state : rec.state);
     else if ((err = store_exec_delete(es->st, id)) != NULL)
         err = loom_err_recode(loom_err_wrap(err, "cannot delete exec \"%s\"", id), LOOM_E_INTERNAL);
-    else
-        remove_exec_dir(rec.result_dir);
     pthread_mutex_unlock(&es->lock);
+    /* Its folder goes outside the lock: a large one takes seconds, and the
+     * record is already gone, so nothing else reaches it. */
+    if (!err)
+        remove_exec_dir(rec.result_dir);
     return err;
 }

@@ -55,6 +55,7 @@ typedef struct exec_submission {
     const char *args;    /* dlicmd syntax */
     const void *archive; /* tar of the model directory, or NULL */
     size_t archive_len;
+    const char *archive_path; /* or that tar in a file (an upload spooled to disk) */
 } exec_submission;
 
 /* Checks, stores and queues an exec; its id goes to `id`. Errors:

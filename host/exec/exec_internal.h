@@ -129,4 +129,18 @@ loom_error *trainer_start(exec_service *es, running_exec *r, const int32_t *devi
 void trainer_ended(exec_service *es, running_exec *r);
 void trainer_summary_path(const store_exec *rec, char *path, size_t len);
 
+/* Shared by submission and restart (exec.c, exec_restart.c). */
+/* Checks a submission against its framework and prepares how it will run
+ * (code_ready: the model directory is in place already, after a restart). */
+loom_error *exec_prepare(exec_service *es, const exec_submission *sub, const dlicmd *d,
+                         const registry_entry *fw, running_exec *r, int code_ready);
+/* Hands an exec to the scheduler and the running list. Call with es->lock. */
+loom_error *exec_enqueue_locked(exec_service *es, running_exec *r, const dlicmd *d);
+/* Runs the scheduler and carries out its decisions. Call with es->lock. */
+void exec_schedule_locked(exec_service *es);
+/* DATA_DIR for an exec: --data-dir, or the host's data folder. */
+void exec_data_dir(exec_service *es, const dlicmd *d, char *out, size_t len);
+/* Takes up the execs the last host left unfinished (exec_restart.c). */
+void exec_reconcile(exec_service *es);
+
 #endif

@@ -23,6 +23,12 @@ typedef enum wire_op {
     WIRE_LOGGER_TRAIN = 3,
     WIRE_LOGGER_TEST = 4,
     WIRE_LOGGER_END = 5,
+    /* A search instance (plugin/search_wire.h). */
+    WIRE_SEARCH_CREATE = 16,
+    WIRE_SEARCH_SUGGEST = 17,
+    WIRE_SEARCH_OBSERVE = 18,
+    WIRE_SEARCH_SAVE = 19,
+    WIRE_SEARCH_LOAD = 20,
     /* A launch-style framework's plan_launch; the reply carries the plan. */
     WIRE_LAUNCH_PLAN = 32
 } wire_op;

@@ -19,6 +19,8 @@ loom_error *tarball_pack_dir(const char *dir, char **out, size_t *out_len);
  * and malformed archives (LOOM_E_INVALID, naming the entry) and archives
  * whose contents exceed max_bytes (LOOM_E_TOO_LARGE). */
 loom_error *tarball_unpack(const void *data, size_t len, const char *dest, uint64_t max_bytes);
+/* The same, from the archive file at `path` (read as it goes, not loaded). */
+loom_error *tarball_unpack_file(const char *path, const char *dest, uint64_t max_bytes);
 
 /* The bounds of an unpacking: bytes written (whatever the headers say) and
  * entries (files, folders, links). */
@@ -31,5 +33,8 @@ typedef struct tarball_limits {
  * an archive of more than max_entries entries. */
 loom_error *tarball_unpack_bounded(const void *data, size_t len, const char *dest,
                                    const tarball_limits *limits);
+/* The same, from the archive file at `path`. */
+loom_error *tarball_unpack_file_bounded(const char *path, const char *dest,
+                                        const tarball_limits *limits);
 
 #endif

@@ -85,13 +85,16 @@ expect_ok "plan /p/a, share 3" "$LOOM" plan add /p/a --share 3
 expect_ok "plan /p/b, share 1" "$LOOM" plan add /p/b --share 1
 # Every slot busy while the queues fill, so the shares, not the order of
 # arrival, decide who starts.
-job 6
-blocker=$(start_as "$TOKEN" 6 --numWorker 8)
+# (stopped once the queues are full: a fixed length would race the
+# submissions on a loaded machine)
+job 600
+blocker=$(start_as "$TOKEN" 600 --numWorker 8)
 for i in $(seq 1 30); do
     start_as "$alice" 3 --consumer /p/a >/dev/null
     [ $((i % 2)) = 0 ] && start_as "$bob" 3 --consumer /p/b >/dev/null
 done
 expect_eq "the queues filled behind the blocker" "$(held_by admin-)" "8"
+"$LOOM" exec stop "$blocker" >/dev/null
 "$LOOM" exec wait "$blocker" --timeout 30 >/dev/null
 # sample: "HELD_A HELD_B QUEUED_A QUEUED_B" for alice (/p/a) and bob (/p/b).
 sample() {
