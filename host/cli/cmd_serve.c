@@ -62,7 +62,7 @@ static const char serve_usage[] =
     "  --checkpoints-keep K  checkpoints kept per training job: the newest K\n"
     "                      and the best (default 5)\n"
     "  --archive-max-entries N  files, folders and links in a model directory\n"
-    "                      (default 10000)\n"
+    "                      (default 50000)\n"
     "  --archive-max-bytes B  a model directory unpacked (default 2G)\n"
     "  B takes a K, M or G suffix (powers of 1024).\n"
     "\n"
