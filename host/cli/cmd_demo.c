@@ -32,6 +32,9 @@ static const char demo_usage[] =
     "  3. a tuning task (WMLA's hypersearch): the learning rate and hidden width\n"
     "     of a one-hidden-layer MLP on Fashion-MNIST, 4 one-epoch experiments, 2 at\n"
     "     a time, each an elastic job; it prints the best combination.\n"
+    "  4. serving: the trained MLP deployed as a model service (native kernel),\n"
+    "     started, and a few test images classified through\n"
+    "     POST /dlim/v1/inference/fmnist-mlp.\n"
     "--keep leaves the temporary state directory.\n";
 
 #define FMNIST_DIR "/usr/share/datasets/fashion-mnist"
@@ -126,6 +129,8 @@ static int demo_training(const cli_globals *g, const char *home, int epochs)
                        cli_num(tm, "accuracy"), cli_num(tm, "loss"), cJSON_GetArraySize(eps),
                        exact ? "yes" : "NO");
                 rc = exact ? 0 : 1;
+                if (rc == 0)
+                    rc = demo_serving(g, id, FMNIST_DIR);
             }
             cJSON_Delete(v);
             return rc;
