@@ -252,6 +252,7 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
         e = loom_err(LOOM_E_INTERNAL, "exec service: out of memory");
         goto fail_with;
     }
+    exec_service_set_limits(d->execs, &opt->limits);
     infer_options io = {.st = d->st, .sched = d->sched, .home = d->home,
                         .plugin_dir = d->plugin_dir};
     if ((e = infer_service_create(&io, &d->infer)) != NULL)

@@ -13,6 +13,7 @@
 #include "exec/dlicmd.h"
 #include "exec/exec.h"
 #include "train/coordinator.h"
+#include "util/log_pump.h"
 
 typedef struct worker {
     pid_t pid;
@@ -80,6 +81,7 @@ struct exec_service {
     running_exec *running;
     unsigned seq;
     exec_limits limits;
+    log_pump *logs; /* launch-style workers' stdout and stderr, bounded */
 };
 
 /* exec_wmla.c */
@@ -101,6 +103,12 @@ void exec_note_warnings(const exec_submission *sub, const dlicmd *d);
 loom_error *exec_framework_missing(const char *asked, const char *framework, int wmla);
 
 /* exec.c */
+/* Whether `owner` (EXEC_ADMIN: anyone) may see an exec of user `user_id`. */
+int exec_visible(int64_t owner, int64_t user_id);
+/* Finds an exec `owner` may see: a running one in *r, else its stored
+ * record in *rec; 0 when there is none (for that owner). With es->lock. */
+int exec_lookup(exec_service *es, int64_t owner, const char *id, running_exec **r,
+                store_exec *rec);
 void exec_set_state(exec_service *es, store_exec *rec, const char *state, const char *message);
 running_exec *exec_find_running(exec_service *es, const char *id);
 void exec_free_running(running_exec *r);

@@ -103,6 +103,7 @@ loom_error *trainer_prepare(exec_service *es, const store_exec *rec, const regis
     }
     snprintf(job->exec_id, sizeof job->exec_id, "%s", rec->id);
     snprintf(job->user, sizeof job->user, "%s", rec->user);
+    job->user_id = rec->user_id;
     snprintf(job->result_dir, sizeof job->result_dir, "%s", rec->result_dir);
     snprintf(job->code_dir, sizeof job->code_dir, "%s/_submitted_code", rec->result_dir);
     snprintf(job->data_dir, sizeof job->data_dir, "%s", data_dir);
@@ -111,6 +112,9 @@ loom_error *trainer_prepare(exec_service *es, const store_exec *rec, const regis
     job->msd_env = pyscript_job_env(
         strings_copy((const char *const *)d->msd_env, (uint32_t)d->msd_env_count));
     job->reg = es->reg;
+    pthread_mutex_lock(&es->lock);
+    job->checkpoints_keep = es->limits.checkpoints_keep;
+    pthread_mutex_unlock(&es->lock);
     job->on_state = trainer_state_changed;
     job->ctx = es;
     return NULL;
