@@ -31,7 +31,7 @@ static void tpe_destroy(loom_search_instance *inst)
         free(inst->by_coord[d]);
     free(inst->by_coord);
     free(inst->by_loss);
-    free(inst->is_good);
+    free(inst->width);
     free(inst->dims);
     free(inst->u);
     free(inst->best_u);
@@ -69,16 +69,8 @@ static int allocate(loom_search_instance *inst)
     inst->values = calloc(dim, sizeof *inst->values);
     if (!inst->by_coord || !inst->dims || !inst->u || !inst->best_u || !inst->values)
         return -1;
-    for (uint32_t d = 0; d < dim; d++) {
-        uint64_t levels = search_param_levels(&inst->space.params[d]);
-        if (levels == 0 || levels > TPE_MAX_CATEGORIES)
-            continue;
-        inst->dims[d].categories = (uint32_t)levels;
-        inst->dims[d].p_good = calloc(2 * levels, sizeof(double));
-        if (!inst->dims[d].p_good)
-            return -1;
-        inst->dims[d].p_bad = inst->dims[d].p_good + levels;
-    }
+    if (tpe_model_init(inst) < 0)
+        return -1;
     search_history_init(&inst->history, dim);
     return 0;
 }

@@ -91,8 +91,14 @@ static int quality(const loom_search_factory *f, const char *fn, uint32_t trials
     search_setup s = {.params = params, .dim = space_for(fn), .seed = seed,
                       .options = options, .option_count = n};
     double (*objective)(const double *, uint32_t) = s.dim == 2 ? branin : hartmann6;
-    double at50 = search_minimize(f, &s, objective, trials < 50 ? trials : 50);
-    double at_end = trials > 50 ? search_minimize(f, &s, objective, trials) : at50;
+    double *trace = calloc(trials ? trials : 1, sizeof *trace);
+    if (!trace)
+        return 1;
+    for (uint32_t t = 0; t < trials; t++)
+        trace[t] = INFINITY;
+    double at_end = search_minimize_trace(f, &s, objective, trials, trace);
+    double at50 = trace[(trials < 50 ? trials : 50) - 1];
+    free(trace);
     printf("%s seed %llu: best after 50: %.4f, after %u: %.4f\n", fn, (unsigned long long)seed,
            at50, trials, at_end);
     return 0;
