@@ -279,7 +279,12 @@ static loom_error *bayes_load_state(loom_search_instance *inst, const char *stat
         return err;
     const cJSON *theta = cJSON_GetObjectItemCaseSensitive(root, "theta");
     uint32_t m = bayes_gp_theta_count(inst->space.count);
-    if (!cJSON_IsArray(theta) || cJSON_GetArraySize(theta) != (int)m) {
+    int numbers = cJSON_IsArray(theta) && cJSON_GetArraySize(theta) == (int)m;
+    for (uint32_t k = 0; numbers && k < m; k++) {
+        const cJSON *v = cJSON_GetArrayItem(theta, (int)k);
+        numbers = cJSON_IsNumber(v) && isfinite(v->valuedouble);
+    }
+    if (!numbers) {
         cJSON_Delete(root);
         search_history_free(&history);
         return bayes_host->error_newf(LOOM_ERR_INVALID_ARGUMENT,

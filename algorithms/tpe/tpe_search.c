@@ -45,18 +45,15 @@ static int read_options(loom_search_instance *inst, const loom_search_config *c,
                         size_t errlen)
 {
     int64_t seed;
-    return search_option_int(c, "RandomSeed", (int64_t)(c->seed & INT64_MAX), 0, INT64_MAX,
-                             &seed, err, errlen) < 0 ||
-                   search_option_int(c, "WarmUp", 20, 0, 100000, &inst->warmup, err,
-                                     errlen) < 0 ||
-                   search_option_int(c, "EICandidate", 24, 1, 100000, &inst->candidates, err,
-                                     errlen) < 0 ||
-                   search_option_double(c, "GoodRatio", 0.25, 1e-6, 1, &inst->good_ratio, err,
-                                        errlen) < 0 ||
-                   search_option_int(c, "GoodMax", 25, 1, 1000000, &inst->good_max, err,
-                                     errlen) < 0
-               ? -1
-               : (search_rng_seed(&inst->rng, (uint64_t)seed), 0);
+    if (search_option_int(c, "RandomSeed", (int64_t)(c->seed & INT64_MAX), 0, INT64_MAX, &seed,
+                          err, errlen) < 0 ||
+        search_option_int(c, "WarmUp", 20, 0, 100000, &inst->warmup, err, errlen) < 0 ||
+        search_option_int(c, "EICandidate", 24, 1, 100000, &inst->candidates, err, errlen) < 0 ||
+        search_option_double(c, "GoodRatio", 0.25, 1e-6, 1, &inst->good_ratio, err, errlen) < 0 ||
+        search_option_int(c, "GoodMax", 25, 1, 1000000, &inst->good_max, err, errlen) < 0)
+        return -1;
+    search_rng_seed(&inst->rng, (uint64_t)seed);
+    return 0;
 }
 
 static int allocate(loom_search_instance *inst)
