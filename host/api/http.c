@@ -2,15 +2,21 @@
 #include "api/http.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "api/http_upload.h"
+#include "api/json_text.h"
 #include "api/mhd_dl.h"
 #include "api/routes.h"
 #include "api/status.h"
+#include "util/fs.h"
 #include "util/log.h"
+#include "util/workqueue.h"
 
 #define JSON_MAX_DEPTH 64
 
@@ -22,15 +28,25 @@ struct http_server {
     struct MHD_Daemon *daemon;
     http_config cfg;
     int port;
+    upload_slots uploads;
+    workqueue *slow;
 };
 
 /* Per-request state kept by libmicrohttpd between calls. */
 typedef struct request_state {
+    http_server *srv;
+    const http_route *route; /* admitted from the headers */
     char *body;
     size_t len, cap, limit;
+    size_t plain_len;        /* a multipart body's plain parts, held in memory */
     int too_large;
     int multipart;
+    int upload_slot;         /* holds one of the server's upload slots */
+    int spool_fd[HTTP_MAX_FIELDS];
+    char refusal[256];       /* why the body was refused part way */
     struct MHD_PostProcessor *pp;
+    int queued, done;        /* a slow route: on the work queue; its reply is ready */
+    http_response res;
     http_request req;
 } request_state;
 
@@ -50,6 +66,41 @@ const http_field *http_field_get(const http_request *req, const char *name)
         if (strcmp(req->fields[i].name, name) == 0)
             return &req->fields[i];
     return NULL;
+}
+
+char *http_field_load(const http_field *f, size_t max)
+{
+    if (f->len > max)
+        return NULL;
+    if (f->path)
+        return fs_read_file(f->path, max, NULL);
+    char *copy = malloc(f->len + 1);
+    if (copy) {
+        if (f->len)
+            memcpy(copy, f->data, f->len);
+        copy[f->len] = 0;
+    }
+    return copy;
+}
+
+http_limits http_limits_resolve(const http_limits *given)
+{
+    http_limits l = given ? *given : (http_limits){0};
+    if (!l.max_connections)
+        l.max_connections = HTTP_DEFAULT_MAX_CONNECTIONS;
+    if (!l.max_connections_per_ip)
+        l.max_connections_per_ip = HTTP_DEFAULT_MAX_CONNECTIONS_PER_IP;
+    if (!l.idle_timeout_s)
+        l.idle_timeout_s = HTTP_DEFAULT_IDLE_TIMEOUT_S;
+    if (!l.max_uploads)
+        l.max_uploads = HTTP_DEFAULT_MAX_UPLOADS;
+    if (!l.max_uploads_per_user)
+        l.max_uploads_per_user = HTTP_DEFAULT_MAX_UPLOADS_PER_USER;
+    if (!l.slow_threads)
+        l.slow_threads = HTTP_DEFAULT_SLOW_THREADS;
+    if (!l.slow_queue)
+        l.slow_queue = HTTP_DEFAULT_SLOW_QUEUE;
+    return l;
 }
 
 void http_reply_data(http_response *res, int status, const char *content_type,
@@ -179,7 +230,10 @@ static int match(const char *pattern, const char *path, http_request *req)
     return *p == 0 && *s == 0;
 }
 
-static void route(http_server *srv, http_request *req, http_response *res)
+
+/* Admits a request from its headers alone: its route and method, then who
+ * asks. 0 with *out set, or -1 with the refusal in res. */
+static int admit(http_server *srv, http_request *req, http_response *res, const http_route **out)
 {
     int path_known = 0;
     for (size_t i = 0; i < srv->cfg.nroutes; i++) {
@@ -200,31 +254,46 @@ static void route(http_server *srv, http_request *req, http_response *res)
             req->user = "admin";
             req->is_admin = 1;
         }
-        if (r->access != HTTP_PUBLIC && !req->user) {
+        int access = r->access & HTTP_ACCESS_MASK;
+        if (access != HTTP_PUBLIC && !req->user) {
             api_error(res, LOOM_E_UNAUTHENTICATED,
                              "authentication required: log on with POST " LOOM_ROUTE_LOGON " "
                              "(Authorization: Basic) and send Authorization: Bearer TOKEN");
-            return;
+            return -1;
         }
-        if (r->access == HTTP_ADMIN && !req->is_admin) {
+        if (access == HTTP_ADMIN && !req->is_admin) {
             api_error(res, LOOM_E_FORBIDDEN, "%s %s is for administrators only", req->method, req->path);
-            return;
+            return -1;
         }
-        r->handler(srv->cfg.ctx, req, res);
-        return;
+        *out = r;
+        return 0;
     }
     if (path_known)
         reply_method_not_allowed(res, "method %s is not allowed on %s", req->method, req->path);
     else
         api_error(res, LOOM_E_NOT_FOUND, "no route for %s %s", req->method, req->path);
+    return -1;
 }
 
 /* ---- libmicrohttpd glue ------------------------------------------------- */
 
+static void refuse_body(request_state *st, int32_t code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void refuse_body(request_state *st, int32_t code, const char *fmt, ...)
+{
+    if (st->too_large)
+        return; /* the first reason stands */
+    st->too_large = code;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(st->refusal, sizeof st->refusal, fmt, ap);
+    va_end(ap);
+}
+
 static int append(request_state *st, const char *data, size_t n)
 {
     if (st->len + n > st->limit) {
-        st->too_large = 1;
+        refuse_body(st, LOOM_E_TOO_LARGE, "request body exceeds the limit of %zu bytes", st->limit);
         return -1;
     }
     if (st->len + n + 1 > st->cap) {
@@ -232,8 +301,10 @@ static int append(request_state *st, const char *data, size_t n)
         while (cap < st->len + n + 1)
             cap *= 2;
         char *grown = realloc(st->body, cap);
-        if (!grown)
+        if (!grown) {
+            refuse_body(st, LOOM_E_INTERNAL, "out of memory reading the request body");
             return -1;
+        }
         st->body = grown;
         st->cap = cap;
     }
@@ -241,6 +312,44 @@ static int append(request_state *st, const char *data, size_t n)
     st->len += n;
     st->body[st->len] = 0;
     return 0;
+}
+
+/* The part named `key`, created on its first bytes; a file part gets its
+ * spool file. NULL when refused (the reason is in st). */
+static http_field *field_for(request_state *st, const char *key, const char *filename)
+{
+    http_request *req = &st->req;
+    for (int i = 0; i < req->nfields; i++)
+        if (strcmp(req->fields[i].name, key) == 0)
+            return &req->fields[i];
+    if (req->nfields == HTTP_MAX_FIELDS) {
+        refuse_body(st, LOOM_E_INVALID, "multipart body: more than %d parts (the limit)",
+                    HTTP_MAX_FIELDS);
+        return NULL;
+    }
+    if (strlen(key) >= sizeof req->fields[0].name ||
+        (filename && strlen(filename) >= sizeof req->fields[0].filename)) {
+        refuse_body(st, LOOM_E_INVALID,
+                    "multipart body: a part's name is longer than %zu bytes or its filename "
+                    "longer than %zu (the limits)",
+                    sizeof req->fields[0].name - 1, sizeof req->fields[0].filename - 1);
+        return NULL;
+    }
+    int at = req->nfields;
+    http_field *f = &req->fields[at];
+    memset(f, 0, sizeof *f);
+    snprintf(f->name, sizeof f->name, "%s", key);
+    if (filename) {
+        snprintf(f->filename, sizeof f->filename, "%s", filename);
+        st->spool_fd[at] = upload_spool_create(st->srv->cfg.spool_dir, &f->path);
+        if (st->spool_fd[at] < 0) {
+            refuse_body(st, LOOM_E_INTERNAL, "cannot spool the upload under %s: %s",
+                        st->srv->cfg.spool_dir, strerror(errno));
+            return NULL;
+        }
+    }
+    req->nfields++;
+    return f;
 }
 
 static enum MHD_Result on_post_field(void *cls, enum MHD_ValueKind kind, const char *key,
@@ -253,30 +362,38 @@ static enum MHD_Result on_post_field(void *cls, enum MHD_ValueKind kind, const c
     (void)transfer_encoding;
     (void)off;
     request_state *st = cls;
-    http_request *req = &st->req;
-    http_field *f = NULL;
-    for (int i = 0; i < req->nfields; i++)
-        if (strcmp(req->fields[i].name, key) == 0)
-            f = &req->fields[i];
-    if (!f) {
-        if (req->nfields == HTTP_MAX_FIELDS)
-            return MHD_NO;
-        f = &req->fields[req->nfields++];
-        memset(f, 0, sizeof *f);
-        snprintf(f->name, sizeof f->name, "%s", key);
-        if (filename)
-            snprintf(f->filename, sizeof f->filename, "%s", filename);
-    }
+    http_field *f = field_for(st, key, filename);
+    if (!f)
+        return MHD_NO;
     st->len += size; /* count every part against the upload limit */
     if (st->len > st->limit) {
-        st->too_large = 1;
+        refuse_body(st, LOOM_E_TOO_LARGE, "request body exceeds the limit of %zu bytes", st->limit);
         return MHD_NO;
     }
     if (size == 0)
         return MHD_YES;
-    char *grown = realloc(f->data, f->len + size + 1);
-    if (!grown)
+    if (f->path) {
+        if (upload_spool_write(st->spool_fd[f - st->req.fields], data, size) != 0) {
+            refuse_body(st, LOOM_E_INTERNAL, "cannot spool the upload under %s: %s",
+                        st->srv->cfg.spool_dir, strerror(errno));
+            return MHD_NO;
+        }
+        f->len += size;
+        return MHD_YES;
+    }
+    /* Plain parts (args, names) are held in memory: the JSON body limit. */
+    st->plain_len += size;
+    if (st->plain_len > st->srv->cfg.max_body) {
+        refuse_body(st, LOOM_E_TOO_LARGE,
+                    "multipart body: its plain (non-file) parts exceed the limit of %zu bytes",
+                    st->srv->cfg.max_body);
         return MHD_NO;
+    }
+    char *grown = realloc(f->data, f->len + size + 1);
+    if (!grown) {
+        refuse_body(st, LOOM_E_INTERNAL, "out of memory reading the request body");
+        return MHD_NO;
+    }
     f->data = grown;
     memcpy(f->data + f->len, data, size);
     f->len += size;
@@ -286,6 +403,10 @@ static enum MHD_Result on_post_field(void *cls, enum MHD_ValueKind kind, const c
 
 static enum MHD_Result send_response(struct MHD_Connection *conn, http_response *res)
 {
+    /* Client text echoed into a reply may hold invalid UTF-8: escaped, so
+     * the reply stays valid JSON. */
+    if (res->body && (!res->content_type[0] || strncmp(res->content_type, "application/json", 16) == 0))
+        res->body = json_text_repair_utf8(res->body, &res->len);
     struct MHD_Response *r = mhd->MHD_create_response_from_buffer(
         res->len, res->body ? res->body : (void *)"", res->body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
     res->body = NULL;
@@ -310,6 +431,72 @@ static enum MHD_Result reply_now(struct MHD_Connection *conn, int32_t code, cons
     return send_response(conn, &res);
 }
 
+/* The first call, with the headers and no body byte yet: everything that
+ * can refuse the request does so here, so a refused body is never read. */
+static enum MHD_Result on_headers(http_server *srv, struct MHD_Connection *conn, const char *url,
+                                  const char *method, void **con_cls)
+{
+    request_state *st = calloc(1, sizeof *st);
+    if (!st)
+        return MHD_NO;
+    *con_cls = st;
+    st->srv = srv;
+    for (int i = 0; i < HTTP_MAX_FIELDS; i++)
+        st->spool_fd[i] = -1;
+    http_request *req = &st->req;
+    req->method = method;
+    req->path = url;
+    req->connection = conn;
+    const union MHD_ConnectionInfo *ci =
+        mhd->MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)ci->client_addr)->sin_addr, req->peer,
+                  sizeof req->peer);
+    http_response res = {0};
+    if (admit(srv, req, &res, &st->route) != 0)
+        return send_response(conn, &res);
+    const char *ctype = mhd->MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+    st->multipart = ctype && strncasecmp(ctype, "multipart/form-data", 19) == 0;
+    st->limit = st->multipart ? srv->cfg.max_upload : srv->cfg.max_body;
+    const char *clen = mhd->MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (clen && strtoull(clen, NULL, 10) > st->limit)
+        return reply_now(conn, LOOM_E_TOO_LARGE, "request body of %s bytes exceeds the limit of %zu bytes",
+                         clen, st->limit);
+    if (st->multipart) {
+        loom_error *e = upload_slot_take(&srv->uploads, req->user ? req->user : "");
+        if (e) {
+            api_reply_error(&res, e);
+            return send_response(conn, &res);
+        }
+        st->upload_slot = 1;
+        st->pp = mhd->MHD_create_post_processor(conn, 65536, on_post_field, st);
+        if (!st->pp)
+            return reply_now(conn, LOOM_E_INVALID, "malformed multipart/form-data request");
+    }
+    return MHD_YES;
+}
+
+/* A slow route's handler, on the work queue; the connection waits
+ * suspended and is resumed to send what it made. */
+static void run_slow(void *arg)
+{
+    request_state *st = arg;
+    st->route->handler(st->srv->cfg.ctx, &st->req, &st->res);
+    if (!st->res.status)
+        api_error(&st->res, LOOM_E_INTERNAL, "handler gave no reply");
+    st->done = 1;
+    mhd->MHD_resume_connection(st->req.connection);
+}
+
+static void close_spools(request_state *st)
+{
+    for (int i = 0; i < HTTP_MAX_FIELDS; i++)
+        if (st->spool_fd[i] >= 0) {
+            close(st->spool_fd[i]);
+            st->spool_fd[i] = -1;
+        }
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version,
                                   const char *upload_data, size_t *upload_data_size,
@@ -318,34 +505,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     (void)version;
     http_server *srv = cls;
     request_state *st = *con_cls;
-    if (!st) {
-        st = calloc(1, sizeof *st);
-        if (!st)
-            return MHD_NO;
-        *con_cls = st;
-        const char *ctype = mhd->MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
-        st->multipart = ctype && strncasecmp(ctype, "multipart/form-data", 19) == 0;
-        st->limit = st->multipart ? srv->cfg.max_upload : srv->cfg.max_body;
-        /* Refuse an oversized body from its declared length, before reading it. */
-        const char *clen = mhd->MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-        if (clen && strtoull(clen, NULL, 10) > st->limit) {
-            st->too_large = 1;
-            return reply_now(conn, LOOM_E_TOO_LARGE, "request body of %s bytes exceeds the limit of %zu bytes",
-                             clen, st->limit);
-        }
-        if (st->multipart) {
-            st->pp = mhd->MHD_create_post_processor(conn, 65536, on_post_field, st);
-            if (!st->pp)
-                return reply_now(conn, LOOM_E_INVALID, "malformed multipart/form-data request");
-        }
-        return MHD_YES;
-    }
+    if (!st)
+        return on_headers(srv, conn, url, method, con_cls);
     if (*upload_data_size) {
         if (!st->too_large) {
             if (st->pp) {
-                if (mhd->MHD_post_process(st->pp, upload_data, *upload_data_size) != MHD_YES &&
-                    !st->too_large)
-                    st->too_large = -1; /* malformed */
+                if (mhd->MHD_post_process(st->pp, upload_data, *upload_data_size) != MHD_YES)
+                    refuse_body(st, LOOM_E_INVALID, "malformed multipart/form-data request body");
             } else {
                 append(st, upload_data, *upload_data_size);
             }
@@ -353,50 +519,76 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         *upload_data_size = 0;
         return MHD_YES;
     }
-    if (st->too_large > 0)
-        return reply_now(conn, LOOM_E_TOO_LARGE, "request body exceeds the limit of %zu bytes", st->limit);
-    if (st->too_large < 0)
-        return reply_now(conn, LOOM_E_INVALID, "malformed multipart/form-data request body");
-
+    if (st->done)
+        return send_response(conn, &st->res);
+    if (st->too_large)
+        return reply_now(conn, st->too_large, "%s", st->refusal);
+    close_spools(st);
     http_request *req = &st->req;
-    req->method = method;
-    req->path = url;
-    req->connection = conn;
-    req->body = st->body ? st->body : "";
-    req->body_len = st->len;
-    if (st->multipart) {
-        req->body = "";
-        req->body_len = 0;
+    req->body = st->body && !st->multipart ? st->body : "";
+    req->body_len = st->multipart ? 0 : st->len;
+    if ((st->route->access & HTTP_SLOW) && srv->slow) {
+        mhd->MHD_suspend_connection(conn);
+        loom_error *e = workqueue_submit(srv->slow, run_slow, st);
+        if (e) {
+            api_reply_error(&st->res, e);
+            st->done = 1;
+            mhd->MHD_resume_connection(conn);
+        }
+        return MHD_YES;
     }
-    req->user = NULL;
-    const union MHD_ConnectionInfo *ci =
-        mhd->MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-    if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET)
-        inet_ntop(AF_INET, &((const struct sockaddr_in *)ci->client_addr)->sin_addr, req->peer,
-                  sizeof req->peer);
-    http_response res = {0};
-    route(srv, req, &res);
-    if (!res.status)
-        api_error(&res, LOOM_E_INTERNAL, "handler gave no reply");
-    return send_response(conn, &res);
+    st->route->handler(srv->cfg.ctx, req, &st->res);
+    if (!st->res.status)
+        api_error(&st->res, LOOM_E_INTERNAL, "handler gave no reply");
+    return send_response(conn, &st->res);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
-    (void)cls;
     (void)conn;
     (void)toe;
+    http_server *srv = cls;
     request_state *st = *con_cls;
     if (!st)
         return;
     if (st->pp)
         mhd->MHD_destroy_post_processor(st->pp);
-    for (int i = 0; i < st->req.nfields; i++)
+    close_spools(st);
+    if (st->upload_slot)
+        upload_slot_give(&srv->uploads, st->req.user ? st->req.user : "");
+    for (int i = 0; i < st->req.nfields; i++) {
         free(st->req.fields[i].data);
+        if (st->req.fields[i].path) {
+            unlink(st->req.fields[i].path);
+            free(st->req.fields[i].path);
+        }
+    }
+    free(st->res.body);
     free(st->body);
     free(st);
     *con_cls = NULL;
+}
+
+static struct MHD_Daemon *start_daemon(http_server *s, const struct sockaddr_in *addr, int tls)
+{
+    const http_config *cfg = &s->cfg;
+    const http_limits *l = &cfg->limits;
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
+                     MHD_ALLOW_SUSPEND_RESUME;
+    if (tls)
+        flags |= MHD_USE_TLS;
+    /* A pool of epoll threads: an idle or slow connection costs a socket and
+     * a little memory, never a thread, so many of them cannot starve the
+     * others. The TLS options go last: without TLS they are left out. */
+    return mhd->MHD_start_daemon(
+        flags, (uint16_t)cfg->port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR,
+        (const struct sockaddr *)addr, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)4,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_CONNECTION_TIMEOUT,
+        l->idle_timeout_s, MHD_OPTION_CONNECTION_LIMIT, l->max_connections,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, l->max_connections_per_ip,
+        tls ? MHD_OPTION_HTTPS_MEM_KEY : MHD_OPTION_END, cfg->tls_key_pem,
+        MHD_OPTION_HTTPS_MEM_CERT, cfg->tls_cert_pem, MHD_OPTION_END);
 }
 
 loom_error *http_server_start(const http_config *cfg, http_server **out)
@@ -405,32 +597,28 @@ loom_error *http_server_start(const http_config *cfg, http_server **out)
     char why[256];
     if (!(mhd = mhd_lib(why, sizeof why)))
         return loom_err(LOOM_E_UNAVAILABLE, "%s", why);
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)cfg->port)};
+    if (inet_pton(AF_INET, cfg->address, &addr.sin_addr) != 1)
+        return loom_err(LOOM_E_INVALID, "--listen: \"%s\" is not an IPv4 address", cfg->address);
+    int tls = cfg->tls_cert_pem && cfg->tls_key_pem;
+    if (tls && mhd->MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
+        return loom_err(LOOM_E_UNSUPPORTED, "--tls-cert: this libmicrohttpd was built without TLS");
     http_server *s = calloc(1, sizeof *s);
     if (!s)
         return loom_err(LOOM_E_INTERNAL, "out of memory");
     s->cfg = *cfg;
-    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)cfg->port)};
-    if (inet_pton(AF_INET, cfg->address, &addr.sin_addr) != 1) {
-        free(s);
-        return loom_err(LOOM_E_INVALID, "--listen: \"%s\" is not an IPv4 address", cfg->address);
+    s->cfg.limits = http_limits_resolve(&cfg->limits);
+    if (!s->cfg.spool_dir)
+        s->cfg.spool_dir = "/tmp";
+    const http_limits *l = &s->cfg.limits;
+    if (upload_slots_init(&s->uploads, l->max_uploads, l->max_uploads_per_user) != 0 ||
+        !(s->slow = workqueue_create("the slow-request queue", (int)l->slow_threads, l->slow_queue))) {
+        http_server_stop(s);
+        return loom_err(LOOM_E_INTERNAL, "out of memory, or a thread cannot start");
     }
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
-    int tls = cfg->tls_cert_pem && cfg->tls_key_pem;
-    if (tls && mhd->MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
-        free(s);
-        return loom_err(LOOM_E_UNSUPPORTED, "--tls-cert: this libmicrohttpd was built without TLS");
-    }
-    if (tls)
-        flags |= MHD_USE_TLS;
-    /* The TLS options go last: without TLS they are left out entirely. */
-    s->daemon = mhd->MHD_start_daemon(
-        flags, (uint16_t)cfg->port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR,
-        (struct sockaddr *)&addr, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)4,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
-        tls ? MHD_OPTION_HTTPS_MEM_KEY : MHD_OPTION_END, cfg->tls_key_pem,
-        MHD_OPTION_HTTPS_MEM_CERT, cfg->tls_cert_pem, MHD_OPTION_END);
+    s->daemon = start_daemon(s, &addr, tls);
     if (!s->daemon) {
-        free(s);
+        http_server_stop(s);
         return loom_err(LOOM_E_UNAVAILABLE, "cannot listen on %s:%d (address in use or not permitted%s)",
                         cfg->address, cfg->port,
                         tls ? ", or the TLS certificate or key is not valid PEM" : "");
@@ -447,6 +635,14 @@ void http_server_stop(http_server *s)
 {
     if (!s)
         return;
-    mhd->MHD_stop_daemon(s->daemon);
+    /* Slow requests finish first (their connections are resumed), since a
+     * daemon must not stop with a connection suspended; later ones are
+     * refused as the host shutting down. */
+    if (s->slow)
+        workqueue_drain(s->slow);
+    if (s->daemon)
+        mhd->MHD_stop_daemon(s->daemon);
+    workqueue_destroy(s->slow);
+    upload_slots_destroy(&s->uploads);
     free(s);
 }

@@ -1,8 +1,11 @@
 /*
  * api/http.h - the host's HTTP server: libmicrohttpd underneath, a route
- * table of "METHOD /path/{}/more" patterns on top, bodies collected with a
- * size limit (refused early from Content-Length), multipart/form-data parsed
- * into fields, JSON replies with cJSON.
+ * table of "METHOD /path/{}/more" patterns on top, JSON replies with cJSON.
+ * A request is admitted from its headers alone (route, method, credentials,
+ * Content-Length, an upload slot) before any body byte is read; JSON bodies
+ * are collected in memory up to a limit, multipart/form-data file parts are
+ * written to a spool file as they arrive. Slow routes run on a work queue
+ * while their connection waits, so the server's threads stay free.
  */
 #ifndef LOOM_API_HTTP_H
 #define LOOM_API_HTTP_H
@@ -18,7 +21,9 @@
 typedef struct http_field {
     char name[64];
     char filename[256];
-    char *data;
+    char *data;  /* a plain part's bytes (NUL-terminated); NULL for a file part */
+    char *path;  /* a file part (one with a filename): its spool file, removed
+                  * when the request ends; NULL for a plain part */
     size_t len;
 } http_field;
 
@@ -55,8 +60,12 @@ typedef struct http_route {
     const char *method;
     const char *pattern; /* "{}" matches one path segment */
     http_handler handler;
-    int access;          /* HTTP_USER (default), HTTP_PUBLIC or HTTP_ADMIN */
+    int access;          /* HTTP_USER (default), HTTP_PUBLIC or HTTP_ADMIN, with
+                          * | HTTP_SLOW for a route that runs on the work queue
+                          * (unpacking, removing folders), not a server thread */
 } http_route;
+
+enum { HTTP_SLOW = 0x100, HTTP_ACCESS_MASK = 0xff };
 
 /* Identifies the caller from the request's credentials: fills user and
  * is_admin and returns 0, or returns -1 (the request is refused with 401). */
@@ -66,6 +75,10 @@ typedef int (*http_authenticator)(void *ctx, const http_request *req, char *user
 const char *http_query(const http_request *req, const char *key);
 const char *http_header(const http_request *req, const char *key);
 const http_field *http_field_get(const http_request *req, const char *name);
+/* A field's bytes whether held in memory or spooled: a malloc'd,
+ * NUL-terminated copy of at most `max` bytes, or NULL when larger (or out of
+ * memory). */
+char *http_field_load(const http_field *f, size_t max);
 
 /* Replies; each takes ownership of what it is given. */
 void http_reply_json(http_response *res, int status, cJSON *json);
@@ -79,11 +92,35 @@ cJSON *http_body_json(const http_request *req, http_response *res);
 
 typedef struct http_server http_server;
 
+/* The limits that keep the server answering; 0 in any field: its default. */
+typedef struct http_limits {
+    unsigned max_connections;        /* open connections in all */
+    unsigned max_connections_per_ip; /* from one client address */
+    unsigned idle_timeout_s;         /* a connection silent this long is closed */
+    unsigned max_uploads;            /* multipart uploads in progress, in all */
+    unsigned max_uploads_per_user;   /* ... by one user */
+    unsigned slow_threads;           /* threads of the work queue for slow routes */
+    unsigned slow_queue;             /* slow requests waiting for them */
+} http_limits;
+
+#define HTTP_DEFAULT_MAX_CONNECTIONS 1024
+#define HTTP_DEFAULT_MAX_CONNECTIONS_PER_IP 128
+#define HTTP_DEFAULT_IDLE_TIMEOUT_S 15
+#define HTTP_DEFAULT_MAX_UPLOADS 8
+#define HTTP_DEFAULT_MAX_UPLOADS_PER_USER 2
+#define HTTP_DEFAULT_SLOW_THREADS 4
+#define HTTP_DEFAULT_SLOW_QUEUE 256
+
+/* The limits with every 0 replaced by its default. */
+http_limits http_limits_resolve(const http_limits *given);
+
 typedef struct http_config {
     const char *address;   /* IPv4 address to bind, e.g. "127.0.0.1" */
     int port;              /* 0: any free port */
-    size_t max_body;       /* JSON and form bodies */
+    size_t max_body;       /* JSON and form bodies, and a multipart body's plain parts */
     size_t max_upload;     /* multipart/form-data bodies */
+    const char *spool_dir; /* where file parts are written (must exist) */
+    http_limits limits;
     const http_route *routes;
     size_t nroutes;
     void *ctx;             /* passed to every handler */

@@ -28,7 +28,9 @@
     X(MHD_destroy_response)                                                                   \
     X(MHD_create_post_processor)                                                              \
     X(MHD_post_process)                                                                       \
-    X(MHD_destroy_post_processor)
+    X(MHD_destroy_post_processor)                                                             \
+    X(MHD_suspend_connection)                                                                 \
+    X(MHD_resume_connection)
 
 #define MHD_DL_FIELD(fn) __typeof__(&fn) fn;
 typedef struct mhd_api {

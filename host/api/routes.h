@@ -10,6 +10,7 @@
 #define LOOM_ROUTE_SLOTS "/loom/v1/slots"
 #define LOOM_ROUTE_PLANS "/loom/v1/plans"
 #define LOOM_ROUTE_PLAN "/loom/v1/plan"       /* ?path=/plan/path */
+#define LOOM_ROUTE_PLAN_MEMBERS LOOM_ROUTE_PLAN "/members" /* /{user}, ?path= */
 #define LOOM_ROUTE_PLUGINS "/loom/v1/plugins" /* /{kind}/{name} */
 
 #define LOOM_ROUTE_LOGON "/auth/v1/logon"
@@ -20,11 +21,14 @@
 
 #define LOOM_ROUTE_EXECS "/platform/rest/deeplearning/v1/execs" /* /{id}, /{id}/log, ... */
 #define LOOM_ROUTE_FRAMEWORKS LOOM_ROUTE_EXECS "/frameworks"
+#define LOOM_ROUTE_HPO "/platform/rest/deeplearning/v1/hypersearch" /* /{name}, /{name}/restart */
+#define LOOM_ROUTE_HPO_ALGORITHMS LOOM_ROUTE_HPO "/algorithm"      /* ?type=, /{name} */
 
 /* What follows an object's segment. */
 #define LOOM_ROUTE_LOG "/log"
 #define LOOM_ROUTE_STOP "/stop"
 #define LOOM_ROUTE_RESIZE "/resize"
 #define LOOM_ROUTE_PASSWORD "/password"
+#define LOOM_ROUTE_RESTART "/restart"
 
 #endif

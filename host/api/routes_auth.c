@@ -45,6 +45,14 @@ int loomd_authenticate(void *ctx, const http_request *req, char *user, size_t us
     return 0;
 }
 
+int64_t loomd_caller_id(loomd *d, const http_request *req)
+{
+    if (req->is_admin)
+        return EXEC_ADMIN;
+    int64_t id = -1;
+    return loom_err_take(auth_user_id(d->auth, req->user, &id), NULL, 0) == LOOM_OK ? id : -1;
+}
+
 /* Basic credentials, or {"apikey": "..."} in the body. */
 static void logon(void *ctx, const http_request *req, http_response *res)
 {
@@ -177,9 +185,11 @@ static void passwd(void *ctx, const http_request *req, http_response *res)
     if (!body)
         return;
     const cJSON *password = cJSON_GetObjectItemCaseSensitive(body, "password");
-    loom_error *e = cJSON_IsString(password)
-                        ? auth_user_passwd(d->auth, req->params[0], password->valuestring)
-                        : loom_err(LOOM_E_INVALID, "password: expected a string");
+    const cJSON *keep = cJSON_GetObjectItemCaseSensitive(body, "keepKeys");
+    loom_error *e =
+        !cJSON_IsString(password) ? loom_err(LOOM_E_INVALID, "password: expected a string")
+        : keep && !cJSON_IsBool(keep) ? loom_err(LOOM_E_INVALID, "keepKeys: expected true or false")
+        : auth_user_passwd(d->auth, req->params[0], password->valuestring, cJSON_IsTrue(keep));
     cJSON_Delete(body);
     if (e) {
         api_reply_error(res, e);
@@ -212,6 +222,64 @@ static void create_apikey(void *ctx, const http_request *req, http_response *res
     cJSON_Delete(body);
 }
 
+/* Whose keys a call is about: the caller's own, or with ?user= (or for an
+ * administrator, all when the list has no ?user=) another's; NULL after
+ * replying 403. */
+static const char *apikey_owner(const http_request *req, http_response *res, int list)
+{
+    const char *user = http_query(req, "user");
+    if (!user)
+        return list && req->is_admin ? "" : req->user;
+    if (!req->is_admin && strcmp(user, req->user) != 0) {
+        api_error(res, LOOM_E_FORBIDDEN, "user: only an administrator manages another user's API keys");
+        return NULL;
+    }
+    return user;
+}
+
+static void add_apikey_item(const auth_apikey *k, void *ctx)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "user", k->user);
+    cJSON_AddStringToObject(o, "label", k->label);
+    cJSON_AddNumberToObject(o, "createTime", (double)k->created_at_ms);
+    cJSON_AddItemToArray(ctx, o);
+}
+
+/* The keys' labels and owners; the keys themselves were shown once. */
+static void list_apikeys(void *ctx, const http_request *req, http_response *res)
+{
+    loomd *d = ctx;
+    const char *user = apikey_owner(req, res, 1);
+    if (!user)
+        return;
+    cJSON *a = cJSON_CreateArray();
+    loom_error *e = auth_apikey_list(d->auth, *user ? user : NULL, add_apikey_item, a, NULL);
+    if (e) {
+        cJSON_Delete(a);
+        api_reply_error(res, e);
+        return;
+    }
+    http_reply_json(res, 200, a);
+}
+
+static void revoke_apikey(void *ctx, const http_request *req, http_response *res)
+{
+    loomd *d = ctx;
+    const char *user = apikey_owner(req, res, 0);
+    if (!user)
+        return;
+    loom_error *e = auth_apikey_revoke(d->auth, user, req->params[0]);
+    if (e) {
+        api_reply_error(res, e);
+        return;
+    }
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "user", user);
+    cJSON_AddStringToObject(o, "revoked", req->params[0]);
+    http_reply_json(res, 200, o);
+}
+
 const http_route loom_auth_routes[] = {
     {"POST", LOOM_ROUTE_LOGON, logon, HTTP_PUBLIC},
     {"POST", LOOM_ROUTE_DLIM_TOKEN, logon, HTTP_PUBLIC},
@@ -221,5 +289,7 @@ const http_route loom_auth_routes[] = {
     {"DELETE", LOOM_ROUTE_USERS "/{}", remove_user, HTTP_ADMIN},
     {"PUT", LOOM_ROUTE_USERS "/{}" LOOM_ROUTE_PASSWORD, passwd, HTTP_USER},
     {"POST", LOOM_ROUTE_APIKEYS, create_apikey, HTTP_USER},
+    {"GET", LOOM_ROUTE_APIKEYS, list_apikeys, HTTP_USER},
+    {"DELETE", LOOM_ROUTE_APIKEYS "/{}", revoke_apikey, HTTP_USER},
 };
 const size_t loom_auth_route_count = sizeof loom_auth_routes / sizeof *loom_auth_routes;

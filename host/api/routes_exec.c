@@ -1,6 +1,8 @@
 /* api/routes_exec.c - WMLA's training routes under
  * /platform/rest/deeplearning/v1/execs: submit (multipart "args" + "file",
  * or JSON {"args": ...}), list, view, log, stop, delete. */
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,8 +14,8 @@
 
 #define LOG_CHUNK_MAX ((size_t)1 << 20)
 
-/* Users see their own execs; administrators see all. */
-#define OWNER(req) ((req)->is_admin ? NULL : (req)->user)
+/* Users see their own execs (by immutable id); administrators see all. */
+#define OWNER(req) loomd_caller_id(ctx, req)
 
 /* WMLA's field names for an exec. */
 static cJSON *exec_json(exec_view *v)
@@ -33,6 +35,12 @@ static cJSON *exec_json(exec_view *v)
     cJSON_AddNumberToObject(o, "endTime", (double)e->ended_at);
     if (v->pending_reason[0])
         cJSON_AddStringToObject(o, "pendingReason", v->pending_reason);
+    if (v->running && v->handover_ms >= 0) {
+        cJSON *h = cJSON_AddObjectToObject(o, "handover");
+        cJSON_AddNumberToObject(h, "ms", (double)v->handover_ms);
+        if (v->handover_from[0])
+            cJSON_AddStringToObject(h, "from", v->handover_from);
+    }
     if (v->running) {
         cJSON *slots = cJSON_AddArrayToObject(o, "slots");
         for (int i = 0; i < v->nslots; i++)
@@ -56,7 +64,7 @@ static cJSON *exec_json(exec_view *v)
 }
 
 /* Replies with the exec as it now is (status 200 or 201). */
-static void reply_exec(loomd *d, const char *owner, const char *id, int status, http_response *res)
+static void reply_exec(loomd *d, int64_t owner, const char *id, int status, http_response *res)
 {
     exec_view v;
     loom_error *e = exec_describe(d->execs, owner, id, &v);
@@ -68,10 +76,26 @@ static void reply_exec(loomd *d, const char *owner, const char *id, int status, 
     exec_view_free(&v);
 }
 
+/* The args are stored whole or refused: never cut to the record's size. */
+#define EXEC_ARGS_MAX (sizeof ((store_exec *)0)->args - 1)
+
+static loom_error *args_fit(const char *args)
+{
+    size_t n = strlen(args);
+    return n > EXEC_ARGS_MAX ? loom_err(LOOM_E_INVALID, "args: %zu bytes, longer than the limit of %zu",
+                                        n, EXEC_ARGS_MAX)
+                             : NULL;
+}
+
 static void submit(void *ctx, const http_request *req, http_response *res)
 {
     loomd *d = ctx;
-    exec_submission sub = {.user = req->user};
+    exec_submission sub = {.user = req->user, .is_admin = req->is_admin};
+    loom_error *who = auth_user_id(d->auth, req->user, &sub.user_id);
+    if (who) { /* removed since its token was checked */
+        api_reply_error(res, loom_err_recode(who, LOOM_E_UNAUTHENTICATED));
+        return;
+    }
     cJSON *json = NULL;
     if (req->nfields > 0) {
         const http_field *args = http_field_get(req, "args");
@@ -84,6 +108,7 @@ static void submit(void *ctx, const http_request *req, http_response *res)
         if (file && file->len) {
             sub.archive = file->data;
             sub.archive_len = file->len;
+            sub.archive_path = file->path; /* a file part: spooled, data is NULL */
         }
     } else {
         json = http_body_json(req, res);
@@ -98,12 +123,14 @@ static void submit(void *ctx, const http_request *req, http_response *res)
         sub.args = args->valuestring;
     }
     char id[64];
-    loom_error *e = exec_submit(d->execs, &sub, id, sizeof id);
+    loom_error *e = args_fit(sub.args);
+    if (!e)
+        e = exec_submit(d->execs, &sub, id, sizeof id);
     cJSON_Delete(json);
     if (e)
         api_reply_error(res, e);
     else
-        reply_exec(d, NULL, id, 201, res);
+        reply_exec(d, EXEC_ADMIN, id, 201, res);
 }
 
 static void list(void *ctx, const http_request *req, http_response *res)
@@ -138,14 +165,16 @@ static void log_chunk(void *ctx, const http_request *req, http_response *res)
     const char *stream = http_query(req, "stream");
     const char *off = http_query(req, "offset");
     char *end;
+    errno = 0;
     long worker = w ? strtol(w, &end, 10) : 0;
-    if (w && (*end || end == w)) {
-        api_error(res, LOOM_E_INVALID, "worker: expected a number, got \"%s\"", w);
+    if (w && (*end || end == w || errno || worker < -1 || worker > INT_MAX)) {
+        api_error(res, LOOM_E_INVALID, "worker: expected a rank from -1 to %d, got \"%s\"", INT_MAX, w);
         return;
     }
     long long offset = off ? strtoll(off, &end, 10) : 0;
-    if (off && (*end || end == off || offset < 0)) {
-        api_error(res, LOOM_E_INVALID, "offset: expected a byte offset, got \"%s\"", off);
+    if (off && (*end || end == off || errno || offset < 0)) {
+        api_error(res, LOOM_E_INVALID, "offset: expected a byte offset from 0 to %lld, got \"%s\"",
+                  LLONG_MAX, off);
         return;
     }
     char path[PATH_MAX];
@@ -215,11 +244,11 @@ static void delete(void *ctx, const http_request *req, http_response *res)
 
 const http_route loom_exec_routes[] = {
     {"GET", LOOM_ROUTE_EXECS, list, HTTP_USER},
-    {"POST", LOOM_ROUTE_EXECS, submit, HTTP_USER},
+    {"POST", LOOM_ROUTE_EXECS, submit, HTTP_USER | HTTP_SLOW},
     {"GET", LOOM_ROUTE_EXECS "/{}", view, HTTP_USER},
     {"GET", LOOM_ROUTE_EXECS "/{}" LOOM_ROUTE_LOG, log_chunk, HTTP_USER},
     {"POST", LOOM_ROUTE_EXECS "/{}" LOOM_ROUTE_STOP, stop, HTTP_USER},
     {"POST", LOOM_ROUTE_EXECS "/{}" LOOM_ROUTE_RESIZE, resize, HTTP_USER},
-    {"DELETE", LOOM_ROUTE_EXECS "/{}", delete, HTTP_USER},
+    {"DELETE", LOOM_ROUTE_EXECS "/{}", delete, HTTP_USER | HTTP_SLOW},
 };
 const size_t loom_exec_route_count = sizeof loom_exec_routes / sizeof *loom_exec_routes;

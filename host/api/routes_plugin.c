@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -97,6 +98,17 @@ static void show_plugin(void *ctx, const http_request *req, http_response *res)
     http_reply_json(res, 200, entry_json(&e));
 }
 
+/* Moves the uploaded file (spooled under the home, as plugins/ is) to
+ * `path`, or writes it there when it was held in memory. 0 or -1 (errno). */
+static int store_upload(const http_field *f, const char *path)
+{
+    if (!f->path)
+        return fs_write_file_atomic(path, f->data, f->len, 0644);
+    if (rename(f->path, path) != 0)
+        return -1;
+    return chmod(path, 0644);
+}
+
 static void add_plugin(void *ctx, const http_request *req, http_response *res)
 {
     loomd *d = ctx;
@@ -124,7 +136,7 @@ static void add_plugin(void *ctx, const http_request *req, http_response *res)
     char path[PATH_MAX], err[1024];
     snprintf(path, sizeof path, "%s/plugins/%s-%lld-%u.%s", d->home, loom_kind_name(kind),
              (long long)time_now_ms(), ++d->upload_seq, ext);
-    if (fs_write_file_atomic(path, file_f->data, file_f->len, 0644) != 0) {
+    if (store_upload(file_f, path) != 0) {
         api_error(res, LOOM_E_INTERNAL, "cannot store the plugin file: %s", strerror(errno));
         goto out;
     }
@@ -142,28 +154,41 @@ static void add_plugin(void *ctx, const http_request *req, http_response *res)
         api_error(res, code == LOOM_E_CONFLICT ? LOOM_E_CONFLICT : LOOM_E_INVALID, "%s", shown);
         goto out;
     }
-    /* Find what the file registered under its (possibly new) name. */
+    /* Record everything the file registered (one Lua file may register
+     * several plugins): each is a row, and the rows share the file. */
     size_t n = registry_list(d->reg, (int)kind, NULL, 0);
     registry_entry *entries = calloc(n ? n : 1, sizeof *entries);
     n = entries ? registry_list(d->reg, (int)kind, entries, n) : 0;
     registry_entry *added = NULL;
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(entries[i].path, path) == 0)
-            added = &entries[i];
-    store_plugin rec = {.added_at = time_now_ms()};
-    snprintf(rec.kind, sizeof rec.kind, "%s", loom_kind_name(kind));
-    snprintf(rec.name, sizeof rec.name, "%s", added ? added->name : "");
-    snprintf(rec.file, sizeof rec.file, "%s", path);
-    loom_error *e = added ? store_plugin_add(d->st, &rec)
-                          : loom_err(LOOM_E_INTERNAL, "the registry does not list %s", fname);
+    loom_error *e = NULL;
+    size_t recorded = 0;
+    for (size_t i = 0; i < n && !e; i++) {
+        if (strcmp(entries[i].path, path) != 0)
+            continue;
+        added = added ? added : &entries[i];
+        store_plugin rec = {.added_at = time_now_ms()};
+        snprintf(rec.kind, sizeof rec.kind, "%s", loom_kind_name(kind));
+        snprintf(rec.name, sizeof rec.name, "%s", entries[i].name);
+        snprintf(rec.file, sizeof rec.file, "%s", path);
+        e = store_plugin_add(d->st, &rec);
+        recorded += !e;
+    }
+    if (!added)
+        e = loom_err(LOOM_E_INTERNAL, "the registry does not list %s", fname);
     if (e) {
-        if (added)
-            loom_err_free(registry_remove(d->reg, kind, added->name));
+        for (size_t i = 0; i < n; i++)
+            if (strcmp(entries[i].path, path) == 0) {
+                loom_err_free(registry_remove(d->reg, kind, entries[i].name));
+                if (recorded > 0) {
+                    recorded--;
+                    loom_err_free(store_plugin_remove(d->st, loom_kind_name(kind), entries[i].name));
+                }
+            }
         unlink(path);
         api_reply_error(res, loom_err_recode(loom_err_wrap(e, "cannot record the plugin"),
                                              LOOM_E_INTERNAL));
     } else {
-        log_info("registered %s \"%s\" from %s", rec.kind, rec.name, fname);
+        log_info("registered %s \"%s\" from %s", loom_kind_name(kind), added->name, fname);
         http_reply_json(res, 201, entry_json(added));
     }
     free(entries);
@@ -190,7 +215,14 @@ static void remove_plugin(void *ctx, const http_request *req, http_response *res
             api_error(res, code == LOOM_E_FORBIDDEN ? LOOM_E_FORBIDDEN : LOOM_E_CONFLICT, "%s", err);
         } else {
             loom_err_free(store_plugin_remove(d->st, loom_kind_name(kind), e.name));
-            unlink(e.path);
+            /* The stored file goes with the last plugin it registered. */
+            int users = 1;
+            loom_error *counted = store_plugin_file_users(d->st, e.path, &users);
+            if (counted)
+                log_warn("plugin file %s kept: %s", e.path, loom_err_message(counted));
+            loom_err_free(counted);
+            if (users == 0)
+                unlink(e.path);
             cJSON *o = cJSON_CreateObject();
             cJSON_AddStringToObject(o, "removed", e.name);
             http_reply_json(res, 200, o);
@@ -200,41 +232,60 @@ static void remove_plugin(void *ctx, const http_request *req, http_response *res
 }
 
 typedef struct user_plugin_ctx {
-    loomd *d;
-    char (*files)[PATH_MAX];
+    store_plugin *rows;
     size_t count, cap;
 } user_plugin_ctx;
 
-static void load_one(const store_plugin *p, void *arg)
+static void collect_row(const store_plugin *p, void *arg)
 {
     user_plugin_ctx *c = arg;
+    if (c->count == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 16;
+        void *grown = realloc(c->rows, cap * sizeof *c->rows);
+        if (!grown)
+            return;
+        c->rows = grown;
+        c->cap = cap;
+    }
+    c->rows[c->count++] = *p;
+}
+
+/* Loads the file of rows[first] once, registering every recorded plugin
+ * of that kind it provides (rows sharing the file). */
+static void load_file(loomd *d, const user_plugin_ctx *c, size_t first)
+{
+    const store_plugin *p = &c->rows[first];
     loom_kind kind;
     if (loom_kind_parse(p->kind, &kind) != 0) {
         log_warn("store: plugin \"%s\" has unknown kind \"%s\"; skipped", p->name, p->kind);
         return;
     }
-    loom_error *refused = registry_load(c->d->reg, p->file, "user", p->name, (int)kind, 1);
+    const char *names[64];
+    size_t n = 0;
+    for (size_t i = first; i < c->count && n < sizeof names / sizeof *names; i++)
+        if (strcmp(c->rows[i].file, p->file) == 0 && strcmp(c->rows[i].kind, p->kind) == 0)
+            names[n++] = c->rows[i].name;
+    loom_error *refused = registry_load_recorded(d->reg, p->file, "user", names, n, (int)kind);
     if (refused)
         log_warn("user %s \"%s\" not loaded: %s", p->kind, p->name, loom_err_message(refused));
     loom_err_free(refused);
-    if (c->count == c->cap) {
-        size_t cap = c->cap ? c->cap * 2 : 16;
-        void *grown = realloc(c->files, cap * sizeof *c->files);
-        if (!grown)
-            return;
-        c->files = grown;
-        c->cap = cap;
-    }
-    snprintf(c->files[c->count++], PATH_MAX, "%s", p->file);
 }
 
 void loomd_load_user_plugins(loomd *d)
 {
-    user_plugin_ctx c = {.d = d};
-    loom_error *e = store_plugin_each(d->st, load_one, &c);
+    user_plugin_ctx c = {0};
+    loom_error *e = store_plugin_each(d->st, collect_row, &c);
     if (e)
         log_error("user plugins: %s", loom_err_message(e));
     loom_err_free(e);
+    for (size_t i = 0; i < c.count; i++) {
+        int seen = 0;
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = strcmp(c.rows[j].file, c.rows[i].file) == 0 &&
+                   strcmp(c.rows[j].kind, c.rows[i].kind) == 0;
+        if (!seen)
+            load_file(d, &c, i);
+    }
     /* Sweep copies a crash left behind between writing and recording. */
     char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s/plugins", d->home);
@@ -247,7 +298,7 @@ void loomd_load_user_plugins(loomd *d)
         snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
         int known = 0;
         for (size_t i = 0; i < c.count && !known; i++)
-            known = strcmp(c.files[i], path) == 0;
+            known = strcmp(c.rows[i].file, path) == 0;
         if (!known) {
             log_info("removing unrecorded plugin file %s", path);
             unlink(path);
@@ -255,14 +306,14 @@ void loomd_load_user_plugins(loomd *d)
     }
     if (dh)
         closedir(dh);
-    free(c.files);
+    free(c.rows);
 }
 
 const http_route loom_plugin_routes[] = {
     {"GET", LOOM_ROUTE_PLUGINS, list_plugins, HTTP_USER},
     /* A .so runs in the host: installing and removing plugins is for
      * administrators. */
-    {"POST", LOOM_ROUTE_PLUGINS, add_plugin, HTTP_ADMIN},
+    {"POST", LOOM_ROUTE_PLUGINS, add_plugin, HTTP_ADMIN | HTTP_SLOW},
     {"GET", LOOM_ROUTE_PLUGINS "/{}/{}", show_plugin, HTTP_USER},
     {"DELETE", LOOM_ROUTE_PLUGINS "/{}/{}", remove_plugin, HTTP_ADMIN},
     {"GET", LOOM_ROUTE_FRAMEWORKS, list_frameworks, HTTP_USER},

@@ -3,11 +3,25 @@
  * routes take it as ?path=). The JSON bodies are read and written here; the
  * service sees sched_plan_change and answers with sched_plan_view. */
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "api/routes.h"
 #include "api/server.h"
+
+/* A plan path is kept in the scheduler's record whole, or refused. */
+#define PLAN_PATH_MAX (sizeof ((sched_plan_view *)0)->path - 1)
+#define PLAN_DEVICES_MAX 1000000000
+
+static loom_error *plan_path_fits(const char *path)
+{
+    size_t n = path ? strlen(path) : 0;
+    return n > PLAN_PATH_MAX ? loom_err(LOOM_E_INVALID, "path: %zu bytes, longer than the limit of %zu",
+                                        n, PLAN_PATH_MAX)
+                             : NULL;
+}
 
 static cJSON *plan_json(const sched_plan_view *p)
 {
@@ -20,10 +34,12 @@ static cJSON *plan_json(const sched_plan_view *p)
     return o;
 }
 
+/* Every device and whether it is held; the exec holding it is named only to
+ * whoever may see that exec (its owner, an administrator). */
 static void slots(void *ctx, const http_request *req, http_response *res)
 {
-    (void)req;
     loomd *d = ctx;
+    int64_t caller = loomd_caller_id(d, req);
     sched_slot_view *v;
     size_t n;
     loom_error *e = sched_service_slots(d->sched, &v, &n);
@@ -38,7 +54,8 @@ static void slots(void *ctx, const http_request *req, http_response *res)
         cJSON_AddStringToObject(o, "kind", v[i].kind == LOOM_DEVICE_CUDA ? "gpu" : "cpu");
         cJSON_AddNumberToObject(o, "index", v[i].index);
         cJSON_AddStringToObject(o, "node", v[i].node);
-        if (v[i].owner[0])
+        cJSON_AddBoolToObject(o, "held", v[i].owner[0] != 0);
+        if (v[i].owner[0] && exec_visible_to(d->execs, caller, v[i].owner))
             cJSON_AddStringToObject(o, "owner", v[i].owner);
         else
             cJSON_AddNullToObject(o, "owner");
@@ -76,6 +93,9 @@ static loom_error *plan_change_parse(const cJSON *body, const char *qpath, sched
     c->path = path ? path->valuestring : qpath;
     if (!c->path)
         return loom_err(LOOM_E_INVALID, "path: expected a plan path such as \"/project/training\"");
+    loom_error *long_path = plan_path_fits(c->path);
+    if (long_path)
+        return long_path;
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, "share");
     if (v && !cJSON_IsNumber(v))
         return loom_err(LOOM_E_INVALID, "plan \"%s\": share: expected a number", c->path);
@@ -89,9 +109,10 @@ static loom_error *plan_change_parse(const cJSON *body, const char *qpath, sched
         if (!v)
             continue;
         if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) ||
-            fabs(v->valuedouble) > 1e9)
-            return loom_err(LOOM_E_INVALID, "plan \"%s\": %s: expected a whole number", c->path,
-                            ints[i]);
+            fabs(v->valuedouble) > PLAN_DEVICES_MAX)
+            return loom_err(LOOM_E_INVALID,
+                            "plan \"%s\": %s: expected a whole number from -%d to %d (the limit)",
+                            c->path, ints[i], PLAN_DEVICES_MAX, PLAN_DEVICES_MAX);
         *has[i] = 1;
         *dst[i] = (int32_t)v->valuedouble;
     }
@@ -138,6 +159,11 @@ static void show_plan(void *ctx, const http_request *req, http_response *res)
         api_error(res, LOOM_E_INVALID, "path: expected ?path=/plan/path");
         return;
     }
+    loom_error *long_path = plan_path_fits(path);
+    if (long_path) {
+        api_reply_error(res, long_path);
+        return;
+    }
     sched_plan_view v;
     loom_error *e = sched_service_plan(d->sched, path, &v);
     if (e)
@@ -154,6 +180,11 @@ static void remove_plan(void *ctx, const http_request *req, http_response *res)
         api_error(res, LOOM_E_INVALID, "path: expected ?path=/plan/path");
         return;
     }
+    loom_error *long_path = plan_path_fits(path);
+    if (long_path) {
+        api_reply_error(res, long_path);
+        return;
+    }
     loom_error *e = sched_service_plan_remove(d->sched, path);
     if (e) {
         api_reply_error(res, e);
@@ -164,6 +195,90 @@ static void remove_plan(void *ctx, const http_request *req, http_response *res)
     http_reply_json(res, 200, o);
 }
 
+/* The plan of ?path= and the user named (the route's segment or the body's
+ * "user") resolved to their immutable id; false after replying. */
+static bool member_target(loomd *d, const http_request *req, http_response *res, const char *user,
+                          const char **plan, int64_t *user_id)
+{
+    *plan = http_query(req, "path");
+    if (!*plan) {
+        api_error(res, LOOM_E_INVALID, "path: expected ?path=/plan/path");
+        return false;
+    }
+    loom_error *e = auth_user_id(d->auth, user, user_id);
+    if (e) {
+        loom_err_free(e);
+        api_error(res, LOOM_E_NOT_FOUND, "user: no user \"%s\"", user);
+        return false;
+    }
+    return true;
+}
+
+static void list_members(void *ctx, const http_request *req, http_response *res)
+{
+    loomd *d = ctx;
+    sched_plan_member *v;
+    size_t n;
+    loom_error *e = sched_service_plan_members(d->sched, http_query(req, "path"), &v, &n);
+    if (e) {
+        api_reply_error(res, e);
+        return;
+    }
+    cJSON *a = cJSON_CreateArray();
+    for (size_t i = 0; i < n; i++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "plan", v[i].plan);
+        cJSON_AddStringToObject(o, "user", v[i].user);
+        cJSON_AddNumberToObject(o, "addTime", (double)v[i].added_at_ms);
+        cJSON_AddItemToArray(a, o);
+    }
+    free(v);
+    http_reply_json(res, 200, a);
+}
+
+static void add_member(void *ctx, const http_request *req, http_response *res)
+{
+    loomd *d = ctx;
+    cJSON *body = http_body_json(req, res);
+    if (!body)
+        return;
+    const cJSON *user = cJSON_GetObjectItemCaseSensitive(body, "user");
+    const char *plan;
+    int64_t id;
+    if (!cJSON_IsString(user))
+        api_error(res, LOOM_E_INVALID, "user: expected a user name");
+    else if (member_target(d, req, res, user->valuestring, &plan, &id)) {
+        loom_error *e = sched_service_plan_member_add(d->sched, plan, id, user->valuestring);
+        if (e) {
+            api_reply_error(res, e);
+        } else {
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddStringToObject(o, "plan", plan);
+            cJSON_AddStringToObject(o, "user", user->valuestring);
+            http_reply_json(res, 201, o);
+        }
+    }
+    cJSON_Delete(body);
+}
+
+static void remove_member(void *ctx, const http_request *req, http_response *res)
+{
+    loomd *d = ctx;
+    const char *plan;
+    int64_t id;
+    if (!member_target(d, req, res, req->params[0], &plan, &id))
+        return;
+    loom_error *e = sched_service_plan_member_remove(d->sched, plan, id, req->params[0]);
+    if (e) {
+        api_reply_error(res, e);
+        return;
+    }
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "plan", plan);
+    cJSON_AddStringToObject(o, "removed", req->params[0]);
+    http_reply_json(res, 200, o);
+}
+
 const http_route loom_sched_routes[] = {
     {"GET", LOOM_ROUTE_SLOTS, slots, HTTP_USER},
     {"GET", LOOM_ROUTE_PLANS, list_plans, HTTP_USER},
@@ -171,5 +286,8 @@ const http_route loom_sched_routes[] = {
     {"GET", LOOM_ROUTE_PLAN, show_plan, HTTP_USER},
     {"PUT", LOOM_ROUTE_PLAN, update_plan, HTTP_ADMIN},
     {"DELETE", LOOM_ROUTE_PLAN, remove_plan, HTTP_ADMIN},
+    {"GET", LOOM_ROUTE_PLAN_MEMBERS, list_members, HTTP_ADMIN},
+    {"POST", LOOM_ROUTE_PLAN_MEMBERS, add_member, HTTP_ADMIN},
+    {"DELETE", LOOM_ROUTE_PLAN_MEMBERS "/{}", remove_member, HTTP_ADMIN},
 };
 const size_t loom_sched_route_count = sizeof loom_sched_routes / sizeof *loom_sched_routes;

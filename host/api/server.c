@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "plugin/ffi_call.h"
@@ -43,12 +44,10 @@ void loomd_default_plugin_dir(char *out, size_t outlen)
         return;
     }
     char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0) {
+    if (!fs_self_exe(exe, sizeof exe)) {
         snprintf(out, outlen, "/usr/local/lib/loom/plugins");
         return;
     }
-    exe[n] = 0;
     char *slash = strrchr(exe, '/');
     if (slash)
         *slash = 0;
@@ -119,6 +118,27 @@ static int hold_home(loomd *d, char *err, size_t errlen)
     return 0;
 }
 
+/* Every subsystem's routes into one table; returns how many. */
+static size_t collect_routes(http_route *routes)
+{
+    const struct {
+        const http_route *table;
+        size_t count;
+    } parts[] = {
+        {core_routes, sizeof core_routes / sizeof *core_routes},
+        {loom_plugin_routes, loom_plugin_route_count},
+        {loom_auth_routes, loom_auth_route_count},
+        {loom_sched_routes, loom_sched_route_count},
+        {loom_exec_routes, loom_exec_route_count},
+        {loom_hpo_routes, loom_hpo_route_count},
+    };
+    size_t n = 0;
+    for (size_t p = 0; p < sizeof parts / sizeof *parts; p++)
+        for (size_t i = 0; i < parts[p].count; i++)
+            routes[n++] = parts[p].table[i];
+    return n;
+}
+
 loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
 {
     loomd *d = calloc(1, sizeof *d);
@@ -148,6 +168,14 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
     char held[PATH_MAX + 128];
     if (hold_home(d, held, sizeof held) != 0) {
         e = loom_err(LOOM_E_CONFLICT, "%s", held);
+        goto fail_with;
+    }
+    /* Uploads being received; once this host holds the home, what a killed
+     * one left there is garbage. */
+    snprintf(d->spool_dir, sizeof d->spool_dir, "%s/uploads", d->home);
+    fs_rm_rf(d->spool_dir);
+    if (fs_mkdir_p(d->spool_dir) != 0 || chmod(d->spool_dir, 0700) != 0) {
+        e = loom_err(LOOM_E_INTERNAL, "%s: cannot create: %s", d->spool_dir, strerror(errno));
         goto fail_with;
     }
 
@@ -191,23 +219,18 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
         goto fail_with;
     }
 
+    if ((e = hpo_service_create(d->st, d->reg, d->execs, d->home, NULL, &d->hpo)) != NULL)
+        goto fail_with;
+
     http_route *routes = d->routes;
-    size_t n = 0;
-    for (size_t i = 0; i < sizeof core_routes / sizeof *core_routes; i++)
-        routes[n++] = core_routes[i];
-    for (size_t i = 0; i < loom_plugin_route_count; i++)
-        routes[n++] = loom_plugin_routes[i];
-    for (size_t i = 0; i < loom_auth_route_count; i++)
-        routes[n++] = loom_auth_routes[i];
-    for (size_t i = 0; i < loom_sched_route_count; i++)
-        routes[n++] = loom_sched_routes[i];
-    for (size_t i = 0; i < loom_exec_route_count; i++)
-        routes[n++] = loom_exec_routes[i];
+    size_t n = collect_routes(routes);
     http_config cfg = {
         .address = opt->address ? opt->address : "127.0.0.1",
         .port = opt->port,
         .max_body = MAX_BODY,
         .max_upload = MAX_UPLOAD,
+        .spool_dir = d->spool_dir,
+        .limits = opt->http,
         .routes = routes,
         .nroutes = n,
         .ctx = d,
@@ -236,6 +259,7 @@ void loomd_stop(loomd *d)
     if (!d)
         return;
     http_server_stop(d->http);
+    hpo_service_destroy(d->hpo);
     exec_service_destroy(d->execs);
     job_sandbox_configure(NULL); /* its user lookup uses d->auth */
     sched_service_destroy(d->sched);

@@ -13,6 +13,7 @@
 #include "api/status.h"
 #include "auth/auth.h"
 #include "exec/exec.h"
+#include "hpo/hpo.h"
 #include "sched/sched_service.h"
 #include "plugin/registry.h"
 #include "store/store.h"
@@ -30,21 +31,24 @@ typedef struct loomd_options {
     unsigned job_uid_first, job_uid_last; /* jobs' accounts when root; 0: defaults */
     int no_job_accounts;     /* root, yet jobs run as the host's user */
     int require_isolation;   /* refuse to start without complete isolation */
+    http_limits http;        /* connections, uploads, slow requests; 0s: defaults */
 } loomd_options;
 
 typedef struct loomd {
     char home[PATH_MAX];
     char plugin_dir[PATH_MAX];
+    char spool_dir[PATH_MAX]; /* HOME/uploads: file parts being received */
     int lock_fd;
     store *st;
     registry *reg;
     sched_service *sched;
     exec_service *execs;
+    hpo_service *hpo;
     auth_service *auth;
     /* A new home's first admin password when it was generated: shown once. */
     char generated_admin_password[AUTH_PASSWORD_GEN_MAX];
     http_server *http;
-    http_route routes[64];
+    http_route routes[96];
     pthread_mutex_t admin_lock; /* plugin add/remove: file, registry, store */
     unsigned upload_seq;
 } loomd;
@@ -72,10 +76,16 @@ extern const http_route loom_auth_routes[];
 extern const size_t loom_auth_route_count;
 int loomd_authenticate(void *ctx, const http_request *req, char *user, size_t userlen,
                        int *is_admin);
+/* Whose records an authenticated request sees: EXEC_ADMIN for an
+ * administrator, else the user's immutable id (-1, nobody's, when the user
+ * was removed meanwhile). */
+int64_t loomd_caller_id(loomd *d, const http_request *req);
 extern const http_route loom_sched_routes[];
 extern const size_t loom_sched_route_count;
 extern const http_route loom_plugin_routes[];
 extern const size_t loom_plugin_route_count;
+extern const http_route loom_hpo_routes[];
+extern const size_t loom_hpo_route_count;
 
 /* Confines the host's jobs (isolation.c): accounts when root, the home's
  * modes; says at start what isolation jobs have. -1 with err when that

@@ -16,28 +16,74 @@
 #define DEFAULT_FAILURE_WINDOW_MS 60000
 #define DEFAULT_LOCKOUT_MS 60000
 #define DEFAULT_LIMITER_CAPACITY 4096
+#define DEFAULT_ACCOUNT_MAX_FAILURES 20
+#define DEFAULT_ACCOUNT_WINDOW_MS (10 * 60000)
+#define DEFAULT_LOCKOUT_MAX_MS (15 * 60000)
 /* Random bytes in a generated admin password: 144 bits, 24 characters. */
 #define GENERATED_PASSWORD_BYTES 18
 
 /* User names compare ignoring case everywhere, so "Admin" cannot sit beside
- * "admin". Keys and tokens go with their user (ON DELETE CASCADE). A token
- * issued for an API key remembers the key so revoking it revokes them. */
+ * "admin". Every record is keyed by the user's id, which AUTOINCREMENT never
+ * hands out twice: a user created again under a removed user's name is
+ * someone else, who sees none of the first one's keys, tokens, plans or
+ * execs, and whose jobs run under another OS account. Keys and tokens go
+ * with their user (ON DELETE CASCADE), and so do plan memberships (the
+ * trigger: plan_members is the store's table). A token issued for an API
+ * key remembers the key so revoking it revokes them. */
 static const char *const schema =
     "CREATE TABLE IF NOT EXISTS users("
-    "  name TEXT PRIMARY KEY COLLATE NOCASE,"
+    "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  name TEXT NOT NULL UNIQUE COLLATE NOCASE,"
     "  role TEXT NOT NULL CHECK(role IN ('admin', 'user')),"
     "  pwhash TEXT NOT NULL, created_at INTEGER NOT NULL);"
     "CREATE TABLE IF NOT EXISTS api_keys("
-    "  user TEXT NOT NULL COLLATE NOCASE REFERENCES users(name) ON DELETE CASCADE,"
+    "  user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,"
     "  key_hash BLOB NOT NULL UNIQUE, label TEXT NOT NULL COLLATE NOCASE,"
-    "  created_at INTEGER NOT NULL, UNIQUE(user, label));"
+    "  created_at INTEGER NOT NULL, UNIQUE(user_id, label));"
     "CREATE TABLE IF NOT EXISTS tokens("
     "  token_hash BLOB PRIMARY KEY,"
-    "  user TEXT NOT NULL COLLATE NOCASE REFERENCES users(name) ON DELETE CASCADE,"
+    "  user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,"
     "  expires_at INTEGER NOT NULL, apikey_hash BLOB);"
-    "CREATE INDEX IF NOT EXISTS tokens_by_user ON tokens(user);"
+    "CREATE INDEX IF NOT EXISTS tokens_by_user ON tokens(user_id);"
     "CREATE INDEX IF NOT EXISTS tokens_by_expiry ON tokens(expires_at);"
-    "CREATE INDEX IF NOT EXISTS tokens_by_apikey ON tokens(apikey_hash);";
+    "CREATE INDEX IF NOT EXISTS tokens_by_apikey ON tokens(apikey_hash);"
+    "CREATE TRIGGER IF NOT EXISTS users_removed_from_plans AFTER DELETE ON users BEGIN"
+    "  DELETE FROM plan_members WHERE user_id = OLD.id; END;";
+
+/* Databases made before users had ids kept them by name (the rowid, which
+ * SQLite reuses, mapped them to OS accounts). Each user keeps its rowid as
+ * its id, so its jobs keep their OS account, and its keys, tokens and execs
+ * move to the id. Runs with foreign keys off, as SQLite's table rebuild
+ * asks, in one transaction. */
+static const char *const migrate_by_name =
+    "PRAGMA foreign_keys=OFF;"
+    "BEGIN IMMEDIATE;"
+    "CREATE TABLE users_by_id("
+    "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  name TEXT NOT NULL UNIQUE COLLATE NOCASE,"
+    "  role TEXT NOT NULL CHECK(role IN ('admin', 'user')),"
+    "  pwhash TEXT NOT NULL, created_at INTEGER NOT NULL);"
+    "INSERT INTO users_by_id(id, name, role, pwhash, created_at)"
+    "  SELECT rowid, name, role, pwhash, created_at FROM users;"
+    "CREATE TABLE api_keys_by_id("
+    "  user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,"
+    "  key_hash BLOB NOT NULL UNIQUE, label TEXT NOT NULL COLLATE NOCASE,"
+    "  created_at INTEGER NOT NULL, UNIQUE(user_id, label));"
+    "INSERT INTO api_keys_by_id SELECT u.id, k.key_hash, k.label, k.created_at"
+    "  FROM api_keys k JOIN users_by_id u ON u.name = k.user;"
+    "CREATE TABLE tokens_by_id("
+    "  token_hash BLOB PRIMARY KEY,"
+    "  user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,"
+    "  expires_at INTEGER NOT NULL, apikey_hash BLOB);"
+    "INSERT INTO tokens_by_id SELECT t.token_hash, u.id, t.expires_at, t.apikey_hash"
+    "  FROM tokens t JOIN users_by_id u ON u.name = t.user;"
+    "UPDATE execs SET user_id = coalesce((SELECT id FROM users_by_id WHERE name = execs.user), 0);"
+    "DROP TABLE tokens; DROP TABLE api_keys; DROP TABLE users;"
+    "ALTER TABLE users_by_id RENAME TO users;"
+    "ALTER TABLE api_keys_by_id RENAME TO api_keys;"
+    "ALTER TABLE tokens_by_id RENAME TO tokens;"
+    "COMMIT;"
+    "PRAGMA foreign_keys=ON;";
 
 void auth_lock(auth_service *svc)
 {
@@ -174,6 +220,12 @@ static void apply_defaults(auth_options *o)
         o->lockout_ms = DEFAULT_LOCKOUT_MS;
     if (o->limiter_capacity == 0)
         o->limiter_capacity = DEFAULT_LIMITER_CAPACITY;
+    if (o->account_max_failures <= 0)
+        o->account_max_failures = DEFAULT_ACCOUNT_MAX_FAILURES;
+    if (o->account_window_ms <= 0)
+        o->account_window_ms = DEFAULT_ACCOUNT_WINDOW_MS;
+    if (o->lockout_max_ms <= 0)
+        o->lockout_max_ms = DEFAULT_LOCKOUT_MAX_MS;
 }
 
 static loom_error *check_limits(const auth_options *o)
@@ -192,21 +244,53 @@ static loom_error *check_limits(const auth_options *o)
     return NULL;
 }
 
+/* Whether `table` has a column `column`: -1 when it cannot tell. */
+static int has_column(auth_service *svc, const char *table, const char *column)
+{
+    char sql[96];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM pragma_table_info('%s') WHERE name = ?", table);
+    sqlite3_stmt *st = auth_prepare(svc, sql);
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, column, -1, SQLITE_STATIC);
+    int n = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
+    sqlite3_finalize(st);
+    return n < 0 ? -1 : n > 0;
+}
+
+/* Brings a database made before users had ids to the current tables. */
+static int migrate(auth_service *svc, char **msg)
+{
+    int users = has_column(svc, "users", "name");
+    int ids = has_column(svc, "users", "id");
+    if (users != 1 || ids != 0)
+        return SQLITE_OK;
+    int rc = sqlite3_exec(svc->db, migrate_by_name, NULL, NULL, msg);
+    if (rc != SQLITE_OK) {
+        sqlite3_exec(svc->db, "ROLLBACK; PRAGMA foreign_keys=ON;", NULL, NULL, NULL);
+        return rc;
+    }
+    log_info("auth: users now have ids that are never reused (database migrated)");
+    return SQLITE_OK;
+}
+
 /* The tables, in the store's database; foreign_keys (set by the store)
  * drives the cascades. */
 static loom_error *create_tables(auth_service *svc)
 {
     char *msg = NULL;
     store_lock(svc->st);
-    int rc = sqlite3_exec(svc->db, schema, NULL, NULL, &msg);
+    int rc = migrate(svc, &msg);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(svc->db, schema, NULL, NULL, &msg);
     loom_error *e = rc == SQLITE_OK ? NULL
                                     : loom_err(LOOM_E_INTERNAL, "auth tables: %s",
                                                msg ? msg : sqlite3_errmsg(svc->db));
     sqlite3_free(msg);
     if (!e) {
         svc->check_token_stmt = auth_prepare(
-            svc, "SELECT t.token_hash, t.expires_at, u.name, u.role FROM tokens t "
-                 "JOIN users u ON u.name = t.user WHERE t.token_hash = ?");
+            svc, "SELECT t.token_hash, t.expires_at, u.name, u.role, u.id FROM tokens t "
+                 "JOIN users u ON u.id = t.user_id WHERE t.token_hash = ?");
         if (!svc->check_token_stmt)
             e = loom_err(LOOM_E_INTERNAL, "auth: %s", sqlite3_errmsg(svc->db));
     }
@@ -238,9 +322,16 @@ loom_error *auth_open(store *st, const auth_options *opt, auth_service **out)
     svc->token_ttl_ms = o.token_ttl_ms;
     svc->limiter = ratelimit_create(o.limiter_capacity, o.max_failures,
                                     o.failure_window_ms, o.lockout_ms);
-    if (!svc->limiter)
+    svc->account_limiter = ratelimit_create(o.limiter_capacity, o.account_max_failures,
+                                            o.account_window_ms, o.lockout_ms);
+    svc->trusted = ratelimit_create(o.limiter_capacity, 1, 1, 1);
+    if (!svc->limiter || !svc->account_limiter || !svc->trusted)
         e = loom_err(LOOM_E_INTERNAL, "auth: cannot make the log-on limiter for %zu clients",
                      o.limiter_capacity);
+    else {
+        ratelimit_set_backoff(svc->limiter, o.lockout_max_ms);
+        ratelimit_set_backoff(svc->account_limiter, o.lockout_max_ms);
+    }
     if (!e)
         e = create_tables(svc);
     if (!e) {
@@ -264,6 +355,8 @@ void auth_close(auth_service *svc)
         return;
     sqlite3_finalize(svc->check_token_stmt);
     ratelimit_free(svc->limiter);
+    ratelimit_free(svc->account_limiter);
+    ratelimit_free(svc->trusted);
     pthread_mutex_destroy(&svc->lock);
     free(svc);
 }

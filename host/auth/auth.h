@@ -6,7 +6,8 @@
  * still valid after it. Passwords are kept as argon2id strings
  * (crypto_pwhash_str); tokens and API keys are 256-bit random secrets of
  * which only a BLAKE2b hash is stored, so a copy of the database lets nobody
- * log on. Log-on attempts are rate limited per client (peer address).
+ * log on. Failed log-ons are limited per source address and per account
+ * (see "the log-on limiter" below).
  *
  * Every function may be called from any thread: one mutex guards the
  * connection and the limiter, and the slow password hashing runs outside it.
@@ -15,7 +16,8 @@
  * was expected: LOOM_E_INVALID (malformed name, password, role, header),
  * LOOM_E_UNAUTHENTICATED (wrong credentials; unknown or expired token: the
  * same for an unknown user and a wrong password), LOOM_E_RATE_LIMITED (too
- * many failed log-ons from this client), LOOM_E_CONFLICT (user or key label
+ * many failed log-ons from this address, or on this account from addresses
+ * it does not know), LOOM_E_CONFLICT (user or key label
  * taken; removing the last admin), LOOM_E_NOT_FOUND (no such user, key or
  * token), LOOM_E_INTERNAL (database or library failure).
  */
@@ -52,13 +54,17 @@ typedef struct auth_options {
     uint64_t pwhash_opslimit;
     size_t pwhash_memlimit;
     int64_t token_ttl_ms;       /* default 8 h */
-    int max_failures;           /* default 5 failed log-ons ... */
+    int max_failures;           /* default 5 failed log-ons from one address ... */
     int64_t failure_window_ms;  /* ... within 60 s ... */
-    int64_t lockout_ms;         /* ... refuse that client for 60 s */
-    size_t limiter_capacity;    /* clients tracked at once, LRU; default 4096 */
+    int64_t lockout_ms;         /* ... refuse that address for 60 s */
+    int account_max_failures;   /* default 20 failed log-ons on one account ... */
+    int64_t account_window_ms;  /* ... within 10 min: refuse it to new addresses */
+    int64_t lockout_max_ms;     /* lockouts in a row double up to this; 15 min */
+    size_t limiter_capacity;    /* addresses (and accounts) tracked, LRU; 4096 */
 } auth_options;
 
 typedef struct auth_identity {
+    int64_t user_id;          /* immutable: never given to another user */
     char user[AUTH_NAME_MAX];
     char role[AUTH_ROLE_MAX]; /* "admin" or "user" */
     int64_t expires_at_ms;    /* when the token presented expires */
@@ -102,15 +108,19 @@ loom_error *auth_user_add(auth_service *svc, const char *name, const char *passw
                           const char *role);
 /* Removes the user with its API keys and tokens; the last admin stays. */
 loom_error *auth_user_remove(auth_service *svc, const char *name);
-/* Sets a new password and revokes the user's tokens (API keys stay). */
-loom_error *auth_user_passwd(auth_service *svc, const char *name, const char *password);
+/* Sets a new password and revokes the user's tokens and, unless keep_keys,
+ * API keys (with the tokens they issued): whoever had the old password may
+ * have made either. */
+loom_error *auth_user_passwd(auth_service *svc, const char *name, const char *password,
+                             int keep_keys);
 /* Calls fn (may be NULL) for every user by name; *count (may be NULL) gets
  * how many there are. */
 loom_error *auth_user_list(auth_service *svc, void (*fn)(const auth_user *user, void *ctx),
                            void *ctx, size_t *count);
 
-/* The user's row id (what the host maps a job's OS account from):
- * AUTH_OK, AUTH_ENOTFOUND or AUTH_EINTERNAL. */
+/* The user's immutable id (what records are keyed by, and what the host
+ * maps a job's OS account from; ids start at 1 and are never reused), or
+ * LOOM_E_NOT_FOUND. */
 loom_error *auth_user_id(auth_service *svc, const char *name, int64_t *id);
 
 /* ---- API keys: shown once, stored hashed, named by a per-user label ---- */
@@ -125,6 +135,21 @@ loom_error *auth_apikey_list(auth_service *svc, const char *user,
                              void (*fn)(const auth_apikey *key, void *ctx), void *ctx,
                              size_t *count);
 
+/* ---- the log-on limiter ----
+ * Two limits, both with backoff:
+ * - per source address: max_failures failed log-ons (any account, API keys
+ *   included) within failure_window_ms refuse that address for lockout_ms;
+ * - per account: account_max_failures failed password log-ons on one
+ *   account within account_window_ms refuse that account for lockout_ms to
+ *   every address that has not logged on to it before, so rotating
+ *   addresses does not multiply an attacker's guesses.
+ * Each lockout that follows another doubles, up to lockout_max_ms. An
+ * address that has logged on to an account before (since the host started)
+ * is held back only by its own failures; one client's failures never lock
+ * another address out, and the right password from an address with no
+ * failures logs on unless that account is under attack from addresses it
+ * does not know. */
+
 /* ---- log-on: issue a bearer token valid for the configured TTL ----
  * client_id names the client for the rate limit (e.g. the peer address).
  * token_out needs AUTH_SECRET_MAX bytes. LOOM_E_UNAUTHENTICATED is the same
@@ -132,11 +157,16 @@ loom_error *auth_apikey_list(auth_service *svc, const char *user,
 loom_error *auth_logon_password(auth_service *svc, const char *client_id, const char *user,
                                 const char *password, int64_t now_ms, char *token_out,
                                 size_t len, int64_t *expires_at_ms);
+/* The password check alone, through the same limits, without a token (for
+ * credentials sent with each request): fills *who (may be NULL; its
+ * expires_at_ms is 0). */
+loom_error *auth_verify_password(auth_service *svc, const char *client_id, const char *user,
+                                 const char *password, int64_t now_ms, auth_identity *who);
 loom_error *auth_logon_apikey(auth_service *svc, const char *client_id, const char *apikey,
                               int64_t now_ms, char *token_out, size_t len,
                               int64_t *expires_at_ms);
-/* How long `client_id` must still wait before it may log on again (0: now);
- * for the HTTP layer's Retry-After. */
+/* How long address `client_id` must still wait before it may log on again
+ * (0: now); for the HTTP layer's Retry-After. */
 int64_t auth_retry_after_ms(auth_service *svc, const char *client_id,
                             int64_t now_ms);
 

@@ -24,7 +24,9 @@ struct auth_service {
     store *st;
     sqlite3 *db;          /* the store's connection */
     pthread_mutex_t lock; /* the limiter; with the store's lock, the statements */
-    ratelimit *limiter;
+    ratelimit *limiter;         /* failed log-ons per source address */
+    ratelimit *account_limiter; /* per account, from addresses it does not know */
+    ratelimit *trusted;         /* "account\naddress" pairs that logged on */
     unsigned long long opslimit;
     size_t memlimit;
     int64_t token_ttl_ms;
@@ -60,9 +62,9 @@ int auth_new_secret(const char *prefix, char *out, size_t len,
 void auth_secret_hash(const char *secret,
                       unsigned char hash[AUTH_SECRET_HASH_BYTES]);
 
-/* Stores a new token for `user`; apikey_hash names the key it was issued
+/* Stores a new token for user `user_id`; apikey_hash names the key it was issued
  * for (NULL for a password log-on). Called with the lock held. */
-loom_error *auth_issue_token(auth_service *svc, const char *user,
+loom_error *auth_issue_token(auth_service *svc, int64_t user_id,
                              const unsigned char *apikey_hash, int64_t now_ms, char *token_out,
                              size_t len, int64_t *expires_at_ms);
 

@@ -25,7 +25,7 @@ static void purge_expired(auth_service *svc, int64_t now_ms)
     sqlite3_finalize(st);
 }
 
-loom_error *auth_issue_token(auth_service *svc, const char *user,
+loom_error *auth_issue_token(auth_service *svc, int64_t user_id,
                              const unsigned char *apikey_hash, int64_t now_ms, char *token_out,
                              size_t len, int64_t *expires_at_ms)
 {
@@ -36,11 +36,11 @@ loom_error *auth_issue_token(auth_service *svc, const char *user,
     purge_expired(svc, now_ms);
     int64_t expires = now_ms + svc->token_ttl_ms;
     sqlite3_stmt *st = auth_prepare(
-        svc, "INSERT INTO tokens(token_hash, user, expires_at, apikey_hash) "
+        svc, "INSERT INTO tokens(token_hash, user_id, expires_at, apikey_hash) "
              "VALUES(?,?,?,?)");
     if (st) {
         sqlite3_bind_blob(st, 1, hash, sizeof hash, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, user, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, user_id);
         sqlite3_bind_int64(st, 3, expires);
         if (apikey_hash)
             sqlite3_bind_blob(st, 4, apikey_hash, AUTH_SECRET_HASH_BYTES,
@@ -50,33 +50,86 @@ loom_error *auth_issue_token(auth_service *svc, const char *user,
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE) {
         sodium_memzero(token_out, len);
-        return loom_err(LOOM_E_INTERNAL, "cannot store a token for '%s': %s", user,
-                        sqlite3_errmsg(svc->db));
+        return loom_err(LOOM_E_INTERNAL, "cannot store a token for user %lld: %s",
+                        (long long)user_id, sqlite3_errmsg(svc->db));
     }
     if (expires_at_ms)
         *expires_at_ms = expires;
     return NULL;
 }
 
-/* Starts a log-on attempt for the limiter; LOOM_E_RATE_LIMITED when the
- * client must wait. Lock held. */
-static loom_error *limiter_begin(auth_service *svc, const char *client_id, int64_t now_ms)
+/* The limiter's key of an account: names compare ignoring case. */
+static void account_key(const char *user, char *out, size_t len)
 {
-    int64_t wait = ratelimit_begin(svc->limiter, client_id, now_ms);
-    if (wait == 0)
+    size_t i = 0;
+    for (; user && user[i] && i + 1 < len; i++)
+        out[i] = (char)(user[i] >= 'A' && user[i] <= 'Z' ? user[i] - 'A' + 'a' : user[i]);
+    out[i] = '\0';
+}
+
+/* An attempt under way: what limiter_end must close. */
+typedef struct attempt {
+    const char *client;
+    char account[AUTH_NAME_MAX];
+    char pair[AUTH_NAME_MAX + 72]; /* account, newline, client */
+    int trusted;                   /* this address logged on to the account before */
+    int counts_account;
+} attempt;
+
+static loom_error *rate_limited(const char *what, const char *who, int64_t wait)
+{
+    return loom_err(LOOM_E_RATE_LIMITED, "too many failed log-ons %s %.64s: try again in %lld s",
+                    what, who, (long long)((wait + 999) / 1000));
+}
+
+/* Starts a log-on attempt by `client` on `user` (NULL: not known yet, an
+ * API key) for both limits; LOOM_E_RATE_LIMITED when it must wait. An
+ * address that has logged on to the account before is held back only by
+ * its own failures, so an attack on the account from elsewhere does not
+ * lock its owner out. Lock held. */
+static loom_error *limiter_begin(auth_service *svc, attempt *a, const char *client,
+                                 const char *user, int64_t now_ms)
+{
+    memset(a, 0, sizeof *a);
+    a->client = client;
+    int64_t wait = ratelimit_begin(svc->limiter, client, now_ms);
+    if (wait)
+        return rate_limited("from", client, wait);
+    if (!user)
         return NULL;
-    return loom_err(LOOM_E_RATE_LIMITED, "too many failed log-ons from %.64s: try again in %lld s",
-                    client_id, (long long)((wait + 999) / 1000));
+    account_key(user, a->account, sizeof a->account);
+    snprintf(a->pair, sizeof a->pair, "%s\n%s", a->account, client);
+    a->trusted = ratelimit_succeeded(svc->trusted, a->pair);
+    if (a->trusted)
+        return NULL;
+    wait = ratelimit_begin(svc->account_limiter, a->account, now_ms);
+    if (wait) {
+        ratelimit_end(svc->limiter, client, now_ms, 0);
+        return rate_limited("for account", user,  wait);
+    }
+    a->counts_account = 1;
+    return NULL;
+}
+
+/* Ends an attempt begun by limiter_begin. Lock held. */
+static void limiter_end(auth_service *svc, const attempt *a, int64_t now_ms, int failed)
+{
+    ratelimit_end(svc->limiter, a->client, now_ms, failed);
+    if (a->counts_account)
+        ratelimit_end(svc->account_limiter, a->account, now_ms, failed);
+    if (!failed && a->pair[0] && ratelimit_begin(svc->trusted, a->pair, now_ms) == 0)
+        ratelimit_end(svc->trusted, a->pair, now_ms, 0);
 }
 
 /* What a found row, or its absence, means. */
 enum { FOUND, NOT_FOUND, DB_FAILED };
 
-/* The stored name and hash of `user`. Lock held. */
-static int fetch_user(auth_service *svc, const char *user, char *name,
-                      char pwhash[crypto_pwhash_STRBYTES])
+/* The stored name, role, id and hash of `user`. Lock held. */
+static int fetch_user(auth_service *svc, const char *user, char *name, char *role,
+                      int64_t *id, char pwhash[crypto_pwhash_STRBYTES])
 {
-    sqlite3_stmt *st = auth_prepare(svc, "SELECT name, pwhash FROM users WHERE name = ?");
+    sqlite3_stmt *st =
+        auth_prepare(svc, "SELECT name, pwhash, role, id FROM users WHERE name = ?");
     if (!st)
         return DB_FAILED;
     sqlite3_bind_text(st, 1, user, -1, SQLITE_STATIC);
@@ -84,6 +137,8 @@ static int fetch_user(auth_service *svc, const char *user, char *name,
     if (rc == SQLITE_ROW) {
         auth_column_text(st, 0, name, AUTH_NAME_MAX);
         auth_column_text(st, 1, pwhash, crypto_pwhash_STRBYTES);
+        auth_column_text(st, 2, role, AUTH_ROLE_MAX);
+        *id = sqlite3_column_int64(st, 3);
     }
     sqlite3_finalize(st);
     return rc == SQLITE_ROW ? FOUND : rc == SQLITE_DONE ? NOT_FOUND : DB_FAILED;
@@ -123,25 +178,22 @@ static loom_error *token_buffer_check(const char *token_out, size_t len)
     return NULL;
 }
 
-loom_error *auth_logon_password(auth_service *svc, const char *client_id, const char *user,
-                                const char *password, int64_t now_ms, char *token_out,
-                                size_t len, int64_t *expires_at_ms)
+loom_error *auth_verify_password(auth_service *svc, const char *client_id, const char *user,
+                                 const char *password, int64_t now_ms, auth_identity *who)
 {
     if (!client_id)
         client_id = "";
-    loom_error *e = token_buffer_check(token_out, len);
-    if (e)
-        return e;
-    token_out[0] = '\0';
-    char name[AUTH_NAME_MAX] = "";
+    char name[AUTH_NAME_MAX] = "", role[AUTH_ROLE_MAX] = "";
     char pwhash[crypto_pwhash_STRBYTES] = "";
+    int64_t user_id = 0;
+    loom_error *bad_name = auth_check_name("user name", user);
+    attempt a;
 
     auth_lock(svc);
-    e = limiter_begin(svc, client_id, now_ms);
+    loom_error *e = limiter_begin(svc, &a, client_id, bad_name ? "" : user, now_ms);
     int found = NOT_FOUND;
-    loom_error *bad_name = e ? NULL : auth_check_name("user name", user);
     if (!e && !bad_name)
-        found = fetch_user(svc, user, name, pwhash);
+        found = fetch_user(svc, user, name, role, &user_id, pwhash);
     loom_err_free(bad_name); /* refused like an unknown user */
     auth_unlock(svc);
     if (e)
@@ -159,32 +211,53 @@ loom_error *auth_logon_password(auth_service *svc, const char *client_id, const 
     }
 
     auth_lock(svc);
-    ratelimit_end(svc->limiter, client_id, now_ms, !ok);
-    if (ok)
-        e = auth_issue_token(svc, name, NULL, now_ms, token_out, len, expires_at_ms);
-    else if (found == DB_FAILED)
-        e = loom_err(LOOM_E_INTERNAL, "cannot read users: %s", sqlite3_errmsg(svc->db));
-    else
-        e = loom_err(LOOM_E_UNAUTHENTICATED, "invalid user name or password");
+    limiter_end(svc, &a, now_ms, !ok);
     auth_unlock(svc);
-
-    if (ok)
-        rehash_if_needed(svc, name, pwhash, password);
-    if (!e)
-        log_info("auth: '%s' logged on with a password from %s", name, client_id);
-    else if (loom_err_code(e) == LOOM_E_UNAUTHENTICATED)
+    if (!ok) {
         log_warn("auth: failed log-on from %s", client_id);
+        if (found == DB_FAILED)
+            return loom_err(LOOM_E_INTERNAL, "cannot read users: %s", sqlite3_errmsg(svc->db));
+        return loom_err(LOOM_E_UNAUTHENTICATED, "invalid user name or password");
+    }
+    rehash_if_needed(svc, name, pwhash, password);
+    if (who) {
+        snprintf(who->user, sizeof who->user, "%s", name);
+        snprintf(who->role, sizeof who->role, "%s", role);
+        who->user_id = user_id;
+        who->expires_at_ms = 0;
+    }
+    return NULL;
+}
+
+loom_error *auth_logon_password(auth_service *svc, const char *client_id, const char *user,
+                                const char *password, int64_t now_ms, char *token_out,
+                                size_t len, int64_t *expires_at_ms)
+{
+    loom_error *e = token_buffer_check(token_out, len);
+    if (e)
+        return e;
+    token_out[0] = '\0';
+    auth_identity who;
+    e = auth_verify_password(svc, client_id, user, password, now_ms, &who);
+    if (e)
+        return e;
+    auth_lock(svc);
+    e = auth_issue_token(svc, who.user_id, NULL, now_ms, token_out, len, expires_at_ms);
+    auth_unlock(svc);
+    if (!e)
+        log_info("auth: '%s' logged on with a password from %s", who.user,
+                 client_id ? client_id : "");
     return e;
 }
 
 /* The user owning the API key of hash `hash`. Lock held. */
 static int find_apikey(auth_service *svc,
                        const unsigned char hash[AUTH_SECRET_HASH_BYTES],
-                       char *user)
+                       char *user, int64_t *user_id)
 {
     sqlite3_stmt *st = auth_prepare(
-        svc, "SELECT k.key_hash, u.name FROM api_keys k "
-             "JOIN users u ON u.name = k.user WHERE k.key_hash = ?");
+        svc, "SELECT k.key_hash, u.name, u.id FROM api_keys k "
+             "JOIN users u ON u.id = k.user_id WHERE k.key_hash = ?");
     if (!st)
         return DB_FAILED;
     sqlite3_bind_blob(st, 1, hash, AUTH_SECRET_HASH_BYTES, SQLITE_STATIC);
@@ -197,6 +270,7 @@ static int find_apikey(auth_service *svc,
         sqlite3_column_bytes(st, 0) == AUTH_SECRET_HASH_BYTES &&
         sodium_memcmp(sqlite3_column_blob(st, 0), hash, AUTH_SECRET_HASH_BYTES) == 0) {
         auth_column_text(st, 1, user, AUTH_NAME_MAX);
+        *user_id = sqlite3_column_int64(st, 2);
         rc = FOUND;
     } else if (sq != SQLITE_ROW && sq != SQLITE_DONE) {
         rc = DB_FAILED;
@@ -221,13 +295,15 @@ loom_error *auth_logon_apikey(auth_service *svc, const char *client_id, const ch
         auth_secret_hash(apikey, hash);
 
     char user[AUTH_NAME_MAX] = "";
+    int64_t user_id = 0;
+    attempt a;
     auth_lock(svc);
-    e = limiter_begin(svc, client_id, now_ms);
+    e = limiter_begin(svc, &a, client_id, NULL, now_ms);
     if (!e) {
-        int found = plausible ? find_apikey(svc, hash, user) : NOT_FOUND;
-        ratelimit_end(svc->limiter, client_id, now_ms, found != FOUND);
+        int found = plausible ? find_apikey(svc, hash, user, &user_id) : NOT_FOUND;
+        limiter_end(svc, &a, now_ms, found != FOUND);
         if (found == FOUND)
-            e = auth_issue_token(svc, user, hash, now_ms, token_out, len, expires_at_ms);
+            e = auth_issue_token(svc, user_id, hash, now_ms, token_out, len, expires_at_ms);
         else if (found == DB_FAILED)
             e = loom_err(LOOM_E_INTERNAL, "cannot read API keys: %s", sqlite3_errmsg(svc->db));
         else
@@ -295,6 +371,7 @@ loom_error *auth_check_token(auth_service *svc, const char *token, int64_t now_m
             if (who) {
                 auth_column_text(st, 2, who->user, sizeof who->user);
                 auth_column_text(st, 3, who->role, sizeof who->role);
+                who->user_id = sqlite3_column_int64(st, 4);
                 who->expires_at_ms = expires;
             }
             found = 1;

@@ -133,7 +133,8 @@ loom_error *auth_user_remove(auth_service *svc, const char *name)
     return e;
 }
 
-static loom_error *passwd_locked(auth_service *svc, const char *name, const char *pwhash)
+static loom_error *passwd_locked(auth_service *svc, const char *name, const char *pwhash,
+                                 int keep_keys)
 {
     if (auth_exec(svc, "BEGIN IMMEDIATE") != 0)
         goto failed;
@@ -144,9 +145,16 @@ static loom_error *passwd_locked(auth_service *svc, const char *name, const char
         auth_exec(svc, "ROLLBACK");
         return loom_err(LOOM_E_NOT_FOUND, "user '%s' does not exist", name);
     }
-    /* Whoever had the old password may hold a token: it goes too. */
-    if (write2(svc, "DELETE FROM tokens WHERE user = ?", name, NULL) != SQLITE_DONE ||
-        auth_exec(svc, "COMMIT") != 0)
+    /* Whoever had the old password may hold a token or have made a key:
+     * both go (the tokens keys issued with them). */
+    if (write2(svc, "DELETE FROM tokens WHERE user_id = (SELECT id FROM users WHERE name = ?)",
+               name, NULL) != SQLITE_DONE)
+        goto failed;
+    if (!keep_keys &&
+        write2(svc, "DELETE FROM api_keys WHERE user_id = (SELECT id FROM users WHERE name = ?)",
+               name, NULL) != SQLITE_DONE)
+        goto failed;
+    if (auth_exec(svc, "COMMIT") != 0)
         goto failed;
     return NULL;
 failed:;
@@ -155,7 +163,8 @@ failed:;
     return e;
 }
 
-loom_error *auth_user_passwd(auth_service *svc, const char *name, const char *password)
+loom_error *auth_user_passwd(auth_service *svc, const char *name, const char *password,
+                             int keep_keys)
 {
     loom_error *e = auth_check_name("user name", name);
     if (!e)
@@ -166,10 +175,11 @@ loom_error *auth_user_passwd(auth_service *svc, const char *name, const char *pa
     if (e)
         return e;
     auth_lock(svc);
-    e = passwd_locked(svc, name, pwhash);
+    e = passwd_locked(svc, name, pwhash, keep_keys);
     auth_unlock(svc);
     if (!e)
-        log_info("auth: changed the password of '%s' and revoked its tokens", name);
+        log_info("auth: changed the password of '%s' and revoked its tokens%s", name,
+                 keep_keys ? "" : " and API keys");
     return e;
 }
 
@@ -203,7 +213,7 @@ loom_error *auth_user_list(auth_service *svc, void (*fn)(const auth_user *user, 
 loom_error *auth_user_id(auth_service *svc, const char *name, int64_t *id)
 {
     auth_lock(svc);
-    sqlite3_stmt *st = auth_prepare(svc, "SELECT rowid FROM users WHERE name = ?");
+    sqlite3_stmt *st = auth_prepare(svc, "SELECT id FROM users WHERE name = ?");
     loom_error *e = st ? loom_err(LOOM_E_NOT_FOUND, "user %s: no such user", name)
                        : loom_err(LOOM_E_INTERNAL, "user %s: cannot read the users: %s", name,
                                   sqlite3_errmsg(svc->db));
@@ -238,8 +248,8 @@ loom_error *auth_apikey_create(auth_service *svc, const char *user, const char *
     e = user_role(svc, user, role, sizeof role);
     if (!e) {
         sqlite3_stmt *st = auth_prepare(
-            svc, "INSERT INTO api_keys(user, key_hash, label, created_at) "
-                 "VALUES((SELECT name FROM users WHERE name = ?), ?, ?, ?)");
+            svc, "INSERT INTO api_keys(user_id, key_hash, label, created_at) "
+                 "VALUES((SELECT id FROM users WHERE name = ?), ?, ?, ?)");
         if (st) {
             sqlite3_bind_text(st, 1, user, -1, SQLITE_STATIC);
             sqlite3_bind_blob(st, 2, hash, sizeof hash, SQLITE_STATIC);
@@ -267,9 +277,11 @@ static loom_error *revoke_locked(auth_service *svc, const char *user, const char
         goto failed;
     /* Tokens first, while the key's hash can still be looked up. */
     if (write2(svc, "DELETE FROM tokens WHERE apikey_hash = "
-                    "(SELECT key_hash FROM api_keys WHERE user = ?1 AND label = ?2)",
+                    "(SELECT key_hash FROM api_keys WHERE label = ?2 AND user_id = "
+                    "(SELECT id FROM users WHERE name = ?1))",
                user, label) != SQLITE_DONE ||
-        write2(svc, "DELETE FROM api_keys WHERE user = ?1 AND label = ?2", user,
+        write2(svc, "DELETE FROM api_keys WHERE label = ?2 AND user_id = "
+                    "(SELECT id FROM users WHERE name = ?1)", user,
                label) != SQLITE_DONE)
         goto failed;
     if (sqlite3_changes(svc->db) == 0) {
@@ -306,8 +318,9 @@ loom_error *auth_apikey_list(auth_service *svc, const char *user,
 {
     auth_lock(svc);
     sqlite3_stmt *st = auth_prepare(
-        svc, "SELECT user, label, created_at FROM api_keys "
-             "WHERE ?1 IS NULL OR user = ?1 ORDER BY user, label");
+        svc, "SELECT u.name, k.label, k.created_at FROM api_keys k "
+             "JOIN users u ON u.id = k.user_id "
+             "WHERE ?1 IS NULL OR u.name = ?1 ORDER BY u.name, k.label");
     size_t n = 0;
     int rc = SQLITE_ERROR;
     if (st && user)

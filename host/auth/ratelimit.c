@@ -9,8 +9,11 @@
 #include <string.h>
 
 #define NONE UINT32_MAX
-/* Longer client ids are cut here; peer addresses (IPv6 included) fit. */
-#define CLIENT_MAX 64
+/* Longer keys are cut here; an account name, a newline and a peer address
+ * (IPv6 included) fit. */
+#define CLIENT_MAX 160
+/* Consecutive lockouts double the wait up to 2^BACKOFF_STEPS_MAX times. */
+#define BACKOFF_STEPS_MAX 16
 
 typedef struct rl_entry {
     char client[CLIENT_MAX];
@@ -19,6 +22,9 @@ typedef struct rl_entry {
     int in_flight;         /* attempts begun and not yet ended */
     int64_t window_start;  /* time of the window's first failure */
     int64_t blocked_until; /* 0 when not locked out */
+    int64_t last_failure;  /* for the backoff's decay */
+    int64_t last_success;  /* 0 when the key never succeeded */
+    int strikes;           /* lockouts in a row: the backoff's exponent */
     uint32_t bucket_next;
     uint32_t lru_prev, lru_next;
 } rl_entry;
@@ -30,7 +36,7 @@ struct ratelimit {
     uint32_t bucket_mask;
     uint32_t lru_head, lru_tail; /* most and least recently seen */
     int max_failures;
-    int64_t window_ms, lockout_ms;
+    int64_t window_ms, lockout_ms, lockout_max_ms;
     unsigned char hash_key[crypto_shorthash_KEYBYTES];
 };
 
@@ -60,8 +66,14 @@ ratelimit *ratelimit_create(size_t capacity, int max_failures,
     rl->max_failures = max_failures;
     rl->window_ms = window_ms;
     rl->lockout_ms = lockout_ms;
+    rl->lockout_max_ms = lockout_ms;
     crypto_shorthash_keygen(rl->hash_key);
     return rl;
+}
+
+void ratelimit_set_backoff(ratelimit *rl, int64_t lockout_max_ms)
+{
+    rl->lockout_max_ms = lockout_max_ms > rl->lockout_ms ? lockout_max_ms : rl->lockout_ms;
 }
 
 void ratelimit_free(ratelimit *rl)
@@ -168,9 +180,13 @@ static rl_entry *lookup(ratelimit *rl, const char *client)
     return i == NONE ? NULL : &rl->slots[i];
 }
 
-/* Forgets failures whose window or lockout has passed. */
+/* Forgets failures whose window or lockout has passed, and the backoff
+ * once the key has gone a longest lockout without failing. */
 static void refresh(const ratelimit *rl, rl_entry *e, int64_t now_ms)
 {
+    if (e->strikes > 0 && e->blocked_until == 0 &&
+        now_ms - e->last_failure >= rl->lockout_max_ms)
+        e->strikes = 0;
     if (e->blocked_until != 0 && now_ms >= e->blocked_until) {
         e->blocked_until = 0;
         e->failures = 0;
@@ -206,14 +222,28 @@ void ratelimit_end(ratelimit *rl, const char *client, int64_t now_ms,
         return;
     if (e->in_flight > 0)
         e->in_flight--;
-    if (!failed)
+    if (!failed) {
+        e->last_success = now_ms;
         return;
+    }
     refresh(rl, e, now_ms);
     if (e->failures == 0)
         e->window_start = now_ms;
     e->failures++;
-    if (e->failures >= rl->max_failures && e->blocked_until == 0)
-        e->blocked_until = now_ms + rl->lockout_ms;
+    e->last_failure = now_ms;
+    if (e->failures >= rl->max_failures && e->blocked_until == 0) {
+        int64_t wait = rl->lockout_ms;
+        for (int i = 0; i < e->strikes && i < BACKOFF_STEPS_MAX && wait < rl->lockout_max_ms; i++)
+            wait *= 2;
+        e->blocked_until = now_ms + (wait < rl->lockout_max_ms ? wait : rl->lockout_max_ms);
+        e->strikes++;
+    }
+}
+
+int ratelimit_succeeded(ratelimit *rl, const char *client)
+{
+    rl_entry *e = lookup(rl, client);
+    return e && e->last_success != 0;
 }
 
 int64_t ratelimit_retry_after(ratelimit *rl, const char *client,

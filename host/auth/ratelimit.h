@@ -2,7 +2,9 @@
  * auth/ratelimit.h - the per-client limit on failed log-ons.
  *
  * After max_failures failed attempts within window_ms a client is refused for
- * lockout_ms. Attempts still being checked count against the limit too, so
+ * lockout_ms; each lockout that follows another (no quiet spell of the
+ * longest lockout between them) doubles the wait, up to the backoff's
+ * maximum (ratelimit_set_backoff; none by default). Attempts still being checked count against the limit too, so
  * parallel guesses cannot slip past it. Memory is bounded: a fixed table of
  * `capacity` clients, the least recently seen one evicted to make room.
  * Client ids are bucketed with a randomly keyed SipHash so nobody can pick
@@ -20,6 +22,8 @@ typedef struct ratelimit ratelimit;
 ratelimit *ratelimit_create(size_t capacity, int max_failures,
                             int64_t window_ms, int64_t lockout_ms);
 void ratelimit_free(ratelimit *rl);
+/* Lets consecutive lockouts double up to lockout_max_ms. */
+void ratelimit_set_backoff(ratelimit *rl, int64_t lockout_max_ms);
 
 /* Starts an attempt by `client`: 0 when it may go on (it is then in flight
  * until ratelimit_end), or the milliseconds it must wait. */
@@ -30,6 +34,8 @@ void ratelimit_end(ratelimit *rl, const char *client, int64_t now_ms,
 /* Milliseconds `client` must still wait (0: it may try now). */
 int64_t ratelimit_retry_after(ratelimit *rl, const char *client,
                               int64_t now_ms);
+/* Whether an attempt by `client` has succeeded since it was last evicted. */
+int ratelimit_succeeded(ratelimit *rl, const char *client);
 /* Clients currently tracked (never more than the capacity). */
 size_t ratelimit_size(const ratelimit *rl);
 

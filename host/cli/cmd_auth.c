@@ -1,5 +1,5 @@
 /* cli/cmd_auth.c - `loom login|logout`, `loom user add|list|remove|passwd`
- * and `loom apikey create`. */
+ * and `loom apikey create|list|revoke`. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,12 +110,16 @@ static const char user_usage[] =
     "usage: loom user add NAME [--role user|admin] [--password-stdin | -p PASSWORD]\n"
     "       loom user list [--json]\n"
     "       loom user remove NAME\n"
-    "       loom user passwd NAME [--password-stdin | -p PASSWORD]\n"
+    "       loom user passwd NAME [--password-stdin | -p PASSWORD] [--keep-keys]\n"
     "       loom apikey create LABEL\n"
+    "       loom apikey list [--user NAME] [--json]\n"
+    "       loom apikey revoke LABEL [--user NAME]\n"
     "\n"
     "Users are administrators (all jobs, plugins, plans, users) or users (their\n"
     "own jobs). add, list and remove are for administrators; a user may change\n"
-    "their own password. An API key logs on like a password (loom login -k).\n";
+    "their own password. A new password revokes the user's tokens and API keys\n"
+    "(--keep-keys keeps the keys). An API key logs on like a password (loom\n"
+    "login -k); administrators list and revoke anyone's with --user.\n";
 
 int cmd_user(int argc, char **argv, const cli_globals *g)
 {
@@ -149,9 +153,11 @@ int cmd_user(int argc, char **argv, const cli_globals *g)
         return cli_fail("usage: loom user %s NAME (see loom user --help)", verb);
     const char *name = argv[1];
     const char *role = "user", *password = NULL;
-    int from_stdin = 0;
+    int from_stdin = 0, keep_keys = 0;
     for (int i = 2; i < argc; i++) {
-        if (!strcmp(argv[i], "--role") && i + 1 < argc)
+        if (!strcmp(argv[i], "--keep-keys") && !strcmp(verb, "passwd"))
+            keep_keys = 1;
+        else if (!strcmp(argv[i], "--role") && i + 1 < argc)
             role = argv[++i];
         else if ((!strcmp(argv[i], "-p") || !strcmp(argv[i], "--password")) && i + 1 < argc)
             password = argv[++i];
@@ -183,6 +189,7 @@ int cmd_user(int argc, char **argv, const cli_globals *g)
             snprintf(path, sizeof path, LOOM_ROUTE_USERS);
         } else {
             snprintf(path, sizeof path, LOOM_ROUTE_USERS "/%s" LOOM_ROUTE_PASSWORD, name);
+            cJSON_AddBoolToObject(body, "keepKeys", keep_keys);
         }
         char *text = cJSON_PrintUnformatted(body);
         cJSON_Delete(body);
@@ -191,17 +198,75 @@ int cmd_user(int argc, char **argv, const cli_globals *g)
         if (!j)
             return 1;
         cJSON_Delete(j);
-        printf(add ? "added user %s (%s)\n" : "changed the password of %s\n", name, role);
+        if (add)
+            printf("added user %s (%s)\n", name, role);
+        else
+            printf("changed the password of %s; its tokens%s were revoked\n", name,
+                   keep_keys ? "" : " and API keys");
         return 0;
     }
     fputs(user_usage, stderr);
     return cli_fail("user: unknown command \"%s\"", verb);
 }
 
+static void print_apikeys(const cJSON *keys)
+{
+    const char *headers[] = {"USER", "LABEL", "CREATED"};
+    cli_table *t = cli_table_new(3, headers);
+    const cJSON *k;
+    cJSON_ArrayForEach(k, keys) {
+        char created[32];
+        cli_time(cli_num(k, "createTime"), created, sizeof created);
+        const char *cells[] = {cli_str(k, "user"), cli_str(k, "label"), created};
+        cli_table_add(t, cells);
+    }
+    cli_table_print(t);
+    cli_table_free(t);
+}
+
+/* `list` and `revoke`: the route, with ?user= when given. */
+static int apikey_manage(int argc, char **argv, const cli_globals *g)
+{
+    int list = !strcmp(argv[0], "list");
+    const char *label = NULL, *user = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--user") && i + 1 < argc)
+            user = argv[++i];
+        else if (!list && !label && argv[i][0] != '-')
+            label = argv[i];
+        else
+            return cli_fail("apikey %s: unexpected \"%s\" (see loom user --help)", argv[0], argv[i]);
+    }
+    if (!list && !label)
+        return cli_fail("usage: loom apikey revoke LABEL [--user NAME]");
+    char *elabel = label ? curl_escape_path(label) : NULL;
+    char *euser = user ? curl_escape_path(user) : NULL;
+    char path[512];
+    snprintf(path, sizeof path, LOOM_ROUTE_APIKEYS "%s%s%s%s", label ? "/" : "",
+             label ? (elabel ? elabel : label) : "", user ? "?user=" : "",
+             user ? (euser ? euser : user) : "");
+    free(elabel);
+    free(euser);
+    cJSON *j = cli_request(g, list ? "GET" : "DELETE", path, NULL);
+    if (!j)
+        return 1;
+    if (g->json)
+        cli_print_json(j);
+    else if (list)
+        print_apikeys(j);
+    else
+        printf("revoked API key %s of %s\n", label, cli_str(j, "user"));
+    cJSON_Delete(j);
+    return 0;
+}
+
 int cmd_apikey(int argc, char **argv, const cli_globals *g)
 {
+    if (argc >= 1 && (!strcmp(argv[0], "list") || !strcmp(argv[0], "revoke")))
+        return apikey_manage(argc, argv, g);
     if (argc != 2 || strcmp(argv[0], "create") != 0)
-        return cli_fail("usage: loom apikey create LABEL");
+        return cli_fail("usage: loom apikey create LABEL | list [--user NAME] | revoke LABEL "
+                        "[--user NAME]");
     cJSON *body = cJSON_CreateObject();
     cJSON_AddStringToObject(body, "label", argv[1]);
     char *text = cJSON_PrintUnformatted(body);

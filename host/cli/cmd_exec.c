@@ -148,6 +148,11 @@ static void print_exec(const cJSON *e)
         printf("message     %s\n", cli_str(e, "message"));
     if (*cli_str(e, "pendingReason"))
         printf("waiting     %s\n", cli_str(e, "pendingReason"));
+    const cJSON *handover = cJSON_GetObjectItemCaseSensitive(e, "handover");
+    if (cJSON_IsObject(handover))
+        printf("handover    a device came free %.0f ms after the scheduler took it from %s\n",
+               cli_num(handover, "ms"),
+               *cli_str(handover, "from") ? cli_str(handover, "from") : "another job");
     printf("framework   %s\n", cli_str(e, "framework"));
     printf("creator     %s\n", cli_str(e, "creator"));
     printf("args        %s\n", cli_str(e, "args"));

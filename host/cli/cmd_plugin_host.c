@@ -3,8 +3,15 @@
  * host runs a plugin in (plugin/plugin_proc.h). It limits itself, loads the
  * plugin and serves calls on fd 3 until the host closes it.
  *
- *   loom plugin-host --kind logger --name NAME --path FILE
+ *   loom plugin-host --kind logger|framework --name NAME --path FILE
  *                    [--memory-bytes N] [--cpu-seconds N] [--deadline-ms N]
+ *                    [--write DIR] [--read DIR]...
+ *
+ * Once the plugin is loaded, the process confines itself (util/sandbox.h):
+ * no new privileges, and under Landlock only the system's libraries, the
+ * plugin's own file, (written) DIR and (read) the --read trees (a Python
+ * optimizer's folder and interpreter) exist for it: the host's home,
+ * database and credentials and other users' execs are out of its reach.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,11 +19,42 @@
 
 #include "cli/commands.h"
 #include "plugin/plugin_server.h"
+#include "util/sandbox.h"
 #include "util/supervise.h"
+
+#define MAX_READ 4
+
+typedef struct confinement {
+    const char *plugin_path, *write_dir;
+    const char *extra_read[MAX_READ + 1];
+} confinement;
+
+static int confine(void *ctx)
+{
+    const confinement *c = ctx;
+    /* Not /etc: a root host's plugin keeps uid 0, and /etc holds files only
+     * root may read. The plugin and its libraries are loaded already; of
+     * the host's plugin store, only this plugin's file stays readable. */
+    const char *read[10 + MAX_READ] = {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64",
+                                       "/libx32", "/opt", c->plugin_path, NULL};
+    for (int i = 0; c->extra_read[i]; i++)
+        read[9 + i] = c->extra_read[i];
+    const char *write[] = {c->write_dir, NULL};
+    sandbox_spec spec = {.read = read, .write = c->write_dir ? write : NULL};
+    loom_error *e = sandbox_apply(&spec);
+    if (e) {
+        fprintf(stderr, "loom plugin-host: cannot confine itself: %s\n", loom_err_message(e));
+        loom_err_free(e);
+        return -1;
+    }
+    return 0;
+}
 
 int cmd_plugin_host(int argc, char **argv)
 {
-    const char *kind = NULL, *name = NULL, *path = NULL;
+    const char *kind = NULL, *name = NULL, *path = NULL, *write_dir = NULL;
+    confinement c = {0};
+    int nread = 0;
     unsigned long long memory = 0;
     unsigned long cpu = 0;
     for (int i = 0; i + 1 < argc; i += 2) {
@@ -27,6 +65,10 @@ int cmd_plugin_host(int argc, char **argv)
             name = value;
         else if (!strcmp(flag, "--path"))
             path = value;
+        else if (!strcmp(flag, "--write"))
+            write_dir = value;
+        else if (!strcmp(flag, "--read") && nread < MAX_READ)
+            c.extra_read[nread++] = value;
         else if (!strcmp(flag, "--memory-bytes"))
             memory = strtoull(value, NULL, 10);
         else if (!strcmp(flag, "--cpu-seconds"))
@@ -45,5 +87,7 @@ int cmd_plugin_host(int argc, char **argv)
         perror("loom plugin-host: setrlimit");
         return 1;
     }
-    return plugin_server_run(SUPERVISE_CHILD_FD, path, name, kind);
+    c.plugin_path = path;
+    c.write_dir = write_dir;
+    return plugin_server_run(SUPERVISE_CHILD_FD, path, name, kind, confine, &c);
 }

@@ -1,5 +1,6 @@
-/* cli/cmd_sched.c - `loom slots` and `loom plan add|list|show|update|remove`:
- * the scheduler's devices and resource plans. */
+/* cli/cmd_sched.c - `loom slots`, `loom plan add|list|show|update|remove`
+ * and `loom plan member add|remove|list`: the scheduler's devices, resource
+ * plans and who may submit to them. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,13 +14,19 @@ static const char plan_usage[] =
     "       loom plan list [--json]\n"
     "       loom plan show PATH [--json]\n"
     "       loom plan remove PATH\n"
+    "       loom plan member add PATH USER\n"
+    "       loom plan member remove PATH USER\n"
+    "       loom plan member list [PATH] [--json]\n"
     "\n"
     "Resource plans are a tree of consumers (\"/project/training\"): devices are\n"
     "divided between a plan's children by share weight, each child getting at\n"
     "least its minimum when it can use it and never more than its cap (0: no\n"
     "cap); inside a plan, its policy divides them between its jobs: fair\n"
     "(evenly) or priority (--msd-priority, higher first). Jobs name their plan\n"
-    "with --consumer; without one a job runs in its user's plan \"/USER\".\n";
+    "with --consumer; without one a job runs in its user's plan \"/USER\",\n"
+    "made with their first job. A user submits only to their own plan and to\n"
+    "plans they are a member of (and the plans beneath those); administrators\n"
+    "create plans and manage members, and submit anywhere.\n";
 
 static void print_plans(const cJSON *array)
 {
@@ -60,13 +67,69 @@ int cmd_slots(int argc, char **argv, const cli_globals *g)
             snprintf(slot, sizeof slot, "%d", (int)cli_num(s, "slot"));
             snprintf(index, sizeof index, "%d", (int)cli_num(s, "index"));
             const char *owner = cli_str(s, "owner");
+            const cJSON *held = cJSON_GetObjectItemCaseSensitive(s, "held");
             const char *cells[] = {slot, cli_str(s, "kind"), index, cli_str(s, "node"),
-                                   *owner ? owner : "-"};
+                                   *owner ? owner : cJSON_IsTrue(held) ? "(another user's)" : "-"};
             cli_table_add(t, cells);
         }
         cli_table_print(t);
         cli_table_free(t);
     }
+    cJSON_Delete(j);
+    return 0;
+}
+
+static void print_members(const cJSON *array)
+{
+    const char *headers[] = {"PLAN", "USER", "ADDED"};
+    cli_table *t = cli_table_new(3, headers);
+    const cJSON *m;
+    cJSON_ArrayForEach(m, array) {
+        char added[32];
+        cli_time(cli_num(m, "addTime"), added, sizeof added);
+        const char *cells[] = {cli_str(m, "plan"), cli_str(m, "user"), added};
+        cli_table_add(t, cells);
+    }
+    cli_table_print(t);
+    cli_table_free(t);
+}
+
+/* `loom plan member VERB [PATH [USER]]`. */
+static int plan_member(int argc, char **argv, const cli_globals *g)
+{
+    const char *verb = argc > 1 ? argv[1] : "";
+    int list = !strcmp(verb, "list");
+    if (!(list && argc <= 3) && !(!list && argc == 4 && (!strcmp(verb, "add") ||
+                                                        !strcmp(verb, "remove"))))
+        return cli_fail("usage: loom plan member add|remove PATH USER, or loom plan member list "
+                        "[PATH]");
+    const char *plan = argc > 2 ? argv[2] : NULL, *user = argc > 3 ? argv[3] : NULL;
+    char *eplan = plan ? curl_escape_path(plan) : NULL;
+    char *euser = user ? curl_escape_path(user) : NULL;
+    char url[1024];
+    snprintf(url, sizeof url, LOOM_ROUTE_PLAN_MEMBERS "%s%s%s%s",
+             !strcmp(verb, "remove") ? "/" : "", !strcmp(verb, "remove") && euser ? euser : "",
+             plan ? "?path=" : "", plan ? (eplan ? eplan : plan) : "");
+    free(eplan);
+    free(euser);
+    char *text = NULL;
+    if (!strcmp(verb, "add")) {
+        cJSON *body = cJSON_CreateObject();
+        cJSON_AddStringToObject(body, "user", user);
+        text = cJSON_PrintUnformatted(body);
+        cJSON_Delete(body);
+    }
+    cJSON *j = cli_request(g, list ? "GET" : !strcmp(verb, "add") ? "POST" : "DELETE", url, text);
+    free(text);
+    if (!j)
+        return 1;
+    if (g->json)
+        cli_print_json(j);
+    else if (list)
+        print_members(j);
+    else
+        printf("%s %s %s plan %s\n", !strcmp(verb, "add") ? "added" : "removed", user,
+               !strcmp(verb, "add") ? "to" : "from", plan);
     cJSON_Delete(j);
     return 0;
 }
@@ -77,6 +140,8 @@ int cmd_plan(int argc, char **argv, const cli_globals *g)
     if (usage_rc >= 0)
         return usage_rc;
     const char *verb = argv[0];
+    if (!strcmp(verb, "member"))
+        return plan_member(argc, argv, g);
     if (!strcmp(verb, "list")) {
         cJSON *j = cli_request(g, "GET", LOOM_ROUTE_PLANS, NULL);
         if (!j)

@@ -1,6 +1,7 @@
 /* cli/cmd_serve.c - `loom serve`: the host daemon in the foreground until
  * SIGTERM or SIGINT. */
 #include <errno.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,9 @@ static const char serve_usage[] =
     "                  [--cpu-slots N] [--hysteresis SECONDS] [--admin-password-file F]\n"
     "                  [--tls-cert PEM --tls-key PEM]\n"
     "                  [--job-uid-range FIRST-LAST | none] [--require-isolation]\n"
+    "                  [--max-connections N] [--max-connections-per-ip N]\n"
+    "                  [--idle-timeout SECONDS] [--max-uploads N]\n"
+    "                  [--max-uploads-per-user N] [--slow-threads N]\n"
     "\n"
     "Runs the loom host: REST API, state store, plugin registry and job\n"
     "supervision. It stops cleanly on SIGTERM or SIGINT.\n"
@@ -40,9 +44,54 @@ static const char serve_usage[] =
     "                      200000-299999); none: as the host's user\n"
     "  --require-isolation refuse to start unless jobs are fully confined\n"
     "                      (Landlock, and an account per user when root)\n"
+    "  --max-connections N open HTTP connections in all (default 1024)\n"
+    "  --max-connections-per-ip N  from one client address (default 128)\n"
+    "  --idle-timeout S    close a connection silent this long (default 15)\n"
+    "  --max-uploads N     multipart uploads in progress in all (default 8;\n"
+    "                      more are refused with 503)\n"
+    "  --max-uploads-per-user N  by one user (default 2; more: 429)\n"
+    "  --slow-threads N    threads that unpack submissions and delete execs\n"
+    "                      (default 4)\n"
     "\n"
     "The host writes its address to HOME/host, so the CLI finds it, and its\n"
     "log to HOME/loom.log.\n";
+
+/* The flags that take a whole number from 1 up: 1 when argv[*i] is one
+ * (its value stored in *opt, *i moved on), 0 when it is not, -1 (after
+ * saying why) for a bad value. */
+static int parse_number_flag(int argc, char **argv, int *i, loomd_options *opt)
+{
+    static const struct {
+        const char *flag;
+        size_t offset;
+        unsigned long max;
+    } flags[] = {
+        {"--cpu-slots", offsetof(loomd_options, cpu_slots), 4096},
+        {"--max-connections", offsetof(loomd_options, http.max_connections), 1000000},
+        {"--max-connections-per-ip", offsetof(loomd_options, http.max_connections_per_ip), 1000000},
+        {"--idle-timeout", offsetof(loomd_options, http.idle_timeout_s), 86400},
+        {"--max-uploads", offsetof(loomd_options, http.max_uploads), 10000},
+        {"--max-uploads-per-user", offsetof(loomd_options, http.max_uploads_per_user), 10000},
+        {"--slow-threads", offsetof(loomd_options, http.slow_threads), 64},
+    };
+    for (size_t k = 0; k < sizeof flags / sizeof *flags; k++) {
+        if (strcmp(argv[*i], flags[k].flag) != 0 || *i + 1 >= argc)
+            continue;
+        const char *text = argv[++*i];
+        char *end;
+        errno = 0;
+        unsigned long v = strtoul(text, &end, 10);
+        if (*text == '-' || *end || end == text || errno || v < 1 || v > flags[k].max) {
+            cli_fail("%s: expected a whole number from 1 to %lu, got \"%s\"", flags[k].flag,
+                     flags[k].max, text);
+            return -1;
+        }
+        /* cpu_slots is an int, the rest unsigned: the value fits both. */
+        *(unsigned *)((char *)opt + flags[k].offset) = (unsigned)v;
+        return 1;
+    }
+    return 0;
+}
 
 /* --job-uid-range FIRST-LAST: above the system's and login users' ids. */
 static int parse_uid_range(const char *text, loomd_options *opt)
@@ -88,22 +137,20 @@ int cmd_serve(int argc, char **argv, const cli_globals *g)
     char addr[256] = "127.0.0.1";
     int port = LOOM_DEFAULT_PORT;
     const char *plugin_dir = NULL;
-    int cpu_slots = 0;
     double hysteresis = -1;
     const char *admin_password_file = NULL, *tls_cert = NULL, *tls_key = NULL;
-    loomd_options jobs = {0}; /* the job isolation options */
+    loomd_options jobs = {0}; /* the job isolation and numeric options */
     for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--listen") == 0 && i + 1 < argc) {
+        int number = parse_number_flag(argc, argv, &i, &jobs);
+        if (number < 0)
+            return 1;
+        if (number > 0) {
+            continue;
+        } else if (strcmp(argv[i], "--listen") == 0 && i + 1 < argc) {
             if (parse_listen(argv[++i], addr, sizeof addr, &port) != 0)
                 return cli_fail("--listen: expected ADDR:PORT, got \"%s\"", argv[i]);
         } else if (strcmp(argv[i], "--plugin-dir") == 0 && i + 1 < argc) {
             plugin_dir = argv[++i];
-        } else if (strcmp(argv[i], "--cpu-slots") == 0 && i + 1 < argc) {
-            char *end;
-            long v = strtol(argv[++i], &end, 10);
-            if (*end || v < 1 || v > 4096)
-                return cli_fail("--cpu-slots: expected a whole number from 1 to 4096, got \"%s\"", argv[i]);
-            cpu_slots = (int)v;
         } else if (strcmp(argv[i], "--tls-cert") == 0 && i + 1 < argc) {
             tls_cert = argv[++i];
         } else if (strcmp(argv[i], "--tls-key") == 0 && i + 1 < argc) {
@@ -164,11 +211,11 @@ int cmd_serve(int argc, char **argv, const cli_globals *g)
         return cli_fail("cannot read %s", !cert_pem ? tls_cert : tls_key);
     }
     loomd_options opt = {.tls_cert_pem = cert_pem, .tls_key_pem = key_pem, .home = home, .address = addr, .port = port, .plugin_dir = plugin_dir,
-                         .cpu_slots = cpu_slots, .hysteresis = hysteresis,
+                         .cpu_slots = jobs.cpu_slots, .hysteresis = hysteresis,
                          .admin_password = admin_password[0] ? admin_password : NULL,
                          .job_uid_first = jobs.job_uid_first, .job_uid_last = jobs.job_uid_last,
                          .no_job_accounts = jobs.no_job_accounts,
-                         .require_isolation = jobs.require_isolation};
+                         .require_isolation = jobs.require_isolation, .http = jobs.http};
     loomd *d = loomd_start(&opt, err, sizeof err);
     free(key_pem);
     free(cert_pem);

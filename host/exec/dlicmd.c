@@ -169,8 +169,12 @@ static loom_error *apply_flag(dlicmd *d, const char *flag, const char *value)
         e = set_choice(flag, value, "cpu", "gpu", &is_b);
         return e ? e : set_string(&d->device_type, flag, value);
     }
-    if (strcmp(flag, "--consumer") == 0)
+    if (strcmp(flag, "--consumer") == 0) {
+        if (strlen(value) > DLICMD_CONSUMER_MAX)
+            return loom_err(LOOM_E_INVALID, "%s: %zu bytes, longer than the limit of %d", flag,
+                            strlen(value), DLICMD_CONSUMER_MAX);
         return set_string(&d->consumer, flag, value);
+    }
     if (strcmp(flag, "--data-dir") == 0)
         return set_string(&d->data_dir, flag, value);
     if (strcmp(flag, "--numWorker") == 0) {

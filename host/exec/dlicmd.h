@@ -7,6 +7,9 @@
 #ifndef LOOM_EXEC_DLICMD_H
 #define LOOM_EXEC_DLICMD_H
 
+/* --consumer names a plan path, which the scheduler keeps in 256 bytes. */
+#define DLICMD_CONSUMER_MAX 255
+
 #include <stddef.h>
 
 #include "util/error.h"
@@ -16,7 +19,8 @@ typedef struct dlicmd {
     char *model_dir;    /* as given by the user (client side) */
     char *model_main;
     char *device_type;  /* "cpu" or "gpu"; default "cpu" */
-    char *consumer;     /* resource plan; NULL = the user's default */
+    char *consumer;     /* resource plan (at most DLICMD_CONSUMER_MAX bytes); NULL = the
+                         * user's default */
     char *data_dir;
     int num_worker;     /* default 1 */
     int num_worker_given; /* --numWorker was on the command line */

@@ -15,16 +15,16 @@
 #include <unistd.h>
 
 #include "exec/exec_internal.h"
+#include "plugin/launch_remote.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/log.h"
 #include "util/tarball.h"
 
-#define ARCHIVE_MAX_BYTES ((uint64_t)2 << 30)
 #define STOP_GRACE_MS 5000
 #define SUPERVISE_INTERVAL_US 50000
 #define MAX_DECISIONS 4096
-#define MAX_DEVICES 4096
+#define MAX_DEVICES EXEC_MAX_DEVICES
 
 int exec_state_is_final(const char *s)
 {
@@ -80,69 +80,107 @@ static void unlink_running(exec_service *es, running_exec *r)
         }
 }
 
-/* Whether `owner` (NULL: anyone) may see an exec of `user`. */
-static int visible(const char *owner, const char *user)
+/* Whether `owner` (EXEC_ADMIN: anyone) may see an exec of user `user_id`.
+ * By id, not name: a user made again under a removed user's name is
+ * someone else. */
+static int visible(int64_t owner, int64_t user_id)
 {
-    return owner == NULL || strcmp(owner, user) == 0;
+    return owner == EXEC_ADMIN || owner == user_id;
 }
 
 /* Finds an exec `owner` may see: a running one in *r, else its stored
  * record in *rec. Returns 0 when there is none (for that owner). Call with
  * es->lock. */
-static int lookup(exec_service *es, const char *owner, const char *id, running_exec **r,
+static int lookup(exec_service *es, int64_t owner, const char *id, running_exec **r,
                   store_exec *rec)
 {
     *r = exec_find_running(es, id);
     if (*r)
-        return visible(owner, (*r)->rec.user);
+        return visible(owner, (*r)->rec.user_id);
     loom_error *e = store_exec_get(es->st, id, rec);
-    int found = !e && visible(owner, rec->user);
+    int found = !e && visible(owner, rec->user_id);
     loom_err_free(e);
     return found;
 }
 
 /* ---- scheduling --------------------------------------------------------- */
 
+/* Starts a pending exec on the devices granted to it. Call with es->lock. */
+static void start_granted_locked(exec_service *es, running_exec *r, const int32_t *index, int n,
+                                 int32_t kind)
+{
+    loom_error *err = r->job ? trainer_start(es, r, index, n, kind) : launch_start(es, r, index, n);
+    r->pending = 0;
+    if (err) {
+        /* Ends at the next supervision with its reason. */
+        exec_set_state(es, &r->rec, "ERROR", loom_err_message(err));
+        loom_err_free(err);
+        r->stop_requested = 1;
+        return;
+    }
+    if (!r->edt)
+        exec_set_state(es, &r->rec, "RUNNING", NULL);
+    memcpy(r->given, index, sizeof(int32_t) * (size_t)n);
+    r->ngiven = n;
+}
+
+/* Carries out the scheduler's books: a pending exec starts once every
+ * device granted to it is free of the job it was taken from (a shrinking
+ * trainer's worker leaves only at its next step boundary), and a running
+ * trainer is given exactly the devices ready for it. Call with es->lock. */
+static void carry_out_grants_locked(exec_service *es)
+{
+    static int32_t index[MAX_DEVICES];
+    for (running_exec *r = es->running; r; r = r->next) {
+        int32_t kind = LOOM_DEVICE_CPU;
+        int total;
+        int ready = sched_service_job_grant(es->sched, r->rec.id, index, MAX_DEVICES, &kind, &total);
+        if (total <= 0 || r->stop_requested)
+            continue;
+        ready = ready > MAX_DEVICES ? MAX_DEVICES : ready;
+        if (r->pending) {
+            if (ready == total)
+                start_granted_locked(es, r, index, ready, kind);
+            continue;
+        }
+        if (!r->edt || ready <= 0 ||
+            (ready == r->ngiven && !memcmp(index, r->given, sizeof(int32_t) * (size_t)ready)))
+            continue;
+        char why[512];
+        if (loom_err_take(edt_set_devices(r->edt, index, (uint32_t)ready), why, sizeof why)) {
+            log_warn("exec %s: resize to %d refused: %s", r->rec.id, ready, why);
+            continue;
+        }
+        log_info("exec %s: now on %d device(s)", r->rec.id, ready);
+        memcpy(r->given, index, sizeof(int32_t) * (size_t)ready);
+        r->ngiven = ready;
+    }
+}
+
 /* Runs the scheduler and carries out its decisions: pending execs start on
  * the devices granted, running trainers grow or shrink. Call with es->lock. */
-static void schedule_locked(exec_service *es)
+void exec_schedule_locked(exec_service *es)
 {
     static sched_action actions[MAX_DECISIONS];
     size_t n = sched_service_decide(es->sched, actions, MAX_DECISIONS);
-    for (size_t i = 0; i < n && i < MAX_DECISIONS; i++) {
-        running_exec *r = exec_find_running(es, actions[i].job_id);
-        if (!r || actions[i].new_count <= 0)
-            continue;
-        loom_error *err = NULL;
-        /* The devices granted, by their own index (CUDA ordinal, CPU slot). */
-        static int32_t slots[MAX_DEVICES], index[MAX_DEVICES];
-        int32_t kind = LOOM_DEVICE_CPU;
-        int nd = sched_service_job_devices(es->sched, r->rec.id, slots, MAX_DEVICES, index, &kind);
-        nd = nd < 0 ? 0 : nd > MAX_DEVICES ? MAX_DEVICES : nd;
-        if (r->pending) {
-            if (r->job)
-                err = trainer_start(es, r, index, nd, kind);
-            else
-                err = launch_start(es, r, index, nd);
-            r->pending = 0;
-            if (err) {
-                /* Ends at the next supervision with its reason. */
-                exec_set_state(es, &r->rec, "ERROR", loom_err_message(err));
-                loom_err_free(err);
-                r->stop_requested = 1;
-                continue;
-            }
-            if (!r->edt)
-                exec_set_state(es, &r->rec, "RUNNING", NULL);
-        } else if (r->edt && actions[i].new_count != actions[i].old_count) {
-            char why[512];
-            if (loom_err_take(edt_set_devices(r->edt, index, (uint32_t)nd), why, sizeof why))
-                log_warn("exec %s: resize to %d refused: %s", r->rec.id, actions[i].new_count, why);
-            else
-                log_info("exec %s: scheduler moves it from %d to %d device(s)", r->rec.id,
-                         actions[i].old_count, actions[i].new_count);
+    for (size_t i = 0; i < n && i < MAX_DECISIONS; i++)
+        if (actions[i].old_count > 0 && actions[i].new_count != actions[i].old_count)
+            log_info("exec %s: scheduler moves it from %d to %d device(s)", actions[i].job_id,
+                     actions[i].old_count, actions[i].new_count);
+    carry_out_grants_locked(es);
+}
+
+/* Trainers report which devices their processes are still on, so devices
+ * taken from them are handed over once their workers have left. Call with
+ * es->lock. */
+static void collect_handbacks_locked(exec_service *es)
+{
+    int32_t held[MAX_DEVICES < 1024 ? MAX_DEVICES : 1024];
+    for (running_exec *r = es->running; r; r = r->next)
+        if (r->edt) {
+            uint32_t n = edt_devices_held(r->edt, held, sizeof held / sizeof *held);
+            sched_service_handed_back(es->sched, r->rec.id, held, (int)n);
         }
-    }
 }
 
 /* The nearest plan from `plan` up to the root whose cap is below `need`:
@@ -196,13 +234,23 @@ static loom_error *too_large(sched_service *ss, loom_error *e, const char *id, c
 
 /* Hands an exec to the scheduler and to the running list, pending until
  * the scheduler grants its devices. Call with es->lock. */
-static loom_error *enqueue_locked(exec_service *es, running_exec *r, const dlicmd *d)
+loom_error *exec_plan_of(const exec_submission *sub, const dlicmd *d, char *plan, size_t len)
 {
-    char plan[128];
-    if (d->consumer)
-        snprintf(plan, sizeof plan, "%s", d->consumer);
-    else
-        snprintf(plan, sizeof plan, "/%s", r->rec.user);
+    int n = d->consumer ? snprintf(plan, len, "%s", d->consumer)
+                        : snprintf(plan, len, "/%s", sub->user);
+    if (n < 0 || (size_t)n >= len)
+        return loom_err(LOOM_E_INVALID, "--consumer: a plan path is at most %zu characters",
+                        len - 1);
+    return NULL;
+}
+
+loom_error *exec_enqueue_locked(exec_service *es, running_exec *r, const dlicmd *d)
+{
+    char plan[256];
+    exec_submission owner = {.user = r->rec.user};
+    loom_error *bad = exec_plan_of(&owner, d, plan, sizeof plan);
+    if (bad)
+        return bad;
     sched_job_spec spec = {
         .id = r->rec.id,
         .plan = plan,
@@ -224,116 +272,6 @@ static loom_error *enqueue_locked(exec_service *es, running_exec *r, const dlicm
     r->next = es->running;
     es->running = r;
     return NULL;
-}
-
-/* ---- restart reconciliation --------------------------------------------- */
-
-typedef struct orphan_list {
-    store_exec *items;
-    int count, cap;
-} orphan_list;
-
-static void collect_unfinished(const store_exec *e, void *ctx)
-{
-    orphan_list *l = ctx;
-    if (exec_state_is_final(e->state))
-        return;
-    if (l->count == l->cap) {
-        int cap = l->cap ? l->cap * 2 : 8;
-        store_exec *grown = realloc(l->items, (size_t)cap * sizeof *grown);
-        if (!grown)
-            return;
-        l->items = grown;
-        l->cap = cap;
-    }
-    l->items[l->count++] = *e;
-}
-
-static void data_dir_of(exec_service *es, const dlicmd *d, char *out, size_t len)
-{
-    if (d->data_dir)
-        snprintf(out, len, "%s", d->data_dir);
-    else
-        snprintf(out, len, "%s/data", es->home);
-}
-
-/* A training exec the host was running when it stopped: RECOVERING, back
- * to the scheduler, and the trainer resumes it from its newest checkpoint.
- * Returns 1 when it was taken over. */
-static int resume_trainer(exec_service *es, store_exec *e)
-{
-    registry_entry fw;
-    if (registry_acquire(es->reg, LOOM_KIND_FRAMEWORK, e->framework, &fw) != 0)
-        return 0;
-    const loom_framework_factory *f = fw.factory;
-    dlicmd d;
-    loom_error *bad = f->style == LOOM_FRAMEWORK_TRAINER ? dlicmd_parse(e->args, &d)
-                                                         : loom_err(LOOM_E_UNSUPPORTED, "launch");
-    if (bad) { /* not a trainer, or not one this host can read: not resumed */
-        loom_err_free(bad);
-        registry_release(es->reg, LOOM_KIND_FRAMEWORK, fw.name);
-        return 0;
-    }
-    char data_dir[PATH_MAX];
-    data_dir_of(es, &d, data_dir, sizeof data_dir);
-    running_exec *r = calloc(1, sizeof *r);
-    edt_job *job = calloc(1, sizeof *job);
-    loom_error *err = r && job ? trainer_prepare(es, e, &fw, &d, data_dir, job)
-                               : loom_err(LOOM_E_INTERNAL, "out of memory");
-    if (!err) {
-        r->rec = *e;
-        r->job = job;
-        r->elastic = 1;
-        r->devices = (int)job->settings.engines;
-        job->resume = 1;
-        snprintf(r->framework, sizeof r->framework, "%s", fw.name);
-        exec_set_state(es, &r->rec, "RECOVERING",
-                       "the host restarted; resuming from the last checkpoint");
-        pthread_mutex_lock(&es->lock);
-        err = enqueue_locked(es, r, &d);
-        if (!err)
-            schedule_locked(es);
-        pthread_mutex_unlock(&es->lock);
-        if (!err)
-            r = NULL;
-        else
-            job = NULL; /* freed with r */
-    }
-    if (err) {
-        exec_set_state(es, e, "ERROR", loom_err_message(err));
-        loom_err_free(err);
-        registry_release(es->reg, LOOM_KIND_FRAMEWORK, fw.name);
-        if (r && r->job != job)
-            free(job);
-        exec_free_running(r);
-    }
-    dlicmd_free(&d);
-    return 1;
-}
-
-static void reconcile(exec_service *es)
-{
-    orphan_list l = {0};
-    loom_error *err = store_exec_each(es->st, collect_unfinished, &l);
-    if (err)
-        log_error("execs left by the last host: %s", loom_err_message(err));
-    loom_err_free(err);
-    for (int i = 0; i < l.count; i++) {
-        store_exec *e = &l.items[i];
-        if (resume_trainer(es, e))
-            continue;
-        /* A launch-style program cannot be re-attached to: the previous host
-         * was its parent. Stop what is left of it rather than leave it
-         * running unsupervised. */
-        if (e->pgid > 0)
-            kill(-e->pgid, SIGKILL);
-        char msg[160];
-        snprintf(msg, sizeof msg,
-                 "the host restarted while this exec was %s; its workers were stopped", e->state);
-        e->pgid = 0;
-        exec_set_state(es, e, "ERROR", msg);
-    }
-    free(l.items);
 }
 
 /* ---- supervision -------------------------------------------------------- */
@@ -409,8 +347,9 @@ static void supervise_once(exec_service *es)
         supervise_exec(es, r, now);
     }
     /* Freed devices, expired hysteresis: the scheduler decides again. */
+    collect_handbacks_locked(es);
     if (!es->stopping)
-        schedule_locked(es);
+        exec_schedule_locked(es);
     pthread_mutex_unlock(&es->lock);
 }
 
@@ -440,7 +379,8 @@ exec_service *exec_service_create(store *st, registry *reg, sched_service *sched
     es->sched = sched;
     snprintf(es->home, sizeof es->home, "%s", home);
     pthread_mutex_init(&es->lock, NULL);
-    reconcile(es);
+    exec_service_set_limits(es, NULL);
+    exec_reconcile(es);
     if (pthread_create(&es->thread, NULL, supervisor, es) == 0)
         es->thread_started = 1;
     return es;
@@ -530,8 +470,8 @@ static void remove_exec_dir(const char *dir)
 
 /* Checks the submission against the framework and prepares how it will
  * run, without storing anything. */
-static loom_error *prepare(exec_service *es, const exec_submission *sub, const dlicmd *d,
-                           const registry_entry *fw, running_exec *r)
+loom_error *exec_prepare(exec_service *es, const exec_submission *sub, const dlicmd *d,
+                           const registry_entry *fw, running_exec *r, int code_ready)
 {
     const loom_framework_factory *factory = fw->factory;
     store_exec *rec = &r->rec;
@@ -542,18 +482,25 @@ static loom_error *prepare(exec_service *es, const exec_submission *sub, const d
                         "--model-main \"%s\": expected a path relative to the model directory, "
                         "without \"..\"",
                         d->model_main);
-    if (d->model_dir && !sub->archive)
+    if (d->model_dir && !sub->archive && !sub->archive_path && !code_ready)
         return loom_err(LOOM_E_INVALID, "--model-dir given but the request carries no model "
                                         "directory (a tar in the 'file' part)");
     snprintf(r->code_dir, sizeof r->code_dir, "%s/_submitted_code", rec->result_dir);
     snprintf(r->log_dir, sizeof r->log_dir, "%s/log", rec->result_dir);
-    data_dir_of(es, d, r->data_dir, sizeof r->data_dir);
+    exec_data_dir(es, d, r->data_dir, sizeof r->data_dir);
     if (fs_mkdir_p(r->code_dir) != 0 || fs_mkdir_p(r->log_dir) != 0 || fs_mkdir_p(r->data_dir) != 0)
         return loom_err(LOOM_E_INTERNAL, "cannot create the exec's directories under %s: %s",
                         rec->result_dir, strerror(errno));
-    loom_error *e = sub->archive ? tarball_unpack(sub->archive, sub->archive_len, r->code_dir,
-                                                  ARCHIVE_MAX_BYTES)
-                                 : NULL;
+    pthread_mutex_lock(&es->lock);
+    tarball_limits bounds = {.max_bytes = es->limits.archive_max_bytes,
+                             .max_entries = es->limits.archive_max_entries};
+    pthread_mutex_unlock(&es->lock);
+    loom_error *e = code_ready        ? NULL
+                    : sub->archive_path ? tarball_unpack_file_bounded(sub->archive_path, r->code_dir,
+                                                                      &bounds)
+                    : sub->archive ? tarball_unpack_bounded(sub->archive, sub->archive_len,
+                                                            r->code_dir, &bounds)
+                                   : NULL;
     if (e)
         return loom_err_wrap(e, "model directory");
     if (d->model_main) {
@@ -599,14 +546,20 @@ static loom_error *prepare(exec_service *es, const exec_submission *sub, const d
         .msd_env = (const char *const *)d->msd_env,
     };
     launch_plan_init(&r->plan);
-    e = factory->plan_launch(factory, &req, &r->plan.sink);
+    /* The adapter's code runs in a plugin-host child, never here. */
+    char binary[PATH_MAX], output[PATH_MAX + 32];
+    fs_self_exe(binary, sizeof binary);
+    snprintf(output, sizeof output, "%s/plan-launch.log", r->log_dir);
+    launch_remote_spec spec = {.binary = binary, .plugin_path = fw->path, .name = fw->name,
+                               .output = output};
+    e = launch_plan_remote(&spec, &req, &r->plan.sink);
     if (!e && r->plan.count == 0)
         e = loom_err(LOOM_E_INVALID, "the framework planned no worker");
     if (e) {
         /* What the adapter could not find is in the submission (a file, a
          * flag): the submitter's to fix. */
         int32_t code = loom_err_code(e);
-        return loom_err_recode(loom_err_wrap(e, "framework %s", fw->name),
+        return loom_err_recode(e, /* already names the framework */
                                code == LOOM_E_INVALID || code == LOOM_E_NOT_FOUND ? LOOM_E_INVALID
                                                                                  : LOOM_E_INTERNAL);
     }
@@ -624,38 +577,45 @@ loom_error *exec_submit(exec_service *es, const exec_submission *sub, char *id, 
     loom_error *err = dlicmd_parse(sub->args ? sub->args : "", &d);
     if (err)
         return err;
+    /* The plan and the queue bound before anything is made. */
+    char plan[256];
+    err = exec_plan_of(sub, &d, plan, sizeof plan);
+    if (!err)
+        err = sched_service_plan_admits(es->sched, plan, sub->user, sub->user_id, sub->is_admin);
+    if (!err)
+        err = exec_check_queue_bound(es, sub->user, sub->user_id);
     registry_entry fw;
-    if (registry_acquire(es->reg, LOOM_KIND_FRAMEWORK, d.exec_start, &fw) != 0) {
-        loom_error *e = loom_err(LOOM_E_NOT_FOUND,
-                                 "--exec-start: no framework named \"%s\" (see loom framework list)",
-                                 d.exec_start);
+    if (!err && registry_acquire(es->reg, LOOM_KIND_FRAMEWORK, d.exec_start, &fw) != 0)
+        err = loom_err(LOOM_E_NOT_FOUND,
+                       "--exec-start: no framework named \"%s\" (see loom framework list)",
+                       d.exec_start);
+    if (err) {
         dlicmd_free(&d);
-        return e;
+        return err;
     }
     running_exec *r = calloc(1, sizeof *r);
-    if (!r) {
+    err = r ? exec_claim_id(es, sub->user, &r->rec) : loom_err(LOOM_E_INTERNAL, "out of memory");
+    if (err) {
+        free(r);
         registry_release(es->reg, LOOM_KIND_FRAMEWORK, fw.name);
         dlicmd_free(&d);
-        return loom_err(LOOM_E_INTERNAL, "out of memory");
+        return err;
     }
     store_exec *rec = &r->rec;
-    pthread_mutex_lock(&es->lock);
-    snprintf(rec->id, sizeof rec->id, "%s-%lld-%u", sub->user, (long long)time_now_ms(), ++es->seq);
-    pthread_mutex_unlock(&es->lock);
     snprintf(rec->user, sizeof rec->user, "%s", sub->user);
+    rec->user_id = sub->user_id;
     snprintf(rec->framework, sizeof rec->framework, "%s", fw.name);
     snprintf(r->framework, sizeof r->framework, "%s", fw.name);
     snprintf(rec->args, sizeof rec->args, "%s", sub->args);
     rec->created_at = time_now_ms();
-    snprintf(rec->result_dir, sizeof rec->result_dir, "%s/execs/%s", es->home, rec->id);
     snprintf(rec->state, sizeof rec->state, "SUBMITTED");
 
-    err = prepare(es, sub, &d, &fw, r);
+    err = exec_prepare(es, sub, &d, &fw, r, 0);
     /* The scheduler accepts or refuses the job before anything is stored:
      * one too large for this host is the submitter's error. */
     pthread_mutex_lock(&es->lock);
     if (!err)
-        err = enqueue_locked(es, r, &d);
+        err = exec_enqueue_locked(es, r, &d);
     if (!err && (err = store_exec_insert(es->st, rec)) != NULL) {
         sched_service_end(es->sched, rec->id);
         unlink_running(es, r);
@@ -663,11 +623,12 @@ loom_error *exec_submit(exec_service *es, const exec_submission *sub, char *id, 
     }
     if (!err) {
         exec_set_state(es, rec, "PENDING", NULL);
-        schedule_locked(es);
+        exec_schedule_locked(es);
         snprintf(id, idlen, "%s", rec->id);
     }
     pthread_mutex_unlock(&es->lock);
     if (err) {
+        /* The folder exec_claim_id made, and only that one. */
         remove_exec_dir(rec->result_dir);
         registry_release(es->reg, LOOM_KIND_FRAMEWORK, fw.name);
         exec_free_running(r);
@@ -676,7 +637,7 @@ loom_error *exec_submit(exec_service *es, const exec_submission *sub, char *id, 
     return err;
 }
 
-loom_error *exec_stop(exec_service *es, const char *owner, const char *id)
+loom_error *exec_stop(exec_service *es, int64_t owner, const char *id)
 {
     pthread_mutex_lock(&es->lock);
     loom_error *err = NULL;
@@ -708,7 +669,7 @@ loom_error *exec_stop(exec_service *es, const char *owner, const char *id)
     return err;
 }
 
-loom_error *exec_resize(exec_service *es, const char *owner, const char *id, int workers)
+loom_error *exec_resize(exec_service *es, int64_t owner, const char *id, int workers)
 {
     pthread_mutex_lock(&es->lock);
     loom_error *err = NULL;
@@ -725,7 +686,7 @@ loom_error *exec_resize(exec_service *es, const char *owner, const char *id, int
              * the other jobs leave. */
             err = sched_service_set_range(es->sched, id, 1, workers);
             if (!err)
-                schedule_locked(es);
+                exec_schedule_locked(es);
         }
     } else if (r) {
         err = loom_err(LOOM_E_CONFLICT,
@@ -739,7 +700,7 @@ loom_error *exec_resize(exec_service *es, const char *owner, const char *id, int
     return err;
 }
 
-loom_error *exec_delete(exec_service *es, const char *owner, const char *id)
+loom_error *exec_delete(exec_service *es, int64_t owner, const char *id)
 {
     pthread_mutex_lock(&es->lock);
     store_exec rec;
@@ -752,9 +713,11 @@ loom_error *exec_delete(exec_service *es, const char *owner, const char *id)
                        r ? r->rec.state : rec.state);
     else if ((err = store_exec_delete(es->st, id)) != NULL)
         err = loom_err_recode(loom_err_wrap(err, "cannot delete exec \"%s\"", id), LOOM_E_INTERNAL);
-    else
-        remove_exec_dir(rec.result_dir);
     pthread_mutex_unlock(&es->lock);
+    /* Its folder goes outside the lock: a large one takes seconds, and the
+     * record is already gone, so nothing else reaches it. */
+    if (!err)
+        remove_exec_dir(rec.result_dir);
     return err;
 }
 
@@ -774,7 +737,7 @@ void exec_reason_hide_holder(char *reason, int (*may_see)(const char *id, void *
 
 typedef struct reason_viewer {
     exec_service *es;
-    const char *owner;
+    int64_t owner;
 } reason_viewer;
 
 /* Whether the viewer may see the running exec `id`. Call with es->lock. */
@@ -782,22 +745,22 @@ static int viewer_sees(const char *id, void *ctx)
 {
     const reason_viewer *rv = ctx;
     const running_exec *r = exec_find_running(rv->es, id);
-    return r && visible(rv->owner, r->rec.user);
+    return r && visible(rv->owner, r->rec.user_id);
 }
 
-/* Why a pending exec waits, as `owner` (NULL: an administrator) may see
+/* Why a pending exec waits, as `owner` (EXEC_ADMIN: an administrator) may see
  * it, so exec ids do not leak. Call with es->lock. */
-static void pending_reason(exec_service *es, const char *owner, const char *id, char *buf,
+static void pending_reason(exec_service *es, int64_t owner, const char *id, char *buf,
                            size_t len)
 {
     reason_viewer rv = {es, owner};
-    if (sched_service_pending_reason(es->sched, id, buf, len) && owner)
+    if (sched_service_pending_reason(es->sched, id, buf, len) && owner != EXEC_ADMIN)
         exec_reason_hide_holder(buf, viewer_sees, &rv);
 }
 
 /* Fills a view of the exec (running: r set) as `owner` may see it. Call
  * with es->lock. */
-static void describe(exec_service *es, const char *owner, const store_exec *e,
+static void describe(exec_service *es, int64_t owner, const store_exec *e,
                      const running_exec *r, exec_view *v)
 {
     memset(v, 0, sizeof *v);
@@ -808,6 +771,13 @@ static void describe(exec_service *es, const char *owner, const store_exec *e,
     if (r) {
         int n = sched_service_job_devices(es->sched, e->id, v->slots, 64, NULL, NULL);
         v->nslots = n < 0 ? 0 : n > 64 ? 64 : n;
+        v->handover_ms = -1;
+        if (sched_service_job_handover(es->sched, e->id, v->handover_from,
+                                       sizeof v->handover_from, &v->handover_ms)) {
+            reason_viewer rv = {es, owner};
+            if (owner && !viewer_sees(v->handover_from, &rv))
+                v->handover_from[0] = '\0';
+        }
     }
     if (r && r->edt) {
         v->training = edt_describe(r->edt);
@@ -844,7 +814,7 @@ void exec_views_free(exec_view *v, size_t count)
     free(v);
 }
 
-loom_error *exec_describe(exec_service *es, const char *owner, const char *id, exec_view *out)
+loom_error *exec_describe(exec_service *es, int64_t owner, const char *id, exec_view *out)
 {
     pthread_mutex_lock(&es->lock);
     store_exec rec;
@@ -857,7 +827,7 @@ loom_error *exec_describe(exec_service *es, const char *owner, const char *id, e
 }
 
 typedef struct list_ctx {
-    const char *owner;
+    int64_t owner;
     store_exec *items;
     size_t n, cap;
     int failed;
@@ -866,7 +836,7 @@ typedef struct list_ctx {
 static void add_to_list(const store_exec *e, void *ctx)
 {
     list_ctx *l = ctx;
-    if (l->failed || !visible(l->owner, e->user))
+    if (l->failed || !visible(l->owner, e->user_id))
         return;
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 16;
@@ -881,7 +851,7 @@ static void add_to_list(const store_exec *e, void *ctx)
     l->items[l->n++] = *e;
 }
 
-loom_error *exec_list(exec_service *es, const char *owner, exec_view **out, size_t *count)
+loom_error *exec_list(exec_service *es, int64_t owner, exec_view **out, size_t *count)
 {
     list_ctx l = {.owner = owner};
     *out = NULL;
@@ -904,7 +874,17 @@ loom_error *exec_list(exec_service *es, const char *owner, exec_view **out, size
     return NULL;
 }
 
-loom_error *exec_log_path(exec_service *es, const char *owner, const char *id, int worker,
+int exec_visible_to(exec_service *es, int64_t owner, const char *id)
+{
+    store_exec rec;
+    running_exec *r = NULL;
+    pthread_mutex_lock(&es->lock);
+    int found = lookup(es, owner, id, &r, &rec);
+    pthread_mutex_unlock(&es->lock);
+    return found;
+}
+
+loom_error *exec_log_path(exec_service *es, int64_t owner, const char *id, int worker,
                           const char *stream, char *path, size_t pathlen)
 {
     store_exec rec;

@@ -26,11 +26,32 @@ exec_service *exec_service_create(store *st, registry *reg, sched_service *sched
  * supervisor thread. */
 void exec_service_destroy(exec_service *es);
 
+/* Bounds on what execs may take; zero (or no call) means the default. */
+typedef struct exec_limits {
+    int max_queued_per_user;      /* PENDING execs of one user; default 1,000 */
+    uint64_t archive_max_bytes;   /* a model directory unpacked; default 2 GiB */
+    uint64_t archive_max_entries; /* files, folders and links in it; 10,000 */
+} exec_limits;
+#define EXEC_DEFAULT_MAX_QUEUED_PER_USER 1000
+#define EXEC_DEFAULT_ARCHIVE_MAX_BYTES ((uint64_t)2 << 30)
+#define EXEC_DEFAULT_ARCHIVE_MAX_ENTRIES 10000
+
+/* Sets the bounds (before the first submission). */
+void exec_service_set_limits(exec_service *es, const exec_limits *limits);
+
+/* Calls take the caller as an owner: a user's immutable id (auth) limits
+ * the call to that user's execs; EXEC_ADMIN is an administrator's view of
+ * every exec. */
+#define EXEC_ADMIN ((int64_t)0)
+
 typedef struct exec_submission {
     const char *user;
+    int64_t user_id; /* the submitter's immutable id */
+    int is_admin;    /* administrators submit to any plan */
     const char *args;    /* dlicmd syntax */
     const void *archive; /* tar of the model directory, or NULL */
     size_t archive_len;
+    const char *archive_path; /* or that tar in a file (an upload spooled to disk) */
 } exec_submission;
 
 /* Checks, stores and queues an exec; its id goes to `id`. Errors:
@@ -38,13 +59,15 @@ typedef struct exec_submission {
  * framework), LOOM_E_LIMIT (more devices than this host or the plan will
  * ever have), LOOM_E_TOO_LARGE (model directory), LOOM_E_INTERNAL. */
 loom_error *exec_submit(exec_service *es, const exec_submission *sub, char *id, size_t idlen);
-/* `owner` limits every call to that user's execs (NULL: an administrator's
- * view, every exec); another user's exec is LOOM_E_NOT_FOUND, so names do
- * not leak. An exec in the wrong state for the call is LOOM_E_CONFLICT. */
-loom_error *exec_stop(exec_service *es, const char *owner, const char *id);
+/* `owner` limits every call to that user's execs (EXEC_ADMIN: every exec);
+ * another user's exec is LOOM_E_NOT_FOUND, so names do not leak. An exec
+ * in the wrong state for the call is LOOM_E_CONFLICT. */
+loom_error *exec_stop(exec_service *es, int64_t owner, const char *id);
 /* Asks a training exec for `workers` workers (1 to its engines). */
-loom_error *exec_resize(exec_service *es, const char *owner, const char *id, int workers);
-loom_error *exec_delete(exec_service *es, const char *owner, const char *id);
+loom_error *exec_resize(exec_service *es, int64_t owner, const char *id, int workers);
+loom_error *exec_delete(exec_service *es, int64_t owner, const char *id);
+/* Whether `owner` may see exec `id` (running or stored). */
+int exec_visible_to(exec_service *es, int64_t owner, const char *id);
 
 /* What a client sees of an exec: its record and, while it runs, its
  * devices and workers. */
@@ -67,6 +90,11 @@ typedef struct exec_view {
     /* Why a PENDING exec waits, in words ("waiting for 3 devices, 1 free");
      * "" otherwise. Another user's exec id is left out of a user's view. */
     char pending_reason[192];
+    /* The last device handed to it by a shrinking job: ms from the
+     * scheduler's decision until that job's worker had left the device, and
+     * the job ("" when the viewer may not see it); -1 when none. */
+    int64_t handover_ms;
+    char handover_from[160];
 } exec_view;
 
 /* Cuts the exec id out of a pending reason that names one ("reserved for
@@ -75,15 +103,15 @@ typedef struct exec_view {
 void exec_reason_hide_holder(char *reason, int (*may_see)(const char *id, void *ctx), void *ctx);
 
 /* Fills *out (free with exec_view_free), or LOOM_E_NOT_FOUND. */
-loom_error *exec_describe(exec_service *es, const char *owner, const char *id, exec_view *out);
+loom_error *exec_describe(exec_service *es, int64_t owner, const char *id, exec_view *out);
 void exec_view_free(exec_view *v);
 /* Every exec `owner` may see, oldest first: an array freed with
  * exec_views_free. */
-loom_error *exec_list(exec_service *es, const char *owner, exec_view **out, size_t *count);
+loom_error *exec_list(exec_service *es, int64_t owner, exec_view **out, size_t *count);
 void exec_views_free(exec_view *v, size_t count);
 /* Path of a worker's "stdout" or "stderr" file (worker -1: the training
  * driver's). */
-loom_error *exec_log_path(exec_service *es, const char *owner, const char *id, int worker,
+loom_error *exec_log_path(exec_service *es, int64_t owner, const char *id, int worker,
                           const char *stream, char *path, size_t pathlen);
 /* True for FINISHED, KILLED, ERROR. */
 int exec_state_is_final(const char *state);

@@ -33,11 +33,18 @@ typedef struct launch_plan {
     int count;
 } launch_plan;
 
+/* The most devices one exec is given. */
+#define EXEC_MAX_DEVICES 4096
+
 typedef struct running_exec {
     struct running_exec *next;
     store_exec rec;
     char framework[LOOM_NAME_MAX];
     int pending;      /* waiting for devices */
+    /* The device indices the exec was last given (a trainer is resized only
+     * when its ready grant differs). */
+    int32_t given[EXEC_MAX_DEVICES];
+    int ngiven;
     int devices;      /* a fixed exec's need; an elastic one's maximum */
     int elastic;
     /* launch style */
@@ -72,12 +79,23 @@ struct exec_service {
     int stopping;
     running_exec *running;
     unsigned seq;
+    exec_limits limits;
 };
 
 /* exec.c */
 void exec_set_state(exec_service *es, store_exec *rec, const char *state, const char *message);
 running_exec *exec_find_running(exec_service *es, const char *id);
 void exec_free_running(running_exec *r);
+
+/* exec.c: the plan a submission runs in (--consumer, else "/USER"). */
+loom_error *exec_plan_of(const exec_submission *sub, const dlicmd *d, char *plan, size_t len);
+
+/* exec_id.c */
+/* Picks a free id for an exec of `user` and creates its folder: rec->id and
+ * rec->result_dir. The folder is the caller's to remove on failure. */
+loom_error *exec_claim_id(exec_service *es, const char *user, store_exec *rec);
+/* LOOM_E_LIMIT when the user already has the most execs queued. */
+loom_error *exec_check_queue_bound(exec_service *es, const char *user, int64_t user_id);
 
 /* exec_launch.c */
 void launch_plan_init(launch_plan *p);
@@ -102,5 +120,19 @@ loom_error *trainer_start(exec_service *es, running_exec *r, const int32_t *devi
 /* Keeps the trainer's progress for `exec view` and frees it. */
 void trainer_ended(exec_service *es, running_exec *r);
 void trainer_summary_path(const store_exec *rec, char *path, size_t len);
+
+/* Shared by submission and restart (exec.c, exec_restart.c). */
+/* Checks a submission against its framework and prepares how it will run
+ * (code_ready: the model directory is in place already, after a restart). */
+loom_error *exec_prepare(exec_service *es, const exec_submission *sub, const dlicmd *d,
+                         const registry_entry *fw, running_exec *r, int code_ready);
+/* Hands an exec to the scheduler and the running list. Call with es->lock. */
+loom_error *exec_enqueue_locked(exec_service *es, running_exec *r, const dlicmd *d);
+/* Runs the scheduler and carries out its decisions. Call with es->lock. */
+void exec_schedule_locked(exec_service *es);
+/* DATA_DIR for an exec: --data-dir, or the host's data folder. */
+void exec_data_dir(exec_service *es, const dlicmd *d, char *out, size_t len);
+/* Takes up the execs the last host left unfinished (exec_restart.c). */
+void exec_reconcile(exec_service *es);
 
 #endif

@@ -17,7 +17,8 @@
 #define DEFAULT_CPU_SECONDS 3600u
 
 struct plugin_proc {
-    char *binary, *path, *name, *kind, *output;
+    char *binary, *path, *name, *kind, *output, *write_dir;
+    char *read_dirs[PLUGIN_PROC_MAX_READ];
     unsigned deadline_ms, cpu_seconds, max_failures;
     uint64_t memory_bytes;
     supervised child;
@@ -25,6 +26,7 @@ struct plugin_proc {
     int nkept;
     char *reply;
     size_t reply_cap;
+    size_t payload_at, payload_len; /* the last good reply's payload */
     unsigned in_row, total;
     int disabled;
     char last_error[512];
@@ -43,6 +45,12 @@ plugin_proc *plugin_proc_new(const plugin_proc_spec *spec)
     p->name = strdup(spec->name);
     p->kind = strdup(spec->kind ? spec->kind : "logger");
     p->output = spec->output ? strdup(spec->output) : NULL;
+    p->write_dir = spec->write_dir ? strdup(spec->write_dir) : NULL;
+    for (int i = 0; spec->read_dirs && spec->read_dirs[i] && i < PLUGIN_PROC_MAX_READ; i++)
+        if (!(p->read_dirs[i] = strdup(spec->read_dirs[i]))) {
+            plugin_proc_free(p);
+            return NULL;
+        }
     p->deadline_ms = spec->deadline_ms ? spec->deadline_ms : PLUGIN_PROC_DEFAULT_DEADLINE_MS;
     p->memory_bytes = spec->memory_bytes ? spec->memory_bytes : DEFAULT_MEMORY_BYTES;
     p->cpu_seconds = spec->cpu_seconds ? spec->cpu_seconds : DEFAULT_CPU_SECONDS;
@@ -71,6 +79,9 @@ void plugin_proc_free(plugin_proc *p)
     free(p->name);
     free(p->kind);
     free(p->output);
+    free(p->write_dir);
+    for (int i = 0; i < PLUGIN_PROC_MAX_READ; i++)
+        free(p->read_dirs[i]);
     free(p);
 }
 
@@ -82,7 +93,17 @@ static loom_error *start_child(plugin_proc *p)
     snprintf(deadline, sizeof deadline, "%u", p->deadline_ms);
     char *argv[] = {p->binary, "plugin-host", "--kind", p->kind, "--name", p->name,
                     "--path", p->path, "--memory-bytes", memory, "--cpu-seconds", cpu,
-                    "--deadline-ms", deadline, NULL};
+                    "--deadline-ms", deadline, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+                    NULL, NULL, NULL, NULL};
+    int n = 14;
+    if (p->write_dir) {
+        argv[n++] = "--write";
+        argv[n++] = p->write_dir;
+    }
+    for (int i = 0; i < PLUGIN_PROC_MAX_READ && p->read_dirs[i]; i++) {
+        argv[n++] = "--read";
+        argv[n++] = p->read_dirs[i];
+    }
     return supervise_start(&p->child, argv, p->output);
 }
 
@@ -121,8 +142,11 @@ static enum outcome exchange(plugin_proc *p, const wire_buf *req, loom_error **e
     uint8_t status = wire_get_u8(&r);
     int32_t code = wire_get_i32(&r);
     const char *message = wire_get_str(&r);
-    if (status == 0 && !r.bad)
+    if (status == 0 && !r.bad) {
+        p->payload_at = len - r.left;
+        p->payload_len = r.left;
         return OK;
+    }
     *err = loom_err(code ? code : LOOM_E_INTERNAL, "%s",
                     message ? message : "(a malformed reply)");
     return PLUGIN_ERROR;
@@ -171,6 +195,7 @@ loom_error *plugin_proc_call(plugin_proc *p, const char *what, const wire_buf *r
     if (p->disabled)
         return loom_err(LOOM_E_UNAVAILABLE, "%s '%s' %s: disabled after %u failures in a row",
                         p->kind, p->name, what, p->in_row);
+    p->payload_len = 0;
     loom_error *e = p->child.pid < 0 ? restart(p) : NULL;
     enum outcome how = e ? PROCESS_FAILED : exchange(p, request, &e);
     if (how == OK) {
@@ -184,6 +209,11 @@ loom_error *plugin_proc_call(plugin_proc *p, const char *what, const wire_buf *r
     if (how == PROCESS_FAILED || code == LOOM_E_DEADLINE || code == LOOM_E_LIMIT)
         count_failure(p, loom_err_message(e));
     return e;
+}
+
+wire_reader plugin_proc_reply(const plugin_proc *p)
+{
+    return (wire_reader){.p = p->reply ? p->reply + p->payload_at : NULL, .left = p->payload_len};
 }
 
 unsigned plugin_proc_failures_in_row(const plugin_proc *p) { return p->in_row; }

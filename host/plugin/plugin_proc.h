@@ -18,13 +18,21 @@
 
 #define PLUGIN_PROC_DEFAULT_DEADLINE_MS 5000u
 #define PLUGIN_PROC_DEFAULT_MAX_FAILURES 3u
+#define PLUGIN_PROC_MAX_READ 4
 
 typedef struct plugin_proc_spec {
     const char *binary;      /* the loom binary, which has `plugin-host` */
     const char *plugin_path; /* the .so or .lua file */
     const char *name;        /* the registered name of the factory */
-    const char *kind;        /* "logger" */
+    const char *kind;        /* "logger", "framework" (launch plans) or "search" */
     const char *output;      /* the child's stdout and stderr (appended); NULL: the host's */
+    /* The one tree the child may write (a logger: its exec's result
+     * directory); NULL: none. After loading the plugin, the child can read
+     * only the system's libraries and the plugin's own file. */
+    const char *write_dir;
+    /* Trees the child may also read (a Python optimizer's folder and
+     * interpreter), up to PLUGIN_PROC_MAX_READ; NULL-terminated or NULL. */
+    const char *const *read_dirs;
     unsigned deadline_ms;    /* per call, the kill comes a little later; 0 = default */
     uint64_t memory_bytes;   /* the child's address space; 0 = default (1 GiB) */
     unsigned cpu_seconds;    /* the child's CPU time; 0 = default (1 hour) */
@@ -43,6 +51,10 @@ void plugin_proc_free(plugin_proc *p);
  * process, prefixed "KIND 'NAME' WHAT: ". With `keep` the request is kept
  * and replayed, in order, into every new child. */
 loom_error *plugin_proc_call(plugin_proc *p, const char *what, const wire_buf *request, int keep);
+
+/* What the last successful call's reply carried after its status: a
+ * reader over it, valid until the next call (empty after a failure). */
+wire_reader plugin_proc_reply(const plugin_proc *p);
 
 /* Failures so far: in a row, in all, and the last message (or ""). */
 unsigned plugin_proc_failures_in_row(const plugin_proc *p);

@@ -7,14 +7,20 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "plugin/launch_remote.h"
 #include "plugin/plugin_wire.h"
 #include "plugin/registry.h"
+#include "plugin/search_server.h"
 
 typedef struct server {
     int fd;
     registry *reg;
     loom_error *load_error; /* why there is no factory */
+    int kind;               /* LOOM_KIND_LOGGER, LOOM_KIND_FRAMEWORK or LOOM_KIND_SEARCH */
     const loom_logger_factory *logger;
+    const loom_framework_factory *framework;
+    search_server *search;
+    wire_buf payload;       /* what a reply carries after its status */
     char acquired[LOOM_NAME_MAX];
     loom_logger_instance *inst;
     char *frame;
@@ -52,8 +58,8 @@ static int write_all(int fd, const void *buf, size_t len)
     return 0;
 }
 
-/* The factory `name`, or the file's only logger when it was registered
- * under another name (`loom logger add --name`). */
+/* The factory `name`, or the file's only one of the kind when it was
+ * registered under another name (`loom logger add --name`). */
 static void load(server *s, const char *path, const char *name)
 {
     s->reg = registry_create();
@@ -61,19 +67,25 @@ static void load(server *s, const char *path, const char *name)
         s->load_error = loom_err(LOOM_E_INTERNAL, "out of memory");
         return;
     }
-    s->load_error = registry_load(s->reg, path, "user", NULL, LOOM_KIND_LOGGER, 0);
+    s->load_error = registry_load(s->reg, path, "user", NULL, s->kind, 0);
     if (s->load_error)
         return;
     registry_entry e;
-    if (registry_acquire(s->reg, LOOM_KIND_LOGGER, name, &e) != 0) {
+    if (registry_acquire(s->reg, s->kind, name, &e) != 0) {
         registry_entry all[2];
-        if (registry_list(s->reg, LOOM_KIND_LOGGER, all, 2) != 1 ||
-            registry_acquire(s->reg, LOOM_KIND_LOGGER, all[0].name, &e) != 0) {
-            s->load_error = loom_err(LOOM_E_NOT_FOUND, "%s provides no logger named '%s'", path, name);
+        if (registry_list(s->reg, s->kind, all, 2) != 1 ||
+            registry_acquire(s->reg, s->kind, all[0].name, &e) != 0) {
+            s->load_error = loom_err(LOOM_E_NOT_FOUND, "%s provides no %s named '%s'", path,
+                                     loom_kind_name(s->kind), name);
             return;
         }
     }
-    s->logger = e.factory;
+    if (s->kind == LOOM_KIND_LOGGER)
+        s->logger = e.factory;
+    else if (s->kind == LOOM_KIND_FRAMEWORK)
+        s->framework = e.factory;
+    else if (!(s->search = search_server_new(e.factory)))
+        s->load_error = loom_err(LOOM_E_INTERNAL, "out of memory");
     snprintf(s->acquired, sizeof s->acquired, "%s", e.name);
 }
 
@@ -158,6 +170,8 @@ static int reply(server *s, loom_error *e)
     wire_put_u8(&s->reply, e ? 1 : 0);
     wire_put_i32(&s->reply, loom_err_code(e));
     wire_put_str(&s->reply, e ? loom_err_message(e) : "");
+    if (!e)
+        wire_put_bytes(&s->reply, s->payload.data, s->payload.len);
     loom_err_free(e);
     return wire_finish(&s->reply) == 0 && write_all(s->fd, s->reply.data, s->reply.len) == 0 ? 0 : -1;
 }
@@ -183,7 +197,20 @@ static int serve_one(server *s)
     uint8_t op = wire_get_u8(&r);
     if (s->load_error)
         return reply(s, loom_err(loom_err_code(s->load_error), "%s", loom_err_message(s->load_error)));
-    loom_error *e = logger_dispatch(s, op, &r);
+    loom_error *e;
+    if (s->kind == LOOM_KIND_FRAMEWORK) {
+        s->payload.len = 0;
+        s->payload.failed = 0;
+        e = op == WIRE_LAUNCH_PLAN ? launch_plan_serve(s->framework, &r, &s->payload) : NULL;
+        r.bad |= op != WIRE_LAUNCH_PLAN || s->payload.failed;
+    } else if (s->kind == LOOM_KIND_SEARCH) {
+        s->payload.len = 0;
+        s->payload.failed = 0;
+        e = search_server_dispatch(s->search, op, &r, &s->payload);
+        r.bad |= s->payload.failed;
+    } else {
+        e = logger_dispatch(s, op, &r);
+    }
     if (r.bad) {
         loom_err_free(e);
         return reply(s, loom_err(LOOM_E_INTERNAL, "malformed request (operation %u)", op));
@@ -191,21 +218,30 @@ static int serve_one(server *s)
     return reply(s, e);
 }
 
-int plugin_server_run(int fd, const char *path, const char *name, const char *kind)
+int plugin_server_run(int fd, const char *path, const char *name, const char *kind,
+                      int (*confine)(void *ctx), void *ctx)
 {
     server s = {.fd = fd};
-    if (strcmp(kind, "logger") != 0)
-        s.load_error = loom_err(LOOM_E_UNSUPPORTED, "plugin-host serves loggers only, not '%s'", kind);
-    else
+    if (!strcmp(kind, "logger") || !strcmp(kind, "framework") || !strcmp(kind, "search")) {
+        s.kind = !strcmp(kind, "logger")      ? LOOM_KIND_LOGGER
+                 : !strcmp(kind, "framework") ? LOOM_KIND_FRAMEWORK
+                                              : LOOM_KIND_SEARCH;
         load(&s, path, name);
-    int rc;
-    while ((rc = serve_one(&s)) == 0)
+    } else {
+        s.load_error = loom_err(LOOM_E_UNSUPPORTED,
+                                "plugin-host serves loggers, frameworks and search algorithms, "
+                                "not '%s'", kind);
+    }
+    int rc = confine && confine(ctx) != 0 ? -2 : 0;
+    while (rc == 0 && (rc = serve_one(&s)) == 0)
         ;
     if (s.inst)
         s.logger->destroy(s.inst);
     loom_err_free(s.load_error);
-    if (s.logger)
-        registry_release(s.reg, LOOM_KIND_LOGGER, s.acquired);
+    search_server_free(s.search);
+    if (s.logger || s.framework || s.search)
+        registry_release(s.reg, s.kind, s.acquired);
+    wire_free(&s.payload);
     registry_destroy(s.reg);
     wire_free(&s.reply);
     free(s.frame);

@@ -11,6 +11,10 @@
  * on `fd`. Returns the exit status: 0 when the host closed the socket, 1
  * on a protocol or I/O error. A plugin that cannot be loaded answers every
  * call with the reason. */
-int plugin_server_run(int fd, const char *path, const char *name, const char *kind);
+/* `confine`, when set, is called once the plugin is loaded (or failed to
+ * load) and before the first call is served: the child gives up what the
+ * plugin does not need. A non-zero return ends the child. */
+int plugin_server_run(int fd, const char *path, const char *name, const char *kind,
+                      int (*confine)(void *ctx), void *ctx);
 
 #endif

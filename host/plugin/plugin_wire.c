@@ -32,6 +32,7 @@ void wire_begin(wire_buf *b)
     put(b, &zero, sizeof zero);
 }
 
+void wire_put_bytes(wire_buf *b, const void *p, size_t n) { put(b, p, n); }
 void wire_put_u8(wire_buf *b, uint8_t v) { put(b, &v, sizeof v); }
 void wire_put_u32(wire_buf *b, uint32_t v) { put(b, &v, sizeof v); }
 void wire_put_i32(wire_buf *b, int32_t v) { put(b, &v, sizeof v); }

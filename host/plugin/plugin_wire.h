@@ -22,7 +22,15 @@ typedef enum wire_op {
     WIRE_LOGGER_BEGIN = 2,
     WIRE_LOGGER_TRAIN = 3,
     WIRE_LOGGER_TEST = 4,
-    WIRE_LOGGER_END = 5
+    WIRE_LOGGER_END = 5,
+    /* A search instance (plugin/search_wire.h). */
+    WIRE_SEARCH_CREATE = 16,
+    WIRE_SEARCH_SUGGEST = 17,
+    WIRE_SEARCH_OBSERVE = 18,
+    WIRE_SEARCH_SAVE = 19,
+    WIRE_SEARCH_LOAD = 20,
+    /* A launch-style framework's plan_launch; the reply carries the plan. */
+    WIRE_LAUNCH_PLAN = 32
 } wire_op;
 
 /* A frame being built: the 4-byte length is reserved at the front and
@@ -35,6 +43,8 @@ typedef struct wire_buf {
 } wire_buf;
 
 void wire_begin(wire_buf *b);
+/* Raw bytes, e.g. a payload built in another wire_buf. */
+void wire_put_bytes(wire_buf *b, const void *p, size_t n);
 void wire_put_u8(wire_buf *b, uint8_t v);
 void wire_put_u32(wire_buf *b, uint32_t v);
 void wire_put_i32(wire_buf *b, int32_t v);

@@ -186,8 +186,21 @@ static void fill_entry(registry_entry *e, const loom_registration *reg, const ch
     e->factory = reg->factory;
 }
 
+/* Whether `name` is one of names[0..count). */
+static int named(const char *name, const char *const *names, size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        if (strcasecmp(name, names[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* Loads `path` and registers its factories of want_kind (all kinds when
+ * negative) under their names, or its only one under `rename`; with
+ * `names`, only the recorded ones (see registry_load_recorded). */
 static loom_error *load_locked(registry *r, const char *path, const char *origin,
-                               const char *rename, int want_kind)
+                               const char *rename, int want_kind, const char *const *names,
+                               size_t nnames)
 {
     loaded_file *f = NULL;
     loom_error *e = open_file(r, path, rename, &f);
@@ -203,6 +216,15 @@ static loom_error *load_locked(registry *r, const char *path, const char *origin
     for (size_t i = 0; i < n && m < sizeof chosen / sizeof *chosen; i++)
         if (want_kind < 0 || (int)regs[i].kind == want_kind)
             chosen[m++] = &regs[i];
+    if (names && m == 1 && nnames == 1) {
+        rename = names[0]; /* a single factory, recorded under its name */
+    } else if (names) {
+        size_t k = 0;
+        for (size_t i = 0; i < m; i++)
+            if (named(chosen[i]->name, names, nnames))
+                chosen[k++] = chosen[i];
+        m = k;
+    }
     if (m == 0)
         e = loom_err(LOOM_E_INVALID, "%s: provides no %s", path,
                      want_kind >= 0 ? loom_kind_name((loom_kind)want_kind) : "plugin");
@@ -242,8 +264,19 @@ loom_error *registry_load(registry *r, const char *path, const char *origin, con
                           int want_kind, int record)
 {
     pthread_mutex_lock(&r->lock);
-    loom_error *e = load_locked(r, path, origin, rename, want_kind);
+    loom_error *e = load_locked(r, path, origin, rename, want_kind, NULL, 0);
     if (e && record)
+        record_failure(r, path, origin, loom_err_message(e));
+    pthread_mutex_unlock(&r->lock);
+    return e;
+}
+
+loom_error *registry_load_recorded(registry *r, const char *path, const char *origin,
+                                   const char *const *names, size_t count, int want_kind)
+{
+    pthread_mutex_lock(&r->lock);
+    loom_error *e = load_locked(r, path, origin, NULL, want_kind, names, count);
+    if (e)
         record_failure(r, path, origin, loom_err_message(e));
     pthread_mutex_unlock(&r->lock);
     return e;

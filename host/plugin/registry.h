@@ -46,6 +46,14 @@ void registry_destroy(registry *r);
 loom_error *registry_load(registry *r, const char *path, const char *origin, const char *rename,
                           int want_kind, int record_failure);
 
+/* Loads a stored plugin file again (at start-up) as it was registered:
+ * only the factories of want_kind recorded under names[0..count) (one file
+ * may provide several, some since removed), or, when the file provides one
+ * factory of that kind and one name is recorded, that factory under the
+ * name (an upload may have renamed it). Failures are recorded. */
+loom_error *registry_load_recorded(registry *r, const char *path, const char *origin,
+                                   const char *const *names, size_t count, int want_kind);
+
 /* Registers a factory the host itself provides (format "host", origin
  * "builtin"), e.g. the ffi kernel. Returns 0, or -1 when the name is taken. */
 int registry_add_factory(registry *r, loom_kind kind, const char *name, const char *version,

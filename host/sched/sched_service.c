@@ -6,14 +6,26 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sched/handover.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/log.h"
+
+/* The last hand-over measured for a job that received a device. */
+typedef struct handover_record {
+    char to[HANDOVER_JOB_ID_MAX], from[HANDOVER_JOB_ID_MAX];
+    int64_t ms;
+} handover_record;
+
+#define HANDOVER_RECORDS 64
 
 struct sched_service {
     pthread_mutex_t lock;
     sched *core;
     store *st;
+    handover ho;
+    handover_record records[HANDOVER_RECORDS]; /* a ring, newest last */
+    size_t nrecords;
 };
 
 static double now_s(void) { return (double)time_mono_ms() / 1000.0; }
@@ -74,6 +86,10 @@ loom_error *sched_service_create(store *st, const sched_service_options *opt,
     pthread_mutex_init(&ss->lock, NULL);
     ss->st = st;
     int32_t added = sched_add_local_devices(ss->core, opt ? opt->cpu_slots : 0, true);
+    if (added < 0 || !handover_init(&ss->ho, (size_t)(added > 0 ? added : 0))) {
+        sched_service_destroy(ss);
+        return loom_err(LOOM_E_INTERNAL, "scheduler: out of memory");
+    }
     log_info("scheduler: %d device(s) (%s)", added,
              sched_cuda_device_count() > 0 ? "CUDA" : "CPU slots");
     plan_list l = {0};
@@ -112,6 +128,7 @@ void sched_service_destroy(sched_service *ss)
     if (!ss)
         return;
     sched_free(ss->core);
+    handover_free(&ss->ho);
     pthread_mutex_destroy(&ss->lock);
     free(ss);
 }
@@ -272,13 +289,26 @@ loom_error *sched_service_slots(sched_service *ss, sched_slot_view **out, size_t
     return v ? NULL : loom_err(LOOM_E_INTERNAL, "slots: out of memory");
 }
 
+/* Whether `plan` is the user's own "/USER" plan. */
+static bool own_plan(const char *plan, const char *user)
+{
+    return user && plan[0] == '/' && strcmp(plan + 1, user) == 0;
+}
+
 loom_error *sched_service_submit(sched_service *ss, const sched_job_spec *spec)
 {
     pthread_mutex_lock(&ss->lock);
     sched_plan_spec existing;
-    if (spec->plan && spec->plan[0] && !sched_get_plan(ss->core, spec->plan, &existing) &&
-        strchr(spec->plan + 1, '/') == NULL) {
-        /* A user's own plan appears with their first job. */
+    if (spec->plan && spec->plan[0] && !sched_get_plan(ss->core, spec->plan, &existing)) {
+        if (!own_plan(spec->plan, spec->user)) {
+            pthread_mutex_unlock(&ss->lock);
+            return loom_err(LOOM_E_NOT_FOUND,
+                            "--consumer: no plan \"%s\" (an administrator creates plans: loom "
+                            "plan add)",
+                            spec->plan);
+        }
+        /* A user's own plan appears with their first job; no other plan is
+         * made by a submission, or users could mint fair shares. */
         sched_plan_spec p = {.path = spec->plan, .weight = 1, .policy = SCHED_POLICY_FAIR};
         loom_error *e = sched_add_plan(ss->core, &p);
         if (!e)
@@ -292,11 +322,73 @@ loom_error *sched_service_submit(sched_service *ss, const sched_job_spec *spec)
     return e;
 }
 
+/* A device `from` was draining is free of its worker: the hand-over is
+ * measured, logged and remembered for the job that now holds it. */
+static void handed_back_locked(sched_service *ss, int32_t slot)
+{
+    char from[HANDOVER_JOB_ID_MAX];
+    int64_t ms = handover_release(&ss->ho, slot, time_mono_ms(), from, sizeof from);
+    if (ms < 0)
+        return;
+    sched_device_info d;
+    const char *to = sched_device(ss->core, slot, &d) && d.owner ? d.owner : NULL;
+    log_info("scheduler: device %d handed back by %s after %lld ms%s%s", slot, from,
+             (long long)ms, to ? ", now " : " (now free)", to ? to : "");
+    if (!to)
+        return;
+    handover_record *r = &ss->records[ss->nrecords++ % HANDOVER_RECORDS];
+    snprintf(r->to, sizeof r->to, "%s", to);
+    snprintf(r->from, sizeof r->from, "%s", from);
+    r->ms = ms;
+}
+
 void sched_service_end(sched_service *ss, const char *id)
 {
     pthread_mutex_lock(&ss->lock);
     loom_err_free(sched_end(ss->core, id));
+    /* Its processes are gone: whatever it was still draining is free. */
+    for (size_t slot = 0; slot < ss->ho.n; slot++) {
+        const char *from = handover_draining(&ss->ho, (int32_t)slot);
+        if (from && !strcmp(from, id))
+            handed_back_locked(ss, (int32_t)slot);
+    }
     pthread_mutex_unlock(&ss->lock);
+}
+
+void sched_service_handed_back(sched_service *ss, const char *id, const int32_t *held_index,
+                               int nheld)
+{
+    pthread_mutex_lock(&ss->lock);
+    for (size_t slot = 0; slot < ss->ho.n; slot++) {
+        const char *from = handover_draining(&ss->ho, (int32_t)slot);
+        sched_device_info d;
+        if (!from || strcmp(from, id) || !sched_device(ss->core, (int32_t)slot, &d))
+            continue;
+        int held = 0;
+        for (int k = 0; k < nheld && !held; k++)
+            held = held_index[k] == d.index;
+        if (!held)
+            handed_back_locked(ss, (int32_t)slot);
+    }
+    pthread_mutex_unlock(&ss->lock);
+}
+
+bool sched_service_job_handover(sched_service *ss, const char *id, char *from, size_t len,
+                                int64_t *ms)
+{
+    pthread_mutex_lock(&ss->lock);
+    bool found = false;
+    size_t n = ss->nrecords < HANDOVER_RECORDS ? ss->nrecords : HANDOVER_RECORDS;
+    for (size_t k = 0; k < n && !found; k++) {
+        const handover_record *r = &ss->records[(ss->nrecords - 1 - k) % HANDOVER_RECORDS];
+        if (!strcmp(r->to, id)) {
+            snprintf(from, len, "%s", r->from);
+            *ms = r->ms;
+            found = true;
+        }
+    }
+    pthread_mutex_unlock(&ss->lock);
+    return found;
 }
 
 loom_error *sched_service_set_range(sched_service *ss, const char *id, int min, int max)
@@ -328,12 +420,47 @@ int sched_service_job_devices(sched_service *ss, const char *id, int32_t *out, i
     return n;
 }
 
+int sched_service_job_grant(sched_service *ss, const char *id, int32_t *index, int cap,
+                            int32_t *kind, int *total)
+{
+    pthread_mutex_lock(&ss->lock);
+    sched_job_info j;
+    sched_device_info d;
+    int ready = -1;
+    *total = -1;
+    if (kind)
+        *kind = sched_device(ss->core, 0, &d) ? d.kind : LOOM_DEVICE_CPU;
+    if (sched_get_job(ss->core, id, &j)) {
+        ready = 0;
+        *total = j.count;
+        for (int i = 0; i < j.count; i++) {
+            const char *from = handover_draining(&ss->ho, j.devices[i]);
+            if (from && strcmp(from, id))
+                continue; /* another job's worker is still on it */
+            if (ready < cap)
+                index[ready] = sched_device(ss->core, j.devices[i], &d) ? (int32_t)d.index : -1;
+            ready++;
+        }
+    }
+    pthread_mutex_unlock(&ss->lock);
+    return ready;
+}
+
 size_t sched_service_decide(sched_service *ss, sched_action *out, size_t cap)
 {
     pthread_mutex_lock(&ss->lock);
     const sched_decision *d;
     size_t n = sched_plan(ss->core, now_s(), &d);
-    for (size_t i = 0; i < n && i < cap; i++) {
+    int64_t now_ms = time_mono_ms();
+    for (size_t i = 0; i < n; i++) {
+        /* A running job's released devices drain until its workers leave;
+         * one it takes back was never in transit. */
+        for (int32_t k = 0; d[i].old_count > 0 && k < d[i].n_released; k++)
+            handover_take(&ss->ho, d[i].released[k], d[i].job_id, now_ms);
+        for (int32_t k = 0; k < d[i].n_added; k++)
+            handover_keep(&ss->ho, d[i].added[k], d[i].job_id);
+        if (i >= cap)
+            continue;
         snprintf(out[i].job_id, sizeof out[i].job_id, "%s", d[i].job_id);
         out[i].old_count = d[i].old_count;
         out[i].new_count = d[i].new_count;
@@ -357,8 +484,142 @@ bool sched_service_pending_reason(sched_service *ss, const char *id, char *buf, 
     pthread_mutex_lock(&ss->lock);
     sched_wait w;
     bool waiting = sched_job_wait(ss->core, id, &w) && w.code != SCHED_WAIT_NONE;
-    if (waiting)
+    if (waiting) {
         sched_wait_text(&w, buf, len);
+    } else {
+        /* Granted, but another job's workers are still leaving. */
+        sched_job_info j;
+        int draining = 0;
+        const char *from = NULL;
+        for (int i = 0; sched_get_job(ss->core, id, &j) && i < j.count; i++) {
+            const char *f = handover_draining(&ss->ho, j.devices[i]);
+            if (f && strcmp(f, id)) {
+                draining++;
+                from = f;
+            }
+        }
+        if ((waiting = draining > 0))
+            snprintf(buf, len, "waiting for %d device(s) to be handed back by a shrinking job (%s)",
+                     draining, from);
+    }
     pthread_mutex_unlock(&ss->lock);
     return waiting;
+}
+
+/* ---- members: who may submit to a plan ---------------------------------- */
+
+loom_error *sched_service_plan_admits(sched_service *ss, const char *plan, const char *user,
+                                      int64_t user_id, bool is_admin)
+{
+    sched_plan_spec spec;
+    pthread_mutex_lock(&ss->lock);
+    bool exists = sched_get_plan(ss->core, plan, &spec);
+    pthread_mutex_unlock(&ss->lock);
+    if (own_plan(plan, user))
+        return NULL; /* made with the first job if missing */
+    if (!exists)
+        return loom_err(LOOM_E_NOT_FOUND,
+                        "--consumer: no plan \"%s\" (an administrator creates plans: loom plan add)",
+                        plan);
+    if (is_admin)
+        return NULL;
+    /* A member of a plan may submit to it and to every plan beneath it;
+     * a user's own "/USER" covers "/USER/..." too. */
+    char path[256];
+    snprintf(path, sizeof path, "%s", plan);
+    for (;;) {
+        if (own_plan(path, user))
+            return NULL;
+        int member = 0;
+        loom_error *e = store_plan_member_has(ss->st, path, user_id, &member);
+        if (e || member)
+            return e;
+        char *slash = strrchr(path, '/');
+        if (!slash || strcmp(path, "/") == 0)
+            break;
+        slash[slash == path] = '\0'; /* "/p" goes up to "/" */
+    }
+    return loom_err(LOOM_E_FORBIDDEN,
+                    "--consumer: user %s is not a member of plan \"%s\" (an administrator adds "
+                    "members: loom plan member add %s %s)",
+                    user, plan, plan, user);
+}
+
+loom_error *sched_service_plan_member_add(sched_service *ss, const char *plan, int64_t user_id,
+                                          const char *user)
+{
+    sched_plan_spec spec;
+    pthread_mutex_lock(&ss->lock);
+    loom_error *e = sched_get_plan(ss->core, plan, &spec)
+                        ? store_plan_member_add(ss->st, plan, user_id, user, time_now_ms())
+                        : loom_err(LOOM_E_NOT_FOUND, "no plan \"%s\"", plan);
+    pthread_mutex_unlock(&ss->lock);
+    if (loom_err_code(e) == LOOM_E_CONFLICT) {
+        loom_err_free(e);
+        e = loom_err(LOOM_E_CONFLICT, "user %s is already a member of plan \"%s\"", user, plan);
+    }
+    return e;
+}
+
+loom_error *sched_service_plan_member_remove(sched_service *ss, const char *plan,
+                                             int64_t user_id, const char *user)
+{
+    loom_error *e = store_plan_member_remove(ss->st, plan, user_id);
+    if (loom_err_code(e) == LOOM_E_NOT_FOUND) {
+        loom_err_free(e);
+        e = loom_err(LOOM_E_NOT_FOUND, "user %s is not a member of plan \"%s\"", user, plan);
+    }
+    return e;
+}
+
+typedef struct member_list {
+    sched_plan_member *items;
+    size_t n, cap;
+    int failed;
+} member_list;
+
+static void add_member(const store_plan_member *m, void *ctx)
+{
+    member_list *l = ctx;
+    if (l->failed)
+        return;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 16;
+        sched_plan_member *grown = realloc(l->items, cap * sizeof *grown);
+        if (!grown) {
+            l->failed = 1;
+            return;
+        }
+        l->items = grown;
+        l->cap = cap;
+    }
+    sched_plan_member *v = &l->items[l->n++];
+    snprintf(v->plan, sizeof v->plan, "%s", m->plan);
+    snprintf(v->user, sizeof v->user, "%s", m->user);
+    v->user_id = m->user_id;
+    v->added_at_ms = m->added_at;
+}
+
+loom_error *sched_service_plan_members(sched_service *ss, const char *plan,
+                                       sched_plan_member **out, size_t *count)
+{
+    *out = NULL;
+    *count = 0;
+    sched_plan_spec spec;
+    pthread_mutex_lock(&ss->lock);
+    bool exists = !plan || sched_get_plan(ss->core, plan, &spec);
+    pthread_mutex_unlock(&ss->lock);
+    if (!exists)
+        return loom_err(LOOM_E_NOT_FOUND, "no plan \"%s\"", plan);
+    member_list l = {0};
+    loom_error *e = store_plan_member_each(ss->st, plan, add_member, &l);
+    if (!e && l.failed)
+        e = loom_err(LOOM_E_INTERNAL, "plan members: out of memory");
+    if (e) {
+        free(l.items);
+        return e;
+    }
+    *out = l.items;
+    *count = l.n;
+    return NULL;
 }

@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "sched/sched.h"
 #include "store/store.h"
@@ -71,8 +72,35 @@ typedef struct sched_slot_view {
 /* Every device: a malloc'd array the caller frees. */
 loom_error *sched_service_slots(sched_service *ss, sched_slot_view **out, size_t *count);
 
-/* Jobs. Submitting to a missing per-user plan ("/NAME" with no such plan)
- * creates it with weight 1. A job that can never fit is LOOM_E_LIMIT. */
+/* Who may submit to a plan. Administrators manage members (users, by their
+ * immutable id; the name is for showing). A member of a plan may submit to
+ * it and every plan beneath it; a user may always submit to their own
+ * "/USER" (and beneath it); administrators to any plan. */
+typedef struct sched_plan_member {
+    char plan[256];
+    char user[64];
+    int64_t user_id;
+    int64_t added_at_ms;
+} sched_plan_member;
+
+/* LOOM_E_NOT_FOUND (no such plan), LOOM_E_CONFLICT (already a member). */
+loom_error *sched_service_plan_member_add(sched_service *ss, const char *plan, int64_t user_id,
+                                          const char *user);
+/* LOOM_E_NOT_FOUND when `user` is not a member. */
+loom_error *sched_service_plan_member_remove(sched_service *ss, const char *plan,
+                                             int64_t user_id, const char *user);
+/* The members of `plan` (NULL: of every plan): a malloc'd array. */
+loom_error *sched_service_plan_members(sched_service *ss, const char *plan,
+                                       sched_plan_member **out, size_t *count);
+/* Whether `user` may submit to `plan`: LOOM_E_NOT_FOUND for a plan that
+ * does not exist (other than the user's own, made with their first job),
+ * LOOM_E_FORBIDDEN for one they are not a member of. */
+loom_error *sched_service_plan_admits(sched_service *ss, const char *plan, const char *user,
+                                      int64_t user_id, bool is_admin);
+
+/* Jobs. Submitting to the user's own plan ("/USER", spec->user) creates it
+ * with weight 1 when missing; any other missing plan is LOOM_E_NOT_FOUND.
+ * A job that can never fit is LOOM_E_LIMIT. */
 loom_error *sched_service_submit(sched_service *ss, const sched_job_spec *spec);
 void sched_service_end(sched_service *ss, const char *id);
 loom_error *sched_service_set_range(sched_service *ss, const char *id, int min, int max);
@@ -83,6 +111,23 @@ loom_error *sched_service_set_range(sched_service *ss, const char *id, int min, 
  * the job is unknown. */
 int sched_service_job_devices(sched_service *ss, const char *id, int32_t *out, int cap,
                               int32_t *index, int32_t *kind);
+
+/* The devices a job may use now: those granted to it that no other job's
+ * worker is still leaving (a device taken from a shrinking job is handed
+ * over only once that job's worker has left it). Copies up to `cap` device
+ * indices into `index`, sets *total to the devices granted in all, and
+ * returns how many are ready; -1 (and *total -1) for an unknown job. */
+int sched_service_job_grant(sched_service *ss, const char *id, int32_t *index, int cap,
+                            int32_t *kind, int *total);
+/* Job `id` now has processes only on the devices in `held_index` (their own
+ * indices): every other device it was draining is handed back, and the time
+ * since the decision is logged and kept for the job that receives it. */
+void sched_service_handed_back(sched_service *ss, const char *id, const int32_t *held_index,
+                               int nheld);
+/* The last hand-over measured for a device job `id` received: from whom and
+ * how long after the decision. False when there was none. */
+bool sched_service_job_handover(sched_service *ss, const char *id, char *from, size_t len,
+                                int64_t *ms);
 
 /* One decision to carry out. */
 typedef struct sched_action {

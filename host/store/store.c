@@ -28,7 +28,41 @@ static const char *const schema =
     "  ended_at INTEGER NOT NULL DEFAULT 0);"
     "CREATE TABLE IF NOT EXISTS plans("
     "  path TEXT PRIMARY KEY, weight REAL NOT NULL, min_devices INTEGER NOT NULL,"
-    "  cap_devices INTEGER NOT NULL, policy TEXT NOT NULL);";
+    "  cap_devices INTEGER NOT NULL, policy TEXT NOT NULL);"
+    /* Members by the users' immutable ids; the name is what was shown when
+     * they were added (auth's trigger removes a removed user's rows). */
+    "CREATE TABLE IF NOT EXISTS plan_members("
+    "  plan TEXT NOT NULL, user_id INTEGER NOT NULL, user_name TEXT NOT NULL,"
+    "  added_at INTEGER NOT NULL, PRIMARY KEY(plan, user_id));";
+
+/* Columns added after the first release: (table, column, definition). */
+static const char *const added_columns[][3] = {
+    /* The owner's immutable id (auth's users.id); 0 for none. */
+    {"execs", "user_id", "INTEGER NOT NULL DEFAULT 0"},
+};
+
+/* Adds the columns a database made by an older host lacks. */
+static int migrate(sqlite3 *db, char **msg)
+{
+    for (size_t i = 0; i < sizeof added_columns / sizeof *added_columns; i++) {
+        char sql[256];
+        snprintf(sql, sizeof sql, "SELECT count(*) FROM pragma_table_info('%s') WHERE name = '%s'",
+                 added_columns[i][0], added_columns[i][1]);
+        sqlite3_stmt *st = NULL;
+        int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+        int have = rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) > 0;
+        sqlite3_finalize(st);
+        if (rc != SQLITE_OK)
+            return rc;
+        if (have)
+            continue;
+        snprintf(sql, sizeof sql, "ALTER TABLE %s ADD COLUMN %s %s", added_columns[i][0],
+                 added_columns[i][1], added_columns[i][2]);
+        if ((rc = sqlite3_exec(db, sql, NULL, NULL, msg)) != SQLITE_OK)
+            return rc;
+    }
+    return SQLITE_OK;
+}
 
 loom_error *store_open(const char *path, store **out)
 {
@@ -57,6 +91,8 @@ loom_error *store_open(const char *path, store **out)
     }
     if (rc == SQLITE_OK)
         rc = sqlite3_exec(s->db, schema, NULL, NULL, &msg);
+    if (rc == SQLITE_OK)
+        rc = migrate(s->db, &msg);
     if (rc != SQLITE_OK) {
         loom_error *e = loom_err(LOOM_E_INTERNAL, "%s: %s", path,
                                  msg ? msg : (s->db ? sqlite3_errmsg(s->db) : "cannot open"));
@@ -150,12 +186,10 @@ static void *row_next(row_buffer *b)
 
 typedef void (*row_reader)(sqlite3_stmt *st, void *row);
 
-static loom_error *each_row(store *s, const char *sql, size_t size, row_reader read,
-                            void (*fn)(const void *, void *), void *ctx)
+/* Reads every row of a statement from prepare() (bound), then calls fn. */
+static loom_error *each_prepared(store *s, sqlite3_stmt *st, size_t size, row_reader read,
+                                 void (*fn)(const void *, void *), void *ctx)
 {
-    sqlite3_stmt *st = prepare(s, sql);
-    if (!st)
-        return unavailable(s, "read");
     row_buffer b = {.size = size};
     loom_error *e = NULL;
     int rc;
@@ -174,6 +208,15 @@ static loom_error *each_row(store *s, const char *sql, size_t size, row_reader r
         fn(b.rows + i * size, ctx);
     free(b.rows);
     return e;
+}
+
+static loom_error *each_row(store *s, const char *sql, size_t size, row_reader read,
+                            void (*fn)(const void *, void *), void *ctx)
+{
+    sqlite3_stmt *st = prepare(s, sql);
+    if (!st)
+        return unavailable(s, "read");
+    return each_prepared(s, st, size, read, fn, ctx);
 }
 
 loom_error *store_plugin_add(store *s, const store_plugin *p)
@@ -231,11 +274,11 @@ loom_error *store_plugin_each(store *s, void (*fn)(const store_plugin *, void *)
 
 #define EXEC_COLUMNS                                                           \
     "id, user, framework, args, state, message, result_dir, num_workers, "     \
-    "pgid, created_at, started_at, ended_at"
+    "pgid, created_at, started_at, ended_at, user_id"
 
 loom_error *store_exec_insert(store *s, const store_exec *e)
 {
-    sqlite3_stmt *st = prepare(s, "INSERT INTO execs(" EXEC_COLUMNS ") VALUES(?,?,?,?,?,?,?,?,?,?,?,?)");
+    sqlite3_stmt *st = prepare(s, "INSERT INTO execs(" EXEC_COLUMNS ") VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)");
     if (!st)
         return unavailable(s, "record an exec");
     sqlite3_bind_text(st, 1, e->id, -1, SQLITE_STATIC);
@@ -250,6 +293,7 @@ loom_error *store_exec_insert(store *s, const store_exec *e)
     sqlite3_bind_int64(st, 10, e->created_at);
     sqlite3_bind_int64(st, 11, e->started_at);
     sqlite3_bind_int64(st, 12, e->ended_at);
+    sqlite3_bind_int64(st, 13, e->user_id);
     char what[96];
     snprintf(what, sizeof what, "exec \"%s\"", e->id);
     return finish_write(s, st, what, 0);
@@ -287,6 +331,7 @@ static void read_exec(sqlite3_stmt *st, void *row)
     e->created_at = sqlite3_column_int64(st, 9);
     e->started_at = sqlite3_column_int64(st, 10);
     e->ended_at = sqlite3_column_int64(st, 11);
+    e->user_id = sqlite3_column_int64(st, 12);
 }
 
 loom_error *store_exec_get(store *s, const char *id, store_exec *out)
@@ -354,7 +399,15 @@ loom_error *store_plan_put(store *s, const store_plan *p)
 
 loom_error *store_plan_remove(store *s, const char *path)
 {
-    sqlite3_stmt *st = prepare(s, "DELETE FROM plans WHERE path = ?");
+    /* Its members go with it: a plan made again later starts empty. */
+    sqlite3_stmt *st = prepare(s, "DELETE FROM plan_members WHERE plan = ?");
+    if (!st)
+        return unavailable(s, "remove a plan's members");
+    sqlite3_bind_text(st, 1, path, -1, SQLITE_STATIC);
+    loom_error *e = finish_write(s, st, "plan members", 0);
+    if (e)
+        return e;
+    st = prepare(s, "DELETE FROM plans WHERE path = ?");
     if (!st)
         return unavailable(s, "remove a plan");
     sqlite3_bind_text(st, 1, path, -1, SQLITE_STATIC);
@@ -390,4 +443,95 @@ loom_error *store_plan_each(store *s, void (*fn)(const store_plan *, void *), vo
     return each_row(s, "SELECT path, weight, min_devices, cap_devices, policy FROM plans "
                        "ORDER BY path",
                     sizeof(store_plan), read_plan, visit_plan, &v);
+}
+
+loom_error *store_plan_member_add(store *s, const char *plan, int64_t user_id, const char *user,
+                                  int64_t added_at)
+{
+    sqlite3_stmt *st = prepare(s, "INSERT INTO plan_members(plan, user_id, user_name, added_at) "
+                                  "VALUES(?,?,?,?)");
+    if (!st)
+        return unavailable(s, "record a plan member");
+    sqlite3_bind_text(st, 1, plan, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, user_id);
+    sqlite3_bind_text(st, 3, user, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 4, added_at);
+    char what[400];
+    snprintf(what, sizeof what, "member \"%s\" of plan \"%s\"", user, plan);
+    return finish_write(s, st, what, 0);
+}
+
+loom_error *store_plan_member_remove(store *s, const char *plan, int64_t user_id)
+{
+    sqlite3_stmt *st = prepare(s, "DELETE FROM plan_members WHERE plan = ? AND user_id = ?");
+    if (!st)
+        return unavailable(s, "remove a plan member");
+    sqlite3_bind_text(st, 1, plan, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, user_id);
+    char what[300];
+    snprintf(what, sizeof what, "such member of plan \"%s\"", plan);
+    return finish_write(s, st, what, 1);
+}
+
+loom_error *store_plan_member_has(store *s, const char *plan, int64_t user_id, int *member)
+{
+    *member = 0;
+    sqlite3_stmt *st = prepare(s, "SELECT 1 FROM plan_members WHERE plan = ? AND user_id = ?");
+    if (!st)
+        return unavailable(s, "read plan members");
+    sqlite3_bind_text(st, 1, plan, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, user_id);
+    int rc = sqlite3_step(st);
+    *member = rc == SQLITE_ROW;
+    loom_error *e = rc == SQLITE_ROW || rc == SQLITE_DONE ? NULL : unavailable(s, "read plan members");
+    finish(s, st);
+    return e;
+}
+
+static void read_member(sqlite3_stmt *st, void *row)
+{
+    store_plan_member *m = row;
+    column_text(st, 0, m->plan, sizeof m->plan);
+    m->user_id = sqlite3_column_int64(st, 1);
+    column_text(st, 2, m->user, sizeof m->user);
+    m->added_at = sqlite3_column_int64(st, 3);
+}
+
+typedef struct member_visit {
+    void (*fn)(const store_plan_member *, void *);
+    void *ctx;
+} member_visit;
+
+static void visit_member(const void *row, void *arg)
+{
+    member_visit *v = arg;
+    v->fn(row, v->ctx);
+}
+
+loom_error *store_plan_member_each(store *s, const char *plan,
+                                   void (*fn)(const store_plan_member *, void *), void *ctx)
+{
+    member_visit v = {fn, ctx};
+    sqlite3_stmt *st = prepare(s, "SELECT plan, user_id, user_name, added_at FROM plan_members "
+                                  "WHERE ?1 IS NULL OR plan = ?1 ORDER BY plan, user_name");
+    if (!st)
+        return unavailable(s, "read plan members");
+    if (plan)
+        sqlite3_bind_text(st, 1, plan, -1, SQLITE_TRANSIENT);
+    return each_prepared(s, st, sizeof(store_plan_member), read_member, visit_member, &v);
+}
+
+loom_error *store_plugin_file_users(store *s, const char *file, int *count)
+{
+    *count = 0;
+    sqlite3_stmt *st = prepare(s, "SELECT count(*) FROM plugins WHERE file = ?");
+    if (!st)
+        return unavailable(s, "read plugins");
+    sqlite3_bind_text(st, 1, file, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW)
+        *count = sqlite3_column_int(st, 0);
+    loom_error *e = rc == SQLITE_ROW ? NULL : unavailable(s, "read plugins");
+    finish(s, st);
+    return e;
 }

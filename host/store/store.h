@@ -40,13 +40,17 @@ typedef struct store_plugin {
 
 loom_error *store_plugin_add(store *s, const store_plugin *p);
 loom_error *store_plugin_remove(store *s, const char *kind, const char *name);
+/* How many registered plugins share the stored file `file` (one Lua file
+ * may register several): the file goes only with the last of them. */
+loom_error *store_plugin_file_users(store *s, const char *file, int *count);
 /* Calls fn for each row in insertion order. */
 loom_error *store_plugin_each(store *s, void (*fn)(const store_plugin *, void *), void *ctx);
 
 /* ---- execs ---- */
 typedef struct store_exec {
     char id[64];
-    char user[64];
+    char user[64];    /* the creator's name, as shown */
+    int64_t user_id;  /* the creator's immutable id (auth); what ownership is */
     char framework[64];
     char args[4096];  /* the submission's dlicmd argument string */
     char state[16];   /* SUBMITTED PENDING LAUNCHING RUNNING RECOVERING FINISHED KILLED ERROR */
@@ -75,7 +79,26 @@ typedef struct store_plan {
 
 /* Inserts or replaces the plan at p->path. */
 loom_error *store_plan_put(store *s, const store_plan *p);
+/* Removes the plan and its members. */
 loom_error *store_plan_remove(store *s, const char *path);
 loom_error *store_plan_each(store *s, void (*fn)(const store_plan *, void *), void *ctx);
+
+/* ---- who may submit to a plan: users by immutable id ---- */
+typedef struct store_plan_member {
+    char plan[256];
+    int64_t user_id;
+    char user[64]; /* the name when added */
+    int64_t added_at;
+} store_plan_member;
+
+/* LOOM_E_CONFLICT when already a member. */
+loom_error *store_plan_member_add(store *s, const char *plan, int64_t user_id, const char *user,
+                                  int64_t added_at);
+/* LOOM_E_NOT_FOUND when not a member. */
+loom_error *store_plan_member_remove(store *s, const char *plan, int64_t user_id);
+loom_error *store_plan_member_has(store *s, const char *plan, int64_t user_id, int *member);
+/* Members of `plan` (NULL: of every plan), by plan and name. */
+loom_error *store_plan_member_each(store *s, const char *plan,
+                                   void (*fn)(const store_plan_member *, void *), void *ctx);
 
 #endif

@@ -64,6 +64,28 @@ uint32_t current_grant(edt_coordinator *c, int32_t *granted, uint32_t *ngranted)
     return t;
 }
 
+void publish_held(edt_coordinator *c)
+{
+    int32_t held[MAX_SLOTS];
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < c->m.nslots; i++)
+        if (c->m.slots[i].device >= 0 && c->m.slots[i].pid > 0)
+            held[n++] = c->m.slots[i].device;
+    pthread_mutex_lock(&c->ctl.lock);
+    memcpy(c->ctl.held, held, sizeof(int32_t) * n);
+    c->ctl.nheld = n;
+    pthread_mutex_unlock(&c->ctl.lock);
+}
+
+uint32_t edt_devices_held(edt_coordinator *c, int32_t *out, uint32_t cap)
+{
+    pthread_mutex_lock(&c->ctl.lock);
+    uint32_t n = c->ctl.nheld < cap ? c->ctl.nheld : cap;
+    memcpy(out, c->ctl.held, sizeof(int32_t) * n);
+    pthread_mutex_unlock(&c->ctl.lock);
+    return n;
+}
+
 /* ---- the thread --------------------------------------------------------- */
 
 /* Workers load loggers by path: the names resolved through the registry. */

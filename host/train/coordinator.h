@@ -59,6 +59,10 @@ loom_error *edt_start(edt_job *job, edt_coordinator **out);
  * which is how the job is resized: workers on devices no longer granted
  * leave at the next step boundary and new ones start on the devices added. */
 loom_error *edt_set_devices(edt_coordinator *c, const int32_t *devices, uint32_t count);
+/* The devices a worker process of the job is on now (a leaving worker's
+ * until it has exited): how a device taken from the job is known to be
+ * free. Returns how many, at most `cap`. */
+uint32_t edt_devices_held(edt_coordinator *c, int32_t *out, uint32_t cap);
 /* Asks the job to stop; it ends KILLED. */
 void edt_stop(edt_coordinator *c);
 int edt_done(edt_coordinator *c);

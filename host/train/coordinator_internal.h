@@ -68,6 +68,8 @@ typedef struct edt_control {
     int measuring_resize; /* 1: a grow was asked for; 3: its first step is planned */
     int64_t resize_latency_ms;
     cJSON *snapshot;      /* edt_describe's answer */
+    int32_t held[MAX_SLOTS]; /* devices a worker process is on now */
+    uint32_t nheld;
 } edt_control;
 
 /* The worker processes and the generations they form (members.c). */
@@ -167,6 +169,9 @@ int stop_asked(edt_coordinator *c);
 uint32_t current_target(edt_coordinator *c);
 /* The target and, when the scheduler named them, the granted devices. */
 uint32_t current_grant(edt_coordinator *c, int32_t *granted, uint32_t *ngranted);
+/* Publishes the devices worker processes are on (edt_devices_held); call
+ * whenever a slot's device or process changes. */
+void publish_held(edt_coordinator *c);
 
 /* members.c */
 int is_gpu_job(const edt_coordinator *c);

@@ -109,10 +109,8 @@ static loom_error *create_out_of_process(logger_set *s, one_logger *l, const reg
                                          const cJSON *item, const loom_logger_config *cfg)
 {
     char self[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n <= 0)
+    if (!fs_self_exe(self, sizeof self))
         return loom_err(LOOM_E_INTERNAL, "cannot find the loom binary to run the logger in");
-    self[n] = 0;
     const cJSON *deadline = cJSON_GetObjectItemCaseSensitive(item, "deadline_ms");
     /* What the plugin prints (and a crash report) goes to its owner. */
     char output[PATH_MAX];
@@ -124,6 +122,7 @@ static loom_error *create_out_of_process(logger_set *s, one_logger *l, const reg
         .plugin_path = e->path,
         .name = e->name,
         .kind = "logger",
+        .write_dir = cfg->result_dir,
         .deadline_ms = cJSON_IsNumber(deadline) && deadline->valuedouble >= 1 &&
                                deadline->valuedouble <= 600000
                            ? (unsigned)deadline->valuedouble

@@ -65,6 +65,7 @@ static void close_slot(edt_coordinator *c, uint32_t i)
     s->state = SLOT_FREE;
     if (c->m.seg)
         comm_shm_mark_dead(c->m.seg, i);
+    publish_held(c);
 }
 
 /* "killed by signal 9 (Killed)", "exited with status 1 (see ...)". */
@@ -242,6 +243,7 @@ static int spawn_worker(edt_coordinator *c, uint32_t slot, int32_t device)
     s->device = device;
     s->state = SLOT_STARTING;
     s->started_ms = time_mono_ms();
+    publish_held(c);
     return 0;
 }
 
@@ -433,6 +435,7 @@ void make_member(edt_coordinator *c, uint32_t i, const int32_t *granted, uint32_
     if (!is_gpu_job(c))
         s->device = free_device(c, granted, ngranted);
     s->state = SLOT_MEMBER;
+    publish_held(c);
 }
 
 /* How GPU members form the next generation's communicator: when members

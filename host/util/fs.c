@@ -143,3 +143,11 @@ int64_t time_mono_ms(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
+
+bool fs_self_exe(char *out, size_t outlen)
+{
+    ssize_t n = outlen > 1 ? readlink("/proc/self/exe", out, outlen - 1) : -1;
+    if (outlen)
+        out[n > 0 ? n : 0] = 0;
+    return n > 0;
+}

@@ -3,6 +3,7 @@
 #define LOOM_UTIL_FS_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 /* mkdir -p with mode 0755 for every missing component. 0 or -1 (errno). */
@@ -21,5 +22,10 @@ int fs_is_file(const char *path);
 /* Milliseconds since the Unix epoch / monotonic milliseconds. */
 int64_t time_now_ms(void);
 int64_t time_mono_ms(void);
+
+/* The path of the running loom binary (to start its other roles: worker,
+ * plugin-host, confine) into `out`; false, with `out` empty, when it
+ * cannot be read. */
+bool fs_self_exe(char *out, size_t outlen);
 
 #endif

@@ -1,5 +1,6 @@
 /* util/job_sandbox.c - see job_sandbox.h. */
 #include "util/job_sandbox.h"
+#include "util/fs.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -31,11 +32,7 @@ static int configured;
 static job_sandbox_config config;
 static char config_binary[PATH_MAX], config_install[PATH_MAX];
 
-static void this_executable(char *out, size_t outlen)
-{
-    ssize_t n = readlink("/proc/self/exe", out, outlen - 1);
-    out[n > 0 ? n : 0] = 0;
-}
+static void this_executable(char *out, size_t outlen) { fs_self_exe(out, outlen); }
 
 void job_sandbox_configure(const job_sandbox_config *cfg)
 {

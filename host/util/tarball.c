@@ -36,6 +36,7 @@
     X(archive_read_new) \
     X(archive_read_next_header) \
     X(archive_read_next_header2) \
+    X(archive_read_open_filename) \
     X(archive_read_open_memory) \
     X(archive_read_support_filter_gzip) \
     X(archive_read_support_filter_none) \
@@ -236,8 +237,19 @@ static loom_error *entry_check(const archive_api *ar, struct archive_entry *e)
     return NULL;
 }
 
-loom_error *tarball_unpack(const void *data, size_t len, const char *dest, uint64_t max_bytes)
+/* Opens `data` (len bytes) or, when data is NULL, the file `path`. */
+static int open_source(const archive_api *ar, struct archive *a, const void *data, size_t len,
+                       const char *path)
 {
+    return data ? ar->archive_read_open_memory(a, data, len)
+                : ar->archive_read_open_filename(a, path, 1 << 16);
+}
+
+/* From `data` (len bytes) or, when data is NULL, the file `path`. */
+static loom_error *unpack_bounded(const void *data, size_t len, const char *path,
+                                  const char *dest, const tarball_limits *limits)
+{
+    uint64_t max_bytes = limits->max_bytes, entries = 0;
     const archive_api *ar;
     loom_error *opened = archive_lib(&ar);
     if (opened)
@@ -257,7 +269,7 @@ loom_error *tarball_unpack(const void *data, size_t len, const char *dest, uint6
                                              ARCHIVE_EXTRACT_NO_OVERWRITE);
     loom_error *err = NULL;
     uint64_t total = 0;
-    if (ar->archive_read_open_memory(a, data, len) != ARCHIVE_OK) {
+    if (open_source(ar, a, data, len, path) != ARCHIVE_OK) {
         err = loom_err(LOOM_E_INVALID, "not a tar archive: %s", ar->archive_error_string(a));
         goto done;
     }
@@ -272,14 +284,31 @@ loom_error *tarball_unpack(const void *data, size_t len, const char *dest, uint6
         }
         if ((err = entry_check(ar, e)) != NULL)
             goto done;
-        total += (uint64_t)ar->archive_entry_size(e);
-        if (total > max_bytes) {
-            err = loom_err(LOOM_E_TOO_LARGE, "archive contents exceed the limit of %llu bytes",
-                     (unsigned long long)max_bytes);
+        if (++entries > limits->max_entries) {
+            err = loom_err(LOOM_E_TOO_LARGE,
+                           "archive has more than %llu entries (files, folders and links), the "
+                           "limit (loom serve --archive-max-entries)",
+                           (unsigned long long)limits->max_entries);
             goto done;
         }
+        la_int64_t declared = ar->archive_entry_size(e);
+        if (declared > 0 && (uint64_t)declared > max_bytes - total) {
+            err = loom_err(LOOM_E_TOO_LARGE,
+                           "archive contents exceed the limit of %llu bytes unpacked "
+                           "(loom serve --archive-max-bytes)",
+                           (unsigned long long)max_bytes);
+            goto done;
+        }
+        /* An entry whose full name does not fit is refused, never cut. */
         char full[PATH_MAX];
-        snprintf(full, sizeof full, "%s/%s", dest, ar->archive_entry_pathname(e));
+        size_t need = (size_t)snprintf(full, sizeof full, "%s/%s", dest, ar->archive_entry_pathname(e));
+        if (need >= sizeof full) {
+            err = loom_err(LOOM_E_INVALID,
+                           "archive entry \"%.64s...\": its path (%zu bytes once unpacked) is "
+                           "longer than the limit of %d bytes (PATH_MAX)",
+                           ar->archive_entry_pathname(e), need, PATH_MAX - 1);
+            goto done;
+        }
         ar->archive_entry_set_pathname(e, full);
         ar->archive_entry_set_perm(e, ar->archive_entry_perm(e) & 0755);
         if (ar->archive_write_header(disk, e) != ARCHIVE_OK) {
@@ -290,12 +319,22 @@ loom_error *tarball_unpack(const void *data, size_t len, const char *dest, uint6
         const void *buf;
         size_t n;
         la_int64_t off;
-        while ((r = ar->archive_read_data_block(a, &buf, &n, &off)) == ARCHIVE_OK)
+        while ((r = ar->archive_read_data_block(a, &buf, &n, &off)) == ARCHIVE_OK) {
+            /* What is written counts, whatever the header declared. */
+            if (n > max_bytes - total) {
+                err = loom_err(LOOM_E_TOO_LARGE,
+                               "archive contents exceed the limit of %llu bytes unpacked "
+                               "(loom serve --archive-max-bytes)",
+                               (unsigned long long)max_bytes);
+                goto done;
+            }
+            total += n;
             if (ar->archive_write_data_block(disk, buf, n, off) != ARCHIVE_OK) {
                 err = loom_err(LOOM_E_INVALID, "cannot write \"%s\": %s", full,
                                ar->archive_error_string(disk));
                 goto done;
             }
+        }
         if (r != ARCHIVE_EOF) {
             err = loom_err(LOOM_E_INVALID, "truncated tar archive at \"%s\"", full);
             goto done;
@@ -306,4 +345,28 @@ done:
     ar->archive_read_free(a);
     ar->archive_write_free(disk);
     return err;
+}
+
+loom_error *tarball_unpack_bounded(const void *data, size_t len, const char *dest,
+                                   const tarball_limits *limits)
+{
+    return unpack_bounded(data ? data : "", len, NULL, dest, limits);
+}
+
+loom_error *tarball_unpack_file_bounded(const char *path, const char *dest,
+                                        const tarball_limits *limits)
+{
+    return unpack_bounded(NULL, 0, path, dest, limits);
+}
+
+loom_error *tarball_unpack(const void *data, size_t len, const char *dest, uint64_t max_bytes)
+{
+    tarball_limits limits = {.max_bytes = max_bytes, .max_entries = UINT64_MAX};
+    return tarball_unpack_bounded(data, len, dest, &limits);
+}
+
+loom_error *tarball_unpack_file(const char *path, const char *dest, uint64_t max_bytes)
+{
+    tarball_limits limits = {.max_bytes = max_bytes, .max_entries = UINT64_MAX};
+    return tarball_unpack_file_bounded(path, dest, &limits);
 }

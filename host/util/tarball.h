@@ -19,5 +19,22 @@ loom_error *tarball_pack_dir(const char *dir, char **out, size_t *out_len);
  * and malformed archives (LOOM_E_INVALID, naming the entry) and archives
  * whose contents exceed max_bytes (LOOM_E_TOO_LARGE). */
 loom_error *tarball_unpack(const void *data, size_t len, const char *dest, uint64_t max_bytes);
+/* The same, from the archive file at `path` (read as it goes, not loaded). */
+loom_error *tarball_unpack_file(const char *path, const char *dest, uint64_t max_bytes);
+
+/* The bounds of an unpacking: bytes written (whatever the headers say) and
+ * entries (files, folders, links). */
+typedef struct tarball_limits {
+    uint64_t max_bytes;
+    uint64_t max_entries;
+} tarball_limits;
+
+/* As tarball_unpack, also refusing (LOOM_E_TOO_LARGE, naming the limit)
+ * an archive of more than max_entries entries. */
+loom_error *tarball_unpack_bounded(const void *data, size_t len, const char *dest,
+                                   const tarball_limits *limits);
+/* The same, from the archive file at `path`. */
+loom_error *tarball_unpack_file_bounded(const char *path, const char *dest,
+                                        const tarball_limits *limits);
 
 #endif

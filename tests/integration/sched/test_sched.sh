@@ -48,11 +48,19 @@ expect_eq "A used every sample once in every epoch" "$(field "$a" "$every_epoch_
 
 # ---- a fixed (launch-style) job waits in the queue until devices free
 mkdir -p "$WORK/fixed"
-printf '#!/bin/sh\necho ran on $WORLD_SIZE\n' > "$WORK/fixed/run.sh"; chmod +x "$WORK/fixed/run.sh"
+printf '#!/bin/sh\necho ran on $WORLD_SIZE\nsleep 1\n' > "$WORK/fixed/run.sh"; chmod +x "$WORK/fixed/run.sh"
 out=$("$LOOM" exec start --exec-start command --model-dir "$WORK/fixed" --model-main run.sh --numWorker 2)
 f=$(echo "$out" | sed -n 's/^exec \([^ ]*\) submitted.*/\1/p')
 # A is elastic: it shrinks to make room for the fixed job, never to zero.
-expect_ok "the fixed job is admitted and runs" "$LOOM" exec wait "$f" --timeout 60
+expect_ok "the fixed job is admitted and runs" wait_for "$f" 'v["state"] == "RUNNING"' 60
+expect_eq "exec view shows the hand-over and from whom" "$(field "$f" 'v["handover"]["from"] == "'"$a"'" and v["handover"]["ms"] >= 0')" "True"
+expect_ok "the fixed job ends" "$LOOM" exec wait "$f" --timeout 60
+# A's two leaving workers give their devices back only at a step boundary:
+# the fixed job starts after they have left, never beside them.
+handback=$(grep -n "handed back by $a after [0-9]* ms, now $f" "$LOOM_HOME/loom.log" | tail -n1 | cut -d: -f1)
+running=$(grep -n "exec $f: RUNNING" "$LOOM_HOME/loom.log" | head -n1 | cut -d: -f1)
+expect_ok "the scheduler logs both hand-backs to the fixed job" test "$(grep -c "handed back by $a after [0-9]* ms, now $f" "$LOOM_HOME/loom.log")" = 2
+expect_ok "the fixed job started only after A's workers left (log lines $handback < $running)" test "${handback:-999999}" -lt "${running:-0}"
 expect_contains "on its 2 workers" "$("$LOOM" exec logs "$f")" "ran on 2"
 expect_eq "A was never stopped" "$(field "$a" 'v["state"]')" "RUNNING"
 out=$("$LOOM" exec start --exec-start command --model-dir "$WORK/fixed" --model-main run.sh --numWorker 4)

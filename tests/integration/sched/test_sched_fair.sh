@@ -35,6 +35,8 @@ job 2
 
 # ---- 30 jobs from alice, then one from bob, in one shared plan
 expect_ok "a shared plan" "$LOOM" plan add /team
+expect_ok "alice may use it" "$LOOM" plan member add /team alice
+expect_ok "bob may use it" "$LOOM" plan member add /team bob
 : > "$WORK/alice.ids"
 for _ in $(seq 1 30); do start_as "$alice" 2 --consumer /team >> "$WORK/alice.ids"; done
 expect_eq "alice's 30 jobs are in" "$(grep -c . "$WORK/alice.ids")" "30"
@@ -55,6 +57,7 @@ for _ in $(seq 1 100); do [ "$(held_by alice-)" = 0 ] && break; sleep 0.1; done
 
 # ---- a cap refusal names the exec and the flag
 expect_ok "a capped plan" "$LOOM" plan add /small --cap 2
+expect_ok "alice may use it" "$LOOM" plan member add /small alice
 expect_fails "3 devices in a plan capped at 2" \
     env LOOM_TOKEN="$alice" "$LOOM" exec start --exec-start command --model-dir "$WORK/sleep2" \
         --model-main run.sh --numWorker 3 --consumer /small
@@ -76,17 +79,22 @@ alice=$(logon alice alice-password)
 bob=$(logon bob bob-password)
 job 3
 expect_ok "plan /p" "$LOOM" plan add /p
+expect_ok "alice may use /p and beneath" "$LOOM" plan member add /p alice
+expect_ok "bob too" "$LOOM" plan member add /p bob
 expect_ok "plan /p/a, share 3" "$LOOM" plan add /p/a --share 3
 expect_ok "plan /p/b, share 1" "$LOOM" plan add /p/b --share 1
 # Every slot busy while the queues fill, so the shares, not the order of
 # arrival, decide who starts.
-job 6
-blocker=$(start_as "$TOKEN" 6 --numWorker 8)
+# (stopped once the queues are full: a fixed length would race the
+# submissions on a loaded machine)
+job 600
+blocker=$(start_as "$TOKEN" 600 --numWorker 8)
 for i in $(seq 1 30); do
     start_as "$alice" 3 --consumer /p/a >/dev/null
     [ $((i % 2)) = 0 ] && start_as "$bob" 3 --consumer /p/b >/dev/null
 done
 expect_eq "the queues filled behind the blocker" "$(held_by admin-)" "8"
+"$LOOM" exec stop "$blocker" >/dev/null
 "$LOOM" exec wait "$blocker" --timeout 30 >/dev/null
 # sample: "HELD_A HELD_B QUEUED_A QUEUED_B" for alice (/p/a) and bob (/p/b).
 sample() {

@@ -1,15 +1,47 @@
 /* tests/plugins/trust/misbehaving_logger.c - driver loggers that misbehave
  * in log_train_metrics, one per build (LOGGER_MODE): "crash" dereferences
  * NULL, "loop" never returns, "empty" does nothing (the benchmark's
- * baseline). Each create appends a line to creates.txt in its own folder,
- * so a test can count how often the host started it. */
+ * baseline), "snoop" tries to open the host's own files (LOOM_HOME's
+ * database, log and credentials) for reading and writing and records in
+ * snoop.txt what it could. Each create appends a line to creates.txt in
+ * its own folder, so a test can count how often the host started it. */
+#include <fcntl.h>
 #include <loom/loom.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MODE_CRASH 1
 #define MODE_LOOP 2
 #define MODE_EMPTY 3
+#define MODE_SNOOP 4
+
+#if LOGGER_MODE == MODE_SNOOP
+/* One line per target and access: "loom.db read denied". */
+static void snoop(const char *plugin_dir)
+{
+    const char *home = getenv("LOOM_HOME");
+    char out_path[1024];
+    snprintf(out_path, sizeof out_path, "%s/snoop.txt", plugin_dir);
+    FILE *out = fopen(out_path, "w");
+    if (!out || !home)
+        return;
+    const char *targets[] = {"loom.db", "loom.log", "credentials", "plugins"};
+    for (size_t i = 0; i < sizeof targets / sizeof *targets; i++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", home, targets[i]);
+        int r = open(path, O_RDONLY), w = open(path, O_WRONLY | O_APPEND);
+        fprintf(out, "%s read %s\n%s write %s\n", targets[i], r >= 0 ? "allowed" : "denied",
+                targets[i], w >= 0 ? "allowed" : "denied");
+        if (r >= 0)
+            close(r);
+        if (w >= 0)
+            close(w);
+    }
+    fclose(out);
+}
+#endif
 
 struct loom_logger_instance {
     int unused;
@@ -28,6 +60,9 @@ static loom_error *create(const loom_logger_factory *self, const loom_logger_con
             fputs("create\n", f);
             fclose(f);
         }
+#if LOGGER_MODE == MODE_SNOOP
+        snoop(config->plugin_dir);
+#endif
     }
     *out = &the_instance;
     return NULL;

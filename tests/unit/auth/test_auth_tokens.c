@@ -150,10 +150,28 @@ static void test_revoked_with_user_and_password(void)
     CHECK(logon(svc, "alice", "alice-pass-1", NOW, a1, NULL) == LOOM_OK);
     CHECK(logon(svc, "admin", "admin-pass-1", NOW, adm, NULL) == LOOM_OK);
 
-    /* A new password revokes the user's tokens, not anyone else's. */
-    CHECK(TAKE(auth_user_passwd(svc, "alice", "alice-pass-2")) == LOOM_OK);
+    /* A new password revokes the user's tokens and API keys (and the
+     * tokens those issued), not anyone else's. */
+    char key[AUTH_SECRET_MAX], admkey[AUTH_SECRET_MAX], kt[AUTH_SECRET_MAX];
+    CHECK(TAKE(auth_apikey_create(svc, "alice", "laptop", key, sizeof key)) == LOOM_OK);
+    CHECK(TAKE(auth_apikey_create(svc, "admin", "ci", admkey, sizeof admkey)) == LOOM_OK);
+    CHECK(TAKE(auth_logon_apikey(svc, "c", key, NOW, kt, sizeof kt, NULL)) == LOOM_OK);
+    CHECK(TAKE(auth_user_passwd(svc, "alice", "alice-pass-2", 0)) == LOOM_OK);
     CHECK(CODE(auth_check_token(svc, a1, NOW, &who)) == LOOM_E_UNAUTHENTICATED);
+    CHECK(CODE(auth_check_token(svc, kt, NOW, &who)) == LOOM_E_UNAUTHENTICATED);
+    CHECK(TAKE(auth_logon_apikey(svc, "c", key, NOW, kt, sizeof kt, NULL)) ==
+          LOOM_E_UNAUTHENTICATED);
+    CHECK(test_apikey_list(svc, "alice", NULL, NULL) == 0);
     CHECK(CODE(auth_check_token(svc, adm, NOW, &who)) == LOOM_OK);
+    CHECK(test_apikey_list(svc, "admin", NULL, NULL) == 1);
+
+    /* Asked to keep them, the keys stay and still log on; tokens go. */
+    CHECK(TAKE(auth_apikey_create(svc, "alice", "laptop", key, sizeof key)) == LOOM_OK);
+    CHECK(logon(svc, "alice", "alice-pass-2", NOW, a1, NULL) == LOOM_OK);
+    CHECK(TAKE(auth_user_passwd(svc, "alice", "alice-pass-2b", 1)) == LOOM_OK);
+    CHECK(CODE(auth_check_token(svc, a1, NOW, &who)) == LOOM_E_UNAUTHENTICATED);
+    CHECK(TAKE(auth_logon_apikey(svc, "c", key, NOW, kt, sizeof kt, NULL)) == LOOM_OK);
+    CHECK(TAKE(auth_user_passwd(svc, "alice", "alice-pass-2", 1)) == LOOM_OK);
 
     /* Removing the user revokes the rest. */
     CHECK(logon(svc, "alice", "alice-pass-2", NOW, a2, NULL) == LOOM_OK);

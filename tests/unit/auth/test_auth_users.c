@@ -164,12 +164,12 @@ static void test_add_list_remove_passwd(void)
 
     /* passwd: the old password stops working, the new one works. */
     CHECK(logon_ok(svc, "alice", "alice-pass-1"));
-    CHECK(TAKE(auth_user_passwd(svc, "alice", "alice-pass-2")) == LOOM_OK);
+    CHECK(TAKE(auth_user_passwd(svc, "alice", "alice-pass-2", 0)) == LOOM_OK);
     CHECK(!logon_ok(svc, "alice", "alice-pass-1"));
     CHECK(logon_ok(svc, "alice", "alice-pass-2"));
     CHECK(logon_ok(svc, "Alice", "alice-pass-2")); /* names ignore case */
-    CHECK(TAKE(auth_user_passwd(svc, "alice", "short")) == LOOM_E_INVALID);
-    CHECK(TAKE(auth_user_passwd(svc, "nobody", "long-enough")) == LOOM_E_NOT_FOUND);
+    CHECK(TAKE(auth_user_passwd(svc, "alice", "short", 0)) == LOOM_E_INVALID);
+    CHECK(TAKE(auth_user_passwd(svc, "nobody", "long-enough", 0)) == LOOM_E_NOT_FOUND);
     CHECK_STR_EQ(err, "user 'nobody' does not exist");
 
     /* remove */
