@@ -53,6 +53,7 @@ typedef struct tpe_dim {
 struct loom_search_instance {
     search_space space;
     search_rng rng;
+    uint64_t design_seed; /* the warm-up's Latin hypercube (search_design.h) */
     int32_t maximize;
     uint32_t max_experiments;
     uint64_t proposed;
