@@ -34,10 +34,8 @@ static cJSON *entry_json(const registry_entry *e)
     cJSON_AddStringToObject(o, "state", e->loaded ? "loaded" : "failed");
     if (!e->loaded)
         cJSON_AddStringToObject(o, "error", e->error);
-    if (e->loaded && e->kind == LOOM_KIND_FRAMEWORK) {
-        const loom_framework_factory *f = e->factory;
-        cJSON_AddStringToObject(o, "style", f->style == LOOM_FRAMEWORK_TRAINER ? "trainer" : "launch");
-    }
+    if (e->loaded && e->kind == LOOM_KIND_FRAMEWORK)
+        cJSON_AddStringToObject(o, "style", e->style == LOOM_FRAMEWORK_TRAINER ? "trainer" : "launch");
     return o;
 }
 

@@ -198,6 +198,11 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
         e = loom_err(LOOM_E_INTERNAL, "plugin registry: out of memory");
         goto fail_with;
     }
+    /* Users' plugins are described by a child and run only in children of
+     * their own: no code of theirs runs here. */
+    char self[PATH_MAX];
+    if (fs_self_exe(self, sizeof self))
+        registry_set_probe(d->reg, self);
     registry_add_factory(d->reg, LOOM_KIND_KERNEL, "ffi", LOOM_VERSION,
                          "serves a plain C function named in model.json through libffi",
                          ffi_kernel_factory());

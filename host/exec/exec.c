@@ -473,7 +473,6 @@ static void remove_exec_dir(const char *dir)
 loom_error *exec_prepare(exec_service *es, const exec_submission *sub, const dlicmd *d,
                            const registry_entry *fw, running_exec *r, int code_ready)
 {
-    const loom_framework_factory *factory = fw->factory;
     store_exec *rec = &r->rec;
     if (strcmp(d->device_type, "gpu") == 0 && sched_cuda_device_count() == 0)
         return loom_err(LOOM_E_INVALID, "--workerDeviceType gpu: this host has no GPU");
@@ -510,7 +509,7 @@ loom_error *exec_prepare(exec_service *es, const exec_submission *sub, const dli
             return loom_err(LOOM_E_INVALID, "--model-main \"%s\": no such file in the model directory",
                             d->model_main);
     }
-    if (factory->style == LOOM_FRAMEWORK_TRAINER) {
+    if (fw->style == LOOM_FRAMEWORK_TRAINER) {
         r->job = calloc(1, sizeof *r->job);
         if (!r->job)
             return loom_err(LOOM_E_INTERNAL, "out of memory");

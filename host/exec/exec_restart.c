@@ -53,9 +53,8 @@ static int resume_trainer(exec_service *es, store_exec *e)
     registry_entry fw;
     if (registry_acquire(es->reg, LOOM_KIND_FRAMEWORK, e->framework, &fw) != 0)
         return 0;
-    const loom_framework_factory *f = fw.factory;
     dlicmd d;
-    loom_error *bad = f->style == LOOM_FRAMEWORK_TRAINER ? dlicmd_parse(e->args, &d)
+    loom_error *bad = fw.style == LOOM_FRAMEWORK_TRAINER ? dlicmd_parse(e->args, &d)
                                                          : loom_err(LOOM_E_UNSUPPORTED, "launch");
     if (bad) { /* not a trainer, or not one this host can read: not resumed */
         loom_err_free(bad);
