@@ -1,329 +1,145 @@
-/* algorithms/common/search_space.c - see search_space.h. */
+/*
+ * algorithms/common/search_space.c - copying, checking and mapping the
+ * typed search space (see search_space.h).
+ */
 #include "search_space.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
-/* Integers travel through JSON as doubles; beyond 2^53 they lose digits. */
+/* Above this a double no longer holds every integer. */
 #define EXACT_INT_LIMIT 9007199254740992.0
-
-enum { FIELD_ABSENT = 0, FIELD_OK = 1, FIELD_BAD = -1 };
 
 static int fail(char *err, size_t errlen, const char *fmt, ...)
 {
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
     return -1;
 }
 
-/* Whole-string strtod: WMLA writes some numbers as strings ("step": "16"). */
-static int text_to_double(const char *text, double *out)
+static char *copy_string(const char *s)
 {
-    char *end;
-    errno = 0;
-    double v = strtod(text, &end);
-    while (*end == ' ')
-        end++;
-    if (end == text || *end != '\0' || errno == ERANGE || !isfinite(v))
-        return -1;
-    *out = v;
+    return s ? strdup(s) : NULL;
+}
+
+static int check_range(const loom_param *p, char *err, size_t errlen)
+{
+    if (!isfinite(p->low) || !isfinite(p->high) || p->low > p->high)
+        return fail(err, errlen, "parameter '%s': low %g must be <= high %g",
+                    p->name, p->low, p->high);
+    if (!(p->step >= 0) || !isfinite(p->step))
+        return fail(err, errlen, "parameter '%s': step %g must be >= 0", p->name,
+                    p->step);
+    if (p->log_base != 0 && !(p->log_base > 1))
+        return fail(err, errlen,
+                    "parameter '%s': log_base %g must be 0 (linear) or > 1",
+                    p->name, p->log_base);
+    if (p->type == LOOM_VALUE_INT && p->log_base == 0 &&
+        (p->low != floor(p->low) || p->high != floor(p->high) ||
+         p->step != floor(p->step)))
+        return fail(err, errlen,
+                    "parameter '%s': an INT range needs integer low, high and step",
+                    p->name);
+    if (p->type == LOOM_VALUE_STRING)
+        return fail(err, errlen,
+                    "parameter '%s': a string parameter must be a choice list",
+                    p->name);
     return 0;
 }
 
-static int json_to_double(const cJSON *item, double *out)
+static int copy_choices(loom_param *dst, const loom_param *src, char *err,
+                        size_t errlen)
 {
-    if (cJSON_IsNumber(item)) {
-        if (!isfinite(item->valuedouble))
-            return -1;
-        *out = item->valuedouble;
-        return 0;
+    uint32_t n = src->choice_count;
+    if (n == 0)
+        return fail(err, errlen, "parameter '%s': the choice list is empty",
+                    src->name);
+    if (src->type == LOOM_VALUE_DOUBLE && src->choice_doubles) {
+        double *d = malloc(n * sizeof *d);
+        if (!d)
+            return fail(err, errlen, "out of memory");
+        memcpy(d, src->choice_doubles, n * sizeof *d);
+        dst->choice_doubles = d;
+    } else if (src->type == LOOM_VALUE_INT && src->choice_ints) {
+        int64_t *v = malloc(n * sizeof *v);
+        if (!v)
+            return fail(err, errlen, "out of memory");
+        memcpy(v, src->choice_ints, n * sizeof *v);
+        dst->choice_ints = v;
+    } else if (src->type == LOOM_VALUE_STRING && src->choice_strings) {
+        char **s = calloc(n, sizeof *s);
+        dst->choice_strings = (const char *const *)s;
+        if (!s)
+            return fail(err, errlen, "out of memory");
+        for (uint32_t i = 0; i < n; i++)
+            if (!src->choice_strings[i] || !(s[i] = strdup(src->choice_strings[i])))
+                return fail(err, errlen, "parameter '%s': choice %u is missing",
+                            src->name, i);
+    } else {
+        return fail(err, errlen,
+                    "parameter '%s': the choice array of its type is missing",
+                    src->name);
     }
-    if (cJSON_IsString(item))
-        return text_to_double(item->valuestring, out);
-    return -1;
-}
-
-static int json_to_int(const cJSON *item, int64_t *out)
-{
-    double v;
-    if (json_to_double(item, &v) < 0 || v != floor(v) ||
-        fabs(v) > EXACT_INT_LIMIT)
-        return -1;
-    *out = (int64_t)v;
     return 0;
 }
 
-static int read_double(const cJSON *obj, const char *field, double *out)
-{
-    const cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, field);
-    if (!item || cJSON_IsNull(item))
-        return FIELD_ABSENT;
-    return json_to_double(item, out) == 0 ? FIELD_OK : FIELD_BAD;
-}
-
-static int read_int(const cJSON *obj, const char *field, int64_t *out)
-{
-    const cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, field);
-    if (!item || cJSON_IsNull(item))
-        return FIELD_ABSENT;
-    return json_to_int(item, out) == 0 ? FIELD_OK : FIELD_BAD;
-}
-
-static int require_double(const cJSON *obj, const search_param *p,
-                          const char *field, double *out, char *err,
-                          size_t errlen)
-{
-    int r = read_double(obj, field, out);
-    if (r == FIELD_ABSENT)
-        return fail(err, errlen,
-                    "hyperparameter '%s': field '%s' is missing (expected a number)",
-                    p->name, field);
-    if (r == FIELD_BAD)
-        return fail(err, errlen,
-                    "hyperparameter '%s': field '%s' is not a finite number",
-                    p->name, field);
-    return 0;
-}
-
-static int require_int(const cJSON *obj, const search_param *p,
-                       const char *field, int64_t *out, char *err,
-                       size_t errlen)
-{
-    int r = read_int(obj, field, out);
-    if (r == FIELD_ABSENT)
-        return fail(err, errlen,
-                    "hyperparameter '%s': field '%s' is missing (expected an integer)",
-                    p->name, field);
-    if (r == FIELD_BAD)
-        return fail(err, errlen,
-                    "hyperparameter '%s': field '%s' is not an integer "
-                    "(or beyond +-2^53)", p->name, field);
-    return 0;
-}
-
-/* Optional "power": a positive base, 0 when absent. */
-static int read_power(const cJSON *obj, search_param *p, char *err,
+static int copy_param(loom_param *dst, const loom_param *src, char *err,
                       size_t errlen)
 {
-    double power = 0;
-    int r = read_double(obj, "power", &power);
-    if (r == FIELD_ABSENT)
-        return 0;
-    if (r == FIELD_BAD || power <= 0)
-        return fail(err, errlen,
-                    "hyperparameter '%s': field 'power' must be a positive number",
-                    p->name);
-    p->power = power;
-    return 0;
-}
-
-static int parse_range_double(const cJSON *obj, search_param *p, char *err,
-                              size_t errlen)
-{
-    if (require_double(obj, p, "minDbVal", &p->min, err, errlen) < 0 ||
-        require_double(obj, p, "maxDbVal", &p->max, err, errlen) < 0)
-        return -1;
-    if (p->min > p->max)
-        return fail(err, errlen,
-                    "hyperparameter '%s': 'minDbVal' (%g) is greater than 'maxDbVal' (%g)",
-                    p->name, p->min, p->max);
-    int r = read_double(obj, "step", &p->step);
-    if (r == FIELD_BAD || (r == FIELD_OK && p->step <= 0))
-        return fail(err, errlen,
-                    "hyperparameter '%s': field 'step' must be a positive number",
-                    p->name);
-    if (read_power(obj, p, err, errlen) < 0)
-        return -1;
-    if (p->power > 0 && (!isfinite(pow(p->power, p->max)) ||
-                         !isfinite(pow(p->power, p->min))))
-        return fail(err, errlen,
-                    "hyperparameter '%s': 'power' (%g) raised to the bounds "
-                    "[%g, %g] overflows a double", p->name, p->power, p->min,
-                    p->max);
-    return 0;
-}
-
-static int parse_range_int(const cJSON *obj, search_param *p, char *err,
-                           size_t errlen)
-{
-    if (require_int(obj, p, "minIntVal", &p->imin, err, errlen) < 0 ||
-        require_int(obj, p, "maxIntVal", &p->imax, err, errlen) < 0)
-        return -1;
-    if (p->imin > p->imax)
-        return fail(err, errlen,
-                    "hyperparameter '%s': 'minIntVal' (%lld) is greater than "
-                    "'maxIntVal' (%lld)", p->name, (long long)p->imin,
-                    (long long)p->imax);
-    p->istep = 1;
-    int r = read_int(obj, "step", &p->istep);
-    if (r == FIELD_BAD || (r == FIELD_OK && p->istep < 1))
-        return fail(err, errlen,
-                    "hyperparameter '%s': field 'step' must be an integer >= 1",
-                    p->name);
-    if (read_power(obj, p, err, errlen) < 0)
-        return -1;
-    if (p->power > 0 &&
-        !(fabs(pow(p->power, (double)p->imax)) < EXACT_INT_LIMIT &&
-          fabs(pow(p->power, (double)p->imin)) < EXACT_INT_LIMIT))
-        return fail(err, errlen,
-                    "hyperparameter '%s': 'power' (%g) raised to the bounds "
-                    "[%lld, %lld] leaves the exact integer range", p->name,
-                    p->power, (long long)p->imin, (long long)p->imax);
-    return 0;
-}
-
-static int parse_discrete(const cJSON *obj, search_param *p, char *err,
-                          size_t errlen)
-{
-    const char *field;
-    const char *expected;
-    switch (p->data_type) {
-    case SEARCH_INT: field = "discreteIntVal"; expected = "integers"; break;
-    case SEARCH_DOUBLE: field = "discreteDbVal"; expected = "numbers"; break;
-    default: field = "discreateStrVal"; expected = "strings"; break;
+    memset(dst, 0, sizeof *dst);
+    if (!src->name || !src->name[0])
+        return fail(err, errlen, "a parameter has no name");
+    dst->struct_size = sizeof *dst;
+    dst->kind = src->kind;
+    dst->type = src->type;
+    dst->name = copy_string(src->name);
+    if (!dst->name)
+        return fail(err, errlen, "out of memory");
+    dst->low = src->low;
+    dst->high = src->high;
+    dst->step = src->step;
+    dst->log_base = src->log_base;
+    dst->choice_count = src->choice_count;
+    if (src->type < LOOM_VALUE_DOUBLE || src->type > LOOM_VALUE_STRING)
+        return fail(err, errlen, "parameter '%s': type %d is not DOUBLE, INT or STRING",
+                    src->name, (int)src->type);
+    if (src->kind == LOOM_PARAM_RANGE) {
+        dst->choice_count = 0;
+        return check_range(src, err, errlen);
     }
-    const cJSON *list = cJSON_GetObjectItemCaseSensitive(obj, field);
-    if (!list && p->data_type == SEARCH_STR) {
-        /* WMLA misspells it; accept the correct spelling too. */
-        list = cJSON_GetObjectItemCaseSensitive(obj, "discreteStrVal");
-        if (list)
-            field = "discreteStrVal";
-    }
-    if (!list)
-        return fail(err, errlen,
-                    "hyperparameter '%s': field '%s' is missing (expected a "
-                    "non-empty array of %s)", p->name, field, expected);
-    if (!cJSON_IsArray(list))
-        return fail(err, errlen,
-                    "hyperparameter '%s': field '%s' is not an array (expected "
-                    "a non-empty array of %s)", p->name, field, expected);
-    int n = cJSON_GetArraySize(list);
-    if (n <= 0)
-        return fail(err, errlen,
-                    "hyperparameter '%s': field '%s' is an empty array",
-                    p->name, field);
-    p->count = (uint32_t)n;
-    if (p->data_type == SEARCH_INT)
-        p->ivals = calloc((size_t)n, sizeof *p->ivals);
-    else if (p->data_type == SEARCH_DOUBLE)
-        p->dvals = calloc((size_t)n, sizeof *p->dvals);
-    else
-        p->svals = calloc((size_t)n, sizeof *p->svals);
-    if (!p->ivals && !p->dvals && !p->svals)
-        return fail(err, errlen, "hyperparameter '%s': out of memory", p->name);
-
-    int i = 0;
-    const cJSON *v;
-    cJSON_ArrayForEach(v, list) {
-        int ok;
-        if (p->data_type == SEARCH_INT)
-            ok = json_to_int(v, &p->ivals[i]) == 0;
-        else if (p->data_type == SEARCH_DOUBLE)
-            ok = json_to_double(v, &p->dvals[i]) == 0;
-        else
-            ok = cJSON_IsString(v) && (p->svals[i] = strdup(v->valuestring));
-        if (!ok)
-            return fail(err, errlen,
-                        "hyperparameter '%s': %s[%d] is not one of the %s "
-                        "that dataType %s expects", p->name, field, i,
-                        expected,
-                        p->data_type == SEARCH_INT      ? "INT"
-                        : p->data_type == SEARCH_DOUBLE ? "DOUBLE"
-                                                        : "STR");
-        i++;
-    }
-    return 0;
+    if (src->kind == LOOM_PARAM_CHOICE)
+        return copy_choices(dst, src, err, errlen);
+    return fail(err, errlen, "parameter '%s': kind %d is not RANGE (1) or CHOICE (2)",
+                src->name, (int)src->kind);
 }
 
-static int parse_param(const cJSON *obj, uint32_t index, search_param *p,
-                       char *err, size_t errlen)
-{
-    if (!cJSON_IsObject(obj))
-        return fail(err, errlen, "hyperParams[%u]: expected an object", index);
-    const cJSON *name = cJSON_GetObjectItemCaseSensitive(obj, "name");
-    if (!cJSON_IsString(name) || name->valuestring[0] == '\0')
-        return fail(err, errlen,
-                    "hyperParams[%u]: field 'name' is missing (expected a "
-                    "non-empty string)", index);
-    if (!(p->name = strdup(name->valuestring)))
-        return fail(err, errlen, "hyperParams[%u]: out of memory", index);
-
-    const cJSON *type = cJSON_GetObjectItemCaseSensitive(obj, "type");
-    if (!cJSON_IsString(type))
-        return fail(err, errlen,
-                    "hyperparameter '%s': field 'type' is missing (expected "
-                    "\"Range\" or \"Discrete\")", p->name);
-    if (strcasecmp(type->valuestring, "Range") == 0)
-        p->type = SEARCH_RANGE;
-    else if (strcasecmp(type->valuestring, "Discrete") == 0)
-        p->type = SEARCH_DISCRETE;
-    else
-        return fail(err, errlen,
-                    "hyperparameter '%s': field 'type' is \"%s\" (expected "
-                    "\"Range\" or \"Discrete\")", p->name, type->valuestring);
-
-    const cJSON *dt = cJSON_GetObjectItemCaseSensitive(obj, "dataType");
-    if (!cJSON_IsString(dt))
-        return fail(err, errlen,
-                    "hyperparameter '%s': field 'dataType' is missing "
-                    "(expected \"DOUBLE\", \"INT\" or \"STR\")", p->name);
-    if (strcasecmp(dt->valuestring, "DOUBLE") == 0)
-        p->data_type = SEARCH_DOUBLE;
-    else if (strcasecmp(dt->valuestring, "INT") == 0)
-        p->data_type = SEARCH_INT;
-    else if (strcasecmp(dt->valuestring, "STR") == 0)
-        p->data_type = SEARCH_STR;
-    else
-        return fail(err, errlen,
-                    "hyperparameter '%s': field 'dataType' is \"%s\" (expected "
-                    "\"DOUBLE\", \"INT\" or \"STR\")", p->name, dt->valuestring);
-
-    if (p->type == SEARCH_DISCRETE)
-        return parse_discrete(obj, p, err, errlen);
-    if (p->data_type == SEARCH_DOUBLE)
-        return parse_range_double(obj, p, err, errlen);
-    if (p->data_type == SEARCH_INT)
-        return parse_range_int(obj, p, err, errlen);
-    return fail(err, errlen,
-                "hyperparameter '%s': type Range needs dataType DOUBLE or INT "
-                "(strings go in a Discrete list)", p->name);
-}
-
-int search_space_from_cjson(const cJSON *array, search_space *out, char *err,
-                            size_t errlen)
+int search_space_copy(search_space *out, const loom_param *params,
+                      uint32_t count, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
-    if (!cJSON_IsArray(array))
-        return fail(err, errlen, "hyperParams: expected an array");
-    int n = cJSON_GetArraySize(array);
-    if (n == 0)
-        return 0;
-    out->params = calloc((size_t)n, sizeof *out->params);
+    if (count == 0)
+        return fail(err, errlen, "the search space is empty: name at least one "
+                                 "hyperparameter to search");
+    if (!params)
+        return fail(err, errlen, "the search space has %u parameters but no array",
+                    count);
+    out->params = calloc(count, sizeof *out->params);
     if (!out->params)
-        return fail(err, errlen, "hyperParams: out of memory");
-    out->count = (uint32_t)n;
-    uint32_t i = 0;
-    const cJSON *item;
-    cJSON_ArrayForEach(item, array) {
-        if (parse_param(item, i, &out->params[i], err, errlen) < 0)
+        return fail(err, errlen, "out of memory");
+    out->count = count;
+    for (uint32_t i = 0; i < count; i++) {
+        if (copy_param(&out->params[i], &params[i], err, errlen) < 0)
             goto failed;
         for (uint32_t j = 0; j < i; j++)
             if (strcmp(out->params[j].name, out->params[i].name) == 0) {
-                fail(err, errlen,
-                     "hyperparameter '%s': the name appears twice in hyperParams",
-                     out->params[i].name);
+                fail(err, errlen, "parameter '%s' appears twice", params[i].name);
                 goto failed;
             }
-        i++;
     }
     return 0;
 failed:
@@ -331,56 +147,44 @@ failed:
     return -1;
 }
 
-int search_space_parse(const char *json, search_space *out, char *err,
-                       size_t errlen)
-{
-    memset(out, 0, sizeof *out);
-    if (!json)
-        return fail(err, errlen, "hyperParams: missing (expected a JSON array)");
-    cJSON *root = cJSON_Parse(json);
-    if (!root)
-        return fail(err, errlen, "hyperParams: not valid JSON");
-    int rc = search_space_from_cjson(root, out, err, errlen);
-    cJSON_Delete(root);
-    return rc;
-}
-
 void search_space_free(search_space *space)
 {
     for (uint32_t i = 0; i < space->count; i++) {
-        search_param *p = &space->params[i];
-        free(p->name);
-        free(p->dvals);
-        free(p->ivals);
-        if (p->svals)
-            for (uint32_t j = 0; j < p->count; j++)
-                free(p->svals[j]);
-        free(p->svals);
+        loom_param *p = &space->params[i];
+        free((char *)p->name);
+        free((double *)p->choice_doubles);
+        free((int64_t *)p->choice_ints);
+        if (p->choice_strings)
+            for (uint32_t j = 0; j < p->choice_count; j++)
+                free((char *)p->choice_strings[j]);
+        free((char **)p->choice_strings);
     }
     free(space->params);
     memset(space, 0, sizeof *space);
 }
 
-/* Levels of a stepped double range; the small slack keeps (0.5 - 0) / 0.1
- * at 6 levels despite rounding. */
-static uint64_t double_levels(const search_param *p)
+static double effective_step(const loom_param *p)
 {
-    double q = floor((p->max - p->min) / p->step + 1e-9);
+    if (p->type == LOOM_VALUE_INT && p->log_base == 0)
+        return p->step >= 1 ? p->step : 1;
+    return p->step;
+}
+
+uint64_t search_param_levels(const loom_param *p)
+{
+    if (p->kind == LOOM_PARAM_CHOICE)
+        return p->choice_count;
+    double step = effective_step(p);
+    if (!(step > 0))
+        return 0;
+    /* The slack keeps (0.5 - 0) / 0.1 at 6 levels despite rounding. */
+    double q = floor((p->high - p->low) / step + 1e-9);
     if (q >= EXACT_INT_LIMIT)
         q = EXACT_INT_LIMIT;
     return (uint64_t)q + 1;
 }
 
-uint64_t search_param_levels(const search_param *p)
-{
-    if (p->type == SEARCH_DISCRETE)
-        return p->count;
-    if (p->data_type == SEARCH_INT)
-        return (uint64_t)((p->imax - p->imin) / p->istep) + 1;
-    return p->step > 0 ? double_levels(p) : 0;
-}
-
-/* min + k * step accumulates binary noise (0.30000000000000004); twelve
+/* low + k * step accumulates binary noise (0.30000000000000004); twelve
  * significant digits give the value the user meant. */
 static double tidy(double v)
 {
@@ -389,8 +193,22 @@ static double tidy(double v)
     return strtod(buf, NULL);
 }
 
-cJSON *search_param_value(const search_param *p, double u)
+/* The sampled coordinate x (an exponent on a log scale) to the value. */
+static void range_value(const loom_param *p, double x, loom_value *out)
 {
+    double v = p->log_base > 1 ? pow(p->log_base, x) : x;
+    if (p->type == LOOM_VALUE_INT) {
+        out->i = llround(v);
+        out->d = (double)out->i;
+    } else {
+        out->d = v;
+    }
+}
+
+void search_param_value(const loom_param *p, double u, loom_value *out)
+{
+    memset(out, 0, sizeof *out);
+    out->type = p->type;
     if (!(u > 0))
         u = 0; /* also NaN */
     if (u >= 1)
@@ -402,43 +220,168 @@ cJSON *search_param_value(const search_param *p, double u)
         if (k >= levels)
             k = levels - 1;
     }
-
-    if (p->type == SEARCH_DISCRETE) {
-        if (p->data_type == SEARCH_INT)
-            return cJSON_CreateNumber((double)p->ivals[k]);
-        if (p->data_type == SEARCH_DOUBLE)
-            return cJSON_CreateNumber(p->dvals[k]);
-        return cJSON_CreateString(p->svals[k]);
-    }
-    if (p->data_type == SEARCH_INT) {
-        int64_t x = p->imin + (int64_t)k * p->istep;
-        if (p->power > 0)
-            return cJSON_CreateNumber((double)llround(pow(p->power, (double)x)));
-        return cJSON_CreateNumber((double)x);
+    if (p->kind == LOOM_PARAM_CHOICE) {
+        if (p->type == LOOM_VALUE_INT) {
+            out->i = p->choice_ints[k];
+            out->d = (double)out->i;
+        } else if (p->type == LOOM_VALUE_DOUBLE) {
+            out->d = p->choice_doubles[k];
+        } else {
+            out->s = p->choice_strings[k];
+        }
+        return;
     }
     double x;
     if (levels) {
-        x = tidy(p->min + (double)k * p->step);
-        if (x > p->max)
-            x = p->max;
+        x = tidy(p->low + (double)k * effective_step(p));
+        if (x > p->high)
+            x = p->high;
     } else {
-        x = p->min + u * (p->max - p->min);
+        x = p->low + u * (p->high - p->low);
     }
-    return cJSON_CreateNumber(p->power > 0 ? pow(p->power, x) : x);
+    range_value(p, x, out);
 }
 
-cJSON *search_space_config(const search_space *space, const double *u)
+static uint64_t choice_index(const loom_param *p, const loom_value *v, int *found)
 {
-    cJSON *config = cJSON_CreateObject();
-    if (!config)
-        return NULL;
-    for (uint32_t i = 0; i < space->count; i++) {
-        cJSON *v = search_param_value(&space->params[i], u[i]);
-        if (!v || !cJSON_AddItemToObject(config, space->params[i].name, v)) {
-            cJSON_Delete(v);
-            cJSON_Delete(config);
-            return NULL;
-        }
+    *found = 1;
+    for (uint32_t k = 0; k < p->choice_count; k++) {
+        if (p->type == LOOM_VALUE_INT && p->choice_ints[k] == v->i)
+            return k;
+        if (p->type == LOOM_VALUE_DOUBLE && p->choice_doubles[k] == v->d)
+            return k;
+        if (p->type == LOOM_VALUE_STRING && v->s &&
+            strcmp(p->choice_strings[k], v->s) == 0)
+            return k;
     }
-    return config;
+    *found = 0;
+    return 0;
+}
+
+/* The sampled coordinate of a range value (the exponent on a log scale). */
+static double range_coordinate(const loom_param *p, const loom_value *v)
+{
+    double value = p->type == LOOM_VALUE_INT ? (double)v->i : v->d;
+    if (p->log_base > 1)
+        return value > 0 ? log(value) / log(p->log_base) : p->low;
+    return value;
+}
+
+double search_param_unit(const loom_param *p, const loom_value *v)
+{
+    uint64_t levels = search_param_levels(p);
+    if (p->kind == LOOM_PARAM_CHOICE) {
+        int found;
+        uint64_t k = choice_index(p, v, &found);
+        return ((double)k + 0.5) / (double)levels;
+    }
+    double x = range_coordinate(p, v);
+    if (levels) {
+        double k = floor((x - p->low) / effective_step(p) + 0.5);
+        if (k < 0)
+            k = 0;
+        if (k > (double)(levels - 1))
+            k = (double)(levels - 1);
+        return (k + 0.5) / (double)levels;
+    }
+    if (p->high <= p->low)
+        return 0.5;
+    double u = (x - p->low) / (p->high - p->low);
+    if (!(u > 0))
+        u = 0;
+    if (u >= 1)
+        u = nextafter(1.0, 0.0);
+    return u;
+}
+
+int search_param_contains(const loom_param *p, const loom_value *v)
+{
+    if (v->type != p->type)
+        return 0;
+    if (p->kind == LOOM_PARAM_CHOICE) {
+        int found;
+        choice_index(p, v, &found);
+        return found;
+    }
+    if (p->type == LOOM_VALUE_DOUBLE && !isfinite(v->d))
+        return 0;
+    double x = range_coordinate(p, v);
+    /* Rounding an INT on a log scale and pow/log round trips move the
+     * coordinate by a little; a relative slack absorbs both. */
+    double slack = 1e-9 * (1 + fabs(p->high) + fabs(p->low));
+    if (p->type == LOOM_VALUE_INT && p->log_base > 1) {
+        double lo = pow(p->log_base, p->low), hi = pow(p->log_base, p->high);
+        return (double)v->i >= floor(lo) && (double)v->i <= ceil(hi);
+    }
+    return x >= p->low - slack && x <= p->high + slack;
+}
+
+void search_space_values(const search_space *space, const double *u,
+                         loom_value *out)
+{
+    for (uint32_t i = 0; i < space->count; i++)
+        search_param_value(&space->params[i], u[i], &out[i]);
+}
+
+cJSON *search_value_to_json(const loom_param *p, const loom_value *v)
+{
+    (void)p;
+    if (v->type == LOOM_VALUE_STRING)
+        return cJSON_CreateString(v->s ? v->s : "");
+    if (v->type == LOOM_VALUE_INT)
+        return cJSON_CreateNumber((double)v->i);
+    return cJSON_CreateNumber(v->d);
+}
+
+int search_value_from_json(const loom_param *p, const cJSON *item,
+                           loom_value *out)
+{
+    memset(out, 0, sizeof *out);
+    out->type = p->type;
+    if (p->type == LOOM_VALUE_STRING) {
+        if (!cJSON_IsString(item) || p->kind != LOOM_PARAM_CHOICE)
+            return -1;
+        for (uint32_t k = 0; k < p->choice_count; k++)
+            if (strcmp(p->choice_strings[k], item->valuestring) == 0) {
+                out->s = p->choice_strings[k];
+                return 0;
+            }
+        return -1;
+    }
+    if (!cJSON_IsNumber(item))
+        return -1;
+    if (p->type == LOOM_VALUE_INT) {
+        double d = item->valuedouble;
+        if (d != floor(d) || fabs(d) > EXACT_INT_LIMIT)
+            return -1;
+        out->i = (int64_t)d;
+        out->d = d;
+    } else {
+        out->d = item->valuedouble;
+    }
+    return search_param_contains(p, out) ? 0 : -1;
+}
+
+const char *search_values_text(const search_space *space, const loom_value *v,
+                               char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = 0;
+    for (uint32_t i = 0; i < space->count && used < len; i++) {
+        const char *sep = i ? ", " : "";
+        int n;
+        if (v[i].type == LOOM_VALUE_STRING)
+            n = snprintf(buf + used, len - used, "%s%s=%s", sep,
+                         space->params[i].name, v[i].s ? v[i].s : "");
+        else if (v[i].type == LOOM_VALUE_INT)
+            n = snprintf(buf + used, len - used, "%s%s=%lld", sep,
+                         space->params[i].name, (long long)v[i].i);
+        else
+            n = snprintf(buf + used, len - used, "%s%s=%g", sep,
+                         space->params[i].name, v[i].d);
+        if (n < 0)
+            break;
+        used += (size_t)n;
+    }
+    return buf;
 }

@@ -13,6 +13,7 @@
 #include <cjson/cJSON.h>
 #include <stddef.h>
 
+#include "api/cors.h"
 #include "util/error.h"
 
 #define HTTP_MAX_PARAMS 4
@@ -49,6 +50,7 @@ typedef struct http_response {
     char content_type[64];
     char *body; /* malloc'd */
     size_t len;
+    char disposition[320]; /* Content-Disposition, when set */
 } http_response;
 
 typedef void (*http_handler)(void *ctx, const http_request *req, http_response *res);
@@ -68,9 +70,11 @@ typedef struct http_route {
 enum { HTTP_SLOW = 0x100, HTTP_ACCESS_MASK = 0xff };
 
 /* Identifies the caller from the request's credentials: fills user and
- * is_admin and returns 0, or returns -1 (the request is refused with 401). */
+ * is_admin and returns 0, or returns -1; a route that needs a user is then
+ * refused with *why when the authenticator set it (e.g. rate limited),
+ * else with 401. */
 typedef int (*http_authenticator)(void *ctx, const http_request *req, char *user, size_t userlen,
-                                  int *is_admin);
+                                  int *is_admin, loom_error **why);
 
 const char *http_query(const http_request *req, const char *key);
 const char *http_header(const http_request *req, const char *key);
@@ -137,6 +141,7 @@ typedef struct http_config {
     http_authenticator authenticate; /* NULL: every route is open */
     const char *tls_cert_pem;  /* both set: HTTPS (GnuTLS) instead of HTTP */
     const char *tls_key_pem;
+    const cors_policy *cors;   /* origins browsers may call from; NULL: none */
 } http_config;
 
 /* Listens; LOOM_E_INVALID for a bad address, LOOM_E_UNAVAILABLE when it

@@ -118,19 +118,47 @@ static int hold_home(loomd *d, char *err, size_t errlen)
     return 0;
 }
 
-/* Every subsystem's routes into `routes` (d->routes); returns the count. */
+/* Every subsystem's routes into one table; returns how many. */
 static size_t collect_routes(http_route *routes)
 {
-    const http_route *tables[] = {core_routes, loom_plugin_routes, loom_auth_routes,
-                                  loom_sched_routes, loom_exec_routes, loom_infer_routes};
-    size_t counts[] = {sizeof core_routes / sizeof *core_routes, loom_plugin_route_count,
-                       loom_auth_route_count, loom_sched_route_count, loom_exec_route_count,
-                       loom_infer_route_count};
+    const struct {
+        const http_route *table;
+        size_t count;
+    } parts[] = {
+        {core_routes, sizeof core_routes / sizeof *core_routes},
+        {loom_plugin_routes, loom_plugin_route_count},
+        {loom_auth_routes, loom_auth_route_count},
+        {loom_sched_routes, loom_sched_route_count},
+        {loom_exec_routes, loom_exec_route_count},
+        {loom_hpo_routes, loom_hpo_route_count},
+        {loom_infer_routes, loom_infer_route_count},
+    };
     size_t n = 0;
-    for (size_t t = 0; t < sizeof tables / sizeof *tables; t++)
-        for (size_t i = 0; i < counts[t]; i++)
-            routes[n++] = tables[t][i];
+    for (size_t p = 0; p < sizeof parts / sizeof *parts; p++)
+        for (size_t i = 0; i < parts[p].count; i++)
+            routes[n++] = parts[p].table[i];
     return n;
+}
+
+/* What browsers and notebooks may do: the CORS allow-list, and whether
+ * passwords may come over this listener (HTTPS, loopback, or allowed). */
+static loom_error *open_web_front(loomd *d, const loomd_options *opt)
+{
+    const char *address = opt->address ? opt->address : "127.0.0.1";
+    d->basic_over_http_allowed = opt->allow_basic_over_http || opt->tls_cert_pem ||
+                                 strncmp(address, "127.", 4) == 0;
+    return cors_policy_create(opt->cors_origins, opt->cors_origin_count, &d->cors);
+}
+
+/* The tuning and serving services, over the execs and the scheduler. */
+static loom_error *open_services(loomd *d)
+{
+    loom_error *e = hpo_service_create(d->st, d->reg, d->execs, d->home, NULL, &d->hpo);
+    if (e)
+        return e;
+    infer_options io = {.st = d->st, .sched = d->sched, .home = d->home,
+                        .plugin_dir = d->plugin_dir};
+    return infer_service_create(&io, &d->infer);
 }
 
 loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
@@ -192,6 +220,11 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
         e = loom_err(LOOM_E_INTERNAL, "plugin registry: out of memory");
         goto fail_with;
     }
+    /* Users' plugins are described by a child and run only in children of
+     * their own: no code of theirs runs here. */
+    char self[PATH_MAX];
+    if (fs_self_exe(self, sizeof self))
+        registry_set_probe(d->reg, self);
     registry_add_factory(d->reg, LOOM_KIND_KERNEL, "ffi", LOOM_VERSION,
                          "serves a plain C function named in model.json through libffi",
                          ffi_kernel_factory());
@@ -212,13 +245,12 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
         e = loom_err(LOOM_E_INTERNAL, "exec service: out of memory");
         goto fail_with;
     }
-    infer_options io = {.st = d->st, .sched = d->sched, .home = d->home,
-                        .plugin_dir = d->plugin_dir};
-    if ((e = infer_service_create(&io, &d->infer)) != NULL)
+    if ((e = open_services(d)) != NULL)
         goto fail_with;
 
-    http_route *routes = d->routes;
-    size_t n = collect_routes(routes);
+    if ((e = open_web_front(d, opt)) != NULL)
+        goto fail_with;
+
     http_config cfg = {
         .address = opt->address ? opt->address : "127.0.0.1",
         .port = opt->port,
@@ -226,12 +258,13 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
         .max_upload = MAX_UPLOAD,
         .spool_dir = d->spool_dir,
         .limits = opt->http,
-        .routes = routes,
-        .nroutes = n,
+        .routes = d->routes,
+        .nroutes = collect_routes(d->routes),
         .ctx = d,
         .authenticate = loomd_authenticate,
         .tls_cert_pem = opt->tls_cert_pem,
         .tls_key_pem = opt->tls_key_pem,
+        .cors = d->cors,
     };
     if ((e = http_server_start(&cfg, &d->http)) != NULL)
         goto fail_with;
@@ -258,6 +291,8 @@ void loomd_stop(loomd *d)
     infer_service_stop_all(d->infer);
     http_server_stop(d->http);
     infer_service_destroy(d->infer);
+    hpo_service_destroy(d->hpo);
+    cors_policy_free(d->cors);
     exec_service_destroy(d->execs);
     job_sandbox_configure(NULL); /* its user lookup uses d->auth */
     sched_service_destroy(d->sched);

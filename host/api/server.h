@@ -14,6 +14,7 @@
 #include "auth/auth.h"
 #include "exec/exec.h"
 #include "infer/infer.h"
+#include "hpo/hpo.h"
 #include "sched/sched_service.h"
 #include "plugin/registry.h"
 #include "store/store.h"
@@ -32,6 +33,9 @@ typedef struct loomd_options {
     int no_job_accounts;     /* root, yet jobs run as the host's user */
     int require_isolation;   /* refuse to start without complete isolation */
     http_limits http;        /* connections, uploads, slow requests; 0s: defaults */
+    int allow_basic_over_http; /* passwords over plain HTTP on a non-loopback listener */
+    const char *const *cors_origins; /* origins browsers may call from (api/cors.h) */
+    int cors_origin_count;
 } loomd_options;
 
 typedef struct loomd {
@@ -44,10 +48,14 @@ typedef struct loomd {
     sched_service *sched;
     exec_service *execs;
     infer_service *infer;
+    hpo_service *hpo;
     auth_service *auth;
     /* A new home's first admin password when it was generated: shown once. */
     char generated_admin_password[AUTH_PASSWORD_GEN_MAX];
     http_server *http;
+    /* Passwords may come over this listener (HTTPS, loopback, or allowed). */
+    int basic_over_http_allowed;
+    cors_policy *cors;
     http_route routes[128];
     pthread_mutex_t admin_lock; /* plugin add/remove: file, registry, store */
     unsigned upload_seq;
@@ -75,7 +83,7 @@ extern const size_t loom_exec_route_count;
 extern const http_route loom_auth_routes[];
 extern const size_t loom_auth_route_count;
 int loomd_authenticate(void *ctx, const http_request *req, char *user, size_t userlen,
-                       int *is_admin);
+                       int *is_admin, loom_error **why);
 /* Whose records an authenticated request sees: EXEC_ADMIN for an
  * administrator, else the user's immutable id (-1, nobody's, when the user
  * was removed meanwhile). */
@@ -86,6 +94,11 @@ extern const http_route loom_plugin_routes[];
 extern const size_t loom_plugin_route_count;
 extern const http_route loom_infer_routes[];
 extern const size_t loom_infer_route_count;
+/* Unregisters a user plugin and removes its stored file (routes_plugin.c;
+ * the tuning routes' algorithm delete uses it too). Replies. */
+void loomd_remove_plugin(loomd *d, loom_kind kind, const char *name, http_response *res);
+extern const http_route loom_hpo_routes[];
+extern const size_t loom_hpo_route_count;
 
 /* Confines the host's jobs (isolation.c): accounts when root, the home's
  * modes; says at start what isolation jobs have. -1 with err when that

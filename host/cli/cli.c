@@ -18,6 +18,7 @@ static const char usage[] =
     "\n"
     "Jobs (dlicmd's flags):\n"
     "  exec start|list|view|logs|stop|delete|wait\n"
+    "  hpo submit|list|view|best|stop|restart|delete   tuning tasks (WMLA hypersearch)\n"
     "\n"
     "Plugins:\n"
     "  plugin check PATH    validate a .so or .lua plugin locally\n"
@@ -103,6 +104,8 @@ int cli_main(int argc, char **argv)
         return cmd_kernel_run(n - 2, args + 2);
     if (strcmp(cmd, "exec") == 0)
         return cmd_exec(n - 1, args + 1, &g);
+    if (strcmp(cmd, "hpo") == 0)
+        return cmd_hpo(n - 1, args + 1, &g);
     if (strcmp(cmd, "framework") == 0 || strcmp(cmd, "algorithm") == 0 ||
         strcmp(cmd, "kernel") == 0 || strcmp(cmd, "logger") == 0)
         return cmd_kind(cmd, n - 1, args + 1, &g);

@@ -31,7 +31,10 @@ static const char demo_usage[] =
     "     test accuracy at the end (default 3 epochs);\n"
     "  3. serving: the trained MLP deployed as a model service (native kernel),\n"
     "     started, and a few test images classified through\n"
-    "     POST /dlim/v1/inference/fmnist-mlp.\n"
+    "     POST /dlim/v1/inference/fmnist-mlp;\n"
+    "  4. a tuning task (WMLA's hypersearch): the learning rate and hidden width\n"
+    "     of a one-hidden-layer MLP on Fashion-MNIST, 4 one-epoch experiments, 2 at\n"
+    "     a time, each an elastic job; it prints the best combination.\n"
     "--keep leaves the temporary state directory.\n";
 
 #define FMNIST_DIR "/usr/share/datasets/fashion-mnist"
@@ -143,6 +146,79 @@ static int demo_training(const cli_globals *g, const char *home, int epochs)
         cJSON_Delete(v);
         usleep(200000);
     }
+}
+
+/* ---- step 3: tuning ------------------------------------------------------- */
+
+/* The tuned model: "$learning_rate" and "$hidden" in edt.json stand for
+ * each experiment's values (the tuner fills them from config.json). */
+static const char tune_spec[] =
+    "{\n"
+    "  \"model\": {\"input\": [1, 28, 28], \"layers\": [\n"
+    "    {\"type\": \"flatten\"},\n"
+    "    {\"type\": \"dense\", \"units\": \"$hidden\"}, {\"type\": \"relu\"},\n"
+    "    {\"type\": \"dense\", \"units\": 10}]},\n"
+    "  \"loss\": \"softmax_cross_entropy\",\n"
+    "  \"optimizer\": {\"type\": \"sgd\", \"lr\": \"$learning_rate\", \"momentum\": 0.9},\n"
+    "  \"dataset\": {\"format\": \"idx\",\n"
+    "    \"train_images\": \"" FMNIST_DIR "/train-images-idx3-ubyte.gz\",\n"
+    "    \"train_labels\": \"" FMNIST_DIR "/train-labels-idx1-ubyte.gz\",\n"
+    "    \"test_images\": \"" FMNIST_DIR "/t10k-images-idx3-ubyte.gz\",\n"
+    "    \"test_labels\": \"" FMNIST_DIR "/t10k-labels-idx1-ubyte.gz\"},\n"
+    "  \"training\": {\"batch_size\": 64, \"checkpoint_freq\": 0}\n"
+    "}\n";
+
+static const char tune_task[] =
+    "{\"hpoName\": \"demo-fmnist-tuning\",\n"
+    " \"modelSpec\": {\"args\": \"--exec-start edt --model-dir fmnist-tune --numWorker 1 -- "
+    "--epochs 1\"},\n"
+    " \"algoDef\": {\"algorithm\": \"Random\", \"maxJobNum\": 4, \"maxParalleJobNum\": 2,\n"
+    "             \"objectiveMetric\": \"accuracy\", \"objective\": \"maximize\",\n"
+    "             \"algoParams\": [{\"name\": \"RandomSeed\", \"value\": \"1\"}]},\n"
+    " \"hyperParams\": [\n"
+    "   {\"name\": \"learning_rate\", \"type\": \"Range\", \"dataType\": \"DOUBLE\",\n"
+    "    \"minDbVal\": -3, \"maxDbVal\": -1, \"power\": \"10\"},\n"
+    "   {\"name\": \"hidden\", \"type\": \"Discrete\", \"dataType\": \"INT\",\n"
+    "    \"discreteIntVal\": [32, 64, 128]}]}\n";
+
+static int demo_tuning(const cli_globals *g, const char *home)
+{
+    if (!fs_is_dir(FMNIST_DIR))
+        return 0; /* said already by the training step */
+    char dir[4200], path[4300], task[4300];
+    snprintf(dir, sizeof dir, "%s/fmnist-tune", home);
+    snprintf(path, sizeof path, "%s/edt.json", dir);
+    snprintf(task, sizeof task, "%s/fmnist-tuning.json", home);
+    if (fs_mkdir_p(dir) != 0 || fs_write_file_atomic(path, tune_spec, strlen(tune_spec), 0644) != 0 ||
+        fs_write_file_atomic(task, tune_task, strlen(tune_task), 0644) != 0)
+        return cli_fail("cannot write the tuning demo's files under %s", home);
+    printf("\n== loom hpo submit %s --model-dir %s\n%s", task, dir, tune_task);
+    fflush(stdout);
+    char *submit_argv[] = {"submit", task, "--model-dir", dir, NULL};
+    if (cmd_hpo(4, submit_argv, g) != 0)
+        return 1;
+    const char *state = "";
+    for (int i = 0; i < 1200; i++) {
+        cJSON *v = cli_request(g, "GET", LOOM_ROUTE_HPO "/demo-fmnist-tuning", NULL);
+        if (!v)
+            return 1;
+        state = strcmp(cli_str(v, "state"), "FINISHED") == 0 ? "FINISHED"
+                : strcmp(cli_str(v, "state"), "FAILED") == 0 ? "FAILED"
+                : strcmp(cli_str(v, "state"), "STOPPED") == 0 ? "STOPPED"
+                                                              : "";
+        cJSON_Delete(v);
+        if (*state)
+            break;
+        usleep(100000);
+    }
+    printf("\n== loom hpo view demo-fmnist-tuning\n");
+    char *view_argv[] = {"view", "demo-fmnist-tuning", NULL};
+    cmd_hpo(2, view_argv, g);
+    if (strcmp(state, "FINISHED") != 0)
+        return cli_fail("demo: the tuning task ended %s", *state ? state : "not in time");
+    printf("\n== loom hpo best demo-fmnist-tuning\n");
+    char *best_argv[] = {"best", "demo-fmnist-tuning", NULL};
+    return cmd_hpo(2, best_argv, g);
 }
 
 /* The demo's model directory: a plain POSIX sh + awk program, so the demo
@@ -302,6 +378,8 @@ int cmd_demo(int argc, char **argv, const cli_globals *g)
     }
     if (rc == 0)
         rc = demo_training(&hg, home, epochs);
+    if (rc == 0)
+        rc = demo_tuning(&hg, home);
     loom_err_free(auth_apikey_revoke(d->auth, "admin", label));
     loomd_stop(d);
     log_close();

@@ -146,6 +146,11 @@ static void kind_usage(const char *kind, FILE *out)
             "show    shows one.\n"
             "remove  unregisters a user %s (built-in ones stay).\n",
             kind, kind, kind, kind, kind, kind, kind);
+    if (!strcmp(kind, "algorithm"))
+        fputs("\nloom algorithm add DIR [--name NAME] [--conda-home H [--conda-env E]]\n"
+              "        installs a WMLA plugin optimizer: a folder with optimizer.py defining\n"
+              "        class PluginOptimizer (see loom hpo --help); it runs in Python.\n",
+              out);
 }
 
 int cmd_kind(const char *kind_word, int argc, char **argv, const cli_globals *g)
@@ -188,10 +193,14 @@ int cmd_kind(const char *kind_word, int argc, char **argv, const cli_globals *g)
         return 0;
     }
     if (strcmp(verb, "add") == 0) {
-        const char *file = NULL, *name = NULL;
+        const char *file = NULL, *name = NULL, *conda_home = NULL, *conda_env = NULL;
         for (int i = 1; i < argc; i++) {
             if (strcmp(argv[i], "--name") == 0 && i + 1 < argc)
                 name = argv[++i];
+            else if (kind == LOOM_KIND_SEARCH && !strcmp(argv[i], "--conda-home") && i + 1 < argc)
+                conda_home = argv[++i];
+            else if (kind == LOOM_KIND_SEARCH && !strcmp(argv[i], "--conda-env") && i + 1 < argc)
+                conda_env = argv[++i];
             else if (!file && argv[i][0] != '-')
                 file = argv[i];
             else
@@ -199,6 +208,9 @@ int cmd_kind(const char *kind_word, int argc, char **argv, const cli_globals *g)
         }
         if (!file)
             return cli_fail("usage: loom %s add PATH [--name NAME]", kind_word);
+        /* A folder with optimizer.py: WMLA's plugin optimizer. */
+        if (kind == LOOM_KIND_SEARCH && fs_is_dir(file))
+            return hpo_algorithm_add_dir(file, name, conda_home, conda_env, g);
         size_t len;
         char *data = fs_read_file(file, PLUGIN_FILE_MAX, &len);
         if (!data)

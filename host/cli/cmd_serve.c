@@ -22,6 +22,7 @@ static const char serve_usage[] =
     "                  [--max-connections N] [--max-connections-per-ip N]\n"
     "                  [--idle-timeout SECONDS] [--max-uploads N]\n"
     "                  [--max-uploads-per-user N] [--slow-threads N]\n"
+    "                  [--cors-origin ORIGIN]... [--allow-basic-over-http]\n"
     "\n"
     "Runs the loom host: REST API, state store, plugin registry and job\n"
     "supervision. It stops cleanly on SIGTERM or SIGINT.\n"
@@ -42,6 +43,10 @@ static const char serve_usage[] =
     "  --job-uid-range FIRST-LAST  when the host runs as root, each user's jobs\n"
     "                      run as uid FIRST + the user's id (default\n"
     "                      200000-299999); none: as the host's user\n"
+    "  --cors-origin ORIGIN  a browser page on ORIGIN (scheme://host[:port]) may call\n"
+    "                      the API with the user's credentials (repeatable)\n"
+    "  --allow-basic-over-http  accept passwords (Basic, userpasswd) over plain\n"
+    "                      HTTP on a non-loopback listener (default: refused)\n"
     "  --require-isolation refuse to start unless jobs are fully confined\n"
     "                      (Landlock, and an account per user when root)\n"
     "  --max-connections N open HTTP connections in all (default 1024)\n"
@@ -128,6 +133,27 @@ static int parse_listen(const char *text, char *addr, size_t addrlen, int *port)
     return 0;
 }
 
+/* The browser- and notebook-facing flags: --cors-origin ORIGIN
+ * (repeatable) and --allow-basic-over-http. 1 when argv[*i] was one (its
+ * value consumed), 0 when not, -1 after printing the error. */
+static int web_flag(int argc, char **argv, int *i, loomd_options *o)
+{
+    static const char *origins[CORS_MAX_ORIGINS];
+    if (strcmp(argv[*i], "--allow-basic-over-http") == 0) {
+        o->allow_basic_over_http = 1;
+        return 1;
+    }
+    if (strcmp(argv[*i], "--cors-origin") != 0 || *i + 1 >= argc)
+        return 0;
+    if (o->cors_origin_count == CORS_MAX_ORIGINS) {
+        cli_fail("--cors-origin: at most %d origins", CORS_MAX_ORIGINS);
+        return -1;
+    }
+    origins[o->cors_origin_count++] = argv[++*i];
+    o->cors_origins = origins;
+    return 1;
+}
+
 int cmd_serve(int argc, char **argv, const cli_globals *g)
 {
     if (cli_wants_help(argc, argv)) {
@@ -139,9 +165,11 @@ int cmd_serve(int argc, char **argv, const cli_globals *g)
     const char *plugin_dir = NULL;
     double hysteresis = -1;
     const char *admin_password_file = NULL, *tls_cert = NULL, *tls_key = NULL;
-    loomd_options jobs = {0}; /* the job isolation and numeric options */
+    loomd_options jobs = {0}; /* the job isolation, numeric and web options */
     for (int i = 0; i < argc; i++) {
         int number = parse_number_flag(argc, argv, &i, &jobs);
+        if (number == 0)
+            number = web_flag(argc, argv, &i, &jobs);
         if (number < 0)
             return 1;
         if (number > 0) {
@@ -210,12 +238,10 @@ int cmd_serve(int argc, char **argv, const cli_globals *g)
         free(key_pem);
         return cli_fail("cannot read %s", !cert_pem ? tls_cert : tls_key);
     }
-    loomd_options opt = {.tls_cert_pem = cert_pem, .tls_key_pem = key_pem, .home = home, .address = addr, .port = port, .plugin_dir = plugin_dir,
-                         .cpu_slots = jobs.cpu_slots, .hysteresis = hysteresis,
-                         .admin_password = admin_password[0] ? admin_password : NULL,
-                         .job_uid_first = jobs.job_uid_first, .job_uid_last = jobs.job_uid_last,
-                         .no_job_accounts = jobs.no_job_accounts,
-                         .require_isolation = jobs.require_isolation, .http = jobs.http};
+    loomd_options opt = jobs; /* isolation, numeric and web flags, then the rest */
+    opt.tls_cert_pem = cert_pem, opt.tls_key_pem = key_pem, opt.home = home, opt.address = addr;
+    opt.port = port, opt.plugin_dir = plugin_dir, opt.hysteresis = hysteresis;
+    opt.admin_password = admin_password[0] ? admin_password : NULL;
     loomd *d = loomd_start(&opt, err, sizeof err);
     free(key_pem);
     free(cert_pem);

@@ -11,6 +11,10 @@ int cmd_plugin(int argc, char **argv, const cli_globals *g);
 /* framework | algorithm | kernel | logger */
 int cmd_kind(const char *kind, int argc, char **argv, const cli_globals *g);
 int cmd_exec(int argc, char **argv, const cli_globals *g);
+int cmd_hpo(int argc, char **argv, const cli_globals *g);
+/* `loom algorithm add DIR`: installs a WMLA plugin optimizer folder. */
+int hpo_algorithm_add_dir(const char *dir, const char *name, const char *conda_home,
+                          const char *conda_env, const cli_globals *g);
 int cmd_login(int argc, char **argv, const cli_globals *g);
 int cmd_logout(int argc, char **argv, const cli_globals *g);
 int cmd_user(int argc, char **argv, const cli_globals *g);

@@ -470,11 +470,11 @@ static void remove_exec_dir(const char *dir)
 
 /* Checks the submission against the framework and prepares how it will
  * run, without storing anything. */
-loom_error *exec_prepare(exec_service *es, const exec_submission *sub, const dlicmd *d,
+loom_error *exec_prepare(exec_service *es, const exec_submission *sub, dlicmd *d,
                            const registry_entry *fw, running_exec *r, int code_ready)
 {
-    const loom_framework_factory *factory = fw->factory;
     store_exec *rec = &r->rec;
+    exec_wmla_devices(d);
     if (strcmp(d->device_type, "gpu") == 0 && sched_cuda_device_count() == 0)
         return loom_err(LOOM_E_INVALID, "--workerDeviceType gpu: this host has no GPU");
     if (d->model_main && !path_is_contained(d->model_main))
@@ -501,8 +501,12 @@ loom_error *exec_prepare(exec_service *es, const exec_submission *sub, const dli
                     : sub->archive ? tarball_unpack_bounded(sub->archive, sub->archive_len,
                                                             r->code_dir, &bounds)
                                    : NULL;
+    if (!e && !code_ready && (sub->archive || sub->archive_path)) /* once, unpacked */
+        e = exec_model_layout(r->code_dir, d->model_dir);
     if (e)
         return loom_err_wrap(e, "model directory");
+    if ((e = exec_data_dir_check(es->home, d, r->data_dir)) != NULL)
+        return e;
     if (d->model_main) {
         char main_path[PATH_MAX * 2];
         snprintf(main_path, sizeof main_path, "%s/%s", r->code_dir, d->model_main);
@@ -510,7 +514,7 @@ loom_error *exec_prepare(exec_service *es, const exec_submission *sub, const dli
             return loom_err(LOOM_E_INVALID, "--model-main \"%s\": no such file in the model directory",
                             d->model_main);
     }
-    if (factory->style == LOOM_FRAMEWORK_TRAINER) {
+    if (fw->style == LOOM_FRAMEWORK_TRAINER) {
         r->job = calloc(1, sizeof *r->job);
         if (!r->job)
             return loom_err(LOOM_E_INTERNAL, "out of memory");
@@ -585,10 +589,10 @@ loom_error *exec_submit(exec_service *es, const exec_submission *sub, char *id, 
     if (!err)
         err = exec_check_queue_bound(es, sub->user, sub->user_id);
     registry_entry fw;
-    if (!err && registry_acquire(es->reg, LOOM_KIND_FRAMEWORK, d.exec_start, &fw) != 0)
-        err = loom_err(LOOM_E_NOT_FOUND,
-                       "--exec-start: no framework named \"%s\" (see loom framework list)",
-                       d.exec_start);
+    int wmla = 0;
+    const char *framework = dlicmd_framework_name(d.exec_start, &wmla);
+    if (!err && registry_acquire(es->reg, LOOM_KIND_FRAMEWORK, framework, &fw) != 0)
+        err = exec_framework_missing(d.exec_start, framework, wmla);
     if (err) {
         dlicmd_free(&d);
         return err;
@@ -625,6 +629,7 @@ loom_error *exec_submit(exec_service *es, const exec_submission *sub, char *id, 
         exec_set_state(es, rec, "PENDING", NULL);
         exec_schedule_locked(es);
         snprintf(id, idlen, "%s", rec->id);
+        exec_note_warnings(sub, &d);
     }
     pthread_mutex_unlock(&es->lock);
     if (err) {

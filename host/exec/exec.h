@@ -52,6 +52,10 @@ typedef struct exec_submission {
     const void *archive; /* tar of the model directory, or NULL */
     size_t archive_len;
     const char *archive_path; /* or that tar in a file (an upload spooled to disk) */
+    /* Where the host does otherwise than a flag asked (WMLA's flags with no
+     * equivalent), one sentence a line; NULL: not wanted. */
+    char *warnings;
+    size_t warnings_len;
 } exec_submission;
 
 /* Checks, stores and queues an exec; its id goes to `id`. Errors:

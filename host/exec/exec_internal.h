@@ -82,6 +82,24 @@ struct exec_service {
     exec_limits limits;
 };
 
+/* exec_wmla.c */
+/* A model archive unpacked into code_dir whose only top-level entry is a
+ * folder named like --model-dir's last component: its contents move up
+ * into code_dir. Files at the archive's root stay as they are; a lone
+ * folder with another name is LOOM_E_INVALID naming both. */
+loom_error *exec_model_layout(const char *code_dir, const char *model_dir);
+/* With WMLA's data_path: LOOM_E_INVALID when the existing data_dir
+ * resolves (links followed) outside the data store, home/data. */
+loom_error *exec_data_dir_check(const char *home, const dlicmd *d, const char *data_dir);
+/* WMLA's --gpuPerWorker without --workerDeviceType: GPUs where the host
+ * has them, else CPU devices and a warning. */
+void exec_wmla_devices(dlicmd *d);
+/* The parser's warnings, one a line, into the submitter's buffer. */
+void exec_note_warnings(const exec_submission *sub, const dlicmd *d);
+/* The refusal of a framework that is not registered; `wmla`: the name
+ * asked for is WMLA's, mapped to `framework`. */
+loom_error *exec_framework_missing(const char *asked, const char *framework, int wmla);
+
 /* exec.c */
 void exec_set_state(exec_service *es, store_exec *rec, const char *state, const char *message);
 running_exec *exec_find_running(exec_service *es, const char *id);
@@ -124,13 +142,14 @@ void trainer_summary_path(const store_exec *rec, char *path, size_t len);
 /* Shared by submission and restart (exec.c, exec_restart.c). */
 /* Checks a submission against its framework and prepares how it will run
  * (code_ready: the model directory is in place already, after a restart). */
-loom_error *exec_prepare(exec_service *es, const exec_submission *sub, const dlicmd *d,
+loom_error *exec_prepare(exec_service *es, const exec_submission *sub, dlicmd *d,
                          const registry_entry *fw, running_exec *r, int code_ready);
 /* Hands an exec to the scheduler and the running list. Call with es->lock. */
 loom_error *exec_enqueue_locked(exec_service *es, running_exec *r, const dlicmd *d);
 /* Runs the scheduler and carries out its decisions. Call with es->lock. */
 void exec_schedule_locked(exec_service *es);
-/* DATA_DIR for an exec: --data-dir, or the host's data folder. */
+/* DATA_DIR for an exec: --data-dir, WMLA's data_path under the host's
+ * data folder, or that folder. */
 void exec_data_dir(exec_service *es, const dlicmd *d, char *out, size_t len);
 /* Takes up the execs the last host left unfinished (exec_restart.c). */
 void exec_reconcile(exec_service *es);

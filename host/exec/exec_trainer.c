@@ -63,6 +63,14 @@ loom_error *trainer_prepare(exec_service *es, const store_exec *rec, const regis
     if (e)
         return loom_err_recode(e, LOOM_E_INVALID);
     job->settings.async = d->sync_mode_async;
+    /* ASYNC keeps the model in a parameter server in the host, so it takes
+     * loom's own adapters only: a user's adapter never runs here. */
+    if (job->settings.async && !fw->factory)
+        return loom_err(LOOM_E_INVALID,
+                        "--syncMode ASYNC: framework %s is a user's plugin, and the parameter "
+                        "server runs in the host, which loads only loom's built-in adapters "
+                        "(use SYNC, the default, or a built-in adapter such as native)",
+                        fw->name);
     job->framework = fw->factory;
     /* Without loggers named, the built-in jsonl one writes WMLA's
      * evaluation-metrics.txt for the driver and every worker. */

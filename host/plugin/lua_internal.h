@@ -123,7 +123,8 @@ typedef struct lua_instance {
     const lua_entry *entry;
     int def_ref;
     char *append_dir;                     /* owned; loggers only */
-    const loom_proposal_sink *sink;       /* search: set during suggest */
+    const loom_proposal_sink *sink;       /* search: set during suggest and observe */
+    struct lua_search_space *search;      /* search: its copy of the space (lua_search.c) */
     loom_error *pending;                  /* an SDK error a body raised over */
 } lua_instance;
 
@@ -155,6 +156,26 @@ int lua_instance_raise(lua_State *L, lua_instance *inst, loom_error *err,
  * see which optional functions the script gave. */
 void lua_framework_fill(lua_entry *entry, lua_State *L, int def);
 void lua_search_fill(lua_entry *entry, lua_State *L, int def);
+
+/* ---- the search space as Lua sees it (lua_search_space.c) ------------- */
+
+typedef struct lua_search_space {
+    uint32_t count;
+    loom_param *params; /* deep copies */
+    loom_value *values; /* the point being proposed */
+    int suggesting;     /* propose is valid only inside suggest */
+} lua_search_space;
+
+lua_search_space *lua_search_space_copy(const loom_search_config *config);
+void lua_search_space_free(lua_search_space *space);
+/* Pushes the space as an array of parameter tables. */
+void lua_search_push_space(lua_State *L, const lua_search_space *space);
+/* Pushes {name = value}. */
+void lua_search_push_values(lua_State *L, const lua_search_space *space,
+                            const loom_value *values, uint32_t count);
+/* The table at idx as values in the space's order; raises naming the
+ * parameter that is missing, unknown or of the wrong type. */
+const loom_value *lua_search_read_point(lua_State *L, int idx, lua_search_space *space);
 void lua_kernel_fill(lua_entry *entry, lua_State *L, int def);
 void lua_logger_fill(lua_entry *entry, lua_State *L, int def);
 

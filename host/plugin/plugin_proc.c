@@ -18,6 +18,7 @@
 
 struct plugin_proc {
     char *binary, *path, *name, *kind, *output, *write_dir;
+    char *read_dirs[PLUGIN_PROC_MAX_READ];
     unsigned deadline_ms, cpu_seconds, max_failures;
     uint64_t memory_bytes;
     supervised child;
@@ -45,6 +46,11 @@ plugin_proc *plugin_proc_new(const plugin_proc_spec *spec)
     p->kind = strdup(spec->kind ? spec->kind : "logger");
     p->output = spec->output ? strdup(spec->output) : NULL;
     p->write_dir = spec->write_dir ? strdup(spec->write_dir) : NULL;
+    for (int i = 0; spec->read_dirs && spec->read_dirs[i] && i < PLUGIN_PROC_MAX_READ; i++)
+        if (!(p->read_dirs[i] = strdup(spec->read_dirs[i]))) {
+            plugin_proc_free(p);
+            return NULL;
+        }
     p->deadline_ms = spec->deadline_ms ? spec->deadline_ms : PLUGIN_PROC_DEFAULT_DEADLINE_MS;
     p->memory_bytes = spec->memory_bytes ? spec->memory_bytes : DEFAULT_MEMORY_BYTES;
     p->cpu_seconds = spec->cpu_seconds ? spec->cpu_seconds : DEFAULT_CPU_SECONDS;
@@ -74,6 +80,8 @@ void plugin_proc_free(plugin_proc *p)
     free(p->kind);
     free(p->output);
     free(p->write_dir);
+    for (int i = 0; i < PLUGIN_PROC_MAX_READ; i++)
+        free(p->read_dirs[i]);
     free(p);
 }
 
@@ -85,10 +93,16 @@ static loom_error *start_child(plugin_proc *p)
     snprintf(deadline, sizeof deadline, "%u", p->deadline_ms);
     char *argv[] = {p->binary, "plugin-host", "--kind", p->kind, "--name", p->name,
                     "--path", p->path, "--memory-bytes", memory, "--cpu-seconds", cpu,
-                    "--deadline-ms", deadline, NULL, NULL, NULL};
+                    "--deadline-ms", deadline, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+                    NULL, NULL, NULL, NULL};
+    int n = 14;
     if (p->write_dir) {
-        argv[14] = "--write";
-        argv[15] = p->write_dir;
+        argv[n++] = "--write";
+        argv[n++] = p->write_dir;
+    }
+    for (int i = 0; i < PLUGIN_PROC_MAX_READ && p->read_dirs[i]; i++) {
+        argv[n++] = "--read";
+        argv[n++] = p->read_dirs[i];
     }
     return supervise_start(&p->child, argv, p->output);
 }

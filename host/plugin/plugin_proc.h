@@ -18,17 +18,21 @@
 
 #define PLUGIN_PROC_DEFAULT_DEADLINE_MS 5000u
 #define PLUGIN_PROC_DEFAULT_MAX_FAILURES 3u
+#define PLUGIN_PROC_MAX_READ 4
 
 typedef struct plugin_proc_spec {
     const char *binary;      /* the loom binary, which has `plugin-host` */
     const char *plugin_path; /* the .so or .lua file */
     const char *name;        /* the registered name of the factory */
-    const char *kind;        /* "logger" or "framework" (launch plans) */
+    const char *kind;        /* "logger", "framework" (launch plans) or "search" */
     const char *output;      /* the child's stdout and stderr (appended); NULL: the host's */
     /* The one tree the child may write (a logger: its exec's result
      * directory); NULL: none. After loading the plugin, the child can read
      * only the system's libraries and the plugin's own file. */
     const char *write_dir;
+    /* Trees the child may also read (a Python optimizer's folder and
+     * interpreter), up to PLUGIN_PROC_MAX_READ; NULL-terminated or NULL. */
+    const char *const *read_dirs;
     unsigned deadline_ms;    /* per call, the kill comes a little later; 0 = default */
     uint64_t memory_bytes;   /* the child's address space; 0 = default (1 GiB) */
     unsigned cpu_seconds;    /* the child's CPU time; 0 = default (1 hour) */

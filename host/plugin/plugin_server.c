@@ -10,14 +10,16 @@
 #include "plugin/launch_remote.h"
 #include "plugin/plugin_wire.h"
 #include "plugin/registry.h"
+#include "plugin/search_server.h"
 
 typedef struct server {
     int fd;
     registry *reg;
     loom_error *load_error; /* why there is no factory */
-    int kind;               /* LOOM_KIND_LOGGER or LOOM_KIND_FRAMEWORK */
+    int kind;               /* LOOM_KIND_LOGGER, LOOM_KIND_FRAMEWORK or LOOM_KIND_SEARCH */
     const loom_logger_factory *logger;
     const loom_framework_factory *framework;
+    search_server *search;
     wire_buf payload;       /* what a reply carries after its status */
     char acquired[LOOM_NAME_MAX];
     loom_logger_instance *inst;
@@ -74,14 +76,16 @@ static void load(server *s, const char *path, const char *name)
         if (registry_list(s->reg, s->kind, all, 2) != 1 ||
             registry_acquire(s->reg, s->kind, all[0].name, &e) != 0) {
             s->load_error = loom_err(LOOM_E_NOT_FOUND, "%s provides no %s named '%s'", path,
-                                     s->kind == LOOM_KIND_LOGGER ? "logger" : "framework", name);
+                                     loom_kind_name(s->kind), name);
             return;
         }
     }
     if (s->kind == LOOM_KIND_LOGGER)
         s->logger = e.factory;
-    else
+    else if (s->kind == LOOM_KIND_FRAMEWORK)
         s->framework = e.factory;
+    else if (!(s->search = search_server_new(e.factory)))
+        s->load_error = loom_err(LOOM_E_INTERNAL, "out of memory");
     snprintf(s->acquired, sizeof s->acquired, "%s", e.name);
 }
 
@@ -115,6 +119,14 @@ static loom_error *logger_create(server *s, wire_reader *r)
         s->logger->destroy(s->inst);
     s->inst = NULL;
     return s->logger->create(s->logger, &cfg, &s->inst);
+}
+
+static uint32_t logger_entries(const loom_logger_factory *f)
+{
+    return (LOOM_OPTIONAL_ENTRY(f, loom_logger_factory, on_train_begin) ? WIRE_HAS_BEGIN : 0) |
+           (LOOM_OPTIONAL_ENTRY(f, loom_logger_factory, log_train_metrics) ? WIRE_HAS_TRAIN : 0) |
+           (LOOM_OPTIONAL_ENTRY(f, loom_logger_factory, log_test_metrics) ? WIRE_HAS_TEST : 0) |
+           (LOOM_OPTIONAL_ENTRY(f, loom_logger_factory, on_train_end) ? WIRE_HAS_END : 0);
 }
 
 #define CALL_OPTIONAL(s, field, ...)                                                   \
@@ -199,8 +211,17 @@ static int serve_one(server *s)
         s->payload.failed = 0;
         e = op == WIRE_LAUNCH_PLAN ? launch_plan_serve(s->framework, &r, &s->payload) : NULL;
         r.bad |= op != WIRE_LAUNCH_PLAN || s->payload.failed;
+    } else if (s->kind == LOOM_KIND_SEARCH) {
+        s->payload.len = 0;
+        s->payload.failed = 0;
+        e = search_server_dispatch(s->search, op, &r, &s->payload);
+        r.bad |= s->payload.failed;
     } else {
+        s->payload.len = 0;
+        s->payload.failed = 0;
         e = logger_dispatch(s, op, &r);
+        if (!e && op == WIRE_LOGGER_CREATE) /* which optional entries it has */
+            wire_put_u32(&s->payload, logger_entries(s->logger));
     }
     if (r.bad) {
         loom_err_free(e);
@@ -213,12 +234,15 @@ int plugin_server_run(int fd, const char *path, const char *name, const char *ki
                       int (*confine)(void *ctx), void *ctx)
 {
     server s = {.fd = fd};
-    if (!strcmp(kind, "logger") || !strcmp(kind, "framework")) {
-        s.kind = !strcmp(kind, "logger") ? LOOM_KIND_LOGGER : LOOM_KIND_FRAMEWORK;
+    if (!strcmp(kind, "logger") || !strcmp(kind, "framework") || !strcmp(kind, "search")) {
+        s.kind = !strcmp(kind, "logger")      ? LOOM_KIND_LOGGER
+                 : !strcmp(kind, "framework") ? LOOM_KIND_FRAMEWORK
+                                              : LOOM_KIND_SEARCH;
         load(&s, path, name);
     } else {
         s.load_error = loom_err(LOOM_E_UNSUPPORTED,
-                                "plugin-host serves loggers and frameworks, not '%s'", kind);
+                                "plugin-host serves loggers, frameworks and search algorithms, "
+                                "not '%s'", kind);
     }
     int rc = confine && confine(ctx) != 0 ? -2 : 0;
     while (rc == 0 && (rc = serve_one(&s)) == 0)
@@ -226,7 +250,8 @@ int plugin_server_run(int fd, const char *path, const char *name, const char *ki
     if (s.inst)
         s.logger->destroy(s.inst);
     loom_err_free(s.load_error);
-    if (s.logger || s.framework)
+    search_server_free(s.search);
+    if (s.logger || s.framework || s.search)
         registry_release(s.reg, s.kind, s.acquired);
     wire_free(&s.payload);
     registry_destroy(s.reg);

@@ -23,9 +23,24 @@ typedef enum wire_op {
     WIRE_LOGGER_TRAIN = 3,
     WIRE_LOGGER_TEST = 4,
     WIRE_LOGGER_END = 5,
+    /* A search instance (plugin/search_wire.h). */
+    WIRE_SEARCH_CREATE = 16,
+    WIRE_SEARCH_SUGGEST = 17,
+    WIRE_SEARCH_OBSERVE = 18,
+    WIRE_SEARCH_SAVE = 19,
+    WIRE_SEARCH_LOAD = 20,
     /* A launch-style framework's plan_launch; the reply carries the plan. */
     WIRE_LAUNCH_PLAN = 32
 } wire_op;
+
+/* A logger's create reply carries which optional entries the plugin has,
+ * so the host calls only those. */
+enum {
+    WIRE_HAS_BEGIN = 1u << 0,
+    WIRE_HAS_TRAIN = 1u << 1,
+    WIRE_HAS_TEST = 1u << 2,
+    WIRE_HAS_END = 1u << 3
+};
 
 /* A frame being built: the 4-byte length is reserved at the front and
  * filled by wire_finish. A failed allocation sets `failed`; the puts then

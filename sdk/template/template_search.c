@@ -5,13 +5,16 @@
  *
  * The host owns the tuning loop: it calls suggest(max) when it can run more
  * experiments, runs each proposal, and reports results with observe. The
- * space is WMLA's hyperParams array; this template understands Range
- * (minDbVal/maxDbVal or minIntVal/maxIntVal) and Discrete lists. save_state
- * and load_state let a tuning task survive a host restart.
+ * space arrives typed (loom_param: a range, maybe stepped or on a log
+ * scale, or a list of choices); a proposal is one loom_value per parameter
+ * in the space's order. The config is borrowed during create, so the
+ * instance copies the parameters it keeps. save_state and load_state let a
+ * tuning task survive a host restart.
  */
+#define _POSIX_C_SOURCE 200809L /* strdup */
 #include <loom/loom.h>
 
-#include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,9 +24,11 @@
 static const loom_host *host;
 
 struct loom_search_instance {
-    cJSON *space;      /* the hyperParams array */
-    uint64_t rng;      /* splitmix64 state: the whole generator */
-    uint32_t total;    /* points to propose */
+    uint32_t count;
+    loom_param *params; /* copies; choice strings are the instance's */
+    loom_value *point;  /* the proposal being made */
+    uint64_t rng;       /* splitmix64 state: the whole generator */
+    uint32_t total;     /* points to propose */
     uint32_t proposed;
 };
 
@@ -40,51 +45,77 @@ static double uniform(uint64_t *state) /* [0, 1) */
     return (double)(next_random(state) >> 11) * 0x1.0p-53;
 }
 
-static const cJSON *discrete_list(const cJSON *param)
+/* One random value of one parameter (steps are ignored for brevity). */
+static loom_value sample(const loom_param *p, uint64_t *rng)
 {
-    const char *fields[] = {"discreteIntVal", "discreteDbVal", "discreateStrVal",
-                            "discreteStrVal"};
-    for (int i = 0; i < 4; i++) {
-        const cJSON *list = cJSON_GetObjectItemCaseSensitive(param, fields[i]);
-        if (cJSON_GetArraySize(list) > 0)
-            return list;
+    loom_value v = {.type = p->type};
+    if (p->kind == LOOM_PARAM_CHOICE) {
+        uint32_t k = (uint32_t)(uniform(rng) * p->choice_count);
+        if (p->type == LOOM_VALUE_STRING)
+            v.s = p->choice_strings[k];
+        else if (p->type == LOOM_VALUE_INT)
+            v.i = p->choice_ints[k];
+        else
+            v.d = p->choice_doubles[k];
+        return v;
     }
-    return NULL;
-}
-
-static int is_int(const cJSON *param)
-{
-    const char *type = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(param, "dataType"));
-    return type && strcmp(type, "INT") == 0;
-}
-
-/* One random value for one parameter, or NULL when the entry is unusable. */
-static cJSON *sample(const cJSON *param, uint64_t *rng)
-{
-    const char *type = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(param, "type"));
-    if (type && strcmp(type, "Discrete") == 0) {
-        const cJSON *list = discrete_list(param);
-        if (!list)
-            return NULL;
-        int n = cJSON_GetArraySize(list);
-        return cJSON_Duplicate(cJSON_GetArrayItem(list, (int)(uniform(rng) * n)), 1);
-    }
-    int integer = is_int(param);
-    const cJSON *lo = cJSON_GetObjectItemCaseSensitive(param, integer ? "minIntVal" : "minDbVal");
-    const cJSON *hi = cJSON_GetObjectItemCaseSensitive(param, integer ? "maxIntVal" : "maxDbVal");
-    if (!cJSON_IsNumber(lo) || !cJSON_IsNumber(hi) || lo->valuedouble > hi->valuedouble)
-        return NULL;
-    if (integer) {
-        double span = hi->valuedouble - lo->valuedouble + 1;
-        return cJSON_CreateNumber(lo->valuedouble + (double)(long long)(uniform(rng) * span));
-    }
-    return cJSON_CreateNumber(lo->valuedouble + uniform(rng) * (hi->valuedouble - lo->valuedouble));
+    double x = p->low + uniform(rng) * (p->high - p->low);
+    if (p->type == LOOM_VALUE_INT && p->log_base == 0)
+        x = floor(p->low + uniform(rng) * (p->high - p->low + 1));
+    double value = p->log_base > 1 ? pow(p->log_base, x) : x;
+    if (p->type == LOOM_VALUE_INT)
+        v.i = llround(value);
+    else
+        v.d = value;
+    return v;
 }
 
 static void destroy(loom_search_instance *inst)
 {
-    cJSON_Delete(inst->space);
+    for (uint32_t i = 0; i < inst->count; i++) {
+        const loom_param *p = &inst->params[i];
+        free((char *)p->name);
+        for (uint32_t k = 0; p->choice_strings && k < p->choice_count; k++)
+            free((char *)p->choice_strings[k]);
+        free((void *)p->choice_strings);
+        free((void *)p->choice_doubles);
+        free((void *)p->choice_ints);
+    }
+    free(inst->params);
+    free(inst->point);
     free(inst);
+}
+
+/* Copies what the instance keeps of one parameter; -1 when out of memory. */
+static int copy_param(loom_param *dst, const loom_param *src)
+{
+    *dst = *src;
+    dst->choice_strings = NULL;
+    dst->choice_doubles = NULL;
+    dst->choice_ints = NULL;
+    dst->name = strdup(src->name);
+    uint32_t n = src->choice_count;
+    if (!dst->name || src->kind != LOOM_PARAM_CHOICE)
+        return dst->name ? 0 : -1;
+    if (src->type == LOOM_VALUE_STRING) {
+        char **s = calloc(n, sizeof *s);
+        dst->choice_strings = (const char *const *)s;
+        for (uint32_t k = 0; s && k < n; k++)
+            if (!(s[k] = strdup(src->choice_strings[k])))
+                return -1;
+        return s ? 0 : -1;
+    }
+    size_t size = src->type == LOOM_VALUE_INT ? sizeof(int64_t) : sizeof(double);
+    void *copy = malloc(n * size);
+    if (!copy)
+        return -1;
+    memcpy(copy, src->type == LOOM_VALUE_INT ? (const void *)src->choice_ints
+                                              : (const void *)src->choice_doubles, n * size);
+    if (src->type == LOOM_VALUE_INT)
+        dst->choice_ints = copy;
+    else
+        dst->choice_doubles = copy;
+    return 0;
 }
 
 static loom_error *create(const loom_search_factory *self,
@@ -92,35 +123,25 @@ static loom_error *create(const loom_search_factory *self,
                           loom_search_instance **out)
 {
     (void)self;
+    if (config->param_count == 0)
+        return host->error_new(LOOM_ERR_INVALID_ARGUMENT,
+                               "template_search: the search space is empty");
     loom_search_instance *inst = calloc(1, sizeof *inst);
     if (!inst)
         return host->error_new(LOOM_ERR_RESOURCE_EXHAUSTED, "template_search: out of memory");
-    inst->space = cJSON_Parse(config->space_json ? config->space_json : "");
+    inst->params = calloc(config->param_count, sizeof *inst->params);
+    inst->point = calloc(config->param_count, sizeof *inst->point);
+    int ok = inst->params && inst->point;
+    for (uint32_t i = 0; ok && i < config->param_count; i++) {
+        inst->count = i + 1;
+        ok = copy_param(&inst->params[i], &config->params[i]) == 0;
+    }
+    if (!ok) {
+        destroy(inst);
+        return host->error_new(LOOM_ERR_RESOURCE_EXHAUSTED, "template_search: out of memory");
+    }
     inst->rng = config->seed;
     inst->total = config->max_experiments ? config->max_experiments : DEFAULT_POINTS;
-    if (!cJSON_IsArray(inst->space)) {
-        destroy(inst);
-        return host->error_new(LOOM_ERR_INVALID_ARGUMENT,
-                               "template_search: hyperParams is not a JSON array");
-    }
-    /* Refuse a bad space now, not at the first suggest: draw one value of
-     * each parameter from a throwaway generator. */
-    uint64_t probe = 0;
-    const cJSON *param;
-    cJSON_ArrayForEach(param, inst->space) {
-        cJSON *value = sample(param, &probe);
-        const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(param, "name"));
-        if (!value || !name) {
-            cJSON_Delete(value);
-            loom_error *err = host->error_newf(LOOM_ERR_INVALID_ARGUMENT,
-                                               "template_search: hyperparameter '%s' needs a "
-                                               "name and min/max bounds or a non-empty list",
-                                               name ? name : "?");
-            destroy(inst);
-            return err;
-        }
-        cJSON_Delete(value);
-    }
     *out = inst;
     return NULL;
 }
@@ -129,20 +150,12 @@ static loom_error *suggest(loom_search_instance *inst, uint32_t max,
                            const loom_proposal_sink *sink)
 {
     while (max-- > 0 && inst->proposed < inst->total) {
-        cJSON *config = cJSON_CreateObject();
-        const cJSON *param;
-        cJSON_ArrayForEach(param, inst->space) {
-            const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(param, "name"));
-            cJSON_AddItemToObject(config, name, sample(param, &inst->rng));
-        }
-        char *text = cJSON_PrintUnformatted(config);
-        cJSON_Delete(config);
-        if (!text)
-            return host->error_new(LOOM_ERR_RESOURCE_EXHAUSTED, "template_search: out of memory");
-        uint64_t id = sink->propose(sink, text); /* the host copies the text */
-        cJSON_free(text);
-        if (id == 0)
-            break; /* refused: try again at the next suggest */
+        for (uint32_t i = 0; i < inst->count; i++)
+            inst->point[i] = sample(&inst->params[i], &inst->rng);
+        /* The host copies the values; 0 means refused: try again at the next
+         * suggest. */
+        if (sink->propose(sink, inst->point, inst->count, 0) == 0)
+            break;
         inst->proposed++;
     }
     if (inst->proposed >= inst->total)
@@ -150,16 +163,16 @@ static loom_error *suggest(loom_search_instance *inst, uint32_t max,
     return NULL;
 }
 
-static loom_error *observe(loom_search_instance *inst, uint64_t experiment_id,
-                           int32_t status, const loom_metric *metrics,
-                           uint32_t metric_count)
+static loom_error *observe(loom_search_instance *inst, const loom_observation *obs,
+                           const loom_proposal_sink *sink)
 {
     (void)inst;
-    /* A model-based search would learn from this; random search only logs. */
-    if (metric_count > 0)
-        host->log(host, LOOM_LOG_INFO, "experiment %llu ended (status %d): %s=%g",
-                  (unsigned long long)experiment_id, status, metrics[0].name,
-                  metrics[0].value);
+    (void)sink;
+    /* A model-based search would learn from obs->values and obs->objective;
+     * random search only logs. */
+    if (obs->has_objective)
+        host->log(host, LOOM_LOG_INFO, "experiment %llu ended (status %d): objective %g",
+                  (unsigned long long)obs->experiment_id, obs->status, obs->objective);
     return NULL;
 }
 

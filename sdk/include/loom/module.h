@@ -28,7 +28,7 @@ extern "C" {
  * itself as `self`, so one implementation can serve several factories (the
  * host's Lua bridge does). Instance calls receive the instance. */
 #define LOOM_FRAMEWORK_FACTORY_ID "loom.framework/1"
-#define LOOM_SEARCH_FACTORY_ID "loom.search/1"
+#define LOOM_SEARCH_FACTORY_ID "loom.search/2"
 #define LOOM_KERNEL_FACTORY_ID "loom.kernel/1"
 #define LOOM_LOGGER_FACTORY_ID "loom.logger/1"
 

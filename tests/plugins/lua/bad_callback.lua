@@ -5,8 +5,8 @@ loom.register_search{
         local missing = nil
         return missing.field
     end,
-    observe = function(id, status, metrics)
-        error({code = "invalid_argument", message = "experiment " .. id .. " is unknown"})
+    observe = function(obs)
+        error({code = "invalid_argument", message = "experiment " .. obs.id .. " is unknown"})
     end,
 }
 
@@ -18,7 +18,7 @@ loom.register_search{
         kept = sink
         loom.register_logger{name = "late"}
     end,
-    observe = function(id, status, metrics)
+    observe = function(obs)
         kept.propose{lr = 1}
     end,
 }

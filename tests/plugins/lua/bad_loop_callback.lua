@@ -6,5 +6,5 @@ loom.register_search{
             pcall(function() while true do end end)
         end
     end,
-    observe = function(id, status, metrics) end,
+    observe = function(obs, sink) end,
 }

@@ -1,6 +1,6 @@
 loom.register_search{
     name = "extra",
     suggest = function(max, sink) end,
-    observe = function(id, status, metrics) end,
+    observe = function(obs, sink) end,
     max_parallel = 4,
 }

@@ -24,5 +24,5 @@ loom.register_logger{
 loom.register_search{
     name = "lines",
     suggest = function(max, sink) sink.finish() end,
-    observe = function(id, status, metrics) end,
+    observe = function(obs, sink) end,
 }

@@ -9,10 +9,10 @@ loom.register_search{
     init = function(config)
         state.maximize = config.maximize
         state.metric = config.objective_metric
-        for _, v in ipairs(config.space[1].discreteDbVal) do
+        for _, v in ipairs(config.space[1].choices) do
             state.lrs[#state.lrs + 1] = v
         end
-        state.eta = config.params.eta
+        state.eta = config.options.eta
     end,
     suggest = function(max, sink)
         for _ = 1, max do
@@ -21,13 +21,17 @@ loom.register_search{
                 sink.finish()
                 return
             end
-            local id = sink.propose{lr = lr, index = state.next, metric = state.metric}
+            local id = sink.propose({lr = lr, index = state.next}, state.next)
             if id then state.next = state.next + 1 end
         end
     end,
-    observe = function(id, status, metrics)
+    observe = function(obs, sink)
         state.observed[#state.observed + 1] =
-            {id = id, status = status, loss = metrics.loss}
+            {id = obs.id, status = obs.status, loss = obs.objective,
+             lr = obs.values.lr, accuracy = obs.metrics.accuracy}
+        if obs.status == "FINISHED" and obs.objective > 1 then
+            state.stopped = sink.stop(obs.id + 1)
+        end
     end,
     save_state = function()
         return loom.json_encode(state)

@@ -103,27 +103,9 @@ int main(void)
     FIELD(loom_framework_factory, evaluate);
     FIELD(loom_framework_factory, state_tensors);
     FIELD(loom_framework_factory, state_loaded);
-    FIELD(loom_search_config, struct_size);
-    FIELD(loom_search_config, maximize);
-    FIELD(loom_search_config, max_experiments);
-    FIELD(loom_search_config, max_parallel);
-    FIELD(loom_search_config, seed);
-    FIELD(loom_search_config, space_json);
-    FIELD(loom_search_config, params_json);
-    FIELD(loom_search_config, objective_metric);
-    FIELD(loom_search_config, experiments_json);
-    FIELD(loom_proposal_sink, struct_size);
-    FIELD(loom_proposal_sink, host_data);
-    FIELD(loom_proposal_sink, propose);
-    FIELD(loom_proposal_sink, finish);
-    FIELD(loom_search_factory, struct_size);
-    FIELD(loom_search_factory, reserved);
-    FIELD(loom_search_factory, create);
-    FIELD(loom_search_factory, destroy);
-    FIELD(loom_search_factory, suggest);
-    FIELD(loom_search_factory, observe);
-    FIELD(loom_search_factory, save_state);
-    FIELD(loom_search_factory, load_state);
+    /* The search structs are not dumped: the search kind is versioned by
+     * its factory id, and "loom.search/2" replaced the 1.0 "loom.search/1"
+     * layout outright (a 1.0 search plugin is simply not offered). */
     FIELD(loom_kernel_model_config, struct_size);
     FIELD(loom_kernel_model_config, reserved);
     FIELD(loom_kernel_model_config, model_dir);

@@ -18,7 +18,7 @@ typedef struct test_plugin {
 } test_plugin;
 
 /* Returns the factory for `factory_id`, or NULL (after printing why). */
-static const void *test_plugin_open(test_plugin *tp, const char *path,
+static inline const void *test_plugin_open(test_plugin *tp, const char *path,
                                     const char *factory_id)
 {
     tp->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -45,7 +45,7 @@ static const void *test_plugin_open(test_plugin *tp, const char *path,
     return tp->module->get_factory(factory_id);
 }
 
-static void test_plugin_close(test_plugin *tp)
+static inline void test_plugin_close(test_plugin *tp)
 {
     if (tp->module && tp->module->deinit)
         tp->module->deinit();

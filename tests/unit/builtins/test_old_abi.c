@@ -50,43 +50,6 @@ static void logger_runs(const char *name, const char *expected)
     CHECK_STR_EQ(text, expected);
 }
 
-static uint64_t next_id;
-static uint64_t propose(const loom_proposal_sink *sink, const char *config)
-{
-    (void)sink, (void)config;
-    return ++next_id;
-}
-static void finish(const loom_proposal_sink *sink) { (void)sink; }
-
-static void search_runs(registry *r, const char *name, int has_state)
-{
-    registry_entry e;
-    CHECK(registry_acquire(r, LOOM_KIND_SEARCH, name, &e) == 0);
-    const loom_search_factory *f = e.factory;
-    loom_search_config cfg = {.struct_size = sizeof cfg, .space_json = "[]", .params_json = "{}",
-                              .objective_metric = "loss"};
-    loom_search_instance *inst = NULL;
-    CHECK(f->create(f, &cfg, &inst) == NULL);
-    loom_proposal_sink sink = {.struct_size = sizeof sink, .propose = propose, .finish = finish};
-    CHECK(f->suggest(inst, 2, &sink) == NULL);
-    loom_metric m = {.name = "loss", .value = 1};
-    CHECK(f->observe(inst, 1, LOOM_EXPERIMENT_FINISHED, &m, 1) == NULL);
-    loom_error *(*save)(loom_search_instance *, char **) =
-        LOOM_OPTIONAL_ENTRY(f, loom_search_factory, save_state);
-    loom_error *(*load)(loom_search_instance *, const char *) =
-        LOOM_OPTIONAL_ENTRY(f, loom_search_factory, load_state);
-    CHECK_MSG((save != NULL) == has_state && (load != NULL) == has_state, "%s: state entries", name);
-    if (save && load) {
-        char *state = NULL;
-        CHECK(save(inst, &state) == NULL);
-        CHECK_STR_EQ(state, "{\"observed\": 1}");
-        CHECK(load(inst, state) == NULL);
-        free(state);
-    }
-    f->destroy(inst);
-    registry_release(r, LOOM_KIND_SEARCH, name);
-}
-
 static char answer[16];
 static loom_error *respond(loom_infer_request *req, int32_t status, const char *type,
                            const uint8_t *body, uint64_t len)
@@ -146,8 +109,13 @@ int main(void)
         CHECK_MSG(e == NULL, "%s: %s", names[i], loom_err_message(e));
         loom_err_free(e);
     }
+    /* The search kind moved to "loom.search/2" (a typed space instead of
+     * JSON text): a 1.0 plugin's search/1 factory is no kind this host
+     * knows, so old_full and old_min offer their other three kinds. */
     registry_entry list[16];
-    CHECK(registry_list(r, -1, list, 16) == 9); /* 4 + 4 + 1 */
+    CHECK(registry_list(r, -1, list, 16) == 7); /* 3 + 3 + 1 */
+    registry_entry unused;
+    CHECK(registry_acquire(r, LOOM_KIND_SEARCH, "old_full", &unused) != 0);
 
     /* Refusals carry codes callers act on, not text to match. */
     struct {
@@ -168,13 +136,11 @@ int main(void)
                   (int)loom_err_code(e), loom_err_message(e));
         loom_err_free(e);
     }
-    CHECK(registry_list(r, -1, list, 16) == 9);
+    CHECK(registry_list(r, -1, list, 16) == 7);
     loom_error *e = registry_remove(r, LOOM_KIND_LOGGER, "nobody");
     CHECK(loom_err_code(e) == LOOM_E_NOT_FOUND);
     loom_err_free(e);
 
-    search_runs(r, "old_full", 1);
-    search_runs(r, "old_min", 0);
     kernel_runs(r, "old_full");
     kernel_runs(r, "old_min");
     framework_loads(r, "old_full", 1);

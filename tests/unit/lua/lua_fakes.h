@@ -110,20 +110,52 @@ static inline int worker_has_env(const fake_worker *w, const char *kv)
 
 typedef struct fake_proposals {
     loom_proposal_sink sink;
+    const loom_param *params; /* the space, to format proposals */
+    uint32_t param_count;
     uint64_t next_id;
     int count;
     int finished;
     int refuse; /* answer 0 to every proposal */
-    char configs[8][256];
+    int stops;
+    uint64_t stopped;
+    double budgets[8];
+    char configs[8][256]; /* each proposal as {"name":value,...} */
 } fake_proposals;
 
-static inline uint64_t fake_propose(const loom_proposal_sink *sink, const char *json)
+static inline uint64_t fake_propose(const loom_proposal_sink *sink, const loom_value *values,
+                                    uint32_t count, double budget)
 {
     fake_proposals *f = sink->host_data;
-    if (f->refuse || f->count == 8)
+    if (f->refuse || f->count == 8 || count != f->param_count)
         return 0;
-    snprintf(f->configs[f->count++], sizeof f->configs[0], "%s", json);
+    char *out = f->configs[f->count];
+    size_t used = 0, cap = sizeof f->configs[0];
+    used += (size_t)snprintf(out, cap, "{");
+    for (uint32_t i = 0; i < count && used < cap; i++) {
+        const char *sep = i ? "," : "";
+        const char *name = f->params[i].name;
+        if (values[i].type == LOOM_VALUE_STRING)
+            used += (size_t)snprintf(out + used, cap - used, "%s\"%s\":\"%s\"", sep, name,
+                                     values[i].s);
+        else if (values[i].type == LOOM_VALUE_INT)
+            used += (size_t)snprintf(out + used, cap - used, "%s\"%s\":%lld", sep, name,
+                                     (long long)values[i].i);
+        else
+            used += (size_t)snprintf(out + used, cap - used, "%s\"%s\":%.15g", sep, name,
+                                     values[i].d);
+    }
+    if (used < cap)
+        snprintf(out + used, cap - used, "}");
+    f->budgets[f->count++] = budget;
     return f->next_id++;
+}
+
+static inline int32_t fake_stop(const loom_proposal_sink *sink, uint64_t id)
+{
+    fake_proposals *f = sink->host_data;
+    f->stops++;
+    f->stopped = id;
+    return 0;
 }
 
 static inline void fake_finish(const loom_proposal_sink *sink)
@@ -138,8 +170,16 @@ static inline void fake_proposals_init(fake_proposals *f, uint64_t first_id)
     f->sink.struct_size = sizeof f->sink;
     f->sink.host_data = f;
     f->sink.propose = fake_propose;
+    f->sink.stop = fake_stop;
     f->sink.finish = fake_finish;
     f->next_id = first_id;
+}
+
+static inline void fake_proposals_space(fake_proposals *f, const loom_param *params,
+                                        uint32_t count)
+{
+    f->params = params;
+    f->param_count = count;
 }
 
 /* ---- inference requests ------------------------------------------------ */

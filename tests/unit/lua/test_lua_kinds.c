@@ -90,9 +90,30 @@ static void test_framework(void)
     lua_plugin_close(p);
 }
 
-static const char *const space_json =
-    "[{\"name\":\"lr\",\"type\":\"Discrete\",\"dataType\":\"DOUBLE\","
-    "\"discreteDbVal\":[0.1,0.01,0.001]}]";
+static const double lr_choices[] = {0.1, 0.01, 0.001};
+static const loom_param list_space[] = {
+    {.struct_size = sizeof(loom_param), .kind = LOOM_PARAM_CHOICE, .type = LOOM_VALUE_DOUBLE,
+     .name = "lr", .choice_count = 3, .choice_doubles = lr_choices},
+    {.struct_size = sizeof(loom_param), .kind = LOOM_PARAM_RANGE, .type = LOOM_VALUE_INT,
+     .name = "index", .low = 1, .high = 10, .step = 1},
+};
+static const loom_search_option eta_option[] = {{"eta", "3"}};
+
+static void observe_one(const loom_search_factory *f, loom_search_instance *inst,
+                        fake_proposals *sink, uint64_t id, int32_t status, double loss,
+                        int32_t expect_code)
+{
+    loom_value values[2] = {{.type = LOOM_VALUE_DOUBLE, .d = 0.1},
+                            {.type = LOOM_VALUE_INT, .i = 1}};
+    loom_metric metrics[] = {{"loss", loss}, {"accuracy", 0.9}};
+    loom_observation obs = {.struct_size = sizeof obs, .status = status, .experiment_id = id,
+                            .has_objective = 1, .objective = loss, .value_count = 2,
+                            .values = values, .metric_count = 2, .metrics = metrics};
+    loom_error *e = f->observe(inst, &obs, &sink->sink);
+    CHECK_MSG(loom_err_code(e) == expect_code, "observe %llu: %s", (unsigned long long)id,
+              loom_err_message(e));
+    loom_err_free(e);
+}
 
 static void test_search(void)
 {
@@ -114,8 +135,8 @@ static void test_search(void)
 
     loom_search_config config = {
         .struct_size = sizeof config, .maximize = 0, .max_experiments = 3,
-        .max_parallel = 2, .seed = 42, .space_json = space_json,
-        .params_json = "{\"eta\":\"3\"}", .objective_metric = "loss"};
+        .max_parallel = 2, .seed = 42, .objective_metric = "loss",
+        .param_count = 2, .params = list_space, .option_count = 1, .options = eta_option};
     loom_search_instance *a = NULL;
     loom_error *e = f->create(f, &config, &a);
     CHECK_MSG(e == NULL, "%s", loom_err_message(e));
@@ -127,31 +148,31 @@ static void test_search(void)
 
     fake_proposals sink;
     fake_proposals_init(&sink, 100);
+    fake_proposals_space(&sink, list_space, 2);
     e = f->suggest(a, 2, &sink.sink);
     CHECK_MSG(e == NULL, "%s", loom_err_message(e));
     loom_err_free(e);
     CHECK(sink.count == 2);
-    CHECK_CONTAINS(sink.configs[0], "\"lr\":0.1");
-    CHECK_CONTAINS(sink.configs[0], "\"index\":1");
-    CHECK_CONTAINS(sink.configs[0], "\"metric\":\"loss\"");
-    CHECK_CONTAINS(sink.configs[1], "\"lr\":0.01");
+    CHECK_STR_EQ(sink.configs[0], "{\"lr\":0.1,\"index\":1}");
+    CHECK_STR_EQ(sink.configs[1], "{\"lr\":0.01,\"index\":2}");
+    CHECK(sink.budgets[0] == 1 && sink.budgets[1] == 2); /* propose's budget */
     CHECK(!sink.finished);
 
     /* a refused proposal comes back as nil: the script does not advance */
     fake_proposals refusing;
     fake_proposals_init(&refusing, 1);
+    fake_proposals_space(&refusing, list_space, 2);
     refusing.refuse = 1;
     e = f->suggest(a, 1, &refusing.sink);
     CHECK(e == NULL);
     loom_err_free(e);
 
-    loom_metric metrics[] = {{"loss", 0.25}, {"accuracy", 0.9}};
-    e = f->observe(a, 100, LOOM_EXPERIMENT_FINISHED, metrics, 2);
-    CHECK(e == NULL);
-    loom_err_free(e);
-    e = f->observe(a, 101, 7, metrics, 2);
-    CHECK(loom_err_code(e) == LOOM_ERR_INVALID_ARGUMENT);
-    loom_err_free(e);
+    /* observe gets the values and metrics as tables, and may stop others */
+    observe_one(f, a, &sink, 100, LOOM_EXPERIMENT_FINISHED, 0.25, 0);
+    CHECK(sink.stops == 0);
+    observe_one(f, a, &sink, 101, LOOM_EXPERIMENT_FINISHED, 2.5, 0);
+    CHECK(sink.stops == 1 && sink.stopped == 102);
+    observe_one(f, a, &sink, 101, 7, 0.5, LOOM_ERR_INVALID_ARGUMENT);
 
     char *state = NULL;
     e = f->save_state(a, &state);
@@ -160,6 +181,9 @@ static void test_search(void)
     CHECK(state != NULL);
     CHECK_CONTAINS(state, "\"next\":3");
     CHECK_CONTAINS(state, "\"loss\":0.25");
+    CHECK_CONTAINS(state, "\"lr\":0.1");
+    CHECK_CONTAINS(state, "\"accuracy\":0.9");
+    CHECK_CONTAINS(state, "\"eta\":\"3\"");
     CHECK_CONTAINS(state, "\"status\":\"FINISHED\"");
     f->destroy(a);
 
@@ -179,12 +203,12 @@ static void test_search(void)
         CHECK_STR_EQ(again, state);
         free(again);
         fake_proposals_init(&sink, 200);
+        fake_proposals_space(&sink, list_space, 2);
         e = f->suggest(b, 5, &sink.sink);
         CHECK(e == NULL);
         loom_err_free(e);
         CHECK(sink.count == 1);
-        CHECK_CONTAINS(sink.configs[0], "\"lr\":0.001");
-        CHECK_CONTAINS(sink.configs[0], "\"index\":3");
+        CHECK_STR_EQ(sink.configs[0], "{\"lr\":0.001,\"index\":3}");
         CHECK(sink.finished);
     }
     if (b)

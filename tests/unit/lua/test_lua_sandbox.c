@@ -24,10 +24,15 @@ static void check_still_works(const char *after)
     if (!p)
         return;
     const loom_search_factory *f = find_factory(p, LOOM_KIND_SEARCH, "list-search");
+    static const double half[] = {0.5};
+    static const loom_param space[] = {
+        {.struct_size = sizeof(loom_param), .kind = LOOM_PARAM_CHOICE, .type = LOOM_VALUE_DOUBLE,
+         .name = "lr", .choice_count = 1, .choice_doubles = half},
+        {.struct_size = sizeof(loom_param), .kind = LOOM_PARAM_RANGE, .type = LOOM_VALUE_INT,
+         .name = "index", .low = 1, .high = 9}};
     loom_search_config config = {
-        .struct_size = sizeof config,
-        .space_json = "[{\"name\":\"lr\",\"discreteDbVal\":[0.5]}]",
-        .params_json = "{}", .objective_metric = "loss"};
+        .struct_size = sizeof config, .param_count = 2, .params = space,
+        .objective_metric = "loss"};
     loom_search_instance *inst = NULL;
     loom_error *e = f ? f->create(f, &config, &inst) : NULL;
     CHECK_MSG(e == NULL && inst != NULL, "after %s: %s", after,
@@ -36,6 +41,7 @@ static void check_still_works(const char *after)
     if (inst) {
         fake_proposals sink;
         fake_proposals_init(&sink, 1);
+        fake_proposals_space(&sink, space, 2);
         e = f->suggest(inst, 1, &sink.sink);
         CHECK_MSG(e == NULL && sink.count == 1, "after %s: %s", after,
                   loom_err_message(e));
@@ -202,7 +208,9 @@ static void test_callback_errors(void)
         loom_err_free(e);
 
         /* error{code=, message=} picks the loom_code */
-        e = f->observe(inst, 5, LOOM_EXPERIMENT_FAILED, NULL, 0);
+        loom_observation failed = {.struct_size = sizeof failed, .experiment_id = 5,
+                                   .status = LOOM_EXPERIMENT_FAILED};
+        e = f->observe(inst, &failed, &sink.sink);
         CHECK(loom_err_code(e) == LOOM_ERR_INVALID_ARGUMENT);
         CHECK_CONTAINS(loom_err_message(e), "bad_callback.lua:9:");
         CHECK_CONTAINS(loom_err_message(e), "experiment 5 is unknown");
@@ -219,7 +227,8 @@ static void test_callback_errors(void)
                        "registration is only allowed while the script is loading");
         loom_err_free(e);
         /* the sink it kept died with that suggest call */
-        e = f->observe(inst, 1, LOOM_EXPERIMENT_FINISHED, NULL, 0);
+        loom_observation done = {.struct_size = sizeof done, .experiment_id = 1};
+        e = f->observe(inst, &done, &sink.sink);
         CHECK_CONTAINS(loom_err_message(e), "bad_callback.lua:22:");
         CHECK_CONTAINS(loom_err_message(e), "only valid while suggest runs");
         loom_err_free(e);
@@ -242,7 +251,8 @@ static void test_callback_errors(void)
         CHECK_CONTAINS(loom_err_message(e), "bad_loop_callback.lua:");
         loom_err_free(e);
         /* the instance is still usable: observe runs under a new deadline */
-        e = f->observe(inst, 1, LOOM_EXPERIMENT_FINISHED, NULL, 0);
+        loom_observation done = {.struct_size = sizeof done, .experiment_id = 1};
+        e = f->observe(inst, &done, &sink.sink);
         CHECK_MSG(e == NULL, "%s", loom_err_message(e));
         loom_err_free(e);
         f->destroy(inst);

@@ -50,27 +50,45 @@ static void test_search(void)
     lua_plugin *p = open_template("search", (const void **)&f, LOOM_KIND_SEARCH);
     if (!f)
         goto out;
+    static const char *const optimizers[] = {"sgd", "adam"};
+    static const loom_param space[] = {
+        {.struct_size = sizeof(loom_param), .kind = LOOM_PARAM_RANGE, .type = LOOM_VALUE_DOUBLE,
+         .name = "lr", .low = -2, .high = -1, .log_base = 10},
+        {.struct_size = sizeof(loom_param), .kind = LOOM_PARAM_RANGE, .type = LOOM_VALUE_INT,
+         .name = "width", .low = 16, .high = 32},
+        {.struct_size = sizeof(loom_param), .kind = LOOM_PARAM_CHOICE, .type = LOOM_VALUE_STRING,
+         .name = "optimizer", .choice_count = 2, .choice_strings = optimizers}};
+    static const loom_search_option count[] = {{"count", "2"}};
     loom_search_config c = {
         .struct_size = sizeof c, .seed = 7, .objective_metric = "loss",
-        .space_json = "[{\"name\": \"lr\", \"type\": \"Range\", \"dataType\": \"DOUBLE\", "
-                      "\"minDbVal\": 0.1, \"maxDbVal\": 0.2}]",
-        .params_json = "{\"count\": \"2\"}"};
+        .param_count = 3, .params = space, .option_count = 1, .options = count};
     loom_search_instance *inst = NULL;
     loom_error *e = f->create(f, &c, &inst);
     CHECK_MSG(e == NULL, "%s", loom_err_message(e));
     fake_proposals sink;
     fake_proposals_init(&sink, 1);
+    fake_proposals_space(&sink, space, 3);
     if (!e)
         e = f->suggest(inst, 5, &sink.sink);
     CHECK_MSG(e == NULL, "%s", loom_err_message(e));
     CHECK(sink.count == 2 && sink.finished);
     cJSON *point = cJSON_Parse(sink.configs[0]);
     double lr = cJSON_GetNumberValue(cJSON_GetObjectItem(point, "lr"));
-    CHECK_MSG(lr >= 0.1 && lr <= 0.2, "lr %g", lr);
+    double width = cJSON_GetNumberValue(cJSON_GetObjectItem(point, "width"));
+    const char *opt = cJSON_GetStringValue(cJSON_GetObjectItem(point, "optimizer"));
+    CHECK_MSG(lr >= 0.01 && lr <= 0.1, "lr %g", lr);
+    CHECK_MSG(width >= 16 && width <= 32 && width == (int)width, "width %g", width);
+    CHECK(opt && (strcmp(opt, "sgd") == 0 || strcmp(opt, "adam") == 0));
     cJSON_Delete(point);
     loom_metric m = {.name = "loss", .value = 0.5};
+    loom_value values[3] = {{.type = LOOM_VALUE_DOUBLE, .d = 0.05},
+                            {.type = LOOM_VALUE_INT, .i = 20},
+                            {.type = LOOM_VALUE_STRING, .s = "sgd"}};
+    loom_observation obs = {.struct_size = sizeof obs, .experiment_id = 1, .has_objective = 1,
+                            .objective = 0.5, .value_count = 3, .values = values,
+                            .metric_count = 1, .metrics = &m};
     if (!e)
-        e = f->observe(inst, 1, LOOM_EXPERIMENT_FINISHED, &m, 1);
+        e = f->observe(inst, &obs, &sink.sink);
     char *state = NULL;
     if (!e)
         e = f->save_state(inst, &state);

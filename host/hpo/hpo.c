@@ -1,0 +1,445 @@
+/* hpo/hpo.c - see hpo.h: the service's calls and its loop thread (one pass
+ * per task: hpo_loop.c). */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hpo/hpo_internal.h"
+#include "util/fs.h"
+#include "util/log.h"
+#include "util/tarball.h"
+
+#define MODEL_MAX_BYTES ((uint64_t)1 << 30)
+
+const hpo_builtin_algorithm hpo_builtin_algorithms[] = {
+    {"Random", "random"},     {"ExperimentGridSearch", "grid"}, {"Tpe", "tpe"},
+    {"Hyperband", "hyperband"}, {"Bayesian", "bayesian"},
+};
+const size_t hpo_builtin_algorithm_count =
+    sizeof hpo_builtin_algorithms / sizeof *hpo_builtin_algorithms;
+
+loom_error *hpo_resolve_algorithm(hpo_service *svc, const char *algorithm, hpo_task *t)
+{
+    const char *plugin = algorithm;
+    for (size_t i = 0; i < hpo_builtin_algorithm_count; i++)
+        if (!strcasecmp(algorithm, hpo_builtin_algorithms[i].wmla_name))
+            plugin = hpo_builtin_algorithms[i].plugin;
+    registry_entry e;
+    if (registry_acquire(svc->reg, LOOM_KIND_SEARCH, plugin, &e) == 0) {
+        snprintf(t->plugin, sizeof t->plugin, "%s", e.name);
+        snprintf(t->plugin_path, sizeof t->plugin_path, "%s", e.path);
+        /* The plugin-host child loads its own copy: the host keeps no pin. */
+        registry_release(svc->reg, LOOM_KIND_SEARCH, e.name);
+        return NULL;
+    }
+    loom_error *err = hpo_resolve_installed(svc, algorithm, t);
+    if (!err || loom_err_code(err) != LOOM_E_NOT_FOUND)
+        return err;
+    loom_err_free(err);
+    return loom_err(LOOM_E_INVALID,
+                    "algoDef.algorithm: no search algorithm named \"%s\" (built in: Random, "
+                    "Tpe, Bayesian, Hyperband, ExperimentGridSearch; or one registered with "
+                    "loom algorithm add)", algorithm);
+}
+
+void hpo_task_free(hpo_task *t)
+{
+    if (!t)
+        return;
+    search_client_free(t->search);
+    hpo_exp_recs_free(t->exps, t->nexps);
+    hpo_task_spec_free(&t->spec);
+    hpo_task_rec_free(&t->rec);
+    free(t);
+}
+
+/* ---- the loop -------------------------------------------------------------- */
+
+static void *loop(void *arg)
+{
+    hpo_service *svc = arg;
+    pthread_mutex_lock(&svc->lock);
+    while (!svc->stop) {
+        for (hpo_task **pt = &svc->active; *pt;) {
+            hpo_task *t = *pt;
+            if (hpo_tick(svc, t)) {
+                *pt = t->next;
+                hpo_task_free(t);
+            } else {
+                pt = &t->next;
+            }
+        }
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        long ns = until.tv_nsec + (long)svc->opt.tick_ms * 1000000L;
+        until.tv_sec += ns / 1000000000L;
+        until.tv_nsec = ns % 1000000000L;
+        if (!svc->stop)
+            pthread_cond_timedwait(&svc->wake, &svc->lock, &until);
+    }
+    pthread_mutex_unlock(&svc->lock);
+    return NULL;
+}
+
+/* A stored task made active again: its spec parsed, its experiments read. */
+static loom_error *activate(hpo_service *svc, const hpo_task_rec *rec, hpo_task **out)
+{
+    hpo_task *t = calloc(1, sizeof *t);
+    if (!t)
+        return loom_err(LOOM_E_INTERNAL, "out of memory");
+    t->rec = *rec;
+    t->rec.task_json = rec->task_json ? strdup(rec->task_json) : NULL;
+    t->rec.algo_state = rec->algo_state ? strdup(rec->algo_state) : NULL;
+    snprintf(t->dir, sizeof t->dir, "%s/hpo/%s", svc->home, rec->name);
+    loom_error *e = t->rec.task_json ? wmla_task_parse(t->rec.task_json, strlen(t->rec.task_json),
+                                                       &t->spec)
+                                     : loom_err(LOOM_E_INTERNAL, "out of memory");
+    if (!e)
+        e = hpo_resolve_algorithm(svc, t->spec.algorithm, t);
+    if (!e)
+        e = hpo_store_exp_list(svc->st, rec->name, &t->exps, &t->nexps);
+    t->cap = t->nexps;
+    if (e) {
+        hpo_task_free(t);
+        return e;
+    }
+    *out = t;
+    return NULL;
+}
+
+typedef struct resume_ctx {
+    hpo_service *svc;
+} resume_ctx;
+
+static void resume_one(const hpo_task_rec *rec, void *arg)
+{
+    hpo_service *svc = ((resume_ctx *)arg)->svc;
+    if (strcmp(rec->state, "SUBMITTED") && strcmp(rec->state, "RUNNING"))
+        return;
+    hpo_task *t = NULL;
+    loom_error *e = activate(svc, rec, &t);
+    if (e) {
+        hpo_task_rec copy = *rec;
+        snprintf(copy.state, sizeof copy.state, "FAILED");
+        loom_err_take(e, copy.message, sizeof copy.message);
+        copy.ended_at = time_now_ms();
+        loom_err_free(hpo_store_task_update(svc->st, &copy));
+        return;
+    }
+    t->reconcile = 1;
+    t->next = svc->active;
+    svc->active = t;
+    log_info("tuning task %s resumes (%zu experiment(s) recorded)", rec->name, t->nexps);
+}
+
+loom_error *hpo_service_create(store *st, registry *reg, exec_service *es, const char *home,
+                               const hpo_options *opt, hpo_service **out)
+{
+    *out = NULL;
+    loom_error *e = hpo_store_init(st);
+    if (!e)
+        e = hpo_algorithms_init(st);
+    if (e)
+        return e;
+    hpo_service *svc = calloc(1, sizeof *svc);
+    if (!svc)
+        return loom_err(LOOM_E_INTERNAL, "out of memory");
+    svc->st = st;
+    svc->reg = reg;
+    svc->es = es;
+    snprintf(svc->home, sizeof svc->home, "%s", home);
+    ssize_t n = readlink("/proc/self/exe", svc->binary, sizeof svc->binary - 1);
+    svc->binary[n > 0 ? n : 0] = 0;
+    if (opt)
+        svc->opt = *opt;
+    if (!svc->opt.plugin_deadline_ms)
+        svc->opt.plugin_deadline_ms = 5000;
+    if (!svc->opt.tick_ms)
+        svc->opt.tick_ms = 5;
+    pthread_mutex_init(&svc->lock, NULL);
+    pthread_cond_init(&svc->wake, NULL);
+    resume_ctx ctx = {svc};
+    e = hpo_store_task_each(st, resume_one, &ctx);
+    if (!e && pthread_create(&svc->thread, NULL, loop, svc) != 0)
+        e = loom_err(LOOM_E_INTERNAL, "cannot start the tuning loop: %s", strerror(errno));
+    if (e) {
+        while (svc->active) {
+            hpo_task *t = svc->active;
+            svc->active = t->next;
+            hpo_task_free(t);
+        }
+        pthread_mutex_destroy(&svc->lock);
+        pthread_cond_destroy(&svc->wake);
+        free(svc);
+        return e;
+    }
+    *out = svc;
+    return NULL;
+}
+
+void hpo_service_destroy(hpo_service *svc)
+{
+    if (!svc)
+        return;
+    pthread_mutex_lock(&svc->lock);
+    svc->stop = 1;
+    pthread_cond_signal(&svc->wake);
+    pthread_mutex_unlock(&svc->lock);
+    pthread_join(svc->thread, NULL);
+    while (svc->active) {
+        hpo_task *t = svc->active;
+        svc->active = t->next;
+        hpo_task_free(t);
+    }
+    pthread_mutex_destroy(&svc->lock);
+    pthread_cond_destroy(&svc->wake);
+    free(svc);
+}
+
+/* ---- calls ----------------------------------------------------------------- */
+
+int hpo_single_subdir(const char *dir, char *name, size_t len)
+{
+    DIR *d = opendir(dir);
+    int n = 0, is_dir = 0;
+    struct dirent *ent;
+    while (d && (ent = readdir(d)) != NULL) {
+        if (!strcmp(ent->d_name, ".") || !strcmp(ent->d_name, ".."))
+            continue;
+        n++;
+        char path[PATH_MAX + NAME_MAX + 2];
+        snprintf(path, sizeof path, "%s/%s", dir, ent->d_name);
+        is_dir = fs_is_dir(path);
+        snprintf(name, len, "%s", ent->d_name);
+    }
+    if (d)
+        closedir(d);
+    return n == 1 && is_dir;
+}
+
+/* The model directory, unpacked once; a native model's edt.json is kept
+ * as the template its "$name" strings are filled from. */
+static loom_error *prepare_dir(const char *dir, const hpo_submission *sub)
+{
+    char model[PATH_MAX + 16], path[PATH_MAX + 64];
+    snprintf(model, sizeof model, "%s/model", dir);
+    if (fs_mkdir_p(model) != 0)
+        return loom_err(LOOM_E_INTERNAL, "cannot create %s: %s", model, strerror(errno));
+    loom_error *e = sub->archive_path
+                        ? tarball_unpack_file(sub->archive_path, model, MODEL_MAX_BYTES)
+                        : tarball_unpack(sub->archive, sub->archive_len, model, MODEL_MAX_BYTES);
+    if (e)
+        return loom_err_wrap(e, "file (the model directory)");
+    /* WMLA's clients send the model folder itself (one top-level folder);
+     * loom's CLI sends its contents. Both become the model directory. */
+    char only[NAME_MAX + 1];
+    if (hpo_single_subdir(model, only, sizeof only)) {
+        char tmp[PATH_MAX + 16], inner[PATH_MAX + 16 + NAME_MAX];
+        snprintf(tmp, sizeof tmp, "%s/model.top", dir);
+        snprintf(inner, sizeof inner, "%s/%s", tmp, only);
+        if (rename(model, tmp) != 0 || rename(inner, model) != 0)
+            return loom_err(LOOM_E_INTERNAL, "cannot move %s up: %s", only, strerror(errno));
+        fs_rm_rf(tmp);
+    }
+    snprintf(path, sizeof path, "%s/edt.json", model);
+    if (fs_is_file(path)) {
+        char tmpl[PATH_MAX + 64];
+        snprintf(tmpl, sizeof tmpl, "%s/edt.template.json", dir);
+        if (fs_copy_file(path, tmpl, 0644) != 0)
+            return loom_err(LOOM_E_INTERNAL, "cannot copy %s: %s", path, strerror(errno));
+    }
+    return NULL;
+}
+
+loom_error *hpo_submit(hpo_service *svc, const hpo_submission *sub, char *name, size_t namelen)
+{
+    hpo_task *t = calloc(1, sizeof *t);
+    if (!t)
+        return loom_err(LOOM_E_INTERNAL, "out of memory");
+    loom_error *e = wmla_task_parse(sub->task_json, sub->task_len, &t->spec);
+    if (!e)
+        e = hpo_resolve_algorithm(svc, t->spec.algorithm, t);
+    if (!e && (!sub->archive || !sub->archive_len) && !sub->archive_path)
+        e = loom_err(LOOM_E_INVALID, "file: expected the model directory as a tar (gzip'd or not) "
+                                     "in the 'file' part (loom hpo submit --model-dir DIR)");
+    if (e) {
+        hpo_task_free(t);
+        return e;
+    }
+    hpo_task_rec *r = &t->rec;
+    snprintf(r->name, sizeof r->name, "%s", t->spec.name);
+    snprintf(r->user, sizeof r->user, "%s", sub->user);
+    r->user_id = sub->user_id;
+    r->is_admin = sub->is_admin;
+    snprintf(r->state, sizeof r->state, "SUBMITTED");
+    r->task_json = strndup(sub->task_json, sub->task_len);
+    r->next_id = 1;
+    r->created_at = time_now_ms();
+    snprintf(t->dir, sizeof t->dir, "%s/hpo/%s", svc->home, r->name);
+    pthread_mutex_lock(&svc->lock);
+    hpo_task_rec old;
+    if (!r->task_json) {
+        e = loom_err(LOOM_E_INTERNAL, "out of memory");
+    } else if (!hpo_store_task_get(svc->st, r->name, &old)) {
+        hpo_task_rec_free(&old);
+        e = loom_err(LOOM_E_CONFLICT, "hpoName: a tuning task \"%s\" exists (delete it first)",
+                     r->name);
+    } else {
+        fs_rm_rf(t->dir);
+        e = prepare_dir(t->dir, sub);
+        if (!e)
+            e = hpo_store_task_insert(svc->st, r);
+        if (e)
+            fs_rm_rf(t->dir);
+    }
+    if (!e) {
+        t->next = svc->active;
+        svc->active = t;
+        snprintf(name, namelen, "%s", r->name);
+        pthread_cond_signal(&svc->wake);
+        log_info("tuning task %s submitted by %s: %s over %u parameter(s)", r->name, r->user,
+                 t->plugin, t->spec.param_count);
+    }
+    pthread_mutex_unlock(&svc->lock);
+    if (e)
+        hpo_task_free(t);
+    return e;
+}
+
+static hpo_task *find_active(hpo_service *svc, const char *name)
+{
+    for (hpo_task *t = svc->active; t; t = t->next)
+        if (!strcmp(t->rec.name, name))
+            return t;
+    return NULL;
+}
+
+/* The stored task if `owner` may see it. Lock held or not. */
+static loom_error *get_visible(hpo_service *svc, const char *owner, const char *name,
+                               hpo_task_rec *out)
+{
+    loom_error *e = hpo_store_task_get(svc->st, name, out);
+    if (!e && owner && strcmp(owner, out->user)) {
+        hpo_task_rec_free(out);
+        e = loom_err(LOOM_E_NOT_FOUND, "no tuning task \"%s\"", name);
+    }
+    return e;
+}
+
+loom_error *hpo_stop(hpo_service *svc, const char *owner, const char *name)
+{
+    hpo_task_rec rec;
+    pthread_mutex_lock(&svc->lock);
+    loom_error *e = get_visible(svc, owner, name, &rec);
+    hpo_task *t = e ? NULL : find_active(svc, name);
+    if (!e && !t) {
+        e = loom_err(LOOM_E_CONFLICT, "tuning task \"%s\" is already %s", name, rec.state);
+    } else if (t) {
+        t->stopping = 1;
+        for (size_t i = 0; i < t->nexps; i++) {
+            hpo_exp_rec *x = &t->exps[i];
+            if (!strcmp(x->state, "NOTRUN")) {
+                snprintf(x->state, sizeof x->state, "STOPPED");
+                hpo_exp_save(svc, t, x);
+            } else if (hpo_exp_is_live(x) && x->exec_id[0]) {
+                loom_err_free(exec_stop(svc->es, EXEC_ADMIN, x->exec_id));
+            }
+        }
+        pthread_cond_signal(&svc->wake);
+    }
+    if (!e)
+        hpo_task_rec_free(&rec);
+    pthread_mutex_unlock(&svc->lock);
+    return e;
+}
+
+loom_error *hpo_restart(hpo_service *svc, const char *owner, const char *name)
+{
+    hpo_task_rec rec;
+    pthread_mutex_lock(&svc->lock);
+    loom_error *e = get_visible(svc, owner, name, &rec);
+    int have_rec = e == NULL;
+    if (!e && (find_active(svc, name) || (strcmp(rec.state, "STOPPED") && strcmp(rec.state, "FAILED"))))
+        e = loom_err(LOOM_E_CONFLICT, "tuning task \"%s\" is %s; only a STOPPED or FAILED one "
+                                      "restarts", name, rec.state);
+    hpo_task *t = NULL;
+    if (!e) {
+        snprintf(rec.state, sizeof rec.state, "RUNNING");
+        rec.message[0] = 0;
+        rec.search_finished = 0;
+        rec.ended_at = 0;
+        e = activate(svc, &rec, &t);
+    }
+    if (!e && (e = hpo_store_task_update(svc->st, &t->rec)) == NULL) {
+        t->next = svc->active;
+        svc->active = t;
+        pthread_cond_signal(&svc->wake);
+    } else {
+        hpo_task_free(t);
+    }
+    if (have_rec)
+        hpo_task_rec_free(&rec);
+    pthread_mutex_unlock(&svc->lock);
+    return e;
+}
+
+/* Lock held; the task is not active. */
+static loom_error *delete_locked(hpo_service *svc, const char *name)
+{
+    hpo_exp_rec *xs = NULL;
+    size_t n = 0;
+    loom_error *e = hpo_store_exp_list(svc->st, name, &xs, &n);
+    for (size_t i = 0; !e && i < n; i++)
+        if (xs[i].exec_id[0])
+            loom_err_free(exec_delete(svc->es, EXEC_ADMIN, xs[i].exec_id));
+    hpo_exp_recs_free(xs, n);
+    if (!e)
+        e = hpo_store_task_delete(svc->st, name);
+    if (!e) {
+        char dir[PATH_MAX + 160];
+        snprintf(dir, sizeof dir, "%s/hpo/%s", svc->home, name);
+        fs_rm_rf(dir);
+    }
+    return e;
+}
+
+loom_error *hpo_delete(hpo_service *svc, const char *owner, const char *name)
+{
+    hpo_task_rec rec;
+    pthread_mutex_lock(&svc->lock);
+    loom_error *e = get_visible(svc, owner, name, &rec);
+    if (!e) {
+        if (find_active(svc, name))
+            e = loom_err(LOOM_E_CONFLICT, "tuning task \"%s\" is %s; stop it first", name,
+                         rec.state);
+        else
+            e = delete_locked(svc, name);
+        hpo_task_rec_free(&rec);
+    }
+    pthread_mutex_unlock(&svc->lock);
+    return e;
+}
+
+loom_error *hpo_delete_ended(hpo_service *svc, const char *owner, unsigned *count)
+{
+    *count = 0;
+    hpo_task_rec *all = NULL;
+    size_t n = 0;
+    loom_error *e = hpo_list(svc, owner, &all, &n);
+    pthread_mutex_lock(&svc->lock);
+    for (size_t i = 0; !e && i < n; i++) {
+        if (find_active(svc, all[i].name) || !strcmp(all[i].state, "SUBMITTED") ||
+            !strcmp(all[i].state, "RUNNING"))
+            continue;
+        if (!(e = delete_locked(svc, all[i].name)))
+            (*count)++;
+    }
+    pthread_mutex_unlock(&svc->lock);
+    hpo_task_recs_free(all, n);
+    return e;
+}
