@@ -471,8 +471,7 @@ void http_pending_reply(http_pending *p, http_response *res)
 }
 
 /* After a deferring handler: the reply now, or suspend until it comes. */
-static enum MHD_Result after_defer(const http_server *srv, request_state *st,
-                                   struct MHD_Connection *conn);
+static enum MHD_Result after_defer(request_state *st, struct MHD_Connection *conn);
 
 static enum MHD_Result reply_now(const http_server *srv, struct MHD_Connection *conn, int32_t code,
                                  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
@@ -586,7 +585,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     if (!st)
         return on_headers(srv, conn, url, method, con_cls);
     if (st->deferred) /* resumed: the reply is ready */
-        return st->ready ? send_response(srv, conn, &st->pending) : MHD_YES;
+        return st->ready ? send_response(st->srv, conn, &st->pending) : MHD_YES;
     if (*upload_data_size) {
         if (!st->too_large) {
             if (st->pp) {
@@ -619,14 +618,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     }
     st->route->handler(srv->cfg.ctx, req, &st->res);
     if (st->deferred)
-        return after_defer(srv, st, conn);
+        return after_defer(st, conn);
     if (!st->res.status)
         api_error(&st->res, LOOM_E_INTERNAL, "handler gave no reply");
     return send_response(srv, conn, &st->res);
 }
 
-static enum MHD_Result after_defer(const http_server *srv, request_state *st,
-                                   struct MHD_Connection *conn)
+static enum MHD_Result after_defer(request_state *st, struct MHD_Connection *conn)
 {
     pthread_mutex_lock(&st->defer_lock);
     int ready = st->ready;
@@ -635,7 +633,7 @@ static enum MHD_Result after_defer(const http_server *srv, request_state *st,
         mhd->MHD_suspend_connection(conn);
     }
     pthread_mutex_unlock(&st->defer_lock);
-    return ready ? send_response(srv, conn, &st->pending) : MHD_YES;
+    return ready ? send_response(st->srv, conn, &st->pending) : MHD_YES;
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,

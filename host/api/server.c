@@ -140,6 +140,30 @@ static size_t collect_routes(http_route *routes)
     return n;
 }
 
+/* The plugin registry: the host's own factories and built-in plugins, then
+ * the users' (described by a child, never loaded here). */
+static loom_error *open_registry(loomd *d)
+{
+    d->reg = registry_create();
+    if (!d->reg) {
+        return loom_err(LOOM_E_INTERNAL, "plugin registry: out of memory");
+    }
+    /* Users' plugins are described by a child and run only in children of
+     * their own: no code of theirs runs here. */
+    char self[PATH_MAX];
+    if (fs_self_exe(self, sizeof self))
+        registry_set_probe(d->reg, self);
+    registry_add_factory(d->reg, LOOM_KIND_KERNEL, "ffi", LOOM_VERSION,
+                         "serves a plain C function named in model.json through libffi",
+                         ffi_kernel_factory());
+    int builtin = registry_load_dir(d->reg, d->plugin_dir, "builtin");
+    log_info("loaded %d built-in plugin file(s) from %s", builtin, d->plugin_dir);
+    /* WMLA submits elastic training as `--exec-start edt`. */
+    registry_alias(d->reg, LOOM_KIND_FRAMEWORK, "native", "edt");
+    loomd_load_user_plugins(d);
+    return NULL;
+}
+
 /* What browsers and notebooks may do: the CORS allow-list, and whether
  * passwords may come over this listener (HTTPS, loopback, or allowed). */
 static loom_error *open_web_front(loomd *d, const loomd_options *opt)
@@ -148,17 +172,6 @@ static loom_error *open_web_front(loomd *d, const loomd_options *opt)
     d->basic_over_http_allowed = opt->allow_basic_over_http || opt->tls_cert_pem ||
                                  strncmp(address, "127.", 4) == 0;
     return cors_policy_create(opt->cors_origins, opt->cors_origin_count, &d->cors);
-}
-
-/* The tuning and serving services, over the execs and the scheduler. */
-static loom_error *open_services(loomd *d)
-{
-    loom_error *e = hpo_service_create(d->st, d->reg, d->execs, d->home, NULL, &d->hpo);
-    if (e)
-        return e;
-    infer_options io = {.st = d->st, .sched = d->sched, .home = d->home,
-                        .plugin_dir = d->plugin_dir};
-    return infer_service_create(&io, &d->infer);
 }
 
 loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
@@ -215,24 +228,8 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
         e = loom_err(LOOM_E_INTERNAL, "%s", isolation);
         goto fail_with;
     }
-    d->reg = registry_create();
-    if (!d->reg) {
-        e = loom_err(LOOM_E_INTERNAL, "plugin registry: out of memory");
+    if ((e = open_registry(d)) != NULL)
         goto fail_with;
-    }
-    /* Users' plugins are described by a child and run only in children of
-     * their own: no code of theirs runs here. */
-    char self[PATH_MAX];
-    if (fs_self_exe(self, sizeof self))
-        registry_set_probe(d->reg, self);
-    registry_add_factory(d->reg, LOOM_KIND_KERNEL, "ffi", LOOM_VERSION,
-                         "serves a plain C function named in model.json through libffi",
-                         ffi_kernel_factory());
-    int builtin = registry_load_dir(d->reg, d->plugin_dir, "builtin");
-    log_info("loaded %d built-in plugin file(s) from %s", builtin, d->plugin_dir);
-    /* WMLA submits elastic training as `--exec-start edt`. */
-    registry_alias(d->reg, LOOM_KIND_FRAMEWORK, "native", "edt");
-    loomd_load_user_plugins(d);
     sched_service_options so = {.cpu_slots = opt->cpu_slots,
                                 .hysteresis = opt->hysteresis >= 0 ? opt->hysteresis : 5.0};
     if ((e = sched_service_create(d->st, &so, &d->sched)) != NULL)
@@ -245,7 +242,12 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
         e = loom_err(LOOM_E_INTERNAL, "exec service: out of memory");
         goto fail_with;
     }
-    if ((e = open_services(d)) != NULL)
+    infer_options io = {.st = d->st, .sched = d->sched, .home = d->home,
+                        .plugin_dir = d->plugin_dir};
+    if ((e = infer_service_create(&io, &d->infer)) != NULL)
+        goto fail_with;
+
+    if ((e = hpo_service_create(d->st, d->reg, d->execs, d->home, NULL, &d->hpo)) != NULL)
         goto fail_with;
 
     if ((e = open_web_front(d, opt)) != NULL)
@@ -290,9 +292,9 @@ void loomd_stop(loomd *d)
      * all before the server stops. */
     infer_service_stop_all(d->infer);
     http_server_stop(d->http);
-    infer_service_destroy(d->infer);
     hpo_service_destroy(d->hpo);
     cors_policy_free(d->cors);
+    infer_service_destroy(d->infer);
     exec_service_destroy(d->execs);
     job_sandbox_configure(NULL); /* its user lookup uses d->auth */
     sched_service_destroy(d->sched);

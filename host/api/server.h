@@ -13,8 +13,8 @@
 #include "api/status.h"
 #include "auth/auth.h"
 #include "exec/exec.h"
-#include "infer/infer.h"
 #include "hpo/hpo.h"
+#include "infer/infer.h"
 #include "sched/sched_service.h"
 #include "plugin/registry.h"
 #include "store/store.h"
@@ -47,8 +47,8 @@ typedef struct loomd {
     registry *reg;
     sched_service *sched;
     exec_service *execs;
-    infer_service *infer;
     hpo_service *hpo;
+    infer_service *infer;
     auth_service *auth;
     /* A new home's first admin password when it was generated: shown once. */
     char generated_admin_password[AUTH_PASSWORD_GEN_MAX];
@@ -92,13 +92,13 @@ extern const http_route loom_sched_routes[];
 extern const size_t loom_sched_route_count;
 extern const http_route loom_plugin_routes[];
 extern const size_t loom_plugin_route_count;
-extern const http_route loom_infer_routes[];
-extern const size_t loom_infer_route_count;
 /* Unregisters a user plugin and removes its stored file (routes_plugin.c;
  * the tuning routes' algorithm delete uses it too). Replies. */
 void loomd_remove_plugin(loomd *d, loom_kind kind, const char *name, http_response *res);
 extern const http_route loom_hpo_routes[];
 extern const size_t loom_hpo_route_count;
+extern const http_route loom_infer_routes[];
+extern const size_t loom_infer_route_count;
 
 /* Confines the host's jobs (isolation.c): accounts when root, the home's
  * modes; says at start what isolation jobs have. -1 with err when that
