@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "api/server.h"
 #include "auth/auth.h"
@@ -23,6 +24,7 @@ static const char serve_usage[] =
     "                  [--idle-timeout SECONDS] [--max-uploads N]\n"
     "                  [--max-uploads-per-user N] [--slow-threads N]\n"
     "                  [--cors-origin ORIGIN]... [--allow-basic-over-http]\n"
+    "                  [--python PATH]\n"
     "\n"
     "Runs the loom host: REST API, state store, plugin registry and job\n"
     "supervision. It stops cleanly on SIGTERM or SIGINT.\n"
@@ -49,6 +51,8 @@ static const char serve_usage[] =
     "                      HTTP on a non-loopback listener (default: refused)\n"
     "  --require-isolation refuse to start unless jobs are fully confined\n"
     "                      (Landlock, and an account per user when root)\n"
+    "  --python PATH       the Python jobs run when they name none (default\n"
+    "                      /usr/bin/python3, else python3 on PATH)\n"
     "  --max-connections N open HTTP connections in all (default 1024)\n"
     "  --max-connections-per-ip N  from one client address (default 128)\n"
     "  --idle-timeout S    close a connection silent this long (default 15)\n"
@@ -154,6 +158,22 @@ static int web_flag(int argc, char **argv, int *i, loomd_options *o)
     return 1;
 }
 
+/* --python PATH: the host's default interpreter, which jobs and the host's
+ * readers of Python scripts find in LOOM_PYTHON. 1 when argv[*i] was it
+ * (its value consumed), 0 when not, -1 after printing the error. */
+static int python_flag(int argc, char **argv, int *i)
+{
+    if (strcmp(argv[*i], "--python") != 0 || *i + 1 >= argc)
+        return 0;
+    const char *path = argv[++*i];
+    if (access(path, X_OK) != 0) {
+        cli_fail("--python: %s is not an executable file", path);
+        return -1;
+    }
+    setenv("LOOM_PYTHON", path, 1);
+    return 1;
+}
+
 int cmd_serve(int argc, char **argv, const cli_globals *g)
 {
     if (cli_wants_help(argc, argv)) {
@@ -170,6 +190,8 @@ int cmd_serve(int argc, char **argv, const cli_globals *g)
         int number = parse_number_flag(argc, argv, &i, &jobs);
         if (number == 0)
             number = web_flag(argc, argv, &i, &jobs);
+        if (number == 0)
+            number = python_flag(argc, argv, &i);
         if (number < 0)
             return 1;
         if (number > 0) {

@@ -139,6 +139,18 @@ loom_error *trainer_start(exec_service *es, running_exec *r, const int32_t *devi
 void trainer_ended(exec_service *es, running_exec *r);
 void trainer_summary_path(const store_exec *rec, char *path, size_t len);
 
+/* exec_pyscript.c: a trainer exec whose --model-main is a Python script. */
+int pyscript_is_script(const char *model_main);
+/* Reads the script's train() settings (running none of it) into *spec,
+ * also written to spec_path: {"training": {...}, "pytorch": {"script",
+ * "args"}}. A script that does not parse or whose settings cannot be told
+ * is LOOM_E_INVALID naming the line; no Python or no torch LOOM_E_UNAVAILABLE. */
+loom_error *pyscript_spec(const registry_entry *fw, const store_exec *rec, const dlicmd *d,
+                          char *spec_path, size_t len, cJSON **spec);
+/* The job's environment pairs with FABRIC_HOME (loom's installed files)
+ * added unless the job set it; takes and returns the vector. */
+char **pyscript_job_env(char **env);
+
 /* Shared by submission and restart (exec.c, exec_restart.c). */
 /* Checks a submission against its framework and prepares how it will run
  * (code_ready: the model directory is in place already, after a restart). */

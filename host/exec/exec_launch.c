@@ -125,6 +125,37 @@ static char **build_env(char *const *layers[], int nlayers)
     return out;
 }
 
+/* The Python a launch-style job runs where its plan says plain `python3`:
+ * the job's own (--msd-env PYTHON=PATH), else the host's (loom serve
+ * --python), else NULL: python3 on PATH. */
+static const char *job_python(char *const *msd_env)
+{
+    const char *chosen = NULL;
+    for (char *const *e = msd_env; e && *e; e++)
+        if (!strncmp(*e, "PYTHON=", 7) && (*e)[7])
+            chosen = *e + 7;
+    const char *host = getenv("LOOM_PYTHON");
+    return chosen ? chosen : host && *host ? host : NULL;
+}
+
+/* Puts the job's Python in place of `python3` and says in the worker's log
+ * which one runs. */
+static void use_job_python(char **argv, const char *python, const char *log_path)
+{
+    if (!argv || !argv[0] || strcmp(argv[0], "python3"))
+        return;
+    char *chosen = python ? strdup(python) : NULL;
+    if (chosen) {
+        free(argv[0]);
+        argv[0] = chosen;
+    }
+    FILE *f = fopen(log_path, "a");
+    if (f) {
+        fprintf(f, "loom: python is %s\n", chosen ? chosen : "python3 on PATH");
+        fclose(f);
+    }
+}
+
 loom_error *launch_start(exec_service *es, running_exec *r, const int32_t *device_index,
                          int ndev)
 {
@@ -161,6 +192,7 @@ loom_error *launch_start(exec_service *es, running_exec *r, const int32_t *devic
         char *job[7] = {job_env[0], job_env[1], job_env[2], job_env[3], job_env[4], job_env[5], NULL};
         char *const *layers[3] = {job, r->msd_env, r->plan.workers[i].env};
         char **envp = build_env(layers, 3);
+        use_job_python(r->plan.workers[i].argv, job_python(r->msd_env), err_path);
         spawn_spec spec = {
             .argv = r->plan.workers[i].argv,
             .envp = envp,

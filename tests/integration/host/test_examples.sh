@@ -50,6 +50,9 @@ while read -r line; do
     expect_ok "$dir exists" test -d "$dir"
     extra= ; budget=finish
     case "$line" in
+        *"--exec-start edtPyTorch"*)
+            /usr/bin/python3 -c 'import torch' 2>/dev/null || { echo "skipping $dir: no torch"; continue; }
+            extra=" --epochs 1 --train-samples 6000 --test-samples 1000" ;;
         *"--exec-start edt"*)
             [ -r "$FMNIST/train-images-idx3-ubyte.gz" ] || { echo "skipping $dir: no Fashion-MNIST"; continue; }
             extra=" --epochs 1"
