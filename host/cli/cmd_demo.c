@@ -29,12 +29,12 @@ static const char demo_usage[] =
     "     (Debian's dataset-fashion-mnist), shrunk from 2 workers to 1 and grown\n"
     "     back while it trains, every sample used once per epoch; it prints the\n"
     "     test accuracy at the end (default 3 epochs);\n"
-    "  3. a tuning task (WMLA's hypersearch): the learning rate and hidden width\n"
+    "  3. serving: the trained MLP deployed as a model service (native kernel),\n"
+    "     started, and a few test images classified through\n"
+    "     POST /dlim/v1/inference/fmnist-mlp;\n"
+    "  4. a tuning task (WMLA's hypersearch): the learning rate and hidden width\n"
     "     of a one-hidden-layer MLP on Fashion-MNIST, 4 one-epoch experiments, 2 at\n"
     "     a time, each an elastic job; it prints the best combination.\n"
-    "  4. serving: the trained MLP deployed as a model service (native kernel),\n"
-    "     started, and a few test images classified through\n"
-    "     POST /dlim/v1/inference/fmnist-mlp.\n"
     "--keep leaves the temporary state directory.\n";
 
 #define FMNIST_DIR "/usr/share/datasets/fashion-mnist"
