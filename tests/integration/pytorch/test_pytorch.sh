@@ -122,6 +122,10 @@ sed 's/^edt.train(EPOCHS, BATCH)/edt.train(int(os.environ["E"]), BATCH)/' "$HERE
 expect_fails "epochs that cannot be told before the job runs are refused" \
     "$LOOM" exec start --exec-start edtPyTorch --model-dir "$WORK/faults" --model-main dyn.py
 expect_contains "the refusal names the argument" "$(cat "$WORK/out")" "cannot tell train()'s epoch_number"
+expect_fails "ASYNC is refused (its parameter server would run the script in the host)" \
+    "$LOOM" exec start --exec-start edtPyTorch --model-dir "$WORK/faults" --model-main faults.py \
+    --syncMode ASYNC
+expect_contains "the refusal says why" "$(cat "$WORK/out")" "--syncMode ASYNC runs a copy of the model in the host"
 id=$(pt_submit "$WORK/faults" faults.py --msd-env PYTHON=/usr/bin/env)
 "$LOOM" exec wait "$id" --timeout 120 >/dev/null 2>&1
 expect_eq "a job asking for another Python ends ERROR" "$(field "$id" 'v["state"]')" "ERROR"
