@@ -16,6 +16,7 @@
 #include "api/mhd_dl.h"
 #include "api/routes.h"
 #include "api/status.h"
+#include "util/fs.h"
 #include "util/log.h"
 #include "util/workqueue.h"
 
@@ -72,6 +73,21 @@ const http_field *http_field_get(const http_request *req, const char *name)
         if (strcmp(req->fields[i].name, name) == 0)
             return &req->fields[i];
     return NULL;
+}
+
+char *http_field_load(const http_field *f, size_t max)
+{
+    if (f->len > max)
+        return NULL;
+    if (f->path)
+        return fs_read_file(f->path, max, NULL);
+    char *copy = malloc(f->len + 1);
+    if (copy) {
+        if (f->len)
+            memcpy(copy, f->data, f->len);
+        copy[f->len] = 0;
+    }
+    return copy;
 }
 
 http_limits http_limits_resolve(const http_limits *given)

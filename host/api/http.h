@@ -81,6 +81,10 @@ typedef int (*http_authenticator)(void *ctx, const http_request *req, char *user
 const char *http_query(const http_request *req, const char *key);
 const char *http_header(const http_request *req, const char *key);
 const http_field *http_field_get(const http_request *req, const char *name);
+/* A field's bytes whether held in memory or spooled: a malloc'd,
+ * NUL-terminated copy of at most `max` bytes, or NULL when larger (or out of
+ * memory). */
+char *http_field_load(const http_field *f, size_t max);
 
 /* Replies; each takes ownership of what it is given. */
 void http_reply_json(http_response *res, int status, cJSON *json);
