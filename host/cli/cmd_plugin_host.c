@@ -41,11 +41,12 @@ static int confine(void *ctx)
     const confinement *c = ctx;
     /* Not /etc: a root host's plugin keeps uid 0, and /etc holds files only
      * root may read. The plugin and its libraries are loaded already; of
-     * the host's plugin store, only this plugin's file stays readable. */
-    const char *read[10 + MAX_READ] = {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64",
-                                       "/libx32", "/opt", c->plugin_path, NULL};
+     * the host's plugin store, only this plugin's file stays readable. Of
+     * /proc, only its own entry (what a sanitizer reads at exit). */
+    const char *read[11 + MAX_READ] = {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64",
+                                       "/libx32", "/opt", "/proc/self", c->plugin_path, NULL};
     for (int i = 0; c->extra_read[i]; i++)
-        read[9 + i] = c->extra_read[i];
+        read[10 + i] = c->extra_read[i];
     const char *write[] = {c->write_dir, NULL};
     sandbox_spec spec = {.read = read, .write = c->write_dir ? write : NULL};
     loom_error *e = sandbox_apply(&spec);
