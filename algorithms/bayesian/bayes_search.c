@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "bayes_gp.h"
+#include "search_design.h"
 #include "search_history.h"
 #include "search_options.h"
 #include "search_plugin.h"
@@ -31,6 +32,7 @@ struct loom_search_instance {
     search_space space;
     uint64_t *levels; /* per dimension; 0: continuous */
     search_rng rng;
+    uint64_t design_seed; /* the InitPoints' Latin hypercube (search_design.h) */
     int32_t maximize;
     uint32_t max_experiments;
     uint64_t proposed;
@@ -107,6 +109,7 @@ static loom_error *bayes_create(const loom_search_factory *self, const loom_sear
     bayes_gp_theta_default(inst->theta, dim);
     search_history_init(&inst->history, dim);
     search_rng_seed(&inst->rng, (uint64_t)seed);
+    inst->design_seed = (uint64_t)seed;
     inst->maximize = c->maximize;
     inst->max_experiments = c->max_experiments;
     *out = inst;
@@ -221,8 +224,16 @@ static loom_error *bayes_suggest(loom_search_instance *inst, uint32_t max,
             break;
         if (search_history_scored(&inst->history) < (uint64_t)inst->init_points ||
             search_history_scored(&inst->history) < 2) {
+            /* The first InitPoints form a Latin hypercube; more while
+             * waiting for their results are drawn at random. */
+            int stratified = inst->proposed < (uint64_t)inst->init_points &&
+                             inst->init_points <= SEARCH_DESIGN_MAX;
             for (uint32_t d = 0; d < inst->space.count; d++)
-                inst->u[d] = search_rng_uniform(&inst->rng);
+                inst->u[d] = stratified
+                                 ? search_design_coordinate(inst->design_seed,
+                                                            (uint32_t)inst->init_points,
+                                                            (uint32_t)inst->proposed, d)
+                                 : search_rng_uniform(&inst->rng);
         } else if (pick(inst) < 0) {
             return no_memory("fitting the Gaussian process");
         }
@@ -258,7 +269,8 @@ static loom_error *bayes_save_state(loom_search_instance *inst, char **state_out
                                      &inst->history);
     cJSON *theta = cJSON_CreateDoubleArray(inst->theta,
                                            (int)bayes_gp_theta_count(inst->space.count));
-    if (!root || !theta || !cJSON_AddItemToObject(root, "theta", theta)) {
+    if (!root || !theta || search_state_add_seed(root, "design", inst->design_seed) < 0 ||
+        !cJSON_AddItemToObject(root, "theta", theta)) {
         cJSON_Delete(theta);
         theta = NULL;
     }
@@ -279,15 +291,23 @@ static loom_error *bayes_load_state(loom_search_instance *inst, const char *stat
         return err;
     const cJSON *theta = cJSON_GetObjectItemCaseSensitive(root, "theta");
     uint32_t m = bayes_gp_theta_count(inst->space.count);
-    if (!cJSON_IsArray(theta) || cJSON_GetArraySize(theta) != (int)m) {
+    int numbers = cJSON_IsArray(theta) && cJSON_GetArraySize(theta) == (int)m;
+    for (uint32_t k = 0; numbers && k < m; k++) {
+        const cJSON *v = cJSON_GetArrayItem(theta, (int)k);
+        numbers = cJSON_IsNumber(v) && isfinite(v->valuedouble);
+    }
+    uint64_t design;
+    if (!numbers || search_state_read_seed(root, "design", &design) < 0) {
         cJSON_Delete(root);
         search_history_free(&history);
         return bayes_host->error_newf(LOOM_ERR_INVALID_ARGUMENT,
-                                      "bayesian: saved state: field 'theta' is not %u numbers", m);
+                                      "bayesian: saved state: field 'theta' is not %u "
+                                      "numbers or 'design' not 16 hex digits", m);
     }
     for (uint32_t k = 0; k < m; k++)
         inst->theta[k] = cJSON_GetNumberValue(cJSON_GetArrayItem(theta, (int)k));
     cJSON_Delete(root);
+    inst->design_seed = design;
     search_history_free(&inst->history);
     inst->history = history;
     inst->rng = rng;

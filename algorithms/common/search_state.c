@@ -5,6 +5,8 @@
 #include "search_state.h"
 
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 cJSON *search_state_begin(const char *algorithm, int version,
@@ -44,6 +46,22 @@ loom_error *search_state_print(const loom_host *host, const char *algorithm,
         return host->error_newf(LOOM_ERR_RESOURCE_EXHAUSTED,
                                 "%s: out of memory saving the state", algorithm);
     return NULL;
+}
+
+int search_state_add_seed(cJSON *object, const char *field, uint64_t seed)
+{
+    char text[17];
+    snprintf(text, sizeof text, "%016llx", (unsigned long long)seed);
+    return object && cJSON_AddStringToObject(object, field, text) ? 0 : -1;
+}
+
+int search_state_read_seed(const cJSON *object, const char *field, uint64_t *seed)
+{
+    const char *text = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(object, field));
+    if (!text || strlen(text) != 16 || strspn(text, "0123456789abcdef") != 16)
+        return -1;
+    *seed = strtoull(text, NULL, 16);
+    return 0;
 }
 
 int search_state_count(const cJSON *object, const char *field, uint64_t *out)

@@ -32,6 +32,11 @@ loom_error *search_state_parse(const loom_host *host, const char *algorithm,
                                search_rng *rng, uint64_t *proposed,
                                search_history *history);
 
+/* A 64-bit seed as 16 hex digits (JSON numbers would lose bits), and back;
+ * read returns -1 when the field is absent or not 16 hex digits. */
+int search_state_add_seed(cJSON *object, const char *field, uint64_t seed);
+int search_state_read_seed(const cJSON *object, const char *field, uint64_t *seed);
+
 /* A non-negative integer field; -1 when absent or not one. */
 int search_state_count(const cJSON *object, const char *field, uint64_t *out);
 

@@ -255,22 +255,32 @@ static loom_error *hb_save_state(loom_search_instance *inst, char **state_out)
     return search_state_print(hb_host, "hyperband", root, state_out);
 }
 
+/* Checks the saved members, then copies them in: -1 leaves the rung as it
+ * was (out of memory, or a member that does not fit this space). */
 static int load_members(loom_search_instance *inst, const cJSON *members)
 {
     uint32_t dim = inst->space.count, n = (uint32_t)cJSON_GetArraySize(members);
-    if (resize(inst, n) < 0)
-        return -1;
-    uint32_t k = 0;
     const cJSON *item;
     cJSON_ArrayForEach(item, members) {
         uint64_t id;
         const cJSON *u = cJSON_GetObjectItemCaseSensitive(item, "u");
-        const cJSON *loss = cJSON_GetObjectItemCaseSensitive(item, "loss");
         if (search_state_count(item, "id", &id) < 0 || !cJSON_IsArray(u) ||
             cJSON_GetArraySize(u) != (int)dim)
             return -1;
+        const cJSON *c;
+        cJSON_ArrayForEach(c, u) {
+            if (!cJSON_IsNumber(c) || c->valuedouble < 0 || c->valuedouble > 1)
+                return -1;
+        }
+    }
+    if (resize(inst, n) < 0)
+        return -1;
+    uint32_t k = 0;
+    cJSON_ArrayForEach(item, members) {
+        const cJSON *loss = cJSON_GetObjectItemCaseSensitive(item, "loss");
+        const cJSON *u = cJSON_GetObjectItemCaseSensitive(item, "u");
         hb_member *m = &inst->members[k];
-        m->id = id;
+        m->id = (uint64_t)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(item, "id"));
         m->reported = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(item, "reported"));
         m->has_value = cJSON_IsNumber(loss);
         m->loss = m->has_value ? loss->valuedouble : 0;

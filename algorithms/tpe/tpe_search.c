@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "search_design.h"
 #include "search_options.h"
 #include "search_plugin.h"
 #include "search_state.h"
@@ -31,7 +32,7 @@ static void tpe_destroy(loom_search_instance *inst)
         free(inst->by_coord[d]);
     free(inst->by_coord);
     free(inst->by_loss);
-    free(inst->is_good);
+    free(inst->width);
     free(inst->dims);
     free(inst->u);
     free(inst->best_u);
@@ -45,18 +46,16 @@ static int read_options(loom_search_instance *inst, const loom_search_config *c,
                         size_t errlen)
 {
     int64_t seed;
-    return search_option_int(c, "RandomSeed", (int64_t)(c->seed & INT64_MAX), 0, INT64_MAX,
-                             &seed, err, errlen) < 0 ||
-                   search_option_int(c, "WarmUp", 20, 0, 100000, &inst->warmup, err,
-                                     errlen) < 0 ||
-                   search_option_int(c, "EICandidate", 24, 1, 100000, &inst->candidates, err,
-                                     errlen) < 0 ||
-                   search_option_double(c, "GoodRatio", 0.25, 1e-6, 1, &inst->good_ratio, err,
-                                        errlen) < 0 ||
-                   search_option_int(c, "GoodMax", 25, 1, 1000000, &inst->good_max, err,
-                                     errlen) < 0
-               ? -1
-               : (search_rng_seed(&inst->rng, (uint64_t)seed), 0);
+    if (search_option_int(c, "RandomSeed", (int64_t)(c->seed & INT64_MAX), 0, INT64_MAX, &seed,
+                          err, errlen) < 0 ||
+        search_option_int(c, "WarmUp", 20, 0, 100000, &inst->warmup, err, errlen) < 0 ||
+        search_option_int(c, "EICandidate", 24, 1, 100000, &inst->candidates, err, errlen) < 0 ||
+        search_option_double(c, "GoodRatio", 0.25, 1e-6, 1, &inst->good_ratio, err, errlen) < 0 ||
+        search_option_int(c, "GoodMax", 25, 1, 1000000, &inst->good_max, err, errlen) < 0)
+        return -1;
+    search_rng_seed(&inst->rng, (uint64_t)seed);
+    inst->design_seed = (uint64_t)seed;
+    return 0;
 }
 
 static int allocate(loom_search_instance *inst)
@@ -69,16 +68,8 @@ static int allocate(loom_search_instance *inst)
     inst->values = calloc(dim, sizeof *inst->values);
     if (!inst->by_coord || !inst->dims || !inst->u || !inst->best_u || !inst->values)
         return -1;
-    for (uint32_t d = 0; d < dim; d++) {
-        uint64_t levels = search_param_levels(&inst->space.params[d]);
-        if (levels == 0 || levels > TPE_MAX_CATEGORIES)
-            continue;
-        inst->dims[d].categories = (uint32_t)levels;
-        inst->dims[d].p_good = calloc(2 * levels, sizeof(double));
-        if (!inst->dims[d].p_good)
-            return -1;
-        inst->dims[d].p_bad = inst->dims[d].p_good + levels;
-    }
+    if (tpe_model_init(inst) < 0)
+        return -1;
     search_history_init(&inst->history, dim);
     return 0;
 }
@@ -117,8 +108,16 @@ static loom_error *tpe_suggest(loom_search_instance *inst, uint32_t max,
         if (inst->max_experiments && inst->proposed >= inst->max_experiments)
             break;
         if (inst->scored < (uint64_t)inst->warmup || inst->scored < 2) {
+            /* The first WarmUp points form a Latin hypercube; more while
+             * waiting for their results are drawn at random. */
+            int stratified = inst->proposed < (uint64_t)inst->warmup &&
+                             inst->warmup <= SEARCH_DESIGN_MAX;
             for (uint32_t d = 0; d < inst->space.count; d++)
-                inst->best_u[d] = search_rng_uniform(&inst->rng);
+                inst->best_u[d] = stratified
+                                      ? search_design_coordinate(inst->design_seed,
+                                                                 (uint32_t)inst->warmup,
+                                                                 (uint32_t)inst->proposed, d)
+                                      : search_rng_uniform(&inst->rng);
         } else if (tpe_model_pick(inst) < 0) {
             return no_memory("building the model");
         }
@@ -155,6 +154,10 @@ static loom_error *tpe_save_state(loom_search_instance *inst, char **state_out)
 {
     cJSON *root = search_state_begin("tpe", STATE_VERSION, &inst->rng, inst->proposed,
                                      &inst->history);
+    if (search_state_add_seed(root, "design", inst->design_seed) < 0) {
+        cJSON_Delete(root);
+        root = NULL;
+    }
     return search_state_print(tpe_host, "tpe", root, state_out);
 }
 
@@ -169,7 +172,15 @@ static loom_error *tpe_load_state(loom_search_instance *inst, const char *state)
                                          &proposed, &history);
     if (err)
         return err;
+    uint64_t design;
+    int has_design = search_state_read_seed(root, "design", &design) == 0;
     cJSON_Delete(root);
+    if (!has_design) {
+        search_history_free(&history);
+        return tpe_host->error_new(LOOM_ERR_INVALID_ARGUMENT,
+                                   "tpe: saved state: field 'design' is not 16 hex digits");
+    }
+    inst->design_seed = design;
     search_history_free(&inst->history);
     inst->history = history;
     inst->rng = rng;

@@ -4,8 +4,8 @@
  *
  *   hpo_bench overhead PLUGIN.so TRIALS
  *       runs TRIALS ask+tell rounds on Hartmann-6's space (objective
- *       excluded from the timing) and prints the mean microseconds of the
- *       last 100 rounds, and the cost of one save_state at the end;
+ *       excluded from the timing) and prints the median microseconds of
+ *       the last 100 rounds, and of 9 save_state calls at the end;
  *   hpo_bench quality PLUGIN.so branin|hartmann6 TRIALS SEED [NAME=VALUE..]
  *       prints the best value after 50 and after TRIALS trials.
  */
@@ -37,6 +37,21 @@ static uint32_t space_for(const char *fn)
     return 6;
 }
 
+static int by_value(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, uint32_t n)
+{
+    qsort(v, n, sizeof *v, by_value);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+#define TIMED_ROUNDS 100
+#define SAVE_ROUNDS 9
+
 static int overhead(const loom_search_factory *f, uint32_t trials)
 {
     search_setup s = {.params = params, .dim = space_for("hartmann6"), .seed = 1};
@@ -45,7 +60,7 @@ static int overhead(const loom_search_factory *f, uint32_t trials)
         return 1;
     recorder r;
     recorder_init(&r, params, s.dim);
-    double spent = 0, x[6];
+    double spent[TIMED_ROUNDS], x[6];
     uint32_t timed = 0;
     for (uint32_t t = 0; t < trials; t++) {
         double t0 = now_us();
@@ -58,19 +73,23 @@ static int overhead(const loom_search_factory *f, uint32_t trials)
         double t2 = now_us();
         search_observe(f, inst, &r, item, LOOM_EXPERIMENT_FINISHED, y);
         double t3 = now_us();
-        if (t + 100 >= trials) {
-            spent += (t1 - t0) + (t3 - t2);
-            timed++;
-        }
+        if (t + TIMED_ROUNDS >= trials)
+            spent[timed++] = (t1 - t0) + (t3 - t2);
     }
-    char *state = NULL;
-    double t0 = now_us();
-    loom_error *err = f->save_state(inst, &state);
-    double save = now_us() - t0;
-    printf("ask+tell at %u trials: %.1f us (mean of the last %u); save_state: %.1f us, %zu bytes\n",
-           trials, spent / timed, timed, save, state ? strlen(state) : 0);
-    loom_err_free(err);
-    free(state);
+    double saves[SAVE_ROUNDS];
+    size_t bytes = 0;
+    for (int k = 0; k < SAVE_ROUNDS; k++) {
+        char *state = NULL;
+        double t0 = now_us();
+        loom_error *err = f->save_state(inst, &state);
+        saves[k] = now_us() - t0;
+        bytes = state ? strlen(state) : 0;
+        loom_err_free(err);
+        free(state);
+    }
+    printf("ask+tell at %u trials: %.1f us (median of the last %u); save_state: %.1f us "
+           "(median of %d), %zu bytes\n",
+           trials, median(spent, timed), timed, median(saves, SAVE_ROUNDS), SAVE_ROUNDS, bytes);
     recorder_free(&r);
     f->destroy(inst);
     return 0;
@@ -91,8 +110,14 @@ static int quality(const loom_search_factory *f, const char *fn, uint32_t trials
     search_setup s = {.params = params, .dim = space_for(fn), .seed = seed,
                       .options = options, .option_count = n};
     double (*objective)(const double *, uint32_t) = s.dim == 2 ? branin : hartmann6;
-    double at50 = search_minimize(f, &s, objective, trials < 50 ? trials : 50);
-    double at_end = trials > 50 ? search_minimize(f, &s, objective, trials) : at50;
+    double *trace = calloc(trials ? trials : 1, sizeof *trace);
+    if (!trace)
+        return 1;
+    for (uint32_t t = 0; t < trials; t++)
+        trace[t] = INFINITY;
+    double at_end = search_minimize_trace(f, &s, objective, trials, trace);
+    double at50 = trace[(trials < 50 ? trials : 50) - 1];
+    free(trace);
     printf("%s seed %llu: best after 50: %.4f, after %u: %.4f\n", fn, (unsigned long long)seed,
            at50, trials, at_end);
     return 0;

@@ -481,6 +481,21 @@ int native_model_run(native_model *m, const float *host_x,
     return 0;
 }
 
+int native_model_infer(native_model *m, const float *host_x, int64_t rows, float *host_out,
+                       char *err, size_t errlen)
+{
+    int rc = ensure_capacity(m, rows, err, errlen);
+    if (rc)
+        return rc;
+    native_backend *be = m->be;
+    native_pass pass = {.train = 0};
+    be->upload(be, m->act[0], host_x, (size_t)(rows * m->in_size) * sizeof(float));
+    for (int i = 0; i < m->layer_count; i++)
+        layer_forward(m, i, rows, &pass);
+    be->download(be, host_out, m->act[m->layer_count], (size_t)(rows * m->classes) * sizeof(float));
+    return 0;
+}
+
 static int run_dataset(native_model *m, const native_dataset *ds, const char *split_name,
                        const uint64_t *indices, uint32_t count, int32_t train,
                        float grad_scale, const native_pass *hooks, double *mean_loss,

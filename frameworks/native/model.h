@@ -100,6 +100,12 @@ int native_model_run(native_model *m, const float *host_x,
                      int64_t rows, const native_pass *pass, double *loss_sum,
                      double *correct_sum, char *err, size_t errlen);
 
+/* Inference: the forward pass (dropout off) over `rows` samples in host
+ * memory; the last layer's outputs (logits, [rows, classes]) are copied to
+ * host_out. */
+int native_model_infer(native_model *m, const float *host_x, int64_t rows, float *host_out,
+                       char *err, size_t errlen);
+
 /* The same over dataset samples named by `indices` (checked against
  * ds->count), in chunks of NATIVE_MAX_CHUNK rows. Training adds
  * grad_scale * d(mean loss)/d(params) to m->grads. Returns mean loss and

@@ -15,6 +15,7 @@
 #include "errbuf.h"
 #include "fpmode.h"
 #include "model.h"
+#include "native_kernel.h"
 #include "optim.h"
 #include "spec.h"
 
@@ -415,6 +416,7 @@ static const loom_framework_factory native_factory = {
 static loom_error *native_init(const loom_host *host)
 {
     g_host = host;
+    native_kernel_set_host(host);
     return NULL;
 }
 
@@ -422,6 +424,8 @@ static void native_deinit(void) { g_host = NULL; }
 
 static const void *native_get_factory(const char *id)
 {
+    if (strcmp(id, LOOM_KERNEL_FACTORY_ID) == 0)
+        return native_kernel_factory();
     return strcmp(id, LOOM_FRAMEWORK_FACTORY_ID) == 0 ? &native_factory : NULL;
 }
 

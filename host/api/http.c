@@ -3,10 +3,12 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "api/http_upload.h"
@@ -48,6 +50,11 @@ typedef struct request_state {
     int queued, done;        /* a slow route: on the work queue; its reply is ready */
     http_response res;
     http_request req;
+    /* A deferred reply (http_defer): the connection is suspended until
+     * http_pending_reply stores the reply and resumes it. */
+    int deferred, ready, suspended;
+    pthread_mutex_t defer_lock; /* ready and suspended, between the two threads */
+    http_response pending;
 } request_state;
 
 const char *http_query(const http_request *req, const char *key)
@@ -235,6 +242,17 @@ static int match(const char *pattern, const char *path, http_request *req)
  * asks. 0 with *out set, or -1 with the refusal in res. */
 static int admit(http_server *srv, http_request *req, http_response *res, const http_route **out)
 {
+    /* A segment that cannot be a route's {} (an id, a name) is refused as
+     * such, not reported as a route that does not exist. */
+    for (const char *seg = req->path; *seg;) {
+        size_t n = strcspn(seg, "/");
+        if (n >= sizeof req->param_buf[0]) {
+            api_error(res, LOOM_E_INVALID, "path: a segment of %zu bytes, longer than the limit of %zu",
+                      n, sizeof req->param_buf[0] - 1);
+            return -1;
+        }
+        seg += n + (seg[n] == '/');
+    }
     int path_known = 0;
     for (size_t i = 0; i < srv->cfg.nroutes; i++) {
         const http_route *r = &srv->cfg.routes[i];
@@ -244,9 +262,10 @@ static int admit(http_server *srv, http_request *req, http_response *res, const 
         if (strcmp(r->method, req->method) != 0)
             continue;
         int is_admin = 0;
+        loom_error *why = NULL;
         int known = srv->cfg.authenticate &&
                     srv->cfg.authenticate(srv->cfg.ctx, req, req->user_buf, sizeof req->user_buf,
-                                          &is_admin) == 0;
+                                          &is_admin, &why) == 0;
         if (known) {
             req->user = req->user_buf;
             req->is_admin = is_admin;
@@ -256,11 +275,16 @@ static int admit(http_server *srv, http_request *req, http_response *res, const 
         }
         int access = r->access & HTTP_ACCESS_MASK;
         if (access != HTTP_PUBLIC && !req->user) {
-            api_error(res, LOOM_E_UNAUTHENTICATED,
-                             "authentication required: log on with POST " LOOM_ROUTE_LOGON " "
-                             "(Authorization: Basic) and send Authorization: Bearer TOKEN");
+            if (why)
+                api_reply_error(res, why); /* refused, with the reason (rate limited, ...) */
+            else
+                api_error(res, LOOM_E_UNAUTHENTICATED,
+                          "authentication required: log on with POST " LOOM_ROUTE_LOGON " "
+                          "(Authorization: Basic) and send Authorization: Bearer TOKEN, or send "
+                          "Authorization: Basic with every request");
             return -1;
         }
+        loom_err_free(why);
         if (access == HTTP_ADMIN && !req->is_admin) {
             api_error(res, LOOM_E_FORBIDDEN, "%s %s is for administrators only", req->method, req->path);
             return -1;
@@ -401,7 +425,19 @@ static enum MHD_Result on_post_field(void *cls, enum MHD_ValueKind kind, const c
     return MHD_YES;
 }
 
-static enum MHD_Result send_response(struct MHD_Connection *conn, http_response *res)
+/* CORS headers for a browser's cross-origin call (api/cors.h). */
+static void add_cors_headers(const http_server *srv, struct MHD_Connection *conn,
+                             struct MHD_Response *r)
+{
+    cors_headers h;
+    cors_reply_headers(srv->cfg.cors,
+                       mhd->MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin"), &h);
+    for (int i = 0; i < h.count; i++)
+        mhd->MHD_add_response_header(r, h.name[i], h.value[i]);
+}
+
+static enum MHD_Result send_response(const http_server *srv, struct MHD_Connection *conn,
+                                     http_response *res)
 {
     /* Client text echoed into a reply may hold invalid UTF-8: escaped, so
      * the reply stays valid JSON. */
@@ -412,14 +448,47 @@ static enum MHD_Result send_response(struct MHD_Connection *conn, http_response 
     res->body = NULL;
     mhd->MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
                                  res->content_type[0] ? res->content_type : "application/json");
+    if (res->disposition[0])
+        mhd->MHD_add_response_header(r, "Content-Disposition", res->disposition);
+    add_cors_headers(srv, conn, r);
     enum MHD_Result ret = mhd->MHD_queue_response(conn, (unsigned)res->status, r);
     mhd->MHD_destroy_response(r);
     return ret;
 }
 
-static enum MHD_Result reply_now(struct MHD_Connection *conn, int32_t code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static enum MHD_Result reply_now(struct MHD_Connection *conn, int32_t code, const char *fmt, ...)
+http_pending *http_defer(const http_request *req)
+{
+    request_state *st = (request_state *)((char *)req - offsetof(request_state, req));
+    pthread_mutex_init(&st->defer_lock, NULL);
+    st->deferred = 1;
+    return (http_pending *)st;
+}
+
+/* A reply that comes while the handler still runs is sent when it returns,
+ * without suspending; a later one resumes the suspended connection. */
+void http_pending_reply(http_pending *p, http_response *res)
+{
+    request_state *st = (request_state *)p;
+    struct MHD_Connection *conn = st->req.connection;
+    pthread_mutex_lock(&st->defer_lock);
+    st->pending = *res;
+    res->body = NULL;
+    st->ready = 1;
+    int suspended = st->suspended;
+    pthread_mutex_unlock(&st->defer_lock);
+    /* After the unlock: once resumed, the request may end and st be freed
+     * on a server thread at any moment. */
+    if (suspended)
+        mhd->MHD_resume_connection(conn);
+}
+
+/* After a deferring handler: the reply now, or suspend until it comes. */
+static enum MHD_Result after_defer(request_state *st, struct MHD_Connection *conn);
+
+static enum MHD_Result reply_now(const http_server *srv, struct MHD_Connection *conn, int32_t code,
+                                 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static enum MHD_Result reply_now(const http_server *srv, struct MHD_Connection *conn, int32_t code,
+                                 const char *fmt, ...)
 {
     char msg[512];
     va_list ap;
@@ -428,7 +497,22 @@ static enum MHD_Result reply_now(struct MHD_Connection *conn, int32_t code, cons
     va_end(ap);
     http_response res = {0};
     api_error(&res, code, "%s", msg);
-    return send_response(conn, &res);
+    return send_response(srv, conn, &res);
+}
+
+/* A browser's preflight, answered before any credential is asked for
+ * (browsers send none with it): 204 for a listed origin, 403 naming any
+ * other. */
+static enum MHD_Result answer_preflight(const http_server *srv, struct MHD_Connection *conn,
+                                        const char *origin)
+{
+    if (!cors_origin_allowed(srv->cfg.cors, origin))
+        return reply_now(srv, conn, LOOM_E_FORBIDDEN,
+                         "origin \"%.256s\" may not call this host from a browser (not on its "
+                         "--cors-origin list)",
+                         origin);
+    http_response res = {.status = 204};
+    return send_response(srv, conn, &res);
 }
 
 /* The first call, with the headers and no body byte yet: everything that
@@ -443,6 +527,11 @@ static enum MHD_Result on_headers(http_server *srv, struct MHD_Connection *conn,
     st->srv = srv;
     for (int i = 0; i < HTTP_MAX_FIELDS; i++)
         st->spool_fd[i] = -1;
+    const char *origin = mhd->MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin");
+    if (cors_is_preflight(method, origin,
+                          mhd->MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                           "Access-Control-Request-Method")))
+        return answer_preflight(srv, conn, origin);
     http_request *req = &st->req;
     req->method = method;
     req->path = url;
@@ -454,24 +543,24 @@ static enum MHD_Result on_headers(http_server *srv, struct MHD_Connection *conn,
                   sizeof req->peer);
     http_response res = {0};
     if (admit(srv, req, &res, &st->route) != 0)
-        return send_response(conn, &res);
+        return send_response(srv, conn, &res);
     const char *ctype = mhd->MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
     st->multipart = ctype && strncasecmp(ctype, "multipart/form-data", 19) == 0;
     st->limit = st->multipart ? srv->cfg.max_upload : srv->cfg.max_body;
     const char *clen = mhd->MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (clen && strtoull(clen, NULL, 10) > st->limit)
-        return reply_now(conn, LOOM_E_TOO_LARGE, "request body of %s bytes exceeds the limit of %zu bytes",
+        return reply_now(srv, conn, LOOM_E_TOO_LARGE, "request body of %s bytes exceeds the limit of %zu bytes",
                          clen, st->limit);
     if (st->multipart) {
         loom_error *e = upload_slot_take(&srv->uploads, req->user ? req->user : "");
         if (e) {
             api_reply_error(&res, e);
-            return send_response(conn, &res);
+            return send_response(srv, conn, &res);
         }
         st->upload_slot = 1;
         st->pp = mhd->MHD_create_post_processor(conn, 65536, on_post_field, st);
         if (!st->pp)
-            return reply_now(conn, LOOM_E_INVALID, "malformed multipart/form-data request");
+            return reply_now(srv, conn, LOOM_E_INVALID, "malformed multipart/form-data request");
     }
     return MHD_YES;
 }
@@ -507,6 +596,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     request_state *st = *con_cls;
     if (!st)
         return on_headers(srv, conn, url, method, con_cls);
+    if (st->deferred) /* resumed: the reply is ready */
+        return st->ready ? send_response(st->srv, conn, &st->pending) : MHD_YES;
     if (*upload_data_size) {
         if (!st->too_large) {
             if (st->pp) {
@@ -520,9 +611,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return MHD_YES;
     }
     if (st->done)
-        return send_response(conn, &st->res);
+        return send_response(srv, conn, &st->res);
     if (st->too_large)
-        return reply_now(conn, st->too_large, "%s", st->refusal);
+        return reply_now(srv, conn, st->too_large, "%s", st->refusal);
     close_spools(st);
     http_request *req = &st->req;
     req->body = st->body && !st->multipart ? st->body : "";
@@ -538,9 +629,23 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return MHD_YES;
     }
     st->route->handler(srv->cfg.ctx, req, &st->res);
+    if (st->deferred)
+        return after_defer(st, conn);
     if (!st->res.status)
         api_error(&st->res, LOOM_E_INTERNAL, "handler gave no reply");
-    return send_response(conn, &st->res);
+    return send_response(srv, conn, &st->res);
+}
+
+static enum MHD_Result after_defer(request_state *st, struct MHD_Connection *conn)
+{
+    pthread_mutex_lock(&st->defer_lock);
+    int ready = st->ready;
+    if (!ready) {
+        st->suspended = 1;
+        mhd->MHD_suspend_connection(conn);
+    }
+    pthread_mutex_unlock(&st->defer_lock);
+    return ready ? send_response(st->srv, conn, &st->pending) : MHD_YES;
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
@@ -566,8 +671,33 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     }
     free(st->res.body);
     free(st->body);
+    free(st->pending.body);
+    if (st->deferred)
+        pthread_mutex_destroy(&st->defer_lock);
     free(st);
     *con_cls = NULL;
+}
+
+/* Room in the process's descriptors for the connection limit: the soft
+ * limit goes up to the hard one, and a limit that still does not fit (with
+ * 64 left for the store, logs and jobs' pipes) is lowered, so accept never
+ * fails with EMFILE while the host believes it has room. */
+static void fit_descriptors(http_limits *l)
+{
+    struct rlimit r;
+    if (getrlimit(RLIMIT_NOFILE, &r) != 0)
+        return;
+    if (r.rlim_cur < r.rlim_max && r.rlim_cur < (rlim_t)l->max_connections + 64) {
+        r.rlim_cur = r.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &r);
+        getrlimit(RLIMIT_NOFILE, &r);
+    }
+    if (r.rlim_cur != RLIM_INFINITY && r.rlim_cur < (rlim_t)l->max_connections + 64) {
+        unsigned fit = r.rlim_cur > 128 ? (unsigned)(r.rlim_cur - 64) : 64;
+        log_warn("--max-connections %u does not fit in %llu open files: using %u", l->max_connections,
+                 (unsigned long long)r.rlim_cur, fit);
+        l->max_connections = fit;
+    }
 }
 
 static struct MHD_Daemon *start_daemon(http_server *s, const struct sockaddr_in *addr, int tls)
@@ -608,6 +738,7 @@ loom_error *http_server_start(const http_config *cfg, http_server **out)
         return loom_err(LOOM_E_INTERNAL, "out of memory");
     s->cfg = *cfg;
     s->cfg.limits = http_limits_resolve(&cfg->limits);
+    fit_descriptors(&s->cfg.limits);
     if (!s->cfg.spool_dir)
         s->cfg.spool_dir = "/tmp";
     const http_limits *l = &s->cfg.limits;

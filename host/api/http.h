@@ -13,6 +13,7 @@
 #include <cjson/cJSON.h>
 #include <stddef.h>
 
+#include "api/cors.h"
 #include "util/error.h"
 
 #define HTTP_MAX_PARAMS 4
@@ -49,6 +50,7 @@ typedef struct http_response {
     char content_type[64];
     char *body; /* malloc'd */
     size_t len;
+    char disposition[320]; /* Content-Disposition, when set */
 } http_response;
 
 typedef void (*http_handler)(void *ctx, const http_request *req, http_response *res);
@@ -61,16 +63,20 @@ typedef struct http_route {
     const char *pattern; /* "{}" matches one path segment */
     http_handler handler;
     int access;          /* HTTP_USER (default), HTTP_PUBLIC or HTTP_ADMIN, with
-                          * | HTTP_SLOW for a route that runs on the work queue
-                          * (unpacking, removing folders), not a server thread */
+                          * | HTTP_SLOW for a route that runs on the work queue,
+                          * not a server thread: one that does slow work
+                          * (unpacking, removing folders) or waits on a lock
+                          * that slow work holds */
 } http_route;
 
 enum { HTTP_SLOW = 0x100, HTTP_ACCESS_MASK = 0xff };
 
 /* Identifies the caller from the request's credentials: fills user and
- * is_admin and returns 0, or returns -1 (the request is refused with 401). */
+ * is_admin and returns 0, or returns -1; a route that needs a user is then
+ * refused with *why when the authenticator set it (e.g. rate limited),
+ * else with 401. */
 typedef int (*http_authenticator)(void *ctx, const http_request *req, char *user, size_t userlen,
-                                  int *is_admin);
+                                  int *is_admin, loom_error **why);
 
 const char *http_query(const http_request *req, const char *key);
 const char *http_header(const http_request *req, const char *key);
@@ -90,6 +96,16 @@ void http_reply_data(http_response *res, int status, const char *content_type,
  * and returns NULL. */
 cJSON *http_body_json(const http_request *req, http_response *res);
 
+/* A reply given later, from any thread: a handler that waits on another
+ * thread (an inference batch) calls http_defer and returns without
+ * replying; the connection is suspended, holding the request (its body
+ * stays valid), until http_pending_reply is called, exactly once. Every
+ * deferred request must be answered before the server stops. */
+typedef struct http_pending http_pending;
+http_pending *http_defer(const http_request *req);
+/* Takes ownership of res->body. */
+void http_pending_reply(http_pending *p, http_response *res);
+
 typedef struct http_server http_server;
 
 /* The limits that keep the server answering; 0 in any field: its default. */
@@ -108,7 +124,7 @@ typedef struct http_limits {
 #define HTTP_DEFAULT_IDLE_TIMEOUT_S 15
 #define HTTP_DEFAULT_MAX_UPLOADS 8
 #define HTTP_DEFAULT_MAX_UPLOADS_PER_USER 2
-#define HTTP_DEFAULT_SLOW_THREADS 4
+#define HTTP_DEFAULT_SLOW_THREADS 8
 #define HTTP_DEFAULT_SLOW_QUEUE 256
 
 /* The limits with every 0 replaced by its default. */
@@ -127,6 +143,7 @@ typedef struct http_config {
     http_authenticator authenticate; /* NULL: every route is open */
     const char *tls_cert_pem;  /* both set: HTTPS (GnuTLS) instead of HTTP */
     const char *tls_key_pem;
+    const cors_policy *cors;   /* origins browsers may call from; NULL: none */
 } http_config;
 
 /* Listens; LOOM_E_INVALID for a bad address, LOOM_E_UNAVAILABLE when it

@@ -15,6 +15,7 @@
 
 #define LOOM_ROUTE_LOGON "/auth/v1/logon"
 #define LOOM_ROUTE_DLIM_TOKEN "/dlim/v1/auth/token"
+#define LOOM_ROUTE_CONDUCTOR_LOGON "/platform/rest/conductor/v1/auth/logon"
 #define LOOM_ROUTE_LOGOUT "/auth/v1/logout"
 #define LOOM_ROUTE_USERS "/auth/v1/users"     /* /{name}, /{name}/password */
 #define LOOM_ROUTE_APIKEYS "/auth/v1/apikeys"
@@ -23,9 +24,22 @@
 #define LOOM_ROUTE_FRAMEWORKS LOOM_ROUTE_EXECS "/frameworks"
 #define LOOM_ROUTE_HPO "/platform/rest/deeplearning/v1/hypersearch" /* /{name}, /{name}/restart */
 #define LOOM_ROUTE_HPO_ALGORITHMS LOOM_ROUTE_HPO "/algorithm"      /* ?type=, /{name} */
+/* WMLA's executor n (1: the first worker), stream stdout or stderr. */
+#define LOOM_ROUTE_EXECUTOR_LOG \
+    "/platform/rest/deeplearning/v1/scheduler/applications/{}/executor/{}/logs/{}"
+
+/* Model services (dlim's): /{name}, /{name}/operation/start|stop,
+ * /{name}/appprofile; inference at /inference/{name}. */
+#define LOOM_ROUTE_MODELS "/dlim/v1/model"
+#define LOOM_ROUTE_DEPLOYMENTS "/dlim/v1/deployment/model"
+#define LOOM_ROUTE_INFERENCE "/dlim/v1/inference"
+#define LOOM_ROUTE_OP_START "/operation/start"
+#define LOOM_ROUTE_OP_STOP "/operation/stop"
+#define LOOM_ROUTE_APPPROFILE "/appprofile"
 
 /* What follows an object's segment. */
 #define LOOM_ROUTE_LOG "/log"
+#define LOOM_ROUTE_RESULT "/result"
 #define LOOM_ROUTE_STOP "/stop"
 #define LOOM_ROUTE_RESIZE "/resize"
 #define LOOM_ROUTE_PASSWORD "/password"

@@ -1,43 +1,118 @@
-/* api/routes_auth.c - logging on and users over REST: a token for Basic
- * credentials or an API key (WMLA's /auth/v1/logon and dlim's
- * /dlim/v1/auth/token), logging off, users (admin), API keys (self). */
+/* api/routes_auth.c - who is asking, and logging on over REST: bearer
+ * tokens (three header spellings) or Basic credentials on any route; a
+ * token for Basic credentials, an API key or dlim's userpasswd (WMLA's
+ * /auth/v1/logon and dlim's /dlim/v1/auth/token); WMLA's conductor log-on;
+ * logging off, users (admin), API keys (self). */
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "api/routes.h"
 #include "api/server.h"
 #include "util/fs.h"
+#include "util/log.h"
 
-/* The bearer token of a request (Authorization: Bearer, or WMLA's
- * X-Auth-Token); 0 when it carries none. */
+/* The bearer token of a request (Authorization: Bearer, WMLA's
+ * X-Auth-Token, or dlim's X-User-Token); 0 when it carries none. */
 static int request_token(const http_request *req, char *token, size_t len)
 {
     const char *authz = http_header(req, "Authorization");
-    const char *x = http_header(req, "X-Auth-Token");
+    const char *headers[] = {"X-Auth-Token", "X-User-Token"};
     if (authz) {
         loom_error *e = auth_parse_bearer(authz, token, len);
         if (!e)
             return 1;
         loom_err_free(e);
     }
-    if (x && strlen(x) < len) {
-        snprintf(token, len, "%s", x);
-        return 1;
+    for (size_t i = 0; i < sizeof headers / sizeof *headers; i++) {
+        const char *x = http_header(req, headers[i]);
+        if (x && strlen(x) < len) {
+            snprintf(token, len, "%s", x);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static const char *client_of(const http_request *req)
+{
+    return req->peer[0] ? req->peer : "local";
+}
+
+/* Passwords may travel in the clear only where nobody can listen: over
+ * HTTPS, on a loopback listener, from a loopback peer, or when the host
+ * was started with --allow-basic-over-http. */
+static int password_may_travel(const loomd *d, const http_request *req)
+{
+    return d->basic_over_http_allowed || strncmp(client_of(req), "127.", 4) == 0 ||
+           strcmp(client_of(req), "local") == 0;
+}
+
+static loom_error *password_refused_here(void)
+{
+    return loom_err(LOOM_E_FORBIDDEN,
+                    "a password over plain HTTP on a non-loopback listener is refused: use HTTPS "
+                    "(loom serve --tls-cert/--tls-key), or start the host with "
+                    "--allow-basic-over-http");
+}
+
+/* The log-on routes check their own credentials once, so that a wrong
+ * password counts once against the limiter. */
+static int is_logon_path(const char *path)
+{
+    static const char *const logons[] = {LOOM_ROUTE_LOGON, LOOM_ROUTE_DLIM_TOKEN,
+                                         LOOM_ROUTE_CONDUCTOR_LOGON};
+    for (size_t i = 0; i < sizeof logons / sizeof *logons; i++) {
+        size_t n = strlen(logons[i]);
+        if (strncmp(path, logons[i], n) == 0 && (path[n] == 0 || strcmp(path + n, "/") == 0))
+            return 1;
+    }
+    return 0;
+}
+
+/* Basic credentials sent with the request itself (WMLA's notebooks send
+ * them on every call). */
+static int basic_identity(loomd *d, const http_request *req, const char *authz, auth_identity *who,
+                          loom_error **why)
+{
+    char user[AUTH_NAME_MAX], password[AUTH_PASSWORD_MAX_LEN + 1];
+    loom_error *e = auth_parse_basic(authz, user, sizeof user, password, sizeof password);
+    if (!e && !password_may_travel(d, req)) {
+        log_warn("refused Basic credentials over plain HTTP from %s (see --allow-basic-over-http)",
+                 client_of(req));
+        e = password_refused_here();
+    }
+    if (!e)
+        e = auth_check_basic(d->auth, client_of(req), user, password, time_now_ms(), who);
+    explicit_bzero(password, sizeof password);
+    if (e) {
+        /* Wrong credentials stay a plain 401; a refusal says why. */
+        if (loom_err_code(e) == LOOM_E_UNAUTHENTICATED)
+            loom_err_free(e);
+        else
+            *why = e;
+        return -1;
     }
     return 0;
 }
 
 int loomd_authenticate(void *ctx, const http_request *req, char *user, size_t userlen,
-                       int *is_admin)
+                       int *is_admin, loom_error **why)
 {
     loomd *d = ctx;
     char token[AUTH_SECRET_MAX + 8];
-    if (!request_token(req, token, sizeof token))
-        return -1;
     auth_identity who;
-    loom_error *e = auth_check_token(d->auth, token, time_now_ms(), &who);
-    if (e) {
-        loom_err_free(e);
+    const char *authz = http_header(req, "Authorization");
+    if (request_token(req, token, sizeof token)) {
+        loom_error *e = auth_check_token(d->auth, token, time_now_ms(), &who);
+        if (e) {
+            loom_err_free(e);
+            return -1;
+        }
+    } else if (authz && strncasecmp(authz, "Basic ", 6) == 0 && !is_logon_path(req->path)) {
+        if (basic_identity(d, req, authz, &who, why) != 0)
+            return -1;
+    } else {
         return -1;
     }
     snprintf(user, userlen, "%s", who.user);
@@ -53,7 +128,50 @@ int64_t loomd_caller_id(loomd *d, const http_request *req)
     return loom_err_take(auth_user_id(d->auth, req->user, &id), NULL, 0) == LOOM_OK ? id : -1;
 }
 
-/* Basic credentials, or {"apikey": "..."} in the body. */
+/* dlim's {"method": "password", "userpasswd": base64("user:password")}. */
+static loom_error *userpasswd_of(const cJSON *body, char *user, size_t ulen, char *password,
+                                 size_t plen)
+{
+    const cJSON *method = cJSON_GetObjectItemCaseSensitive(body, "method");
+    const cJSON *up = cJSON_GetObjectItemCaseSensitive(body, "userpasswd");
+    if (method && (!cJSON_IsString(method) || strcmp(method->valuestring, "password") != 0))
+        return loom_err(LOOM_E_INVALID, "method: expected \"password\" (with userpasswd)");
+    if (!cJSON_IsString(up))
+        return loom_err(LOOM_E_INVALID, "userpasswd: expected a string, base64 of user:password");
+    char header[2 * AUTH_PASSWORD_MAX_LEN];
+    if ((size_t)snprintf(header, sizeof header, "Basic %s", up->valuestring) >= sizeof header)
+        return loom_err(LOOM_E_INVALID, "userpasswd: longer than %zu characters", sizeof header - 7);
+    loom_error *e = auth_parse_basic(header, user, ulen, password, plen);
+    explicit_bzero(header, sizeof header);
+    return e ? loom_err_wrap(e, "userpasswd") : NULL;
+}
+
+/* A log-on from the body: {"apikey": ...} or dlim's userpasswd. */
+static loom_error *logon_with_body(loomd *d, const http_request *req, const cJSON *body,
+                                   char *token, size_t tlen, int64_t *expires)
+{
+    const cJSON *key = cJSON_GetObjectItemCaseSensitive(body, "apikey");
+    if (cJSON_IsString(key))
+        return auth_logon_apikey(d->auth, client_of(req), key->valuestring, time_now_ms(), token,
+                                 tlen, expires);
+    if (!cJSON_GetObjectItemCaseSensitive(body, "userpasswd"))
+        return loom_err(LOOM_E_INVALID, "apikey: expected a string (or send userpasswd, or "
+                                        "Authorization: Basic)");
+    char user[AUTH_NAME_MAX], password[AUTH_PASSWORD_MAX_LEN + 1];
+    loom_error *e = userpasswd_of(body, user, sizeof user, password, sizeof password);
+    if (!e && !password_may_travel(d, req))
+        e = password_refused_here();
+    if (!e)
+        e = auth_logon_password(d->auth, client_of(req), user, password, time_now_ms(), token,
+                                tlen, expires);
+    explicit_bzero(password, sizeof password);
+    return e;
+}
+
+/* Basic credentials, {"apikey": "..."} or {"method": "password",
+ * "userpasswd": ...} in the body. The token is in the reply three times,
+ * under each name a client reads: token (loom), accessToken (WMLA's
+ * /auth/v1/logon), user_token (dlim). */
 static void logon(void *ctx, const http_request *req, http_response *res)
 {
     loomd *d = ctx;
@@ -61,28 +179,26 @@ static void logon(void *ctx, const http_request *req, http_response *res)
     int64_t expires = 0;
     loom_error *e;
     const char *authz = http_header(req, "Authorization");
-    const char *client = req->peer[0] ? req->peer : "local";
     loom_error *basic = authz ? auth_parse_basic(authz, user, sizeof user, password, sizeof password)
                               : loom_err(LOOM_E_UNAUTHENTICATED, "no Authorization header");
     if (!basic) {
-        e = auth_logon_password(d->auth, client, user, password, time_now_ms(), token, sizeof token,
-                                &expires);
+        e = password_may_travel(d, req)
+                ? auth_logon_password(d->auth, client_of(req), user, password, time_now_ms(), token,
+                                      sizeof token, &expires)
+                : password_refused_here();
     } else if (req->body_len) {
         loom_err_free(basic);
         cJSON *body = http_body_json(req, res);
         if (!body)
             return;
-        const cJSON *key = cJSON_GetObjectItemCaseSensitive(body, "apikey");
-        e = cJSON_IsString(key)
-                ? auth_logon_apikey(d->auth, client, key->valuestring, time_now_ms(), token,
-                                    sizeof token, &expires)
-                : loom_err(LOOM_E_INVALID, "apikey: expected a string (or send Authorization: Basic)");
+        e = logon_with_body(d, req, body, token, sizeof token, &expires);
         cJSON_Delete(body);
     } else {
         loom_err_free(basic);
         e = loom_err(LOOM_E_UNAUTHENTICATED,
                      "credentials required: Authorization: Basic, or {\"apikey\": ...}");
     }
+    explicit_bzero(password, sizeof password);
     if (e) {
         api_reply_error(res, e);
         return;
@@ -96,7 +212,36 @@ static void logon(void *ctx, const http_request *req, http_response *res)
     }
     loom_err_free(e);
     cJSON_AddStringToObject(o, "token", token);
+    cJSON_AddStringToObject(o, "accessToken", token);
+    cJSON_AddStringToObject(o, "user_token", token);
     cJSON_AddNumberToObject(o, "expiresAt", (double)expires);
+    http_reply_json(res, 200, o);
+}
+
+/* WMLA's conductor log-on: Basic credentials checked, no token (the
+ * client sends the same credentials with every later call, which the cache
+ * in auth_check_basic keeps cheap). */
+static void conductor_logon(void *ctx, const http_request *req, http_response *res)
+{
+    loomd *d = ctx;
+    char user[AUTH_NAME_MAX], password[AUTH_PASSWORD_MAX_LEN + 1];
+    const char *authz = http_header(req, "Authorization");
+    auth_identity who;
+    loom_error *e = authz ? auth_parse_basic(authz, user, sizeof user, password, sizeof password)
+                          : loom_err(LOOM_E_UNAUTHENTICATED,
+                                     "credentials required: Authorization: Basic");
+    if (!e && !password_may_travel(d, req))
+        e = password_refused_here();
+    if (!e)
+        e = auth_check_basic(d->auth, client_of(req), user, password, time_now_ms(), &who);
+    explicit_bzero(password, sizeof password);
+    if (e) {
+        api_reply_error(res, e);
+        return;
+    }
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "user", who.user);
+    cJSON_AddStringToObject(o, "role", who.role);
     http_reply_json(res, 200, o);
 }
 
@@ -282,7 +427,9 @@ static void revoke_apikey(void *ctx, const http_request *req, http_response *res
 
 const http_route loom_auth_routes[] = {
     {"POST", LOOM_ROUTE_LOGON, logon, HTTP_PUBLIC},
+    {"GET", LOOM_ROUTE_LOGON, logon, HTTP_PUBLIC},
     {"POST", LOOM_ROUTE_DLIM_TOKEN, logon, HTTP_PUBLIC},
+    {"GET", LOOM_ROUTE_CONDUCTOR_LOGON, conductor_logon, HTTP_PUBLIC},
     {"POST", LOOM_ROUTE_LOGOUT, logout, HTTP_USER},
     {"GET", LOOM_ROUTE_USERS, list_users, HTTP_ADMIN},
     {"POST", LOOM_ROUTE_USERS, add_user, HTTP_ADMIN},

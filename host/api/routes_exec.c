@@ -1,6 +1,8 @@
 /* api/routes_exec.c - WMLA's training routes under
- * /platform/rest/deeplearning/v1/execs: submit (multipart "args" + "file",
- * or JSON {"args": ...}), list, view, log, stop, delete. */
+ * /platform/rest/deeplearning/v1/execs: submit (args in the query string,
+ * a multipart "args" part or JSON {"args": ...}; the model as multipart
+ * "file"; WMLA's sigName), list, view, log, result zip, stop, delete; and
+ * WMLA's executor log route. */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -10,9 +12,14 @@
 
 #include "api/routes.h"
 #include "api/server.h"
+#include "exec/dlicmd.h"
+#include "util/tarball.h"
 #include "util/fs.h"
 
-#define LOG_CHUNK_MAX ((size_t)1 << 20)
+#define LOG_CHUNK_MAX ((size_t)1 << 20)  /* a part of a log read with ?offset= */
+#define LOG_WHOLE_MAX ((size_t)8 << 20)  /* a log read whole, or a tail */
+#define LASTLINES_MAX 1000000
+#define RESULT_ZIP_MAX ((size_t)256 << 20) /* a result folder's zip, held to send it */
 
 /* Users see their own execs (by immutable id); administrators see all. */
 #define OWNER(req) loomd_caller_id(ctx, req)
@@ -76,6 +83,94 @@ static void reply_exec(loomd *d, int64_t owner, const char *id, int status, http
     exec_view_free(&v);
 }
 
+/* WMLA's sigName: the resource plan of that name when one exists ("NAME"
+ * is the plan "/NAME"), else NULL with a warning. */
+static const char *plan_of_sig(loomd *d, const char *sig, char *plan, size_t len, char *warn,
+                               size_t wlen)
+{
+    snprintf(plan, len, "%s%s", sig[0] == '/' ? "" : "/", sig);
+    sched_plan_view v;
+    loom_error *e = sched_service_plan(d->sched, plan, &v);
+    if (!e)
+        return plan;
+    loom_err_free(e);
+    snprintf(warn, wlen, "sigName %.200s: no resource plan %.200s; the exec runs in your default "
+                         "plan\n", sig, plan);
+    return NULL;
+}
+
+/* The submission's arguments: the query string's args (WMLA's clients),
+ * else the multipart part or the JSON body's. *json keeps the parsed body
+ * the result points into. NULL after replying with the error. */
+static const char *submission_args(const http_request *req, http_response *res, cJSON **json)
+{
+    const char *args = http_query(req, "args");
+    if (args)
+        return args;
+    if (req->nfields > 0) {
+        const http_field *f = http_field_get(req, "args");
+        if (!f || f->path) {
+            api_error(res, LOOM_E_INVALID, "args: expected ?args=... in the query string or a "
+                                           "plain multipart part named 'args' (dlicmd syntax), "
+                                           "not a file");
+            return NULL;
+        }
+        return f->data ? f->data : ""; /* an empty part has no bytes */
+    }
+    *json = http_body_json(req, res);
+    if (!*json)
+        return NULL;
+    cJSON *a = cJSON_GetObjectItemCaseSensitive(*json, "args");
+    if (!cJSON_IsString(a)) {
+        api_error(res, LOOM_E_INVALID, "args: expected a string in dlicmd syntax");
+        return NULL;
+    }
+    return a->valuestring;
+}
+
+/* The plan a submission runs in, for WMLA's sigId. */
+static void plan_named(const char *args, const char *user, char *out, size_t len)
+{
+    dlicmd d;
+    loom_error *e = dlicmd_parse(args, &d);
+    if (!e && d.consumer)
+        snprintf(out, len, "%s", d.consumer);
+    else
+        snprintf(out, len, "/%s", user);
+    loom_err_free(e);
+    if (!e)
+        dlicmd_free(&d);
+}
+
+/* The reply WMLA's clients read (id, sigId, submissionId) beside loom's
+ * view of the exec and what the host did otherwise than asked. */
+static void reply_submitted(loomd *d, const char *id, const char *args, const char *user,
+                            const char *warnings, http_response *res)
+{
+    exec_view v;
+    loom_error *e = exec_describe(d->execs, EXEC_ADMIN, id, &v);
+    if (e) {
+        api_reply_error(res, e);
+        return;
+    }
+    cJSON *o = exec_json(&v);
+    exec_view_free(&v);
+    char plan[256];
+    plan_named(args, user, plan, sizeof plan);
+    cJSON_AddStringToObject(o, "sigId", plan);
+    cJSON_AddStringToObject(o, "submissionId", id);
+    cJSON *ws = cJSON_AddArrayToObject(o, "warnings");
+    for (const char *p = warnings; *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t n = nl ? (size_t)(nl - p) : strlen(p);
+        char line[600];
+        snprintf(line, sizeof line, "%.*s", (int)(n < sizeof line ? n : sizeof line - 1), p);
+        cJSON_AddItemToArray(ws, cJSON_CreateString(line));
+        p += n + (nl ? 1 : 0);
+    }
+    http_reply_json(res, 201, o);
+}
+
 /* The args are stored whole or refused: never cut to the record's size. */
 #define EXEC_ARGS_MAX (sizeof ((store_exec *)0)->args - 1)
 
@@ -97,40 +192,49 @@ static void submit(void *ctx, const http_request *req, http_response *res)
         return;
     }
     cJSON *json = NULL;
-    if (req->nfields > 0) {
-        const http_field *args = http_field_get(req, "args");
-        const http_field *file = http_field_get(req, "file");
-        if (!args) {
-            api_error(res, LOOM_E_INVALID, "args: expected a multipart part named 'args' (dlicmd syntax)");
-            return;
-        }
-        sub.args = args->data;
-        if (file && file->len) {
-            sub.archive = file->data;
-            sub.archive_len = file->len;
-            sub.archive_path = file->path; /* a file part: spooled, data is NULL */
-        }
-    } else {
-        json = http_body_json(req, res);
-        if (!json)
-            return;
-        cJSON *args = cJSON_GetObjectItemCaseSensitive(json, "args");
-        if (!cJSON_IsString(args)) {
-            cJSON_Delete(json);
-            api_error(res, LOOM_E_INVALID, "args: expected a string in dlicmd syntax");
-            return;
-        }
-        sub.args = args->valuestring;
+    const char *args = submission_args(req, res, &json);
+    if (!args) {
+        cJSON_Delete(json);
+        return;
     }
+    char warnings[2048] = "", plan[300], *with_plan = NULL;
+    sub.args = args;
+    const http_field *file = http_field_get(req, "file");
+    if (file && file->len) {
+        sub.archive = file->data;
+        sub.archive_len = file->len;
+        sub.archive_path = file->path; /* a file part: spooled, data is NULL */
+    }
+    const char *sig = http_query(req, "sigName");
+    if (sig && *sig &&
+        plan_of_sig(d, sig, plan, sizeof plan, warnings, sizeof warnings) &&
+        asprintf(&with_plan, "--consumer '%s' %s", plan, args) > 0)
+        sub.args = with_plan;
+    size_t used = strlen(warnings);
+    sub.warnings = warnings + used;
+    sub.warnings_len = sizeof warnings - used;
     char id[64];
     loom_error *e = args_fit(sub.args);
     if (!e)
         e = exec_submit(d->execs, &sub, id, sizeof id);
-    cJSON_Delete(json);
+    if (e && with_plan && loom_err_code(e) == LOOM_E_FORBIDDEN) {
+        /* A plan the user may not use is ignored, as WMLA's clients expect. */
+        loom_err_free(e);
+        snprintf(warnings, sizeof warnings, "sigName %.200s: you are not a member of the resource "
+                                            "plan %.200s; the exec runs in your default plan\n",
+                 sig, plan);
+        sub.args = args;
+        used = strlen(warnings);
+        sub.warnings = warnings + used;
+        sub.warnings_len = sizeof warnings - used;
+        e = exec_submit(d->execs, &sub, id, sizeof id);
+    }
     if (e)
         api_reply_error(res, e);
     else
-        reply_exec(d, EXEC_ADMIN, id, 201, res);
+        reply_submitted(d, id, sub.args, req->user, warnings, res);
+    free(with_plan);
+    cJSON_Delete(json);
 }
 
 static void list(void *ctx, const http_request *req, http_response *res)
@@ -155,47 +259,172 @@ static void view(void *ctx, const http_request *req, http_response *res)
     reply_exec(ctx, OWNER(req), req->params[0], 200, res);
 }
 
-/* GET .../log?worker=N&stream=stdout|stderr&offset=BYTES: the log from
- * offset on (at most 1 MiB); the client follows by asking again from
- * offset + length. */
-static void log_chunk(void *ctx, const http_request *req, http_response *res)
+/* The exec's log file: ?worker=N&stream=S, or by default the training
+ * driver's log for an elastic exec and worker 0's stdout otherwise. */
+static loom_error *log_file(loomd *d, const http_request *req, char *path, size_t len)
 {
-    loomd *d = ctx;
+    int64_t owner = loomd_caller_id(d, req);
     const char *w = http_query(req, "worker");
     const char *stream = http_query(req, "stream");
-    const char *off = http_query(req, "offset");
     char *end;
     errno = 0;
     long worker = w ? strtol(w, &end, 10) : 0;
-    if (w && (*end || end == w || errno || worker < -1 || worker > INT_MAX)) {
-        api_error(res, LOOM_E_INVALID, "worker: expected a rank from -1 to %d, got \"%s\"", INT_MAX, w);
-        return;
+    if (w && (*end || end == w || errno || worker < -1 || worker > INT_MAX))
+        return loom_err(LOOM_E_INVALID, "worker: expected a rank from -1 to %d, got \"%.64s\"",
+                        INT_MAX, w);
+    if (!w) {
+        loom_error *e = exec_log_path(d->execs, owner, req->params[0], -1,
+                                      stream ? stream : "stdout", path, len);
+        if (e || fs_is_file(path))
+            return e;
     }
+    return exec_log_path(d->execs, owner, req->params[0], (int)worker,
+                         stream ? stream : "stdout", path, len);
+}
+
+/* Reads up to `max` bytes of path from `offset` into a malloc'd buffer. */
+static loom_error *read_part(const char *path, long long offset, size_t max, char **out,
+                             size_t *n)
+{
+    *out = malloc(max + 1);
+    if (!*out)
+        return loom_err(LOOM_E_INTERNAL, "out of memory");
+    *n = 0;
+    FILE *f = fopen(path, "rb");
+    if (f && fseeko(f, (off_t)offset, SEEK_SET) == 0)
+        *n = fread(*out, 1, max, f);
+    if (f)
+        fclose(f);
+    (*out)[*n] = 0;
+    return NULL;
+}
+
+/* GET .../log[?worker=N&stream=stdout|stderr][&offset=BYTES]: without
+ * offset the whole log (at most LOG_WHOLE_MAX; a larger one is refused,
+ * naming the paging), with it the part from offset on (at most 1 MiB; the
+ * client follows from offset + length). `Accept: application/json` gets
+ * the text as one JSON string (WMLA's clients read r.json()), anything
+ * else text/plain. */
+static void log_chunk(void *ctx, const http_request *req, http_response *res)
+{
+    loomd *d = ctx;
+    const char *off = http_query(req, "offset");
+    const char *accept = http_header(req, "Accept");
+    char *end;
+    errno = 0;
     long long offset = off ? strtoll(off, &end, 10) : 0;
     if (off && (*end || end == off || errno || offset < 0)) {
-        api_error(res, LOOM_E_INVALID, "offset: expected a byte offset from 0 to %lld, got \"%s\"",
+        api_error(res, LOOM_E_INVALID, "offset: expected a byte offset from 0 to %lld, got \"%.64s\"",
                   LLONG_MAX, off);
         return;
     }
     char path[PATH_MAX];
-    loom_error *e = exec_log_path(d->execs, OWNER(req), req->params[0], (int)worker,
-                                  stream ? stream : "stdout", path, sizeof path);
+    loom_error *e = log_file(d, req, path, sizeof path);
+    struct stat st;
+    long long size = !e && stat(path, &st) == 0 ? (long long)st.st_size : 0;
+    if (!e && !off && size > (long long)LOG_WHOLE_MAX)
+        e = loom_err(LOOM_E_TOO_LARGE, "the log is %lld bytes, more than the %zu a reply holds "
+                                       "whole: read it in parts with ?offset=0, then offset plus "
+                                       "the length of each part", size, LOG_WHOLE_MAX);
+    char *buf = NULL;
+    size_t n = 0;
+    if (!e)
+        e = read_part(path, offset, off ? LOG_CHUNK_MAX : LOG_WHOLE_MAX, &buf, &n);
     if (e) {
         api_reply_error(res, e);
         return;
     }
-    FILE *f = fopen(path, "rb");
-    char *buf = malloc(LOG_CHUNK_MAX + 1);
-    size_t n = 0;
-    if (f && buf && fseeko(f, (off_t)offset, SEEK_SET) == 0)
-        n = fread(buf, 1, LOG_CHUNK_MAX, f);
-    if (f)
-        fclose(f);
-    if (!buf) {
-        api_error(res, LOOM_E_INTERNAL, "out of memory");
+    if (accept && strstr(accept, "application/json")) {
+        cJSON *text = cJSON_CreateString(buf);
+        free(buf);
+        http_reply_json(res, 200, text);
         return;
     }
     http_reply_data(res, 200, "text/plain; charset=utf-8", buf, n);
+}
+
+/* GET .../execs/{id}/result: a zip of RESULT_DIR without the submitted
+ * code, its exact size in Content-Disposition's size= (WMLA's clients
+ * read it to check the download). */
+static void result(void *ctx, const http_request *req, http_response *res)
+{
+    loomd *d = ctx;
+    exec_view v;
+    loom_error *e = exec_describe(d->execs, OWNER(req), req->params[0], &v);
+    if (e) {
+        api_reply_error(res, e);
+        return;
+    }
+    char dir[sizeof v.rec.result_dir];
+    snprintf(dir, sizeof dir, "%s", v.rec.result_dir);
+    exec_view_free(&v);
+    char *zip = NULL;
+    size_t n = 0;
+    e = tarball_zip_dir(dir, "_submitted_code", RESULT_ZIP_MAX, &zip, &n);
+    if (e) {
+        api_reply_error(res, loom_err_wrap(e, "result of %s", req->params[0]));
+        return;
+    }
+    http_reply_data(res, 200, "application/zip", zip, n);
+    snprintf(res->disposition, sizeof res->disposition,
+             "attachment; filename=\"%.200s.zip\"; size=%zu", req->params[0], n);
+}
+
+/* The start of the last `lines` lines of buf[0..n) (a final newline ends
+ * the last line, it does not start another). */
+static size_t tail_start(const char *buf, size_t n, long lines)
+{
+    size_t i = n;
+    if (i > 0 && buf[i - 1] == '\n')
+        i--;
+    while (i > 0) {
+        if (buf[i - 1] == '\n' && --lines == 0)
+            return i;
+        i--;
+    }
+    return 0;
+}
+
+/* GET .../scheduler/applications/{id}/executor/{n}/logs/{stdout|stderr}
+ * [?lastlines=N]: WMLA's executor n is worker n - 1. */
+static void executor_log(void *ctx, const http_request *req, http_response *res)
+{
+    loomd *d = ctx;
+    const char *ex = req->params[1], *stream = req->params[2];
+    const char *last = http_query(req, "lastlines");
+    char *end;
+    long executor = strtol(ex, &end, 10);
+    if (*end || end == ex || executor < 1 || executor > 1024) {
+        api_error(res, LOOM_E_INVALID, "executor: expected 1 to 1024 (1 is the first worker), "
+                                       "got \"%.64s\"", ex);
+        return;
+    }
+    long lines = last ? strtol(last, &end, 10) : 0;
+    if (last && (*end || end == last || lines < 1 || lines > LASTLINES_MAX)) {
+        api_error(res, LOOM_E_INVALID, "lastlines: expected 1 to %d, got \"%.64s\"", LASTLINES_MAX,
+                  last);
+        return;
+    }
+    char path[PATH_MAX];
+    loom_error *e = exec_log_path(d->execs, OWNER(req), req->params[0], (int)executor - 1, stream,
+                                  path, sizeof path);
+    struct stat st;
+    long long size = !e && stat(path, &st) == 0 ? (long long)st.st_size : 0;
+    long long from = size > (long long)LOG_WHOLE_MAX ? size - (long long)LOG_WHOLE_MAX : 0;
+    if (!e && !last && from > 0)
+        e = loom_err(LOOM_E_TOO_LARGE, "the log is %lld bytes: ask for its tail with ?lastlines=N "
+                                       "or read it with .../execs/{id}/log?offset=", size);
+    char *buf = NULL;
+    size_t n = 0;
+    if (!e)
+        e = read_part(path, from, LOG_WHOLE_MAX, &buf, &n);
+    if (e) {
+        api_reply_error(res, e);
+        return;
+    }
+    size_t at = lines ? tail_start(buf, n, lines) : 0;
+    memmove(buf, buf + at, n - at + 1);
+    http_reply_data(res, 200, "text/plain; charset=utf-8", buf, n - at);
 }
 
 static void stop(void *ctx, const http_request *req, http_response *res)
@@ -242,13 +471,18 @@ static void delete(void *ctx, const http_request *req, http_response *res)
     http_reply_json(res, 200, o);
 }
 
+/* Every exec route runs on the work queue: a submission unpacks an archive,
+ * a delete removes a folder, and the rest wait on the exec service's lock,
+ * which a launch holds; none of it may hold a server thread. */
 const http_route loom_exec_routes[] = {
-    {"GET", LOOM_ROUTE_EXECS, list, HTTP_USER},
+    {"GET", LOOM_ROUTE_EXECS, list, HTTP_USER | HTTP_SLOW},
     {"POST", LOOM_ROUTE_EXECS, submit, HTTP_USER | HTTP_SLOW},
-    {"GET", LOOM_ROUTE_EXECS "/{}", view, HTTP_USER},
-    {"GET", LOOM_ROUTE_EXECS "/{}" LOOM_ROUTE_LOG, log_chunk, HTTP_USER},
-    {"POST", LOOM_ROUTE_EXECS "/{}" LOOM_ROUTE_STOP, stop, HTTP_USER},
-    {"POST", LOOM_ROUTE_EXECS "/{}" LOOM_ROUTE_RESIZE, resize, HTTP_USER},
+    {"GET", LOOM_ROUTE_EXECS "/{}", view, HTTP_USER | HTTP_SLOW},
+    {"GET", LOOM_ROUTE_EXECS "/{}" LOOM_ROUTE_LOG, log_chunk, HTTP_USER | HTTP_SLOW},
+    {"GET", LOOM_ROUTE_EXECS "/{}" LOOM_ROUTE_RESULT, result, HTTP_USER | HTTP_SLOW},
+    {"GET", LOOM_ROUTE_EXECUTOR_LOG, executor_log, HTTP_USER | HTTP_SLOW},
+    {"POST", LOOM_ROUTE_EXECS "/{}" LOOM_ROUTE_STOP, stop, HTTP_USER | HTTP_SLOW},
+    {"POST", LOOM_ROUTE_EXECS "/{}" LOOM_ROUTE_RESIZE, resize, HTTP_USER | HTTP_SLOW},
     {"DELETE", LOOM_ROUTE_EXECS "/{}", delete, HTTP_USER | HTTP_SLOW},
 };
 const size_t loom_exec_route_count = sizeof loom_exec_routes / sizeof *loom_exec_routes;

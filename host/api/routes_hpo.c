@@ -256,13 +256,28 @@ static void algorithm_get(void *ctx, const http_request *req, http_response *res
     http_reply_json(res, 200, o);
 }
 
-/* Installed Python optimizers here; a .so or .lua search plugin goes
- * through the plugin routes (loom algorithm remove). */
+/* An installed Python optimizer, or a user's .so or .lua search plugin
+ * (administrators, as `loom algorithm remove`). */
 static void algorithm_delete(void *ctx, const http_request *req, http_response *res)
 {
     loomd *d = ctx;
-    reply_done(res, hpo_algorithm_remove(d->hpo, req->user, req->is_admin, req->params[0]),
-               req->params[0]);
+    loom_error *e = hpo_algorithm_remove(d->hpo, req->user, req->is_admin, req->params[0]);
+    if (loom_err_code(e) != LOOM_E_NOT_FOUND) {
+        reply_done(res, e, req->params[0]);
+        return;
+    }
+    loom_err_free(e);
+    registry_entry p;
+    if (registry_acquire(d->reg, LOOM_KIND_SEARCH, req->params[0], &p) != 0) {
+        api_error(res, LOOM_E_NOT_FOUND, "no search algorithm \"%s\"", req->params[0]);
+        return;
+    }
+    registry_release(d->reg, LOOM_KIND_SEARCH, p.name);
+    if (!req->is_admin)
+        api_error(res, LOOM_E_FORBIDDEN, "search plugin \"%s\": only administrators remove "
+                                         "registered plugins", req->params[0]);
+    else
+        loomd_remove_plugin(d, LOOM_KIND_SEARCH, req->params[0], res);
 }
 
 static const char *json_str(const cJSON *o, const char *key)
@@ -306,16 +321,16 @@ static void algorithm_install(void *ctx, const http_request *req, http_response 
 }
 
 const http_route loom_hpo_routes[] = {
-    {"POST", LOOM_ROUTE_HPO, submit, HTTP_USER},
+    {"POST", LOOM_ROUTE_HPO, submit, HTTP_USER | HTTP_SLOW},
     {"GET", LOOM_ROUTE_HPO, list, HTTP_USER},
-    {"DELETE", LOOM_ROUTE_HPO, delete_ended, HTTP_USER},
+    {"DELETE", LOOM_ROUTE_HPO, delete_ended, HTTP_USER | HTTP_SLOW},
     {"GET", LOOM_ROUTE_HPO_ALGORITHMS, algorithm_list, HTTP_USER},
-    {"POST", LOOM_ROUTE_HPO_ALGORITHMS "/install", algorithm_install, HTTP_USER},
+    {"POST", LOOM_ROUTE_HPO_ALGORITHMS "/install", algorithm_install, HTTP_USER | HTTP_SLOW},
     {"GET", LOOM_ROUTE_HPO_ALGORITHMS "/{}", algorithm_get, HTTP_USER},
-    {"DELETE", LOOM_ROUTE_HPO_ALGORITHMS "/{}", algorithm_delete, HTTP_USER},
+    {"DELETE", LOOM_ROUTE_HPO_ALGORITHMS "/{}", algorithm_delete, HTTP_USER | HTTP_SLOW},
     {"GET", LOOM_ROUTE_HPO "/{}", view, HTTP_USER},
     {"PUT", LOOM_ROUTE_HPO "/{}", stop, HTTP_USER},
     {"PUT", LOOM_ROUTE_HPO "/{}" LOOM_ROUTE_RESTART, restart, HTTP_USER},
-    {"DELETE", LOOM_ROUTE_HPO "/{}", delete_one, HTTP_USER},
+    {"DELETE", LOOM_ROUTE_HPO "/{}", delete_one, HTTP_USER | HTTP_SLOW},
 };
 const size_t loom_hpo_route_count = sizeof loom_hpo_routes / sizeof *loom_hpo_routes;

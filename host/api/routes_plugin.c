@@ -34,10 +34,8 @@ static cJSON *entry_json(const registry_entry *e)
     cJSON_AddStringToObject(o, "state", e->loaded ? "loaded" : "failed");
     if (!e->loaded)
         cJSON_AddStringToObject(o, "error", e->error);
-    if (e->loaded && e->kind == LOOM_KIND_FRAMEWORK) {
-        const loom_framework_factory *f = e->factory;
-        cJSON_AddStringToObject(o, "style", f->style == LOOM_FRAMEWORK_TRAINER ? "trainer" : "launch");
-    }
+    if (e->loaded && e->kind == LOOM_KIND_FRAMEWORK)
+        cJSON_AddStringToObject(o, "style", e->style == LOOM_FRAMEWORK_TRAINER ? "trainer" : "launch");
     return o;
 }
 
@@ -196,19 +194,15 @@ out:
     pthread_mutex_unlock(&d->admin_lock);
 }
 
-static void remove_plugin(void *ctx, const http_request *req, http_response *res)
+void loomd_remove_plugin(loomd *d, loom_kind kind, const char *name, http_response *res)
 {
-    loomd *d = ctx;
-    loom_kind kind;
-    if (kind_param(req->params[0], res, &kind) != 0)
-        return;
     pthread_mutex_lock(&d->admin_lock);
     registry_entry e;
     char err[512];
-    if (registry_acquire(d->reg, kind, req->params[1], &e) != 0) {
-        api_error(res, LOOM_E_NOT_FOUND, "no %s named \"%s\"", loom_kind_name(kind), req->params[1]);
+    if (registry_acquire(d->reg, kind, name, &e) != 0) {
+        api_error(res, LOOM_E_NOT_FOUND, "no %s named \"%s\"", loom_kind_name(kind), name);
     } else {
-        registry_release(d->reg, kind, req->params[1]);
+        registry_release(d->reg, kind, name);
         loom_error *refused = registry_remove(d->reg, kind, e.name);
         if (refused) {
             int code = loom_err_take(refused, err, sizeof err);
@@ -229,6 +223,13 @@ static void remove_plugin(void *ctx, const http_request *req, http_response *res
         }
     }
     pthread_mutex_unlock(&d->admin_lock);
+}
+
+static void remove_plugin(void *ctx, const http_request *req, http_response *res)
+{
+    loom_kind kind;
+    if (kind_param(req->params[0], res, &kind) == 0)
+        loomd_remove_plugin(ctx, kind, req->params[1], res);
 }
 
 typedef struct user_plugin_ctx {

@@ -118,6 +118,17 @@ static int hold_home(loomd *d, char *err, size_t errlen)
     return 0;
 }
 
+/* HOME/uploads, where uploads are received; once this host holds the
+ * home, what a killed one left there is garbage. */
+static loom_error *prepare_spool(loomd *d)
+{
+    snprintf(d->spool_dir, sizeof d->spool_dir, "%s/uploads", d->home);
+    fs_rm_rf(d->spool_dir);
+    if (fs_mkdir_p(d->spool_dir) != 0 || chmod(d->spool_dir, 0700) != 0)
+        return loom_err(LOOM_E_INTERNAL, "%s: cannot create: %s", d->spool_dir, strerror(errno));
+    return NULL;
+}
+
 /* Every subsystem's routes into one table; returns how many. */
 static size_t collect_routes(http_route *routes)
 {
@@ -131,12 +142,47 @@ static size_t collect_routes(http_route *routes)
         {loom_sched_routes, loom_sched_route_count},
         {loom_exec_routes, loom_exec_route_count},
         {loom_hpo_routes, loom_hpo_route_count},
+        {loom_infer_routes, loom_infer_route_count},
     };
     size_t n = 0;
     for (size_t p = 0; p < sizeof parts / sizeof *parts; p++)
         for (size_t i = 0; i < parts[p].count; i++)
             routes[n++] = parts[p].table[i];
     return n;
+}
+
+/* The plugin registry: the host's own factories and built-in plugins, then
+ * the users' (described by a child, never loaded here). */
+static loom_error *open_registry(loomd *d)
+{
+    d->reg = registry_create();
+    if (!d->reg) {
+        return loom_err(LOOM_E_INTERNAL, "plugin registry: out of memory");
+    }
+    /* Users' plugins are described by a child and run only in children of
+     * their own: no code of theirs runs here. */
+    char self[PATH_MAX];
+    if (fs_self_exe(self, sizeof self))
+        registry_set_probe(d->reg, self);
+    registry_add_factory(d->reg, LOOM_KIND_KERNEL, "ffi", LOOM_VERSION,
+                         "serves a plain C function named in model.json through libffi",
+                         ffi_kernel_factory());
+    int builtin = registry_load_dir(d->reg, d->plugin_dir, "builtin");
+    log_info("loaded %d built-in plugin file(s) from %s", builtin, d->plugin_dir);
+    /* WMLA submits elastic training as `--exec-start edt`. */
+    registry_alias(d->reg, LOOM_KIND_FRAMEWORK, "native", "edt");
+    loomd_load_user_plugins(d);
+    return NULL;
+}
+
+/* What browsers and notebooks may do: the CORS allow-list, and whether
+ * passwords may come over this listener (HTTPS, loopback, or allowed). */
+static loom_error *open_web_front(loomd *d, const loomd_options *opt)
+{
+    const char *address = opt->address ? opt->address : "127.0.0.1";
+    d->basic_over_http_allowed = opt->allow_basic_over_http || opt->tls_cert_pem ||
+                                 strncmp(address, "127.", 4) == 0;
+    return cors_policy_create(opt->cors_origins, opt->cors_origin_count, &d->cors);
 }
 
 loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
@@ -170,19 +216,18 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
         e = loom_err(LOOM_E_CONFLICT, "%s", held);
         goto fail_with;
     }
-    /* Uploads being received; once this host holds the home, what a killed
-     * one left there is garbage. */
-    snprintf(d->spool_dir, sizeof d->spool_dir, "%s/uploads", d->home);
-    fs_rm_rf(d->spool_dir);
-    if (fs_mkdir_p(d->spool_dir) != 0 || chmod(d->spool_dir, 0700) != 0) {
-        e = loom_err(LOOM_E_INTERNAL, "%s: cannot create: %s", d->spool_dir, strerror(errno));
+    if ((e = prepare_spool(d)) != NULL)
         goto fail_with;
-    }
 
     snprintf(path, sizeof path, "%s/loom.db", d->home);
     if ((e = store_open(path, &d->st)) != NULL)
         goto fail_with;
-    if ((e = auth_open(d->st, NULL, &d->auth)) != NULL ||
+    /* Every request's token is checked in a server thread: on a connection
+     * of its own, so a check reads (WAL) beside the exec service's commits
+     * instead of queueing behind their fsyncs. */
+    if ((e = store_open(path, &d->auth_st)) != NULL)
+        goto fail_with;
+    if ((e = auth_open(d->auth_st, NULL, &d->auth)) != NULL ||
         (e = auth_bootstrap_admin(d->auth, opt->admin_password, d->generated_admin_password,
                                   sizeof d->generated_admin_password, NULL)) != NULL)
         goto fail_with;
@@ -193,19 +238,8 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
         e = loom_err(LOOM_E_INTERNAL, "%s", isolation);
         goto fail_with;
     }
-    d->reg = registry_create();
-    if (!d->reg) {
-        e = loom_err(LOOM_E_INTERNAL, "plugin registry: out of memory");
+    if ((e = open_registry(d)) != NULL)
         goto fail_with;
-    }
-    registry_add_factory(d->reg, LOOM_KIND_KERNEL, "ffi", LOOM_VERSION,
-                         "serves a plain C function named in model.json through libffi",
-                         ffi_kernel_factory());
-    int builtin = registry_load_dir(d->reg, d->plugin_dir, "builtin");
-    log_info("loaded %d built-in plugin file(s) from %s", builtin, d->plugin_dir);
-    /* WMLA submits elastic training as `--exec-start edt`. */
-    registry_alias(d->reg, LOOM_KIND_FRAMEWORK, "native", "edt");
-    loomd_load_user_plugins(d);
     sched_service_options so = {.cpu_slots = opt->cpu_slots,
                                 .hysteresis = opt->hysteresis >= 0 ? opt->hysteresis : 5.0};
     if ((e = sched_service_create(d->st, &so, &d->sched)) != NULL)
@@ -218,12 +252,18 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
         e = loom_err(LOOM_E_INTERNAL, "exec service: out of memory");
         goto fail_with;
     }
+    exec_service_set_limits(d->execs, &opt->limits);
+    infer_options io = {.st = d->st, .sched = d->sched, .home = d->home,
+                        .plugin_dir = d->plugin_dir};
+    if ((e = infer_service_create(&io, &d->infer)) != NULL)
+        goto fail_with;
 
     if ((e = hpo_service_create(d->st, d->reg, d->execs, d->home, NULL, &d->hpo)) != NULL)
         goto fail_with;
 
-    http_route *routes = d->routes;
-    size_t n = collect_routes(routes);
+    if ((e = open_web_front(d, opt)) != NULL)
+        goto fail_with;
+
     http_config cfg = {
         .address = opt->address ? opt->address : "127.0.0.1",
         .port = opt->port,
@@ -231,12 +271,13 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
         .max_upload = MAX_UPLOAD,
         .spool_dir = d->spool_dir,
         .limits = opt->http,
-        .routes = routes,
-        .nroutes = n,
+        .routes = d->routes,
+        .nroutes = collect_routes(d->routes),
         .ctx = d,
         .authenticate = loomd_authenticate,
         .tls_cert_pem = opt->tls_cert_pem,
         .tls_key_pem = opt->tls_key_pem,
+        .cors = d->cors,
     };
     if ((e = http_server_start(&cfg, &d->http)) != NULL)
         goto fail_with;
@@ -258,13 +299,19 @@ void loomd_stop(loomd *d)
 {
     if (!d)
         return;
+    /* A request waiting for a kernel holds its connection: answer them
+     * all before the server stops. */
+    infer_service_stop_all(d->infer);
     http_server_stop(d->http);
     hpo_service_destroy(d->hpo);
+    cors_policy_free(d->cors);
+    infer_service_destroy(d->infer);
     exec_service_destroy(d->execs);
     job_sandbox_configure(NULL); /* its user lookup uses d->auth */
     sched_service_destroy(d->sched);
     registry_destroy(d->reg);
     auth_close(d->auth);
+    store_close(d->auth_st);
     store_close(d->st);
     if (d->lock_fd >= 0)
         close(d->lock_fd);

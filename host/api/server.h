@@ -14,6 +14,7 @@
 #include "auth/auth.h"
 #include "exec/exec.h"
 #include "hpo/hpo.h"
+#include "infer/infer.h"
 #include "sched/sched_service.h"
 #include "plugin/registry.h"
 #include "store/store.h"
@@ -31,7 +32,11 @@ typedef struct loomd_options {
     unsigned job_uid_first, job_uid_last; /* jobs' accounts when root; 0: defaults */
     int no_job_accounts;     /* root, yet jobs run as the host's user */
     int require_isolation;   /* refuse to start without complete isolation */
+    exec_limits limits;      /* bounds on execs; zeros: the defaults */
     http_limits http;        /* connections, uploads, slow requests; 0s: defaults */
+    int allow_basic_over_http; /* passwords over plain HTTP on a non-loopback listener */
+    const char *const *cors_origins; /* origins browsers may call from (api/cors.h) */
+    int cors_origin_count;
 } loomd_options;
 
 typedef struct loomd {
@@ -40,15 +45,20 @@ typedef struct loomd {
     char spool_dir[PATH_MAX]; /* HOME/uploads: file parts being received */
     int lock_fd;
     store *st;
+    store *auth_st; /* the same database, the auth service's own connection */
     registry *reg;
     sched_service *sched;
     exec_service *execs;
     hpo_service *hpo;
+    infer_service *infer;
     auth_service *auth;
     /* A new home's first admin password when it was generated: shown once. */
     char generated_admin_password[AUTH_PASSWORD_GEN_MAX];
     http_server *http;
-    http_route routes[96];
+    /* Passwords may come over this listener (HTTPS, loopback, or allowed). */
+    int basic_over_http_allowed;
+    cors_policy *cors;
+    http_route routes[128];
     pthread_mutex_t admin_lock; /* plugin add/remove: file, registry, store */
     unsigned upload_seq;
 } loomd;
@@ -75,7 +85,7 @@ extern const size_t loom_exec_route_count;
 extern const http_route loom_auth_routes[];
 extern const size_t loom_auth_route_count;
 int loomd_authenticate(void *ctx, const http_request *req, char *user, size_t userlen,
-                       int *is_admin);
+                       int *is_admin, loom_error **why);
 /* Whose records an authenticated request sees: EXEC_ADMIN for an
  * administrator, else the user's immutable id (-1, nobody's, when the user
  * was removed meanwhile). */
@@ -84,8 +94,13 @@ extern const http_route loom_sched_routes[];
 extern const size_t loom_sched_route_count;
 extern const http_route loom_plugin_routes[];
 extern const size_t loom_plugin_route_count;
+/* Unregisters a user plugin and removes its stored file (routes_plugin.c;
+ * the tuning routes' algorithm delete uses it too). Replies. */
+void loomd_remove_plugin(loomd *d, loom_kind kind, const char *name, http_response *res);
 extern const http_route loom_hpo_routes[];
 extern const size_t loom_hpo_route_count;
+extern const http_route loom_infer_routes[];
+extern const size_t loom_infer_route_count;
 
 /* Confines the host's jobs (isolation.c): accounts when root, the home's
  * modes; says at start what isolation jobs have. -1 with err when that

@@ -357,6 +357,7 @@ void auth_close(auth_service *svc)
     ratelimit_free(svc->limiter);
     ratelimit_free(svc->account_limiter);
     ratelimit_free(svc->trusted);
+    auth_basic_cache_free(svc->basic_cache);
     pthread_mutex_destroy(&svc->lock);
     free(svc);
 }

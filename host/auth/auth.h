@@ -176,6 +176,19 @@ int64_t auth_retry_after_ms(auth_service *svc, const char *client_id,
  * effect on the next request. */
 loom_error *auth_check_token(auth_service *svc, const char *token, int64_t now_ms,
                              auth_identity *who);
+/* HTTP Basic credentials presented on a request (not a log-on: no token
+ * is issued). Checked against the stored argon2id hash; a verified pair is
+ * remembered for AUTH_BASIC_CACHE_TTL_MS so a client sending them on every
+ * call does not pay a hash each time. The cache is keyed by a keyed
+ * BLAKE2b hash (it holds no password), and an entry is dropped as soon as
+ * the user's password changes or the user is removed. Verifications that
+ * miss the cache go through the log-on limiter: a wrong pair counts as a
+ * failed log-on of `client_id` and is LOOM_E_RATE_LIMITED when that client
+ * must wait. who->expires_at_ms is when the cached verification lapses. */
+#define AUTH_BASIC_CACHE_TTL_MS 60000
+loom_error *auth_check_basic(auth_service *svc, const char *client_id, const char *user,
+                             const char *password, int64_t now_ms, auth_identity *who);
+
 /* Revokes a token, or LOOM_E_NOT_FOUND when it was not valid. */
 loom_error *auth_logout(auth_service *svc, const char *token);
 

@@ -20,6 +20,9 @@
 /* Anything longer presented as a token or key cannot be one of ours. */
 #define AUTH_SECRET_INPUT_MAX 256
 
+typedef struct auth_basic_cache auth_basic_cache;
+void auth_basic_cache_free(auth_basic_cache *cache);
+
 struct auth_service {
     store *st;
     sqlite3 *db;          /* the store's connection */
@@ -37,6 +40,8 @@ struct auth_service {
     /* A hash of a random password, verified against when the user is
      * unknown so that the answer takes as long as for a wrong password. */
     char dummy_pwhash[crypto_pwhash_STRBYTES];
+    /* Basic credentials verified lately (auth_basic.c); made on first use. */
+    auth_basic_cache *basic_cache;
 };
 
 /* The service's lock and then the store's, so that no other statement on

@@ -32,11 +32,16 @@ static const char usage[] =
     "  login -u USER | -k APIKEY   log on; the token is kept in $LOOM_HOME/credentials\n"
     "  logout\n"
     "  user add|list|remove|passwd  users (administrators), or your own password\n"
-    "  apikey create LABEL  an API key for scripts\n"
+    "  apikey create|list|revoke  API keys for scripts\n"
+    "\n"
+    "Serving (dlim's commands):\n"
+    "  model deploy|list|view|start|stop|viewprofile|updateprofile|undeploy|infer\n"
+    "  model check DIR      validate a model directory locally\n"
     "\n"
     "Scheduling:\n"
     "  slots                every device and the exec holding it\n"
     "  plan add|list|show|update|remove  resource plans (shares, minimums, caps)\n"
+    "  plan member add|remove|list   who may submit to a plan\n"
     "  sim TRACE.json       replay a job trace: elastic fair share, elastic priority\n"
     "                       and static FIFO side by side\n"
     "\n"
@@ -94,6 +99,10 @@ int cli_main(int argc, char **argv)
         return cmd_demo(n - 1, args + 1, &g);
     if (strcmp(cmd, "plugin") == 0)
         return cmd_plugin(n - 1, args + 1, &g);
+    if (strcmp(cmd, "model") == 0)
+        return cmd_model(n - 1, args + 1, &g);
+    if (strcmp(cmd, "kernel") == 0 && n > 1 && strcmp(args[1], "run") == 0)
+        return cmd_kernel_run(n - 2, args + 2);
     if (strcmp(cmd, "exec") == 0)
         return cmd_exec(n - 1, args + 1, &g);
     if (strcmp(cmd, "hpo") == 0)

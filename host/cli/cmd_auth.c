@@ -262,6 +262,10 @@ static int apikey_manage(int argc, char **argv, const cli_globals *g)
 
 int cmd_apikey(int argc, char **argv, const cli_globals *g)
 {
+    if (cli_wants_help(argc, argv)) {
+        fputs(user_usage, stdout);
+        return 0;
+    }
     if (argc >= 1 && (!strcmp(argv[0], "list") || !strcmp(argv[0], "revoke")))
         return apikey_manage(argc, argv, g);
     if (argc != 2 || strcmp(argv[0], "create") != 0)

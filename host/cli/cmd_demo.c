@@ -29,7 +29,10 @@ static const char demo_usage[] =
     "     (Debian's dataset-fashion-mnist), shrunk from 2 workers to 1 and grown\n"
     "     back while it trains, every sample used once per epoch; it prints the\n"
     "     test accuracy at the end (default 3 epochs);\n"
-    "  3. a tuning task (WMLA's hypersearch): the learning rate and hidden width\n"
+    "  3. serving: the trained MLP deployed as a model service (native kernel),\n"
+    "     started, and a few test images classified through\n"
+    "     POST /dlim/v1/inference/fmnist-mlp;\n"
+    "  4. a tuning task (WMLA's hypersearch): the learning rate and hidden width\n"
     "     of a one-hidden-layer MLP on Fashion-MNIST, 4 one-epoch experiments, 2 at\n"
     "     a time, each an elastic job; it prints the best combination.\n"
     "--keep leaves the temporary state directory.\n";
@@ -126,6 +129,8 @@ static int demo_training(const cli_globals *g, const char *home, int epochs)
                        cli_num(tm, "accuracy"), cli_num(tm, "loss"), cJSON_GetArraySize(eps),
                        exact ? "yes" : "NO");
                 rc = exact ? 0 : 1;
+                if (rc == 0)
+                    rc = demo_serving(g, id, FMNIST_DIR);
             }
             cJSON_Delete(v);
             return rc;

@@ -1,5 +1,7 @@
 /* cli/cmd_exec.c - `loom exec start|list|view|logs|stop|delete|wait`,
  * dlicmd's submissions against the host's REST API. */
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +25,7 @@ static const char exec_usage[] =
     "       loom exec delete ID\n"
     "       loom exec wait ID [--timeout SECONDS]\n"
     "       loom exec resize ID --workers N\n"
+    "       loom exec result ID [-o FILE]\n"
     "\n"
     "start  submits a job in dlicmd's syntax; 'loom exec start --help' lists\n"
     "       every flag. The model directory is uploaded and copied to\n"
@@ -34,6 +37,8 @@ static const char exec_usage[] =
     "       exec, the trainer's (driver's) log. -f follows it until the exec ends,\n"
     "       with a progress line every 2 s for training.\n"
     "wait   waits for the exec to end; the exit status is 0 only if it FINISHED.\n"
+    "result downloads a zip of the exec's RESULT_DIR (without the submitted\n"
+    "       code) to FILE (default ID.zip).\n"
     "resize asks an elastic training exec for N workers (1 to its --numWorker);\n"
     "       the trainer grows or shrinks at its next step, without a restart.\n";
 
@@ -82,6 +87,21 @@ static void print_start_help(void)
            "'loom exec logs ID -f' and 'loom exec wait ID'.\n");
 }
 
+/* The model directory's own name (its last component), or "" for one
+ * with none ("/", ".", ".."): then its files go at the archive's root. */
+static void model_dir_name(const char *dir, char *out, size_t len)
+{
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/')
+        n--;
+    size_t start = n;
+    while (start > 0 && dir[start - 1] != '/')
+        start--;
+    snprintf(out, len, "%.*s", (int)(n - start), dir + start);
+    if (!strcmp(out, "/") || !strcmp(out, ".") || !strcmp(out, "..") || strlen(out) != n - start)
+        out[0] = 0;
+}
+
 int exec_start_words(int argc, char **argv, const cli_globals *g, char *id, size_t idlen)
 {
     dlicmd d;
@@ -90,7 +110,14 @@ int exec_start_words(int argc, char **argv, const cli_globals *g, char *id, size
         return cli_fail("exec start: %s", err);
     char *archive = NULL;
     size_t archive_len = 0;
-    loom_error *packed = d.model_dir ? tarball_pack_dir(d.model_dir, &archive, &archive_len) : NULL;
+    /* Under a folder named like the directory (the host takes its contents),
+     * so a model directory holding one folder is not mistaken for one. */
+    char top[256] = "";
+    if (d.model_dir)
+        model_dir_name(d.model_dir, top, sizeof top);
+    loom_error *packed = !d.model_dir ? NULL
+                         : top[0]     ? tarball_pack_dir_as(d.model_dir, top, &archive, &archive_len)
+                                      : tarball_pack_dir(d.model_dir, &archive, &archive_len);
     if (packed) {
         dlicmd_free(&d);
         loom_err_take(packed, err, sizeof err);
@@ -343,6 +370,33 @@ int exec_print_logs(const cli_globals *g, const char *id, int follow, int worker
     }
 }
 
+/* `loom exec result ID [-o FILE]`: the result zip, written whole or not
+ * at all. */
+static int exec_result(const cli_globals *g, int argc, char **argv)
+{
+    const char *id = argv[1];
+    char out[PATH_MAX], path[512];
+    snprintf(out, sizeof out, "%s.zip", id);
+    for (int i = 2; i < argc; i++) {
+        if ((strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output") == 0) && i + 1 < argc)
+            snprintf(out, sizeof out, "%s", argv[++i]);
+        else
+            return cli_fail("exec result: unexpected \"%s\" (usage: loom exec result ID [-o FILE])",
+                            argv[i]);
+    }
+    snprintf(path, sizeof path, LOOM_ROUTE_EXECS "/%s" LOOM_ROUTE_RESULT, id);
+    size_t n;
+    char *zip = cli_request_text(g, path, &n);
+    if (!zip)
+        return 1;
+    int rc = fs_write_file_atomic(out, zip, n, 0644);
+    free(zip);
+    if (rc != 0)
+        return cli_fail("%s: cannot write: %s", out, strerror(errno));
+    printf("%s: %zu bytes\n", out, n);
+    return 0;
+}
+
 int cmd_exec(int argc, char **argv, const cli_globals *g)
 {
     if (argc >= 1 && strcmp(argv[0], "start") == 0 && cli_wants_help(argc - 1, argv + 1)) {
@@ -412,6 +466,8 @@ int cmd_exec(int argc, char **argv, const cli_globals *g)
         cJSON_Delete(j);
         return 0;
     }
+    if (strcmp(verb, "result") == 0)
+        return exec_result(g, argc, argv);
     if (strcmp(verb, "wait") == 0) {
         double timeout = 0;
         for (int i = 2; i < argc; i++) {

@@ -146,6 +146,11 @@ static void kind_usage(const char *kind, FILE *out)
             "show    shows one.\n"
             "remove  unregisters a user %s (built-in ones stay).\n",
             kind, kind, kind, kind, kind, kind, kind);
+    if (!strcmp(kind, "algorithm"))
+        fputs("\nloom algorithm add DIR [--name NAME] [--conda-home H [--conda-env E]]\n"
+              "        installs a WMLA plugin optimizer: a folder with optimizer.py defining\n"
+              "        class PluginOptimizer (see loom hpo --help); it runs in Python.\n",
+              out);
 }
 
 int cmd_kind(const char *kind_word, int argc, char **argv, const cli_globals *g)

@@ -6,12 +6,18 @@
  *   loom plugin-host --kind logger|framework --name NAME --path FILE
  *                    [--memory-bytes N] [--cpu-seconds N] [--deadline-ms N]
  *                    [--write DIR] [--read DIR]...
+ *   loom plugin-host --describe --path FILE
  *
  * Once the plugin is loaded, the process confines itself (util/sandbox.h):
  * no new privileges, and under Landlock only the system's libraries, the
  * plugin's own file, (written) DIR and (read) the --read trees (a Python
  * optimizer's folder and interpreter) exist for it: the host's home,
  * database and credentials and other users' execs are out of its reach.
+ *
+ * --describe loads FILE already confined (it reads only the system's
+ * libraries and FILE) and writes what it registered as JSON to fd 3
+ * (plugin/registry_probe.h): how the host learns about a user's plugin
+ * without loading it.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +25,7 @@
 
 #include "cli/commands.h"
 #include "plugin/plugin_server.h"
+#include "plugin/registry_probe.h"
 #include "util/sandbox.h"
 #include "util/supervise.h"
 
@@ -50,8 +57,24 @@ static int confine(void *ctx)
     return 0;
 }
 
+static int describe(const char *path)
+{
+    confinement c = {.plugin_path = path};
+    if (supervise_limit_self(0, 60) != 0 || confine(&c) != 0)
+        return 1;
+    char *text = registry_probe_describe(path);
+    if (!text)
+        return 1;
+    FILE *out = fdopen(REGISTRY_PROBE_FD, "w");
+    int rc = out && fputs(text, out) >= 0 && fclose(out) == 0 ? 0 : 1;
+    free(text);
+    return rc;
+}
+
 int cmd_plugin_host(int argc, char **argv)
 {
+    if (argc == 3 && !strcmp(argv[0], "--describe") && !strcmp(argv[1], "--path"))
+        return describe(argv[2]);
     const char *kind = NULL, *name = NULL, *path = NULL, *write_dir = NULL;
     confinement c = {0};
     int nread = 0;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "api/server.h"
 #include "auth/auth.h"
@@ -13,6 +14,7 @@
 #include "util/fs.h"
 #include "util/job_sandbox.h"
 #include "util/log.h"
+#include "util/log_pump.h"
 
 static const char serve_usage[] =
     "usage: loom serve [--home DIR] [--listen ADDR:PORT] [--plugin-dir DIR]\n"
@@ -22,6 +24,10 @@ static const char serve_usage[] =
     "                  [--max-connections N] [--max-connections-per-ip N]\n"
     "                  [--idle-timeout SECONDS] [--max-uploads N]\n"
     "                  [--max-uploads-per-user N] [--slow-threads N]\n"
+    "                  [--cors-origin ORIGIN]... [--allow-basic-over-http]\n"
+    "                  [--python PATH]\n"
+    "                  [--max-queued-execs N] [--log-max-bytes B] [--checkpoints-keep K]\n"
+    "                  [--archive-max-entries N] [--archive-max-bytes B]\n"
     "\n"
     "Runs the loom host: REST API, state store, plugin registry and job\n"
     "supervision. It stops cleanly on SIGTERM or SIGINT.\n"
@@ -42,19 +48,93 @@ static const char serve_usage[] =
     "  --job-uid-range FIRST-LAST  when the host runs as root, each user's jobs\n"
     "                      run as uid FIRST + the user's id (default\n"
     "                      200000-299999); none: as the host's user\n"
+    "  --cors-origin ORIGIN  a browser page on ORIGIN (scheme://host[:port]) may call\n"
+    "                      the API with the user's credentials (repeatable)\n"
+    "  --allow-basic-over-http  accept passwords (Basic, userpasswd) over plain\n"
+    "                      HTTP on a non-loopback listener (default: refused)\n"
     "  --require-isolation refuse to start unless jobs are fully confined\n"
     "                      (Landlock, and an account per user when root)\n"
+    "  --python PATH       the Python jobs run when they name none (default\n"
+    "                      /usr/bin/python3, else python3 on PATH)\n"
     "  --max-connections N open HTTP connections in all (default 1024)\n"
     "  --max-connections-per-ip N  from one client address (default 128)\n"
     "  --idle-timeout S    close a connection silent this long (default 15)\n"
     "  --max-uploads N     multipart uploads in progress in all (default 8;\n"
     "                      more are refused with 503)\n"
     "  --max-uploads-per-user N  by one user (default 2; more: 429)\n"
-    "  --slow-threads N    threads that unpack submissions and delete execs\n"
-    "                      (default 4)\n"
+    "  --slow-threads N    threads that serve the exec routes (submissions\n"
+    "                      unpack, deletes remove folders) (default 8)\n"
+    "  --max-queued-execs N  execs one user may have waiting for devices\n"
+    "                      (default 1000)\n"
+    "  --log-max-bytes B   each launch-style worker's stdout and stderr keep\n"
+    "                      at most B bytes, the newest (default 64M)\n"
+    "  --checkpoints-keep K  checkpoints kept per training job: the newest K\n"
+    "                      and the best (default 5)\n"
+    "  --archive-max-entries N  files, folders and links in a model directory\n"
+    "                      (default 50000)\n"
+    "  --archive-max-bytes B  a model directory unpacked (default 2G)\n"
+    "  B takes a K, M or G suffix (powers of 1024).\n"
     "\n"
     "The host writes its address to HOME/host, so the CLI finds it, and its\n"
     "log to HOME/loom.log.\n";
+
+/* A count or a size with an optional K, M or G suffix, from min to max;
+ * -1 when it is not one. */
+static int parse_amount(const char *text, int sizes, uint64_t min, uint64_t max, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    int shift = !sizes || !*end ? 0 : *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : -1;
+    if (shift > 0)
+        end++;
+    if (end == text || *end || shift < 0 || errno || text[0] == '-' || v > (max >> shift) ||
+        (v << shift) < min)
+        return -1;
+    *out = (uint64_t)v << shift;
+    return 0;
+}
+
+/* The bounds on execs (exec_limits): 1 when argv[*i] was one (its value
+ * taken), 0 when it is another option, -1 after saying what is wrong. */
+static int parse_bound(int argc, char **argv, int *i, exec_limits *l)
+{
+    static const struct {
+        const char *flag;
+        int sizes;
+        uint64_t min, max;
+    } bounds[] = {
+        {"--max-queued-execs", 0, 1, 1000000},
+        {"--log-max-bytes", 1, LOG_PUMP_MIN_BYTES, (uint64_t)1 << 40},
+        {"--checkpoints-keep", 0, 1, 100000},
+        {"--archive-max-entries", 0, 1, 100000000},
+        {"--archive-max-bytes", 1, 1, (uint64_t)1 << 40},
+    };
+    for (size_t k = 0; k < sizeof bounds / sizeof *bounds; k++) {
+        if (strcmp(argv[*i], bounds[k].flag) != 0 || *i + 1 >= argc)
+            continue;
+        uint64_t v;
+        const char *text = argv[++*i];
+        if (parse_amount(text, bounds[k].sizes, bounds[k].min, bounds[k].max, &v) != 0) {
+            cli_fail("%s: expected a whole number%s from %llu to %llu, got \"%s\"",
+                     bounds[k].flag, bounds[k].sizes ? " of bytes (K, M or G allowed)" : "",
+                     (unsigned long long)bounds[k].min, (unsigned long long)bounds[k].max, text);
+            return -1;
+        }
+        if (k == 0)
+            l->max_queued_per_user = (int)v;
+        else if (k == 1)
+            l->log_max_bytes = v;
+        else if (k == 2)
+            l->checkpoints_keep = (int)v;
+        else if (k == 3)
+            l->archive_max_entries = v;
+        else
+            l->archive_max_bytes = v;
+        return 1;
+    }
+    return 0;
+}
 
 /* The flags that take a whole number from 1 up: 1 when argv[*i] is one
  * (its value stored in *opt, *i moved on), 0 when it is not, -1 (after
@@ -93,6 +173,20 @@ static int parse_number_flag(int argc, char **argv, int *i, loomd_options *opt)
     return 0;
 }
 
+/* What `loom serve` says once it listens. */
+static void print_started(const loomd *d, const char *url, const char *home)
+{
+    printf("loom host %s listening on %s", LOOM_VERSION, url);
+    printf("home %s, log %s/loom.log\n", home, home);
+    char isolation[512];
+    job_sandbox_describe(home, isolation, sizeof isolation);
+    printf("%s\n", isolation);
+    if (d->generated_admin_password[0])
+        printf("created user admin with password %s (shown once: change it with "
+               "'loom user passwd admin')\n", d->generated_admin_password);
+    fflush(stdout);
+}
+
 /* --job-uid-range FIRST-LAST: above the system's and login users' ids. */
 static int parse_uid_range(const char *text, loomd_options *opt)
 {
@@ -128,6 +222,43 @@ static int parse_listen(const char *text, char *addr, size_t addrlen, int *port)
     return 0;
 }
 
+/* The browser- and notebook-facing flags: --cors-origin ORIGIN
+ * (repeatable) and --allow-basic-over-http. 1 when argv[*i] was one (its
+ * value consumed), 0 when not, -1 after printing the error. */
+static int web_flag(int argc, char **argv, int *i, loomd_options *o)
+{
+    static const char *origins[CORS_MAX_ORIGINS];
+    if (strcmp(argv[*i], "--allow-basic-over-http") == 0) {
+        o->allow_basic_over_http = 1;
+        return 1;
+    }
+    if (strcmp(argv[*i], "--cors-origin") != 0 || *i + 1 >= argc)
+        return 0;
+    if (o->cors_origin_count == CORS_MAX_ORIGINS) {
+        cli_fail("--cors-origin: at most %d origins", CORS_MAX_ORIGINS);
+        return -1;
+    }
+    origins[o->cors_origin_count++] = argv[++*i];
+    o->cors_origins = origins;
+    return 1;
+}
+
+/* --python PATH: the host's default interpreter, which jobs and the host's
+ * readers of Python scripts find in LOOM_PYTHON. 1 when argv[*i] was it
+ * (its value consumed), 0 when not, -1 after printing the error. */
+static int python_flag(int argc, char **argv, int *i)
+{
+    if (strcmp(argv[*i], "--python") != 0 || *i + 1 >= argc)
+        return 0;
+    const char *path = argv[++*i];
+    if (access(path, X_OK) != 0) {
+        cli_fail("--python: %s is not an executable file", path);
+        return -1;
+    }
+    setenv("LOOM_PYTHON", path, 1);
+    return 1;
+}
+
 int cmd_serve(int argc, char **argv, const cli_globals *g)
 {
     if (cli_wants_help(argc, argv)) {
@@ -139,9 +270,13 @@ int cmd_serve(int argc, char **argv, const cli_globals *g)
     const char *plugin_dir = NULL;
     double hysteresis = -1;
     const char *admin_password_file = NULL, *tls_cert = NULL, *tls_key = NULL;
-    loomd_options jobs = {0}; /* the job isolation and numeric options */
+    loomd_options jobs = {0}; /* the job isolation, numeric and web options */
     for (int i = 0; i < argc; i++) {
-        int number = parse_number_flag(argc, argv, &i, &jobs);
+        int number = parse_number_flag(argc, argv, &i, &jobs), bound = 0;
+        if (number == 0)
+            number = web_flag(argc, argv, &i, &jobs);
+        if (number == 0)
+            number = python_flag(argc, argv, &i);
         if (number < 0)
             return 1;
         if (number > 0) {
@@ -168,9 +303,11 @@ int cmd_serve(int argc, char **argv, const cli_globals *g)
             hysteresis = strtod(argv[++i], &end);
             if (*end || hysteresis < 0 || hysteresis > 86400)
                 return cli_fail("--hysteresis: expected seconds from 0 to 86400, got \"%s\"", argv[i]);
-        } else {
+        } else if ((bound = parse_bound(argc, argv, &i, &jobs.limits)) == 0) {
             fputs(serve_usage, stderr);
             return cli_fail("serve: unexpected \"%s\"", argv[i]);
+        } else if (bound < 0) {
+            return 1;
         }
     }
     char home[4096], path[4200], why[5000];
@@ -210,12 +347,10 @@ int cmd_serve(int argc, char **argv, const cli_globals *g)
         free(key_pem);
         return cli_fail("cannot read %s", !cert_pem ? tls_cert : tls_key);
     }
-    loomd_options opt = {.tls_cert_pem = cert_pem, .tls_key_pem = key_pem, .home = home, .address = addr, .port = port, .plugin_dir = plugin_dir,
-                         .cpu_slots = jobs.cpu_slots, .hysteresis = hysteresis,
-                         .admin_password = admin_password[0] ? admin_password : NULL,
-                         .job_uid_first = jobs.job_uid_first, .job_uid_last = jobs.job_uid_last,
-                         .no_job_accounts = jobs.no_job_accounts,
-                         .require_isolation = jobs.require_isolation, .http = jobs.http};
+    loomd_options opt = jobs; /* isolation, numeric and web flags, then the rest */
+    opt.tls_cert_pem = cert_pem, opt.tls_key_pem = key_pem, opt.home = home, opt.address = addr;
+    opt.port = port, opt.plugin_dir = plugin_dir, opt.hysteresis = hysteresis;
+    opt.admin_password = admin_password[0] ? admin_password : NULL;
     loomd *d = loomd_start(&opt, err, sizeof err);
     free(key_pem);
     free(cert_pem);
@@ -227,15 +362,7 @@ int cmd_serve(int argc, char **argv, const cli_globals *g)
     snprintf(url, sizeof url, "%s://%s:%d\n", tls_cert ? "https" : "http", addr, loomd_port(d));
     snprintf(path, sizeof path, "%s/host", home);
     fs_write_file_atomic(path, url, strlen(url), 0644);
-    printf("loom host %s listening on %s", LOOM_VERSION, url);
-    printf("home %s, log %s/loom.log\n", home, home);
-    char isolation[512];
-    job_sandbox_describe(home, isolation, sizeof isolation);
-    printf("%s\n", isolation);
-    if (d->generated_admin_password[0])
-        printf("created user admin with password %s (shown once: change it with "
-               "'loom user passwd admin')\n", d->generated_admin_password);
-    fflush(stdout);
+    print_started(d, url, home);
 
     int sig = 0;
     sigwait(&stop, &sig);

@@ -21,10 +21,16 @@ int cmd_user(int argc, char **argv, const cli_globals *g);
 int cmd_apikey(int argc, char **argv, const cli_globals *g);
 int cmd_slots(int argc, char **argv, const cli_globals *g);
 int cmd_plan(int argc, char **argv, const cli_globals *g);
+int cmd_model(int argc, char **argv, const cli_globals *g);
+/* Hidden: `loom kernel run`, the process a kernel instance runs in. */
+int cmd_kernel_run(int argc, char **argv);
 /* Hidden: the confinement step the host runs every job process through. */
 int cmd_confine(int argc, char **argv);
 /* Hidden: the process the host runs a plugin in (plugin/plugin_proc.h). */
 int cmd_plugin_host(int argc, char **argv);
+
+/* The demo's serving step (demo_serve.c). */
+int demo_serving(const cli_globals *g, const char *exec_id, const char *dataset_dir);
 
 /* Shared by exec and demo. */
 int exec_start_words(int argc, char **argv, const cli_globals *g, char *id, size_t idlen);

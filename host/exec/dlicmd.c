@@ -4,8 +4,10 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define MAX_WORDS 4096
 
@@ -14,7 +16,8 @@
  * against is here. */
 const dlicmd_flag dlicmd_flags[] = {
     {"--exec-start", "FRAMEWORK", "the framework adapter to run (required): command, python, "
-                                  "distPyTorch, edt, ... (see 'loom framework list')"},
+                                  "distPyTorch, edt, ... (see 'loom framework list'); WMLA's "
+                                  "PyTorch and tensorflow run as python, edtPyTorch elastically"},
     {"--model-dir", "DIR", "the model directory: uploaded, and unpacked into "
                            "RESULT_DIR/_submitted_code where the workers run"},
     {"--model-main", "FILE", "the program in it to run (edt: the model spec, default edt.json)"},
@@ -29,6 +32,14 @@ const dlicmd_flag dlicmd_flags[] = {
                                  "server (ASYNC)"},
     {"--queue-if-too-large", "true|false", "wait PENDING for more devices than the host has, "
                                            "instead of being refused (default false)"},
+    {"--cs-datastore-meta", "type=fs[,data_path=P]", "WMLA: DATA_DIR is P under the host's data "
+                                                     "store ($LOOM_HOME/data); P may not leave it"},
+    {"--edt-options", "maxWorkers=N", "WMLA: the most workers elastic training grows to"},
+    {"--gpuPerWorker", "N", "WMLA: devices per worker (GPUs when the host has them)"},
+    {"--python-version", "X.Y", "WMLA: accepted; jobs run the host's Python (a warning "
+                                "says so)"},
+    {"--conda-env-name", "NAME", "WMLA: accepted; no conda environments (a warning says so)"},
+    {"--debug-level", "LEVEL", "WMLA: debug, info, warn or error: the job's DEBUG_LEVEL"},
 };
 const size_t dlicmd_flag_count = sizeof dlicmd_flags / sizeof *dlicmd_flags;
 
@@ -155,6 +166,201 @@ static loom_error *set_choice(const char *flag, const char *value, const char *a
     return NULL;
 }
 
+/* ---- WMLA's flags ---------------------------------------------------- */
+
+static loom_error *warn(dlicmd *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static loom_error *warn(dlicmd *d, const char *fmt, ...)
+{
+    char text[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    return push(&d->warnings, &d->warning_count, text);
+}
+
+loom_error *dlicmd_warn(dlicmd *d, const char *text)
+{
+    return push(&d->warnings, &d->warning_count, text);
+}
+
+/* A relative path that stays where it starts: no leading '/', no "..". */
+static int stays_inside(const char *p)
+{
+    if (!*p || p[0] == '/')
+        return 0;
+    for (const char *s = p; s; s = strchr(s, '/')) {
+        while (*s == '/')
+            s++;
+        if (s[0] == '.' && s[1] == '.' && (s[2] == '/' || s[2] == 0))
+            return 0;
+    }
+    return 1;
+}
+
+/* Calls pair(d, flag, key, value) for each "key=value" of a
+ * comma-separated list. */
+static loom_error *each_pair(dlicmd *d, const char *flag, const char *list,
+                             loom_error *(*pair)(dlicmd *, const char *, const char *, const char *))
+{
+    char *copy = strdup(list), *save = NULL;
+    if (!copy)
+        return loom_err(LOOM_E_INTERNAL, "args: out of memory");
+    loom_error *e = NULL;
+    for (char *item = strtok_r(copy, ",", &save); item && !e; item = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(item, '=');
+        if (!eq || eq == item) {
+            e = loom_err(LOOM_E_INVALID, "%s: expected key=value pairs separated by commas, got "
+                                         "\"%s\"", flag, item);
+            break;
+        }
+        *eq = 0;
+        e = pair(d, flag, item, eq + 1);
+    }
+    free(copy);
+    return e;
+}
+
+static loom_error *datastore_pair(dlicmd *d, const char *flag, const char *key, const char *value)
+{
+    if (strcmp(key, "type") == 0)
+        return strcmp(value, "fs") == 0
+                   ? NULL
+                   : loom_err(LOOM_E_UNSUPPORTED, "%s type=%s: loom's data store is a folder on "
+                                                  "the host (type=fs)", flag, value);
+    if (strcmp(key, "data_path") == 0) {
+        if (!stays_inside(value))
+            return loom_err(LOOM_E_INVALID,
+                            "%s data_path \"%s\" leaves the data store: expected a path relative "
+                            "to it, without \"..\"", flag, value);
+        return set_string(&d->data_path, "data_path", value);
+    }
+    return loom_err(LOOM_E_INVALID, "%s: unknown key \"%s\" (known: type, data_path)", flag, key);
+}
+
+static loom_error *edt_pair(dlicmd *d, const char *flag, const char *key, const char *value)
+{
+    if (strcmp(key, "maxWorkers") == 0)
+        return parse_int("--edt-options maxWorkers", value, 1, 1024, &d->max_workers);
+    return loom_err(LOOM_E_INVALID, "%s: unknown key \"%s\" (known: maxWorkers)", flag, key);
+}
+
+static int digits(const char **p)
+{
+    const char *start = *p;
+    while (**p >= '0' && **p <= '9')
+        ++*p;
+    return *p > start;
+}
+
+static loom_error *python_version(dlicmd *d, const char *flag, const char *value)
+{
+    const char *p = value;
+    int ok = digits(&p) && *p++ == '.' && digits(&p);
+    if (ok && *p == '.') {
+        p++;
+        ok = digits(&p);
+    }
+    if (!ok || *p)
+        return loom_err(LOOM_E_INVALID, "%s: expected X.Y (e.g. 3.11), got \"%s\"", flag, value);
+    loom_error *e = set_string(&d->python_version, flag, value);
+    return e ? e : warn(d, "%s %s: jobs run the host's Python interpreter; loom does not switch "
+                           "versions", flag, value);
+}
+
+static loom_error *debug_level(dlicmd *d, const char *flag, const char *value)
+{
+    static const char *const levels[] = {"debug", "info", "warn", "warning", "error"};
+    for (size_t i = 0; i < sizeof levels / sizeof *levels; i++) {
+        if (strcasecmp(value, levels[i]) != 0)
+            continue;
+        loom_error *e = set_string(&d->debug_level, flag, levels[i]);
+        char pair[32];
+        snprintf(pair, sizeof pair, "DEBUG_LEVEL=%s", levels[i]);
+        return e ? e : push(&d->msd_env, &d->msd_env_count, pair);
+    }
+    return loom_err(LOOM_E_INVALID, "%s: expected debug, info, warn or error, got \"%s\"", flag,
+                    value);
+}
+
+static loom_error *unknown_flag(const char *flag)
+{
+    char known[1024] = "";
+    size_t n = 0;
+    for (size_t i = 0; i < dlicmd_flag_count && n < sizeof known; i++)
+        n += (size_t)snprintf(known + n, sizeof known - n, "%s%s", i ? " " : "",
+                              dlicmd_flags[i].name);
+    return loom_err(LOOM_E_INVALID, "unknown flag %s (known: %s)", flag, known);
+}
+
+static loom_error *wmla_flag(dlicmd *d, const char *flag, const char *value)
+{
+    if (strcmp(flag, "--cs-datastore-meta") == 0)
+        return each_pair(d, flag, value, datastore_pair);
+    if (strcmp(flag, "--edt-options") == 0)
+        return each_pair(d, flag, value, edt_pair);
+    if (strcmp(flag, "--gpuPerWorker") == 0)
+        return parse_int(flag, value, 1, 64, &d->gpu_per_worker);
+    if (strcmp(flag, "--python-version") == 0)
+        return python_version(d, flag, value);
+    if (strcmp(flag, "--conda-env-name") == 0) {
+        loom_error *e = set_string(&d->conda_env, flag, value);
+        return e ? e : warn(d, "%s %s: loom has no conda environments; the job runs in the host's "
+                               "Python environment", flag, value);
+    }
+    if (strcmp(flag, "--debug-level") == 0)
+        return debug_level(d, flag, value);
+    return unknown_flag(flag);
+}
+
+/* What WMLA's flags mean together with loom's, once all are read. */
+static loom_error *wmla_settle(dlicmd *d)
+{
+    if (d->data_path && d->data_dir)
+        return loom_err(LOOM_E_INVALID, "--data-dir and --cs-datastore-meta data_path both name "
+                                        "DATA_DIR: give one");
+    if (d->gpu_per_worker) {
+        if (d->worker_device_num != 1 && d->worker_device_num != d->gpu_per_worker)
+            return loom_err(LOOM_E_INVALID, "--gpuPerWorker %d and --workerDeviceNum %d disagree",
+                            d->gpu_per_worker, d->worker_device_num);
+        d->worker_device_num = d->gpu_per_worker;
+    }
+    if (!d->max_workers)
+        return NULL;
+    if (d->num_worker_given && d->num_worker > d->max_workers)
+        return loom_err(LOOM_E_INVALID, "--numWorker %d is more than --edt-options maxWorkers=%d",
+                        d->num_worker, d->max_workers);
+    loom_error *e = NULL;
+    if (d->num_worker_given && d->num_worker < d->max_workers)
+        e = warn(d, "--numWorker %d: elastic training starts with as many workers as devices are "
+                    "free, up to maxWorkers=%d", d->num_worker, d->max_workers);
+    d->num_worker = d->max_workers;
+    d->num_worker_given = 1;
+    return e;
+}
+
+/* WMLA's framework names and loom's adapters (the README has the table). */
+static const struct {
+    const char *wmla, *loom;
+} framework_names[] = {
+    {"PyTorch", "python"},
+    {"tensorflow", "python"},
+    {"edtPyTorch", "edtPyTorch"},
+};
+
+const char *dlicmd_framework_name(const char *exec_start, int *wmla)
+{
+    for (size_t i = 0; i < sizeof framework_names / sizeof *framework_names; i++)
+        if (strcasecmp(exec_start, framework_names[i].wmla) == 0) {
+            if (wmla)
+                *wmla = 1;
+            return framework_names[i].loom;
+        }
+    if (wmla)
+        *wmla = 0;
+    return exec_start;
+}
+
 static loom_error *apply_flag(dlicmd *d, const char *flag, const char *value)
 {
     int is_b = 0;
@@ -167,6 +373,7 @@ static loom_error *apply_flag(dlicmd *d, const char *flag, const char *value)
         return set_string(&d->model_main, flag, value);
     if (strcmp(flag, "--workerDeviceType") == 0) {
         e = set_choice(flag, value, "cpu", "gpu", &is_b);
+        d->device_type_given = 1;
         return e ? e : set_string(&d->device_type, flag, value);
     }
     if (strcmp(flag, "--consumer") == 0) {
@@ -208,11 +415,7 @@ static loom_error *apply_flag(dlicmd *d, const char *flag, const char *value)
             return loom_err(LOOM_E_INVALID, "--msd-env: expected KEY=VALUE, got \"%s\"", value);
         return push(&d->msd_env, &d->msd_env_count, value);
     }
-    return loom_err(LOOM_E_INVALID,
-                    "unknown flag %s (known: --exec-start --model-dir --model-main "
-                    "--numWorker --workerDeviceNum --workerDeviceType --msd-env "
-                    "--msd-priority --consumer --data-dir --syncMode --queue-if-too-large)",
-                    flag);
+    return wmla_flag(d, flag, value);
 }
 
 loom_error *dlicmd_parse_words(int argc, char *const *argv, dlicmd *d)
@@ -256,6 +459,8 @@ loom_error *dlicmd_parse_words(int argc, char *const *argv, dlicmd *d)
         e = push(&d->args, &d->arg_count, argv[i]);
     if (!e && !d->exec_start)
         e = loom_err(LOOM_E_INVALID, "--exec-start is required (the framework to run, e.g. command)");
+    if (!e)
+        e = wmla_settle(d);
     if (!e && !d->device_type && !(d->device_type = strdup("cpu")))
         e = loom_err(LOOM_E_INTERNAL, "args: out of memory");
     if (e)
@@ -291,6 +496,13 @@ void dlicmd_free(dlicmd *d)
     for (int i = 0; i < d->arg_count; i++)
         free(d->args[i]);
     free(d->args);
+    free(d->data_path);
+    free(d->python_version);
+    free(d->conda_env);
+    free(d->debug_level);
+    for (int i = 0; i < d->warning_count; i++)
+        free(d->warnings[i]);
+    free(d->warnings);
     memset(d, 0, sizeof *d);
 }
 

@@ -19,6 +19,7 @@ typedef struct dlicmd {
     char *model_dir;    /* as given by the user (client side) */
     char *model_main;
     char *device_type;  /* "cpu" or "gpu"; default "cpu" */
+    int device_type_given; /* --workerDeviceType was on the command line */
     char *consumer;     /* resource plan (at most DLICMD_CONSUMER_MAX bytes); NULL = the
                          * user's default */
     char *data_dir;
@@ -32,6 +33,17 @@ typedef struct dlicmd {
     int msd_env_count;
     char **args;        /* after "--" */
     int arg_count;
+    /* WMLA's flags (see the README's table). */
+    char *data_path;    /* --cs-datastore-meta data_path: DATA_DIR under the data store */
+    int max_workers;    /* --edt-options maxWorkers=N (0: not given) */
+    int gpu_per_worker; /* --gpuPerWorker N (0: not given) */
+    char *python_version;  /* --python-version X.Y */
+    char *conda_env;       /* --conda-env-name NAME */
+    char *debug_level;     /* --debug-level LEVEL, lower case */
+    /* What the host does differently from what a flag asked for, one
+     * sentence each, for the submission's reply. */
+    char **warnings;
+    int warning_count;
 } dlicmd;
 
 /* One flag dlicmd_parse_words accepts, as `loom exec start --help` lists
@@ -57,6 +69,15 @@ void dlicmd_free_words(char **words);
 loom_error *dlicmd_parse_words(int argc, char *const *argv, dlicmd *out);
 loom_error *dlicmd_parse(const char *text, dlicmd *out);
 void dlicmd_free(dlicmd *d);
+
+/* Adds a warning for the submission's reply (NULL, or out of memory). */
+loom_error *dlicmd_warn(dlicmd *d, const char *text);
+
+/* loom's framework name for a name as WMLA spells it (any case):
+ * PyTorch and tensorflow run as `python`, edtPyTorch under the elastic
+ * trainer's PyTorch adapter; any other name is returned as it is. *wmla
+ * (may be NULL) is 1 when the name is one of WMLA's. */
+const char *dlicmd_framework_name(const char *exec_start, int *wmla);
 
 /* Joins words into one string that dlicmd_split turns back into them. */
 char *dlicmd_join(int argc, char *const *argv);

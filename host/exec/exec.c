@@ -83,7 +83,7 @@ static void unlink_running(exec_service *es, running_exec *r)
 /* Whether `owner` (EXEC_ADMIN: anyone) may see an exec of user `user_id`.
  * By id, not name: a user made again under a removed user's name is
  * someone else. */
-static int visible(int64_t owner, int64_t user_id)
+int exec_visible(int64_t owner, int64_t user_id)
 {
     return owner == EXEC_ADMIN || owner == user_id;
 }
@@ -91,14 +91,14 @@ static int visible(int64_t owner, int64_t user_id)
 /* Finds an exec `owner` may see: a running one in *r, else its stored
  * record in *rec. Returns 0 when there is none (for that owner). Call with
  * es->lock. */
-static int lookup(exec_service *es, int64_t owner, const char *id, running_exec **r,
+int exec_lookup(exec_service *es, int64_t owner, const char *id, running_exec **r,
                   store_exec *rec)
 {
     *r = exec_find_running(es, id);
     if (*r)
-        return visible(owner, (*r)->rec.user_id);
+        return exec_visible(owner, (*r)->rec.user_id);
     loom_error *e = store_exec_get(es->st, id, rec);
-    int found = !e && visible(owner, rec->user_id);
+    int found = !e && exec_visible(owner, rec->user_id);
     loom_err_free(e);
     return found;
 }
@@ -379,6 +379,12 @@ exec_service *exec_service_create(store *st, registry *reg, sched_service *sched
     es->sched = sched;
     snprintf(es->home, sizeof es->home, "%s", home);
     pthread_mutex_init(&es->lock, NULL);
+    es->logs = log_pump_create(EXEC_DEFAULT_LOG_MAX_BYTES);
+    if (!es->logs) {
+        pthread_mutex_destroy(&es->lock);
+        free(es);
+        return NULL;
+    }
     exec_service_set_limits(es, NULL);
     exec_reconcile(es);
     if (pthread_create(&es->thread, NULL, supervisor, es) == 0)
@@ -442,6 +448,7 @@ void exec_service_destroy(exec_service *es)
         exec_set_state(es, &r->rec, "KILLED", "the host shut down; workers did not exit");
         exec_free_running(r);
     }
+    log_pump_destroy(es->logs, 1000); /* what the workers wrote last */
     pthread_mutex_destroy(&es->lock);
     free(es);
 }
@@ -470,11 +477,11 @@ static void remove_exec_dir(const char *dir)
 
 /* Checks the submission against the framework and prepares how it will
  * run, without storing anything. */
-loom_error *exec_prepare(exec_service *es, const exec_submission *sub, const dlicmd *d,
+loom_error *exec_prepare(exec_service *es, const exec_submission *sub, dlicmd *d,
                            const registry_entry *fw, running_exec *r, int code_ready)
 {
-    const loom_framework_factory *factory = fw->factory;
     store_exec *rec = &r->rec;
+    exec_wmla_devices(d);
     if (strcmp(d->device_type, "gpu") == 0 && sched_cuda_device_count() == 0)
         return loom_err(LOOM_E_INVALID, "--workerDeviceType gpu: this host has no GPU");
     if (d->model_main && !path_is_contained(d->model_main))
@@ -501,8 +508,12 @@ loom_error *exec_prepare(exec_service *es, const exec_submission *sub, const dli
                     : sub->archive ? tarball_unpack_bounded(sub->archive, sub->archive_len,
                                                             r->code_dir, &bounds)
                                    : NULL;
+    if (!e && !code_ready && (sub->archive || sub->archive_path)) /* once, unpacked */
+        e = exec_model_layout(r->code_dir, d->model_dir);
     if (e)
         return loom_err_wrap(e, "model directory");
+    if ((e = exec_data_dir_check(es->home, d, r->data_dir)) != NULL)
+        return e;
     if (d->model_main) {
         char main_path[PATH_MAX * 2];
         snprintf(main_path, sizeof main_path, "%s/%s", r->code_dir, d->model_main);
@@ -510,7 +521,7 @@ loom_error *exec_prepare(exec_service *es, const exec_submission *sub, const dli
             return loom_err(LOOM_E_INVALID, "--model-main \"%s\": no such file in the model directory",
                             d->model_main);
     }
-    if (factory->style == LOOM_FRAMEWORK_TRAINER) {
+    if (fw->style == LOOM_FRAMEWORK_TRAINER) {
         r->job = calloc(1, sizeof *r->job);
         if (!r->job)
             return loom_err(LOOM_E_INTERNAL, "out of memory");
@@ -585,10 +596,10 @@ loom_error *exec_submit(exec_service *es, const exec_submission *sub, char *id, 
     if (!err)
         err = exec_check_queue_bound(es, sub->user, sub->user_id);
     registry_entry fw;
-    if (!err && registry_acquire(es->reg, LOOM_KIND_FRAMEWORK, d.exec_start, &fw) != 0)
-        err = loom_err(LOOM_E_NOT_FOUND,
-                       "--exec-start: no framework named \"%s\" (see loom framework list)",
-                       d.exec_start);
+    int wmla = 0;
+    const char *framework = dlicmd_framework_name(d.exec_start, &wmla);
+    if (!err && registry_acquire(es->reg, LOOM_KIND_FRAMEWORK, framework, &fw) != 0)
+        err = exec_framework_missing(d.exec_start, framework, wmla);
     if (err) {
         dlicmd_free(&d);
         return err;
@@ -625,6 +636,7 @@ loom_error *exec_submit(exec_service *es, const exec_submission *sub, char *id, 
         exec_set_state(es, rec, "PENDING", NULL);
         exec_schedule_locked(es);
         snprintf(id, idlen, "%s", rec->id);
+        exec_note_warnings(sub, &d);
     }
     pthread_mutex_unlock(&es->lock);
     if (err) {
@@ -643,7 +655,7 @@ loom_error *exec_stop(exec_service *es, int64_t owner, const char *id)
     loom_error *err = NULL;
     store_exec rec;
     running_exec *r = NULL;
-    if (!lookup(es, owner, id, &r, &rec)) {
+    if (!exec_lookup(es, owner, id, &r, &rec)) {
         err = loom_err(LOOM_E_NOT_FOUND, "no exec \"%s\"", id);
     } else if (r && r->pending) {
         /* Never started: it ends here. */
@@ -675,7 +687,7 @@ loom_error *exec_resize(exec_service *es, int64_t owner, const char *id, int wor
     loom_error *err = NULL;
     store_exec rec;
     running_exec *r = NULL;
-    if (!lookup(es, owner, id, &r, &rec)) {
+    if (!exec_lookup(es, owner, id, &r, &rec)) {
         err = loom_err(LOOM_E_NOT_FOUND, "no exec \"%s\"", id);
     } else if (r && r->elastic) {
         if (workers < 1 || workers > r->devices) {
@@ -706,7 +718,7 @@ loom_error *exec_delete(exec_service *es, int64_t owner, const char *id)
     store_exec rec;
     running_exec *r = NULL;
     loom_error *err = NULL;
-    if (!lookup(es, owner, id, &r, &rec))
+    if (!exec_lookup(es, owner, id, &r, &rec))
         err = loom_err(LOOM_E_NOT_FOUND, "no exec \"%s\"", id);
     else if (r || !exec_state_is_final(rec.state))
         err = loom_err(LOOM_E_CONFLICT, "exec \"%s\" is %s; stop it first", id,
@@ -719,192 +731,4 @@ loom_error *exec_delete(exec_service *es, int64_t owner, const char *id)
     if (!err)
         remove_exec_dir(rec.result_dir);
     return err;
-}
-
-void exec_reason_hide_holder(char *reason, int (*may_see)(const char *id, void *ctx), void *ctx)
-{
-    /* "reserved for a larger job (ID)": the one parenthesised part. */
-    size_t n = strlen(reason);
-    char *open = strrchr(reason, '(');
-    if (!open || open == reason || open[-1] != ' ' || reason[n - 1] != ')')
-        return;
-    reason[n - 1] = '\0';
-    int shown = may_see(open + 1, ctx);
-    reason[n - 1] = ')';
-    if (!shown)
-        open[-1] = '\0';
-}
-
-typedef struct reason_viewer {
-    exec_service *es;
-    int64_t owner;
-} reason_viewer;
-
-/* Whether the viewer may see the running exec `id`. Call with es->lock. */
-static int viewer_sees(const char *id, void *ctx)
-{
-    const reason_viewer *rv = ctx;
-    const running_exec *r = exec_find_running(rv->es, id);
-    return r && visible(rv->owner, r->rec.user_id);
-}
-
-/* Why a pending exec waits, as `owner` (EXEC_ADMIN: an administrator) may see
- * it, so exec ids do not leak. Call with es->lock. */
-static void pending_reason(exec_service *es, int64_t owner, const char *id, char *buf,
-                           size_t len)
-{
-    reason_viewer rv = {es, owner};
-    if (sched_service_pending_reason(es->sched, id, buf, len) && owner != EXEC_ADMIN)
-        exec_reason_hide_holder(buf, viewer_sees, &rv);
-}
-
-/* Fills a view of the exec (running: r set) as `owner` may see it. Call
- * with es->lock. */
-static void describe(exec_service *es, int64_t owner, const store_exec *e,
-                     const running_exec *r, exec_view *v)
-{
-    memset(v, 0, sizeof *v);
-    v->rec = *e;
-    v->running = r != NULL;
-    if (r && r->pending)
-        pending_reason(es, owner, e->id, v->pending_reason, sizeof v->pending_reason);
-    if (r) {
-        int n = sched_service_job_devices(es->sched, e->id, v->slots, 64, NULL, NULL);
-        v->nslots = n < 0 ? 0 : n > 64 ? 64 : n;
-        v->handover_ms = -1;
-        if (sched_service_job_handover(es->sched, e->id, v->handover_from,
-                                       sizeof v->handover_from, &v->handover_ms)) {
-            reason_viewer rv = {es, owner};
-            if (owner && !viewer_sees(v->handover_from, &rv))
-                v->handover_from[0] = '\0';
-        }
-    }
-    if (r && r->edt) {
-        v->training = edt_describe(r->edt);
-    } else if (!r) {
-        char path[PATH_MAX + 32];
-        trainer_summary_path(e, path, sizeof path);
-        char *text = fs_read_file(path, 16u << 20, NULL);
-        v->training = text ? cJSON_Parse(text) : NULL;
-        free(text);
-    }
-    if (r && !r->edt && r->workers && r->nworkers > 0) {
-        v->workers = calloc((size_t)r->nworkers, sizeof *v->workers);
-        for (int i = 0; v->workers && i < r->nworkers; i++)
-            v->workers[i] = (exec_worker_view){.rank = i, .pid = (int)r->workers[i].pid,
-                                               .exited = r->workers[i].done};
-        v->nworkers = v->workers ? r->nworkers : 0;
-    }
-}
-
-void exec_view_free(exec_view *v)
-{
-    if (!v)
-        return;
-    free(v->workers);
-    cJSON_Delete(v->training);
-    v->workers = NULL;
-    v->training = NULL;
-}
-
-void exec_views_free(exec_view *v, size_t count)
-{
-    for (size_t i = 0; v && i < count; i++)
-        exec_view_free(&v[i]);
-    free(v);
-}
-
-loom_error *exec_describe(exec_service *es, int64_t owner, const char *id, exec_view *out)
-{
-    pthread_mutex_lock(&es->lock);
-    store_exec rec;
-    running_exec *r = NULL;
-    int found = lookup(es, owner, id, &r, &rec);
-    if (found)
-        describe(es, owner, r ? &r->rec : &rec, r, out);
-    pthread_mutex_unlock(&es->lock);
-    return found ? NULL : loom_err(LOOM_E_NOT_FOUND, "no exec \"%s\"", id);
-}
-
-typedef struct list_ctx {
-    int64_t owner;
-    store_exec *items;
-    size_t n, cap;
-    int failed;
-} list_ctx;
-
-static void add_to_list(const store_exec *e, void *ctx)
-{
-    list_ctx *l = ctx;
-    if (l->failed || !visible(l->owner, e->user_id))
-        return;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 16;
-        store_exec *grown = realloc(l->items, cap * sizeof *grown);
-        if (!grown) {
-            l->failed = 1;
-            return;
-        }
-        l->items = grown;
-        l->cap = cap;
-    }
-    l->items[l->n++] = *e;
-}
-
-loom_error *exec_list(exec_service *es, int64_t owner, exec_view **out, size_t *count)
-{
-    list_ctx l = {.owner = owner};
-    *out = NULL;
-    *count = 0;
-    pthread_mutex_lock(&es->lock);
-    loom_error *err = store_exec_each(es->st, add_to_list, &l);
-    if (!err && l.failed)
-        err = loom_err(LOOM_E_INTERNAL, "execs: out of memory");
-    exec_view *v = err ? NULL : calloc(l.n ? l.n : 1, sizeof *v);
-    if (!err && !v)
-        err = loom_err(LOOM_E_INTERNAL, "execs: out of memory");
-    for (size_t i = 0; !err && i < l.n; i++)
-        describe(es, owner, &l.items[i], exec_find_running(es, l.items[i].id), &v[i]);
-    pthread_mutex_unlock(&es->lock);
-    free(l.items);
-    if (err)
-        return err;
-    *out = v;
-    *count = l.n;
-    return NULL;
-}
-
-int exec_visible_to(exec_service *es, int64_t owner, const char *id)
-{
-    store_exec rec;
-    running_exec *r = NULL;
-    pthread_mutex_lock(&es->lock);
-    int found = lookup(es, owner, id, &r, &rec);
-    pthread_mutex_unlock(&es->lock);
-    return found;
-}
-
-loom_error *exec_log_path(exec_service *es, int64_t owner, const char *id, int worker,
-                          const char *stream, char *path, size_t pathlen)
-{
-    store_exec rec;
-    running_exec *r = NULL;
-    pthread_mutex_lock(&es->lock);
-    int found = lookup(es, owner, id, &r, &rec);
-    if (found && r)
-        rec = r->rec;
-    pthread_mutex_unlock(&es->lock);
-    if (!found)
-        return loom_err(LOOM_E_NOT_FOUND, "no exec \"%s\"", id);
-    if (strcmp(stream, "stdout") != 0 && strcmp(stream, "stderr") != 0)
-        return loom_err(LOOM_E_INVALID, "stream: expected stdout or stderr, got \"%s\"", stream);
-    if (worker == -1) { /* the training driver's log */
-        snprintf(path, pathlen, "%s/log/driver/%s", rec.result_dir, stream);
-        return NULL;
-    }
-    if (worker < 0 || worker >= rec.num_workers)
-        return loom_err(LOOM_E_INVALID, "worker: exec \"%s\" has workers 0 to %d", id,
-                        rec.num_workers - 1);
-    snprintf(path, pathlen, "%s/log/worker-%d/%s", rec.result_dir, worker, stream);
-    return NULL;
 }

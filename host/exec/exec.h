@@ -30,11 +30,15 @@ void exec_service_destroy(exec_service *es);
 typedef struct exec_limits {
     int max_queued_per_user;      /* PENDING execs of one user; default 1,000 */
     uint64_t archive_max_bytes;   /* a model directory unpacked; default 2 GiB */
-    uint64_t archive_max_entries; /* files, folders and links in it; 10,000 */
+    uint64_t archive_max_entries; /* files, folders and links in it; 50,000 */
+    uint64_t log_max_bytes;       /* each launch-style worker's stdout, stderr: 64 MiB */
+    int checkpoints_keep;         /* per training job, the newest K and the best: 5 */
 } exec_limits;
 #define EXEC_DEFAULT_MAX_QUEUED_PER_USER 1000
 #define EXEC_DEFAULT_ARCHIVE_MAX_BYTES ((uint64_t)2 << 30)
-#define EXEC_DEFAULT_ARCHIVE_MAX_ENTRIES 10000
+#define EXEC_DEFAULT_ARCHIVE_MAX_ENTRIES 50000
+#define EXEC_DEFAULT_LOG_MAX_BYTES ((uint64_t)64 << 20)
+#define EXEC_DEFAULT_CHECKPOINTS_KEEP 5
 
 /* Sets the bounds (before the first submission). */
 void exec_service_set_limits(exec_service *es, const exec_limits *limits);
@@ -52,6 +56,10 @@ typedef struct exec_submission {
     const void *archive; /* tar of the model directory, or NULL */
     size_t archive_len;
     const char *archive_path; /* or that tar in a file (an upload spooled to disk) */
+    /* Where the host does otherwise than a flag asked (WMLA's flags with no
+     * equivalent), one sentence a line; NULL: not wanted. */
+    char *warnings;
+    size_t warnings_len;
 } exec_submission;
 
 /* Checks, stores and queues an exec; its id goes to `id`. Errors:

@@ -30,9 +30,15 @@ void exec_service_set_limits(exec_service *es, const exec_limits *l)
         v.archive_max_bytes = EXEC_DEFAULT_ARCHIVE_MAX_BYTES;
     if (v.archive_max_entries == 0)
         v.archive_max_entries = EXEC_DEFAULT_ARCHIVE_MAX_ENTRIES;
+    if (v.checkpoints_keep <= 0)
+        v.checkpoints_keep = EXEC_DEFAULT_CHECKPOINTS_KEEP;
+    if (v.log_max_bytes == 0)
+        v.log_max_bytes = EXEC_DEFAULT_LOG_MAX_BYTES;
     pthread_mutex_lock(&es->lock);
     es->limits = v;
     pthread_mutex_unlock(&es->lock);
+    if (es->logs)
+        log_pump_set_limit(es->logs, v.log_max_bytes);
 }
 
 loom_error *exec_check_queue_bound(exec_service *es, const char *user, int64_t user_id)

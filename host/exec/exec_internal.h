@@ -13,6 +13,7 @@
 #include "exec/dlicmd.h"
 #include "exec/exec.h"
 #include "train/coordinator.h"
+#include "util/log_pump.h"
 
 typedef struct worker {
     pid_t pid;
@@ -80,9 +81,34 @@ struct exec_service {
     running_exec *running;
     unsigned seq;
     exec_limits limits;
+    log_pump *logs; /* launch-style workers' stdout and stderr, bounded */
 };
 
+/* exec_wmla.c */
+/* A model archive unpacked into code_dir whose only top-level entry is a
+ * folder named like --model-dir's last component: its contents move up
+ * into code_dir. Files at the archive's root stay as they are; a lone
+ * folder with another name is LOOM_E_INVALID naming both. */
+loom_error *exec_model_layout(const char *code_dir, const char *model_dir);
+/* With WMLA's data_path: LOOM_E_INVALID when the existing data_dir
+ * resolves (links followed) outside the data store, home/data. */
+loom_error *exec_data_dir_check(const char *home, const dlicmd *d, const char *data_dir);
+/* WMLA's --gpuPerWorker without --workerDeviceType: GPUs where the host
+ * has them, else CPU devices and a warning. */
+void exec_wmla_devices(dlicmd *d);
+/* The parser's warnings, one a line, into the submitter's buffer. */
+void exec_note_warnings(const exec_submission *sub, const dlicmd *d);
+/* The refusal of a framework that is not registered; `wmla`: the name
+ * asked for is WMLA's, mapped to `framework`. */
+loom_error *exec_framework_missing(const char *asked, const char *framework, int wmla);
+
 /* exec.c */
+/* Whether `owner` (EXEC_ADMIN: anyone) may see an exec of user `user_id`. */
+int exec_visible(int64_t owner, int64_t user_id);
+/* Finds an exec `owner` may see: a running one in *r, else its stored
+ * record in *rec; 0 when there is none (for that owner). With es->lock. */
+int exec_lookup(exec_service *es, int64_t owner, const char *id, running_exec **r,
+                store_exec *rec);
 void exec_set_state(exec_service *es, store_exec *rec, const char *state, const char *message);
 running_exec *exec_find_running(exec_service *es, const char *id);
 void exec_free_running(running_exec *r);
@@ -121,16 +147,29 @@ loom_error *trainer_start(exec_service *es, running_exec *r, const int32_t *devi
 void trainer_ended(exec_service *es, running_exec *r);
 void trainer_summary_path(const store_exec *rec, char *path, size_t len);
 
+/* exec_pyscript.c: a trainer exec whose --model-main is a Python script. */
+int pyscript_is_script(const char *model_main);
+/* Reads the script's train() settings (running none of it) into *spec,
+ * also written to spec_path: {"training": {...}, "pytorch": {"script",
+ * "args"}}. A script that does not parse or whose settings cannot be told
+ * is LOOM_E_INVALID naming the line; no Python or no torch LOOM_E_UNAVAILABLE. */
+loom_error *pyscript_spec(const registry_entry *fw, const store_exec *rec, const dlicmd *d,
+                          char *spec_path, size_t len, cJSON **spec);
+/* The job's environment pairs with FABRIC_HOME (loom's installed files)
+ * added unless the job set it; takes and returns the vector. */
+char **pyscript_job_env(char **env);
+
 /* Shared by submission and restart (exec.c, exec_restart.c). */
 /* Checks a submission against its framework and prepares how it will run
  * (code_ready: the model directory is in place already, after a restart). */
-loom_error *exec_prepare(exec_service *es, const exec_submission *sub, const dlicmd *d,
+loom_error *exec_prepare(exec_service *es, const exec_submission *sub, dlicmd *d,
                          const registry_entry *fw, running_exec *r, int code_ready);
 /* Hands an exec to the scheduler and the running list. Call with es->lock. */
 loom_error *exec_enqueue_locked(exec_service *es, running_exec *r, const dlicmd *d);
 /* Runs the scheduler and carries out its decisions. Call with es->lock. */
 void exec_schedule_locked(exec_service *es);
-/* DATA_DIR for an exec: --data-dir, or the host's data folder. */
+/* DATA_DIR for an exec: --data-dir, WMLA's data_path under the host's
+ * data folder, or that folder. */
 void exec_data_dir(exec_service *es, const dlicmd *d, char *out, size_t len);
 /* Takes up the execs the last host left unfinished (exec_restart.c). */
 void exec_reconcile(exec_service *es);

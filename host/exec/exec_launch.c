@@ -3,6 +3,7 @@
  * group, each with the job's environment and its own log files. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/job_sandbox.h"
+#include "util/log.h"
 #include "util/spawn.h"
 
 extern char **environ;
@@ -125,10 +127,48 @@ static char **build_env(char *const *layers[], int nlayers)
     return out;
 }
 
+/* The Python a launch-style job runs where its plan says plain `python3`:
+ * the job's own (--msd-env PYTHON=PATH), else the host's (loom serve
+ * --python), else NULL: python3 on PATH. */
+static const char *job_python(char *const *msd_env)
+{
+    const char *chosen = NULL;
+    for (char *const *e = msd_env; e && *e; e++)
+        if (!strncmp(*e, "PYTHON=", 7) && (*e)[7])
+            chosen = *e + 7;
+    const char *host = getenv("LOOM_PYTHON");
+    return chosen ? chosen : host && *host ? host : NULL;
+}
+
+/* Puts the job's Python in place of `python3` and says in the worker's log
+ * which one runs. */
+static void use_job_python(char **argv, const char *python, const char *log_path)
+{
+    if (!argv || !argv[0] || strcmp(argv[0], "python3"))
+        return;
+    char *chosen = python ? strdup(python) : NULL;
+    if (chosen) {
+        free(argv[0]);
+        argv[0] = chosen;
+    }
+    FILE *f = fopen(log_path, "a");
+    if (f) {
+        fprintf(f, "loom: python is %s\n", chosen ? chosen : "python3 on PATH");
+        fclose(f);
+    }
+}
+
+static void close_pipe(int fds[2])
+{
+    for (int i = 0; i < 2; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+}
+
 loom_error *launch_start(exec_service *es, running_exec *r, const int32_t *device_index,
                          int ndev)
 {
-    (void)es; /* the jobs' FABRIC_HOME is loom's installed files, not the host's home */
+    /* The jobs' FABRIC_HOME is loom's installed files, not the host's home. */
     store_exec *rec = &r->rec;
     r->nworkers = r->plan.count;
     r->workers = calloc((size_t)r->nworkers, sizeof *r->workers);
@@ -161,16 +201,26 @@ loom_error *launch_start(exec_service *es, running_exec *r, const int32_t *devic
         char *job[7] = {job_env[0], job_env[1], job_env[2], job_env[3], job_env[4], job_env[5], NULL};
         char *const *layers[3] = {job, r->msd_env, r->plan.workers[i].env};
         char **envp = build_env(layers, 3);
+        use_job_python(r->plan.workers[i].argv, job_python(r->msd_env), err_path);
+        /* Output goes through the host's log pump, which bounds it. */
+        int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1};
+        if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0) {
+            err = loom_err(LOOM_E_INTERNAL, "cannot make the workers' log pipes: %s",
+                           strerror(errno));
+            close_pipe(out_pipe);
+            strings_free(envp);
+            break;
+        }
         spawn_spec spec = {
             .argv = r->plan.workers[i].argv,
             .envp = envp,
             .cwd = r->plan.workers[i].cwd ? r->plan.workers[i].cwd : r->code_dir,
-            .stdout_path = out_path,
-            .stderr_path = err_path,
+            .stdout_fd = out_pipe[1],
+            .stderr_fd = err_pipe[1],
             .pgid = rec->pgid, /* the first worker leads the group */
         };
         char **confined = NULL;
-        job_sandbox_job box = {.user = rec->user, .exec_dir = rec->result_dir, .data_dir = r->data_dir};
+        job_sandbox_job box = {.user = rec->user, .user_id = rec->user_id, .exec_dir = rec->result_dir, .data_dir = r->data_dir};
         pid_t pid = -1;
         err = envp ? job_sandbox_wrap(&box, spec.argv, &confined)
                    : loom_err(LOOM_E_INTERNAL, "out of memory");
@@ -179,8 +229,20 @@ loom_error *launch_start(exec_service *es, running_exec *r, const int32_t *devic
             err = spawn_process(&spec, &pid);
         job_sandbox_argv_free(confined);
         strings_free(envp);
-        if (err)
+        close(out_pipe[1]);
+        close(err_pipe[1]);
+        if (err) {
+            close(out_pipe[0]);
+            close(err_pipe[0]);
             break;
+        }
+        loom_error *lost = log_pump_add(es->logs, out_pipe[0], out_path);
+        if (!lost)
+            lost = log_pump_add(es->logs, err_pipe[0], err_path);
+        if (lost) { /* the worker runs on; its output has nowhere to go */
+            log_warn("exec %s: worker %d: %s", rec->id, i, loom_err_message(lost));
+            loom_err_free(lost);
+        }
         if (rec->pgid == 0)
             rec->pgid = pid;
         r->workers[i].pid = pid;

@@ -39,6 +39,8 @@ void exec_data_dir(exec_service *es, const dlicmd *d, char *out, size_t len)
 {
     if (d->data_dir)
         snprintf(out, len, "%s", d->data_dir);
+    else if (d->data_path) /* WMLA's data store: a folder under the host's */
+        snprintf(out, len, "%s/data/%s", es->home, d->data_path);
     else
         snprintf(out, len, "%s/data", es->home);
 }
@@ -53,9 +55,8 @@ static int resume_trainer(exec_service *es, store_exec *e)
     registry_entry fw;
     if (registry_acquire(es->reg, LOOM_KIND_FRAMEWORK, e->framework, &fw) != 0)
         return 0;
-    const loom_framework_factory *f = fw.factory;
     dlicmd d;
-    loom_error *bad = f->style == LOOM_FRAMEWORK_TRAINER ? dlicmd_parse(e->args, &d)
+    loom_error *bad = fw.style == LOOM_FRAMEWORK_TRAINER ? dlicmd_parse(e->args, &d)
                                                          : loom_err(LOOM_E_UNSUPPORTED, "launch");
     if (bad) { /* not a trainer, or not one this host can read: not resumed */
         loom_err_free(bad);

@@ -33,14 +33,13 @@ static void trainer_state_changed(void *ctx, const char *exec_id, const char *st
     pthread_mutex_unlock(&es->lock);
 }
 
-loom_error *trainer_prepare(exec_service *es, const store_exec *rec, const registry_entry *fw,
-                            const dlicmd *d, const char *data_dir, edt_job *job)
+/* The model directory's JSON training spec. */
+static loom_error *read_spec(const registry_entry *fw, const store_exec *rec, const dlicmd *d,
+                             char *spec_path, size_t len, cJSON **out)
 {
-    memset(job, 0, sizeof *job);
     const char *spec_name = d->model_main ? d->model_main : EDT_SPEC_DEFAULT;
-    snprintf(job->spec_path, sizeof job->spec_path, "%s/_submitted_code/%s", rec->result_dir,
-             spec_name);
-    char *text = fs_read_file(job->spec_path, 16u << 20, NULL);
+    snprintf(spec_path, len, "%s/_submitted_code/%s", rec->result_dir, spec_name);
+    char *text = fs_read_file(spec_path, 16u << 20, NULL);
     if (!text)
         return loom_err(LOOM_E_INVALID,
                         "%s: the model directory has no training spec \"%s\" (name another with "
@@ -56,13 +55,42 @@ loom_error *trainer_prepare(exec_service *es, const store_exec *rec, const regis
         return e;
     }
     free(text);
-    loom_error *e = edt_settings_resolve(spec, d->num_worker_given ? d->num_worker : 0, d->args,
-                                         d->arg_count, d->msd_env, d->msd_env_count,
-                                         &job->settings);
+    *out = spec;
+    return NULL;
+}
+
+loom_error *trainer_prepare(exec_service *es, const store_exec *rec, const registry_entry *fw,
+                            const dlicmd *d, const char *data_dir, edt_job *job)
+{
+    memset(job, 0, sizeof *job);
+    int script = pyscript_is_script(d->model_main);
+    cJSON *spec = NULL;
+    loom_error *e = script ? pyscript_spec(fw, rec, d, job->spec_path, sizeof job->spec_path, &spec)
+                           : read_spec(fw, rec, d, job->spec_path, sizeof job->spec_path, &spec);
+    if (!e && script && d->sync_mode_async) {
+        cJSON_Delete(spec);
+        e = loom_err(LOOM_E_INVALID, "%s: --syncMode ASYNC runs a copy of the model in the host's "
+                     "parameter server, and a script's Python runs only in its sandboxed workers: "
+                     "use SYNC", fw->name);
+    }
+    if (e)
+        return e;
+    /* A script's arguments are its own, not the trainer's flags. */
+    e = edt_settings_resolve(spec, d->num_worker_given ? d->num_worker : 0, script ? NULL : d->args,
+                             script ? 0 : d->arg_count, d->msd_env, d->msd_env_count,
+                             &job->settings);
     cJSON_Delete(spec);
     if (e)
         return loom_err_recode(e, LOOM_E_INVALID);
     job->settings.async = d->sync_mode_async;
+    /* ASYNC keeps the model in a parameter server in the host, so it takes
+     * loom's own adapters only: a user's adapter never runs here. */
+    if (job->settings.async && !fw->factory)
+        return loom_err(LOOM_E_INVALID,
+                        "--syncMode ASYNC: framework %s is a user's plugin, and the parameter "
+                        "server runs in the host, which loads only loom's built-in adapters "
+                        "(use SYNC, the default, or a built-in adapter such as native)",
+                        fw->name);
     job->framework = fw->factory;
     /* Without loggers named, the built-in jsonl one writes WMLA's
      * evaluation-metrics.txt for the driver and every worker. */
@@ -75,13 +103,18 @@ loom_error *trainer_prepare(exec_service *es, const store_exec *rec, const regis
     }
     snprintf(job->exec_id, sizeof job->exec_id, "%s", rec->id);
     snprintf(job->user, sizeof job->user, "%s", rec->user);
+    job->user_id = rec->user_id;
     snprintf(job->result_dir, sizeof job->result_dir, "%s", rec->result_dir);
     snprintf(job->code_dir, sizeof job->code_dir, "%s/_submitted_code", rec->result_dir);
     snprintf(job->data_dir, sizeof job->data_dir, "%s", data_dir);
     snprintf(job->framework_path, sizeof job->framework_path, "%s", fw->path);
     fs_self_exe(job->loom_binary, sizeof job->loom_binary);
-    job->msd_env = strings_copy((const char *const *)d->msd_env, (uint32_t)d->msd_env_count);
+    job->msd_env = pyscript_job_env(
+        strings_copy((const char *const *)d->msd_env, (uint32_t)d->msd_env_count));
     job->reg = es->reg;
+    pthread_mutex_lock(&es->lock);
+    job->checkpoints_keep = es->limits.checkpoints_keep;
+    pthread_mutex_unlock(&es->lock);
     job->on_state = trainer_state_changed;
     job->ctx = es;
     return NULL;

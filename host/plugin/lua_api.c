@@ -30,8 +30,11 @@ static const char *const framework_optional[] = {NULL};
 static const char *const search_required[] = {"suggest", "observe", NULL};
 static const char *const search_optional[] = {"init", "save_state",
                                               "load_state", NULL};
-static const char *const kernel_required[] = {"execute", NULL};
-static const char *const kernel_optional[] = {"load", NULL};
+/* A kernel executes batches with `execute` or, by WMLA's name,
+ * `on_task_invoke` (one of the two is required: check_functions). */
+static const char *const kernel_required[] = {NULL};
+static const char *const kernel_optional[] = {"execute", "load", "on_task_invoke",
+                                              "on_kernel_start", "on_kernel_shutdown", NULL};
 static const char *const logger_required[] = {NULL};
 static const char *const logger_optional[] = {
     "init", "on_train_begin", "log_train_metrics", "log_test_metrics",
@@ -90,6 +93,10 @@ static void check_functions(lua_State *L, const kind_spec *spec, int def,
             luaL_error(L, "%s '%s': '%s' must be a function when given (got %s)",
                        spec->function, name, *f, lua_typename(L, type));
     }
+    if (spec == &kind_specs[LOOM_KIND_KERNEL] && !lua_api_has_function(L, def, "execute") &&
+        !lua_api_has_function(L, def, "on_task_invoke"))
+        luaL_error(L, "%s '%s': missing required function 'execute' (or WMLA's "
+                   "'on_task_invoke')", spec->function, name);
 }
 
 /* True when `key` is a field the kind's definition table may hold. */

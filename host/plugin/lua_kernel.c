@@ -5,6 +5,10 @@
  *         load = function(model_dir, model, weight_path) end, -- optional
  *         execute = function(requests) return responses end}
  *
+ * WMLA's names work too: on_kernel_start for load, on_task_invoke for
+ * execute, and on_kernel_shutdown (optional, no arguments) called when the
+ * model is unloaded.
+ *
  * `model` is model.json decoded. `requests` is an array of
  * {id =, content_type =, body =}; execute returns an array in the same
  * order of {status = 0, body = "..." or a table (sent as JSON),
@@ -32,7 +36,8 @@ struct load_call {
 static int load_body(lua_State *L)
 {
     struct load_call *call = lua_touserdata(L, 1);
-    if (!lua_instance_get_function(L, call->inst, "load"))
+    if (!lua_instance_get_function(L, call->inst, "load") &&
+        !lua_instance_get_function(L, call->inst, "on_kernel_start"))
         return 0;
     lua_pushstring(L, call->config->model_dir);
     lua_json_push(L, call->config->model_json, "model.json");
@@ -64,9 +69,20 @@ static loom_error *kernel_load_model(const loom_kernel_factory *self,
     return NULL;
 }
 
+static int shutdown_body(lua_State *L)
+{
+    lua_instance *inst = lua_touserdata(L, 1);
+    if (lua_instance_get_function(L, inst, "on_kernel_shutdown"))
+        lua_call(L, 0, 0);
+    return 0;
+}
+
 static void kernel_unload_model(loom_kernel_model *model)
 {
-    lua_instance_free((lua_instance *)model);
+    lua_instance *inst = (lua_instance *)model;
+    /* A failing shutdown changes nothing: the model goes either way. */
+    loom_err_free(lua_instance_call(inst, "on_kernel_shutdown", shutdown_body, inst));
+    lua_instance_free(inst);
 }
 
 static loom_error *kernel_create_instance(loom_kernel_model *model,
@@ -166,7 +182,8 @@ static void respond(lua_State *L, struct execute_call *call, int responses,
 static int execute_body(lua_State *L)
 {
     struct execute_call *call = lua_touserdata(L, 1);
-    lua_instance_push_function(L, call->inst, "execute");
+    if (!lua_instance_get_function(L, call->inst, "execute"))
+        lua_instance_push_function(L, call->inst, "on_task_invoke");
     push_requests(L, call->requests, call->count);
     lua_call(L, 1, 1);
     if (!lua_istable(L, -1))

@@ -189,7 +189,7 @@ static void read_value(lua_State *L, const loom_param *p, loom_value *out)
     } else {
         double d = lua_tonumber(L, -1);
         if (d != floor(d) || fabs(d) > 9.0e15)
-            luaL_error(L, "sink.propose: '%s' must be an integer (got %g)", p->name, d);
+            luaL_error(L, "sink.propose: '%s' must be an integer (got %f)", p->name, d);
         i = (lua_Integer)d;
     }
     out->i = (int64_t)i;

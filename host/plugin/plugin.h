@@ -37,6 +37,9 @@ typedef struct loom_registration {
     const char *version;
     const char *description;
     const void *factory; /* loom_framework_factory, loom_search_factory, ... */
+    /* A framework's loom_framework_style when factory is NULL (a plugin
+     * described by a probe, registry_probe.h); 0 otherwise. */
+    int32_t style;
 } loom_registration;
 
 /* An optional entry of a plugin's table, or NULL when the plugin left it

@@ -121,6 +121,14 @@ static loom_error *logger_create(server *s, wire_reader *r)
     return s->logger->create(s->logger, &cfg, &s->inst);
 }
 
+static uint32_t logger_entries(const loom_logger_factory *f)
+{
+    return (LOOM_OPTIONAL_ENTRY(f, loom_logger_factory, on_train_begin) ? WIRE_HAS_BEGIN : 0) |
+           (LOOM_OPTIONAL_ENTRY(f, loom_logger_factory, log_train_metrics) ? WIRE_HAS_TRAIN : 0) |
+           (LOOM_OPTIONAL_ENTRY(f, loom_logger_factory, log_test_metrics) ? WIRE_HAS_TEST : 0) |
+           (LOOM_OPTIONAL_ENTRY(f, loom_logger_factory, on_train_end) ? WIRE_HAS_END : 0);
+}
+
 #define CALL_OPTIONAL(s, field, ...)                                                   \
     (LOOM_OPTIONAL_ENTRY((s)->logger, loom_logger_factory, field)                      \
          ? (s)->logger->field((s)->inst, __VA_ARGS__)                                  \
@@ -209,7 +217,11 @@ static int serve_one(server *s)
         e = search_server_dispatch(s->search, op, &r, &s->payload);
         r.bad |= s->payload.failed;
     } else {
+        s->payload.len = 0;
+        s->payload.failed = 0;
         e = logger_dispatch(s, op, &r);
+        if (!e && op == WIRE_LOGGER_CREATE) /* which optional entries it has */
+            wire_put_u32(&s->payload, logger_entries(s->logger));
     }
     if (r.bad) {
         loom_err_free(e);

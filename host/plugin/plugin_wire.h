@@ -33,6 +33,15 @@ typedef enum wire_op {
     WIRE_LAUNCH_PLAN = 32
 } wire_op;
 
+/* A logger's create reply carries which optional entries the plugin has,
+ * so the host calls only those. */
+enum {
+    WIRE_HAS_BEGIN = 1u << 0,
+    WIRE_HAS_TRAIN = 1u << 1,
+    WIRE_HAS_TEST = 1u << 2,
+    WIRE_HAS_END = 1u << 3
+};
+
 /* A frame being built: the 4-byte length is reserved at the front and
  * filled by wire_finish. A failed allocation sets `failed`; the puts then
  * do nothing. */

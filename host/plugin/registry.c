@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "plugin/lua_plugin.h"
+#include "plugin/registry_probe.h"
 #include "plugin/so_loader.h"
 #include "util/log.h"
 
@@ -20,6 +21,8 @@ typedef struct loaded_file {
     ino_t ino;
     so_plugin *so;
     lua_plugin *lua;
+    probe_result *probe; /* described by a child, not loaded here */
+    int is_lua;
     unsigned abi_major, abi_minor;
     int entries; /* registered entries that point here */
 } loaded_file;
@@ -35,6 +38,7 @@ struct registry {
     loaded_file *files;
     slot *slots;
     size_t count, cap;
+    char *probe_binary; /* see registry_set_probe */
 };
 
 registry *registry_create(void)
@@ -51,6 +55,7 @@ static void file_close(loaded_file *f)
         so_plugin_close(f->so);
     if (f->lua)
         lua_plugin_close(f->lua);
+    registry_probe_free(f->probe);
     free(f);
 }
 
@@ -64,8 +69,17 @@ void registry_destroy(registry *r)
         file_close(f);
     }
     free(r->slots);
+    free(r->probe_binary);
     pthread_mutex_destroy(&r->lock);
     free(r);
+}
+
+void registry_set_probe(registry *r, const char *binary)
+{
+    pthread_mutex_lock(&r->lock);
+    free(r->probe_binary);
+    r->probe_binary = binary ? strdup(binary) : NULL;
+    pthread_mutex_unlock(&r->lock);
 }
 
 static int has_suffix(const char *s, const char *suffix)
@@ -131,7 +145,8 @@ static void forget_failure(registry *r, const char *path)
 }
 
 /* Checks the path and opens the file (.so or .lua) into *out. */
-static loom_error *open_file(registry *r, const char *path, const char *rename, loaded_file **out)
+static loom_error *open_file(registry *r, const char *path, const char *origin,
+                             const char *rename, loaded_file **out)
 {
     struct stat st;
     if (stat(path, &st) != 0)
@@ -151,8 +166,15 @@ static loom_error *open_file(registry *r, const char *path, const char *rename, 
     snprintf(f->path, sizeof f->path, "%s", path);
     f->dev = st.st_dev;
     f->ino = st.st_ino;
+    f->is_lua = is_lua;
     loom_error *e;
-    if (is_lua) {
+    if (r->probe_binary && strcmp(origin, "builtin") != 0) {
+        e = registry_probe_run(r->probe_binary, path, &f->probe);
+        if (!e) {
+            f->abi_major = f->probe->abi_major;
+            f->abi_minor = f->probe->abi_minor;
+        }
+    } else if (is_lua) {
         e = lua_plugin_open(path, NULL, &f->lua);
         f->abi_major = LOOM_ABI_MAJOR;
         f->abi_minor = LOOM_ABI_MINOR;
@@ -178,12 +200,15 @@ static void fill_entry(registry_entry *e, const loom_registration *reg, const ch
     snprintf(e->description, sizeof e->description, "%s",
              reg->description ? reg->description : "");
     snprintf(e->path, sizeof e->path, "%s", f->path);
-    snprintf(e->format, sizeof e->format, "%s", f->lua ? "lua" : "so");
+    snprintf(e->format, sizeof e->format, "%s", f->is_lua ? "lua" : "so");
     snprintf(e->origin, sizeof e->origin, "%s", origin);
     e->abi_major = f->abi_major;
     e->abi_minor = f->abi_minor;
     e->loaded = 1;
     e->factory = reg->factory;
+    e->style = reg->factory && reg->kind == LOOM_KIND_FRAMEWORK
+                   ? ((const loom_framework_factory *)reg->factory)->style
+                   : reg->style;
 }
 
 /* Whether `name` is one of names[0..count). */
@@ -203,12 +228,13 @@ static loom_error *load_locked(registry *r, const char *path, const char *origin
                                size_t nnames)
 {
     loaded_file *f = NULL;
-    loom_error *e = open_file(r, path, rename, &f);
+    loom_error *e = open_file(r, path, origin, rename, &f);
     if (e)
         return e;
     const loom_registration *regs = NULL;
-    size_t n = f->lua ? lua_plugin_registrations(f->lua, &regs)
-                      : so_plugin_registrations(f->so, &regs);
+    size_t n = f->probe ? (regs = f->probe->regs, f->probe->count)
+               : f->lua ? lua_plugin_registrations(f->lua, &regs)
+                        : so_plugin_registrations(f->so, &regs);
 
     /* Pick what to register, then check every name before registering any. */
     const loom_registration *chosen[LOOM_KIND_COUNT * 4];

@@ -26,11 +26,22 @@ typedef struct registry_entry {
     unsigned abi_major, abi_minor;
     int loaded; /* 0: failed, see error */
     char error[512];
-    const void *factory; /* NULL unless loaded */
+    /* NULL unless loaded, and NULL in a registry that probes user plugins
+     * (registry_set_probe): the host holds their description only. */
+    const void *factory;
+    int32_t style; /* a framework's loom_framework_style (launch, trainer); 0 for other kinds */
 } registry_entry;
 
 registry *registry_create(void);
 void registry_destroy(registry *r);
+
+/* From now on, plugin files whose origin is not "builtin" are never loaded
+ * into this process: a `binary plugin-host --describe` child loads each one
+ * and the registry keeps what it registered (names, versions, kinds, a
+ * framework's style) with a NULL factory. Whoever runs such a plugin does
+ * so in a process of its own (a worker, a plugin-host, a kernel). Loom's
+ * own built-in plugins are part of the host and load as before. */
+void registry_set_probe(registry *r, const char *binary);
 
 /* Loads `path` (.so or .lua by extension) and registers every factory it
  * provides. `rename`, when set, registers the file's only factory under that

@@ -120,6 +120,13 @@ static loom_error *collect_factories(so_plugin *p, const char *path)
             .factory = factory,
         };
     }
+    /* loom.search/2 replaced loom.search/1 outright: say so rather than
+     * "no factory" to the author of a search built with the 1.0 SDK. */
+    if (p->count == 0 && p->module->get_factory("loom.search/1"))
+        return loom_err(LOOM_E_UNSUPPORTED,
+                        "%s: offers only a loom.search/1 factory, which this host no longer "
+                        "loads: rebuild it against the SDK's %s (a typed search space)",
+                        path, LOOM_SEARCH_FACTORY_ID);
     if (p->count == 0)
         return loom_err(LOOM_E_INVALID,
                         "%s: provides no factory (get_factory returned NULL for %s, %s, %s and %s)",

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "train/safetensors.h"
 
@@ -120,4 +121,70 @@ int checkpoint_find_latest(const char *dir, char *path, size_t pathlen, int *epo
         }
     }
     return -1;
+}
+
+int checkpoint_best_epoch(const cJSON *val_list)
+{
+    int best = -1, by_loss = 0;
+    double best_value = 0;
+    const cJSON *v;
+    cJSON_ArrayForEach(v, val_list) {
+        const cJSON *step = cJSON_GetObjectItemCaseSensitive(v, "step");
+        const cJSON *loss = cJSON_GetObjectItemCaseSensitive(v, "loss");
+        const cJSON *acc = cJSON_GetObjectItemCaseSensitive(v, "accuracy");
+        if (!cJSON_IsNumber(step))
+            continue;
+        if (cJSON_IsNumber(loss)) {
+            if (!by_loss || best < 0 || loss->valuedouble < best_value) {
+                best = (int)step->valuedouble;
+                best_value = loss->valuedouble;
+            }
+            by_loss = 1;
+        } else if (!by_loss && cJSON_IsNumber(acc) && (best < 0 || acc->valuedouble > best_value)) {
+            best = (int)step->valuedouble;
+            best_value = acc->valuedouble;
+        }
+    }
+    return best;
+}
+
+static int epoch_descending(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x < y) - (x > y);
+}
+
+int checkpoint_prune(const char *dir, int keep, int best_epoch)
+{
+    if (keep <= 0)
+        return 0;
+    int *epochs = NULL, n = 0, cap = 0, removed = 0;
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        int e;
+        char tail[32];
+        if (sscanf(de->d_name, "epoch-%d.safetensor%31s", &e, tail) != 2 || strcmp(tail, "s"))
+            continue;
+        if (n == cap) {
+            int *grown = realloc(epochs, (size_t)(cap = cap ? cap * 2 : 64) * sizeof *epochs);
+            if (!grown)
+                break;
+            epochs = grown;
+        }
+        epochs[n++] = e;
+    }
+    if (d)
+        closedir(d);
+    if (epochs)
+        qsort(epochs, (size_t)n, sizeof *epochs, epoch_descending);
+    for (int i = keep; i < n; i++) {
+        if (epochs[i] == best_epoch)
+            continue;
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/epoch-%d.safetensors", dir, epochs[i]);
+        removed += unlink(path) == 0;
+    }
+    free(epochs);
+    return removed;
 }

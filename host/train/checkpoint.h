@@ -37,4 +37,14 @@ loom_error *checkpoint_inspect(const char *path, cJSON **meta);
 int checkpoint_find_latest(const char *dir, char *path, size_t pathlen, int *epoch,
                            char *skipped, size_t skippedlen);
 
+/* The epoch whose validation was best in a val_dict_list-shaped array
+ * ([{"step": EPOCH, METRIC: VALUE, ...}]): the lowest "loss" when the
+ * entries have one, else the highest "accuracy"; -1 when neither. */
+int checkpoint_best_epoch(const cJSON *val_list);
+
+/* Keeps, of the checkpoints in dir ("epoch-N.safetensors"), the newest
+ * `keep` and the one of best_epoch (when >= 0), and removes the rest;
+ * returns how many were removed. keep <= 0 keeps everything. */
+int checkpoint_prune(const char *dir, int keep, int best_epoch);
+
 #endif

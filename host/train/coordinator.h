@@ -24,6 +24,7 @@
 typedef struct edt_job {
     char exec_id[64];
     char user[64];                 /* whose: the account its workers run as */
+    int64_t user_id;               /* the user's immutable id (0: by name) */
     char result_dir[PATH_MAX];
     char code_dir[PATH_MAX];
     char data_dir[PATH_MAX];
@@ -44,6 +45,7 @@ typedef struct edt_job {
     int32_t devices[EDT_MAX_WORKERS];
     uint32_t ndevices;
     int resume;                    /* continue from the newest checkpoint */
+    int checkpoints_keep;          /* the newest K (and the best) stay; 0: all */
     registry *reg;                 /* the host's: driver loggers */
     /* State changes (RUNNING, FINISHED, ERROR, KILLED), from the thread. */
     void (*on_state)(void *ctx, const char *exec_id, const char *state, const char *message);

@@ -232,6 +232,9 @@ void end_epoch(edt_coordinator *c);
 /* Records validation metrics over n test samples (val_dict_list.json,
  * loggers, the snapshot); takes `metrics` over. */
 void record_validation(edt_coordinator *c, cJSON *metrics, uint64_t n);
+/* A checkpoint was written: says so, and keeps only the configured number
+ * of them (and the best). */
+void checkpoint_saved(edt_coordinator *c, const char *path);
 /* Copies the spec next to the final model. */
 void save_model_spec(edt_coordinator *c);
 void progress_mark(const edt_coordinator *c, edt_progress_mark *m);

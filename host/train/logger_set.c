@@ -21,6 +21,7 @@ typedef struct one_logger {
     const loom_logger_factory *f;
     loom_logger_instance *inst;
     plugin_proc *proc;
+    uint32_t entries; /* WIRE_HAS_*: what the child's plugin has */
     int disabled_said;
 } one_logger;
 
@@ -133,6 +134,10 @@ static loom_error *create_out_of_process(logger_set *s, one_logger *l, const reg
         return loom_err(LOOM_E_INTERNAL, "out of memory");
     put_create(&s->frame, cfg);
     loom_error *err = plugin_proc_call(l->proc, "create", &s->frame, 1);
+    if (!err) {
+        wire_reader r = plugin_proc_reply(l->proc);
+        l->entries = wire_get_u32(&r);
+    }
     if (err) {
         plugin_proc_free(l->proc);
         l->proc = NULL;
@@ -259,11 +264,19 @@ static loom_error *remote(logger_set *s, one_logger *l, const char *what, int ke
     return plugin_proc_call(l->proc, what, &s->frame, keep);
 }
 
+/* Whether to call an optional entry: the factory says, when this process
+ * has it; a plugin the host only knows by description (a NULL factory)
+ * is asked in its child, which skips an entry the plugin left out. */
+static int has_entry(const one_logger *l, const void *entry, uint32_t bit)
+{
+    return entry != NULL || (!l->f && l->proc && (l->entries & bit));
+}
+
 void logger_set_begin(logger_set *s, const loom_train_info *info)
 {
     for (int i = 0; s && i < s->count; i++) {
         one_logger *l = &s->items[i];
-        if (!LOOM_OPTIONAL_ENTRY(l->f, loom_logger_factory, on_train_begin))
+        if (!has_entry(l, LOOM_OPTIONAL_ENTRY(l->f, loom_logger_factory, on_train_begin), WIRE_HAS_BEGIN))
             continue;
         if (!l->proc) {
             report(s, l, "on_train_begin", l->f->on_train_begin(l->inst, info));
@@ -288,7 +301,7 @@ void logger_set_train_json(logger_set *s, const cJSON *metrics, uint64_t iterati
     uint32_t n = metrics_of(metrics, m);
     for (int i = 0; s && i < s->count; i++) {
         one_logger *l = &s->items[i];
-        if (!LOOM_OPTIONAL_ENTRY(l->f, loom_logger_factory, log_train_metrics))
+        if (!has_entry(l, LOOM_OPTIONAL_ENTRY(l->f, loom_logger_factory, log_train_metrics), WIRE_HAS_TRAIN))
             continue;
         if (!l->proc) {
             report(s, l, "log_train_metrics",
@@ -311,7 +324,7 @@ void logger_set_test_json(logger_set *s, const cJSON *metrics, uint64_t iteratio
     uint32_t n = metrics_of(metrics, m);
     for (int i = 0; s && i < s->count; i++) {
         one_logger *l = &s->items[i];
-        if (!LOOM_OPTIONAL_ENTRY(l->f, loom_logger_factory, log_test_metrics))
+        if (!has_entry(l, LOOM_OPTIONAL_ENTRY(l->f, loom_logger_factory, log_test_metrics), WIRE_HAS_TEST))
             continue;
         if (!l->proc) {
             report(s, l, "log_test_metrics", l->f->log_test_metrics(l->inst, m, n, iteration, epoch));
@@ -330,7 +343,7 @@ void logger_set_end(logger_set *s, int32_t status, const char *message)
 {
     for (int i = 0; s && i < s->count; i++) {
         one_logger *l = &s->items[i];
-        if (!LOOM_OPTIONAL_ENTRY(l->f, loom_logger_factory, on_train_end))
+        if (!has_entry(l, LOOM_OPTIONAL_ENTRY(l->f, loom_logger_factory, on_train_end), WIRE_HAS_END))
             continue;
         if (!l->proc) {
             report(s, l, "on_train_end", l->f->on_train_end(l->inst, status, message));

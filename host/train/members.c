@@ -222,7 +222,8 @@ static int spawn_worker(edt_coordinator *c, uint32_t slot, int32_t device)
     char err[512] = "", shm_file[160], **confined = NULL;
     snprintf(shm_file, sizeof shm_file, "/dev/shm%s", c->m.shm_name);
     const char *reads[] = {j->framework_path, NULL}, *writes[] = {shm_file, NULL};
-    job_sandbox_job box = {.user = j->user, .exec_dir = j->result_dir, .data_dir = j->data_dir,
+    job_sandbox_job box = {.user = j->user, .user_id = j->user_id, .exec_dir = j->result_dir,
+                           .data_dir = j->data_dir,
                            .read = reads, .write = writes, .read_json = c->loggers_for_workers};
     loom_err_take(job_sandbox_wrap(&box, argv, &confined), err, sizeof err);
     spec.argv = confined ? confined : argv;

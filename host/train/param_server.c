@@ -159,7 +159,7 @@ static void ps_checkpoint(edt_coordinator *c, param_server *ps)
     cJSON_AddNumberToObject(meta, "iteration", (double)c->pr.iteration);
     loom_error *e = checkpoint_save(path, ps->views, ps->roles, ps->nviews, 0, meta);
     if (!e)
-        driver_say(c, "checkpoint %s", path);
+        checkpoint_saved(c, path);
     else
         driver_say(c, "checkpoint failed: %s", loom_err_message(e));
     loom_err_free(e);

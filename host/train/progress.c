@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "train/checkpoint.h"
 #include "train/coordinator_internal.h"
 #include "util/fs.h"
 
@@ -165,6 +166,21 @@ void record_validation(edt_coordinator *c, cJSON *metrics, uint64_t n)
                (unsigned long long)n, line);
     cJSON_Delete(p->last_test);
     p->last_test = metrics;
+}
+
+void checkpoint_saved(edt_coordinator *c, const char *path)
+{
+    driver_say(c, "checkpoint %s", path);
+    if (c->job.checkpoints_keep <= 0)
+        return;
+    char dir[PATH_MAX + 16];
+    snprintf(dir, sizeof dir, "%s/checkpoint", c->job.result_dir);
+    int best = checkpoint_best_epoch(c->pr.val_list);
+    int removed = checkpoint_prune(dir, c->job.checkpoints_keep, best);
+    if (removed)
+        driver_say(c, "removed %d older checkpoint(s): the newest %d%s are kept (loom serve "
+                      "--checkpoints-keep)",
+                   removed, c->job.checkpoints_keep, best >= 0 ? " and the best" : "");
 }
 
 void save_model_spec(edt_coordinator *c)

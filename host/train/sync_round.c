@@ -432,7 +432,7 @@ static int record_round(edt_coordinator *c, const round_plan *p, int ok)
         else
             recovery_not_saved(c);
     } else if (ok && p->action == PLAN_CHECKPOINT) {
-        driver_say(c, "checkpoint %s", p->path);
+        checkpoint_saved(c, p->path);
         c->pr.pending_checkpoint = 0;
     } else if (ok && p->action == PLAN_FINISH) {
         save_model_spec(c);

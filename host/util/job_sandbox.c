@@ -73,7 +73,7 @@ void job_sandbox_install_dir(char *out, size_t outlen)
     snprintf(out, outlen, "%s", exe[0] == '/' ? exe : "/usr/local");
 }
 
-loom_error *job_sandbox_account(const char *user, uid_t *uid, gid_t *gid)
+loom_error *job_sandbox_account(const char *user, int64_t user_id, uid_t *uid, gid_t *gid)
 {
     pthread_mutex_lock(&config_lock);
     job_sandbox_config c = config;
@@ -81,9 +81,10 @@ loom_error *job_sandbox_account(const char *user, uid_t *uid, gid_t *gid)
     pthread_mutex_unlock(&config_lock);
     if (!on)
         return loom_err(LOOM_E_UNSUPPORTED, "jobs do not run under accounts of their own");
-    int64_t id = -1;
-    loom_error *e = c.user_id ? c.user_id(c.user_ctx, user, &id)
-                              : loom_err(LOOM_E_INTERNAL, "no user directory to map ids");
+    int64_t id = user_id;
+    loom_error *e = id > 0      ? NULL
+                    : c.user_id ? c.user_id(c.user_ctx, user, &id)
+                                : loom_err(LOOM_E_INTERNAL, "no user directory to map ids");
     if (e)
         return loom_err_wrap(e, "the account of a job");
     if (id < 0 || (uint64_t)id > (uint64_t)(c.uid_last - c.uid_first))
@@ -181,7 +182,7 @@ loom_error *job_sandbox_wrap(const job_sandbox_job *job, char *const *argv, char
     if (accounts) {
         uid_t uid;
         gid_t gid;
-        loom_error *e = job_sandbox_account(job->user, &uid, &gid);
+        loom_error *e = job_sandbox_account(job->user, job->user_id, &uid, &gid);
         if (e) {
             job_sandbox_argv_free(b.v);
             return e;

@@ -38,6 +38,7 @@ void job_sandbox_configure(const job_sandbox_config *cfg);
 /* What one job process gets, beyond the system and loom's files. */
 typedef struct job_sandbox_job {
     const char *user;
+    int64_t user_id;          /* its immutable id; 0: looked up by name now */
     const char *exec_dir;     /* its exec folder: the only place it writes */
     const char *data_dir;     /* read; NULL: none */
     const char *const *read;  /* more files it reads (the adapter a worker loads) */
@@ -51,8 +52,10 @@ typedef struct job_sandbox_job {
 loom_error *job_sandbox_wrap(const job_sandbox_job *job, char *const *argv, char ***out);
 void job_sandbox_argv_free(char **argv);
 
-/* The uid and gid a loom user's jobs run as (accounts on). */
-loom_error *job_sandbox_account(const char *user, uid_t *uid, gid_t *gid);
+/* The uid and gid a loom user's jobs run as (accounts on): uid_first plus
+ * the user's immutable id (user_id, or looked up by name when 0), so a user
+ * made again under a removed user's name gets another account. */
+loom_error *job_sandbox_account(const char *user, int64_t user_id, uid_t *uid, gid_t *gid);
 
 /* loom's installed files (what jobs see as FABRIC_HOME): the configured
  * folder, else the one above this executable's bin/. */

@@ -27,10 +27,14 @@ loom_error *spawn_process(const spawn_spec *spec, pid_t *out)
     posix_spawnattr_setsigdefault(&attr, &all);
     posix_spawnattr_setflags(&attr, flags);
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    if (spec->stdout_path)
+    if (spec->stdout_fd > 0)
+        posix_spawn_file_actions_adddup2(&fa, spec->stdout_fd, 1);
+    else if (spec->stdout_path)
         posix_spawn_file_actions_addopen(&fa, 1, spec->stdout_path,
                                          O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (spec->stderr_path)
+    if (spec->stderr_fd > 0)
+        posix_spawn_file_actions_adddup2(&fa, spec->stderr_fd, 2);
+    else if (spec->stderr_path)
         posix_spawn_file_actions_addopen(&fa, 2, spec->stderr_path,
                                          O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (spec->cwd)

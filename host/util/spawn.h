@@ -15,6 +15,7 @@ typedef struct spawn_spec {
     const char *cwd;         /* NULL: inherit */
     const char *stdout_path; /* appended; NULL: inherit */
     const char *stderr_path; /* appended; NULL: inherit */
+    int stdout_fd, stderr_fd; /* > 0: used instead of the paths (a pipe's write end) */
     pid_t pgid;              /* 0: a new group led by the child; -1: inherit */
 } spawn_spec;
 

@@ -53,7 +53,8 @@
     X(archive_write_new) \
     X(archive_write_open) \
     X(archive_write_set_bytes_in_last_block) \
-    X(archive_write_set_format_pax_restricted)
+    X(archive_write_set_format_pax_restricted) \
+    X(archive_write_set_format_zip)
 
 #define ARCHIVE_FIELD(fn) __typeof__(&fn) fn;
 typedef struct archive_api {
@@ -85,12 +86,18 @@ static loom_error *archive_lib(const archive_api **out)
 typedef struct membuf {
     char *data;
     size_t len, cap;
+    size_t max;    /* 0: no limit */
+    int too_large;
 } membuf;
 
 static la_ssize_t membuf_write(struct archive *a, void *ctx, const void *buf, size_t n)
 {
     (void)a;
     membuf *m = ctx;
+    if (m->max && m->len + n > m->max) {
+        m->too_large = 1;
+        return -1;
+    }
     if (m->len + n > m->cap) {
         size_t cap = m->cap ? m->cap : 65536;
         while (cap < m->len + n)
@@ -106,7 +113,21 @@ static la_ssize_t membuf_write(struct archive *a, void *ctx, const void *buf, si
     return (la_ssize_t)n;
 }
 
-loom_error *tarball_pack_dir(const char *dir, char **out, size_t *out_len)
+/* What goes into an archive of a folder. */
+typedef struct pack_spec {
+    int zip;          /* zip, else tar (pax) */
+    const char *skip; /* a top-level entry left out, or NULL */
+    const char *top;  /* the folder every entry goes under, or NULL */
+    size_t max;       /* bytes of the archive; 0: no limit */
+} pack_spec;
+
+static int skipped(const pack_spec *ps, const char *rel)
+{
+    size_t n = ps->skip ? strlen(ps->skip) : 0;
+    return n && strncmp(rel, ps->skip, n) == 0 && (rel[n] == 0 || rel[n] == '/');
+}
+
+static loom_error *pack(const char *dir, const pack_spec *ps, char **out, size_t *out_len)
 {
     struct stat st;
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
@@ -115,10 +136,13 @@ loom_error *tarball_pack_dir(const char *dir, char **out, size_t *out_len)
     loom_error *opened = archive_lib(&ar);
     if (opened)
         return opened;
-    membuf m = {0};
+    membuf m = {.max = ps->max};
     struct archive *w = ar->archive_write_new();
     struct archive *disk = ar->archive_read_disk_new();
-    ar->archive_write_set_format_pax_restricted(w);
+    if (ps->zip)
+        ar->archive_write_set_format_zip(w);
+    else
+        ar->archive_write_set_format_pax_restricted(w);
     ar->archive_write_set_bytes_in_last_block(w, 1);
     loom_error *err = NULL;
     if (ar->archive_write_open(w, &m, NULL, membuf_write, NULL) != ARCHIVE_OK) {
@@ -144,18 +168,29 @@ loom_error *tarball_pack_dir(const char *dir, char **out, size_t *out_len)
             ar->archive_entry_free(e);
             goto done;
         }
-        ar->archive_read_disk_descend(disk);
         const char *path = ar->archive_entry_pathname(e);
         const char *rel = path + (strncmp(path, dir, prefix) == 0 ? prefix : 0);
         while (*rel == '/')
             rel++;
+        if (skipped(ps, rel)) { /* neither it nor what is inside */
+            ar->archive_entry_free(e);
+            continue;
+        }
+        ar->archive_read_disk_descend(disk);
         if (*rel == 0) { /* the top directory itself */
             ar->archive_entry_free(e);
             continue;
         }
+        char named[PATH_MAX + NAME_MAX + 2];
+        if (ps->top) {
+            snprintf(named, sizeof named, "%s/%s", ps->top, rel);
+            rel = named;
+        }
         ar->archive_entry_set_pathname(e, rel);
         if (ar->archive_write_header(w, e) != ARCHIVE_OK) {
-            err = loom_err(LOOM_E_INTERNAL, "tar: %s: %s", rel, ar->archive_error_string(w));
+            err = m.too_large ? NULL
+                              : loom_err(LOOM_E_INTERNAL, "%s: %s: %s", ps->zip ? "zip" : "tar",
+                                         rel, ar->archive_error_string(w));
             ar->archive_entry_free(e);
             goto done;
         }
@@ -168,19 +203,25 @@ loom_error *tarball_pack_dir(const char *dir, char **out, size_t *out_len)
             }
             char buf[65536];
             size_t n;
-            while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+            while ((n = fread(buf, 1, sizeof buf, f)) > 0 && !m.too_large)
                 ar->archive_write_data(w, buf, n);
             fclose(f);
         }
         ar->archive_entry_free(e);
+        if (m.too_large)
+            goto done;
     }
-    if (ar->archive_write_close(w) != ARCHIVE_OK) {
-        err = loom_err(LOOM_E_INTERNAL, "tar: %s", ar->archive_error_string(w));
+    if (ar->archive_write_close(w) != ARCHIVE_OK && !m.too_large) {
+        err = loom_err(LOOM_E_INTERNAL, "%s: %s", ps->zip ? "zip" : "tar",
+                       ar->archive_error_string(w));
         goto done;
     }
 done:
     ar->archive_read_free(disk);
     ar->archive_write_free(w);
+    if (!err && m.too_large)
+        err = loom_err(LOOM_E_TOO_LARGE, "%s: the archive would exceed the limit of %zu bytes",
+                       dir, ps->max);
     if (!err) {
         *out = m.data;
         *out_len = m.len;
@@ -188,6 +229,25 @@ done:
         free(m.data);
     }
     return err;
+}
+
+loom_error *tarball_pack_dir(const char *dir, char **out, size_t *out_len)
+{
+    pack_spec ps = {0};
+    return pack(dir, &ps, out, out_len);
+}
+
+loom_error *tarball_pack_dir_as(const char *dir, const char *top, char **out, size_t *out_len)
+{
+    pack_spec ps = {.top = top};
+    return pack(dir, &ps, out, out_len);
+}
+
+loom_error *tarball_zip_dir(const char *dir, const char *skip, size_t max_bytes, char **out,
+                            size_t *out_len)
+{
+    pack_spec ps = {.zip = 1, .skip = skip, .max = max_bytes};
+    return pack(dir, &ps, out, out_len);
 }
 
 static loom_error *entry_check(const archive_api *ar, struct archive_entry *e)

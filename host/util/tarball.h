@@ -15,6 +15,16 @@
  * in memory: a malloc'd buffer in *out. */
 loom_error *tarball_pack_dir(const char *dir, char **out, size_t *out_len);
 
+/* The same with every entry under the folder `top` ("top/file"), the
+ * layout WMLA's clients send a model directory in. */
+loom_error *tarball_pack_dir_as(const char *dir, const char *top, char **out, size_t *out_len);
+
+/* A zip of the contents of `dir` (relative names), leaving out its
+ * top-level entry `skip` (NULL: none) and all inside it: a malloc'd
+ * buffer in *out. LOOM_E_TOO_LARGE when the zip would pass max_bytes. */
+loom_error *tarball_zip_dir(const char *dir, const char *skip, size_t max_bytes, char **out,
+                            size_t *out_len);
+
 /* Unpacks `data` into the existing directory `dest`. Refuses unsafe entries
  * and malformed archives (LOOM_E_INVALID, naming the entry) and archives
  * whose contents exceed max_bytes (LOOM_E_TOO_LARGE). */

@@ -3,10 +3,13 @@
  * backends: a model is loaded once, instances are created on devices, and
  * each instance executes batches of requests.
  *
- * What exists today: the host loads, validates and lists kernel plugins
- * (`loom kernel add`, `loom plugin check`) and provides the built-in "ffi"
- * kernel; it has no inference service yet that calls them. The contract
- * below is the one that service will keep.
+ * The host's model services call kernels (README.md, "Serving"): a model
+ * directory's model.json names the kernel (runtime "so" with kernel_path a
+ * plugin of this kind, "lua", "ffi" or "native"), and each instance runs in
+ * its own `loom kernel run` process, one instance per process, so an
+ * instance's calls all come from that process's one thread. A request's
+ * body points into memory shared with the host: read it during execute,
+ * never keep the pointer.
  *
  * Threading: the host never calls one instance from two threads at once.
  * load_model/unload_model and create/destroy of one model happen on the

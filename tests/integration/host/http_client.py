@@ -4,6 +4,7 @@ large bodies, holds idle sockets from another loopback address, times
 health, holds uploads open. Only the standard library: it must run where
 Debian's python3 does."""
 import argparse
+import base64
 import json
 import resource
 import select
@@ -96,11 +97,13 @@ def push(host, port, path, size, token=None, args="--exec-start command --model-
         s.sendall(head.encode() + b"\r\n" + pre)
         s.setblocking(False)
         left = size
+        poller = select.poll()
+        poller.register(s, select.POLLIN | select.POLLOUT)
         while left > 0:
-            readable, writable, _ = select.select([s], [s], [], 5)
-            if readable:
+            events = dict(poller.poll(5000)).get(s.fileno(), 0)
+            if events & (select.POLLIN | select.POLLHUP | select.POLLERR):
                 break  # the host answered (a refusal from the headers) or closed
-            if not writable:
+            if not events & select.POLLOUT:
                 continue
             try:
                 n = s.send(zeros[:min(left, CHUNK)])
@@ -187,6 +190,7 @@ def main():
                    "(repeat: --count from each)")
     p.add_argument("--count", type=int, default=1000)
     p.add_argument("--probes", type=int, default=20)
+    p.add_argument("--logon", help="USER:PASSWORD: also log on this many times / 4")
     p = sub.add_parser("health")
     p.add_argument("--token")
     p.add_argument("--count", type=int, default=20)
@@ -216,7 +220,20 @@ def main():
             held += hold_idle(host, port, src, a.count)
         lat = time_health(host, port, "127.0.0.1", a.probes, a.token)
         ok = [x for x in lat if x is not None]
+        logons_failed = 0
+        if a.logon:
+            basic = "Basic " + base64.b64encode(a.logon.encode()).decode()
+            for _ in range(max(1, a.probes // 4)):
+                try:
+                    s = connect(host, port, "127.0.0.1", timeout=5)
+                    s.sendall(("POST /auth/v1/logon HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                               "Authorization: %s\r\nContent-Length: 0\r\n\r\n" % basic).encode())
+                    logons_failed += read_reply(s)[0] != 200
+                    s.close()
+                except OSError:
+                    logons_failed += 1
         print(json.dumps({"idle_opened": len(held), "probes": len(lat), "failed": len(lat) - len(ok),
+                          "logons_failed": logons_failed,
                           "p50_ms": round(percentile(ok, 50), 1),
                           "p99_ms": round(percentile(ok, 99), 1),
                           "max_ms": round(max(ok) if ok else float("nan"), 1)}))

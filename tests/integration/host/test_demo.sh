@@ -20,6 +20,8 @@ if [ -r /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
     expect_contains "the tuning task finished its 4 experiments" "$out" "FINISHED, maximize accuracy, progress 4/4"
     expect_contains "and printed the best combination" "$out" "== loom hpo best demo-fmnist-tuning
 accuracy 0."
+    expect_contains "the trained MLP is served" "$out" "through the REST endpoint"
+    expect_contains "test images are classified" "$out" "test image 7: predicted"
 else
     expect_contains "the training part is skipped by name" "$out" "skipping the training demo"
 fi

@@ -22,7 +22,10 @@ commands=$(awk '/^## Using it/ {on = 1; next} on && /^## / {exit}
            sed -e ':a' -e '/\\$/N; s/\\\n[[:space:]]*/ /; ta' -e 's/[[:space:]]*#.*$//' |
            grep -E '^loom exec start .*examples/')
 # Every example folder is submitted by some README command.
+# (examples/serving holds model services, not jobs: the serving tests in
+# tests/integration/infer deploy each of them.)
 for d in "$SRC"/examples/*/; do
+    [ "$(basename "$d")" = serving ] && continue
     case "$commands" in
         *"examples/$(basename "$d") "*) pass ;;
         *) fail "no README command submits examples/$(basename "$d")" ;;
@@ -47,6 +50,9 @@ while read -r line; do
     expect_ok "$dir exists" test -d "$dir"
     extra= ; budget=finish
     case "$line" in
+        *"--exec-start edtPyTorch"*)
+            /usr/bin/python3 -c 'import torch' 2>/dev/null || { echo "skipping $dir: no torch"; continue; }
+            extra=" --epochs 1 --train-samples 6000 --test-samples 1000" ;;
         *"--exec-start edt"*)
             [ -r "$FMNIST/train-images-idx3-ubyte.gz" ] || { echo "skipping $dir: no Fashion-MNIST"; continue; }
             extra=" --epochs 1"

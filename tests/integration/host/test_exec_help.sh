@@ -29,6 +29,10 @@ while read -r flag form _; do
         N|K|P) value=1 ;;
         DIR) value=$WORK/model ;;
         FRAMEWORK) value=command ;;
+        'type=fs[,data_path=P]') value=type=fs,data_path=p ;;
+        maxWorkers=N) value=maxWorkers=2 ;;
+        X.Y) value=3.11 ;;
+        LEVEL) value=info ;;
         *) value=x ;;
     esac
     base=(--exec-start command --model-main m.sh)

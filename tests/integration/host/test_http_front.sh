@@ -74,9 +74,11 @@ out=$($PY "$CLIENT" "$URL" push --size 1000 --token "$bob")
 expect_not_contains "slots are given back when uploads end" "$out" "503 "
 
 # ---- 1,000 idle sockets from each of 127.0.0.2 and .3; health from 127.0.0.1
-out=$($PY "$CLIENT" "$URL" idle --src 127.0.0.2 --src 127.0.0.3 --count 1000 --probes 30 --token "$TOKEN")
+out=$($PY "$CLIENT" "$URL" idle --src 127.0.0.2 --src 127.0.0.3 --count 1000 --probes 30 --token "$TOKEN" \
+      --logon "admin:$ADMIN_PASSWORD")
 echo "idle sockets: $out"
-expect_contains "every health probe answered" "$out" '"failed": 0'
+expect_contains "every health probe answered" "$out" '"failed": 0,'
+expect_contains "every logon answered 200" "$out" '"logons_failed": 0,'
 p50=$($PY -c 'import json,sys; print(int(json.loads(sys.argv[1])["p50_ms"] < 100))' "$out")
 expect_eq "health's median under 2,000 idle sockets is under 100 ms" "$p50" "1"
 r=$(http GET /loom/v1/health); expect_contains "health after the idle sockets" "$r" "200 "
@@ -84,7 +86,7 @@ r=$(http GET /loom/v1/health); expect_contains "health after the idle sockets" "
 # ---- slow work off the server threads
 mkdir -p "$WORK/many/d"
 printf '#!/bin/sh\necho ran\n' > "$WORK/many/run.sh"; chmod +x "$WORK/many/run.sh"
-(cd "$WORK/many/d" && seq 1 20000 | xargs touch)
+(cd "$WORK/many/d" && seq 1 9000 | xargs touch)
 tar -C "$WORK/many" -cf "$WORK/many.tar" .
 subs=()
 for i in 1 2; do
@@ -98,7 +100,7 @@ done
 sleep 0.2
 out=$($PY "$CLIENT" "$URL" health --count 30 --token "$TOKEN")
 wait "${subs[@]}"
-echo "health while four 20,000-file archives unpack: $out"
+echo "health while four 9,000-file archives unpack: $out"
 expect_contains "health answered while archives unpacked" "$out" '"failed": 0'
 p50=$($PY -c 'import json,sys; print(int(json.loads(sys.argv[1])["p50_ms"] < 100))' "$out")
 expect_eq "health's median while archives unpack is under 100 ms" "$p50" "1"
@@ -137,6 +139,9 @@ two=$(grep -m1 "^bob" <<<"$ids")
 r=$(http GET "$EXECS/$two/log?worker=4294967296")
 expect_contains "worker=4294967296 is 400" "$r" "400 "
 expect_contains "worker's range is named" "$r" "worker: expected a rank from -1 to 2147483647"
+r=$(http GET "$EXECS/$($PY -c 'print("e" * 300)')")
+expect_contains "an exec id over 255 bytes is 400" "$r" "400 "
+expect_contains "the path segment's limit is named" "$r" "path: a segment of 300 bytes, longer than the limit of 255"
 r=$(http GET "$EXECS/$two/log?offset=99999999999999999999")
 expect_contains "an offset past 2^63 is 400" "$r" "400 "
 $PY - "$WORK/deep.tar" <<'PYEOF'
@@ -151,6 +156,11 @@ PYEOF
 r=$(http POST "$EXECS" -F 'args=--exec-start command --model-main run.sh' -F "file=@$WORK/deep.tar")
 expect_contains "a tar entry longer than PATH_MAX is 400" "$r" "400 "
 expect_contains "the tar entry's limit is named" "$r" "longer than the limit of 4095 bytes (PATH_MAX)"
+r=$(http POST "$EXECS" -F 'args=')
+expect_contains "an empty args part is a 400, not a crash" "$r" "400 "
+echo "--exec-start command" > "$WORK/args.txt"
+r=$(http POST "$EXECS" -F "args=@$WORK/args.txt")
+expect_contains "args sent as a file part is a 400 saying so" "$r" "not a file"
 printf '{"args": "--exec-start caf\xff\xfe\xc3"}' > "$WORK/bad-utf8.json"
 curl -s -o "$WORK/reply.json" -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
      --data-binary @"$WORK/bad-utf8.json" "$URL$EXECS"

@@ -89,6 +89,14 @@ for logger in crash_logger loop_logger bad_xpcall_loop bad_pattern_loop; do
     view=$("$LOOM" --json exec view "$id")
     expect_contains "$logger: exec view shows the failure" "$view" "\"plugin\":\"$logger\""
 done
+# ---- the host never loads a user's plugin: a probe child describes it
+expect_fails "a plugin whose init crashes is refused" "$LOOM" logger add "$TP/crash_init.so"
+# (signal 11; a sanitizer build reports and aborts, or exits)
+expect_contains "and the crash is named" "$(cat "$WORK/out")" "its probe process"
+r=$(http GET /loom/v1/health); expect_contains "the host is up after it" "$r" '"status":"ok"'
+expect_eq "no user plugin is mapped into the host" \
+    "$(grep -cE "(crash|loop|snoop)_logger|_launch\.so|crash_init|bad_.*\.lua" /proc/$HOST_PID/maps)" "0"
+
 # ---- a C driver logger that tries the host's own files: its plugin-host
 # child is confined once the plugin is loaded, so every attempt fails
 expect_ok "logger add snoop_logger" "$LOOM" logger add "$TP/snoop_logger.so"

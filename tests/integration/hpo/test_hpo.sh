@@ -101,6 +101,8 @@ task lua1 example_coordinate 3 1 > "$WORK/lua.json"
 http POST /platform/rest/deeplearning/v1/hypersearch -F "data=<$WORK/lua.json" -F "file=@$WORK/model.tgz" >/dev/null
 expect_eq "a user's Lua algorithm by name" "$(wait_state lua1 FINISHED FAILED)" FINISHED
 expect_contains "listed as PLUGIN" "$(http GET '/platform/rest/deeplearning/v1/hypersearch/algorithm?type=PLUGIN')" '{"name":"example_coordinate","type":"PLUGIN"}'
+expect_contains "DELETE a registered Lua algorithm" "$(http DELETE /platform/rest/deeplearning/v1/hypersearch/algorithm/example_coordinate)" '200 {"removed":"example_coordinate"}'
+expect_contains "gone" "$(http GET /platform/rest/deeplearning/v1/hypersearch/algorithm/example_coordinate)" "404 "
 
 # ---- WMLA's Python plugin optimizers, unchanged --------------------------
 expect_ok "algorithm add DIR" "$LOOM" algorithm add "$3/tests/integration/hpo/fixtures/wmla_optimizer"
@@ -219,6 +221,42 @@ expect_contains "experiment 1 not re-run" "$v" "{\"id\":1,\"appId\":\"$first\",\
 expect_contains "the interrupted one ran again" "$v" "interrupted by a host restart"
 expect_eq "4 experiments, each once" "$(printf '%s' "$v" | grep -o '"id":[0-9]*,"appId"' | sort -u | wc -l)" 4
 expect_contains "progress" "$v" '"progress":"4/4"'
+
+# ---- an elastic experiment resumes from its checkpoint after a kill ------
+F=/usr/share/datasets/fashion-mnist
+if [ -r "$F/train-images-idx3-ubyte.gz" ]; then
+    mkdir -p "$WORK/fm"
+    cat > "$WORK/fm/edt.json" <<JSON
+{"model": {"input": [1, 28, 28], "layers": [{"type": "flatten"},
+   {"type": "dense", "units": "\$hidden"}, {"type": "relu"}, {"type": "dense", "units": 10}]},
+ "loss": "softmax_cross_entropy",
+ "optimizer": {"type": "sgd", "lr": "\$learning_rate", "momentum": 0.9},
+ "dataset": {"format": "idx", "train_images": "$F/train-images-idx3-ubyte.gz",
+   "train_labels": "$F/train-labels-idx1-ubyte.gz", "test_images": "$F/t10k-images-idx3-ubyte.gz",
+   "test_labels": "$F/t10k-labels-idx1-ubyte.gz"},
+ "training": {"batch_size": 64, "checkpoint_freq": 1}}
+JSON
+    cat > "$WORK/edt.json" <<'JSON'
+{"hpoName": "edt1", "modelSpec": {"args": "--exec-start edt --model-dir fm --numWorker 1 -- --epochs 12"},
+ "algoDef": {"algorithm": "Random", "maxJobNum": 1, "objectiveMetric": "accuracy", "objective": "maximize"},
+ "hyperParams": [{"name": "learning_rate", "type": "Range", "dataType": "DOUBLE", "minDbVal": -2, "maxDbVal": -1, "power": "10"},
+                 {"name": "hidden", "type": "Discrete", "dataType": "INT", "discreteIntVal": [32]}]}
+JSON
+    expect_ok "submit an elastic experiment" "$LOOM" hpo submit "$WORK/edt.json" --model-dir "$WORK/fm"
+    for _ in $(seq 1 300); do
+        ls "$LOOM_HOME"/execs/*/checkpoint/epoch-2.safetensors >/dev/null 2>&1 && break
+        sleep 0.1
+    done
+    app=$(view edt1 | sed -n 's/.*"experiments":\[{"id":1,"appId":"\([^"]*\)".*/\1/p')
+    expect_contains "its lr went into edt.json" "$(cat "$LOOM_HOME/execs/$app/_submitted_code/edt.json")" '"lr":	0.0'
+    stop_host KILL
+    start_host
+    expect_eq "edt1 resumes and finishes" "$(wait_state edt1 FINISHED FAILED)" FINISHED
+    v=$(view edt1)
+    expect_contains "the same exec went on" "$v" "{\"id\":1,\"appId\":\"$app\",\"state\":\"FINISHED\""
+    expect_not_contains "not run again" "$v" "interrupted by a host restart"
+    expect_contains "from its checkpoint" "$(cat "$LOOM_HOME/loom.log")" "$app: resuming from"
+fi
 
 stop_host
 finish

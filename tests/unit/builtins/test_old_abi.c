@@ -116,6 +116,15 @@ int main(void)
     CHECK(registry_list(r, -1, list, 16) == 7); /* 3 + 3 + 1 */
     registry_entry unused;
     CHECK(registry_acquire(r, LOOM_KIND_SEARCH, "old_full", &unused) != 0);
+    {
+        char path[512];
+        snprintf(path, sizeof path, "%s/old_search.so", LOOM_TEST_PLUGIN_DIR);
+        loom_error *e = registry_load(r, path, "user", NULL, -1, 0);
+        CHECK(loom_err_code(e) == LOOM_E_UNSUPPORTED);
+        CHECK_CONTAINS(loom_err_message(e), "offers only a loom.search/1 factory");
+        CHECK_CONTAINS(loom_err_message(e), "loom.search/2");
+        loom_err_free(e);
+    }
 
     /* Refusals carry codes callers act on, not text to match. */
     struct {

@@ -217,6 +217,52 @@ static void test_search(void)
     lua_plugin_close(p);
 }
 
+/* A proposal the space cannot hold is refused by the bridge, naming the
+ * parameter: missing, unknown, not a number, not an integer, not a choice. */
+static void test_search_bad_points(void)
+{
+    static const char *const acts[] = {"relu", "tanh"};
+    static const loom_param space[] = {
+        {.struct_size = sizeof(loom_param), .kind = LOOM_PARAM_RANGE, .type = LOOM_VALUE_DOUBLE,
+         .name = "lr", .low = 0, .high = 1},
+        {.struct_size = sizeof(loom_param), .kind = LOOM_PARAM_RANGE, .type = LOOM_VALUE_INT,
+         .name = "width", .low = 1, .high = 64},
+        {.struct_size = sizeof(loom_param), .kind = LOOM_PARAM_CHOICE, .type = LOOM_VALUE_STRING,
+         .name = "act", .choice_count = 2, .choice_strings = acts}};
+    struct {
+        const char *name, *expect;
+    } cases[] = {
+        {"missing", "the point has no value for 'width'"},
+        {"unknown", "'depth' is not a parameter of the space"},
+        {"number", "'lr' must be a number (got string)"},
+        {"integer", "'width' must be an integer (got 8.5)"},
+        {"choice", "'act' must be one of its string choices (got \"gelu\")"},
+    };
+    char err[512] = "";
+    lua_plugin *p = open_lua(script_path("bad_propose.lua"), NULL, err, sizeof err);
+    CHECK_MSG(p != NULL, "%s", err);
+    const loom_search_factory *f = p ? find_factory(p, LOOM_KIND_SEARCH, "bad-points") : NULL;
+    for (size_t i = 0; f && i < sizeof cases / sizeof *cases; i++) {
+        loom_search_option option = {"case", cases[i].name};
+        loom_search_config config = {.struct_size = sizeof config, .param_count = 3,
+                                     .params = space, .option_count = 1, .options = &option};
+        loom_search_instance *inst = NULL;
+        loom_error *e = f->create(f, &config, &inst);
+        CHECK_MSG(e == NULL, "%s", loom_err_message(e));
+        loom_err_free(e);
+        fake_proposals sink;
+        fake_proposals_init(&sink, 1);
+        fake_proposals_space(&sink, space, 3);
+        e = inst ? f->suggest(inst, 1, &sink.sink) : NULL;
+        CHECK_MSG(e != NULL && sink.count == 0, "case %s was proposed", cases[i].name);
+        CHECK_CONTAINS(loom_err_message(e), cases[i].expect);
+        loom_err_free(e);
+        if (inst)
+            f->destroy(inst);
+    }
+    lua_plugin_close(p);
+}
+
 static void test_kernel(void)
 {
     char err[512] = "";
@@ -401,6 +447,7 @@ int main(void)
 {
     test_framework();
     test_search();
+    test_search_bad_points();
     test_kernel();
     test_logger();
     test_python_adapter();

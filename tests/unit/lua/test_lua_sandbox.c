@@ -159,6 +159,10 @@ static void test_registration_errors(void)
     CHECK_CONTAINS(m, "missing required function 'observe'");
     check_still_works("a missing function");
 
+    m = open_fails("bad_kernel_no_execute.lua");
+    CHECK_CONTAINS(m, "missing required function 'execute' (or WMLA's 'on_task_invoke')");
+    check_still_works("a kernel that executes nothing");
+
     m = open_fails("bad_misspelt_callback.lua");
     CHECK_CONTAINS(m, "bad_misspelt_callback.lua:1:");
     CHECK_CONTAINS(m, "loom.register_logger 'typo': unknown key 'log_train_metric'");

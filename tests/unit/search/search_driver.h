@@ -237,9 +237,11 @@ static inline double number_of(const loom_value *v)
 }
 
 /* Runs `budget` sequential trials of fn over the proposals' numbers and
- * returns the best (lowest) value found. */
-static inline double search_minimize(const loom_search_factory *f, const search_setup *s,
-                              double (*fn)(const double *x, uint32_t dim), uint32_t budget)
+ * returns the best (lowest) value found; trace (budget values, or NULL)
+ * gets the best so far after each trial. */
+static inline double search_minimize_trace(const loom_search_factory *f, const search_setup *s,
+                                           double (*fn)(const double *x, uint32_t dim),
+                                           uint32_t budget, double *trace)
 {
     loom_search_instance *inst = search_create(f, s, NULL);
     if (!inst)
@@ -258,12 +260,20 @@ static inline double search_minimize(const loom_search_factory *f, const search_
         double y = fn(x, s->dim);
         if (y < best)
             best = y;
+        if (trace)
+            trace[t] = best;
         search_observe(f, inst, &r, item, LOOM_EXPERIMENT_FINISHED, s->maximize ? -y : y);
     }
     CHECK(r.outside == 0);
     recorder_free(&r);
     f->destroy(inst);
     return best;
+}
+
+static inline double search_minimize(const loom_search_factory *f, const search_setup *s,
+                                     double (*fn)(const double *x, uint32_t dim), uint32_t budget)
+{
+    return search_minimize_trace(f, s, fn, budget, NULL);
 }
 
 #endif

@@ -167,6 +167,46 @@ static void test_save_load(const char *name)
     f->destroy(original);
 }
 
+/* Saved inside the warm-up (its Latin hypercube), restored into an
+ * instance created with another seed: the rest of the design follows. */
+static void test_save_in_warmup(const char *name)
+{
+    const loom_search_factory *f = factory(name);
+    static const loom_search_option opts[] = {{"WarmUp", "8"}, {"InitPoints", "8"}};
+    search_setup s = {.params = mixed, .dim = 5, .seed = 21, .options = opts, .option_count = 2};
+    loom_search_instance *a = search_create(f, &s, NULL);
+    s.seed = 22;
+    loom_search_instance *b = search_create(f, &s, NULL);
+    if (!a || !b)
+        return;
+    recorder ra, rb;
+    recorder_init(&ra, mixed, 5);
+    recorder_init(&rb, mixed, 5);
+    search_suggest(f, a, 3, &ra);
+    char *state = NULL;
+    loom_error *err = f->save_state(a, &state);
+    if (!err)
+        err = f->load_state(b, state);
+    CHECK_MSG(err == NULL, "%s: %s", name, loom_err_message(err));
+    loom_err_free(err);
+    rb.next_id = ra.next_id;
+    search_suggest(f, a, 5, &ra);
+    search_suggest(f, b, 5, &rb);
+    uint32_t same = ra.count == 8 && rb.count == 5;
+    for (uint32_t i = 0; same && i < 5; i++)
+        same = same_values(&ra.items[3 + i], &rb.items[i], 5);
+    CHECK_MSG(same, "%s: the restored warm-up differs", name);
+    /* the eight warm-up points cover the 13 lr values' strata evenly: no
+     * two in the same eighth of the exponent's range */
+    uint32_t eighths = 0;
+    for (uint32_t i = 0; i < ra.count; i++)
+        eighths |= 1u << (uint32_t)fmin(7, floor((log10(ra.items[i].values[0].d) + 4) / 3 * 8));
+    CHECK_MSG(__builtin_popcount(eighths) >= 6, "%s: warm-up lr strata %x", name, eighths);
+    free(state);
+    recorder_free(&ra), recorder_free(&rb);
+    f->destroy(a), f->destroy(b);
+}
+
 static void test_grid(void)
 {
     const loom_search_factory *f = factory("grid");
@@ -313,6 +353,8 @@ int main(void)
         test_domains_and_determinism(model_based[i]);
         test_save_load(model_based[i]);
     }
+    test_save_in_warmup("tpe");
+    test_save_in_warmup("bayesian");
     test_grid();
     test_hyperband();
     test_beats_random();

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# bench/pytorch/run.sh [LOOM] - loom's edtPyTorch beside PyTorch's own, from
+# the same run, on the Fashion-MNIST example (examples/pytorch-fmnist):
+#  - test accuracy: 2 loom workers vs a single-process plain loop with the
+#    same global batch and epochs (target: within 1 point);
+#  - training throughput: 2 loom workers vs DistributedDataParallel/gloo
+#    under torchrun with 2 processes (target: >= 1.2x);
+#  - per-step overhead of the trainer over the bare PyTorch step.
+# EPOCHS, TRAIN, TEST (samples; 0 = all) and BATCH (per worker) may be set.
+set -eu
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+LOOM=${1:-$ROOT/build/bin/loom}
+PY=/usr/bin/python3
+EPOCHS=${EPOCHS:-2} TRAIN=${TRAIN:-20000} TEST=${TEST:-5000} BATCH=${BATCH:-64}
+GLOBAL=$((BATCH * 2))
+DATA=/usr/share/datasets/fashion-mnist
+common="--epochs $EPOCHS --train-samples $TRAIN --test-samples $TEST"
+
+echo "Fashion-MNIST CNN, $EPOCHS epoch(s), $TRAIN training / $TEST test samples, global batch $GLOBAL"
+plain=$($PY "$HERE/peers.py" plain $common --global-batch $GLOBAL)
+# Debian 12's torchrun (torch 1.13 on Python 3.11) fails on its default
+# --redirects 0 (an IntFlag of 0 is no member under 3.11); teeing rank 0's
+# stdout works and prefixes its lines with "[default0]:".
+ddp=$(OMP_NUM_THREADS=1 torchrun --standalone --nproc_per_node 2 --redirects 1 --tee 1 \
+      "$HERE/peers.py" ddp $common --global-batch $GLOBAL 2>/dev/null |
+      sed -n 's/^\[default0\]://p' | grep '^{')
+step=$($PY "$HERE/peers.py" step --batch $BATCH)
+
+# loom: a host of its own, 2 CPU workers.
+export LOOM_HOME=$(mktemp -d)
+trap 'kill $HOST 2>/dev/null; rm -rf "$LOOM_HOME"' EXIT
+echo admin-password-for-bench > "$LOOM_HOME.pw"
+"$LOOM" serve --listen 127.0.0.1:0 --cpu-slots 2 --admin-password-file "$LOOM_HOME.pw" \
+    > "$LOOM_HOME.serve" 2>&1 &
+HOST=$!
+for _ in $(seq 100); do [ -s "$LOOM_HOME/host" ] && break; sleep 0.1; done
+rm -f "$LOOM_HOME.pw"
+echo admin-password-for-bench | "$LOOM" login -u admin --password-stdin > /dev/null
+id=$("$LOOM" exec start --exec-start edtPyTorch --model-dir "$ROOT/examples/pytorch-fmnist" \
+     --model-main fmnist.py --numWorker 2 --data-dir $DATA -- $common --batch-size $BATCH |
+     sed -n 's/^exec \([^ ]*\) submitted.*/\1/p')
+"$LOOM" exec wait "$id" --timeout 3600 > /dev/null
+loom=$("$LOOM" --json exec view "$id")
+
+$PY - "$plain" "$ddp" "$step" "$loom" "$BATCH" <<'PYEOF'
+import json, sys
+plain, ddp, step, loom = (json.loads(a) for a in sys.argv[1:5])
+batch = int(sys.argv[5])
+t = loom["training"]
+epochs = t["epochsDone"]
+secs = sum(e["seconds"] for e in epochs)
+samples = sum(e["samples"] for e in epochs)
+rate = samples / secs
+acc = t["testMetrics"]["accuracy"]
+steps_per_worker = samples / (2 * batch)
+loom_step = secs / steps_per_worker
+print("%-34s %10s %12s" % ("", "accuracy", "samples/s"))
+print("%-34s %10.4f %12.0f" % ("plain PyTorch, 1 process", plain["accuracy"], plain["samples_per_s"]))
+print("%-34s %10.4f %12.0f" % ("DDP/gloo, torchrun, 2 processes", ddp["accuracy"], ddp["samples_per_s"]))
+print("%-34s %10.4f %12.0f" % ("loom edtPyTorch, 2 workers", acc, rate))
+print("accuracy, loom - plain: %+.2f points (target: within 1)" % ((acc - plain["accuracy"]) * 100))
+print("throughput, loom / DDP: %.2fx (target: >= 1.2x)" % (rate / ddp["samples_per_s"]))
+print("step (batch %d per worker): bare PyTorch %.2f ms, loom %.2f ms, trainer overhead %.2f ms (%.0f%%)"
+      % (batch, step["step_s"] * 1e3, loom_step * 1e3, (loom_step - step["step_s"]) * 1e3,
+         (loom_step / step["step_s"] - 1) * 100))
+PYEOF

@@ -1,0 +1,197 @@
+/* exec/exec_view.c - what a client sees of execs: one exec or the list,
+ * as its owner or an administrator may see it (pending reasons without
+ * other users' exec ids), and where a worker's log is. See exec.h. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/exec_internal.h"
+#include "util/fs.h"
+
+void exec_reason_hide_holder(char *reason, int (*may_see)(const char *id, void *ctx), void *ctx)
+{
+    /* "reserved for a larger job (ID)": the one parenthesised part. */
+    size_t n = strlen(reason);
+    char *open = strrchr(reason, '(');
+    if (!open || open == reason || open[-1] != ' ' || reason[n - 1] != ')')
+        return;
+    reason[n - 1] = '\0';
+    int shown = may_see(open + 1, ctx);
+    reason[n - 1] = ')';
+    if (!shown)
+        open[-1] = '\0';
+}
+
+typedef struct reason_viewer {
+    exec_service *es;
+    int64_t owner;
+} reason_viewer;
+
+/* Whether the viewer may see the running exec `id`. Call with es->lock. */
+static int viewer_sees(const char *id, void *ctx)
+{
+    const reason_viewer *rv = ctx;
+    const running_exec *r = exec_find_running(rv->es, id);
+    return r && exec_visible(rv->owner, r->rec.user_id);
+}
+
+/* Why a pending exec waits, as `owner` (EXEC_ADMIN: an administrator) may see
+ * it, so exec ids do not leak. Call with es->lock. */
+static void pending_reason(exec_service *es, int64_t owner, const char *id, char *buf,
+                           size_t len)
+{
+    reason_viewer rv = {es, owner};
+    if (sched_service_pending_reason(es->sched, id, buf, len) && owner != EXEC_ADMIN)
+        exec_reason_hide_holder(buf, viewer_sees, &rv);
+}
+
+/* Fills a view of the exec (running: r set) as `owner` may see it. Call
+ * with es->lock. */
+static void describe(exec_service *es, int64_t owner, const store_exec *e,
+                     const running_exec *r, exec_view *v)
+{
+    memset(v, 0, sizeof *v);
+    v->rec = *e;
+    v->running = r != NULL;
+    if (r && r->pending)
+        pending_reason(es, owner, e->id, v->pending_reason, sizeof v->pending_reason);
+    if (r) {
+        int n = sched_service_job_devices(es->sched, e->id, v->slots, 64, NULL, NULL);
+        v->nslots = n < 0 ? 0 : n > 64 ? 64 : n;
+        v->handover_ms = -1;
+        if (sched_service_job_handover(es->sched, e->id, v->handover_from,
+                                       sizeof v->handover_from, &v->handover_ms)) {
+            reason_viewer rv = {es, owner};
+            if (owner && !viewer_sees(v->handover_from, &rv))
+                v->handover_from[0] = '\0';
+        }
+    }
+    if (r && r->edt) {
+        v->training = edt_describe(r->edt);
+    } else if (!r) {
+        char path[PATH_MAX + 32];
+        trainer_summary_path(e, path, sizeof path);
+        char *text = fs_read_file(path, 16u << 20, NULL);
+        v->training = text ? cJSON_Parse(text) : NULL;
+        free(text);
+    }
+    if (r && !r->edt && r->workers && r->nworkers > 0) {
+        v->workers = calloc((size_t)r->nworkers, sizeof *v->workers);
+        for (int i = 0; v->workers && i < r->nworkers; i++)
+            v->workers[i] = (exec_worker_view){.rank = i, .pid = (int)r->workers[i].pid,
+                                               .exited = r->workers[i].done};
+        v->nworkers = v->workers ? r->nworkers : 0;
+    }
+}
+
+void exec_view_free(exec_view *v)
+{
+    if (!v)
+        return;
+    free(v->workers);
+    cJSON_Delete(v->training);
+    v->workers = NULL;
+    v->training = NULL;
+}
+
+void exec_views_free(exec_view *v, size_t count)
+{
+    for (size_t i = 0; v && i < count; i++)
+        exec_view_free(&v[i]);
+    free(v);
+}
+
+loom_error *exec_describe(exec_service *es, int64_t owner, const char *id, exec_view *out)
+{
+    pthread_mutex_lock(&es->lock);
+    store_exec rec;
+    running_exec *r = NULL;
+    int found = exec_lookup(es, owner, id, &r, &rec);
+    if (found)
+        describe(es, owner, r ? &r->rec : &rec, r, out);
+    pthread_mutex_unlock(&es->lock);
+    return found ? NULL : loom_err(LOOM_E_NOT_FOUND, "no exec \"%s\"", id);
+}
+
+typedef struct list_ctx {
+    int64_t owner;
+    store_exec *items;
+    size_t n, cap;
+    int failed;
+} list_ctx;
+
+static void add_to_list(const store_exec *e, void *ctx)
+{
+    list_ctx *l = ctx;
+    if (l->failed || !exec_visible(l->owner, e->user_id))
+        return;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 16;
+        store_exec *grown = realloc(l->items, cap * sizeof *grown);
+        if (!grown) {
+            l->failed = 1;
+            return;
+        }
+        l->items = grown;
+        l->cap = cap;
+    }
+    l->items[l->n++] = *e;
+}
+
+loom_error *exec_list(exec_service *es, int64_t owner, exec_view **out, size_t *count)
+{
+    list_ctx l = {.owner = owner};
+    *out = NULL;
+    *count = 0;
+    pthread_mutex_lock(&es->lock);
+    loom_error *err = store_exec_each(es->st, add_to_list, &l);
+    if (!err && l.failed)
+        err = loom_err(LOOM_E_INTERNAL, "execs: out of memory");
+    exec_view *v = err ? NULL : calloc(l.n ? l.n : 1, sizeof *v);
+    if (!err && !v)
+        err = loom_err(LOOM_E_INTERNAL, "execs: out of memory");
+    for (size_t i = 0; !err && i < l.n; i++)
+        describe(es, owner, &l.items[i], exec_find_running(es, l.items[i].id), &v[i]);
+    pthread_mutex_unlock(&es->lock);
+    free(l.items);
+    if (err)
+        return err;
+    *out = v;
+    *count = l.n;
+    return NULL;
+}
+
+int exec_visible_to(exec_service *es, int64_t owner, const char *id)
+{
+    store_exec rec;
+    running_exec *r = NULL;
+    pthread_mutex_lock(&es->lock);
+    int found = exec_lookup(es, owner, id, &r, &rec);
+    pthread_mutex_unlock(&es->lock);
+    return found;
+}
+
+loom_error *exec_log_path(exec_service *es, int64_t owner, const char *id, int worker,
+                          const char *stream, char *path, size_t pathlen)
+{
+    store_exec rec;
+    running_exec *r = NULL;
+    pthread_mutex_lock(&es->lock);
+    int found = exec_lookup(es, owner, id, &r, &rec);
+    if (found && r)
+        rec = r->rec;
+    pthread_mutex_unlock(&es->lock);
+    if (!found)
+        return loom_err(LOOM_E_NOT_FOUND, "no exec \"%s\"", id);
+    if (strcmp(stream, "stdout") != 0 && strcmp(stream, "stderr") != 0)
+        return loom_err(LOOM_E_INVALID, "stream: expected stdout or stderr, got \"%s\"", stream);
+    if (worker == -1) { /* the training driver's log */
+        snprintf(path, pathlen, "%s/log/driver/%s", rec.result_dir, stream);
+        return NULL;
+    }
+    if (worker < 0 || worker >= rec.num_workers)
+        return loom_err(LOOM_E_INVALID, "worker: exec \"%s\" has workers 0 to %d", id,
+                        rec.num_workers - 1);
+    snprintf(path, pathlen, "%s/log/worker-%d/%s", rec.result_dir, worker, stream);
+    return NULL;
+}

@@ -1,0 +1,461 @@
+/* infer/infer.c - see infer.h. */
+#include "infer/infer.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "infer/infer_store.h"
+#include "util/fs.h"
+#include "util/log.h"
+
+typedef struct running {
+    char name[64], owner[64];
+    router *r;
+    struct running *next;
+} running;
+
+struct infer_service {
+    store *st;
+    sched_service *sched;
+    char home[PATH_MAX], binary[PATH_MAX], plugin_dir[PATH_MAX];
+    pthread_mutex_t admin;   /* deploy, start, stop, undeploy, profile: one at a time */
+    pthread_rwlock_t routes; /* the running list: requests read, start/stop write */
+    running *running;
+    pthread_t restarter;
+    int restarter_live;
+};
+
+void infer_model_view_clear(infer_model_view *v)
+{
+    free(v->model_json);
+    free(v->profile_json);
+    v->model_json = v->profile_json = NULL;
+}
+
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int visible(const char *owner, const infer_record *rec)
+{
+    return !owner || strcmp(owner, rec->owner) == 0;
+}
+
+/* The record of a model the caller may see, or LOOM_E_NOT_FOUND. */
+static loom_error *lookup(infer_service *s, const char *owner, const char *name,
+                          infer_record *rec)
+{
+    loom_error *e = infer_store_get(s->st, name, rec);
+    if (!e && !visible(owner, rec)) {
+        infer_record_clear(rec);
+        e = loom_err(LOOM_E_NOT_FOUND, "no model named \"%s\"", name);
+    }
+    return e;
+}
+
+static running *find_running(infer_service *s, const char *name)
+{
+    for (running *m = s->running; m; m = m->next)
+        if (strcmp(m->name, name) == 0)
+            return m;
+    return NULL;
+}
+
+static void model_paths(const infer_service *s, const char *name, char *dir, char *model,
+                        char *work)
+{
+    snprintf(dir, PATH_MAX, "%s/models/%s", s->home, name);
+    snprintf(model, PATH_MAX, "%s/models/%s/model", s->home, name);
+    snprintf(work, PATH_MAX, "%s/models/%s/work", s->home, name);
+}
+
+/* ---- deploy, profile, undeploy --------------------------------------------------- */
+
+static loom_error *check_profile_text(const char *text, const char *source, char **normalized)
+{
+    cJSON *j = cJSON_Parse(text);
+    if (!j)
+        return loom_err(LOOM_E_INVALID, "%s: not JSON", source);
+    model_profile p;
+    loom_error *e = model_profile_parse(j, source, &p);
+    if (!e) {
+        *normalized = cJSON_PrintUnformatted(j);
+        if (!*normalized)
+            e = loom_err(LOOM_E_INTERNAL, "out of memory");
+    }
+    cJSON_Delete(j);
+    return e;
+}
+
+loom_error *infer_deploy(infer_service *s, const char *user, const char *staged,
+                         const char *profile_json, char *name_out, size_t name_len)
+{
+    model_spec spec;
+    char *model_json = NULL, *profile = NULL;
+    loom_error *e = model_spec_read(staged, &spec, &model_json);
+    if (!e && profile_json)
+        e = check_profile_text(profile_json, "profile", &profile);
+    if (!e && !profile) {
+        cJSON *def = model_profile_default_json(spec.name);
+        profile = cJSON_PrintUnformatted(def);
+        cJSON_Delete(def);
+    }
+    if (e) {
+        free(model_json);
+        free(profile);
+        return e;
+    }
+    char dir[PATH_MAX], model[PATH_MAX], work[PATH_MAX];
+    model_paths(s, spec.name, dir, model, work);
+    infer_record rec = {.model_json = model_json, .profile_json = profile,
+                        .created_at = wall_ms()};
+    snprintf(rec.name, sizeof rec.name, "%s", spec.name);
+    snprintf(rec.owner, sizeof rec.owner, "%s", user);
+    snprintf(rec.dir, sizeof rec.dir, "%s", dir);
+    pthread_mutex_lock(&s->admin);
+    infer_record old;
+    loom_error *absent = infer_store_get(s->st, spec.name, &old);
+    if (!absent) {
+        infer_record_clear(&old);
+        e = loom_err(LOOM_E_CONFLICT, "a model named \"%s\" is already deployed: undeploy it "
+                     "first, or give model.json another name", spec.name);
+    } else {
+        loom_err_free(absent);
+        fs_rm_rf(dir); /* left by a deploy that failed half-way */
+        if (fs_mkdir_p(work) != 0 || rename(staged, model) != 0)
+            e = loom_err(LOOM_E_INTERNAL, "cannot place the model in %s: %s", dir,
+                         strerror(errno));
+        else
+            e = infer_store_insert(s->st, &rec);
+        if (e)
+            fs_rm_rf(dir);
+    }
+    pthread_mutex_unlock(&s->admin);
+    if (!e)
+        snprintf(name_out, name_len, "%s", spec.name);
+    infer_record_clear(&rec);
+    return e;
+}
+
+loom_error *infer_set_profile(infer_service *s, const char *owner, const char *name,
+                              const char *profile_json)
+{
+    char *profile = NULL;
+    loom_error *e = check_profile_text(profile_json, "profile", &profile);
+    if (e)
+        return e;
+    infer_record rec;
+    pthread_mutex_lock(&s->admin);
+    e = lookup(s, owner, name, &rec);
+    if (!e) {
+        if (rec.started || find_running(s, name))
+            e = loom_err(LOOM_E_CONFLICT, "model \"%s\" is started: stop it before changing "
+                         "its profile", name);
+        else
+            e = infer_store_set_profile(s->st, name, profile);
+        infer_record_clear(&rec);
+    }
+    pthread_mutex_unlock(&s->admin);
+    free(profile);
+    return e;
+}
+
+/* ---- start and stop ------------------------------------------------------------- */
+
+/* Starts the service of `rec`. Call with s->admin. */
+static loom_error *start_locked(infer_service *s, const infer_record *rec)
+{
+    if (find_running(s, rec->name))
+        return loom_err(LOOM_E_CONFLICT, "model \"%s\" is already started", rec->name);
+    char dir[PATH_MAX], model_dir[PATH_MAX], work[PATH_MAX];
+    model_paths(s, rec->name, dir, model_dir, work);
+    model_spec spec;
+    model_profile profile;
+    loom_error *e = model_spec_read(model_dir, &spec, NULL);
+    if (e)
+        return e;
+    if (spec.runtime == MODEL_RUNTIME_NATIVE) /* the trainer's own kernel */
+        snprintf(spec.kernel_path, sizeof spec.kernel_path, "%s/native.so", s->plugin_dir);
+    cJSON *pj = cJSON_Parse(rec->profile_json);
+    e = model_profile_parse(pj, "profile", &profile);
+    cJSON_Delete(pj);
+    if (e)
+        return e;
+    fs_mkdir_p(work);
+    running *m = calloc(1, sizeof *m);
+    if (!m)
+        return loom_err(LOOM_E_INTERNAL, "out of memory");
+    snprintf(m->name, sizeof m->name, "%s", rec->name);
+    snprintf(m->owner, sizeof m->owner, "%s", rec->owner);
+    router_spec rs = {.name = rec->name, .owner = rec->owner, .binary = s->binary,
+                      .model_dir = model_dir, .work_dir = work, .model = &spec,
+                      .profile = &profile, .sched = s->sched};
+    e = router_start(&rs, &m->r);
+    if (!e)
+        e = infer_store_set_started(s->st, rec->name, 1);
+    if (e) {
+        router_stop(m->r, 1);
+        free(m);
+        return e;
+    }
+    pthread_rwlock_wrlock(&s->routes);
+    m->next = s->running;
+    s->running = m;
+    pthread_rwlock_unlock(&s->routes);
+    log_info("model \"%s\" of %s started", rec->name, rec->owner);
+    return NULL;
+}
+
+loom_error *infer_start(infer_service *s, const char *owner, const char *name)
+{
+    infer_record rec;
+    pthread_mutex_lock(&s->admin);
+    loom_error *e = lookup(s, owner, name, &rec);
+    if (!e) {
+        e = start_locked(s, &rec);
+        infer_record_clear(&rec);
+    }
+    pthread_mutex_unlock(&s->admin);
+    return e;
+}
+
+/* Takes a model out of the running list (requests no longer reach it) and
+ * stops its service. Call with s->admin. */
+static void stop_locked(infer_service *s, const char *name, int force)
+{
+    pthread_rwlock_wrlock(&s->routes);
+    running *m = NULL;
+    for (running **link = &s->running; *link; link = &(*link)->next)
+        if (strcmp((*link)->name, name) == 0) {
+            m = *link;
+            *link = m->next;
+            break;
+        }
+    pthread_rwlock_unlock(&s->routes);
+    if (m) {
+        router_stop(m->r, force);
+        free(m);
+    }
+}
+
+loom_error *infer_stop(infer_service *s, const char *owner, const char *name, int force)
+{
+    infer_record rec;
+    pthread_mutex_lock(&s->admin);
+    loom_error *e = lookup(s, owner, name, &rec);
+    if (!e) {
+        if (!rec.started && !find_running(s, name))
+            e = loom_err(LOOM_E_CONFLICT, "model \"%s\" is not started", name);
+        else
+            e = infer_store_set_started(s->st, name, 0);
+        if (!e)
+            stop_locked(s, name, force);
+        infer_record_clear(&rec);
+    }
+    pthread_mutex_unlock(&s->admin);
+    return e;
+}
+
+loom_error *infer_undeploy(infer_service *s, const char *owner, const char *name, int force)
+{
+    infer_record rec;
+    pthread_mutex_lock(&s->admin);
+    loom_error *e = lookup(s, owner, name, &rec);
+    if (!e) {
+        int started = rec.started || find_running(s, name);
+        if (started && !force)
+            e = loom_err(LOOM_E_CONFLICT, "model \"%s\" is started: stop it first, or undeploy "
+                         "with -f (force), which stops it", name);
+        if (!e && started)
+            stop_locked(s, name, 1);
+        if (!e)
+            e = infer_store_delete(s->st, name);
+        if (!e)
+            fs_rm_rf(rec.dir);
+        infer_record_clear(&rec);
+    }
+    pthread_mutex_unlock(&s->admin);
+    return e;
+}
+
+/* ---- views ---------------------------------------------------------------------- */
+
+static void fill_view(infer_service *s, infer_record *rec, infer_model_view *v)
+{
+    memset(v, 0, sizeof *v);
+    snprintf(v->name, sizeof v->name, "%s", rec->name);
+    snprintf(v->owner, sizeof v->owner, "%s", rec->owner);
+    v->created_at = rec->created_at;
+    cJSON *m = cJSON_Parse(rec->model_json);
+    const cJSON *tag = cJSON_GetObjectItemCaseSensitive(m, "tag");
+    const cJSON *rt = cJSON_GetObjectItemCaseSensitive(m, "runtime");
+    snprintf(v->tag, sizeof v->tag, "%s", cJSON_IsString(tag) ? tag->valuestring : "");
+    snprintf(v->runtime, sizeof v->runtime, "%s", cJSON_IsString(rt) ? rt->valuestring : "");
+    cJSON_Delete(m);
+    v->model_json = rec->model_json;
+    v->profile_json = rec->profile_json;
+    rec->model_json = rec->profile_json = NULL;
+    pthread_rwlock_rdlock(&s->routes);
+    running *r = find_running(s, rec->name);
+    if (r)
+        router_get_stats(r->r, &v->stats);
+    pthread_rwlock_unlock(&s->routes);
+    snprintf(v->state, sizeof v->state, "%s", r ? "started" : rec->started ? "starting" : "stopped");
+}
+
+loom_error *infer_view(infer_service *s, const char *owner, const char *name,
+                       infer_model_view *out)
+{
+    infer_record rec;
+    loom_error *e = lookup(s, owner, name, &rec);
+    if (e)
+        return e;
+    fill_view(s, &rec, out);
+    return NULL;
+}
+
+loom_error *infer_list(infer_service *s, const char *owner, infer_model_view **out,
+                       size_t *count)
+{
+    infer_record *all = NULL;
+    size_t n = 0, k = 0;
+    *out = NULL;
+    *count = 0;
+    loom_error *e = infer_store_all(s->st, &all, &n);
+    infer_model_view *views = e ? NULL : calloc(n ? n : 1, sizeof *views);
+    if (!e && !views)
+        e = loom_err(LOOM_E_INTERNAL, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        if (!e && visible(owner, &all[i]))
+            fill_view(s, &all[i], &views[k++]);
+        infer_record_clear(&all[i]);
+    }
+    free(all);
+    if (e) {
+        free(views);
+        return e;
+    }
+    *out = views;
+    *count = k;
+    return NULL;
+}
+
+/* ---- requests ------------------------------------------------------------------- */
+
+loom_error *infer_request(infer_service *s, const char *owner, const char *name,
+                          const char *body, size_t len, router_done_fn done, void *ctx)
+{
+    pthread_rwlock_rdlock(&s->routes);
+    running *m = find_running(s, name);
+    loom_error *e = NULL;
+    if (m && owner && strcmp(owner, m->owner) != 0)
+        m = NULL;
+    if (m)
+        e = router_submit(m->r, body, len, done, ctx);
+    pthread_rwlock_unlock(&s->routes);
+    if (m)
+        return e;
+    infer_record rec;
+    e = lookup(s, owner, name, &rec);
+    if (e)
+        return e;
+    infer_record_clear(&rec);
+    return loom_err(LOOM_E_UNAVAILABLE, "model \"%s\" is not started (loom model start %s)",
+                    name, name);
+}
+
+/* ---- the service ------------------------------------------------------------------ */
+
+static void *restart_models(void *arg)
+{
+    infer_service *s = arg;
+    infer_record *all = NULL;
+    size_t n = 0;
+    char why[512];
+    if (loom_err_take(infer_store_all(s->st, &all, &n), why, sizeof why))
+        log_warn("models: cannot list them to start them again: %s", why);
+    for (size_t i = 0; i < n; i++) {
+        if (all[i].started) {
+            pthread_mutex_lock(&s->admin);
+            loom_error *e = find_running(s, all[i].name) ? NULL : start_locked(s, &all[i]);
+            pthread_mutex_unlock(&s->admin);
+            if (loom_err_take(e, why, sizeof why))
+                log_warn("model \"%s\" was started before the host stopped, but cannot start "
+                         "again: %s", all[i].name, why);
+        }
+        infer_record_clear(&all[i]);
+    }
+    free(all);
+    return NULL;
+}
+
+loom_error *infer_service_create(const infer_options *opt, infer_service **out)
+{
+    *out = NULL;
+    loom_error *e = infer_store_init(opt->st);
+    if (e)
+        return e;
+    infer_service *s = calloc(1, sizeof *s);
+    if (!s)
+        return loom_err(LOOM_E_INTERNAL, "out of memory");
+    s->st = opt->st;
+    s->sched = opt->sched;
+    snprintf(s->home, sizeof s->home, "%s", opt->home);
+    snprintf(s->plugin_dir, sizeof s->plugin_dir, "%s", opt->plugin_dir ? opt->plugin_dir : "");
+    if (opt->binary) {
+        snprintf(s->binary, sizeof s->binary, "%s", opt->binary);
+    } else {
+        ssize_t n = readlink("/proc/self/exe", s->binary, sizeof s->binary - 1);
+        s->binary[n > 0 ? n : 0] = 0;
+    }
+    char models[PATH_MAX + 8];
+    snprintf(models, sizeof models, "%s/models", s->home);
+    fs_mkdir_p(models);
+    chmod(models, 0711);
+    pthread_mutex_init(&s->admin, NULL);
+    pthread_rwlock_init(&s->routes, NULL);
+    s->restarter_live = pthread_create(&s->restarter, NULL, restart_models, s) == 0;
+    *out = s;
+    return NULL;
+}
+
+void infer_service_stop_all(infer_service *s)
+{
+    if (!s)
+        return;
+    if (s->restarter_live)
+        pthread_join(s->restarter, NULL);
+    s->restarter_live = 0;
+    pthread_mutex_lock(&s->admin);
+    pthread_rwlock_wrlock(&s->routes);
+    running *all = s->running;
+    s->running = NULL;
+    pthread_rwlock_unlock(&s->routes);
+    while (all) {
+        running *m = all;
+        all = m->next;
+        router_stop(m->r, 1);
+        free(m);
+    }
+    pthread_mutex_unlock(&s->admin);
+}
+
+void infer_service_destroy(infer_service *s)
+{
+    if (!s)
+        return;
+    infer_service_stop_all(s);
+    pthread_mutex_destroy(&s->admin);
+    pthread_rwlock_destroy(&s->routes);
+    free(s);
+}

@@ -1,0 +1,334 @@
+/* infer/model_spec.c - see model_spec.h. */
+#include "infer/model_spec.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugin/ffi_call.h"
+#include "plugin/plugin.h"
+#include "util/fs.h"
+
+static const char *const runtime_names[] = {"so", "lua", "ffi", "native"};
+
+const char *model_runtime_name(model_runtime r)
+{
+    return (unsigned)r < 4 ? runtime_names[r] : "unknown";
+}
+
+/* A string field: NULL when absent; -1 (err set) when present but not a
+ * string. */
+static int string_field(const cJSON *o, const char *key, const char **out, const char *source,
+                        loom_error **err)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    *out = NULL;
+    if (!v || cJSON_IsNull(v))
+        return 0;
+    if (!cJSON_IsString(v)) {
+        *err = loom_err(LOOM_E_INVALID, "%s: %s: expected a string", source, key);
+        return -1;
+    }
+    *out = v->valuestring;
+    return 0;
+}
+
+/* `rel` resolved inside `dir` (both real paths), into out. */
+static loom_error *inside_dir(const char *dir, const char *rel, const char *field, char *out,
+                              size_t outlen)
+{
+    char joined[PATH_MAX * 2], real_dir[PATH_MAX], real[PATH_MAX];
+    if (!realpath(dir, real_dir))
+        return loom_err(LOOM_E_NOT_FOUND, "%s: %s", dir, strerror(errno));
+    if (rel[0] == '/')
+        snprintf(joined, sizeof joined, "%s", rel);
+    else
+        snprintf(joined, sizeof joined, "%s/%s", real_dir, rel);
+    if (!realpath(joined, real))
+        return loom_err(errno == ENOENT ? LOOM_E_NOT_FOUND : LOOM_E_INVALID,
+                        "model.json: %s: \"%s\": %s in %s", field, rel, strerror(errno), dir);
+    size_t n = strlen(real_dir);
+    if (strncmp(real, real_dir, n) != 0 || real[n] != '/')
+        return loom_err(LOOM_E_FORBIDDEN,
+                        "model.json: %s: \"%s\" lies outside the model directory %s", field, rel,
+                        dir);
+    if (!fs_is_file(real))
+        return loom_err(LOOM_E_INVALID, "model.json: %s: \"%s\" is not a file", field, rel);
+    snprintf(out, outlen, "%s", real);
+    return NULL;
+}
+
+/* [{KEYNAME: "...", "value": "..."}] into env (when given) */
+static loom_error *pairs(const cJSON *o, const char *field, const char *keyname,
+                         const char *source, model_env *env, int *nenv)
+{
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, field);
+    if (!a || cJSON_IsNull(a))
+        return NULL;
+    if (!cJSON_IsArray(a))
+        return loom_err(LOOM_E_INVALID, "%s: %s: expected an array of {\"%s\", \"value\"}",
+                        source, field, keyname);
+    int i = 0;
+    const cJSON *item;
+    cJSON_ArrayForEach(item, a)
+    {
+        const cJSON *k = cJSON_GetObjectItemCaseSensitive(item, keyname);
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(item, "value");
+        if (!cJSON_IsObject(item) || !cJSON_IsString(k) || !k->valuestring[0] ||
+            !(cJSON_IsString(v) || cJSON_IsNumber(v)))
+            return loom_err(LOOM_E_INVALID,
+                            "%s: %s[%d]: expected {\"%s\": non-empty string, \"value\": string}",
+                            source, field, i, keyname);
+        if (env) {
+            if (*nenv >= MODEL_ENV_MAX)
+                return loom_err(LOOM_E_LIMIT, "%s: %s: more than %d entries", source, field,
+                                MODEL_ENV_MAX);
+            if (strchr(k->valuestring, '=') || strlen(k->valuestring) >= sizeof env->name)
+                return loom_err(LOOM_E_INVALID, "%s: %s[%d]: name \"%s\" is not a variable name",
+                                source, field, i, k->valuestring);
+            model_env *e = &env[(*nenv)++];
+            snprintf(e->name, sizeof e->name, "%s", k->valuestring);
+            if (cJSON_IsString(v))
+                snprintf(e->value, sizeof e->value, "%s", v->valuestring);
+            else
+                snprintf(e->value, sizeof e->value, "%g", v->valuedouble);
+        }
+        i++;
+    }
+    return NULL;
+}
+
+static loom_error *check_ffi(const cJSON *root, const char *dir)
+{
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(root, "ffi");
+    if (!cJSON_IsObject(f))
+        return loom_err(LOOM_E_INVALID,
+                        "model.json: ffi: runtime \"ffi\" needs an object {\"library\", "
+                        "\"symbol\", \"signature\", \"output_size\"}");
+    loom_error *e = NULL;
+    const char *library, *symbol, *signature;
+    if (string_field(f, "library", &library, "model.json: ffi", &e) ||
+        string_field(f, "symbol", &symbol, "model.json: ffi", &e) ||
+        string_field(f, "signature", &signature, "model.json: ffi", &e))
+        return e;
+    if (!library || !symbol || !signature)
+        return loom_err(LOOM_E_INVALID, "model.json: ffi: %s is required",
+                        !library ? "library" : !symbol ? "symbol" : "signature");
+    char path[PATH_MAX];
+    if ((e = inside_dir(dir, library, "ffi.library", path, sizeof path)) != NULL)
+        return e;
+    ffi_signature sig;
+    return loom_err_wrap(ffi_sig_parse(signature, &sig), "model.json: ffi.signature");
+}
+
+static loom_error *parse_runtime(const char *text, model_runtime *out)
+{
+    for (int i = 0; i < 4; i++)
+        if (text && strcmp(text, runtime_names[i]) == 0) {
+            *out = (model_runtime)i;
+            return NULL;
+        }
+    return loom_err(LOOM_E_INVALID,
+                    "model.json: runtime: expected so, lua, ffi or native, got \"%s\"",
+                    text ? text : "(missing)");
+}
+
+static loom_error *read_fields(const cJSON *root, const char *dir, model_spec *out)
+{
+    loom_error *e = NULL;
+    const char *name, *tag, *runtime, *kernel, *weight, *schema;
+    if (string_field(root, "name", &name, "model.json", &e) ||
+        string_field(root, "tag", &tag, "model.json", &e) ||
+        string_field(root, "runtime", &runtime, "model.json", &e) ||
+        string_field(root, "kernel_path", &kernel, "model.json", &e) ||
+        string_field(root, "weight_path", &weight, "model.json", &e) ||
+        string_field(root, "schema_version", &schema, "model.json", &e))
+        return e;
+    if (!name || !loom_name_valid(name))
+        return loom_err(LOOM_E_INVALID,
+                        "model.json: name: expected 1-63 of A-Z a-z 0-9 _ . -, got \"%s\"",
+                        name ? name : "(missing)");
+    snprintf(out->name, sizeof out->name, "%s", name);
+    snprintf(out->tag, sizeof out->tag, "%s", tag ? tag : "");
+    if ((e = parse_runtime(runtime, &out->runtime)) != NULL)
+        return e;
+
+    if (kernel && kernel[0] &&
+        (e = inside_dir(dir, kernel, "kernel_path", out->kernel_path, sizeof out->kernel_path)))
+        return e;
+    if ((out->runtime == MODEL_RUNTIME_SO || out->runtime == MODEL_RUNTIME_LUA) &&
+        !out->kernel_path[0])
+        return loom_err(LOOM_E_INVALID, "model.json: kernel_path: runtime \"%s\" needs the "
+                        "kernel's file (a .%s in the model directory)", runtime,
+                        out->runtime == MODEL_RUNTIME_SO ? "so" : "lua");
+    if (weight && weight[0] &&
+        (e = inside_dir(dir, weight, "weight_path", out->weight_path, sizeof out->weight_path)))
+        return e;
+    if (out->runtime == MODEL_RUNTIME_NATIVE && !out->weight_path[0])
+        return loom_err(LOOM_E_INVALID, "model.json: weight_path: runtime \"native\" needs the "
+                        "trained weights (model.safetensors)");
+    if (out->runtime == MODEL_RUNTIME_FFI && (e = check_ffi(root, dir)) != NULL)
+        return e;
+    if ((e = pairs(root, "attributes", "key", "model.json", NULL, NULL)) != NULL)
+        return e;
+    return pairs(root, "mk_environments", "name", "model.json", out->env, &out->nenv);
+}
+
+loom_error *model_spec_read(const char *dir, model_spec *out, char **json_out)
+{
+    memset(out, 0, sizeof *out);
+    if (json_out)
+        *json_out = NULL;
+    if (!fs_is_dir(dir))
+        return loom_err(LOOM_E_NOT_FOUND, "%s: not a directory", dir);
+    char path[PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/model.json", dir);
+    size_t len = 0;
+    errno = 0;
+    char *text = fs_read_file(path, MODEL_JSON_MAX, &len);
+    if (!text)
+        return loom_err(errno == ENOENT ? LOOM_E_NOT_FOUND : LOOM_E_INVALID,
+                        "%s: %s", path, errno == ENOENT ? "missing (every model directory "
+                        "holds a model.json)" : errno == EFBIG ? "larger than 1 MiB"
+                        : strerror(errno));
+    const char *where = NULL;
+    cJSON *root = cJSON_ParseWithOpts(text, &where, 1);
+    loom_error *e = NULL;
+    if (!root || !cJSON_IsObject(root))
+        e = loom_err(LOOM_E_INVALID, "%s: not a JSON object (malformed near byte %ld)", path,
+                     root ? 0L : (long)(where ? where - text : 0));
+    else
+        e = read_fields(root, dir, out);
+    cJSON_Delete(root);
+    if (e || !json_out)
+        free(text);
+    else
+        *json_out = text;
+    return e;
+}
+
+/* ---- profiles ------------------------------------------------------------ */
+
+cJSON *model_profile_default_json(const char *name)
+{
+    cJSON *p = cJSON_CreateObject();
+    cJSON_AddStringToObject(p, "schema_version", "1.2");
+    cJSON_AddStringToObject(p, "type", "inference");
+    cJSON_AddStringToObject(p, "name", name);
+    cJSON_AddNumberToObject(p, "replica", 1);
+    cJSON *pol = cJSON_AddObjectToObject(p, "policy");
+    cJSON_AddStringToObject(pol, "name", "capacity");
+    cJSON_AddNumberToObject(pol, "schedule_interval", 3);
+    cJSON_AddNumberToObject(pol, "kernel_min", 1);
+    cJSON_AddNumberToObject(pol, "kernel_max", 1);
+    cJSON_AddNumberToObject(pol, "kernel_delay_release_time", 60);
+    cJSON_AddNumberToObject(pol, "task_execution_timeout", 60);
+    cJSON_AddNumberToObject(pol, "task_batch_size", 1);
+    cJSON *k = cJSON_AddObjectToObject(p, "kernel");
+    cJSON_AddNumberToObject(k, "connection_timeout", 90);
+    cJSON_AddStringToObject(k, "gpu", "no");
+    cJSON_AddArrayToObject(k, "envs");
+    return p;
+}
+
+/* A number field of `o` into *out (left as is when absent). */
+static loom_error *number(const cJSON *o, const char *section, const char *key, double *out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!v || cJSON_IsNull(v))
+        return NULL;
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
+        return loom_err(LOOM_E_INVALID, "%s%s: expected a number", section, key);
+    *out = v->valuedouble;
+    return NULL;
+}
+
+static loom_error *rule(int ok, const char *source, const char *field, const char *expected,
+                        double got)
+{
+    return ok ? NULL : loom_err(LOOM_E_INVALID, "%s: %s: expected %s, got %g", source, field,
+                                expected, got);
+}
+
+static loom_error *read_policy(const cJSON *pol, const char *source, model_profile *p)
+{
+    double min = p->kernel_min, max = p->kernel_max, batch = p->batch_size;
+    loom_error *e;
+    if ((e = number(pol, "policy.", "kernel_min", &min)) ||
+        (e = number(pol, "policy.", "kernel_max", &max)) ||
+        (e = number(pol, "policy.", "kernel_delay_release_time", &p->delay_release_s)) ||
+        (e = number(pol, "policy.", "schedule_interval", &p->schedule_interval_s)) ||
+        (e = number(pol, "policy.", "task_execution_timeout", &p->execution_timeout_s)) ||
+        (e = number(pol, "policy.", "task_batch_size", &batch)))
+        return loom_err_wrap(e, "%s", source);
+    if ((e = rule(min > 0 && min == floor(min) && min <= MODEL_KERNEL_LIMIT, source,
+                  "policy.kernel_min", "a whole number from 1 to 64", min)) ||
+        (e = rule(max == -1 || (max == floor(max) && max >= min && max <= MODEL_KERNEL_LIMIT),
+                  source, "policy.kernel_max", "-1 or a whole number from kernel_min to 64", max)) ||
+        (e = rule(p->delay_release_s > 0, source, "policy.kernel_delay_release_time",
+                  "seconds > 0", p->delay_release_s)) ||
+        (e = rule(p->schedule_interval_s > 0, source, "policy.schedule_interval",
+                  "seconds > 0", p->schedule_interval_s)) ||
+        (e = rule(p->execution_timeout_s == -1 || p->execution_timeout_s > 0, source,
+                  "policy.task_execution_timeout", "-1 (none) or seconds > 0",
+                  p->execution_timeout_s)) ||
+        (e = rule(batch > 0 && batch == floor(batch) && batch <= MODEL_BATCH_LIMIT, source,
+                  "policy.task_batch_size", "a whole number from 1 to 1024", batch)))
+        return e;
+    p->kernel_min = (int)min;
+    p->kernel_max = (int)max;
+    p->batch_size = (int)batch;
+    return NULL;
+}
+
+static loom_error *read_kernel(const cJSON *k, const char *source, model_profile *p)
+{
+    loom_error *e = number(k, "kernel.", "connection_timeout", &p->connection_timeout_s);
+    if (e)
+        return loom_err_wrap(e, "%s", source);
+    if ((e = rule(p->connection_timeout_s > 0, source, "kernel.connection_timeout",
+                  "seconds > 0", p->connection_timeout_s)))
+        return e;
+    const cJSON *gpu = cJSON_GetObjectItemCaseSensitive(k, "gpu");
+    if (gpu) {
+        const char *g = cJSON_IsString(gpu) ? gpu->valuestring : NULL;
+        if (!g || (strcmp(g, "no") && strcmp(g, "shared") && strcmp(g, "exclusive")))
+            return loom_err(LOOM_E_INVALID,
+                            "%s: kernel.gpu: expected \"no\", \"shared\" or \"exclusive\"", source);
+        snprintf(p->gpu, sizeof p->gpu, "%s", g);
+    }
+    char where[64];
+    snprintf(where, sizeof where, "%s: kernel", source);
+    return pairs(k, "envs", "name", where, p->env, &p->nenv);
+}
+
+loom_error *model_profile_parse(const cJSON *json, const char *source, model_profile *out)
+{
+    *out = (model_profile){.replica = 1, .kernel_min = 1, .kernel_max = 1,
+                           .delay_release_s = 60, .schedule_interval_s = 3,
+                           .execution_timeout_s = 60, .batch_size = 1,
+                           .connection_timeout_s = 90, .gpu = "no"};
+    if (!cJSON_IsObject(json))
+        return loom_err(LOOM_E_INVALID, "%s: expected a JSON object", source);
+    double replica = 1;
+    loom_error *e = number(json, "", "replica", &replica);
+    if (e)
+        return loom_err_wrap(e, "%s", source);
+    if ((e = rule(replica >= 1 && replica == floor(replica) && replica <= MODEL_KERNEL_LIMIT,
+                  source, "replica", "a whole number from 1 to 64", replica)))
+        return e;
+    out->replica = (int)replica;
+    const cJSON *pol = cJSON_GetObjectItemCaseSensitive(json, "policy");
+    const cJSON *k = cJSON_GetObjectItemCaseSensitive(json, "kernel");
+    if (pol && !cJSON_IsObject(pol))
+        return loom_err(LOOM_E_INVALID, "%s: policy: expected an object", source);
+    if (k && !cJSON_IsObject(k))
+        return loom_err(LOOM_E_INVALID, "%s: kernel: expected an object", source);
+    if (pol && (e = read_policy(pol, source, out)))
+        return e;
+    if (k && (e = read_kernel(k, source, out)))
+        return e;
+    return NULL;
+}

@@ -1,0 +1,83 @@
+/*
+ * infer/model_spec.h - a model directory's model.json and a service's
+ * profile, read and checked with WMLA's fields and rules. Pure functions:
+ * no host, no plugin code (a kernel is loaded only in `loom kernel run` and
+ * in `loom model check`). Every refusal names the file, the field and what
+ * was expected.
+ */
+#ifndef LOOM_INFER_MODEL_SPEC_H
+#define LOOM_INFER_MODEL_SPEC_H
+
+#include <limits.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "util/error.h"
+
+#define MODEL_NAME_MAX 64
+#define MODEL_JSON_MAX ((size_t)1 << 20)
+#define MODEL_ENV_MAX 32
+/* The most instances one service runs, whatever its kernel_max. */
+#define MODEL_KERNEL_LIMIT 64
+#define MODEL_BATCH_LIMIT 1024
+
+/* How the kernel is written (model.json "runtime"). */
+typedef enum model_runtime {
+    MODEL_RUNTIME_SO = 0,     /* a loom.kernel/1 plugin (.so) */
+    MODEL_RUNTIME_LUA = 1,    /* a Lua script registering a kernel */
+    MODEL_RUNTIME_FFI = 2,    /* a plain C function called through libffi */
+    MODEL_RUNTIME_NATIVE = 3  /* the built-in kernel for a model loom trained */
+} model_runtime;
+
+const char *model_runtime_name(model_runtime r);
+
+typedef struct model_env {
+    char name[128];
+    char value[1024];
+} model_env;
+
+typedef struct model_spec {
+    char name[MODEL_NAME_MAX];
+    char tag[64];
+    model_runtime runtime;
+    char kernel_path[PATH_MAX]; /* absolute, inside the directory; "" when none (native:
+                                 * the host sets the native adapter's .so) */
+    char weight_path[PATH_MAX]; /* absolute, inside the directory; "" when none */
+    model_env env[MODEL_ENV_MAX]; /* mk_environments */
+    int nenv;
+} model_spec;
+
+/* Reads DIR/model.json and checks it: name (1-63 of [A-Za-z0-9_.-]),
+ * runtime (so, lua, ffi or native), kernel_path (required for so and lua;
+ * a file inside DIR), weight_path (a file inside DIR when given; required
+ * for native), attributes [{key, value}], mk_environments [{name, value}],
+ * ffi {library, symbol, signature} for ffi. *json_out (may be NULL) gets
+ * the file's text (caller frees). */
+loom_error *model_spec_read(const char *dir, model_spec *out, char **json_out);
+
+/* A service's profile (profile.json), with WMLA's defaults for what it
+ * leaves out. */
+typedef struct model_profile {
+    int replica;
+    int kernel_min, kernel_max;   /* kernel_max -1: as many as the plan gives */
+    double delay_release_s;       /* kernel_delay_release_time */
+    double schedule_interval_s;
+    double execution_timeout_s;   /* task_execution_timeout; -1: none */
+    int batch_size;               /* task_batch_size */
+    double connection_timeout_s;  /* kernel.connection_timeout: start-up bound */
+    char gpu[16];                 /* no, shared, exclusive */
+    model_env env[MODEL_ENV_MAX]; /* kernel.envs */
+    int nenv;
+} model_profile;
+
+/* The profile a model gets at deploy: WMLA's defaults, named after it. The
+ * JSON is the caller's. */
+cJSON *model_profile_default_json(const char *name);
+
+/* Checks a profile (a JSON object) and reads it into out. Unknown fields
+ * are allowed: the caller keeps the JSON whole. `source` names it in
+ * errors ("profile.json"). */
+loom_error *model_profile_parse(const cJSON *json, const char *source, model_profile *out);
+
+#endif

@@ -1,0 +1,97 @@
+/* test_kernel_server.c - the kernel protocol without a host: a `loom kernel
+ * run` child's loop (kernel_server_run) in a forked process, driven by
+ * kernel_proc's host side over the same socket and shared arena, with the
+ * example kernels of each way and the fault kernel. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "infer/kernel_proc.h"
+#include "util/supervise.h"
+
+static const char *loom_binary;
+
+static kernel_proc *start(const char *dir, loom_error **err)
+{
+    static model_spec spec;
+    loom_error *e = model_spec_read(dir, &spec, NULL);
+    CHECK(e == NULL);
+    if (e) {
+        fprintf(stderr, "%s\n", loom_err_message(e));
+        exit(1);
+    }
+    kernel_proc_spec s = {.binary = loom_binary, .model_dir = dir, .work_dir = "/tmp",
+                          .user = "test", .model = &spec, .start_timeout_ms = 10000};
+    kernel_proc *k = NULL;
+    *err = kernel_proc_start(&s, &k);
+    return k;
+}
+
+static void echo_round(const char *dir)
+{
+    loom_error *e;
+    kernel_proc *k = start(dir, &e);
+    CHECK(e == NULL);
+    if (!k) {
+        fprintf(stderr, "%s: %s\n", dir, loom_err_message(e));
+        return;
+    }
+    kernel_task t[3] = {{.body = "{\"inputs\":[1]}", .len = 14},
+                        {.body = "{\"inputs\":[2,3]}", .len = 16},
+                        {.body = "{\"inputs\":[4]}", .len = 14}};
+    e = kernel_proc_execute(k, t, 3, supervise_deadline_in(10000));
+    CHECK(e == NULL);
+    if (e)
+        fprintf(stderr, "%s: %s\n", dir, loom_err_message(e));
+    for (int i = 0; !e && i < 3; i++) {
+        CHECK(t[i].status == 0);
+        CHECK(t[i].answer_len > 0);
+    }
+    if (!e && strstr(dir, "ffi") == NULL) /* the echo answers the body itself */
+        CHECK(t[1].answer_len == 16 && memcmp(t[1].answer, t[1].body, 16) == 0);
+    kernel_proc_stop(k);
+}
+
+static void faults(const char *dir)
+{
+    loom_error *e;
+    kernel_proc *k = start(dir, &e);
+    CHECK(k != NULL);
+    if (!k)
+        return;
+    kernel_task bad = {.body = "{\"garbage\":1}", .len = 13};
+    CHECK(kernel_proc_execute(k, &bad, 1, supervise_deadline_in(10000)) == NULL);
+    CHECK(bad.status == 0 && bad.answer_len == 9); /* the router judges it */
+    kernel_task crash = {.body = "{\"crash\":1}", .len = 11};
+    e = kernel_proc_execute(k, &crash, 1, supervise_deadline_in(10000));
+    CHECK(loom_err_code(e) == LOOM_E_UNAVAILABLE);
+    CHECK(e && strstr(loom_err_message(e), "killed by signal 6") != NULL);
+    loom_err_free(e);
+    kernel_proc_stop(k);
+    k = start(dir, &e);
+    kernel_task hang = {.body = "{\"hang\":1}", .len = 10};
+    e = kernel_proc_execute(k, &hang, 1, supervise_deadline_in(300));
+    CHECK(loom_err_code(e) == LOOM_E_DEADLINE);
+    loom_err_free(e);
+    kernel_proc_stop(k);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: test_kernel_server LOOM EXAMPLES_DIR FAULT_DIR\n");
+        return 2;
+    }
+    loom_binary = argv[1];
+    char dir[4096];
+    const char *ways[] = {"so", "lua", "ffi"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(dir, sizeof dir, "%s/echo-%s", argv[2], ways[i]);
+        echo_round(dir);
+    }
+    faults(argv[3]);
+    return CHECK_DONE();
+}

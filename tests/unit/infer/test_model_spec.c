@@ -1,0 +1,129 @@
+/* test_model_spec.c - model.json and profile rules: every refusal names
+ * the field, and WMLA's own example profile passes. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "infer/model_spec.h"
+
+static char root[] = "/tmp/loom-model-spec-XXXXXX";
+
+/* A model directory holding model.json with `json` (NULL: none) and an
+ * empty kernel.lua; returns its path. */
+static const char *dir_with(const char *name, const char *json)
+{
+    static char dir[512];
+    char path[600];
+    snprintf(dir, sizeof dir, "%s/%s", root, name);
+    mkdir(dir, 0755);
+    snprintf(path, sizeof path, "%s/kernel.lua", dir);
+    FILE *f = fopen(path, "w");
+    fclose(f);
+    if (json) {
+        snprintf(path, sizeof path, "%s/model.json", dir);
+        f = fopen(path, "w");
+        fputs(json, f);
+        fclose(f);
+    }
+    return dir;
+}
+
+static void refused(const char *name, const char *json, int code, const char *needle)
+{
+    model_spec s;
+    loom_error *e = model_spec_read(dir_with(name, json), &s, NULL);
+    CHECK_MSG(loom_err_code(e) == code, "%s: code %d", name, loom_err_code(e));
+    CHECK_CONTAINS(loom_err_message(e), needle);
+    loom_err_free(e);
+}
+
+static void test_model_json(void)
+{
+    refused("missing", NULL, LOOM_E_NOT_FOUND, "model.json");
+    refused("malformed", "{\"name\": ", LOOM_E_INVALID, "not a JSON object");
+    refused("outside", "{\"name\":\"m\",\"runtime\":\"lua\",\"kernel_path\":\"../../../../../../../../etc/passwd\"}",
+            LOOM_E_FORBIDDEN, "outside the model directory");
+    refused("unknown-runtime", "{\"name\":\"m\",\"runtime\":\"tensorflow\"}", LOOM_E_INVALID,
+            "runtime: expected so, lua, ffi or native");
+    refused("no-kernel", "{\"name\":\"m\",\"runtime\":\"so\"}", LOOM_E_INVALID, "kernel_path");
+    refused("bad-name", "{\"name\":\"a b\",\"runtime\":\"lua\",\"kernel_path\":\"kernel.lua\"}",
+            LOOM_E_INVALID, "name");
+    refused("bad-env", "{\"name\":\"m\",\"runtime\":\"lua\",\"kernel_path\":\"kernel.lua\","
+            "\"mk_environments\":[{\"value\":\"x\"}]}", LOOM_E_INVALID, "mk_environments[0]");
+    refused("ffi-sig", "{\"name\":\"m\",\"runtime\":\"ffi\",\"ffi\":{\"library\":\"kernel.lua\","
+            "\"symbol\":\"f\",\"signature\":\"int32(ptr q32 in x)\"}}", LOOM_E_INVALID,
+            "ffi.signature");
+    refused("ffi-flat", "{\"name\":\"m\",\"runtime\":\"ffi\",\"library\":\"kernel.lua\"}",
+            LOOM_E_INVALID, "ffi: runtime \"ffi\" needs an object");
+    model_spec s;
+    loom_error *e = model_spec_read(dir_with("good", "{\"name\":\"m\",\"tag\":\"v1\","
+                                             "\"runtime\":\"lua\",\"kernel_path\":\"kernel.lua\","
+                                             "\"attributes\":[{\"key\":\"k\",\"value\":\"v\"}],"
+                                             "\"mk_environments\":[{\"name\":\"A\",\"value\":\"1\"}]}"),
+                                    &s, NULL);
+    CHECK(e == NULL);
+    CHECK_STR_EQ(s.name, "m");
+    CHECK(s.runtime == MODEL_RUNTIME_LUA && s.nenv == 1);
+    CHECK(strstr(s.kernel_path, "/good/kernel.lua") != NULL);
+    loom_err_free(e);
+}
+
+static void profile_refused(const char *json, const char *needle)
+{
+    cJSON *j = cJSON_Parse(json);
+    model_profile p;
+    loom_error *e = model_profile_parse(j, "profile.json", &p);
+    CHECK_MSG(loom_err_code(e) == LOOM_E_INVALID, "%s", json);
+    CHECK_CONTAINS(loom_err_message(e), needle);
+    loom_err_free(e);
+    cJSON_Delete(j);
+}
+
+static void test_profile(void)
+{
+    profile_refused("{\"policy\":{\"kernel_min\":0}}", "policy.kernel_min");
+    profile_refused("{\"policy\":{\"kernel_min\":3,\"kernel_max\":2}}", "policy.kernel_max");
+    profile_refused("{\"policy\":{\"kernel_delay_release_time\":0}}", "kernel_delay_release_time");
+    profile_refused("{\"policy\":{\"schedule_interval\":-1}}", "schedule_interval");
+    profile_refused("{\"policy\":{\"task_execution_timeout\":0}}", "task_execution_timeout");
+    profile_refused("{\"policy\":{\"task_batch_size\":0}}", "task_batch_size");
+    profile_refused("{\"policy\":{\"task_batch_size\":\"8\"}}", "task_batch_size");
+    profile_refused("{\"kernel\":{\"gpu\":\"maybe\"}}", "kernel.gpu");
+    profile_refused("{\"replica\":0}", "replica");
+    char path[512];
+    snprintf(path, sizeof path, "%s/profile.json", WMLA_DIR);
+    FILE *f = fopen(path, "r");
+    char text[8192] = "";
+    if (f) {
+        size_t n = fread(text, 1, sizeof text - 1, f);
+        text[n] = 0;
+        fclose(f);
+    }
+    cJSON *j = cJSON_Parse(text);
+    model_profile p;
+    loom_error *e = model_profile_parse(j, "profile.json", &p);
+    CHECK_MSG(e == NULL, "%s", loom_err_message(e));
+    CHECK(p.kernel_min == 1 && p.kernel_max == 4 && p.batch_size == 32);
+    CHECK(p.execution_timeout_s == 60 && p.schedule_interval_s == 3);
+    loom_err_free(e);
+    cJSON_Delete(j);
+    j = cJSON_Parse("{\"policy\":{\"kernel_max\":-1,\"task_execution_timeout\":-1}}");
+    CHECK(model_profile_parse(j, "p", &p) == NULL && p.kernel_max == -1);
+    cJSON_Delete(j);
+}
+
+int main(void)
+{
+    if (!mkdtemp(root))
+        return 1;
+    test_model_json();
+    test_profile();
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", root);
+    if (system(cmd) != 0)
+        return 1;
+    return CHECK_DONE();
+}
