@@ -126,6 +126,13 @@ static loom_error *stage_from_exec(loomd *d, const http_request *req, const char
     cJSON_AddStringToObject(a, "key", "model_spec");
     cJSON_AddStringToObject(a, "value", "edt.json");
     cJSON_AddItemToArray(attrs, a);
+    /* One BLAS thread per instance: instances, not BLAS pools, share the
+     * cores (two pools on two cores fight). */
+    cJSON *envs = cJSON_AddArrayToObject(m, "mk_environments");
+    cJSON *env = cJSON_CreateObject();
+    cJSON_AddStringToObject(env, "name", "OPENBLAS_NUM_THREADS");
+    cJSON_AddStringToObject(env, "value", "1");
+    cJSON_AddItemToArray(envs, env);
     char *text = cJSON_Print(m);
     cJSON_Delete(m);
     snprintf(dst, sizeof dst, "%s/model.json", staged);
