@@ -32,7 +32,7 @@ static int by_value(const void *a, const void *b)
 static void print(const char *what, double *t, int n)
 {
     qsort(t, (size_t)n, sizeof *t, by_value);
-    printf("%-34s median %8.2f us   p99 %8.2f us   (%d calls)\n", what, t[n / 2],
+    printf("%-38s median %8.2f us   p99 %8.2f us   (%d calls)\n", what, t[n / 2],
            t[(int)((double)n * 0.99)], n);
 }
 
