@@ -283,12 +283,16 @@ loom_error *hpo_submit(hpo_service *svc, const hpo_submission *sub, char *name, 
     snprintf(t->dir, sizeof t->dir, "%s/hpo/%s", svc->home, r->name);
     pthread_mutex_lock(&svc->lock);
     hpo_task_rec old;
+    loom_error *found = r->task_json ? hpo_store_task_get(svc->st, r->name, &old) : NULL;
     if (!r->task_json) {
         e = loom_err(LOOM_E_INTERNAL, "out of memory");
-    } else if (!hpo_store_task_get(svc->st, r->name, &old)) {
+    } else if (!found) {
         hpo_task_rec_free(&old);
         e = loom_err(LOOM_E_CONFLICT, "hpoName: a tuning task \"%s\" exists (delete it first)",
                      r->name);
+    } else if (loom_err_code(found) != LOOM_E_NOT_FOUND) {
+        e = found; /* the store failed: not a free name */
+        found = NULL;
     } else {
         fs_rm_rf(t->dir);
         e = prepare_dir(t->dir, sub);
@@ -297,6 +301,7 @@ loom_error *hpo_submit(hpo_service *svc, const hpo_submission *sub, char *name, 
         if (e)
             fs_rm_rf(t->dir);
     }
+    loom_err_free(found);
     if (!e) {
         t->next = svc->active;
         svc->active = t;

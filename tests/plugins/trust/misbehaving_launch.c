@@ -16,7 +16,7 @@ static loom_error *plan_launch(const loom_framework_factory *self, const loom_la
     volatile int *nowhere = NULL;
     *nowhere = 1;
 #else
-    for (volatile int spin = 0;; spin++)
+    for (volatile unsigned spin = 0;; spin++)
         ;
 #endif
     return NULL;
