@@ -96,6 +96,8 @@ typedef struct edt_members {
     uint32_t death_streak[MAX_SLOTS];
     char failing[400];                /* why the job must end: a worker died
                                        * max_worker_failures times alike */
+    uint32_t error_rounds;            /* rounds in a row that a live member
+                                       * failed with an error of its own */
     int grew;                         /* this round's membership added workers */
 } edt_members;
 

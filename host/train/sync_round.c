@@ -188,11 +188,29 @@ static void note_failure(edt_coordinator *c, uint32_t i)
     }
 }
 
+/* A round whose members all lived but one failed with an error of its own
+ * (its adapter's, say) would fail the same way forever: after
+ * max_worker_failures such rounds in a row the job ends, naming the worker
+ * and its error. A round that lost a member is the deaths' rule's. */
+static void note_error_round(edt_coordinator *c, int all_ok, int lost, int reported)
+{
+    if (all_ok || lost || reported < 0) {
+        if (all_ok)
+            c->m.error_rounds = 0;
+        return;
+    }
+    const msg_reply *r = &c->m.slots[reported].reply.u.reply;
+    if (++c->m.error_rounds >= c->job.settings.max_worker_failures && !c->m.failing[0])
+        snprintf(c->m.failing, sizeof c->m.failing,
+                 "worker %d failed %u rounds in a row (EDT_MAX_WORKER_FAILURES): %s", reported,
+                 c->m.error_rounds, r->error ? r->error : "failed");
+}
+
 /* Waits for every member's reply. Members that die or miss the deadline are
  * dropped. Returns 1 when every member replied ok. */
 static int collect_replies(edt_coordinator *c, int64_t deadline)
 {
-    int all_ok = 1;
+    int all_ok = 1, lost = 0;
     for (;;) {
         struct pollfd fds[MAX_SLOTS];
         uint32_t who[MAX_SLOTS], n = 0;
@@ -208,6 +226,7 @@ static int collect_replies(edt_coordinator *c, int64_t deadline)
             for (uint32_t k = 0; k < n; k++)
                 drop_slot(c, who[k], "no reply within the step deadline");
             all_ok = 0;
+            lost = 1;
             break;
         }
         int r = poll(fds, n, left > 200 ? 200 : (int)left);
@@ -215,19 +234,23 @@ static int collect_replies(edt_coordinator *c, int64_t deadline)
             break;
         for (uint32_t k = 0; k < n; k++)
             if ((fds[k].revents & (POLLIN | POLLHUP | POLLERR)) && !read_reply(c, who[k]))
-                all_ok = 0;
+                all_ok = 0, lost = 1;
         /* A member that died without closing its socket yet. */
         if (reap(c) > 0)
-            all_ok = 0;
+            all_ok = 0, lost = 1;
         accept_hellos(c, 0);
     }
+    int reported = -1;
     for (uint32_t i = 0; i < c->m.nslots; i++) {
         edt_slot *s = &c->m.slots[i];
         if (s->state == SLOT_MEMBER && s->has_reply && !s->reply.u.reply.ok) {
             all_ok = 0;
             note_failure(c, i);
+            if (!s->reply.u.reply.pull_failed && reported < 0)
+                reported = (int)i;
         }
     }
+    note_error_round(c, all_ok, lost, reported);
     return all_ok;
 }
 

@@ -405,6 +405,18 @@ static void maybe_fault_exit(worker *w, uint64_t iteration)
     _exit(9);
 }
 
+/* Fault injection for the test of rounds that keep failing:
+ * LOOM_FAULT_STEP_ERROR="SLOT" makes every step of the worker in that slot
+ * fail the way an adapter's error does, without the process dying. */
+static loom_error *maybe_fault_step_error(const worker *w)
+{
+    const char *spec = getenv("LOOM_FAULT_STEP_ERROR");
+    unsigned slot;
+    if (!spec || sscanf(spec, "%u", &slot) != 1 || slot != w->slot)
+        return NULL;
+    return loom_err(LOOM_E_INTERNAL, "fault injection: the framework adapter failed this step");
+}
+
 /* The steps of a plan (p; NULL for an ASYNC work item, one step without
  * reduce): for each, forward + backward over its micro-batches (gradient
  * accumulation) and the average all-reduce; every step but the last is
@@ -422,7 +434,9 @@ static loom_error *do_steps(worker *w, const msg_batch *batch, const msg_plan *p
     for (uint32_t s = 0; s < nsteps && !e; s++) {
         uint32_t n = batch->nsteps > 1 ? batch->step_mbs[s] : batch->count;
         uint64_t deadline = comm_deadline_after_ms((uint32_t)timeout_ms);
-        e = compute(w, batch, first, n, &at, &sums, p && w->overlap ? deadline : 0);
+        e = maybe_fault_step_error(w);
+        if (!e)
+            e = compute(w, batch, first, n, &at, &sums, p && w->overlap ? deadline : 0);
         if (e && p && w->overlap)
             grad_overlap_abandon(w->overlap);
         first += n;

@@ -3,7 +3,7 @@
 # coordinator round (EDT_STEPS_PER_ROUND, EDT_ROUND_MS) and still uses every
 # sample once per epoch; a worker that dies in the middle of a round costs
 # only the steps from its death on (the steps before count, nobody trains
-# them twice); reducing during backward (EDT_OVERLAP_REDUCE) trains the same
+# them twice); a worker whose rounds keep failing ends the job; reducing during backward (EDT_OVERLAP_REDUCE) trains the same
 # model bit for bit; the knobs are refused out of range by name; --syncMode ASYNC
 # on Fashion-MNIST (when installed) learns as well as synchronous training
 # from the same spec (1 epoch, 2 workers, within 5 points: before each
@@ -65,6 +65,16 @@ expect_ok "the steps before its death count" grep -Eq \
 expect_eq "every sample once per epoch" "$(field "$id" "$every_epoch_once")" "True"
 expect_eq "126 steps in 2 epochs" "$(field "$id" 'v["training"]["iteration"]')" "126"
 expect_eq "learns the task (test accuracy > 0.9)" "$(field "$id" 'v["training"]["testMetrics"]["accuracy"] > 0.9')" "True"
+
+# ---- a worker whose every step fails with an error of its own (an
+# adapter's), without dying: the job ends ERROR after EDT_MAX_WORKER_FAILURES
+# rounds in a row, naming the worker and the error, instead of retrying
+# the round forever
+id=$(submit --model-dir "$WORK/die" --numWorker 1 --msd-env LOOM_FAULT_STEP_ERROR=0)
+expect_fails "a job whose rounds keep failing ends" "$LOOM" exec wait "$id" --timeout 60
+expect_eq "it ends ERROR" "$(field "$id" 'v["state"]')" "ERROR"
+expect_contains "naming the worker, the rule and the error" "$(field "$id" 'v["message"]')" \
+    "worker 0 failed 3 rounds in a row (EDT_MAX_WORKER_FAILURES): fault injection: the framework adapter failed this step"
 
 # ---- the all-reduce during backward (EDT_OVERLAP_REDUCE) gives the same
 # model: buckets average exactly like one all-reduce, so two runs from the
