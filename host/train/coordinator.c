@@ -177,6 +177,7 @@ static void find_resume_point(edt_coordinator *c)
     if (cJSON_IsArray(old)) {
         cJSON_Delete(c->pr.val_list);
         c->pr.val_list = old;
+        note_val_list_file(c);
     } else {
         cJSON_Delete(old);
     }

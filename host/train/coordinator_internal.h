@@ -116,6 +116,10 @@ typedef struct edt_progress {
     int have_acc;
     cJSON *epochs_done; /* [{epoch, samples, duplicates, expected, seconds, ...}] */
     cJSON *val_list;    /* val_dict_list.json */
+    /* The file as the trainer last wrote it (device, inode, size, mtime):
+     * one that differs was written by the job itself, whose file wins. */
+    uint64_t val_file_sig[4];
+    int val_file_theirs;
     cJSON *last_test;
     double last_rate;
     uint64_t rewound_steps; /* this epoch's steps trained again after a rewind */
@@ -231,6 +235,9 @@ void add_train_metrics(edt_coordinator *c, const cJSON *train, uint64_t n);
 /* An epoch's last step committed: record it, then queue validation and a
  * checkpoint as the settings ask. */
 void end_epoch(edt_coordinator *c);
+/* The val_dict_list.json now in the result directory is the trainer's own
+ * (a resumed job's, read back). */
+void note_val_list_file(edt_coordinator *c);
 /* Records validation metrics over n test samples (val_dict_list.json,
  * loggers, the snapshot); takes `metrics` over. */
 void record_validation(edt_coordinator *c, cJSON *metrics, uint64_t n);

@@ -5,6 +5,7 @@
  * record an epoch the same way. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "train/checkpoint.h"
 #include "train/coordinator_internal.h"
@@ -79,14 +80,46 @@ void add_train_metrics(edt_coordinator *c, const cJSON *train, uint64_t n)
     }
 }
 
+/* What identifies the file's current contents; all zero when absent. */
+static void val_file_signature(const char *path, uint64_t sig[4])
+{
+    struct stat st;
+    memset(sig, 0, sizeof(uint64_t) * 4);
+    if (stat(path, &st) == 0) {
+        sig[0] = (uint64_t)st.st_dev;
+        sig[1] = (uint64_t)st.st_ino;
+        sig[2] = (uint64_t)st.st_size;
+        sig[3] = (uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec;
+    }
+}
+
+void note_val_list_file(edt_coordinator *c)
+{
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/val_dict_list.json", c->job.result_dir);
+    val_file_signature(path, c->pr.val_file_sig);
+}
+
+/* Writes val_dict_list.json, unless the job wrote one of its own (a user's
+ * callback, as WMLA's scripts do): then that file stays as it is. */
 static void write_val_list(edt_coordinator *c)
 {
     char path[PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/val_dict_list.json", c->job.result_dir);
+    uint64_t now[4];
+    val_file_signature(path, now);
+    if (!c->pr.val_file_theirs && memcmp(now, c->pr.val_file_sig, sizeof now) != 0) {
+        c->pr.val_file_theirs = 1;
+        driver_say(c, "val_dict_list.json was written by the job itself; the trainer leaves it "
+                      "as it is");
+    }
+    if (c->pr.val_file_theirs)
+        return;
     char *text = cJSON_Print(c->pr.val_list);
     if (text) {
         fs_write_file_atomic(path, text, strlen(text), 0644);
         free(text);
+        val_file_signature(path, c->pr.val_file_sig);
     }
 }
 

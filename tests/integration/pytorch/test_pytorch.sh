@@ -88,6 +88,8 @@ expect_contains "old-style worker logger (loss, acc %, batch, worker)" "$(cat "$
 expect_contains "old-style test metrics in percent" "$(cat "$G/old_style_test.txt")" "100.000"
 expect_contains "new-style driver callback" "$(cat "$G"/log/worker-*/stdout)" "new-style test: ['accuracy', 'accuracy_pct', 'loss']"
 expect_contains "old-style on_train_end" "$(cat "$G"/log/worker-*/stdout)" "old-style end"
+expect_contains "the callback's own val_dict_list.json wins over the trainer's" \
+    "$(cat "$G/val_dict_list.json")" '"written_by": "callback"'
 
 expect_ok "an ImageFolder job finishes" "$LOOM" exec wait "$folders" --timeout 300
 expect_eq "it learns the image classes" \
