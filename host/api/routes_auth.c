@@ -4,6 +4,7 @@
  * /auth/v1/logon and dlim's /dlim/v1/auth/token); WMLA's conductor log-on;
  * logging off, users (admin), API keys (self). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -305,10 +306,33 @@ static void add_user(void *ctx, const http_request *req, http_response *res)
     cJSON_Delete(body);
 }
 
+/* Model services and tuning tasks are kept by their owner's name: a user
+ * who still owns any is not removed, so a user created later under the same
+ * name can never inherit them. */
+static loom_error *still_owns(loomd *d, const char *user)
+{
+    size_t models = 0, tasks = 0;
+    infer_model_view *views = NULL;
+    hpo_task_rec *recs = NULL;
+    loom_error *e = infer_list(d->infer, user, &views, &models);
+    if (!e)
+        e = hpo_list(d->hpo, user, &recs, &tasks);
+    free(views);
+    hpo_task_recs_free(recs, tasks);
+    if (!e && (models || tasks))
+        e = loom_err(LOOM_E_CONFLICT,
+                     "user \"%s\" still owns %zu model service(s) and %zu tuning task(s): "
+                     "undeploy and delete them first",
+                     user, models, tasks);
+    return e;
+}
+
 static void remove_user(void *ctx, const http_request *req, http_response *res)
 {
     loomd *d = ctx;
-    loom_error *e = auth_user_remove(d->auth, req->params[0]);
+    loom_error *e = still_owns(d, req->params[0]);
+    if (!e)
+        e = auth_user_remove(d->auth, req->params[0]);
     if (e) {
         api_reply_error(res, e);
         return;

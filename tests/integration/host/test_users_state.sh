@@ -88,6 +88,13 @@ expect_contains "but sees the slot is held" "$r" '"held":true'
 # ---- records follow the immutable id: alice made again sees nothing
 "$LOOM" exec stop "$a1" >/dev/null
 "$LOOM" exec wait "$a1" --timeout 20 >/dev/null 2>&1
+# Model services (and tuning tasks) are kept by their owner's name: a user
+# who still owns one is not removed, so a new alice cannot inherit it.
+expect_ok "alice deploys a model service" env LOOM_TOKEN="$alice" "$LOOM" model deploy \
+    -p "$4/examples/serving/echo-lua"
+expect_fails "alice cannot be removed while she owns it" "$LOOM" user remove alice
+expect_contains "the refusal says what to do" "$(cat "$WORK/out")" "undeploy and delete them first"
+expect_ok "she undeploys it" env LOOM_TOKEN="$alice" "$LOOM" model undeploy echo-lua
 expect_ok "remove alice" "$LOOM" user remove alice
 expect_ok "add alice again" "$LOOM" user add alice -p alice-password-2
 alice2=$(logon alice alice-password-2)
