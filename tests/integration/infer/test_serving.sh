@@ -106,11 +106,16 @@ expect_eq "bob's list is empty" "$out" "[]"
 # A restarted host starts the started models again, and they answer.
 stop_host
 start_host --cpu-slots 4
+# (each model's instances start on their own: wait for each, up to 10 s)
 for _ in $(seq 1 100); do
     [ "$(post echo-ffi '{"inputs":[7]}')" = 200 ] && break
     sleep 0.1
 done
 expect_contains "echo-ffi after a host restart" "$(cat "$WORK/body")" '"outputs":[7]'
+for _ in $(seq 1 100); do
+    [ "$(post echo-so '{"c":3}')" = 200 ] && break
+    sleep 0.1
+done
 expect_eq "echo-so after a host restart" "$(post echo-so '{"c":3}')" 200
 expect_ok "undeploy -f" "$LOOM" model undeploy echo-lua -f
 expect_eq "undeployed model" "$(post echo-lua '{}')" 404
