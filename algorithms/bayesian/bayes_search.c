@@ -226,24 +226,13 @@ static loom_error *bayes_suggest(loom_search_instance *inst, uint32_t max,
             search_history_scored(&inst->history) < 2) {
             /* The first InitPoints form a Latin hypercube; more while
              * waiting for their results are drawn at random. */
-            int stratified = inst->proposed < (uint64_t)inst->init_points &&
-                             inst->init_points <= SEARCH_DESIGN_MAX;
-            for (uint32_t d = 0; d < inst->space.count; d++)
-                inst->u[d] = stratified
-                                 ? search_design_coordinate(inst->design_seed,
-                                                            (uint32_t)inst->init_points,
-                                                            (uint32_t)inst->proposed, d)
-                                 : search_rng_uniform(&inst->rng);
+            search_design_point(inst->design_seed, (uint32_t)inst->init_points, inst->proposed,
+                                inst->space.count, &inst->rng, inst->u);
         } else if (pick(inst) < 0) {
             return no_memory("fitting the Gaussian process");
         }
-        search_space_values(&inst->space, inst->u, inst->values);
-        if (sink->propose(sink, inst->values, inst->space.count, 0) == 0) {
-            char text[512];
-            bayes_host->log(bayes_host, LOOM_LOG_WARN, "the host refused proposal %s",
-                            search_values_text(&inst->space, inst->values, text, sizeof text));
+        if (!search_space_propose(&inst->space, inst->u, inst->values, sink, bayes_host))
             break;
-        }
         inst->proposed++;
     }
     if (inst->max_experiments && inst->proposed >= inst->max_experiments && sink->finish)

@@ -27,3 +27,12 @@ double search_design_coordinate(uint64_t seed, uint32_t n, uint32_t k, uint32_t 
                                  (0x94d049bb133111ebull * ((uint64_t)k + 1)));
     return ((double)order[k] + search_rng_uniform(&jitter)) / (double)n;
 }
+
+void search_design_point(uint64_t seed, uint32_t n, uint64_t k, uint32_t dims, search_rng *rng,
+                         double *u)
+{
+    int stratified = k < n && n <= SEARCH_DESIGN_MAX;
+    for (uint32_t d = 0; d < dims; d++)
+        u[d] = stratified ? search_design_coordinate(seed, n, (uint32_t)k, d)
+                          : search_rng_uniform(rng);
+}

@@ -11,11 +11,18 @@
 
 #include <stdint.h>
 
+#include "search_rng.h"
+
 /* Designs larger than this are not stratified (callers draw at random). */
 #define SEARCH_DESIGN_MAX 1024
 
 /* Coordinate d in [0, 1) of point k (k < n <= SEARCH_DESIGN_MAX) of the
  * design `seed`. */
 double search_design_coordinate(uint64_t seed, uint32_t n, uint32_t k, uint32_t d);
+
+/* Start point k of a search that starts with n points, into u[0..dims):
+ * the design's when n <= SEARCH_DESIGN_MAX, else independent draws. */
+void search_design_point(uint64_t seed, uint32_t n, uint64_t k, uint32_t dims, search_rng *rng,
+                         double *u);
 
 #endif

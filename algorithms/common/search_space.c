@@ -385,3 +385,15 @@ const char *search_values_text(const search_space *space, const loom_value *v,
     }
     return buf;
 }
+
+int search_space_propose(const search_space *space, const double *u, loom_value *values,
+                         const loom_proposal_sink *sink, const loom_host *host)
+{
+    search_space_values(space, u, values);
+    if (sink->propose(sink, values, space->count, 0) != 0)
+        return 1;
+    char text[512];
+    host->log(host, LOOM_LOG_WARN, "the host refused proposal %s",
+              search_values_text(space, values, text, sizeof text));
+    return 0;
+}

@@ -62,4 +62,11 @@ int search_value_from_json(const loom_param *p, const cJSON *item,
 const char *search_values_text(const search_space *space, const loom_value *v,
                                char *buf, size_t len);
 
+/* Maps u to values and hands them to the host as one proposal (no
+ * budget). 1 when taken; 0 when the host refused it, which is logged
+ * through `host` naming the values (the caller stops proposing for now: a
+ * refused point is not counted, the next suggest draws a new one). */
+int search_space_propose(const search_space *space, const double *u, loom_value *values,
+                         const loom_proposal_sink *sink, const loom_host *host);
+
 #endif

@@ -79,17 +79,8 @@ static loom_error *random_suggest(loom_search_instance *inst, uint32_t max,
     for (uint64_t i = 0; i < n; i++) {
         for (uint32_t j = 0; j < inst->space.count; j++)
             inst->unit[j] = search_rng_uniform(&inst->rng);
-        search_space_values(&inst->space, inst->unit, inst->values);
-        if (sink->propose(sink, inst->values, inst->space.count, 0) == 0) {
-            /* A refused point is not counted; the next suggest draws a new
-             * one rather than insisting on this one. */
-            char text[512];
-            random_host->log(random_host, LOOM_LOG_WARN,
-                             "the host refused proposal %s",
-                             search_values_text(&inst->space, inst->values, text,
-                                                sizeof text));
+        if (!search_space_propose(&inst->space, inst->unit, inst->values, sink, random_host))
             break;
-        }
         inst->proposed++;
     }
     /* Said whenever the budget is spent, so a restored search tells its

@@ -110,24 +110,13 @@ static loom_error *tpe_suggest(loom_search_instance *inst, uint32_t max,
         if (inst->scored < (uint64_t)inst->warmup || inst->scored < 2) {
             /* The first WarmUp points form a Latin hypercube; more while
              * waiting for their results are drawn at random. */
-            int stratified = inst->proposed < (uint64_t)inst->warmup &&
-                             inst->warmup <= SEARCH_DESIGN_MAX;
-            for (uint32_t d = 0; d < inst->space.count; d++)
-                inst->best_u[d] = stratified
-                                      ? search_design_coordinate(inst->design_seed,
-                                                                 (uint32_t)inst->warmup,
-                                                                 (uint32_t)inst->proposed, d)
-                                      : search_rng_uniform(&inst->rng);
+            search_design_point(inst->design_seed, (uint32_t)inst->warmup, inst->proposed,
+                                inst->space.count, &inst->rng, inst->best_u);
         } else if (tpe_model_pick(inst) < 0) {
             return no_memory("building the model");
         }
-        search_space_values(&inst->space, inst->best_u, inst->values);
-        if (sink->propose(sink, inst->values, inst->space.count, 0) == 0) {
-            char text[512];
-            tpe_host->log(tpe_host, LOOM_LOG_WARN, "the host refused proposal %s",
-                          search_values_text(&inst->space, inst->values, text, sizeof text));
+        if (!search_space_propose(&inst->space, inst->best_u, inst->values, sink, tpe_host))
             break;
-        }
         inst->proposed++;
     }
     if (inst->max_experiments && inst->proposed >= inst->max_experiments && sink->finish)

@@ -114,36 +114,6 @@ loom_error *kernel_server_check(const kernel_server_spec *spec)
     return e;
 }
 
-static int write_all(int fd, const void *buf, size_t len)
-{
-    const char *p = buf;
-    while (len > 0) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
-static int read_all(int fd, void *buf, size_t len)
-{
-    char *p = buf;
-    while (len > 0) {
-        ssize_t n = read(fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
 /* READY: the frame, with the arena's fd attached when ok. */
 static int send_ready(int fd, loom_error *e, int memfd)
 {
@@ -168,7 +138,7 @@ static int send_ready(int fd, loom_error *e, int memfd)
         memcpy(CMSG_DATA(c), &memfd, sizeof(int));
     }
     ssize_t n = sendmsg(fd, &msg, MSG_NOSIGNAL);
-    int rc = n < 0 ? -1 : write_all(fd, b.data + n, b.len - (size_t)n);
+    int rc = n < 0 ? -1 : fd_write_all(fd, b.data + n, b.len - (size_t)n);
     wire_free(&b);
     return rc;
 }
@@ -243,7 +213,7 @@ static int serve_batch(server *srv, loaded_kernel *k, wire_reader *r)
         wire_put_u64(&b, s->len);
     }
     loom_err_free(e);
-    int rc = wire_finish(&b) == 0 ? write_all(srv->fd, b.data, b.len) : -1;
+    int rc = wire_finish(&b) == 0 ? fd_write_all(srv->fd, b.data, b.len) : -1;
     wire_free(&b);
     return rc;
 }
@@ -280,10 +250,10 @@ int kernel_server_run(int fd, const kernel_server_spec *spec)
     int rc = 0;
     for (;;) {
         uint32_t len;
-        if (read_all(fd, &len, sizeof len) != 0)
+        if (fd_read_all(fd, &len, sizeof len) != 0)
             break; /* the host closed: finish */
         char *grown = len <= WIRE_MAX_FRAME ? realloc(frame, len ? len : 1) : NULL;
-        if (!grown || read_all(fd, grown, len) != 0) {
+        if (!grown || fd_read_all(fd, grown, len) != 0) {
             free(grown);
             frame = NULL;
             rc = 1;

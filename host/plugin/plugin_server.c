@@ -11,6 +11,7 @@
 #include "plugin/plugin_wire.h"
 #include "plugin/registry.h"
 #include "plugin/search_server.h"
+#include "util/fs.h"
 
 typedef struct server {
     int fd;
@@ -27,36 +28,6 @@ typedef struct server {
     size_t frame_cap;
     wire_buf reply;
 } server;
-
-static int read_all(int fd, void *buf, size_t len)
-{
-    char *p = buf;
-    while (len > 0) {
-        ssize_t n = read(fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
-static int write_all(int fd, const void *buf, size_t len)
-{
-    const char *p = buf;
-    while (len > 0) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
 
 /* The factory `name`, or the file's only one of the kind when it was
  * registered under another name (`loom logger add --name`). */
@@ -181,14 +152,14 @@ static int reply(server *s, loom_error *e)
     if (!e)
         wire_put_bytes(&s->reply, s->payload.data, s->payload.len);
     loom_err_free(e);
-    return wire_finish(&s->reply) == 0 && write_all(s->fd, s->reply.data, s->reply.len) == 0 ? 0 : -1;
+    return wire_finish(&s->reply) == 0 && fd_write_all(s->fd, s->reply.data, s->reply.len) == 0 ? 0 : -1;
 }
 
 /* One request; -1 ends the loop (the host closed, or broke the protocol). */
 static int serve_one(server *s)
 {
     uint32_t len;
-    if (read_all(s->fd, &len, sizeof len) != 0)
+    if (fd_read_all(s->fd, &len, sizeof len) != 0)
         return -1;
     if (len == 0 || len > WIRE_MAX_FRAME)
         return -2;
@@ -199,7 +170,7 @@ static int serve_one(server *s)
         s->frame = grown;
         s->frame_cap = len;
     }
-    if (read_all(s->fd, s->frame, len) != 0)
+    if (fd_read_all(s->fd, s->frame, len) != 0)
         return -1;
     wire_reader r = {.p = s->frame, .left = len};
     uint8_t op = wire_get_u8(&r);

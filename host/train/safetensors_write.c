@@ -7,6 +7,7 @@
 #endif
 
 #include "train/safetensors_internal.h"
+#include "util/fs.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -249,24 +250,6 @@ static char *build_header(const st_writer *w, st_wtensor *const *order)
     return text;
 }
 
-static int write_all(int fd, const void *data, uint64_t len)
-{
-    const uint8_t *p = data;
-    while (len > 0) {
-        /* Large single writes are split: some kernels cap one write at 2 GiB. */
-        size_t chunk = len > ((size_t)1 << 30) ? ((size_t)1 << 30) : (size_t)len;
-        ssize_t n = write(fd, p, chunk);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        p += n;
-        len -= (uint64_t)n;
-    }
-    return 0;
-}
-
 /* Creates a fresh temporary file next to `path` (O_EXCL, mode 0666 less the
  * umask, like any new file). Its name goes into tmp. fd or -1 (errno). */
 static int create_temp(const char *path, char *tmp, size_t tmplen)
@@ -380,10 +363,10 @@ loom_error *st_writer_commit(st_writer *w, const char *path)
         return e;
     }
     const char *step = "write";
-    int rc = write_all(fd, head, 8 + header_len);
+    int rc = fd_write_all(fd, head, 8 + header_len);
     for (uint32_t i = 0; i < w->count && rc == 0; i++)
         if (layout[i]->nbytes > 0)
-            rc = write_all(fd, layout[i]->data, layout[i]->nbytes);
+            rc = fd_write_all(fd, layout[i]->data, layout[i]->nbytes);
     if (rc == 0) {
         step = "fsync";
         rc = fsync(fd);

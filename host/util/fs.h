@@ -23,6 +23,12 @@ int fs_is_file(const char *path);
 int64_t time_now_ms(void);
 int64_t time_mono_ms(void);
 
+/* Writes or reads exactly `len` bytes, retrying after signals (writes in
+ * pieces of at most 1 GiB, which some kernels cap one write at). 0, or -1
+ * with errno on an error, a write that wrote nothing or a read at EOF. */
+int fd_write_all(int fd, const void *buf, size_t len);
+int fd_read_all(int fd, void *buf, size_t len);
+
 /* The path of the running loom binary (to start its other roles: worker,
  * plugin-host, confine) into `out`; false, with `out` empty, when it
  * cannot be read. */

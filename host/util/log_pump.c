@@ -48,20 +48,6 @@ static void pump_wake(log_pump *p)
         log_warn("log pump: cannot wake its thread: %s", strerror(errno));
 }
 
-static int write_all(int fd, const char *buf, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(fd, buf, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        buf += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 /* Rewrites the file as a note and its newest max/2 bytes. */
 static void trim(stream *s, uint64_t max)
 {
@@ -77,11 +63,11 @@ static void trim(stream *s, uint64_t max)
                      (unsigned long long)keep);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     char *buf = malloc(COPY_CHUNK);
-    int ok = fd >= 0 && buf && write_all(fd, note, (size_t)n) == 0;
+    int ok = fd >= 0 && buf && fd_write_all(fd, note, (size_t)n) == 0;
     int in = ok ? open(s->path, O_RDONLY | O_CLOEXEC) : -1;
     for (uint64_t off = cut; ok && off < s->size;) {
         ssize_t r = pread(in, buf, COPY_CHUNK, (off_t)off);
-        ok = r > 0 && write_all(fd, buf, (size_t)r) == 0;
+        ok = r > 0 && fd_write_all(fd, buf, (size_t)r) == 0;
         off += r > 0 ? (uint64_t)r : 0;
     }
     free(buf);
@@ -109,7 +95,7 @@ static int pump_once(log_pump *p, stream *s, char *buf)
         return 1;
     if (r <= 0)
         return 0;
-    if (s->out < 0 || write_all(s->out, buf, (size_t)r) != 0)
+    if (s->out < 0 || fd_write_all(s->out, buf, (size_t)r) != 0)
         return 1; /* the file is gone (its exec deleted): the pipe is still read */
     s->size += (uint64_t)r;
     pthread_mutex_lock(&p->lock);
