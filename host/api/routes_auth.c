@@ -317,6 +317,8 @@ static loom_error *still_owns(loomd *d, const char *user)
     loom_error *e = infer_list(d->infer, user, &views, &models);
     if (!e)
         e = hpo_list(d->hpo, user, &recs, &tasks);
+    for (size_t i = 0; i < models; i++)
+        infer_model_view_clear(&views[i]);
     free(views);
     hpo_task_recs_free(recs, tasks);
     if (!e && (models || tasks))

@@ -80,7 +80,7 @@ stop_host() {
     if [ "${1:-TERM}" = TERM ]; then
         expect_eq "the host stopped cleanly" "$rc" "0"
         if grep -qE "ERROR: (LeakSanitizer|AddressSanitizer)|runtime error:" "$WORK/serve.out"; then
-            fail "sanitizer report from the host: $(grep -m3 -E 'ERROR|runtime error' "$WORK/serve.out")"
+            fail "sanitizer report from the host: $(grep -m1 -A24 -E 'ERROR: (LeakSanitizer|AddressSanitizer)|runtime error:' "$WORK/serve.out")"
         else
             pass
         fi
