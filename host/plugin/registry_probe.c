@@ -44,9 +44,10 @@ char *registry_probe_describe(const char *path)
             cJSON_AddStringToObject(one, "description", all[i].description);
             cJSON_AddNumberToObject(one, "style", all[i].style);
             cJSON_AddItemToArray(list, one);
-            cJSON_AddNumberToObject(o, "abiMajor", all[i].abi_major);
-            cJSON_AddNumberToObject(o, "abiMinor", all[i].abi_minor);
         }
+        /* One file, one ABI: every registration of it carries the same. */
+        cJSON_AddNumberToObject(o, "abiMajor", n ? all[0].abi_major : 0);
+        cJSON_AddNumberToObject(o, "abiMinor", n ? all[0].abi_minor : 0);
         free(all);
     }
     char *text = cJSON_PrintUnformatted(o);

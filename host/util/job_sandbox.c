@@ -32,8 +32,6 @@ static int configured;
 static job_sandbox_config config;
 static char config_binary[PATH_MAX], config_install[PATH_MAX];
 
-static void this_executable(char *out, size_t outlen) { fs_self_exe(out, outlen); }
-
 void job_sandbox_configure(const job_sandbox_config *cfg)
 {
     pthread_mutex_lock(&config_lock);
@@ -43,7 +41,7 @@ void job_sandbox_configure(const job_sandbox_config *cfg)
         if (cfg->loom_binary)
             snprintf(config_binary, sizeof config_binary, "%s", cfg->loom_binary);
         else
-            this_executable(config_binary, sizeof config_binary);
+            fs_self_exe(config_binary, sizeof config_binary);
         config_install[0] = 0;
         if (cfg->install_dir)
             snprintf(config_install, sizeof config_install, "%s", cfg->install_dir);
@@ -63,7 +61,7 @@ void job_sandbox_install_dir(char *out, size_t outlen)
     if (have)
         return;
     char exe[PATH_MAX];
-    this_executable(exe, sizeof exe);
+    fs_self_exe(exe, sizeof exe);
     /* PREFIX/bin/loom -> PREFIX (the build tree has the same shape). */
     for (int up = 0; up < 2; up++) {
         char *slash = strrchr(exe, '/');
