@@ -12,6 +12,7 @@
 #include "plugin/registry.h"
 #include "plugin/search_server.h"
 #include "util/fs.h"
+#include "util/supervise.h"
 
 typedef struct server {
     int fd;
@@ -159,6 +160,7 @@ static int reply(server *s, loom_error *e)
 static int serve_one(server *s)
 {
     uint32_t len;
+    supervise_spin_readable(s->fd, SUPERVISE_SPIN_US); /* the next call often follows */
     if (fd_read_all(s->fd, &len, sizeof len) != 0)
         return -1;
     if (len == 0 || len > WIRE_MAX_FRAME)

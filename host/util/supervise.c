@@ -124,6 +124,20 @@ loom_error *supervise_send(supervised *child, const void *buf, size_t len, uint6
     return NULL;
 }
 
+int supervise_spin_readable(int fd, unsigned max_us)
+{
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, 0) > 0)
+            return 1;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if ((t.tv_sec - t0.tv_sec) * 1000000L + (t.tv_nsec - t0.tv_nsec) / 1000 >= (long)max_us)
+            return 0;
+    }
+}
+
 loom_error *supervise_recv(supervised *child, void *buf, size_t len, uint64_t deadline_ns)
 {
     char *p = buf;
@@ -139,6 +153,8 @@ loom_error *supervise_recv(supervised *child, void *buf, size_t len, uint64_t de
         if (errno == EINTR)
             continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            if (supervise_spin_readable(child->fd, SUPERVISE_SPIN_US))
+                continue;
             loom_error *e = wait_ready(child, POLLIN, deadline_ns);
             if (e)
                 return e;

@@ -47,6 +47,15 @@ void supervise_stop(supervised *child, unsigned grace_ms);
 /* The CLOCK_MONOTONIC time `ms` from now, in ns. */
 uint64_t supervise_deadline_in(unsigned ms);
 
+/* Waits up to max_us for `fd` to become readable by polling without
+ * sleeping. A call across the process boundary costs two wake-ups of a
+ * sleeping process otherwise, each tens of microseconds on an idle
+ * virtual machine; the side about to hear back (the host after a request,
+ * the child after a reply, when calls come in bursts) spins a little first.
+ * Returns 1 when readable (or closed), 0 when the time ran out. */
+int supervise_spin_readable(int fd, unsigned max_us);
+#define SUPERVISE_SPIN_US 200
+
 /* In the child: lowers its priority (nice 10), caps its address space
  * (bytes, 0 = none) and CPU time (seconds, 0 = none). Returns 0, or -1 with errno. An address-space cap
  * is skipped in sanitizer builds, whose shadow memory needs terabytes of
