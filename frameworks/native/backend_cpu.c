@@ -217,6 +217,36 @@ static void cpu_col2im(native_backend *be, const float *col, float *x,
             }
 }
 
+/* The common 2x2 window with stride 2: nk_maxpool_window's comparisons in
+ * its order (the first of equal maxima wins), written as selects, because
+ * on real data the branch on which element is larger is a coin toss the
+ * predictor loses. */
+static void maxpool2_fwd_plane(const float *restrict in, float *restrict y,
+                               int32_t *restrict argmax, nk_pool_geom g)
+{
+    for (int32_t oy = 0; oy < g.out_height; oy++) {
+        const float *top = in + (int64_t)(2 * oy) * g.width, *bottom = top + g.width;
+        int32_t row_at = 2 * oy * g.width;
+        for (int32_t ox = 0; ox < g.out_width; ox++) {
+            float a = top[2 * ox], b = top[2 * ox + 1];
+            float c = bottom[2 * ox], d = bottom[2 * ox + 1];
+            int32_t at = row_at + 2 * ox;
+            float best = a;
+            int32_t best_at = at;
+            best_at = b > best ? at + 1 : best_at;
+            best = b > best ? b : best;
+            best_at = c > best ? at + g.width : best_at;
+            best = c > best ? c : best;
+            best_at = d > best ? at + g.width + 1 : best_at;
+            best = d > best ? d : best;
+            y[ox] = best;
+            argmax[ox] = best_at;
+        }
+        y += g.out_width;
+        argmax += g.out_width;
+    }
+}
+
 /* nk_maxpool_fwd's mapping walked plane by plane and row by row, with the
  * same window body: per element, its index arithmetic costs 64-bit
  * divisions, which made max-pooling most of a CNN step on the CPU. */
@@ -225,6 +255,13 @@ static void cpu_maxpool_fwd(native_backend *be, const float *x, float *y,
 {
     (void)be;
     int64_t in_plane = (int64_t)g.height * g.width;
+    int64_t out_plane = (int64_t)g.out_height * g.out_width;
+    if (g.kernel == 2 && g.stride == 2) {
+        for (int64_t p = 0; p < planes; p++)
+            maxpool2_fwd_plane(x + p * in_plane, y + p * out_plane,
+                               argmax + p * out_plane, g);
+        return;
+    }
     for (int64_t p = 0; p < planes; p++) {
         const float *in = x + p * in_plane;
         for (int32_t oy = 0; oy < g.out_height; oy++)

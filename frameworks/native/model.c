@@ -322,13 +322,14 @@ static int ensure_capacity(native_model *m, int64_t rows, char *err, size_t errl
     return 0;
 }
 
-static void layer_forward(native_model *m, int i, int64_t rows,
+/* Layer i over rows [first, first + rows) of the chunk. */
+static void layer_forward(native_model *m, int i, int64_t first, int64_t rows,
                           const native_pass *pass)
 {
     native_backend *be = m->be;
     native_layer *l = &m->layers[i];
-    const float *x = m->act[i];
-    float *y = m->act[i + 1];
+    const float *x = m->act[i] + first * l->in_size;
+    float *y = m->act[i + 1] + first * l->out_size;
     int64_t n_out = rows * l->out_size;
     switch (l->spec.type) {
     case NATIVE_LAYER_DENSE: {
@@ -354,14 +355,15 @@ static void layer_forward(native_model *m, int i, int64_t rows,
         break;
     }
     case NATIVE_LAYER_MAXPOOL2D:
-        be->maxpool_fwd(be, x, y, l->argmax, rows * l->in_shape[0], l->pool);
+        be->maxpool_fwd(be, x, y, l->argmax + first * l->out_size,
+                        rows * l->in_shape[0], l->pool);
         break;
     case NATIVE_LAYER_RELU:
         be->relu_fwd(be, x, y, n_out);
         break;
     case NATIVE_LAYER_DROPOUT:
         /* Evaluation: rate 0 keeps every element, i.e. a copy. */
-        be->dropout(be, x, y, n_out, l->out_size, m->sample_ids,
+        be->dropout(be, x, y, n_out, l->out_size, m->sample_ids + first,
                     pass->train ? l->spec.rate : 0.0f, pass->dropout_seed,
                     pass->dropout_epoch);
         break;
@@ -370,13 +372,17 @@ static void layer_forward(native_model *m, int i, int64_t rows,
     }
 }
 
-static void layer_backward(native_model *m, int i, int64_t rows,
+/* Layer i's backward over rows [first, first + rows) of the chunk. */
+static void layer_backward(native_model *m, int i, int64_t first, int64_t rows,
                            const native_pass *pass)
 {
     native_backend *be = m->be;
     native_layer *l = &m->layers[i];
-    const float *x = m->act[i], *y = m->act[i + 1], *dy = m->dact[i + 1];
-    float *dx = m->dact[i];
+    const float *x = m->act[i] + first * l->in_size;
+    const float *y = m->act[i + 1] + first * l->out_size;
+    const float *dy = m->dact[i + 1] + first * l->out_size;
+    /* dact[0] is NULL: only layers that need_dx write through dx. */
+    float *dx = m->dact[i] ? m->dact[i] + first * l->in_size : NULL;
     int need_dx = l->needs_input_grad;
     int64_t n_out = rows * l->out_size;
     switch (l->spec.type) {
@@ -415,7 +421,8 @@ static void layer_backward(native_model *m, int i, int64_t rows,
     }
     case NATIVE_LAYER_MAXPOOL2D:
         if (need_dx)
-            be->maxpool_bwd(be, dy, l->argmax, dx, rows * l->in_shape[0], l->pool);
+            be->maxpool_bwd(be, dy, l->argmax + first * l->out_size, dx,
+                            rows * l->in_shape[0], l->pool);
         break;
     case NATIVE_LAYER_RELU:
         if (need_dx)
@@ -423,7 +430,7 @@ static void layer_backward(native_model *m, int i, int64_t rows,
         break;
     case NATIVE_LAYER_DROPOUT:
         if (need_dx)
-            be->dropout(be, dy, dx, n_out, l->out_size, m->sample_ids,
+            be->dropout(be, dy, dx, n_out, l->out_size, m->sample_ids + first,
                         l->spec.rate, pass->dropout_seed, pass->dropout_epoch);
         break;
     case NATIVE_LAYER_FLATTEN:
@@ -445,6 +452,73 @@ static void report_final_grads(const native_model *m, int i, const native_pass *
                      (uint64_t)(hi - lo) * sizeof(float));
 }
 
+/* Consecutive layers that work on each sample alone (all but dense) form a
+ * run. On the CPU a run goes a few samples at a time through all its
+ * layers, so those samples' activations stay in cache from one layer to the
+ * next instead of the whole chunk's going out to memory after each layer;
+ * the result differs only in the order gradients are summed. Dense layers,
+ * and every layer on a device (where a launch per sample would cost more
+ * than it saves), take the chunk at once. */
+static int is_batch_layer(const native_model *m, int i)
+{
+    return m->be->on_device || m->layers[i].spec.type == NATIVE_LAYER_DENSE;
+}
+
+static int run_end(const native_model *m, int start)
+{
+    int end = start + 1;
+    if (!is_batch_layer(m, start))
+        while (end < m->layer_count && !is_batch_layer(m, end))
+            end++;
+    return end;
+}
+
+static int run_start(const native_model *m, int end)
+{
+    int start = end - 1;
+    if (!is_batch_layer(m, start))
+        while (start > 0 && !is_batch_layer(m, start - 1))
+            start--;
+    return start;
+}
+
+/* Rows per pass through a run: the whole chunk for a single layer. */
+static int64_t run_step(const native_model *m, int start, int end, int64_t rows)
+{
+    if (end - start == 1 || is_batch_layer(m, start))
+        return rows;
+    return m->run_rows > 0 ? m->run_rows : NATIVE_RUN_ROWS;
+}
+
+static void forward_layers(native_model *m, int64_t rows, const native_pass *pass)
+{
+    for (int start = 0, end; start < m->layer_count; start = end) {
+        end = run_end(m, start);
+        int64_t step = run_step(m, start, end, rows);
+        for (int64_t first = 0; first < rows; first += step) {
+            int64_t n = rows - first < step ? rows - first : step;
+            for (int i = start; i < end; i++)
+                layer_forward(m, i, first, n, pass);
+        }
+    }
+}
+
+static void backward_layers(native_model *m, int64_t rows, const native_pass *pass)
+{
+    for (int end = m->layer_count, start; end > 0; end = start) {
+        start = run_start(m, end);
+        int64_t step = run_step(m, start, end, rows);
+        for (int64_t first = 0; first < rows; first += step) {
+            int64_t n = rows - first < step ? rows - first : step;
+            for (int i = end - 1; i >= start; i--)
+                layer_backward(m, i, first, n, pass);
+        }
+        if (pass->grad_ready)
+            for (int i = end - 1; i >= start; i--)
+                report_final_grads(m, i, pass);
+    }
+}
+
 int native_model_run(native_model *m, const float *host_x,
                      const int32_t *host_labels, const uint64_t *ids,
                      int64_t rows, const native_pass *pass, double *loss_sum,
@@ -464,18 +538,13 @@ int native_model_run(native_model *m, const float *host_x,
     be->upload(be, m->act[0], host_x, (size_t)(rows * m->in_size) * sizeof(float));
     be->upload(be, m->labels, host_labels, (size_t)rows * sizeof(int32_t));
     be->upload(be, m->sample_ids, ids, (size_t)rows * sizeof(uint64_t));
-    for (int i = 0; i < m->layer_count; i++)
-        layer_forward(m, i, rows, pass);
+    forward_layers(m, rows, pass);
     double loss = 0, correct = 0;
     be->softmax_xent(be, m->act[m->layer_count], m->labels, rows, m->classes,
                      pass->loss_scale, pass->train ? m->dact[m->layer_count] : NULL,
                      &loss, &correct);
     if (pass->train)
-        for (int i = m->layer_count - 1; i >= 0; i--) {
-            layer_backward(m, i, rows, pass);
-            if (pass->grad_ready)
-                report_final_grads(m, i, pass);
-        }
+        backward_layers(m, rows, pass);
     *loss_sum += loss;
     *correct_sum += correct;
     return 0;
@@ -490,8 +559,7 @@ int native_model_infer(native_model *m, const float *host_x, int64_t rows, float
     native_backend *be = m->be;
     native_pass pass = {.train = 0};
     be->upload(be, m->act[0], host_x, (size_t)(rows * m->in_size) * sizeof(float));
-    for (int i = 0; i < m->layer_count; i++)
-        layer_forward(m, i, rows, &pass);
+    forward_layers(m, rows, &pass);
     be->download(be, host_out, m->act[m->layer_count], (size_t)(rows * m->classes) * sizeof(float));
     return 0;
 }

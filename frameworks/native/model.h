@@ -21,6 +21,9 @@
  * only the memory for activations is bounded). */
 #define NATIVE_MAX_CHUNK 256
 
+/* CPU: samples per pass through a run of per-sample layers (model.c). */
+#define NATIVE_RUN_ROWS 1
+
 typedef struct native_param {
     char name[48];       /* "layers.0.weight" */
     int32_t shape[4];
@@ -63,6 +66,7 @@ typedef struct native_model {
     int64_t col_size;
     int32_t *labels;     /* backend */
     uint64_t *sample_ids;/* backend */
+    int64_t run_rows;    /* CPU: override of NATIVE_RUN_ROWS when > 0 */
     float *host_x;       /* host staging for collation */
     int32_t *host_labels;
 } native_model;
