@@ -322,10 +322,57 @@ static int ensure_capacity(native_model *m, int64_t rows, char *err, size_t errl
     return 0;
 }
 
+/* A relu directly before a max_pool2d runs after it, on the pooled
+ * elements (a quarter of them for 2x2 windows): relu and max commute, both
+ * being monotone, and the gradients match bit for bit, because a window
+ * whose maximum is not positive passes zero either way. The pair runs at
+ * one layer's turn (the relu's going forward, the pool's going back); the
+ * relu's output buffers hold the pooled values before relu and their
+ * gradient. */
+static int relu_before_pool(const native_model *m, int i)
+{
+    return i >= 0 && i + 1 < m->layer_count &&
+           m->layers[i].spec.type == NATIVE_LAYER_RELU &&
+           m->layers[i + 1].spec.type == NATIVE_LAYER_MAXPOOL2D;
+}
+
+/* r is the relu's index. */
+static void relu_pool_forward(native_model *m, int r, int64_t first, int64_t rows)
+{
+    native_backend *be = m->be;
+    const native_layer *relu = &m->layers[r], *pool = &m->layers[r + 1];
+    float *pooled = m->act[r + 1] + first * relu->out_size;
+    be->maxpool_fwd(be, m->act[r] + first * relu->in_size, pooled,
+                    pool->argmax + first * pool->out_size, rows * pool->in_shape[0],
+                    pool->pool);
+    be->relu_fwd(be, pooled, m->act[r + 2] + first * pool->out_size,
+                 rows * pool->out_size);
+}
+
+static void relu_pool_backward(native_model *m, int r, int64_t first, int64_t rows)
+{
+    native_backend *be = m->be;
+    const native_layer *relu = &m->layers[r], *pool = &m->layers[r + 1];
+    if (!pool->needs_input_grad)
+        return;
+    float *dpooled = m->dact[r + 1] + first * relu->out_size;
+    int64_t at = first * pool->out_size;
+    be->relu_bwd(be, m->act[r + 2] + at, m->dact[r + 2] + at, dpooled,
+                 rows * pool->out_size);
+    be->maxpool_bwd(be, dpooled, pool->argmax + at, m->dact[r] + first * relu->in_size,
+                    rows * pool->in_shape[0], pool->pool);
+}
+
 /* Layer i over rows [first, first + rows) of the chunk. */
 static void layer_forward(native_model *m, int i, int64_t first, int64_t rows,
                           const native_pass *pass)
 {
+    if (relu_before_pool(m, i)) {
+        relu_pool_forward(m, i, first, rows);
+        return;
+    }
+    if (relu_before_pool(m, i - 1))
+        return;
     native_backend *be = m->be;
     native_layer *l = &m->layers[i];
     const float *x = m->act[i] + first * l->in_size;
@@ -376,6 +423,12 @@ static void layer_forward(native_model *m, int i, int64_t first, int64_t rows,
 static void layer_backward(native_model *m, int i, int64_t first, int64_t rows,
                            const native_pass *pass)
 {
+    if (relu_before_pool(m, i - 1)) {
+        relu_pool_backward(m, i - 1, first, rows);
+        return;
+    }
+    if (relu_before_pool(m, i))
+        return;
     native_backend *be = m->be;
     native_layer *l = &m->layers[i];
     const float *x = m->act[i] + first * l->in_size;
