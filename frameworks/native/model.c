@@ -14,6 +14,8 @@
 
 #define INVALID LOOM_ERR_INVALID_ARGUMENT
 
+static void plan_local_buffers(native_model *m);
+
 static void format_shape(const int32_t *shape, int32_t ndim, char *out,
                          size_t outlen)
 {
@@ -193,6 +195,7 @@ int native_model_create(const native_spec *spec, const int32_t *in_shape,
         l->needs_input_grad = seen_params;
         seen_params |= l->weight >= 0;
     }
+    plan_local_buffers(m);
     const native_layer *last = &m->layers[m->layer_count - 1];
     if (last->out_ndim != 1 || last->out_size != classes) {
         char shape[48];
@@ -322,6 +325,29 @@ static int ensure_capacity(native_model *m, int64_t rows, char *err, size_t errl
     return 0;
 }
 
+/* Floats per sample of act[k] and dact[k]. */
+static int64_t act_size(const native_model *m, int k)
+{
+    return k ? m->layers[k - 1].out_size : m->in_size;
+}
+
+/* act[k] from row `first` of the chunk on; a sample-local buffer holds only
+ * the rows of the current pass, from its start. */
+static float *act_rows(const native_model *m, int k, int64_t first)
+{
+    int local = k > 0 && m->layers[k - 1].out_local;
+    return m->act[k] + (local ? 0 : first * act_size(m, k));
+}
+
+/* The same for dact[k]; NULL for dact[0], which is never computed. */
+static float *dact_rows(const native_model *m, int k, int64_t first)
+{
+    if (!m->dact[k])
+        return NULL;
+    int local = k > 0 && m->layers[k - 1].dout_local;
+    return m->dact[k] + (local ? 0 : first * act_size(m, k));
+}
+
 /* A relu directly before a max_pool2d runs after it, on the pooled
  * elements (a quarter of them for 2x2 windows): relu and max commute, both
  * being monotone, and the gradients match bit for bit, because a window
@@ -340,26 +366,25 @@ static int relu_before_pool(const native_model *m, int i)
 static void relu_pool_forward(native_model *m, int r, int64_t first, int64_t rows)
 {
     native_backend *be = m->be;
-    const native_layer *relu = &m->layers[r], *pool = &m->layers[r + 1];
-    float *pooled = m->act[r + 1] + first * relu->out_size;
-    be->maxpool_fwd(be, m->act[r] + first * relu->in_size, pooled,
+    const native_layer *pool = &m->layers[r + 1];
+    float *pooled = act_rows(m, r + 1, first);
+    be->maxpool_fwd(be, act_rows(m, r, first), pooled,
                     pool->argmax + first * pool->out_size, rows * pool->in_shape[0],
                     pool->pool);
-    be->relu_fwd(be, pooled, m->act[r + 2] + first * pool->out_size,
+    be->relu_fwd(be, pooled, act_rows(m, r + 2, first),
                  rows * pool->out_size);
 }
 
 static void relu_pool_backward(native_model *m, int r, int64_t first, int64_t rows)
 {
     native_backend *be = m->be;
-    const native_layer *relu = &m->layers[r], *pool = &m->layers[r + 1];
+    const native_layer *pool = &m->layers[r + 1];
     if (!pool->needs_input_grad)
         return;
-    float *dpooled = m->dact[r + 1] + first * relu->out_size;
-    int64_t at = first * pool->out_size;
-    be->relu_bwd(be, m->act[r + 2] + at, m->dact[r + 2] + at, dpooled,
+    float *dpooled = dact_rows(m, r + 1, first);
+    be->relu_bwd(be, act_rows(m, r + 2, first), dact_rows(m, r + 2, first), dpooled,
                  rows * pool->out_size);
-    be->maxpool_bwd(be, dpooled, pool->argmax + at, m->dact[r] + first * relu->in_size,
+    be->maxpool_bwd(be, dpooled, pool->argmax + first * pool->out_size, dact_rows(m, r, first),
                     rows * pool->in_shape[0], pool->pool);
 }
 
@@ -375,8 +400,8 @@ static void layer_forward(native_model *m, int i, int64_t first, int64_t rows,
         return;
     native_backend *be = m->be;
     native_layer *l = &m->layers[i];
-    const float *x = m->act[i] + first * l->in_size;
-    float *y = m->act[i + 1] + first * l->out_size;
+    const float *x = act_rows(m, i, first);
+    float *y = act_rows(m, i + 1, first);
     int64_t n_out = rows * l->out_size;
     switch (l->spec.type) {
     case NATIVE_LAYER_DENSE: {
@@ -431,11 +456,9 @@ static void layer_backward(native_model *m, int i, int64_t first, int64_t rows,
         return;
     native_backend *be = m->be;
     native_layer *l = &m->layers[i];
-    const float *x = m->act[i] + first * l->in_size;
-    const float *y = m->act[i + 1] + first * l->out_size;
-    const float *dy = m->dact[i + 1] + first * l->out_size;
-    /* dact[0] is NULL: only layers that need_dx write through dx. */
-    float *dx = m->dact[i] ? m->dact[i] + first * l->in_size : NULL;
+    const float *x = act_rows(m, i, first), *y = act_rows(m, i + 1, first);
+    const float *dy = dact_rows(m, i + 1, first);
+    float *dx = dact_rows(m, i, first); /* NULL for i = 0 */
     int need_dx = l->needs_input_grad;
     int64_t n_out = rows * l->out_size;
     switch (l->spec.type) {
@@ -533,6 +556,48 @@ static int run_start(const native_model *m, int end)
         while (start > 0 && !is_batch_layer(m, start - 1))
             start--;
     return start;
+}
+
+/* Whether the backward pass reads act[k] (1 <= k < layer_count): as the
+ * input of a conv2d or dense, or as the output of a relu (before a pool,
+ * the relu's output sits after the pool: act[k + 1]). */
+static int read_backward(const native_model *m, int k)
+{
+    native_layer_type next = m->layers[k].spec.type;
+    if (next == NATIVE_LAYER_CONV2D || next == NATIVE_LAYER_DENSE)
+        return 1;
+    if (relu_before_pool(m, k - 1))
+        return 0;
+    return m->layers[k - 1].spec.type == NATIVE_LAYER_RELU || relu_before_pool(m, k - 2);
+}
+
+/* Marks the buffers strictly inside a CPU run (act[k], dact[k] for
+ * start < k < end) that no other pass needs: every gradient, and the
+ * activations the backward pass does not read. A flatten's output is its
+ * input's buffer, so the two are local only together. */
+static void plan_local_buffers(native_model *m)
+{
+    for (int start = 0, end; start < m->layer_count; start = end) {
+        end = run_end(m, start);
+        for (int k = start + 1; k < end; k++) {
+            m->layers[k - 1].dout_local = 1;
+            m->layers[k - 1].out_local = !read_backward(m, k);
+        }
+    }
+    for (int changed = 1; changed;) {
+        changed = 0;
+        for (int i = 1; i < m->layer_count; i++) {
+            native_layer *l = &m->layers[i], *prev = &m->layers[i - 1];
+            if (l->spec.type != NATIVE_LAYER_FLATTEN)
+                continue;
+            int out = l->out_local && prev->out_local;
+            int dout = l->dout_local && prev->dout_local;
+            changed |= out != l->out_local || out != prev->out_local ||
+                       dout != l->dout_local || dout != prev->dout_local;
+            l->out_local = prev->out_local = out;
+            l->dout_local = prev->dout_local = dout;
+        }
+    }
 }
 
 /* Rows per pass through a run: the whole chunk for a single layer. */

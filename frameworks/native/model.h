@@ -42,6 +42,11 @@ typedef struct native_layer {
     nk_conv_geom conv;
     nk_pool_geom pool;
     int32_t *argmax;           /* max_pool2d: backend [capacity, out_size] */
+    /* CPU: this layer's output (out_local) or its gradient (dout_local) is
+     * needed only while the current samples pass through the run of
+     * per-sample layers around it (model.c), so each pass reuses the
+     * buffer's first rows, which stay in cache. */
+    int32_t out_local, dout_local;
 } native_layer;
 
 typedef struct native_model {
