@@ -145,6 +145,40 @@ static void conv_valid_columns(int32_t kj, nk_conv_geom g, int32_t *lo, int32_t 
     *hi = h;
 }
 
+/* im2col's row (c, ki, kj) when the output is as wide as the input with
+ * stride 1 ("same" padding): its in-image rows are one contiguous stretch
+ * of the input shifted by kj - padding, so one copy moves them all; then
+ * the few entries that read the padding at each row's ends, which that
+ * copy filled from the neighbouring row, become zeros. */
+static void im2col_same_row(const float *x, float *dst, int32_t c, int32_t ki,
+                            int32_t kj, nk_conv_geom g)
+{
+    int32_t w = g.width, lo, hi;
+    conv_valid_columns(kj, g, &lo, &hi);
+    int32_t oy_lo = g.padding - ki > 0 ? g.padding - ki : 0;
+    int32_t oy_hi = g.height + g.padding - ki < g.out_height ? g.height + g.padding - ki
+                                                             : g.out_height;
+    if (oy_hi <= oy_lo || hi <= lo) {
+        memset(dst, 0, sizeof(float) * (size_t)g.out_height * (size_t)w);
+        return;
+    }
+    memset(dst, 0, sizeof(float) * (size_t)oy_lo * (size_t)w);
+    memset(dst + (int64_t)oy_hi * w, 0, sizeof(float) * (size_t)(g.out_height - oy_hi) * (size_t)w);
+    /* Entry j of the row reads input element shift + j. Copied from the
+     * first row's first in-image entry to the last row's last, so every
+     * read stays inside the channel's plane. */
+    int64_t shift = ((int64_t)c * g.height - g.padding + ki) * w + kj - g.padding;
+    int64_t from = (int64_t)oy_lo * w + lo, to = (int64_t)(oy_hi - 1) * w + hi;
+    memcpy(dst + from, x + shift + from, sizeof(float) * (size_t)(to - from));
+    for (int32_t oy = oy_lo; oy < oy_hi; oy++) {
+        float *row = dst + (int64_t)oy * w;
+        for (int32_t ox = 0; ox < lo; ox++)
+            row[ox] = 0.0f;
+        for (int32_t ox = hi; ox < w; ox++)
+            row[ox] = 0.0f;
+    }
+}
+
 /* The same mapping as nk_im2col (which the CUDA twin runs per element),
  * walked row by row with the padding cut off each row's ends, so the
  * middle is a plain (stride 1: contiguous) copy: per element, nk_im2col's
@@ -155,10 +189,15 @@ static void cpu_im2col(native_backend *be, const float *x, float *col,
 {
     (void)be;
     int64_t plane = (int64_t)g.out_height * g.out_width;
+    int same = g.stride == 1 && g.out_width == g.width;
     for (int32_t c = 0; c < g.channels; c++)
         for (int32_t ki = 0; ki < g.kernel; ki++)
             for (int32_t kj = 0; kj < g.kernel; kj++) {
                 float *dst = col + (((int64_t)c * g.kernel + ki) * g.kernel + kj) * plane;
+                if (same) {
+                    im2col_same_row(x, dst, c, ki, kj, g);
+                    continue;
+                }
                 int32_t lo, hi;
                 conv_valid_columns(kj, g, &lo, &hi);
                 for (int32_t oy = 0; oy < g.out_height; oy++, dst += g.out_width) {

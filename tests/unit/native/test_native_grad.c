@@ -282,6 +282,31 @@ static void test_cpu_matches_kernels(void)
     for (int64_t i = 0; i < img; i++)
         CHECK_MSG(fabsf(b1[i] - b2[i]) <= 1e-6f, "col2im element %lld: %g vs %g", (long long)i,
                   b1[i], b2[i]);
+    /* "Same" padding, stride 1 (the CPU's one-copy rows), and a kernel
+     * wider than the padding reaches. */
+    nk_conv_geom same[] = {
+        {.channels = 3, .height = 5, .width = 6, .kernel = 3, .stride = 1, .padding = 1,
+         .out_height = 5, .out_width = 6},
+        {.channels = 2, .height = 4, .width = 7, .kernel = 5, .stride = 1, .padding = 2,
+         .out_height = 4, .out_width = 7},
+        {.channels = 2, .height = 3, .width = 2, .kernel = 5, .stride = 1, .padding = 2,
+         .out_height = 3, .out_width = 2},
+    };
+    for (size_t t = 0; t < sizeof same / sizeof *same; t++) {
+        nk_conv_geom sg = same[t];
+        int64_t n_img = (int64_t)sg.channels * sg.height * sg.width;
+        int64_t n_col = n_img * sg.kernel * sg.kernel;
+        /* Exactly sized, so ASan sees any read outside the image. */
+        float *simg = malloc(sizeof(float) * (size_t)n_img);
+        float *s1 = malloc(sizeof(float) * (size_t)n_col), *s2 = malloc(sizeof(float) * (size_t)n_col);
+        for (int64_t i = 0; i < n_img; i++)
+            simg[i] = uniform(&seed) + 1.0f;
+        be->im2col(be, simg, s1, sg);
+        for (int64_t i = 0; i < n_col; i++)
+            nk_im2col(i, simg, s2, sg);
+        CHECK_MSG(memcmp(s1, s2, sizeof(float) * (size_t)n_col) == 0, "im2col, same padding %zu", t);
+        free(simg), free(s1), free(s2);
+    }
     free(x), free(y1), free(y2), free(dy), free(dx1), free(dx2), free(a1), free(a2);
     free(im), free(c1), free(c2), free(b1), free(b2);
     be->destroy(be);
