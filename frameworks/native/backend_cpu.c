@@ -224,6 +224,47 @@ static void cpu_im2col(native_backend *be, const float *x, float *col,
             }
 }
 
+/* Entries at rows' padded ends a one-stretch col2im row sets aside. */
+#define COL2IM_SAVED_MAX 512
+
+/* col2im's row (c, ki, kj) with "same" padding and stride 1, the adjoint
+ * of im2col_same_row: one add over the contiguous stretch. The entries at
+ * each row's padded ends land, in that stretch, on the neighbouring row's
+ * end elements, which no other entry of this row touches; their values are
+ * set aside before and put back after, so every element gets exactly the
+ * sum the row-by-row loop gives, in the same order. Returns 0 when the
+ * padded ends are too many to set aside (the caller walks rows). */
+static int col2im_same_row(const float *restrict src, float *restrict x, int32_t c,
+                           int32_t ki, int32_t kj, nk_conv_geom g)
+{
+    int32_t w = g.width, lo, hi;
+    conv_valid_columns(kj, g, &lo, &hi);
+    int32_t oy_lo = g.padding - ki > 0 ? g.padding - ki : 0;
+    int32_t oy_hi = g.height + g.padding - ki < g.out_height ? g.height + g.padding - ki
+                                                             : g.out_height;
+    if (oy_hi <= oy_lo || hi <= lo)
+        return 1;
+    int64_t ends = (int64_t)(oy_hi - oy_lo - 1) * (w - (hi - lo));
+    if (ends > COL2IM_SAVED_MAX)
+        return 0;
+    int64_t shift = ((int64_t)c * g.height - g.padding + ki) * w + kj - g.padding;
+    int64_t from = (int64_t)oy_lo * w + lo, to = (int64_t)(oy_hi - 1) * w + hi;
+    float saved[COL2IM_SAVED_MAX];
+    int n = 0;
+    /* Between two rows' in-image stretches: [hi, w) of one, [0, lo) of the next. */
+    for (int32_t oy = oy_lo; oy + 1 < oy_hi; oy++)
+        for (int64_t j = (int64_t)oy * w + hi; j < (int64_t)(oy + 1) * w + lo; j++)
+            saved[n++] = x[shift + j];
+    float *dst = x + shift;
+    for (int64_t j = from; j < to; j++)
+        dst[j] += src[j];
+    n = 0;
+    for (int32_t oy = oy_lo; oy + 1 < oy_hi; oy++)
+        for (int64_t j = (int64_t)oy * w + hi; j < (int64_t)(oy + 1) * w + lo; j++)
+            x[shift + j] = saved[n++];
+    return 1;
+}
+
 /* The adjoint of cpu_im2col in scatter form (nk_col2im gathers, for the
  * GPU, where scattering would race): zero x, then add every column entry
  * that did not read padding back where im2col took it from. */
@@ -232,11 +273,14 @@ static void cpu_col2im(native_backend *be, const float *col, float *x,
 {
     (void)be;
     int64_t plane = (int64_t)g.out_height * g.out_width;
+    int same = g.stride == 1 && g.out_width == g.width;
     memset(x, 0, sizeof(float) * (size_t)g.channels * (size_t)g.height * (size_t)g.width);
     for (int32_t c = 0; c < g.channels; c++)
         for (int32_t ki = 0; ki < g.kernel; ki++)
             for (int32_t kj = 0; kj < g.kernel; kj++) {
                 const float *src = col + (((int64_t)c * g.kernel + ki) * g.kernel + kj) * plane;
+                if (same && col2im_same_row(src, x, c, ki, kj, g))
+                    continue;
                 int32_t lo, hi;
                 conv_valid_columns(kj, g, &lo, &hi);
                 for (int32_t oy = 0; oy < g.out_height; oy++, src += g.out_width) {
