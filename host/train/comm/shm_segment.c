@@ -72,7 +72,15 @@ loom_error *comm_shm_create(const char *name, const comm_shm_config *config,
     uint64_t staging_offset =
         shm_align_up(members_offset + (uint64_t)config->max_ranks * sizeof(uint32_t),
                      SHM_PAGE);
-    uint64_t total = staging_offset + (uint64_t)config->max_ranks * staging;
+    uint64_t gradient_offset = staging_offset + (uint64_t)config->max_ranks * staging;
+    uint64_t region = shm_align_up(config->gradient_region_bytes, SHM_PAGE);
+    if (config->gradient_region_bytes > COMM_SHM_MAX_GRADIENT_REGION)
+        return loom_err(LOOM_ERR_INVALID_ARGUMENT,
+                        "shm segment '%s': gradient_region_bytes %llu exceeds the "
+                        "limit of %llu per slot",
+                        name, (unsigned long long)config->gradient_region_bytes,
+                        (unsigned long long)COMM_SHM_MAX_GRADIENT_REGION);
+    uint64_t total = gradient_offset + (uint64_t)config->max_ranks * region;
 
     int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
     if (fd < 0) {
@@ -107,6 +115,8 @@ loom_error *comm_shm_create(const char *name, const comm_shm_config *config,
     h->slots_offset = slots_offset;
     h->members_offset = members_offset;
     h->staging_offset = staging_offset;
+    h->gradient_offset = gradient_offset;
+    h->gradient_region_bytes = region;
     h->total_bytes = total;
     h->coordinator_pid = (int32_t)getpid();
     atomic_store_explicit(&h->magic, SHM_MAGIC, memory_order_release);
