@@ -99,6 +99,10 @@ typedef struct comm_shm_config {
      * gradient buffer a worker can keep in the segment. The regions are
      * sparse: only the pages workers reserve take memory. 0: none. */
     uint64_t gradient_region_bytes;
+    /* An in-place all-reduce whose buffers (all members' together) reach
+     * this size writes with non-temporal stores. 0: the last-level cache's
+     * size (sysconf), or COMM_SHM_DEFAULT_STREAM_BYTES when unknown. */
+    uint64_t stream_min_bytes;
 } comm_shm_config;
 
 #define COMM_SHM_MAX_RANKS 256u
@@ -109,6 +113,7 @@ typedef struct comm_shm_config {
 /* Largest gradient region per slot (16 GiB): slots times this stays far
  * inside a 64-bit address space even at COMM_SHM_MAX_RANKS. */
 #define COMM_SHM_MAX_GRADIENT_REGION (16ull << 30)
+#define COMM_SHM_DEFAULT_STREAM_BYTES (32ull << 20)
 
 /* Creates the segment `name` ("/loom-<job>", see shm_open(3)). Fails with
  * LOOM_ERR_ALREADY_EXISTS when the name is taken. */

@@ -26,9 +26,11 @@
  * region; "done" (2k+2) once all have, so a member's buffer is whole when
  * its call returns. The shares are disjoint, so no two members ever write
  * the same bytes, and each element crosses the memory bus about as often
- * as a memcpy moves it. Large buffers are written with non-temporal
- * stores: they would not stay in cache anyway, and skipping the read for
- * ownership saves a third of the traffic.
+ * as a memcpy moves it. Buffers too large for the last-level cache are
+ * written with non-temporal stores: they would not stay in cache anyway,
+ * and skipping the read for ownership saves a third of the traffic. (Below
+ * that size streaming loses: on a machine with a 480 MB L3, 64 MB in place
+ * ran at 2.5 GB/s streamed against 5 GB/s cached, under the same load.)
  */
 #include <string.h>
 #if defined(__SSE2__)
@@ -84,11 +86,6 @@ static void reduce_share(float *staged_out, float *user_out, const float *const 
     }
 }
 
-/* Buffers from this size on are written with non-temporal stores: larger
- * than a core's share of the last-level cache, they are evicted before
- * anyone reads them again. */
-#define STREAM_MIN_BYTES (8u << 20)
-
 static int is_power_of_two(uint32_t v) { return v && !(v & (v - 1)); }
 
 /* dst[i] = v[i] for n floats, bypassing the cache when `stream`. */
@@ -115,6 +112,41 @@ static void store_block(float *dst, const float *v, size_t n, int stream)
     memcpy(dst, v, n * sizeof(float));
 }
 
+#if defined(__SSE2__)
+/* Two members, the common case, in one pass: a[i] = b[i] = (a[i] + b[i])
+ * * 0.5 (the same bits as the division by 2). Returns 0 when the buffers'
+ * alignments differ (they do not in one segment: pages plus one offset). */
+static int reduce_pair(float *a, float *b, size_t lo, size_t hi, int stream)
+{
+    if (((uintptr_t)a ^ (uintptr_t)b) & 15u)
+        return 0;
+    size_t i = lo;
+    for (; i < hi && ((uintptr_t)(a + i) & 15u); i++)
+        a[i] = b[i] = (a[i] + b[i]) * 0.5f;
+    const __m128 half = _mm_set1_ps(0.5f);
+    for (; i + 8 <= hi; i += 8) {
+        __m128 v0 = _mm_mul_ps(_mm_add_ps(_mm_load_ps(a + i), _mm_load_ps(b + i)), half);
+        __m128 v1 = _mm_mul_ps(_mm_add_ps(_mm_load_ps(a + i + 4), _mm_load_ps(b + i + 4)), half);
+        if (stream) {
+            _mm_stream_ps(a + i, v0);
+            _mm_stream_ps(a + i + 4, v1);
+            _mm_stream_ps(b + i, v0);
+            _mm_stream_ps(b + i + 4, v1);
+        } else {
+            _mm_store_ps(a + i, v0);
+            _mm_store_ps(a + i + 4, v1);
+            _mm_store_ps(b + i, v0);
+            _mm_store_ps(b + i + 4, v1);
+        }
+    }
+    for (; i < hi; i++)
+        a[i] = b[i] = (a[i] + b[i]) * 0.5f;
+    if (stream)
+        _mm_sfence(); /* the streamed stores before the "done" signal */
+    return 1;
+}
+#endif
+
 /* The in-place reduction of floats [lo, hi) of every member's buffer
  * bufs[0..world): sum in ascending slot order, then the average (a power
  * of two's reciprocal multiplies to the same bits as the division), written
@@ -122,6 +154,10 @@ static void store_block(float *dst, const float *v, size_t n, int stream)
 static void reduce_in_place(float *const *bufs, uint32_t world, size_t lo, size_t hi,
                             int stream)
 {
+#if defined(__SSE2__)
+    if (world == 2 && reduce_pair(bufs[0], bufs[1], lo, hi, stream))
+        return;
+#endif
     float acc[REDUCE_BLOCK];
     const float divisor = (float)world, scale = 1.0f / divisor;
     const int multiply = is_power_of_two(world);
@@ -227,7 +263,9 @@ static loom_error *allreduce_in_place(shm_member *m, uint64_t placement, size_t 
         bufs[r] = shm_gradient_region(m->header, m->members[r]) + (placement - 1);
     size_t lo, hi;
     share_of(count, world, rank, &lo, &hi);
-    reduce_in_place(bufs, world, lo, hi, count * sizeof(float) >= STREAM_MIN_BYTES);
+    /* Streamed when the buffers would not stay in the last-level cache. */
+    uint64_t touched = (uint64_t)count * sizeof(float) * world;
+    reduce_in_place(bufs, world, lo, hi, touched >= m->header->stream_min_bytes);
     shm_signal_step(m, done);
     if ((err = shm_wait_all_steps(m, done, deadline_ns, op)) != NULL)
         return err;

@@ -75,6 +75,7 @@ typedef struct shm_header {
     uint64_t staging_offset;
     uint64_t gradient_offset;       /* page aligned */
     uint64_t gradient_region_bytes; /* per slot, page aligned; 0: none */
+    uint64_t stream_min_bytes;      /* comm_shm_config's, resolved */
     uint64_t total_bytes;
     int32_t coordinator_pid;
     /* The published generation (futex word) and its member list, written by

@@ -48,6 +48,15 @@ static uint64_t staging_bytes_for(const comm_shm_config *cfg)
     return staging < 2 * SHM_PAGE ? 2 * SHM_PAGE : staging;
 }
 
+/* The largest cache the in-place all-reduce's buffers can stay in. */
+static uint64_t last_level_cache_bytes(void)
+{
+    long size = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    if (size <= 0)
+        size = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    return size > 0 ? (uint64_t)size : COMM_SHM_DEFAULT_STREAM_BYTES;
+}
+
 loom_error *comm_shm_create(const char *name, const comm_shm_config *config,
                             comm_shm_segment **out)
 {
@@ -117,6 +126,8 @@ loom_error *comm_shm_create(const char *name, const comm_shm_config *config,
     h->staging_offset = staging_offset;
     h->gradient_offset = gradient_offset;
     h->gradient_region_bytes = region;
+    h->stream_min_bytes = config->stream_min_bytes ? config->stream_min_bytes
+                                                   : last_level_cache_bytes();
     h->total_bytes = total;
     h->coordinator_pid = (int32_t)getpid();
     atomic_store_explicit(&h->magic, SHM_MAGIC, memory_order_release);

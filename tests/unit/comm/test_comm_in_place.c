@@ -14,9 +14,11 @@
 #include "comm_test_util.h"
 
 #define MAX_WORKERS 4
-/* Odd, past the streamed-store threshold, and several staging chunks. */
+/* Odd, past the streamed-store threshold (with 2 or more members), and
+ * several staging chunks. */
 #define GRAD_FLOATS ((9u << 20) / sizeof(float) + 3)
 #define REGION_BYTES (16u << 20)
+#define STREAM_BYTES (16u << 20)
 #define SENTINEL (-1234.5f)
 
 typedef struct group_plan {
@@ -34,7 +36,9 @@ static comm_shm_segment *create_segment(group_plan *plan, const char *tag, uint3
     segment_name(plan->segment, sizeof plan->segment, tag);
     comm_shm_config config = {.max_ranks = slots,
                               .max_buffer_bytes = REGION_BYTES,
-                              .gradient_region_bytes = REGION_BYTES};
+                              .gradient_region_bytes = REGION_BYTES,
+                              /* the whole buffer streamed, small parts not */
+                              .stream_min_bytes = STREAM_BYTES};
     comm_shm_segment *seg = NULL;
     loom_error *err = comm_shm_create(plan->segment, &config, &seg);
     if (err) {
