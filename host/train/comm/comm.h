@@ -151,7 +151,7 @@ loom_error *comm_shm_attach(const char *name, uint32_t slot, comm **out);
  * trainer's rounds ensure it: the coordinator collects every member's reply
  * before its next plan, and a member leaves a generation only dead.
  * Errors: INVALID_ARGUMENT (bytes 0 or not a multiple of 4; called while in
- * a generation), RESOURCE_EXHAUSTED (larger than the region; /dev/shm full).
+ * a generation; called a second time), RESOURCE_EXHAUSTED (larger than the region; /dev/shm full).
  */
 loom_error *comm_shm_gradient_memory(comm *c, uint64_t bytes, float **out);
 /* Bytes of the gradient buffer the current generation reduces in place: 0

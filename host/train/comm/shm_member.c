@@ -293,6 +293,11 @@ loom_error *comm_shm_gradient_memory(comm *c, uint64_t bytes, float **out)
         return loom_err(LOOM_ERR_INVALID_ARGUMENT,
                         "gradient memory: slot %u is in generation %u already (ask "
                         "before joining)", m->slot, m->base.generation);
+    if (m->gradient_bytes != 0)
+        return loom_err(LOOM_ERR_INVALID_ARGUMENT,
+                        "gradient memory: slot %u holds a gradient buffer of %llu bytes "
+                        "already (one per process)",
+                        m->slot, (unsigned long long)m->gradient_bytes);
     if (bytes > h->gradient_region_bytes)
         return loom_err(LOOM_ERR_RESOURCE_EXHAUSTED,
                         "gradient memory: %llu bytes exceed shm segment '%s' gradient "

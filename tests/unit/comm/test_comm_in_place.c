@@ -353,6 +353,12 @@ static void test_gradient_memory_errors(void)
     CHECK(err && loom_err_code(err) == LOOM_ERR_INVALID_ARGUMENT &&
           strstr(loom_err_message(err), "multiple of 4"));
     loom_err_free(err);
+    CHECK(comm_shm_gradient_memory(c, 4096, &region) == NULL && region != NULL);
+    float *again = NULL;
+    err = comm_shm_gradient_memory(c, 4096, &again);
+    CHECK(err && loom_err_code(err) == LOOM_ERR_INVALID_ARGUMENT && again == NULL &&
+          strstr(loom_err_message(err), "already (one per process)"));
+    loom_err_free(err);
     uint32_t gen = 0;
     CHECK(comm_shm_publish(seg, alone, 1, &gen) == NULL);
     CHECK(comm_shm_join(c, gen, comm_deadline_after_ms(5000)) == NULL);
