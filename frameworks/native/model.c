@@ -265,13 +265,22 @@ void native_model_destroy(native_model *m)
         release_working_memory(m);
     if (m->be) {
         m->be->release(m->be, m->weights);
-        m->be->release(m->be, m->grads);
+        if (!m->grads_borrowed)
+            m->be->release(m->be, m->grads);
     }
     free(m->layers);
     free(m->params);
     free(m->act);
     free(m->dact);
     free(m);
+}
+
+void native_model_borrow_grads(native_model *m, float *memory)
+{
+    if (!m->grads_borrowed)
+        m->be->release(m->be, m->grads);
+    m->grads = memory;
+    m->grads_borrowed = 1;
 }
 
 /* Sizes the working memory for `rows` rows. A flatten layer's output and

@@ -62,6 +62,7 @@ typedef struct native_model {
     int64_t param_count; /* floats in the flat buffers */
     float *weights;      /* backend: the flat parameter buffer */
     float *grads;        /* backend: the flat gradient buffer */
+    int32_t grads_borrowed; /* grads is the host's memory: never released */
 
     /* Per-chunk working memory, sized for `capacity` rows. */
     int64_t capacity;
@@ -85,6 +86,10 @@ int native_model_create(const native_spec *spec, const int32_t *in_shape,
                         uint64_t seed, native_model **out, char *err,
                         size_t errlen);
 void native_model_destroy(native_model *m);
+/* Moves the gradient buffer into `memory` (host memory of param_count
+ * floats, zeroed, which the model uses but never frees): the host offered
+ * it (loom_trainer_config.gradient_memory). CPU back end only. */
+void native_model_borrow_grads(native_model *m, float *memory);
 
 /* What one pass over a batch needs besides the data. */
 typedef struct native_pass {
