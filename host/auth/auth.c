@@ -39,7 +39,8 @@ static const char *const schema =
     "CREATE TABLE IF NOT EXISTS api_keys("
     "  user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,"
     "  key_hash BLOB NOT NULL UNIQUE, label TEXT NOT NULL COLLATE NOCASE,"
-    "  created_at INTEGER NOT NULL, UNIQUE(user_id, label));"
+    "  created_at INTEGER NOT NULL, scope TEXT NOT NULL DEFAULT 'all',"
+    "  UNIQUE(user_id, label));"
     "CREATE TABLE IF NOT EXISTS tokens("
     "  token_hash BLOB PRIMARY KEY,"
     "  user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,"
@@ -122,6 +123,14 @@ loom_error *auth_check_name(const char *what, const char *name)
                             AUTH_NAME_MAX - 1);
     }
     return NULL;
+}
+
+loom_error *auth_check_scope(const char *scope)
+{
+    if (scope && (strcmp(scope, AUTH_SCOPE_ALL) == 0 || strcmp(scope, AUTH_SCOPE_INFERENCE) == 0))
+        return NULL;
+    return loom_err(LOOM_E_INVALID, "scope: expected \"" AUTH_SCOPE_ALL "\" or \""
+                    AUTH_SCOPE_INFERENCE "\", got \"%.32s\"", scope ? scope : "");
 }
 
 loom_error *auth_check_password(const char *password)
@@ -274,6 +283,16 @@ static int migrate(auth_service *svc, char **msg)
     return SQLITE_OK;
 }
 
+/* Keys made before keys had scopes may do all their user may. Runs after
+ * the schema, which a migrated database's api_keys predates. */
+static int add_key_scopes(auth_service *svc, char **msg)
+{
+    if (has_column(svc, "api_keys", "scope") != 0)
+        return SQLITE_OK;
+    return sqlite3_exec(svc->db, "ALTER TABLE api_keys ADD COLUMN scope TEXT NOT NULL "
+                        "DEFAULT 'all'", NULL, NULL, msg);
+}
+
 /* The tables, in the store's database; foreign_keys (set by the store)
  * drives the cascades. */
 static loom_error *create_tables(auth_service *svc)
@@ -283,14 +302,18 @@ static loom_error *create_tables(auth_service *svc)
     int rc = migrate(svc, &msg);
     if (rc == SQLITE_OK)
         rc = sqlite3_exec(svc->db, schema, NULL, NULL, &msg);
+    if (rc == SQLITE_OK)
+        rc = add_key_scopes(svc, &msg);
     loom_error *e = rc == SQLITE_OK ? NULL
                                     : loom_err(LOOM_E_INTERNAL, "auth tables: %s",
                                                msg ? msg : sqlite3_errmsg(svc->db));
     sqlite3_free(msg);
     if (!e) {
         svc->check_token_stmt = auth_prepare(
-            svc, "SELECT t.token_hash, t.expires_at, u.name, u.role, u.id FROM tokens t "
-                 "JOIN users u ON u.id = t.user_id WHERE t.token_hash = ?");
+            svc, "SELECT t.token_hash, t.expires_at, u.name, u.role, u.id, "
+                 "coalesce(k.scope, 'all') FROM tokens t "
+                 "JOIN users u ON u.id = t.user_id "
+                 "LEFT JOIN api_keys k ON k.key_hash = t.apikey_hash WHERE t.token_hash = ?");
         if (!svc->check_token_stmt)
             e = loom_err(LOOM_E_INTERNAL, "auth: %s", sqlite3_errmsg(svc->db));
     }

@@ -225,6 +225,7 @@ loom_error *auth_verify_password(auth_service *svc, const char *client_id, const
         snprintf(who->role, sizeof who->role, "%s", role);
         who->user_id = user_id;
         who->expires_at_ms = 0;
+        snprintf(who->scope, sizeof who->scope, "%s", AUTH_SCOPE_ALL);
     }
     return NULL;
 }
@@ -373,6 +374,7 @@ loom_error *auth_check_token(auth_service *svc, const char *token, int64_t now_m
                 auth_column_text(st, 3, who->role, sizeof who->role);
                 who->user_id = sqlite3_column_int64(st, 4);
                 who->expires_at_ms = expires;
+                auth_column_text(st, 5, who->scope, sizeof who->scope);
             }
             found = 1;
         }
