@@ -9,6 +9,7 @@
 #   3. autoscaling under a step in load: instances over time, requests lost.
 #
 # usage: bench/serve/run.sh [BUILD_DIR] [SECONDS]   (default: build, 5)
+#        SECTIONS="echo mlp scale" (the default: all three) picks some.
 # Needs wrk and nginx (Debian's wrk, nginx-light) and the serving examples
 # (built with the tree). Each figure is the median of three wrk runs.
 set -eu
@@ -16,6 +17,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 build=${1:-$root/build}
 secs=${2:-5}
+SECTIONS=${SECTIONS:-echo mlp scale}
+want() { case " $SECTIONS " in *" $1 "*) return 0 ;; esac; return 1; }
 LOOM=$build/bin/loom
 EX=$build/examples/serving
 for t in wrk nginx; do command -v $t >/dev/null || [ -x /usr/sbin/$t ] || { echo "missing $t (apt-get install wrk nginx-light)" >&2; exit 1; }; done
@@ -97,6 +100,7 @@ profile() { # profile BATCH MIN MAX [INTERVAL RELEASE]
 
 echo '{"id":1,"data":"aGVsbG8="}' > "$WORK/echo.json"
 echo '{"inputs":[1.5,2.5,3.5,4.5]}' > "$WORK/ffi.json"
+if want echo; then
 echo "== echo at 64 connections (wrk -t2 -c64 -d${secs}s, median of 3), loom and nginx on the same 2 cores"
 read -r ng_rps ng_p50 ng_p99 ng_err <<< "$(wrk_post "http://127.0.0.1:$NPORT/" "$WORK/echo.json" 64)"
 printf '%-22s %10s req/s  p50 %7s ms  p99 %7s ms  errors %s\n' "nginx (fixed body)" "$ng_rps" "$ng_p50" "$ng_p99" "$ng_err"
@@ -110,9 +114,10 @@ for way in so lua ffi; do
     printf '%-22s %10s req/s  p50 %7s ms  p99 %7s ms  errors %s  (%s%% of nginx)\n' "loom echo-$way" "$rps" "$p50" "$p99" "$err" "$pct"
     "$LOOM" model stop "echo-$way" >/dev/null
 done
+fi
 
 # --- the MLP: trained here for one epoch by `loom demo` (its own host) ---
-if [ -r /usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz ]; then
+if want mlp && [ -r /usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz ]; then
     echo "== training the MLP for the batching figures (loom demo --epochs 1)"
     "$LOOM" demo --home "$WORK/demo" --epochs 1 > "$WORK/demo.out" 2>&1 || { tail -5 "$WORK/demo.out"; exit 1; }
     trained=$(ls -d "$WORK"/demo/execs/*/model | while read -r d; do [ -f "$d/model.safetensors" ] && echo "$d"; done | head -n1)
@@ -143,6 +148,7 @@ PY
 fi
 
 # --- autoscaling: a kernel taking 50 ms per request, min 1, max 4 ---
+want scale || exit 0
 echo "== autoscaling: kernel_min 1, kernel_max 4, schedule_interval 1 s, kernel_delay_release_time 3 s;"
 echo "   8 connections for 8 s against a kernel taking 50 ms a request, then none"
 cp -r "$build/tests/integration/infer/fault" "$WORK/slow"
