@@ -94,6 +94,8 @@ void auth_lock(auth_service *svc)
 
 void auth_unlock(auth_service *svc)
 {
+    /* Whatever was written is seen by the next token check. */
+    __atomic_add_fetch(&svc->generation, 1, __ATOMIC_RELEASE);
     store_unlock(svc->st);
     pthread_mutex_unlock(&svc->lock);
 }
@@ -338,6 +340,9 @@ loom_error *auth_open(store *st, const auth_options *opt, auth_service **out)
     if (!svc)
         return loom_err(LOOM_E_INTERNAL, "auth: out of memory");
     pthread_mutex_init(&svc->lock, NULL);
+    pthread_mutex_init(&svc->cache_lock, NULL);
+    svc->generation = 1;
+    svc->token_cache = calloc(AUTH_TOKEN_CACHE_SLOTS, sizeof *svc->token_cache);
     svc->st = st;
     svc->db = store_db(st);
     svc->opslimit = o.pwhash_opslimit;
@@ -348,7 +353,7 @@ loom_error *auth_open(store *st, const auth_options *opt, auth_service **out)
     svc->account_limiter = ratelimit_create(o.limiter_capacity, o.account_max_failures,
                                             o.account_window_ms, o.lockout_ms);
     svc->trusted = ratelimit_create(o.limiter_capacity, 1, 1, 1);
-    if (!svc->limiter || !svc->account_limiter || !svc->trusted)
+    if (!svc->limiter || !svc->account_limiter || !svc->trusted || !svc->token_cache)
         e = loom_err(LOOM_E_INTERNAL, "auth: cannot make the log-on limiter for %zu clients",
                      o.limiter_capacity);
     else {
@@ -381,6 +386,10 @@ void auth_close(auth_service *svc)
     ratelimit_free(svc->account_limiter);
     ratelimit_free(svc->trusted);
     auth_basic_cache_free(svc->basic_cache);
+    if (svc->token_cache)
+        sodium_memzero(svc->token_cache, AUTH_TOKEN_CACHE_SLOTS * sizeof *svc->token_cache);
+    free(svc->token_cache);
+    pthread_mutex_destroy(&svc->cache_lock);
     pthread_mutex_destroy(&svc->lock);
     free(svc);
 }

@@ -220,9 +220,14 @@ static int serve(router *r, instance *in, kernel_proc *k)
         uint32_t n = take_batch_locked(r, in, calls);
         if (n)
             in->state = INST_BUSY;
+        /* Requests still queued: the machine is busy, and a core spent
+         * spinning for the answer is one the HTTP threads and the kernel
+         * lack; a quiet service spins and answers sooner. */
+        int quiet = r->head == NULL;
         pthread_mutex_unlock(&r->lock);
         if (!n)
             return 0;
+        kernel_proc_spin(k, quiet);
         if (run_batch(r, k, calls, n) != 0)
             return -1;
     }
