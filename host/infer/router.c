@@ -64,6 +64,9 @@ struct router {
 
     pthread_mutex_t lock;
     pthread_cond_t work;    /* a request queued, or stop/retire */
+    pthread_cond_t full;    /* a batch's worth queued, or stop/retire: one
+                             * signal per batch, not per request, for the
+                             * instance gathering one */
     pthread_cond_t changed; /* an instance changed state */
     call *head, *tail;
     size_t queued;
@@ -189,8 +192,8 @@ static uint32_t take_batch_locked(router *r, instance *in, call **out)
                           ROUTER_BATCH_WAIT_US * 1000ull;
         ts.tv_sec = (time_t)(abs_ns / 1000000000u);
         ts.tv_nsec = (long)(abs_ns % 1000000000u);
-        while (r->queued < want && !r->stopping && now_ns() < until)
-            if (pthread_cond_timedwait(&r->work, &r->lock, &ts) == ETIMEDOUT)
+        while (r->queued < want && !r->stopping && !in->retire && now_ns() < until)
+            if (pthread_cond_timedwait(&r->full, &r->lock, &ts) == ETIMEDOUT)
                 break;
         if (!r->head)
             return take_batch_locked(r, in, out);
@@ -223,7 +226,7 @@ static int serve(router *r, instance *in, kernel_proc *k)
         /* Requests still queued: the machine is busy, and a core spent
          * spinning for the answer is one the HTTP threads and the kernel
          * lack; a quiet service spins and answers sooner. */
-        int quiet = r->head == NULL;
+        int quiet = !r->head && (n == 1 || n * 4 <= (uint32_t)r->profile.batch_size);
         pthread_mutex_unlock(&r->lock);
         if (!n)
             return 0;
@@ -449,6 +452,7 @@ static void scale_locked(router *r, uint64_t now)
         r->inst[idle].retire = 1;
         r->spare_since_ns = now;
         pthread_cond_broadcast(&r->work);
+        pthread_cond_broadcast(&r->full);
         log_info("model \"%s\": capacity spare: one instance fewer (%d)", r->name, active - 1);
     }
 }
@@ -510,6 +514,7 @@ static router *router_new(const router_spec *spec, placement place)
         r->max_instances = r->profile.kernel_min;
     pthread_mutex_init(&r->lock, NULL);
     pthread_cond_init(&r->work, NULL);
+    pthread_cond_init(&r->full, NULL);
     pthread_cond_init(&r->changed, NULL);
     return r;
 }
@@ -521,6 +526,7 @@ static void router_free(router *r)
         sched_service_end(r->sched, r->shared_job);
     pthread_mutex_destroy(&r->lock);
     pthread_cond_destroy(&r->work);
+    pthread_cond_destroy(&r->full);
     pthread_cond_destroy(&r->changed);
     free(r);
 }
@@ -632,6 +638,7 @@ void router_stop(router *r, int force)
     r->force = force;
     call *dropped = force ? take_queue_locked(r) : NULL;
     pthread_cond_broadcast(&r->work);
+    pthread_cond_broadcast(&r->full);
     pthread_mutex_unlock(&r->lock);
     char msg[160];
     snprintf(msg, sizeof msg, "model \"%s\" was stopped", r->name);
@@ -684,7 +691,9 @@ loom_error *router_submit(router *r, const char *body, size_t len, router_done_f
             r->head = c;
         r->tail = c;
         r->queued++;
-        pthread_cond_signal(&r->work);
+        pthread_cond_signal(&r->work); /* no system call when no instance idles */
+        if (r->queued >= (size_t)r->profile.batch_size)
+            pthread_cond_signal(&r->full);
     }
     pthread_mutex_unlock(&r->lock);
     if (e)
