@@ -12,17 +12,19 @@
 
 typedef struct span {
     size_t open, close; /* the brackets' offsets */
+    size_t first, count; /* its numbers in the decoder's values */
 } span;
+
+typedef struct cursor {
+    const char *p, *end;
+    float *x;
+    int64_t n, limit;
+} cursor;
+
+static int array(cursor *c, int depth);
 
 static int is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 static int is_digit(char c) { return c >= '0' && c <= '9'; }
-
-/* What a numeric array's text may hold. */
-static int numeric_char(char c)
-{
-    return is_digit(c) || is_space(c) || c == ',' || c == '[' || c == ']' || c == '-' ||
-           c == '+' || c == '.' || c == 'e' || c == 'E';
-}
 
 /* The offset just past the string opening at s[i]; *escaped when it has a
  * backslash. len when it does not end. */
@@ -40,24 +42,6 @@ static size_t string_end(const char *s, size_t i, size_t len, int *escaped)
     return len;
 }
 
-/* The closing bracket of the numeric array opening at s[i], or 0 when the
- * array holds something else (or is empty). */
-static size_t numeric_array_end(const char *s, size_t i, size_t len)
-{
-    int depth = 0, digits = 0;
-    for (; i < len; i++) {
-        char c = s[i];
-        if (!numeric_char(c))
-            return 0;
-        digits |= is_digit(c);
-        if (c == '[')
-            depth++;
-        else if (c == ']' && --depth == 0)
-            return digits ? i : 0;
-    }
-    return 0;
-}
-
 static size_t skip_space(const char *s, size_t i, size_t len)
 {
     while (i < len && is_space(s[i]))
@@ -65,11 +49,43 @@ static size_t skip_space(const char *s, size_t i, size_t len)
     return i;
 }
 
-/* Finds the numeric arrays under "data" keys: their count, or -1 when the
- * body must take cJSON's way (a key with escapes, too many arrays). */
-static int find_arrays(const char *s, size_t len, span *out)
+/* Room in the decoder's values for the numbers in `len` more bytes (each
+ * takes a digit and a comma at least). */
+static int reserve_values(kserve_decoder *d, size_t used, size_t len)
+{
+    size_t need = used + len / 2 + 1;
+    if (need <= d->values_cap)
+        return 0;
+    float *grown = realloc(d->values, need * sizeof *grown);
+    if (!grown)
+        return -1;
+    d->values = grown;
+    d->values_cap = need;
+    return 0;
+}
+
+/* Reads the array of numbers opening at s[v] into the decoder's values
+ * (from `used`): its span, or 0 when it holds something else, or nothing. */
+static int read_array(kserve_decoder *d, const char *s, size_t v, size_t len, size_t used,
+                      span *out)
+{
+    if (reserve_values(d, used, len - v) != 0)
+        return 0;
+    cursor c = {.p = s + v, .end = s + len, .x = d->values + used,
+                .limit = (int64_t)(d->values_cap - used)};
+    if (array(&c, 0) != 0 || c.n == 0)
+        return 0;
+    *out = (span){v, (size_t)(c.p - s) - 1, used, (size_t)c.n};
+    return 1;
+}
+
+/* Finds and reads the arrays of numbers under "data" keys: their count, or
+ * -1 when the body must take cJSON's way (a key with escapes, too many
+ * arrays). Others (strings, nothing, not JSON) are left for cJSON. */
+static int find_arrays(kserve_decoder *d, const char *s, size_t len, span *out)
 {
     int n = 0;
+    size_t used = 0;
     for (size_t i = 0; i < len;) {
         if (s[i] != '"') {
             i++;
@@ -85,17 +101,16 @@ static int find_arrays(const char *s, size_t len, span *out)
         if (escaped)
             return -1; /* a key cJSON would read otherwise than its bytes */
         size_t v = skip_space(s, colon + 1, len);
-        size_t close = end - i == 6 && memcmp(s + i, "\"data\"", 6) == 0 && v < len &&
-                               s[v] == '['
-                           ? numeric_array_end(s, v, len)
-                           : 0;
-        if (close) {
-            if (n == MAX_ARRAYS)
-                return -1;
-            out[n++] = (span){v, close};
-            i = close + 1;
-        } else {
-            i = colon + 1;
+        int data_key = end - i == 6 && memcmp(s + i, "\"data\"", 6) == 0;
+        i = colon + 1;
+        if (!data_key || v >= len || s[v] != '[')
+            continue;
+        if (n == MAX_ARRAYS)
+            return -1;
+        if (read_array(d, s, v, len, used, &out[n])) {
+            used += out[n].count;
+            i = out[n].close + 1;
+            n++;
         }
     }
     return n;
@@ -134,31 +149,24 @@ static void find_fields(kserve_input *out)
     out->data = cJSON_GetObjectItemCaseSensitive(out->input, "data");
 }
 
-static int well_formed(const char *text, size_t len);
-
 int kserve_parse(kserve_decoder *d, const char *body, size_t len, kserve_input *out)
 {
     memset(out, 0, sizeof *out);
     span arrays[MAX_ARRAYS];
-    int n = find_arrays(body, len, arrays);
+    int n = find_arrays(d, body, len, arrays);
     if (n > 0 && stub_copy(d, body, len, arrays, n) == 0) {
         out->root = cJSON_ParseWithLength(d->copy, len);
         find_fields(out);
         /* Only a stubbed array parses to one whole number below n: any
-         * other array holds a non-number or nothing. */
+         * other holds a non-number or nothing (or is not JSON, and cJSON
+         * refused the body). */
         const cJSON *k = cJSON_GetArrayItem(out->data, 0);
-        int chosen = -1;
         if (out->root && cJSON_GetArraySize(out->data) == 1 && cJSON_IsNumber(k) &&
             k->valuedouble >= 0 && k->valuedouble < n && k->valuedouble == (int)k->valuedouble) {
-            chosen = (int)k->valuedouble;
-            out->text = body + arrays[chosen].open;
-            out->text_len = arrays[chosen].close - arrays[chosen].open + 1;
+            const span *a = &arrays[(int)k->valuedouble];
+            out->values = d->values + a->first;
+            out->nvalues = (int64_t)a->count;
         }
-        /* The arrays this kernel does not read must still be JSON. */
-        for (int i = 0; out->root && i < n; i++)
-            if (i != chosen && !well_formed(body + arrays[i].open,
-                                            arrays[i].close - arrays[i].open + 1))
-                kserve_input_free(out);
         return out->root ? 0 : -1;
     }
     out->root = cJSON_ParseWithLength(body, len);
@@ -167,12 +175,6 @@ int kserve_parse(kserve_decoder *d, const char *body, size_t len, kserve_input *
 }
 
 /* ---- numbers from the text ---------------------------------------------- */
-
-typedef struct cursor {
-    const char *p, *end;
-    float *x;
-    int64_t n, limit;
-} cursor;
 
 /* 10^0 .. 10^22: exact as doubles. */
 static const double pow10_exact[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
@@ -215,8 +217,6 @@ static int number(cursor *c)
     if (c->n >= c->limit)
         return -1;
     c->p = p;
-    if (!c->x) /* checking only */
-        return 0;
     double v;
     if (!exp && digits <= 15 && frac <= 22)
         v = (*s == '-' ? -(double)mant : (double)mant) / pow10_exact[frac];
@@ -260,12 +260,6 @@ static int array(cursor *c, int depth)
     }
 }
 
-static int well_formed(const char *text, size_t len)
-{
-    cursor c = {.p = text, .end = text + len, .limit = INT64_MAX};
-    return array(&c, 0) == 0 && c.p == c.end;
-}
-
 /* The numbers of a cJSON array (the slow way). */
 static int flatten(const cJSON *a, float *x, int64_t limit, int64_t *n)
 {
@@ -287,12 +281,13 @@ static int flatten(const cJSON *a, float *x, int64_t limit, int64_t *n)
 int kserve_read_data(const kserve_input *in, float *x, int64_t limit, int64_t *n)
 {
     *n = 0;
-    if (!in->text)
+    if (!in->values)
         return cJSON_IsArray(in->data) ? flatten(in->data, x, limit, n) : -1;
-    cursor c = {.p = in->text, .end = in->text + in->text_len, .x = x, .limit = limit};
-    int rc = array(&c, 0);
-    *n = c.n;
-    return rc == 0 && c.p == c.end ? 0 : -1;
+    if (in->nvalues > limit)
+        return -1;
+    memcpy(x, in->values, (size_t)in->nvalues * sizeof *x);
+    *n = in->nvalues;
+    return 0;
 }
 
 void kserve_input_free(kserve_input *in)
@@ -303,6 +298,9 @@ void kserve_input_free(kserve_input *in)
 
 void kserve_decoder_free(kserve_decoder *d)
 {
+    free(d->values);
+    d->values = NULL;
+    d->values_cap = 0;
     free(d->copy);
     d->copy = NULL;
     d->cap = 0;

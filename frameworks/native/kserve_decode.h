@@ -5,8 +5,9 @@
  *
  * An image is hundreds of numbers, and cJSON makes (and frees) a node for
  * each: for a small model that costs more than the forward pass. So the
- * numeric arrays under a "data" key are read straight from the text (a
- * strict JSON number check, then the value), and cJSON parses the rest: a
+ * numeric arrays under a "data" key are read straight from the text, in
+ * the one pass that finds them (a strict JSON number check, then the
+ * value), and cJSON parses the rest: a
  * copy of the body in which each such array holds only its own index ([k],
  * padded with spaces). The whole structure is still checked by cJSON, and
  * inputs[0].data, parsed as [k], names the text it came from. Bodies this
@@ -24,14 +25,16 @@
 typedef struct kserve_decoder {
     char *copy;
     size_t cap;
+    float *values; /* the numbers of the arrays read from the text */
+    size_t values_cap;
 } kserve_decoder;
 
 typedef struct kserve_input {
     cJSON *root;            /* the request (numeric data arrays stubbed) */
     const cJSON *input;     /* inputs[0], or NULL */
     const cJSON *shape, *datatype, *data; /* its fields, NULL when absent */
-    const char *text;       /* fast: the data array's text, '[' to ']' */
-    size_t text_len;
+    const float *values;    /* fast: inputs[0].data's numbers, read already */
+    int64_t nvalues;
 } kserve_input;
 
 /* Parses `body`; -1 when it is not JSON (out->root NULL). The fields of

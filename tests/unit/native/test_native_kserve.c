@@ -4,6 +4,7 @@
  * for bit, over many spellings), the right array is read when several have
  * a "data" key, and what is not JSON, or not numbers, is refused as cJSON
  * would refuse it (including numbers JSON does not allow but strtod does).
+ * The decoder reads the numbers in the pass that finds the arrays.
  */
 #include <math.h>
 #include <stdio.h>
@@ -21,7 +22,7 @@ static int decode(const char *body, float *x, int64_t cap, int64_t *n, int *fast
 {
     kserve_input in;
     int rc = kserve_parse(&dec, body, strlen(body), &in);
-    *fast = in.text != NULL;
+    *fast = in.values != NULL;
     if (rc == 0)
         rc = kserve_read_data(&in, x, cap, n);
     kserve_input_free(&in);
@@ -138,20 +139,17 @@ static void test_structure(void)
         CHECK_MSG(decode(bad[i], x, 8, &n, &fast) != 0, "accepted %s", bad[i]);
         CHECK_MSG(reference(bad[i], x, 8, &n) != 0, "cJSON accepts %s", bad[i]);
     }
-    /* JSON's number grammar, where cJSON is lenient */
-    const char *lenient[] = {"{\"inputs\":[{\"data\":[01]}]}", "{\"inputs\":[{\"data\":[1.]}]}"};
-    for (size_t i = 0; i < sizeof lenient / sizeof *lenient; i++) {
-        float x[8];
-        int64_t n = 0;
-        int fast;
-        CHECK_MSG(decode(lenient[i], x, 8, &n, &fast) != 0, "accepted %s", lenient[i]);
-    }
+    /* What JSON's number grammar refuses but cJSON accepts is left to
+     * cJSON, as before: the same numbers, not the fast way. */
+    same_as_cjson("{\"inputs\":[{\"data\":[01]}]}", 0);
+    same_as_cjson("{\"inputs\":[{\"data\":[1.]}]}", 0);
     /* more numbers than the limit */
     float x[2];
     int64_t n = 0;
     int fast;
     CHECK(decode("{\"inputs\":[{\"data\":[1,2,3]}]}", x, 2, &n, &fast) != 0);
-    /* deep nesting is refused, not recursed into without end */
+    /* deep nesting is not recursed into without end: past its depth the
+     * decoder leaves the array to cJSON (whose own limit is 1000) */
     char deep[300];
     memset(deep, 0, sizeof deep);
     strcpy(deep, "{\"inputs\":[{\"data\":");
@@ -162,7 +160,7 @@ static void test_structure(void)
         strcat(deep, "]");
     strcat(deep, "}]}");
     float y[4];
-    CHECK(decode(deep, y, 4, &n, &fast) != 0);
+    CHECK(decode(deep, y, 4, &n, &fast) == 0 && n == 1 && y[0] == 1 && !fast);
 }
 
 int main(void)
