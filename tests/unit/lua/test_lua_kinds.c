@@ -4,6 +4,7 @@
  * launch adapter.
  */
 #include <dirent.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../../check.h"
@@ -355,13 +356,18 @@ static void test_logger(void)
     CHECK(f->on_train_begin && f->log_train_metrics && f->on_train_end);
     CHECK(f->log_test_metrics == NULL); /* the script left it out */
 
-    char dir[] = "/tmp/loom-lua-logger-XXXXXX";
-    CHECK(mkdtemp(dir) != NULL);
+    /* As under an exec: RESULT_DIR/plugins/NAME, so the write limit counts
+     * only this test's plugin folders, not whatever else is in /tmp. */
+    char root[] = "/tmp/loom-lua-logger-XXXXXX", plugins[64], dir[80];
+    CHECK(mkdtemp(root) != NULL);
+    snprintf(plugins, sizeof plugins, "%s/plugins", root);
+    snprintf(dir, sizeof dir, "%s/logger", plugins);
+    CHECK(mkdir(plugins, 0700) == 0 && mkdir(dir, 0700) == 0);
     loom_logger_config config = {.struct_size = sizeof config,
                                  .role = LOOM_LOGGER_WORKER, .rank = 1,
                                  .exec_id = "exec-9", .log_dir = "/nonexistent",
                                  .config_json = "{\"tag\":\"t\"}",
-                                 .result_dir = dir, .plugin_dir = dir};
+                                 .result_dir = root, .plugin_dir = dir};
     loom_logger_instance *inst = NULL;
     loom_error *e = f->create(f, &config, &inst);
     CHECK_MSG(e == NULL, "%s", loom_err_message(e));
@@ -390,6 +396,8 @@ static void test_logger(void)
                                  "end FINISHED done\n");
     unlink(path);
     rmdir(dir);
+    rmdir(plugins);
+    rmdir(root);
     lua_plugin_close(p);
 }
 

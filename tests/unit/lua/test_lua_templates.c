@@ -5,6 +5,7 @@
  */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../../check.h"
@@ -142,11 +143,17 @@ static void test_logger(void)
 {
     const loom_logger_factory *f;
     lua_plugin *p = open_template("logger", (const void **)&f, LOOM_KIND_LOGGER);
-    char dir[] = "/tmp/loom-lua-template-XXXXXX";
-    if (!f || !mkdtemp(dir))
+    /* As under an exec: RESULT_DIR/plugins/NAME, so the write limit counts
+     * only this test's plugin folders, not whatever else is in /tmp. */
+    char root[] = "/tmp/loom-lua-template-XXXXXX", plugins[64], dir[80];
+    if (!f || !mkdtemp(root))
+        goto out;
+    snprintf(plugins, sizeof plugins, "%s/plugins", root);
+    snprintf(dir, sizeof dir, "%s/logger", plugins);
+    if (mkdir(plugins, 0700) != 0 || mkdir(dir, 0700) != 0)
         goto out;
     loom_logger_config c = {.struct_size = sizeof c, .role = LOOM_LOGGER_DRIVER, .exec_id = "e",
-                            .log_dir = dir, .config_json = "{}", .result_dir = dir,
+                            .log_dir = dir, .config_json = "{}", .result_dir = root,
                             .plugin_dir = dir};
     loom_logger_instance *inst = NULL;
     loom_error *e = f->create(f, &c, &inst);
@@ -173,6 +180,8 @@ static void test_logger(void)
     CHECK_STR_EQ(text, "driver/0 begin epochs=3 workers=2\ndriver/0 train iteration=10 loss=0.25\n"
                        "driver/0 end FINISHED\n");
     rmdir(dir);
+    rmdir(plugins);
+    rmdir(root);
 out:
     lua_plugin_close(p);
 }
