@@ -82,7 +82,18 @@ struct exec_service {
     unsigned seq;
     exec_limits limits;
     log_pump *logs; /* launch-style workers' stdout and stderr, bounded */
+    int wake_fd;    /* eventfd: the supervisor looks again (exec_wake.c) */
+    int supervise_ms; /* the supervisor's fallback interval */
 };
+
+/* exec_wake.c: the supervisor's wait. */
+void exec_wake_init(exec_service *es);
+void exec_wake_close(exec_service *es);
+/* Makes the supervisor's current or next wait return at once. */
+void exec_wake(exec_service *es);
+/* Waits until a launch-style worker exits, exec_wake is called, or
+ * timeout_ms pass. Takes es->lock briefly; call without it. */
+void exec_wait_for_change(exec_service *es, int timeout_ms);
 
 /* exec_wmla.c */
 /* A model archive unpacked into code_dir whose only top-level entry is a
