@@ -152,6 +152,11 @@ loom_error *trainer_prepare(exec_service *es, const store_exec *rec, const regis
 /* Starts a prepared trainer with `workers` workers. Call with es->lock. */
 /* Starts the trainer on the devices granted (CUDA ordinals or CPU slot
  * numbers, of `kind`). */
+/* Copies exec `from`'s newest checkpoint and val_dict_list.json into the
+ * new job's result directory and marks it to resume from them; an exec
+ * without a checkpoint leaves the job to start from scratch. */
+loom_error *trainer_continue_from(exec_service *es, const store_exec *rec, const char *from,
+                                  edt_job *job);
 loom_error *trainer_start(exec_service *es, running_exec *r, const int32_t *devices, int count,
                           int32_t kind);
 /* Keeps the trainer's progress for `exec view` and frees it. */

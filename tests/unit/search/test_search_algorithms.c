@@ -298,6 +298,36 @@ static void test_hyperband(void)
     f->destroy(inst);
 }
 
+/* A bracket's starters over a finite space are distinct configurations
+ * while unused ones remain: 9 starters over 3 widths x 3 optimizers try
+ * all 9 (independent draws repeat some: with 9 draws from 9, about 3). */
+static void test_hyperband_distinct_starters(void)
+{
+    const loom_search_factory *f = factory("hyperband");
+    static const loom_search_option opts[] = {{"ResourceValue", "9"}, {"eta", "3"}};
+    for (uint64_t seed = 1; seed <= 5; seed++) {
+        search_setup s = {.params = mixed + 1, .dim = 2, .seed = seed, .options = opts,
+                          .option_count = 2};
+        loom_search_instance *inst = search_create(f, &s, NULL);
+        recorder r;
+        recorder_init(&r, mixed + 1, 2);
+        search_suggest(f, inst, 9, &r);
+        uint32_t seen = 0;
+        for (uint32_t i = 0; i < r.count; i++) {
+            uint32_t w = 0, o = 0;
+            while (w < 3 && widths[w] != r.items[i].values[0].i)
+                w++;
+            while (o < 3 && strcmp(optimizers[o], r.items[i].values[1].s))
+                o++;
+            seen |= 1u << (w * 3 + o);
+        }
+        CHECK_MSG(r.count == 9 && seen == 0x1ff, "seed %llu: %u starters, configurations %#x",
+                  (unsigned long long)seed, r.count, seen);
+        recorder_free(&r);
+        f->destroy(inst);
+    }
+}
+
 static double branin_unit(const double *x, uint32_t dim)
 {
     (void)dim;
@@ -392,6 +422,7 @@ int main(void)
     test_save_in_warmup("bayesian");
     test_grid();
     test_hyperband();
+    test_hyperband_distinct_starters();
     test_beats_random();
     test_tpe_at_wmla_defaults();
     for (size_t i = 0; i < sizeof plugins / sizeof *plugins; i++)
