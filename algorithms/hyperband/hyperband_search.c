@@ -107,11 +107,13 @@ static uint64_t finite_size(const loom_search_instance *inst)
     return total;
 }
 
+/* Whether two coordinates give the same values (a continuous parameter
+ * only when they are equal). */
 static int same_configuration(const loom_search_instance *inst, const double *a, const double *b)
 {
     for (uint32_t d = 0; d < inst->space.count; d++) {
         double levels = (double)search_param_levels(&inst->space.params[d]);
-        if (floor(a[d] * levels) != floor(b[d] * levels))
+        if (levels ? floor(a[d] * levels) != floor(b[d] * levels) : a[d] != b[d])
             return 0;
     }
     return 1;
@@ -174,11 +176,27 @@ static int advance(loom_search_instance *inst)
         inst->members[k].id = k; /* reuse id as the index while sorting */
     qsort(inst->members, inst->count, sizeof *inst->members, by_loss);
     double *sorted = malloc(((size_t)keep * dim + 1) * sizeof *sorted);
-    if (!sorted)
+    uint8_t *taken = calloc(inst->count + 1, 1);
+    if (!sorted || !taken) {
+        free(sorted);
+        free(taken);
         return -1;
-    for (uint32_t k = 0; k < keep; k++)
-        memcpy(sorted + (size_t)k * dim, inst->coords + inst->members[k].id * dim,
-               dim * sizeof *sorted);
+    }
+    /* The best distinct configurations first (one that drew several
+     * starters is promoted once), then the next best to fill the rung. */
+    uint32_t chosen = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (uint32_t k = 0; k < inst->count && chosen < keep; k++) {
+            const double *u = inst->coords + inst->members[k].id * dim;
+            uint32_t j = 0;
+            while (pass == 0 && j < chosen && !same_configuration(inst, u, sorted + (size_t)j * dim))
+                j++;
+            if (taken[k] || (pass == 0 && j < chosen))
+                continue;
+            taken[k] = 1;
+            memcpy(sorted + (size_t)chosen++ * dim, u, dim * sizeof *sorted);
+        }
+    free(taken);
     memcpy(inst->coords, sorted, (size_t)keep * dim * sizeof *sorted);
     free(sorted);
     inst->count = keep;

@@ -328,6 +328,33 @@ static void test_hyperband_distinct_starters(void)
     }
 }
 
+/* A rung promotes the best distinct configurations: over 2 widths, the 9
+ * starters draw each several times; the better width's copies rank first,
+ * yet the 3 promoted hold both widths (then the better one again). */
+static void test_hyperband_promotes_distinct(void)
+{
+    const loom_search_factory *f = factory("hyperband");
+    static const loom_search_option opts[] = {{"ResourceValue", "9"}, {"eta", "3"}};
+    loom_param two = mixed[1];
+    two.choice_count = 2;
+    search_setup s = {.params = &two, .dim = 1, .seed = 4, .options = opts, .option_count = 2};
+    loom_search_instance *inst = search_create(f, &s, NULL);
+    recorder r;
+    recorder_init(&r, &two, 1);
+    search_suggest(f, inst, 9, &r);
+    for (uint32_t i = 0; i < r.count; i++)
+        search_observe(f, inst, &r, &r.items[i], LOOM_EXPERIMENT_FINISHED,
+                       (r.items[i].values[0].i == widths[0] ? 0.1 : 0.5) + 1e-3 * i);
+    uint32_t before = r.count, widths_seen = 0;
+    search_suggest(f, inst, 9, &r);
+    for (uint32_t i = before; i < r.count; i++)
+        widths_seen |= r.items[i].values[0].i == widths[0] ? 1u : 2u;
+    CHECK_MSG(before == 9 && r.count == 12 && widths_seen == 3,
+              "%u starters, %u promoted, widths seen %#x", before, r.count - before, widths_seen);
+    recorder_free(&r);
+    f->destroy(inst);
+}
+
 static double branin_unit(const double *x, uint32_t dim)
 {
     (void)dim;
@@ -423,6 +450,7 @@ int main(void)
     test_grid();
     test_hyperband();
     test_hyperband_distinct_starters();
+    test_hyperband_promotes_distinct();
     test_beats_random();
     test_tpe_at_wmla_defaults();
     for (size_t i = 0; i < sizeof plugins / sizeof *plugins; i++)
