@@ -2,6 +2,10 @@
 # bench/comm/run.sh - loom's shm all-reduce beside PyTorch's gloo, same
 # sizes, same invocation, runs interleaved so both see the same machine;
 # prints medians of RUNS runs and loom as a fraction of single-core memcpy.
+# loom's two paths: "in place" (the buffers in the segment's gradient
+# regions: what the trainer does with the native adapter on CPU) and
+# "staged" (the buffers in each process's own memory, copied through the
+# segment: other adapters, EDT_IN_PLACE_REDUCE=0).
 #
 #   bench/comm/run.sh [BUILD_DIR]     (default: build-comm next to this tree)
 #   RUNS=7 PYTHON=/usr/bin/python3 bench/comm/run.sh
@@ -36,6 +40,7 @@ for run in $(seq "$runs"); do
     "$bench" memcpy 268435456 5 >>"$results"
     for size in $sizes; do
         n=$(iterations_for "$size")
+        "$bench" inplace "$size" "$n" "$processes" >>"$results"
         "$bench" allreduce "$size" "$n" "$processes" >>"$results"
         "$python" "$here/gloo_allreduce.py" "$size" "$n" "$processes" >>"$results"
     done
@@ -51,8 +56,11 @@ memcpy = statistics.median(float(r[3]) for r in rows if r[1] == "memcpy")
 print(f"single-core memcpy (256 MB): {memcpy:.2f} GB/s")
 print(f"all-reduce (average), {sys.argv[2]} processes, bus bandwidth, median of "
       f"{sum(1 for r in rows if r[1] == 'memcpy')} runs:")
-print(f"{'size':>10} {'loom shm GB/s':>14} {'gloo GB/s':>10} {'loom/gloo':>10} {'loom/memcpy':>12}")
+print(f"{'size':>10} {'in place GB/s':>14} {'staged GB/s':>12} {'gloo GB/s':>10} "
+      f"{'in place/gloo':>14} {'in place/memcpy':>16} {'staged/gloo':>12} {'staged/memcpy':>14}")
 for size in sorted({int(r[2]) for r in rows if r[1] == "allreduce"}):
-    loom, gloo = median("allreduce", size), median("gloo", size)
-    print(f"{size / 1e6:>8.1f}MB {loom:>14.2f} {gloo:>10.2f} {loom / gloo:>9.1f}x {loom / memcpy:>12.2f}")
+    inplace, staged, gloo = median("inplace", size), median("allreduce", size), median("gloo", size)
+    print(f"{size / 1e6:>8.1f}MB {inplace:>14.2f} {staged:>12.2f} {gloo:>10.2f} "
+          f"{inplace / gloo:>13.1f}x {inplace / memcpy:>16.2f} {staged / gloo:>11.1f}x "
+          f"{staged / memcpy:>14.2f}")
 PY

@@ -6,8 +6,12 @@
 # one thread per core). Runs are interleaved and the median of RUNS runs is
 # reported, because timings here swing between runs.
 #
+# BEFORE=path/to/native.so also runs that build of the adapter (another
+# tree's, e.g. before a change) interleaved with the others, and prints its
+# median and the ratio beside loom's.
+#
 #   bench/native/run.sh [BUILD_DIR]          (default: build)
-#   env: MODEL=mlp RUNS=3 SECONDS_PER_RUN=5 THREADS=1 BATCH=64
+#   env: MODEL=mlp RUNS=3 SECONDS_PER_RUN=5 THREADS=1 BATCH=64 BEFORE=
 #        DATA=/usr/share/datasets/fashion-mnist PYTHON=/usr/bin/python3
 set -eu
 
@@ -26,6 +30,11 @@ esac
 data=${DATA:-/usr/share/datasets/fashion-mnist}
 python=${PYTHON:-/usr/bin/python3}
 bench="$build/bin/bench_native"
+before=${BEFORE:-}
+if [ -n "$before" ] && [ ! -r "$before" ]; then
+    echo "run.sh: BEFORE: $before is not a readable native.so" >&2
+    exit 2
+fi
 
 if [ ! -x "$bench" ]; then
     echo "run.sh: $bench not found; build it first: make -C $build bench_native" >&2
@@ -45,12 +54,20 @@ median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] 
 
 loom_runs=""
 torch_runs=""
+before_runs=""
 i=1
 while [ "$i" -le "$runs" ]; do
     # shellcheck disable=SC2046
     l=$(OPENBLAS_NUM_THREADS=$threads "$bench" --seconds "$seconds" --batch "$batch" \
         --data "$data" $([ -n "$spec" ] && echo --spec "$spec") 2>/dev/null)
     echo "run $i: $l"
+    if [ -n "$before" ]; then
+        # shellcheck disable=SC2046
+        b=$(OPENBLAS_NUM_THREADS=$threads "$bench" --seconds "$seconds" --batch "$batch" \
+            --data "$data" --plugin "$before" $([ -n "$spec" ] && echo --spec "$spec") 2>/dev/null)
+        echo "run $i: before: $b"
+        before_runs="$before_runs $(echo "$b" | awk '{ print $3 }')"
+    fi
     t=$(OMP_NUM_THREADS=$threads "$python" "$here/torch_peer.py" --seconds "$seconds" \
         --batch "$batch" --threads "$threads" --data "$data" --model "$model")
     echo "run $i: $t"
@@ -65,3 +82,8 @@ echo "$name, batch $batch, $threads thread(s), median of $runs runs of ${seconds
 echo "  loom native: $loom_median samples/s"
 echo "  pytorch:     $torch_median samples/s"
 awk -v l="$loom_median" -v t="$torch_median" 'BEGIN { if (t > 0) printf "  ratio:       %.2fx\n", l / t }'
+if [ -n "$before" ]; then
+    before_median=$(echo "$before_runs" | tr ' ' '\n' | grep . | median)
+    echo "  before:      $before_median samples/s ($before)"
+    awk -v l="$loom_median" -v b="$before_median" 'BEGIN { if (b > 0) printf "  loom/before: %.2fx\n", l / b }'
+fi

@@ -2,13 +2,16 @@
 # bench/serve/run.sh - inference serving under wrk, loom beside nginx in the
 # same run:
 #   1. echo kernels (.so, Lua, libffi) at 64 connections: req/s and p99,
-#      beside nginx answering a fixed body (the target: >= 50 % of nginx);
+#      beside nginx answering a fixed body (the target: >= 50 % of nginx),
+#      and the CPU time loom (host and kernel) spent per request, which the
+#      machine's other load sways less than req/s;
 #   2. the Fashion-MNIST MLP (native kernel, trained here for one epoch):
 #      task_batch_size 32 against 1 under load (target >= 3x), and p50 at one
 #      connection (the batching delay: target <= 2 ms more);
 #   3. autoscaling under a step in load: instances over time, requests lost.
 #
 # usage: bench/serve/run.sh [BUILD_DIR] [SECONDS]   (default: build, 5)
+#        SECTIONS="echo mlp scale" (the default: all three) picks some.
 # Needs wrk and nginx (Debian's wrk, nginx-light) and the serving examples
 # (built with the tree). Each figure is the median of three wrk runs.
 set -eu
@@ -16,6 +19,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 build=${1:-$root/build}
 secs=${2:-5}
+SECTIONS=${SECTIONS:-echo mlp scale}
+want() { case " $SECTIONS " in *" $1 "*) return 0 ;; esac; return 1; }
 LOOM=$build/bin/loom
 EX=$build/examples/serving
 for t in wrk nginx; do command -v $t >/dev/null || [ -x /usr/sbin/$t ] || { echo "missing $t (apt-get install wrk nginx-light)" >&2; exit 1; }; done
@@ -75,19 +80,30 @@ wrk.headers["Authorization"] = "Bearer " .. os.getenv("TOKEN")
 done = function(summary, latency, requests)
   local errors = summary.errors.status + summary.errors.connect + summary.errors.read +
                  summary.errors.write + summary.errors.timeout
-  io.write(string.format("RESULT %.1f %.3f %.3f %d\n", summary.requests / summary.duration * 1e6,
-           latency:percentile(50) / 1000, latency:percentile(99) / 1000, errors))
+  io.write(string.format("RESULT %.1f %.3f %.3f %d %d\n", summary.requests / summary.duration * 1e6,
+           latency:percentile(50) / 1000, latency:percentile(99) / 1000, errors, summary.requests))
 end
 LUA
+# (the three runs' requests, summed, go to $WORK/requests)
 wrk_post() {
     local runs=""
     local threads=2
     [ "$3" -lt 2 ] && threads=1
     for _ in 1 2 3; do
-        runs="$runs$(BODY_FILE=$2 TOKEN=$TOKEN wrk -t$threads -c"$3" -d"${secs}s" -s "$WORK/post.lua" "$1" | awk '/^RESULT/ {print $2, $3, $4, $5}')
+        runs="$runs$(BODY_FILE=$2 TOKEN=$TOKEN wrk -t$threads -c"$3" -d"${secs}s" -s "$WORK/post.lua" "$1" | awk '/^RESULT/ {print $2, $3, $4, $5, $6}')
 "
     done
-    printf '%s' "$runs" | sort -n | sed -n 2p
+    printf '%s' "$runs" | awk '{n += $5} END {print n}' > "$WORK/requests"
+    printf '%s' "$runs" | sort -n | sed -n 2p | cut -d' ' -f1-4
+}
+# loom_cpu_ticks: CPU time (clock ticks) of the host and the processes under it so far
+descendants() { local c; for c in $(pgrep -P "$1"); do echo "$c"; descendants "$c"; done; }
+loom_cpu_ticks() {
+    local t=0 p
+    for p in $HOST_PID $(descendants "$HOST_PID"); do
+        t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || echo 0)))
+    done
+    echo $t
 }
 
 profile() { # profile BATCH MIN MAX [INTERVAL RELEASE]
@@ -97,6 +113,7 @@ profile() { # profile BATCH MIN MAX [INTERVAL RELEASE]
 
 echo '{"id":1,"data":"aGVsbG8="}' > "$WORK/echo.json"
 echo '{"inputs":[1.5,2.5,3.5,4.5]}' > "$WORK/ffi.json"
+if want echo; then
 echo "== echo at 64 connections (wrk -t2 -c64 -d${secs}s, median of 3), loom and nginx on the same 2 cores"
 read -r ng_rps ng_p50 ng_p99 ng_err <<< "$(wrk_post "http://127.0.0.1:$NPORT/" "$WORK/echo.json" 64)"
 printf '%-22s %10s req/s  p50 %7s ms  p99 %7s ms  errors %s\n' "nginx (fixed body)" "$ng_rps" "$ng_p50" "$ng_p99" "$ng_err"
@@ -105,14 +122,20 @@ for way in so lua ffi; do
     "$LOOM" model deploy -p "$EX/echo-$way" --profile "$WORK/profile.json" >/dev/null
     "$LOOM" model start "echo-$way" >/dev/null
     body=$WORK/echo.json; [ $way = ffi ] && body=$WORK/ffi.json
+    t0=$(loom_cpu_ticks)
     read -r rps p50 p99 err <<< "$(wrk_post "$URL/dlim/v1/inference/echo-$way" "$body" 64)"
+    t1=$(loom_cpu_ticks)
     pct=$(awk -v a="$rps" -v b="$ng_rps" 'BEGIN {printf "%.0f", 100 * a / b}')
-    printf '%-22s %10s req/s  p50 %7s ms  p99 %7s ms  errors %s  (%s%% of nginx)\n' "loom echo-$way" "$rps" "$p50" "$p99" "$err" "$pct"
+    cpu=$(awk -v t=$((t1 - t0)) -v n="$(cat "$WORK/requests")" -v hz="$(getconf CLK_TCK)" \
+          'BEGIN {printf "%.1f", n ? t * 1e6 / hz / n : 0}')
+    printf '%-22s %10s req/s  p50 %7s ms  p99 %7s ms  errors %s  (%s%% of nginx)  %s us CPU/request\n' \
+        "loom echo-$way" "$rps" "$p50" "$p99" "$err" "$pct" "$cpu"
     "$LOOM" model stop "echo-$way" >/dev/null
 done
+fi
 
 # --- the MLP: trained here for one epoch by `loom demo` (its own host) ---
-if [ -r /usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz ]; then
+if want mlp && [ -r /usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz ]; then
     echo "== training the MLP for the batching figures (loom demo --epochs 1)"
     "$LOOM" demo --home "$WORK/demo" --epochs 1 > "$WORK/demo.out" 2>&1 || { tail -5 "$WORK/demo.out"; exit 1; }
     trained=$(ls -d "$WORK"/demo/execs/*/model | while read -r d; do [ -f "$d/model.safetensors" ] && echo "$d"; done | head -n1)
@@ -143,6 +166,7 @@ PY
 fi
 
 # --- autoscaling: a kernel taking 50 ms per request, min 1, max 4 ---
+want scale || exit 0
 echo "== autoscaling: kernel_min 1, kernel_max 4, schedule_interval 1 s, kernel_delay_release_time 3 s;"
 echo "   8 connections for 8 s against a kernel taking 50 ms a request, then none"
 cp -r "$build/tests/integration/infer/fault" "$WORK/slow"

@@ -25,8 +25,9 @@
 #
 # --only profile: where a step's time goes, MLP on 2 workers (and 1), with
 # one step per coordinator round (EDT_STEPS_PER_ROUND=1, the old way) and
-# with the default multi-step rounds, and (2 workers) with the all-reduce
-# during backward as well (EDT_OVERLAP_REDUCE=1): the coordinator's per-step sampling,
+# with the default multi-step rounds, and (2 workers) with the gradients
+# reduced through staging instead of in place (EDT_IN_PLACE_REDUCE=0) and
+# with the all-reduce during backward as well (EDT_OVERLAP_REDUCE=1): the coordinator's per-step sampling,
 # sending plans, waiting for replies and recording (driver log), each
 # worker's compute, all-reduce (and the part of it spent waiting for the
 # slower peer), optimizer apply and time between rounds (worker logs), for
@@ -310,11 +311,13 @@ profile() {
     say "profile: MLP, batch 64 per worker, epoch $epochs of $epochs, one step per round and multi-step rounds, $runs run(s)"
     for run in $(seq "$runs"); do
         for n in 1 2; do
-            for setting in single:1 multi: overlap:; do
+            for setting in single:1 multi: staged: overlap:; do
                 name=${setting%%:*} steps=${setting#*:}
-                [ "$name" = overlap ] && [ "$n" = 1 ] && continue # nothing to overlap with
+                # nothing to reduce or overlap with on one worker
+                { [ "$name" = overlap ] || [ "$name" = staged ]; } && [ "$n" = 1 ] && continue
                 submit_opts=${steps:+--msd-env EDT_STEPS_PER_ROUND=$steps}
                 [ "$name" = overlap ] && submit_opts="--msd-env EDT_OVERLAP_REDUCE=1"
+                [ "$name" = staged ] && submit_opts="--msd-env EDT_IN_PLACE_REDUCE=0"
                 # shellcheck disable=SC2086
                 id=$(loom_train mlp "$n" 300 $args)
                 submit_opts=
@@ -336,12 +339,13 @@ profile() {
     echo "Where a step's time goes, ms per step (median of $runs; MLP 784-512-512-10, batch 64 per worker, epoch $epochs of $epochs)"
     printf '  %-24s %9s %7s | %8s %8s %8s %8s | %8s %9s %8s %7s %8s\n' "" "samples/s" "rounds" \
         "sampling" "plans" "replies" "record" "compute" "allreduce" "(waiting)" "apply" "between"
-    for k in single1 multi1 single2 multi2 overlap2; do
+    for k in single1 multi1 single2 multi2 staged2 overlap2; do
         case $k in
             single1) label="1 worker, 1 step/round" ;;
             multi1) label="1 worker, multi-step" ;;
             single2) label="2 workers, 1 step/round" ;;
             multi2) label="2 workers, multi-step" ;;
+            staged2) label="2 w., multi, staged" ;;
             *) label="2 w., multi + overlap" ;;
         esac
         printf '  %-24s' "$label"

@@ -145,6 +145,40 @@ static void conv_valid_columns(int32_t kj, nk_conv_geom g, int32_t *lo, int32_t 
     *hi = h;
 }
 
+/* im2col's row (c, ki, kj) when the output is as wide as the input with
+ * stride 1 ("same" padding): its in-image rows are one contiguous stretch
+ * of the input shifted by kj - padding, so one copy moves them all; then
+ * the few entries that read the padding at each row's ends, which that
+ * copy filled from the neighbouring row, become zeros. */
+static void im2col_same_row(const float *x, float *dst, int32_t c, int32_t ki,
+                            int32_t kj, nk_conv_geom g)
+{
+    int32_t w = g.width, lo, hi;
+    conv_valid_columns(kj, g, &lo, &hi);
+    int32_t oy_lo = g.padding - ki > 0 ? g.padding - ki : 0;
+    int32_t oy_hi = g.height + g.padding - ki < g.out_height ? g.height + g.padding - ki
+                                                             : g.out_height;
+    if (oy_hi <= oy_lo || hi <= lo) {
+        memset(dst, 0, sizeof(float) * (size_t)g.out_height * (size_t)w);
+        return;
+    }
+    memset(dst, 0, sizeof(float) * (size_t)oy_lo * (size_t)w);
+    memset(dst + (int64_t)oy_hi * w, 0, sizeof(float) * (size_t)(g.out_height - oy_hi) * (size_t)w);
+    /* Entry j of the row reads input element shift + j. Copied from the
+     * first row's first in-image entry to the last row's last, so every
+     * read stays inside the channel's plane. */
+    int64_t shift = ((int64_t)c * g.height - g.padding + ki) * w + kj - g.padding;
+    int64_t from = (int64_t)oy_lo * w + lo, to = (int64_t)(oy_hi - 1) * w + hi;
+    memcpy(dst + from, x + shift + from, sizeof(float) * (size_t)(to - from));
+    for (int32_t oy = oy_lo; oy < oy_hi; oy++) {
+        float *row = dst + (int64_t)oy * w;
+        for (int32_t ox = 0; ox < lo; ox++)
+            row[ox] = 0.0f;
+        for (int32_t ox = hi; ox < w; ox++)
+            row[ox] = 0.0f;
+    }
+}
+
 /* The same mapping as nk_im2col (which the CUDA twin runs per element),
  * walked row by row with the padding cut off each row's ends, so the
  * middle is a plain (stride 1: contiguous) copy: per element, nk_im2col's
@@ -155,10 +189,15 @@ static void cpu_im2col(native_backend *be, const float *x, float *col,
 {
     (void)be;
     int64_t plane = (int64_t)g.out_height * g.out_width;
+    int same = g.stride == 1 && g.out_width == g.width;
     for (int32_t c = 0; c < g.channels; c++)
         for (int32_t ki = 0; ki < g.kernel; ki++)
             for (int32_t kj = 0; kj < g.kernel; kj++) {
                 float *dst = col + (((int64_t)c * g.kernel + ki) * g.kernel + kj) * plane;
+                if (same) {
+                    im2col_same_row(x, dst, c, ki, kj, g);
+                    continue;
+                }
                 int32_t lo, hi;
                 conv_valid_columns(kj, g, &lo, &hi);
                 for (int32_t oy = 0; oy < g.out_height; oy++, dst += g.out_width) {
@@ -185,6 +224,47 @@ static void cpu_im2col(native_backend *be, const float *x, float *col,
             }
 }
 
+/* Entries at rows' padded ends a one-stretch col2im row sets aside. */
+#define COL2IM_SAVED_MAX 512
+
+/* col2im's row (c, ki, kj) with "same" padding and stride 1, the adjoint
+ * of im2col_same_row: one add over the contiguous stretch. The entries at
+ * each row's padded ends land, in that stretch, on the neighbouring row's
+ * end elements, which no other entry of this row touches; their values are
+ * set aside before and put back after, so every element gets exactly the
+ * sum the row-by-row loop gives, in the same order. Returns 0 when the
+ * padded ends are too many to set aside (the caller walks rows). */
+static int col2im_same_row(const float *restrict src, float *restrict x, int32_t c,
+                           int32_t ki, int32_t kj, nk_conv_geom g)
+{
+    int32_t w = g.width, lo, hi;
+    conv_valid_columns(kj, g, &lo, &hi);
+    int32_t oy_lo = g.padding - ki > 0 ? g.padding - ki : 0;
+    int32_t oy_hi = g.height + g.padding - ki < g.out_height ? g.height + g.padding - ki
+                                                             : g.out_height;
+    if (oy_hi <= oy_lo || hi <= lo)
+        return 1;
+    int64_t ends = (int64_t)(oy_hi - oy_lo - 1) * (w - (hi - lo));
+    if (ends > COL2IM_SAVED_MAX)
+        return 0;
+    int64_t shift = ((int64_t)c * g.height - g.padding + ki) * w + kj - g.padding;
+    int64_t from = (int64_t)oy_lo * w + lo, to = (int64_t)(oy_hi - 1) * w + hi;
+    float saved[COL2IM_SAVED_MAX];
+    int n = 0;
+    /* Between two rows' in-image stretches: [hi, w) of one, [0, lo) of the next. */
+    for (int32_t oy = oy_lo; oy + 1 < oy_hi; oy++)
+        for (int64_t j = (int64_t)oy * w + hi; j < (int64_t)(oy + 1) * w + lo; j++)
+            saved[n++] = x[shift + j];
+    float *dst = x + shift;
+    for (int64_t j = from; j < to; j++)
+        dst[j] += src[j];
+    n = 0;
+    for (int32_t oy = oy_lo; oy + 1 < oy_hi; oy++)
+        for (int64_t j = (int64_t)oy * w + hi; j < (int64_t)(oy + 1) * w + lo; j++)
+            x[shift + j] = saved[n++];
+    return 1;
+}
+
 /* The adjoint of cpu_im2col in scatter form (nk_col2im gathers, for the
  * GPU, where scattering would race): zero x, then add every column entry
  * that did not read padding back where im2col took it from. */
@@ -193,11 +273,14 @@ static void cpu_col2im(native_backend *be, const float *col, float *x,
 {
     (void)be;
     int64_t plane = (int64_t)g.out_height * g.out_width;
+    int same = g.stride == 1 && g.out_width == g.width;
     memset(x, 0, sizeof(float) * (size_t)g.channels * (size_t)g.height * (size_t)g.width);
     for (int32_t c = 0; c < g.channels; c++)
         for (int32_t ki = 0; ki < g.kernel; ki++)
             for (int32_t kj = 0; kj < g.kernel; kj++) {
                 const float *src = col + (((int64_t)c * g.kernel + ki) * g.kernel + kj) * plane;
+                if (same && col2im_same_row(src, x, c, ki, kj, g))
+                    continue;
                 int32_t lo, hi;
                 conv_valid_columns(kj, g, &lo, &hi);
                 for (int32_t oy = 0; oy < g.out_height; oy++, src += g.out_width) {
@@ -217,6 +300,36 @@ static void cpu_col2im(native_backend *be, const float *col, float *x,
             }
 }
 
+/* The common 2x2 window with stride 2: nk_maxpool_window's comparisons in
+ * its order (the first of equal maxima wins), written as selects, because
+ * on real data the branch on which element is larger is a coin toss the
+ * predictor loses. */
+static void maxpool2_fwd_plane(const float *restrict in, float *restrict y,
+                               int32_t *restrict argmax, nk_pool_geom g)
+{
+    for (int32_t oy = 0; oy < g.out_height; oy++) {
+        const float *top = in + (int64_t)(2 * oy) * g.width, *bottom = top + g.width;
+        int32_t row_at = 2 * oy * g.width;
+        for (int32_t ox = 0; ox < g.out_width; ox++) {
+            float a = top[2 * ox], b = top[2 * ox + 1];
+            float c = bottom[2 * ox], d = bottom[2 * ox + 1];
+            int32_t at = row_at + 2 * ox;
+            float best = a;
+            int32_t best_at = at;
+            best_at = b > best ? at + 1 : best_at;
+            best = b > best ? b : best;
+            best_at = c > best ? at + g.width : best_at;
+            best = c > best ? c : best;
+            best_at = d > best ? at + g.width + 1 : best_at;
+            best = d > best ? d : best;
+            y[ox] = best;
+            argmax[ox] = best_at;
+        }
+        y += g.out_width;
+        argmax += g.out_width;
+    }
+}
+
 /* nk_maxpool_fwd's mapping walked plane by plane and row by row, with the
  * same window body: per element, its index arithmetic costs 64-bit
  * divisions, which made max-pooling most of a CNN step on the CPU. */
@@ -225,6 +338,13 @@ static void cpu_maxpool_fwd(native_backend *be, const float *x, float *y,
 {
     (void)be;
     int64_t in_plane = (int64_t)g.height * g.width;
+    int64_t out_plane = (int64_t)g.out_height * g.out_width;
+    if (g.kernel == 2 && g.stride == 2) {
+        for (int64_t p = 0; p < planes; p++)
+            maxpool2_fwd_plane(x + p * in_plane, y + p * out_plane,
+                               argmax + p * out_plane, g);
+        return;
+    }
     for (int64_t p = 0; p < planes; p++) {
         const float *in = x + p * in_plane;
         for (int32_t oy = 0; oy < g.out_height; oy++)

@@ -55,17 +55,36 @@ static inline LOOM_HD void nk_bias_add(int64_t i, float *y, const float *b,
     y[i] += b[channel];
 }
 
+/* The sum of v[0..n) in NK_SUM_LANES interleaved partial sums, folded
+ * pairwise at the end: the order a vector unit adds in, so the CPU loop
+ * vectorises (one running sum chains every add through the FPU's latency)
+ * and the CUDA twin, running this same body, gets the same bits. */
+#define NK_SUM_LANES 16
+static inline LOOM_HD float nk_sum(const float *v, int64_t n)
+{
+    float lane[NK_SUM_LANES];
+    for (int j = 0; j < NK_SUM_LANES; j++)
+        lane[j] = 0.0f;
+    int64_t p = 0;
+    for (; p + NK_SUM_LANES <= n; p += NK_SUM_LANES)
+        for (int j = 0; j < NK_SUM_LANES; j++)
+            lane[j] += v[p + j];
+    for (int j = 0; p + j < n; j++)
+        lane[j] += v[p + j];
+    for (int width = NK_SUM_LANES / 2; width > 0; width /= 2)
+        for (int j = 0; j < width; j++)
+            lane[j] += lane[j + width];
+    return lane[0];
+}
+
 /* db[c] += sum over batch and inner positions of dy[:, c, :]. */
 static inline LOOM_HD void nk_bias_grad(int64_t c, const float *dy, float *db,
                                         int64_t batch, int64_t channels,
                                         int64_t inner)
 {
     float sum = 0.0f;
-    for (int64_t b = 0; b < batch; b++) {
-        const float *row = dy + (b * channels + c) * inner;
-        for (int64_t p = 0; p < inner; p++)
-            sum += row[p];
-    }
+    for (int64_t b = 0; b < batch; b++)
+        sum += nk_sum(dy + (b * channels + c) * inner, inner);
     db[c] += sum;
 }
 

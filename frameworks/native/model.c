@@ -14,6 +14,8 @@
 
 #define INVALID LOOM_ERR_INVALID_ARGUMENT
 
+static void plan_local_buffers(native_model *m);
+
 static void format_shape(const int32_t *shape, int32_t ndim, char *out,
                          size_t outlen)
 {
@@ -193,6 +195,7 @@ int native_model_create(const native_spec *spec, const int32_t *in_shape,
         l->needs_input_grad = seen_params;
         seen_params |= l->weight >= 0;
     }
+    plan_local_buffers(m);
     const native_layer *last = &m->layers[m->layer_count - 1];
     if (last->out_ndim != 1 || last->out_size != classes) {
         char shape[48];
@@ -262,13 +265,22 @@ void native_model_destroy(native_model *m)
         release_working_memory(m);
     if (m->be) {
         m->be->release(m->be, m->weights);
-        m->be->release(m->be, m->grads);
+        if (!m->grads_borrowed)
+            m->be->release(m->be, m->grads);
     }
     free(m->layers);
     free(m->params);
     free(m->act);
     free(m->dact);
     free(m);
+}
+
+void native_model_borrow_grads(native_model *m, float *memory)
+{
+    if (!m->grads_borrowed)
+        m->be->release(m->be, m->grads);
+    m->grads = memory;
+    m->grads_borrowed = 1;
 }
 
 /* Sizes the working memory for `rows` rows. A flatten layer's output and
@@ -322,13 +334,83 @@ static int ensure_capacity(native_model *m, int64_t rows, char *err, size_t errl
     return 0;
 }
 
-static void layer_forward(native_model *m, int i, int64_t rows,
-                          const native_pass *pass)
+/* Floats per sample of act[k] and dact[k]. */
+static int64_t act_size(const native_model *m, int k)
+{
+    return k ? m->layers[k - 1].out_size : m->in_size;
+}
+
+/* act[k] from row `first` of the chunk on; a sample-local buffer holds only
+ * the rows of the current pass, from its start. */
+static float *act_rows(const native_model *m, int k, int64_t first)
+{
+    int local = k > 0 && m->layers[k - 1].out_local;
+    return m->act[k] + (local ? 0 : first * act_size(m, k));
+}
+
+/* The same for dact[k]; NULL for dact[0], which is never computed. */
+static float *dact_rows(const native_model *m, int k, int64_t first)
+{
+    if (!m->dact[k])
+        return NULL;
+    int local = k > 0 && m->layers[k - 1].dout_local;
+    return m->dact[k] + (local ? 0 : first * act_size(m, k));
+}
+
+/* A relu directly before a max_pool2d runs after it, on the pooled
+ * elements (a quarter of them for 2x2 windows): relu and max commute, both
+ * being monotone, and the gradients match bit for bit, because a window
+ * whose maximum is not positive passes zero either way. The pair runs at
+ * one layer's turn (the relu's going forward, the pool's going back); the
+ * relu's output buffers hold the pooled values before relu and their
+ * gradient. */
+static int relu_before_pool(const native_model *m, int i)
+{
+    return i >= 0 && i + 1 < m->layer_count &&
+           m->layers[i].spec.type == NATIVE_LAYER_RELU &&
+           m->layers[i + 1].spec.type == NATIVE_LAYER_MAXPOOL2D;
+}
+
+/* r is the relu's index. */
+static void relu_pool_forward(native_model *m, int r, int64_t first, int64_t rows)
 {
     native_backend *be = m->be;
+    const native_layer *pool = &m->layers[r + 1];
+    float *pooled = act_rows(m, r + 1, first);
+    be->maxpool_fwd(be, act_rows(m, r, first), pooled,
+                    pool->argmax + first * pool->out_size, rows * pool->in_shape[0],
+                    pool->pool);
+    be->relu_fwd(be, pooled, act_rows(m, r + 2, first),
+                 rows * pool->out_size);
+}
+
+static void relu_pool_backward(native_model *m, int r, int64_t first, int64_t rows)
+{
+    native_backend *be = m->be;
+    const native_layer *pool = &m->layers[r + 1];
+    if (!pool->needs_input_grad)
+        return;
+    float *dpooled = dact_rows(m, r + 1, first);
+    be->relu_bwd(be, act_rows(m, r + 2, first), dact_rows(m, r + 2, first), dpooled,
+                 rows * pool->out_size);
+    be->maxpool_bwd(be, dpooled, pool->argmax + first * pool->out_size, dact_rows(m, r, first),
+                    rows * pool->in_shape[0], pool->pool);
+}
+
+/* Layer i over rows [first, first + rows) of the chunk. */
+static void layer_forward(native_model *m, int i, int64_t first, int64_t rows,
+                          const native_pass *pass)
+{
+    if (relu_before_pool(m, i)) {
+        relu_pool_forward(m, i, first, rows);
+        return;
+    }
+    if (relu_before_pool(m, i - 1))
+        return;
+    native_backend *be = m->be;
     native_layer *l = &m->layers[i];
-    const float *x = m->act[i];
-    float *y = m->act[i + 1];
+    const float *x = act_rows(m, i, first);
+    float *y = act_rows(m, i + 1, first);
     int64_t n_out = rows * l->out_size;
     switch (l->spec.type) {
     case NATIVE_LAYER_DENSE: {
@@ -354,14 +436,15 @@ static void layer_forward(native_model *m, int i, int64_t rows,
         break;
     }
     case NATIVE_LAYER_MAXPOOL2D:
-        be->maxpool_fwd(be, x, y, l->argmax, rows * l->in_shape[0], l->pool);
+        be->maxpool_fwd(be, x, y, l->argmax + first * l->out_size,
+                        rows * l->in_shape[0], l->pool);
         break;
     case NATIVE_LAYER_RELU:
         be->relu_fwd(be, x, y, n_out);
         break;
     case NATIVE_LAYER_DROPOUT:
         /* Evaluation: rate 0 keeps every element, i.e. a copy. */
-        be->dropout(be, x, y, n_out, l->out_size, m->sample_ids,
+        be->dropout(be, x, y, n_out, l->out_size, m->sample_ids + first,
                     pass->train ? l->spec.rate : 0.0f, pass->dropout_seed,
                     pass->dropout_epoch);
         break;
@@ -370,13 +453,21 @@ static void layer_forward(native_model *m, int i, int64_t rows,
     }
 }
 
-static void layer_backward(native_model *m, int i, int64_t rows,
+/* Layer i's backward over rows [first, first + rows) of the chunk. */
+static void layer_backward(native_model *m, int i, int64_t first, int64_t rows,
                            const native_pass *pass)
 {
+    if (relu_before_pool(m, i - 1)) {
+        relu_pool_backward(m, i - 1, first, rows);
+        return;
+    }
+    if (relu_before_pool(m, i))
+        return;
     native_backend *be = m->be;
     native_layer *l = &m->layers[i];
-    const float *x = m->act[i], *y = m->act[i + 1], *dy = m->dact[i + 1];
-    float *dx = m->dact[i];
+    const float *x = act_rows(m, i, first), *y = act_rows(m, i + 1, first);
+    const float *dy = dact_rows(m, i + 1, first);
+    float *dx = dact_rows(m, i, first); /* NULL for i = 0 */
     int need_dx = l->needs_input_grad;
     int64_t n_out = rows * l->out_size;
     switch (l->spec.type) {
@@ -415,7 +506,8 @@ static void layer_backward(native_model *m, int i, int64_t rows,
     }
     case NATIVE_LAYER_MAXPOOL2D:
         if (need_dx)
-            be->maxpool_bwd(be, dy, l->argmax, dx, rows * l->in_shape[0], l->pool);
+            be->maxpool_bwd(be, dy, l->argmax + first * l->out_size, dx,
+                            rows * l->in_shape[0], l->pool);
         break;
     case NATIVE_LAYER_RELU:
         if (need_dx)
@@ -423,7 +515,7 @@ static void layer_backward(native_model *m, int i, int64_t rows,
         break;
     case NATIVE_LAYER_DROPOUT:
         if (need_dx)
-            be->dropout(be, dy, dx, n_out, l->out_size, m->sample_ids,
+            be->dropout(be, dy, dx, n_out, l->out_size, m->sample_ids + first,
                         l->spec.rate, pass->dropout_seed, pass->dropout_epoch);
         break;
     case NATIVE_LAYER_FLATTEN:
@@ -445,6 +537,115 @@ static void report_final_grads(const native_model *m, int i, const native_pass *
                      (uint64_t)(hi - lo) * sizeof(float));
 }
 
+/* Consecutive layers that work on each sample alone (all but dense) form a
+ * run. On the CPU a run goes a few samples at a time through all its
+ * layers, so those samples' activations stay in cache from one layer to the
+ * next instead of the whole chunk's going out to memory after each layer;
+ * the result differs only in the order gradients are summed. Dense layers,
+ * and every layer on a device (where a launch per sample would cost more
+ * than it saves), take the chunk at once. */
+static int is_batch_layer(const native_model *m, int i)
+{
+    return m->be->on_device || m->layers[i].spec.type == NATIVE_LAYER_DENSE;
+}
+
+static int run_end(const native_model *m, int start)
+{
+    int end = start + 1;
+    if (!is_batch_layer(m, start))
+        while (end < m->layer_count && !is_batch_layer(m, end))
+            end++;
+    return end;
+}
+
+static int run_start(const native_model *m, int end)
+{
+    int start = end - 1;
+    if (!is_batch_layer(m, start))
+        while (start > 0 && !is_batch_layer(m, start - 1))
+            start--;
+    return start;
+}
+
+/* Whether the backward pass reads act[k] (1 <= k < layer_count): as the
+ * input of a conv2d or dense, or as the output of a relu (before a pool,
+ * the relu's output sits after the pool: act[k + 1]). */
+static int read_backward(const native_model *m, int k)
+{
+    native_layer_type next = m->layers[k].spec.type;
+    if (next == NATIVE_LAYER_CONV2D || next == NATIVE_LAYER_DENSE)
+        return 1;
+    if (relu_before_pool(m, k - 1))
+        return 0;
+    return m->layers[k - 1].spec.type == NATIVE_LAYER_RELU || relu_before_pool(m, k - 2);
+}
+
+/* Marks the buffers strictly inside a CPU run (act[k], dact[k] for
+ * start < k < end) that no other pass needs: every gradient, and the
+ * activations the backward pass does not read. A flatten's output is its
+ * input's buffer, so the two are local only together. */
+static void plan_local_buffers(native_model *m)
+{
+    for (int start = 0, end; start < m->layer_count; start = end) {
+        end = run_end(m, start);
+        for (int k = start + 1; k < end; k++) {
+            m->layers[k - 1].dout_local = 1;
+            m->layers[k - 1].out_local = !read_backward(m, k);
+        }
+    }
+    for (int changed = 1; changed;) {
+        changed = 0;
+        for (int i = 1; i < m->layer_count; i++) {
+            native_layer *l = &m->layers[i], *prev = &m->layers[i - 1];
+            if (l->spec.type != NATIVE_LAYER_FLATTEN)
+                continue;
+            int out = l->out_local && prev->out_local;
+            int dout = l->dout_local && prev->dout_local;
+            changed |= out != l->out_local || out != prev->out_local ||
+                       dout != l->dout_local || dout != prev->dout_local;
+            l->out_local = prev->out_local = out;
+            l->dout_local = prev->dout_local = dout;
+        }
+    }
+}
+
+/* Rows per pass through a run: the whole chunk for a single layer. */
+static int64_t run_step(const native_model *m, int start, int end, int64_t rows)
+{
+    if (end - start == 1 || is_batch_layer(m, start))
+        return rows;
+    return m->run_rows > 0 ? m->run_rows : NATIVE_RUN_ROWS;
+}
+
+static void forward_layers(native_model *m, int64_t rows, const native_pass *pass)
+{
+    for (int start = 0, end; start < m->layer_count; start = end) {
+        end = run_end(m, start);
+        int64_t step = run_step(m, start, end, rows);
+        for (int64_t first = 0; first < rows; first += step) {
+            int64_t n = rows - first < step ? rows - first : step;
+            for (int i = start; i < end; i++)
+                layer_forward(m, i, first, n, pass);
+        }
+    }
+}
+
+static void backward_layers(native_model *m, int64_t rows, const native_pass *pass)
+{
+    for (int end = m->layer_count, start; end > 0; end = start) {
+        start = run_start(m, end);
+        int64_t step = run_step(m, start, end, rows);
+        for (int64_t first = 0; first < rows; first += step) {
+            int64_t n = rows - first < step ? rows - first : step;
+            for (int i = end - 1; i >= start; i--)
+                layer_backward(m, i, first, n, pass);
+        }
+        if (pass->grad_ready)
+            for (int i = end - 1; i >= start; i--)
+                report_final_grads(m, i, pass);
+    }
+}
+
 int native_model_run(native_model *m, const float *host_x,
                      const int32_t *host_labels, const uint64_t *ids,
                      int64_t rows, const native_pass *pass, double *loss_sum,
@@ -464,18 +665,13 @@ int native_model_run(native_model *m, const float *host_x,
     be->upload(be, m->act[0], host_x, (size_t)(rows * m->in_size) * sizeof(float));
     be->upload(be, m->labels, host_labels, (size_t)rows * sizeof(int32_t));
     be->upload(be, m->sample_ids, ids, (size_t)rows * sizeof(uint64_t));
-    for (int i = 0; i < m->layer_count; i++)
-        layer_forward(m, i, rows, pass);
+    forward_layers(m, rows, pass);
     double loss = 0, correct = 0;
     be->softmax_xent(be, m->act[m->layer_count], m->labels, rows, m->classes,
                      pass->loss_scale, pass->train ? m->dact[m->layer_count] : NULL,
                      &loss, &correct);
     if (pass->train)
-        for (int i = m->layer_count - 1; i >= 0; i--) {
-            layer_backward(m, i, rows, pass);
-            if (pass->grad_ready)
-                report_final_grads(m, i, pass);
-        }
+        backward_layers(m, rows, pass);
     *loss_sum += loss;
     *correct_sum += correct;
     return 0;
@@ -490,8 +686,7 @@ int native_model_infer(native_model *m, const float *host_x, int64_t rows, float
     native_backend *be = m->be;
     native_pass pass = {.train = 0};
     be->upload(be, m->act[0], host_x, (size_t)(rows * m->in_size) * sizeof(float));
-    for (int i = 0; i < m->layer_count; i++)
-        layer_forward(m, i, rows, &pass);
+    forward_layers(m, rows, &pass);
     be->download(be, host_out, m->act[m->layer_count], (size_t)(rows * m->classes) * sizeof(float));
     return 0;
 }

@@ -21,6 +21,9 @@
  * only the memory for activations is bounded). */
 #define NATIVE_MAX_CHUNK 256
 
+/* CPU: samples per pass through a run of per-sample layers (model.c). */
+#define NATIVE_RUN_ROWS 1
+
 typedef struct native_param {
     char name[48];       /* "layers.0.weight" */
     int32_t shape[4];
@@ -39,6 +42,11 @@ typedef struct native_layer {
     nk_conv_geom conv;
     nk_pool_geom pool;
     int32_t *argmax;           /* max_pool2d: backend [capacity, out_size] */
+    /* CPU: this layer's output (out_local) or its gradient (dout_local) is
+     * needed only while the current samples pass through the run of
+     * per-sample layers around it (model.c), so each pass reuses the
+     * buffer's first rows, which stay in cache. */
+    int32_t out_local, dout_local;
 } native_layer;
 
 typedef struct native_model {
@@ -54,6 +62,7 @@ typedef struct native_model {
     int64_t param_count; /* floats in the flat buffers */
     float *weights;      /* backend: the flat parameter buffer */
     float *grads;        /* backend: the flat gradient buffer */
+    int32_t grads_borrowed; /* grads is the host's memory: never released */
 
     /* Per-chunk working memory, sized for `capacity` rows. */
     int64_t capacity;
@@ -63,6 +72,7 @@ typedef struct native_model {
     int64_t col_size;
     int32_t *labels;     /* backend */
     uint64_t *sample_ids;/* backend */
+    int64_t run_rows;    /* CPU: override of NATIVE_RUN_ROWS when > 0 */
     float *host_x;       /* host staging for collation */
     int32_t *host_labels;
 } native_model;
@@ -76,6 +86,10 @@ int native_model_create(const native_spec *spec, const int32_t *in_shape,
                         uint64_t seed, native_model **out, char *err,
                         size_t errlen);
 void native_model_destroy(native_model *m);
+/* Moves the gradient buffer into `memory` (host memory of param_count
+ * floats, zeroed, which the model uses but never frees): the host offered
+ * it (loom_trainer_config.gradient_memory). CPU back end only. */
+void native_model_borrow_grads(native_model *m, float *memory);
 
 /* What one pass over a batch needs besides the data. */
 typedef struct native_pass {

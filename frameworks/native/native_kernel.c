@@ -9,6 +9,7 @@
 
 #include "backend.h"
 #include "errbuf.h"
+#include "kserve_decode.h"
 #include "model.h"
 #include "spec.h"
 
@@ -36,6 +37,7 @@ struct loom_kernel_instance {
     int64_t rows_cap;
     char *out;       /* one answer's JSON */
     size_t out_cap;
+    kserve_decoder decoder;
 };
 
 static loom_error *fail(int code, const char *fmt, const char *a, const char *b)
@@ -187,6 +189,7 @@ static void destroy_instance(loom_kernel_instance *k)
     free(k->x);
     free(k->y);
     free(k->out);
+    kserve_decoder_free(&k->decoder);
     free(k);
 }
 
@@ -236,24 +239,6 @@ static int reserve_rows(loom_kernel_instance *k, int64_t rows)
     return 0;
 }
 
-/* Appends the numbers of (possibly nested) array `a` at k->x + *n. */
-static int flatten(const cJSON *a, loom_kernel_instance *k, int64_t *n, int64_t limit)
-{
-    const cJSON *v;
-    cJSON_ArrayForEach(v, a)
-    {
-        if (cJSON_IsArray(v)) {
-            if (flatten(v, k, n, limit))
-                return -1;
-        } else if (!cJSON_IsNumber(v) || *n >= limit) {
-            return -1;
-        } else {
-            k->x[(*n)++] = (float)v->valuedouble;
-        }
-    }
-    return 0;
-}
-
 static int datatype_ok(const char *t)
 {
     static const char *const ok[] = {"FP32", "FP64", "FP16", "INT8", "INT16", "INT32", "INT64",
@@ -270,19 +255,17 @@ static int read_input(loom_kernel_instance *k, const loom_infer_request *r, int6
                       int64_t *rows, char *err, size_t errlen)
 {
     int64_t in_size = k->net->in_size;
-    cJSON *j = cJSON_ParseWithLength((const char *)r->body, (size_t)r->body_len);
-    const cJSON *in = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "inputs"), 0);
-    const cJSON *shape = cJSON_GetObjectItemCaseSensitive(in, "shape");
-    const cJSON *type = cJSON_GetObjectItemCaseSensitive(in, "datatype");
-    const cJSON *data = cJSON_GetObjectItemCaseSensitive(in, "data");
+    kserve_input in;
+    kserve_parse(&k->decoder, (const char *)r->body, (size_t)r->body_len, &in);
     int rc = -1;
     int64_t total = 1;
     const cJSON *d;
-    cJSON_ArrayForEach(d, shape) total *= cJSON_IsNumber(d) && d->valuedouble >= 1 ? (int64_t)d->valuedouble : 0;
-    if (!j || !in || !cJSON_IsArray(shape) || !cJSON_GetArraySize(shape) || !cJSON_IsArray(data))
+    cJSON_ArrayForEach(d, in.shape) total *= cJSON_IsNumber(d) && d->valuedouble >= 1 ? (int64_t)d->valuedouble : 0;
+    if (!in.root || !in.input || !cJSON_IsArray(in.shape) || !cJSON_GetArraySize(in.shape) ||
+        !cJSON_IsArray(in.data))
         snprintf(err, errlen, "expected {\"inputs\": [{\"name\", \"shape\", \"datatype\", "
                  "\"data\"}]} (KServe v2 JSON)");
-    else if (type && (!cJSON_IsString(type) || !datatype_ok(type->valuestring)))
+    else if (in.datatype && (!cJSON_IsString(in.datatype) || !datatype_ok(in.datatype->valuestring)))
         snprintf(err, errlen, "inputs[0].datatype: expected FP32, FP64 or an integer type");
     else if (total <= 0 || total % in_size || total / in_size > KERNEL_MAX_ROWS)
         snprintf(err, errlen, "inputs[0].shape: holds %lld values; the model takes rows of %lld "
@@ -291,18 +274,14 @@ static int read_input(loom_kernel_instance *k, const loom_infer_request *r, int6
         snprintf(err, errlen, "out of memory");
     else {
         int64_t n = 0;
-        int64_t *at = &n;
-        float *saved = k->x;
-        k->x += first * in_size;
-        int bad = flatten(data, k, at, total);
-        k->x = saved;
+        int bad = kserve_read_data(&in, k->x + first * in_size, total, &n);
         if (bad || n != total)
             snprintf(err, errlen, "inputs[0].data: expected %lld numbers (the shape's), got "
                      "%s", (long long)total, bad ? "more, or something else" : "fewer");
         else
             rc = 0, *rows = total / in_size;
     }
-    cJSON_Delete(j);
+    kserve_input_free(&in);
     return rc;
 }
 

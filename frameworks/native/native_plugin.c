@@ -218,6 +218,15 @@ static loom_error *native_create(const loom_framework_factory *self,
         (rc = native_optim_init(&inst->optim, &inst->spec.optimizer, inst->be,
                                 inst->model->param_count, err, sizeof err)))
         goto fail;
+    /* ABI 1.3: the gradient buffer where the host offers it (it reduces
+     * there in place); host memory, so the CPU back end only. */
+    if (LOOM_STRUCT_HAS(cfg, loom_trainer_config, gradient_memory_data) &&
+        cfg->gradient_memory && !inst->be->on_device) {
+        float *offered = cfg->gradient_memory(
+            cfg->gradient_memory_data, (uint64_t)inst->model->param_count * sizeof(float));
+        if (offered)
+            native_model_borrow_grads(inst->model, offered);
+    }
     if (build_state_views(inst) != 0) {
         rc = native_err(err, sizeof err, LOOM_ERR_RESOURCE_EXHAUSTED, "out of memory");
         goto fail;

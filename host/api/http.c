@@ -704,7 +704,7 @@ static struct MHD_Daemon *start_daemon(http_server *s, const struct sockaddr_in 
 {
     const http_config *cfg = &s->cfg;
     const http_limits *l = &cfg->limits;
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO | MHD_USE_ERROR_LOG |
                      MHD_ALLOW_SUSPEND_RESUME;
     if (tls)
         flags |= MHD_USE_TLS;

@@ -97,6 +97,15 @@ static int basic_identity(loomd *d, const http_request *req, const char *authz, 
     return 0;
 }
 
+/* POST /dlim/v1/inference/{name}: what an inference-scoped key may call. */
+static int inference_call(const http_request *req)
+{
+    size_t n = strlen(LOOM_ROUTE_INFERENCE "/");
+    return strcmp(req->method, "POST") == 0 &&
+           strncmp(req->path, LOOM_ROUTE_INFERENCE "/", n) == 0 && req->path[n] &&
+           !strchr(req->path + n, '/');
+}
+
 int loomd_authenticate(void *ctx, const http_request *req, char *user, size_t userlen,
                        int *is_admin, loom_error **why)
 {
@@ -115,6 +124,19 @@ int loomd_authenticate(void *ctx, const http_request *req, char *user, size_t us
             return -1;
     } else {
         return -1;
+    }
+    if (strcmp(who.scope, AUTH_SCOPE_INFERENCE) == 0) {
+        /* A key for an inference client: its own models' inference, as the
+         * user and never as an administrator, and nothing else. */
+        if (!inference_call(req)) {
+            *why = loom_err(LOOM_E_FORBIDDEN, "this token comes from an API key of scope \""
+                            AUTH_SCOPE_INFERENCE "\": it may call only POST "
+                            LOOM_ROUTE_INFERENCE "/{name}, not %s %s", req->method, req->path);
+            return -1;
+        }
+        snprintf(user, userlen, "%s", who.user);
+        *is_admin = 0;
+        return 0;
     }
     snprintf(user, userlen, "%s", who.user);
     *is_admin = strcmp(who.role, "admin") == 0;
@@ -378,15 +400,21 @@ static void create_apikey(void *ctx, const http_request *req, http_response *res
     if (!body)
         return;
     const cJSON *label = cJSON_GetObjectItemCaseSensitive(body, "label");
+    const cJSON *scope = cJSON_GetObjectItemCaseSensitive(body, "scope");
     char key[AUTH_SECRET_MAX];
-    loom_error *e = cJSON_IsString(label)
-                        ? auth_apikey_create(d->auth, req->user, label->valuestring, key, sizeof key)
-                        : loom_err(LOOM_E_INVALID, "label: expected a string");
+    loom_error *e = !cJSON_IsString(label) ? loom_err(LOOM_E_INVALID, "label: expected a string")
+                    : scope && !cJSON_IsString(scope)
+                        ? loom_err(LOOM_E_INVALID, "scope: expected \"" AUTH_SCOPE_ALL "\" or \""
+                                   AUTH_SCOPE_INFERENCE "\"")
+                        : auth_apikey_create_scoped(d->auth, req->user, label->valuestring,
+                                                    scope ? scope->valuestring : AUTH_SCOPE_ALL,
+                                                    key, sizeof key);
     if (e) {
         api_reply_error(res, e);
     } else {
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "label", label->valuestring);
+        cJSON_AddStringToObject(o, "scope", scope ? scope->valuestring : AUTH_SCOPE_ALL);
         cJSON_AddStringToObject(o, "apikey", key);
         http_reply_json(res, 201, o);
     }
@@ -413,6 +441,7 @@ static void add_apikey_item(const auth_apikey *k, void *ctx)
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "user", k->user);
     cJSON_AddStringToObject(o, "label", k->label);
+    cJSON_AddStringToObject(o, "scope", k->scope);
     cJSON_AddNumberToObject(o, "createTime", (double)k->created_at_ms);
     cJSON_AddItemToArray(ctx, o);
 }

@@ -39,7 +39,8 @@ static const char *const schema =
     "CREATE TABLE IF NOT EXISTS api_keys("
     "  user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,"
     "  key_hash BLOB NOT NULL UNIQUE, label TEXT NOT NULL COLLATE NOCASE,"
-    "  created_at INTEGER NOT NULL, UNIQUE(user_id, label));"
+    "  created_at INTEGER NOT NULL, scope TEXT NOT NULL DEFAULT 'all',"
+    "  UNIQUE(user_id, label));"
     "CREATE TABLE IF NOT EXISTS tokens("
     "  token_hash BLOB PRIMARY KEY,"
     "  user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,"
@@ -93,6 +94,8 @@ void auth_lock(auth_service *svc)
 
 void auth_unlock(auth_service *svc)
 {
+    /* Whatever was written is seen by the next token check. */
+    __atomic_add_fetch(&svc->generation, 1, __ATOMIC_RELEASE);
     store_unlock(svc->st);
     pthread_mutex_unlock(&svc->lock);
 }
@@ -122,6 +125,14 @@ loom_error *auth_check_name(const char *what, const char *name)
                             AUTH_NAME_MAX - 1);
     }
     return NULL;
+}
+
+loom_error *auth_check_scope(const char *scope)
+{
+    if (scope && (strcmp(scope, AUTH_SCOPE_ALL) == 0 || strcmp(scope, AUTH_SCOPE_INFERENCE) == 0))
+        return NULL;
+    return loom_err(LOOM_E_INVALID, "scope: expected \"" AUTH_SCOPE_ALL "\" or \""
+                    AUTH_SCOPE_INFERENCE "\", got \"%.32s\"", scope ? scope : "");
 }
 
 loom_error *auth_check_password(const char *password)
@@ -274,6 +285,16 @@ static int migrate(auth_service *svc, char **msg)
     return SQLITE_OK;
 }
 
+/* Keys made before keys had scopes may do all their user may. Runs after
+ * the schema, which a migrated database's api_keys predates. */
+static int add_key_scopes(auth_service *svc, char **msg)
+{
+    if (has_column(svc, "api_keys", "scope") != 0)
+        return SQLITE_OK;
+    return sqlite3_exec(svc->db, "ALTER TABLE api_keys ADD COLUMN scope TEXT NOT NULL "
+                        "DEFAULT 'all'", NULL, NULL, msg);
+}
+
 /* The tables, in the store's database; foreign_keys (set by the store)
  * drives the cascades. */
 static loom_error *create_tables(auth_service *svc)
@@ -283,14 +304,18 @@ static loom_error *create_tables(auth_service *svc)
     int rc = migrate(svc, &msg);
     if (rc == SQLITE_OK)
         rc = sqlite3_exec(svc->db, schema, NULL, NULL, &msg);
+    if (rc == SQLITE_OK)
+        rc = add_key_scopes(svc, &msg);
     loom_error *e = rc == SQLITE_OK ? NULL
                                     : loom_err(LOOM_E_INTERNAL, "auth tables: %s",
                                                msg ? msg : sqlite3_errmsg(svc->db));
     sqlite3_free(msg);
     if (!e) {
         svc->check_token_stmt = auth_prepare(
-            svc, "SELECT t.token_hash, t.expires_at, u.name, u.role, u.id FROM tokens t "
-                 "JOIN users u ON u.id = t.user_id WHERE t.token_hash = ?");
+            svc, "SELECT t.token_hash, t.expires_at, u.name, u.role, u.id, "
+                 "coalesce(k.scope, 'all') FROM tokens t "
+                 "JOIN users u ON u.id = t.user_id "
+                 "LEFT JOIN api_keys k ON k.key_hash = t.apikey_hash WHERE t.token_hash = ?");
         if (!svc->check_token_stmt)
             e = loom_err(LOOM_E_INTERNAL, "auth: %s", sqlite3_errmsg(svc->db));
     }
@@ -315,6 +340,9 @@ loom_error *auth_open(store *st, const auth_options *opt, auth_service **out)
     if (!svc)
         return loom_err(LOOM_E_INTERNAL, "auth: out of memory");
     pthread_mutex_init(&svc->lock, NULL);
+    pthread_mutex_init(&svc->cache_lock, NULL);
+    svc->generation = 1;
+    svc->token_cache = calloc(AUTH_TOKEN_CACHE_SLOTS, sizeof *svc->token_cache);
     svc->st = st;
     svc->db = store_db(st);
     svc->opslimit = o.pwhash_opslimit;
@@ -325,7 +353,7 @@ loom_error *auth_open(store *st, const auth_options *opt, auth_service **out)
     svc->account_limiter = ratelimit_create(o.limiter_capacity, o.account_max_failures,
                                             o.account_window_ms, o.lockout_ms);
     svc->trusted = ratelimit_create(o.limiter_capacity, 1, 1, 1);
-    if (!svc->limiter || !svc->account_limiter || !svc->trusted)
+    if (!svc->limiter || !svc->account_limiter || !svc->trusted || !svc->token_cache)
         e = loom_err(LOOM_E_INTERNAL, "auth: cannot make the log-on limiter for %zu clients",
                      o.limiter_capacity);
     else {
@@ -358,6 +386,10 @@ void auth_close(auth_service *svc)
     ratelimit_free(svc->account_limiter);
     ratelimit_free(svc->trusted);
     auth_basic_cache_free(svc->basic_cache);
+    if (svc->token_cache)
+        sodium_memzero(svc->token_cache, AUTH_TOKEN_CACHE_SLOTS * sizeof *svc->token_cache);
+    free(svc->token_cache);
+    pthread_mutex_destroy(&svc->cache_lock);
     pthread_mutex_destroy(&svc->lock);
     free(svc);
 }

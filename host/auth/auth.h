@@ -45,6 +45,13 @@
 #define AUTH_TOKEN_PREFIX "loomt_"
 #define AUTH_APIKEY_PREFIX "loomk_"
 
+/* What an API key, and every token it issues, may do: all its user may
+ * ("all"), or only call inference on its user's models ("inference"; the
+ * HTTP layer refuses every other route with 403 naming the scope). */
+#define AUTH_SCOPE_ALL "all"
+#define AUTH_SCOPE_INFERENCE "inference"
+#define AUTH_SCOPE_MAX 16
+
 typedef struct auth_service auth_service;
 
 /* Zero (or a NULL options pointer) means the default for every field. */
@@ -68,6 +75,8 @@ typedef struct auth_identity {
     char user[AUTH_NAME_MAX];
     char role[AUTH_ROLE_MAX]; /* "admin" or "user" */
     int64_t expires_at_ms;    /* when the token presented expires */
+    char scope[AUTH_SCOPE_MAX]; /* AUTH_SCOPE_ALL, or the scope of the API key
+                                   that issued the token */
 } auth_identity;
 
 typedef struct auth_user {
@@ -79,6 +88,7 @@ typedef struct auth_user {
 typedef struct auth_apikey {
     char user[AUTH_NAME_MAX];
     char label[AUTH_NAME_MAX];
+    char scope[AUTH_SCOPE_MAX];
     int64_t created_at_ms;
 } auth_apikey;
 
@@ -124,9 +134,16 @@ loom_error *auth_user_list(auth_service *svc, void (*fn)(const auth_user *user, 
 loom_error *auth_user_id(auth_service *svc, const char *name, int64_t *id);
 
 /* ---- API keys: shown once, stored hashed, named by a per-user label ---- */
-/* Writes the new key to key_out (at least AUTH_SECRET_MAX bytes). */
+/* Writes the new key to key_out (at least AUTH_SECRET_MAX bytes); its scope
+ * is AUTH_SCOPE_ALL. */
 loom_error *auth_apikey_create(auth_service *svc, const char *user, const char *label,
                                char *key_out, size_t len);
+/* The same with a scope: AUTH_SCOPE_ALL or AUTH_SCOPE_INFERENCE (anything
+ * else is LOOM_E_INVALID naming the field). */
+loom_error *auth_apikey_create_scoped(auth_service *svc, const char *user, const char *label,
+                                      const char *scope, char *key_out, size_t len);
+/* LOOM_E_INVALID unless `scope` is one of the scopes above. */
+loom_error *auth_check_scope(const char *scope);
 /* Deletes the key and revokes the tokens it issued. */
 loom_error *auth_apikey_revoke(auth_service *svc, const char *user, const char *label);
 /* Calls fn (may be NULL) for each key of `user` (all users when NULL);

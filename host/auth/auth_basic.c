@@ -119,6 +119,7 @@ static void fill_identity(auth_identity *who, int64_t id, const char *name, cons
     snprintf(who->user, sizeof who->user, "%s", name);
     snprintf(who->role, sizeof who->role, "%s", role);
     who->expires_at_ms = exp;
+    snprintf(who->scope, sizeof who->scope, "%s", AUTH_SCOPE_ALL);
 }
 
 /* A cached verification still good: 1 (who filled), 0 (verify afresh). */

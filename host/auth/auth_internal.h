@@ -42,7 +42,23 @@ struct auth_service {
     char dummy_pwhash[crypto_pwhash_STRBYTES];
     /* Basic credentials verified lately (auth_basic.c); made on first use. */
     auth_basic_cache *basic_cache;
+    /* Tokens verified lately (auth_logon.c): every request checks one, and
+     * the database read behind the service's lock was a seventh of the
+     * host's time under an inference load. Every change to auth's tables is
+     * made under auth_lock, whose unlock advances `generation`: an entry of
+     * an older generation is not used, so a revoked token, a removed user or
+     * a changed role take effect on the next request as before. */
+    pthread_mutex_t cache_lock;
+    uint64_t generation; /* atomic */
+    struct auth_token_entry *token_cache; /* AUTH_TOKEN_CACHE_SLOTS */
 };
+
+#define AUTH_TOKEN_CACHE_SLOTS 256
+typedef struct auth_token_entry {
+    unsigned char hash[AUTH_SECRET_HASH_BYTES];
+    uint64_t generation; /* 0: empty */
+    auth_identity who;
+} auth_token_entry;
 
 /* The service's lock and then the store's, so that no other statement on
  * the shared connection lands inside an auth transaction. */

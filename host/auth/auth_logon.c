@@ -225,6 +225,7 @@ loom_error *auth_verify_password(auth_service *svc, const char *client_id, const
         snprintf(who->role, sizeof who->role, "%s", role);
         who->user_id = user_id;
         who->expires_at_ms = 0;
+        snprintf(who->scope, sizeof who->scope, "%s", AUTH_SCOPE_ALL);
     }
     return NULL;
 }
@@ -346,6 +347,40 @@ static int plausible_token(const char *token)
            strnlen(token, AUTH_SECRET_INPUT_MAX + 1) <= AUTH_SECRET_INPUT_MAX;
 }
 
+static auth_token_entry *cache_slot(auth_service *svc,
+                                    const unsigned char hash[AUTH_SECRET_HASH_BYTES])
+{
+    return &svc->token_cache[(hash[0] | (unsigned)hash[1] << 8) % AUTH_TOKEN_CACHE_SLOTS];
+}
+
+/* The identity of a token verified lately, of this generation and not
+ * expired: 1 with *who filled. */
+static int cached_token(auth_service *svc, const unsigned char hash[AUTH_SECRET_HASH_BYTES],
+                        uint64_t generation, int64_t now_ms, auth_identity *who)
+{
+    auth_token_entry *e = cache_slot(svc, hash);
+    pthread_mutex_lock(&svc->cache_lock);
+    int hit = e->generation == generation && e->who.expires_at_ms > now_ms &&
+              sodium_memcmp(e->hash, hash, AUTH_SECRET_HASH_BYTES) == 0;
+    if (hit && who)
+        *who = e->who;
+    pthread_mutex_unlock(&svc->cache_lock);
+    return hit;
+}
+
+/* Keeps what the database said of a token, as of `generation` (read
+ * before the database was). */
+static void cache_token(auth_service *svc, const unsigned char hash[AUTH_SECRET_HASH_BYTES],
+                        uint64_t generation, const auth_identity *who)
+{
+    auth_token_entry *e = cache_slot(svc, hash);
+    pthread_mutex_lock(&svc->cache_lock);
+    memcpy(e->hash, hash, AUTH_SECRET_HASH_BYTES);
+    e->generation = generation;
+    e->who = *who;
+    pthread_mutex_unlock(&svc->cache_lock);
+}
+
 loom_error *auth_check_token(auth_service *svc, const char *token, int64_t now_ms,
                              auth_identity *who)
 {
@@ -353,6 +388,12 @@ loom_error *auth_check_token(auth_service *svc, const char *token, int64_t now_m
         return loom_err(LOOM_E_UNAUTHENTICATED, "not a token");
     unsigned char hash[AUTH_SECRET_HASH_BYTES];
     auth_secret_hash(token, hash);
+    uint64_t generation = __atomic_load_n(&svc->generation, __ATOMIC_ACQUIRE);
+    if (cached_token(svc, hash, generation, now_ms, who))
+        return NULL;
+    auth_identity found_who;
+    if (!who)
+        who = &found_who;
 
     /* Every request comes through here: only the service's lock, which keeps
      * auth's own transactions away. No other statement's row count or error
@@ -373,6 +414,7 @@ loom_error *auth_check_token(auth_service *svc, const char *token, int64_t now_m
                 auth_column_text(st, 3, who->role, sizeof who->role);
                 who->user_id = sqlite3_column_int64(st, 4);
                 who->expires_at_ms = expires;
+                auth_column_text(st, 5, who->scope, sizeof who->scope);
             }
             found = 1;
         }
@@ -387,6 +429,8 @@ loom_error *auth_check_token(auth_service *svc, const char *token, int64_t now_m
     if (expired)
         delete_token(svc, hash);
     pthread_mutex_unlock(&svc->lock);
+    if (found)
+        cache_token(svc, hash, generation, who);
     return e;
 }
 

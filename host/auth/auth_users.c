@@ -233,9 +233,17 @@ loom_error *auth_user_id(auth_service *svc, const char *name, int64_t *id)
 loom_error *auth_apikey_create(auth_service *svc, const char *user, const char *label,
                                char *key_out, size_t len)
 {
+    return auth_apikey_create_scoped(svc, user, label, AUTH_SCOPE_ALL, key_out, len);
+}
+
+loom_error *auth_apikey_create_scoped(auth_service *svc, const char *user, const char *label,
+                                      const char *scope, char *key_out, size_t len)
+{
     loom_error *e = auth_check_name("user name", user);
     if (!e)
         e = auth_check_name("API key label", label);
+    if (!e)
+        e = auth_check_scope(scope);
     if (e)
         return e;
     unsigned char hash[AUTH_SECRET_HASH_BYTES];
@@ -248,13 +256,14 @@ loom_error *auth_apikey_create(auth_service *svc, const char *user, const char *
     e = user_role(svc, user, role, sizeof role);
     if (!e) {
         sqlite3_stmt *st = auth_prepare(
-            svc, "INSERT INTO api_keys(user_id, key_hash, label, created_at) "
-                 "VALUES((SELECT id FROM users WHERE name = ?), ?, ?, ?)");
+            svc, "INSERT INTO api_keys(user_id, key_hash, label, created_at, scope) "
+                 "VALUES((SELECT id FROM users WHERE name = ?), ?, ?, ?, ?)");
         if (st) {
             sqlite3_bind_text(st, 1, user, -1, SQLITE_STATIC);
             sqlite3_bind_blob(st, 2, hash, sizeof hash, SQLITE_STATIC);
             sqlite3_bind_text(st, 3, label, -1, SQLITE_STATIC);
             sqlite3_bind_int64(st, 4, auth_wall_ms());
+            sqlite3_bind_text(st, 5, scope, -1, SQLITE_STATIC);
         }
         int sq = step_write(st);
         if (sq == SQLITE_CONSTRAINT)
@@ -267,7 +276,7 @@ loom_error *auth_apikey_create(auth_service *svc, const char *user, const char *
     if (e)
         sodium_memzero(key_out, len);
     else
-        log_info("auth: created API key '%s' for '%s'", label, user);
+        log_info("auth: created API key '%s' (scope %s) for '%s'", label, scope, user);
     return e;
 }
 
@@ -318,7 +327,7 @@ loom_error *auth_apikey_list(auth_service *svc, const char *user,
 {
     auth_lock(svc);
     sqlite3_stmt *st = auth_prepare(
-        svc, "SELECT u.name, k.label, k.created_at FROM api_keys k "
+        svc, "SELECT u.name, k.label, k.created_at, k.scope FROM api_keys k "
              "JOIN users u ON u.id = k.user_id "
              "WHERE ?1 IS NULL OR u.name = ?1 ORDER BY u.name, k.label");
     size_t n = 0;
@@ -330,6 +339,7 @@ loom_error *auth_apikey_list(auth_service *svc, const char *user,
         auth_column_text(st, 0, k.user, sizeof k.user);
         auth_column_text(st, 1, k.label, sizeof k.label);
         k.created_at_ms = sqlite3_column_int64(st, 2);
+        auth_column_text(st, 3, k.scope, sizeof k.scope);
         if (fn)
             fn(&k, ctx);
         n++;

@@ -111,7 +111,7 @@ static const char user_usage[] =
     "       loom user list [--json]\n"
     "       loom user remove NAME\n"
     "       loom user passwd NAME [--password-stdin | -p PASSWORD] [--keep-keys]\n"
-    "       loom apikey create LABEL\n"
+    "       loom apikey create LABEL [--scope all|inference]\n"
     "       loom apikey list [--user NAME] [--json]\n"
     "       loom apikey revoke LABEL [--user NAME]\n"
     "\n"
@@ -119,7 +119,9 @@ static const char user_usage[] =
     "own jobs). add, list and remove are for administrators; a user may change\n"
     "their own password. A new password revokes the user's tokens and API keys\n"
     "(--keep-keys keeps the keys). An API key logs on like a password (loom\n"
-    "login -k); administrators list and revoke anyone's with --user.\n";
+    "login -k); administrators list and revoke anyone's with --user. A key of\n"
+    "scope inference (and every token it issues) may only call POST\n"
+    "/dlim/v1/inference/NAME on its user's models.\n";
 
 int cmd_user(int argc, char **argv, const cli_globals *g)
 {
@@ -211,13 +213,14 @@ int cmd_user(int argc, char **argv, const cli_globals *g)
 
 static void print_apikeys(const cJSON *keys)
 {
-    const char *headers[] = {"USER", "LABEL", "CREATED"};
-    cli_table *t = cli_table_new(3, headers);
+    const char *headers[] = {"USER", "LABEL", "SCOPE", "CREATED"};
+    cli_table *t = cli_table_new(4, headers);
     const cJSON *k;
     cJSON_ArrayForEach(k, keys) {
         char created[32];
         cli_time(cli_num(k, "createTime"), created, sizeof created);
-        const char *cells[] = {cli_str(k, "user"), cli_str(k, "label"), created};
+        const char *cells[] = {cli_str(k, "user"), cli_str(k, "label"), cli_str(k, "scope"),
+                               created};
         cli_table_add(t, cells);
     }
     cli_table_print(t);
@@ -268,11 +271,14 @@ int cmd_apikey(int argc, char **argv, const cli_globals *g)
     }
     if (argc >= 1 && (!strcmp(argv[0], "list") || !strcmp(argv[0], "revoke")))
         return apikey_manage(argc, argv, g);
-    if (argc != 2 || strcmp(argv[0], "create") != 0)
-        return cli_fail("usage: loom apikey create LABEL | list [--user NAME] | revoke LABEL "
-                        "[--user NAME]");
+    int scoped = argc == 4 && !strcmp(argv[2], "--scope");
+    if ((argc != 2 && !scoped) || strcmp(argv[0], "create") != 0)
+        return cli_fail("usage: loom apikey create LABEL [--scope all|inference] | list [--user "
+                        "NAME] | revoke LABEL [--user NAME]");
     cJSON *body = cJSON_CreateObject();
     cJSON_AddStringToObject(body, "label", argv[1]);
+    if (scoped)
+        cJSON_AddStringToObject(body, "scope", argv[3]);
     char *text = cJSON_PrintUnformatted(body);
     cJSON_Delete(body);
     cJSON *j = cli_request(g, "POST", LOOM_ROUTE_APIKEYS, text);
@@ -282,7 +288,8 @@ int cmd_apikey(int argc, char **argv, const cli_globals *g)
     if (g->json)
         cli_print_json(j);
     else
-        printf("API key %s (shown once): %s\n", cli_str(j, "label"), cli_str(j, "apikey"));
+        printf("API key %s, scope %s (shown once): %s\n", cli_str(j, "label"),
+               cli_str(j, "scope"), cli_str(j, "apikey"));
     cJSON_Delete(j);
     return 0;
 }

@@ -25,6 +25,7 @@ struct kernel_proc {
     wire_buf frame;
     char *reply;
     size_t reply_cap;
+    int spin; /* await an answer spinning first (see kernel_proc_spin) */
 };
 
 size_t kernel_proc_batch_bytes(void) { return KERNEL_ARENA_HALF; }
@@ -64,6 +65,22 @@ static loom_error *recv_ready_length(kernel_proc *k, uint32_t *len, int *fd, uin
         memcpy(fd, CMSG_DATA(c), sizeof(int));
     return NULL;
 }
+
+/* Sleeps until the child's answer is there (or the deadline passes). */
+static loom_error *await_answer(kernel_proc *k, uint64_t deadline)
+{
+    for (;;) {
+        uint64_t now = now_ns();
+        if (now >= deadline)
+            return loom_err(LOOM_E_DEADLINE, "the kernel did not answer in time");
+        struct pollfd p = {.fd = k->child.fd, .events = POLLIN};
+        int r = poll(&p, 1, (int)((deadline - now) / 1000000u) + 1);
+        if (r > 0 || (r < 0 && errno != EINTR))
+            return NULL; /* readable, closed, or an error the read reports */
+    }
+}
+
+void kernel_proc_spin(kernel_proc *k, int on) { k->spin = on; }
 
 /* Reads one frame's payload into k->reply. */
 static loom_error *recv_frame(kernel_proc *k, uint32_t len, uint64_t deadline)
@@ -159,6 +176,7 @@ loom_error *kernel_proc_start(const kernel_proc_spec *spec, kernel_proc **out)
         return loom_err(LOOM_E_INTERNAL, "out of memory");
     k->child.pid = -1;
     k->child.fd = -1;
+    k->spin = 1;
     char *argv[MAX_ARGS], num[2][32];
     char(*env)[1200] = calloc(2 * MODEL_ENV_MAX, 1200);
     if (!env) {
@@ -240,6 +258,8 @@ loom_error *kernel_proc_execute(kernel_proc *k, kernel_task *tasks, uint32_t n,
         return loom_err(LOOM_E_INTERNAL, "cannot build the batch frame");
     uint32_t len = 0;
     loom_error *e = supervise_send(&k->child, f->data, f->len, deadline_ns);
+    if (!e && !k->spin)
+        e = await_answer(k, deadline_ns);
     if (!e)
         e = supervise_recv(&k->child, &len, sizeof len, deadline_ns);
     if (!e)

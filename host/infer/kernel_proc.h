@@ -62,6 +62,12 @@ typedef struct kernel_task {
 loom_error *kernel_proc_execute(kernel_proc *k, kernel_task *tasks, uint32_t n,
                                 uint64_t deadline_ns);
 
+/* How kernel_proc_execute awaits the answer: on (the default after
+ * start), spinning briefly before it sleeps, which spares a quiet service
+ * two wake-ups per batch; off, sleeping at once, which leaves the cores to
+ * the HTTP threads and the kernel when requests are queued. */
+void kernel_proc_spin(kernel_proc *k, int on);
+
 /* The most request bytes one batch carries. */
 size_t kernel_proc_batch_bytes(void);
 

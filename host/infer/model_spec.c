@@ -330,5 +330,12 @@ loom_error *model_profile_parse(const cJSON *json, const char *source, model_pro
         return e;
     if (k && (e = read_kernel(k, source, out)))
         return e;
+    /* One host serves the replicas as that many groups of instances. */
+    int most = out->kernel_max > 0 ? out->kernel_max : out->kernel_min;
+    if (out->replica * most > MODEL_KERNEL_LIMIT)
+        return loom_err(LOOM_E_INVALID, "%s: replica: %d groups of up to %d instances (policy."
+                        "kernel_%s) are %d, more than the limit of %d instances", source,
+                        out->replica, most, out->kernel_max > 0 ? "max" : "min",
+                        out->replica * most, MODEL_KERNEL_LIMIT);
     return NULL;
 }

@@ -45,6 +45,13 @@ typedef struct instance {
     unsigned seq;
 } instance;
 
+/* Where a service's instances run (kernel.gpu against the inventory). */
+typedef enum placement {
+    PLACE_OWN_DEVICE = 0, /* each instance holds one scheduler device of its own */
+    PLACE_SHARED_GPU,     /* all hold the one GPU of the service's shared job */
+    PLACE_CPU_UNGRANTED   /* "no" where the scheduler hands out only GPUs */
+} placement;
+
 struct router {
     char name[MODEL_NAME_MAX], owner[64];
     char binary[PATH_MAX], model_dir[PATH_MAX], work_dir[PATH_MAX], output[PATH_MAX + 16];
@@ -52,9 +59,14 @@ struct router {
     model_profile profile;
     sched_service *sched;
     int max_instances;
+    placement place;
+    char shared_job[128]; /* PLACE_SHARED_GPU: the job holding the GPU */
 
     pthread_mutex_t lock;
     pthread_cond_t work;    /* a request queued, or stop/retire */
+    pthread_cond_t full;    /* a batch's worth queued, or stop/retire: one
+                             * signal per batch, not per request, for the
+                             * instance gathering one */
     pthread_cond_t changed; /* an instance changed state */
     call *head, *tail;
     size_t queued;
@@ -180,8 +192,8 @@ static uint32_t take_batch_locked(router *r, instance *in, call **out)
                           ROUTER_BATCH_WAIT_US * 1000ull;
         ts.tv_sec = (time_t)(abs_ns / 1000000000u);
         ts.tv_nsec = (long)(abs_ns % 1000000000u);
-        while (r->queued < want && !r->stopping && now_ns() < until)
-            if (pthread_cond_timedwait(&r->work, &r->lock, &ts) == ETIMEDOUT)
+        while (r->queued < want && !r->stopping && !in->retire && now_ns() < until)
+            if (pthread_cond_timedwait(&r->full, &r->lock, &ts) == ETIMEDOUT)
                 break;
         if (!r->head)
             return take_batch_locked(r, in, out);
@@ -211,9 +223,14 @@ static int serve(router *r, instance *in, kernel_proc *k)
         uint32_t n = take_batch_locked(r, in, calls);
         if (n)
             in->state = INST_BUSY;
+        /* Requests still queued: the machine is busy, and a core spent
+         * spinning for the answer is one the HTTP threads and the kernel
+         * lack; a quiet service spins and answers sooner. */
+        int quiet = !r->head && (n == 1 || n * 4 <= (uint32_t)r->profile.batch_size);
         pthread_mutex_unlock(&r->lock);
         if (!n)
             return 0;
+        kernel_proc_spin(k, quiet);
         if (run_batch(r, k, calls, n) != 0)
             return -1;
     }
@@ -276,23 +293,48 @@ static int wait_device(router *r, instance *in, const char *job, int32_t *kind, 
     }
 }
 
+/* The device an instance serves on: 0 with its kind and index, -1 when
+ * the instance is to leave first. */
+static int instance_device(router *r, instance *in, const char *job, int32_t *kind,
+                           int32_t *index)
+{
+    switch (r->place) {
+    case PLACE_CPU_UNGRANTED:
+        *kind = LOOM_DEVICE_CPU;
+        *index = 0;
+        return leaving(r, in) ? -1 : 0;
+    case PLACE_SHARED_GPU:
+        return wait_device(r, in, r->shared_job, kind, index);
+    default:
+        return wait_device(r, in, job, kind, index);
+    }
+}
+
+/* Submits the scheduler job holding the device(s) of `job` (one device). */
+static loom_error *submit_device_job(router *r, const char *job)
+{
+    char plan[80];
+    snprintf(plan, sizeof plan, "/%s", r->owner);
+    sched_job_spec js = {.id = job, .plan = plan, .kind = SCHED_JOB_KERNEL, .max_devices = 1,
+                         .min_devices = 1, .user = r->owner, .wait_if_too_large = true};
+    return sched_service_submit(r->sched, &js);
+}
+
 static void *instance_main(void *arg)
 {
     instance *in = arg;
     router *r = in->r;
-    char job[128], plan[80];
+    char job[128];
     snprintf(job, sizeof job, "kernel/%s/%u", r->name, in->seq);
-    snprintf(plan, sizeof plan, "/%s", r->owner);
-    sched_job_spec js = {.id = job, .plan = plan, .kind = SCHED_JOB_KERNEL, .max_devices = 1,
-                         .min_devices = 1, .user = r->owner, .wait_if_too_large = true};
-    loom_error *e = sched_service_submit(r->sched, &js);
+    int own_job = r->place == PLACE_OWN_DEVICE;
+    loom_error *e = own_job ? submit_device_job(r, job) : NULL;
     if (e) {
         note_failure(r, e, "no device for a kernel instance");
         set_state(r, in, INST_DONE);
         return NULL;
     }
     int32_t kind = LOOM_DEVICE_CPU, index = 0;
-    while (wait_device(r, in, job, &kind, &index) == 0) {
+    while (instance_device(r, in, job, &kind, &index) == 0) {
         set_state(r, in, INST_STARTING);
         kernel_proc_spec ks = {.binary = r->binary, .model_dir = r->model_dir,
                                .work_dir = r->work_dir, .user = r->owner, .output = r->output,
@@ -321,7 +363,8 @@ static void *instance_main(void *arg)
         in->state = INST_WAITING;
         pthread_mutex_unlock(&r->lock);
     }
-    sched_service_end(r->sched, job);
+    if (own_job)
+        sched_service_end(r->sched, job);
     set_state(r, in, INST_DONE);
     return NULL;
 }
@@ -409,6 +452,7 @@ static void scale_locked(router *r, uint64_t now)
         r->inst[idle].retire = 1;
         r->spare_since_ns = now;
         pthread_cond_broadcast(&r->work);
+        pthread_cond_broadcast(&r->full);
         log_info("model \"%s\": capacity spare: one instance fewer (%d)", r->name, active - 1);
     }
 }
@@ -437,11 +481,12 @@ static void *control_main(void *arg)
 
 /* ---- the service's life ------------------------------------------------------ */
 
-static router *router_new(const router_spec *spec)
+static router *router_new(const router_spec *spec, placement place)
 {
     router *r = calloc(1, sizeof *r);
     if (!r)
         return NULL;
+    r->place = place;
     snprintf(r->name, sizeof r->name, "%s", spec->name);
     snprintf(r->owner, sizeof r->owner, "%s", spec->owner);
     snprintf(r->binary, sizeof r->binary, "%s", spec->binary);
@@ -451,7 +496,17 @@ static router *router_new(const router_spec *spec)
     r->model = *spec->model;
     r->profile = *spec->profile;
     r->sched = spec->sched;
-    int devices = (int)sched_service_device_count(spec->sched);
+    /* One host serves every replica: `replica` groups of kernel_min to
+     * kernel_max instances are that many times the instances (the profile's
+     * check keeps the product within MODEL_KERNEL_LIMIT). */
+    r->profile.kernel_min *= r->profile.replica;
+    if (r->profile.kernel_max > 0)
+        r->profile.kernel_max *= r->profile.replica;
+    /* kernel_max -1: as many as the plan can give, one device each; instances
+     * that hold no device of their own are bounded by the cores instead. */
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int devices = r->place == PLACE_OWN_DEVICE ? (int)sched_service_device_count(spec->sched)
+                                               : (int)(cores > 0 ? cores : 1);
     r->max_instances = r->profile.kernel_max > 0 ? r->profile.kernel_max
                        : devices < MODEL_KERNEL_LIMIT ? (devices > 0 ? devices : 1)
                                                       : MODEL_KERNEL_LIMIT;
@@ -459,14 +514,19 @@ static router *router_new(const router_spec *spec)
         r->max_instances = r->profile.kernel_min;
     pthread_mutex_init(&r->lock, NULL);
     pthread_cond_init(&r->work, NULL);
+    pthread_cond_init(&r->full, NULL);
     pthread_cond_init(&r->changed, NULL);
     return r;
 }
 
+/* After its instances have ended. */
 static void router_free(router *r)
 {
+    if (r->shared_job[0])
+        sched_service_end(r->sched, r->shared_job);
     pthread_mutex_destroy(&r->lock);
     pthread_cond_destroy(&r->work);
+    pthread_cond_destroy(&r->full);
     pthread_cond_destroy(&r->changed);
     free(r);
 }
@@ -497,12 +557,58 @@ static loom_error *wait_first(router *r)
     return e;
 }
 
+/* The kind of device the scheduler hands out here (all of one kind). */
+static int32_t inventory_kind(sched_service *ss)
+{
+    sched_slot_view *slots = NULL;
+    size_t n = 0;
+    int32_t kind = LOOM_DEVICE_CPU;
+    loom_error *e = sched_service_slots(ss, &slots, &n);
+    if (!e && n > 0)
+        kind = slots[0].kind;
+    loom_err_free(e);
+    free(slots);
+    return kind;
+}
+
+/* kernel.gpu against this host: "no" takes CPU slots (or, where the
+ * scheduler hands out GPUs alone, no device: the CPU beside the jobs);
+ * "exclusive" one GPU per instance; "shared" one GPU for the service. */
+static loom_error *choose_placement(const router_spec *spec, placement *out)
+{
+    const char *gpu = spec->profile->gpu;
+    int has_gpus = inventory_kind(spec->sched) != LOOM_DEVICE_CPU;
+    if (strcmp(gpu, "no") == 0) {
+        *out = has_gpus ? PLACE_CPU_UNGRANTED : PLACE_OWN_DEVICE;
+        return NULL;
+    }
+    if (!has_gpus)
+        return loom_err(LOOM_E_INVALID, "model \"%s\": kernel.gpu \"%s\": this host has no GPU "
+                        "(its scheduler hands out CPU slots); set kernel.gpu to \"no\" to serve "
+                        "on them", spec->name, gpu);
+    *out = strcmp(gpu, "shared") == 0 ? PLACE_SHARED_GPU : PLACE_OWN_DEVICE;
+    return NULL;
+}
+
 loom_error *router_start(const router_spec *spec, router **out)
 {
     *out = NULL;
-    router *r = router_new(spec);
+    placement place = PLACE_OWN_DEVICE;
+    loom_error *bad = choose_placement(spec, &place);
+    if (bad)
+        return bad;
+    router *r = router_new(spec, place);
     if (!r)
         return loom_err(LOOM_E_INTERNAL, "out of memory");
+    if (place == PLACE_SHARED_GPU) {
+        snprintf(r->shared_job, sizeof r->shared_job, "kernel/%s/shared", r->name);
+        bad = submit_device_job(r, r->shared_job);
+        if (bad) {
+            r->shared_job[0] = '\0';
+            router_free(r);
+            return loom_err_wrap(bad, "model \"%s\": the shared GPU", spec->name);
+        }
+    }
     pthread_mutex_lock(&r->lock);
     int ok = spawn_locked(r) == 0;
     pthread_mutex_unlock(&r->lock);
@@ -532,6 +638,7 @@ void router_stop(router *r, int force)
     r->force = force;
     call *dropped = force ? take_queue_locked(r) : NULL;
     pthread_cond_broadcast(&r->work);
+    pthread_cond_broadcast(&r->full);
     pthread_mutex_unlock(&r->lock);
     char msg[160];
     snprintf(msg, sizeof msg, "model \"%s\" was stopped", r->name);
@@ -584,7 +691,9 @@ loom_error *router_submit(router *r, const char *body, size_t len, router_done_f
             r->head = c;
         r->tail = c;
         r->queued++;
-        pthread_cond_signal(&r->work);
+        pthread_cond_signal(&r->work); /* no system call when no instance idles */
+        if (r->queued >= (size_t)r->profile.batch_size)
+            pthread_cond_signal(&r->full);
     }
     pthread_mutex_unlock(&r->lock);
     if (e)

@@ -122,7 +122,11 @@ static loom_error *prepare(edt_coordinator *c)
     for (char *p = c->m.shm_name + 1; *p; p++)
         if (*p == '/')
             *p = '_';
-    comm_shm_config cfg = {.max_ranks = c->m.nslots, .max_buffer_bytes = (uint64_t)1 << 34};
+    /* Each worker's gradient buffer lives in its slot's region (reduced in
+     * place); the regions are sparse, so the bound costs address space
+     * only. A larger buffer stays in the adapter and goes through staging. */
+    comm_shm_config cfg = {.max_ranks = c->m.nslots, .max_buffer_bytes = (uint64_t)1 << 34,
+                           .gradient_region_bytes = EDT_GRADIENT_REGION_BYTES};
     shm_unlink(c->m.shm_name);
     loom_error *e = comm_shm_create(c->m.shm_name, &cfg, &c->m.seg);
     if (!e)

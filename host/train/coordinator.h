@@ -20,6 +20,9 @@
 #include "util/error.h"
 
 #define EDT_MAX_WORKERS 1024
+/* The largest gradient buffer a CPU worker keeps in the shared segment,
+ * where the all-reduce runs in place (4 GiB: a billion float parameters). */
+#define EDT_GRADIENT_REGION_BYTES (4ull << 30)
 
 typedef struct edt_job {
     char exec_id[64];

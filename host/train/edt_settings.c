@@ -65,6 +65,7 @@ static void set_defaults(edt_settings *s)
     s->recovery_interval_ms = 10000;
     s->steps_per_round = 8;
     s->round_ms = 20;
+    s->in_place_reduce = 1;
 }
 
 /* The spec's "training" block: the knobs, the seed; *loggers is its
@@ -157,6 +158,7 @@ static loom_error *from_env(char *const *env, int nenv, edt_settings *s)
         {"EDT_STEPS_PER_ROUND", offsetof(edt_settings, steps_per_round), 1, MSG_MAX_STEPS},
         {"EDT_ROUND_MS", offsetof(edt_settings, round_ms), 1, 10000},
         {"EDT_OVERLAP_REDUCE", offsetof(edt_settings, overlap_reduce), 0, 1},
+        {"EDT_IN_PLACE_REDUCE", offsetof(edt_settings, in_place_reduce), 0, 1},
     };
     for (int i = 0; i < nenv; i++)
         for (size_t k = 0; k < sizeof vars / sizeof *vars; k++) {

@@ -41,6 +41,10 @@ typedef struct edt_settings {
     uint32_t round_ms;             /* EDT_ROUND_MS: a multi-step round's time budget */
     uint32_t overlap_reduce;       /* EDT_OVERLAP_REDUCE: 1: all-reduce during backward
                                     * where the adapter reports finished gradients */
+    uint32_t in_place_reduce;      /* EDT_IN_PLACE_REDUCE: 1 (default): CPU workers keep
+                                    * their gradients in the shared segment, where the
+                                    * all-reduce runs in place; 0: in the adapter's memory,
+                                    * reduced through staging */
 } edt_settings;
 
 /* Resolves the settings. `spec` is the parsed spec (may be NULL);

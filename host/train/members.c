@@ -211,6 +211,7 @@ static int spawn_worker(edt_coordinator *c, uint32_t slot, int32_t device)
                     "--exec-id", j->exec_id, "--slot", slot_s, "--seed", seed_s,
                     "--threads", threads_s, "--log-every", every_s,
                     "--overlap-reduce", j->settings.overlap_reduce ? "1" : "0",
+                    "--in-place-reduce", j->settings.in_place_reduce ? "1" : "0",
                     "--loggers", c->loggers_for_workers,
                     "--device", is_gpu_job(c) ? "cuda" : "cpu", NULL};
     char job_env[5][PATH_MAX + 32];

@@ -32,6 +32,7 @@ typedef struct worker {
     const char *exec_id, *loggers_json;
     uint32_t slot, threads, log_every;
     uint32_t overlap_reduce; /* EDT_OVERLAP_REDUCE: reduce during backward (CPU) */
+    uint32_t in_place_reduce; /* EDT_IN_PLACE_REDUCE: gradients in the segment (CPU) */
     grad_overlap *overlap;   /* its thread, when on */
     uint64_t seed;
     so_plugin *plugin;
@@ -127,6 +128,7 @@ static int parse_args(worker *w, int argc, char **argv)
         else if (!strcmp(k, "--threads")) w->threads = (uint32_t)strtoul(v, NULL, 10);
         else if (!strcmp(k, "--log-every")) w->log_every = (uint32_t)strtoul(v, NULL, 10);
         else if (!strcmp(k, "--overlap-reduce")) w->overlap_reduce = (uint32_t)strtoul(v, NULL, 10);
+        else if (!strcmp(k, "--in-place-reduce")) w->in_place_reduce = (uint32_t)strtoul(v, NULL, 10);
         else if (!strcmp(k, "--seed")) w->seed = strtoull(v, NULL, 10);
         else {
             fprintf(stderr, "loom worker: unknown argument %s (workers are started by the trainer)\n", k);
@@ -144,6 +146,48 @@ static int parse_args(worker *w, int argc, char **argv)
     if (!w->control || !w->shm || !w->framework || !w->spec_path || !w->code_dir) {
         fprintf(stderr, "loom worker: --control, --shm, --framework, --spec and --code-dir are required\n");
         return -1;
+    }
+    return 0;
+}
+
+/* loom_trainer_config.gradient_memory: the adapter's gradient buffer in
+ * this worker's region of the shared segment, so the all-reduce runs in
+ * place. A refusal is said once; the adapter then allocates its own. */
+static void *offer_gradient_memory(void *data, uint64_t nbytes)
+{
+    worker *w = data;
+    float *region = NULL;
+    loom_error *e = comm_shm_gradient_memory(w->comm, nbytes, &region);
+    if (e) {
+        say("gradients stay in the adapter's memory (all-reduce through staging): %s",
+            loom_err_message(e));
+        loom_err_free(e);
+    }
+    return region;
+}
+
+/* What the host offers the adapter beyond the model (CPU only: a device's
+ * kernels end later than the adapter's calls return): reducing during
+ * backward, and the gradient buffer in the shared segment. The comm is
+ * attached first: the gradient memory offered is its slot's. */
+static int offer_host_hooks(worker *w, loom_trainer_config *cfg)
+{
+    loom_error *e = comm_shm_attach(w->shm, w->slot, &w->comm);
+    if (e)
+        return fail(e, "collectives");
+    if (strcmp(w->device, "cpu"))
+        return 0;
+    if (w->overlap_reduce) {
+        if (!(w->overlap = grad_overlap_new())) {
+            fprintf(stderr, "loom worker: out of memory\n");
+            return 1;
+        }
+        cfg->gradient_ready = grad_overlap_ready;
+        cfg->gradient_ready_data = w->overlap;
+    }
+    if (w->in_place_reduce) {
+        cfg->gradient_memory = offer_gradient_memory;
+        cfg->gradient_memory_data = w;
     }
     return 0;
 }
@@ -185,19 +229,11 @@ static int setup(worker *w)
         .code_dir = w->code_dir,
         .data_dir = w->data_dir ? w->data_dir : w->code_dir,
     };
-    /* Reducing during backward: CPU buffers only (a device's kernels end
-     * later than the adapter's calls return). */
-    if (w->overlap_reduce && !strcmp(w->device, "cpu")) {
-        if (!(w->overlap = grad_overlap_new())) {
-            free(spec);
-            fprintf(stderr, "loom worker: out of memory\n");
-            return 1;
-        }
-        cfg.gradient_ready = grad_overlap_ready;
-        cfg.gradient_ready_data = w->overlap;
-    }
-    e = w->fw->create(w->fw, &cfg, &w->inst);
+    int rc = offer_host_hooks(w, &cfg);
+    e = rc ? NULL : w->fw->create(w->fw, &cfg, &w->inst);
     free(spec);
+    if (rc)
+        return rc;
     if (e)
         return fail(e, "the framework could not build the model");
     w->params.struct_size = w->grads.struct_size = sizeof(loom_tensor_view);
@@ -225,8 +261,6 @@ static int setup(worker *w)
             return 1;
         }
     }
-    if ((e = comm_shm_attach(w->shm, w->slot, &w->comm)))
-        return fail(e, "collectives");
     if (w->overlap && (e = grad_overlap_bind(w->overlap, w->comm, (float *)w->grads.data,
                                              (size_t)(w->grads.nbytes / sizeof(float)))))
         return fail(e, "collectives");
@@ -283,9 +317,10 @@ typedef struct step_profile {
 
 static step_profile profile;
 
-static void profile_print(uint32_t slot, grad_overlap *overlap)
+static void profile_print(const worker *w)
 {
     step_profile *p = &profile;
+    grad_overlap *overlap = w->overlap;
     if (!p->steps)
         return;
     double n = (double)p->steps, ms = 1e6;
@@ -297,19 +332,20 @@ static void profile_print(uint32_t slot, grad_overlap *overlap)
         snprintf(during, sizeof during, "; %.0f%% of the all-reduce buckets during backward",
                  100.0 * (double)early / (double)total);
     say("profile epoch %u: %llu steps in %llu rounds; per step ms: compute %.3f, all-reduce %.3f "
-        "(waiting for peers %.3f), apply %.3f, between rounds %.3f (worker %u)%s",
+        "(waiting for peers %.3f), apply %.3f, between rounds %.3f (worker %u)%s; all-reduce %s",
         p->epoch, (unsigned long long)p->steps, (unsigned long long)p->rounds,
         (double)p->compute_ns / n / ms, (double)p->reduce_ns / n / ms, (double)p->wait_ns / n / ms,
-        (double)p->apply_ns / n / ms, (double)p->between_ns / n / ms, slot, during);
+        (double)p->apply_ns / n / ms, (double)p->between_ns / n / ms, w->slot, during,
+        comm_shm_in_place_bytes(w->comm) ? "in place in the shared segment" : "through staging");
 }
 
 /* A plan for `epoch` arrived: the time since the last reply was spent
  * between rounds (the coordinator's work, the slowest member's reply). */
-static void profile_round(uint32_t slot, grad_overlap *overlap, uint32_t epoch)
+static void profile_round(const worker *w, uint32_t epoch)
 {
     step_profile *p = &profile;
     if (epoch != p->epoch) {
-        profile_print(slot, overlap);
+        profile_print(w);
         uint64_t replied = p->replied_ns;
         *p = (step_profile){.epoch = epoch, .replied_ns = replied};
     }
@@ -678,7 +714,7 @@ static int serve_plan(worker *w, const msg_plan *p, int *pending, int *finished)
     msg reply = {.kind = MSG_REPLY, .u.reply = {.round = p->round}};
     msg_reply *r = &reply.u.reply;
     loom_error *e = NULL;
-    profile_round(w->slot, w->overlap, p->epoch);
+    profile_round(w, p->epoch);
     profile.rounds += p->action == PLAN_STEP;
     /* The pending step was the previous plan's last; this plan's
      * iteration counts it. */
@@ -706,7 +742,7 @@ static int serve_plan(worker *w, const msg_plan *p, int *pending, int *finished)
     /* After finishing, wait for the coordinator's exit: leaving first
      * would look like a death before every reply is in. */
     if (finishing) {
-        profile_print(w->slot, w->overlap);
+        profile_print(w);
         in_loggers(w, 1);
         logger_set_end(w->loggers, LOOM_TRAIN_FINISHED, "finished");
         in_loggers(w, 0);

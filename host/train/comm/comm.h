@@ -9,6 +9,11 @@
  *        all-gather through the segment, so every process does 1/world of
  *        the adds. Coordinator and workers share one PID namespace: a
  *        slot records its process's pid so peers notice its death.
+ *        A worker may keep its gradient buffer in its slot's region of the
+ *        segment (comm_shm_gradient_memory); when every member does, the
+ *        all-reduce runs in place: each member sums its share straight
+ *        from every member's region and writes the average into every
+ *        region, with no staging copies.
  *  nccl  GPU workers (only when built with LOOM_HAVE_CUDA): the same calls
  *        over an NCCL communicator made from a unique id the coordinator
  *        hands out; a new communicator per generation.
@@ -90,6 +95,14 @@ typedef struct comm_shm_config {
      * 0 picks a default (COMM_SHM_DEFAULT_STAGING, or less when
      * max_buffer_bytes is small). */
     uint64_t staging_bytes;
+    /* Per-slot gradient region (comm_shm_gradient_memory): the largest
+     * gradient buffer a worker can keep in the segment. The regions are
+     * sparse: only the pages workers reserve take memory. 0: none. */
+    uint64_t gradient_region_bytes;
+    /* An in-place all-reduce whose buffers (all members' together) reach
+     * this size writes with non-temporal stores. 0: the last-level cache's
+     * size (sysconf), or COMM_SHM_DEFAULT_STREAM_BYTES when unknown. */
+    uint64_t stream_min_bytes;
 } comm_shm_config;
 
 #define COMM_SHM_MAX_RANKS 256u
@@ -97,6 +110,10 @@ typedef struct comm_shm_config {
  * in L2, and the per-chunk handshakes (about a microsecond each) stay far
  * below the copy time. */
 #define COMM_SHM_DEFAULT_STAGING (512u << 10)
+/* Largest gradient region per slot (16 GiB): slots times this stays far
+ * inside a 64-bit address space even at COMM_SHM_MAX_RANKS. */
+#define COMM_SHM_MAX_GRADIENT_REGION (16ull << 30)
+#define COMM_SHM_DEFAULT_STREAM_BYTES (32ull << 20)
 
 /* Creates the segment `name` ("/loom-<job>", see shm_open(3)). Fails with
  * LOOM_ERR_ALREADY_EXISTS when the name is taken. */
@@ -120,6 +137,26 @@ void comm_shm_destroy(comm_shm_segment *seg);
  * such segment), INVALID_ARGUMENT (slot out of range, not a loom segment),
  * ALREADY_EXISTS (a live process holds the slot). */
 loom_error *comm_shm_attach(const char *name, uint32_t slot, comm **out);
+/* Memory for this member's gradient buffer: `bytes` (a multiple of 4) of
+ * its slot's gradient region, zeroed, page aligned, valid until comm_close.
+ * The pages are reserved at once (fallocate), so a full /dev/shm shows here,
+ * never as a SIGBUS later. Call it before joining a generation. From the
+ * next join on, when every member of the generation holds a buffer of the
+ * same size there, an all-reduce of that buffer, or of the same part of it
+ * on every member, runs in place (comm_shm_in_place); any other buffer goes
+ * through staging as before.
+ * In place, peers write into each other's buffers while a collective runs:
+ * a member whose collective failed must not touch its buffer again before
+ * its peers are out of theirs (their calls returned, or they died). The
+ * trainer's rounds ensure it: the coordinator collects every member's reply
+ * before its next plan, and a member leaves a generation only dead.
+ * Errors: INVALID_ARGUMENT (bytes 0 or not a multiple of 4; called while in
+ * a generation; called a second time), RESOURCE_EXHAUSTED (larger than the region; /dev/shm full).
+ */
+loom_error *comm_shm_gradient_memory(comm *c, uint64_t bytes, float **out);
+/* Bytes of the gradient buffer the current generation reduces in place: 0
+ * when it does not (a member keeps its gradients elsewhere). */
+uint64_t comm_shm_in_place_bytes(const comm *c);
 /* Adopts `generation`: waits until the coordinator has published it, then
  * until every member has joined it. NOT_FOUND when this slot is not a
  * member; UNAVAILABLE when a newer generation superseded it. */

@@ -17,8 +17,25 @@
  *      write it to my staging and my buffer; step 2k+2; wait for all;
  *   3. copy every other member's reduced share from its staging.
  * Each process reads and adds 1/world of the data, so all cores work.
+ *
+ * In place (every member's buffer in its gradient region, comm.h): one
+ * round of two steps, no staging. Each member publishes where its buffer
+ * is and signals "ready" (2k+1); once all are ready and agree on the place,
+ * it sums its share straight from every member's region (ascending slot
+ * order, the same bits as staged) and writes the average into every
+ * region; "done" (2k+2) once all have, so a member's buffer is whole when
+ * its call returns. The shares are disjoint, so no two members ever write
+ * the same bytes, and each element crosses the memory bus about as often
+ * as a memcpy moves it. Buffers too large for the last-level cache are
+ * written with non-temporal stores: they would not stay in cache anyway,
+ * and skipping the read for ownership saves a third of the traffic. (Below
+ * that size streaming loses: on a machine with a 480 MB L3, 64 MB in place
+ * ran at 2.5 GB/s streamed against 5 GB/s cached, under the same load.)
  */
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "util/error.h"
 #include "shm_member.h"
@@ -69,6 +86,111 @@ static void reduce_share(float *staged_out, float *user_out, const float *const 
     }
 }
 
+static int is_power_of_two(uint32_t v) { return v && !(v & (v - 1)); }
+
+/* dst[i] = v[i] for n floats, bypassing the cache when `stream`. */
+static void store_block(float *dst, const float *v, size_t n, int stream)
+{
+#if defined(__SSE2__)
+    if (stream) {
+        size_t i = 0;
+        for (; i < n && ((uintptr_t)(dst + i) & 15u); i++)
+            dst[i] = v[i];
+        for (; i + 16 <= n; i += 16) {
+            _mm_stream_ps(dst + i, _mm_loadu_ps(v + i));
+            _mm_stream_ps(dst + i + 4, _mm_loadu_ps(v + i + 4));
+            _mm_stream_ps(dst + i + 8, _mm_loadu_ps(v + i + 8));
+            _mm_stream_ps(dst + i + 12, _mm_loadu_ps(v + i + 12));
+        }
+        for (; i < n; i++)
+            dst[i] = v[i];
+        return;
+    }
+#else
+    (void)stream;
+#endif
+    memcpy(dst, v, n * sizeof(float));
+}
+
+#if defined(__SSE2__)
+/* Two members, the common case, in one pass: a[i] = b[i] = (a[i] + b[i])
+ * * 0.5 (the same bits as the division by 2). Returns 0 when the buffers'
+ * alignments differ (they do not in one segment: pages plus one offset). */
+static int reduce_pair(float *a, float *b, size_t lo, size_t hi, int stream)
+{
+    if (((uintptr_t)a ^ (uintptr_t)b) & 15u)
+        return 0;
+    size_t i = lo;
+    for (; i < hi && ((uintptr_t)(a + i) & 15u); i++)
+        a[i] = b[i] = (a[i] + b[i]) * 0.5f;
+    const __m128 half = _mm_set1_ps(0.5f);
+    for (; i + 8 <= hi; i += 8) {
+        __m128 v0 = _mm_mul_ps(_mm_add_ps(_mm_load_ps(a + i), _mm_load_ps(b + i)), half);
+        __m128 v1 = _mm_mul_ps(_mm_add_ps(_mm_load_ps(a + i + 4), _mm_load_ps(b + i + 4)), half);
+        if (stream) {
+            _mm_stream_ps(a + i, v0);
+            _mm_stream_ps(a + i + 4, v1);
+            _mm_stream_ps(b + i, v0);
+            _mm_stream_ps(b + i + 4, v1);
+        } else {
+            _mm_store_ps(a + i, v0);
+            _mm_store_ps(a + i + 4, v1);
+            _mm_store_ps(b + i, v0);
+            _mm_store_ps(b + i + 4, v1);
+        }
+    }
+    for (; i < hi; i++)
+        a[i] = b[i] = (a[i] + b[i]) * 0.5f;
+    if (stream)
+        _mm_sfence(); /* the streamed stores before the "done" signal */
+    return 1;
+}
+#endif
+
+/* The in-place reduction of floats [lo, hi) of every member's buffer
+ * bufs[0..world): sum in ascending slot order, then the average (a power
+ * of two's reciprocal multiplies to the same bits as the division), written
+ * back to every buffer. */
+static void reduce_in_place(float *const *bufs, uint32_t world, size_t lo, size_t hi,
+                            int stream)
+{
+#if defined(__SSE2__)
+    if (world == 2 && reduce_pair(bufs[0], bufs[1], lo, hi, stream))
+        return;
+#endif
+    float acc[REDUCE_BLOCK];
+    const float divisor = (float)world, scale = 1.0f / divisor;
+    const int multiply = is_power_of_two(world);
+    for (size_t b = lo; b < hi; b += REDUCE_BLOCK) {
+        size_t n = min_size(REDUCE_BLOCK, hi - b);
+        const float *s0 = bufs[0] + b, *s1 = bufs[1] + b;
+        if (world == 2) {
+            for (size_t i = 0; i < n; i++)
+                acc[i] = (s0[i] + s1[i]) * 0.5f;
+        } else {
+            for (size_t i = 0; i < n; i++)
+                acc[i] = s0[i] + s1[i];
+            for (uint32_t r = 2; r < world; r++) {
+                const float *s = bufs[r] + b;
+                for (size_t i = 0; i < n; i++)
+                    acc[i] += s[i];
+            }
+            if (multiply)
+                for (size_t i = 0; i < n; i++)
+                    acc[i] *= scale;
+            else
+                for (size_t i = 0; i < n; i++)
+                    acc[i] /= divisor;
+        }
+        for (uint32_t r = 0; r < world; r++)
+            store_block(bufs[r] + b, acc, n, stream);
+    }
+#if defined(__SSE2__)
+    if (stream)
+        _mm_sfence(); /* the streamed stores before the "done" signal */
+#endif
+}
+
 static loom_error *check_capacity(const shm_member *m, const char *op, size_t bytes)
 {
     if (bytes > m->header->max_buffer_bytes)
@@ -89,6 +211,67 @@ static loom_error *wait_half_free(shm_member *m, uint64_t k, uint64_t deadline_n
     return shm_wait_all_steps(m, (uint32_t)(2 * k - 1), deadline_ns, op);
 }
 
+/* Where `buf` lies in this member's gradient buffer when the generation
+ * reduces in place: 1 + its offset in floats; 0 otherwise. */
+static uint64_t in_place_placement(const shm_member *m, const float *buf, size_t count)
+{
+    if (m->in_place_bytes == 0)
+        return 0;
+    const float *region = shm_gradient_region(m->header, m->slot);
+    size_t floats = (size_t)(m->in_place_bytes / sizeof(float));
+    if (buf < region || buf >= region + floats || count > floats - (size_t)(buf - region))
+        return 0;
+    return 1 + (uint64_t)(buf - region);
+}
+
+/* Every member must have put the same buffer in the same place; a member
+ * reducing elsewhere would neither read nor write what the others expect. */
+static loom_error *check_placements(shm_member *m, uint64_t mine, const char *op)
+{
+    for (uint32_t r = 0; r < m->base.world_size; r++) {
+        uint32_t peer = m->members[r];
+        uint64_t theirs = atomic_load(&shm_slots(m->header)[peer].placement);
+        if (theirs != mine)
+            return loom_err(LOOM_ERR_INTERNAL,
+                            "%s: slot %u reduces its buffer %s%llu but slot %u %s%llu: "
+                            "members must all reduce their gradient buffers in place at "
+                            "the same offset, or all reduce other buffers",
+                            op, m->slot, mine ? "in place at float " : "staged, code ",
+                            (unsigned long long)(mine ? mine - 1 : 0), peer,
+                            theirs ? "in place at float " : "staged, code ",
+                            (unsigned long long)(theirs ? theirs - 1 : 0));
+    }
+    return NULL;
+}
+
+static loom_error *allreduce_in_place(shm_member *m, uint64_t placement, size_t count,
+                                      uint64_t deadline_ns)
+{
+    const char *op = "allreduce";
+    uint32_t world = m->base.world_size, rank = m->base.rank;
+    uint64_t k = m->chunk++;
+    uint32_t ready = (uint32_t)(2 * k + 1), done = ready + 1;
+    atomic_store(&m->self->placement, placement);
+    shm_signal_step(m, ready); /* publishes the buffer and the placement */
+    loom_error *err = shm_wait_all_steps(m, ready, deadline_ns, op);
+    if (!err)
+        err = check_placements(m, placement, op);
+    if (err)
+        return err;
+    float *bufs[COMM_SHM_MAX_RANKS];
+    for (uint32_t r = 0; r < world; r++)
+        bufs[r] = shm_gradient_region(m->header, m->members[r]) + (placement - 1);
+    size_t lo, hi;
+    share_of(count, world, rank, &lo, &hi);
+    /* Streamed when the buffers would not stay in the last-level cache. */
+    uint64_t touched = (uint64_t)count * sizeof(float) * world;
+    reduce_in_place(bufs, world, lo, hi, touched >= m->header->stream_min_bytes);
+    shm_signal_step(m, done);
+    if ((err = shm_wait_all_steps(m, done, deadline_ns, op)) != NULL)
+        return err;
+    return shm_check_peers_stayed(m, op);
+}
+
 loom_error *shm_allreduce_avg_f32(comm *c, float *buf, size_t count,
                                   uint64_t deadline_ns)
 {
@@ -101,6 +284,9 @@ loom_error *shm_allreduce_avg_f32(comm *c, float *buf, size_t count,
     uint32_t world = m->base.world_size, rank = m->base.rank;
     if (world == 1 || count == 0)
         return NULL; /* the average of one buffer is itself */
+    uint64_t placement = in_place_placement(m, buf, count);
+    if (placement)
+        return allreduce_in_place(m, placement, count, deadline_ns);
 
     const float *src[COMM_SHM_MAX_RANKS];
     size_t chunk_floats = h->staging_bytes / 2 / sizeof(float);
@@ -112,6 +298,7 @@ loom_error *shm_allreduce_avg_f32(comm *c, float *buf, size_t count,
 
         if ((err = wait_half_free(m, k, deadline_ns, op)) != NULL)
             return err;
+        atomic_store(&m->self->placement, 0);
         /* Peers read every share of my staging but mine, which only I
          * reduce, straight from my buffer. */
         float *mine = shm_staging(h, m->slot, half);
@@ -120,7 +307,8 @@ loom_error *shm_allreduce_avg_f32(comm *c, float *buf, size_t count,
         memcpy(mine, buf + off, lo * sizeof(float));
         memcpy(mine + hi, buf + off + hi, (len - hi) * sizeof(float));
         shm_signal_step(m, staged);
-        if ((err = shm_wait_all_steps(m, staged, deadline_ns, op)) != NULL)
+        if ((err = shm_wait_all_steps(m, staged, deadline_ns, op)) != NULL ||
+            (err = check_placements(m, 0, op)) != NULL)
             return err;
 
         for (uint32_t r = 0; r < world; r++)

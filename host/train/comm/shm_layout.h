@@ -3,6 +3,12 @@
  * by the coordinator (shm_segment.c) and the workers (shm_member.c).
  *
  *   [header][slot 0 .. slot max_ranks-1][member list][pad][staging 0 .. n-1]
+ *   [gradient region 0 .. n-1]
+ *
+ * A slot's gradient region is where its worker keeps its gradient buffer
+ * when the adapter takes memory from the host (comm_shm_gradient_memory):
+ * peers then reduce straight from it and into it, with no staging copies.
+ * The regions are sparse: the file only holds the pages a worker reserved.
  *
  * Synchronisation is C11 atomics on 32-bit words plus futex(2) to sleep, so
  * no lock is ever held across a wait: a process that dies at any point
@@ -18,7 +24,7 @@
 #include <stdint.h>
 
 #define SHM_MAGIC 0x316d6d6f636d6f6full /* "loomcomm1" */
-#define SHM_LAYOUT_VERSION 2u
+#define SHM_LAYOUT_VERSION 3u
 #define SHM_CACHE_LINE 64u
 #define SHM_PAGE 4096u
 
@@ -44,7 +50,17 @@ typedef struct shm_slot {
     _Atomic uint32_t waiters;
     _Atomic int32_t pid;   /* attached process, 0 = free */
     _Atomic uint32_t dead; /* set by the coordinator once the pid is gone */
-    uint8_t pad[SHM_CACHE_LINE - 7 * sizeof(uint32_t)];
+    uint32_t unused;
+    /* Bytes of the slot's gradient region its process holds a buffer in
+     * (0: none), set before it joins a generation; cleared when another
+     * process claims the slot. */
+    _Atomic uint64_t gradient_bytes;
+    /* Per collective chunk, where this member's buffer is: 1 + its offset
+     * in floats within the gradient region when reduced in place, 0 when
+     * staged. Peers compare it with theirs before touching each other's
+     * memory (see shm_collectives.c). */
+    _Atomic uint64_t placement;
+    uint8_t pad[SHM_CACHE_LINE - 8 * sizeof(uint32_t) - 2 * sizeof(uint64_t)];
 } shm_slot;
 _Static_assert(sizeof(shm_slot) == SHM_CACHE_LINE, "one slot per cache line");
 
@@ -57,6 +73,9 @@ typedef struct shm_header {
     uint64_t slots_offset;
     uint64_t members_offset;
     uint64_t staging_offset;
+    uint64_t gradient_offset;       /* page aligned */
+    uint64_t gradient_region_bytes; /* per slot, page aligned; 0: none */
+    uint64_t stream_min_bytes;      /* comm_shm_config's, resolved */
     uint64_t total_bytes;
     int32_t coordinator_pid;
     /* The published generation (futex word) and its member list, written by
@@ -82,6 +101,12 @@ static inline float *shm_staging(shm_header *h, uint32_t slot, uint32_t half)
     return (float *)((char *)h + h->staging_offset +
                      (size_t)slot * h->staging_bytes +
                      (size_t)half * (h->staging_bytes / 2));
+}
+
+static inline float *shm_gradient_region(shm_header *h, uint32_t slot)
+{
+    return (float *)((char *)h + h->gradient_offset +
+                     (size_t)slot * h->gradient_region_bytes);
 }
 
 /* Reads the published generation and its members consistently. `members`

@@ -103,6 +103,8 @@ static loom_error *claim_slot(shm_header *h, const char *name, uint32_t slot)
      * holder left it (see shm_layout.h). */
     atomic_store(&s->joined_gen, 0);
     atomic_store(&s->dead, 0);
+    atomic_store(&s->gradient_bytes, 0);
+    atomic_store(&s->placement, 0);
     shm_futex_wake_all(&s->step);
     shm_futex_wake_all(&s->joined_gen);
     return NULL;
@@ -199,6 +201,7 @@ static void leave_generation(shm_member *m)
     m->base.generation = 0;
     m->base.world_size = 0;
     m->base.rank = 0;
+    m->in_place_bytes = 0;
 }
 
 loom_error *comm_shm_join(comm *c, uint32_t generation, uint64_t deadline_ns)
@@ -254,6 +257,7 @@ loom_error *comm_shm_join(comm *c, uint32_t generation, uint64_t deadline_ns)
     m->base.world_size = count;
     m->base.rank = rank;
     m->chunk = 0;
+    m->in_place_bytes = 0;
 
     for (uint32_t r = 0; r < count; r++) {
         if (m->members[r] == m->slot)
@@ -263,7 +267,64 @@ loom_error *comm_shm_join(comm *c, uint32_t generation, uint64_t deadline_ns)
             return err;
         }
     }
+    /* Every member stored its gradient_bytes before it joined: all read
+     * the same sizes, so all agree on reducing in place. */
+    uint64_t in_place = m->gradient_bytes;
+    for (uint32_t r = 0; r < count; r++)
+        if (atomic_load(&shm_slots(h)[m->members[r]].gradient_bytes) != in_place)
+            in_place = 0;
+    m->in_place_bytes = in_place;
     return NULL;
+}
+
+loom_error *comm_shm_gradient_memory(comm *c, uint64_t bytes, float **out)
+{
+    *out = NULL;
+    if (c == NULL || c->ops != &shm_member_ops)
+        return loom_err(LOOM_ERR_INVALID_ARGUMENT,
+                        "gradient memory: the handle is not attached to an shm segment");
+    shm_member *m = (shm_member *)c;
+    shm_header *h = m->header;
+    if (bytes == 0 || bytes % sizeof(float))
+        return loom_err(LOOM_ERR_INVALID_ARGUMENT,
+                        "gradient memory: %llu bytes asked, expected a positive "
+                        "multiple of 4", (unsigned long long)bytes);
+    if (m->base.generation != 0)
+        return loom_err(LOOM_ERR_INVALID_ARGUMENT,
+                        "gradient memory: slot %u is in generation %u already (ask "
+                        "before joining)", m->slot, m->base.generation);
+    if (m->gradient_bytes != 0)
+        return loom_err(LOOM_ERR_INVALID_ARGUMENT,
+                        "gradient memory: slot %u holds a gradient buffer of %llu bytes "
+                        "already (one per process)",
+                        m->slot, (unsigned long long)m->gradient_bytes);
+    if (bytes > h->gradient_region_bytes)
+        return loom_err(LOOM_ERR_RESOURCE_EXHAUSTED,
+                        "gradient memory: %llu bytes exceed shm segment '%s' gradient "
+                        "region of %llu bytes per slot",
+                        (unsigned long long)bytes, m->segment_name,
+                        (unsigned long long)h->gradient_region_bytes);
+    float *region = shm_gradient_region(h, m->slot);
+    off_t at = (off_t)((char *)region - (char *)h);
+    int rc = posix_fallocate(m->fd, at, (off_t)shm_align_up(bytes, SHM_PAGE));
+    if (rc != 0)
+        return loom_err(LOOM_ERR_RESOURCE_EXHAUSTED,
+                        "gradient memory: cannot reserve %llu bytes in shm segment "
+                        "'%s': %s", (unsigned long long)bytes, m->segment_name,
+                        strerror(rc));
+    /* A previous holder of the slot may have left its gradients there. */
+    memset(region, 0, (size_t)bytes);
+    m->gradient_bytes = bytes;
+    atomic_store(&m->self->gradient_bytes, bytes);
+    *out = region;
+    return NULL;
+}
+
+uint64_t comm_shm_in_place_bytes(const comm *c)
+{
+    if (c == NULL || c->ops != &shm_member_ops)
+        return 0;
+    return ((const shm_member *)c)->in_place_bytes;
 }
 
 static void shm_member_close(comm *c)

@@ -25,6 +25,11 @@ typedef struct shm_member {
     /* Per slot: its step when it joined this generation (shm_slot.gen_base),
      * read once at the join barrier. Steps below are relative to it. */
     uint32_t *step_base;
+    /* Bytes of this member's gradient buffer in its region (0: none), and
+     * of the one the generation reduces in place: set at the join to the
+     * size every member holds, or 0. */
+    uint64_t gradient_bytes;
+    uint64_t in_place_bytes;
     /* Per slot: a pidfd for the process seen there (so a SIGKILLed peer is
      * noticed even before its parent reaps it), and the pid it belongs to. */
     int *pidfd;

@@ -48,6 +48,15 @@ static uint64_t staging_bytes_for(const comm_shm_config *cfg)
     return staging < 2 * SHM_PAGE ? 2 * SHM_PAGE : staging;
 }
 
+/* The largest cache the in-place all-reduce's buffers can stay in. */
+static uint64_t last_level_cache_bytes(void)
+{
+    long size = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    if (size <= 0)
+        size = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    return size > 0 ? (uint64_t)size : COMM_SHM_DEFAULT_STREAM_BYTES;
+}
+
 loom_error *comm_shm_create(const char *name, const comm_shm_config *config,
                             comm_shm_segment **out)
 {
@@ -72,7 +81,15 @@ loom_error *comm_shm_create(const char *name, const comm_shm_config *config,
     uint64_t staging_offset =
         shm_align_up(members_offset + (uint64_t)config->max_ranks * sizeof(uint32_t),
                      SHM_PAGE);
-    uint64_t total = staging_offset + (uint64_t)config->max_ranks * staging;
+    uint64_t gradient_offset = staging_offset + (uint64_t)config->max_ranks * staging;
+    uint64_t region = shm_align_up(config->gradient_region_bytes, SHM_PAGE);
+    if (config->gradient_region_bytes > COMM_SHM_MAX_GRADIENT_REGION)
+        return loom_err(LOOM_ERR_INVALID_ARGUMENT,
+                        "shm segment '%s': gradient_region_bytes %llu exceeds the "
+                        "limit of %llu per slot",
+                        name, (unsigned long long)config->gradient_region_bytes,
+                        (unsigned long long)COMM_SHM_MAX_GRADIENT_REGION);
+    uint64_t total = gradient_offset + (uint64_t)config->max_ranks * region;
 
     int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
     if (fd < 0) {
@@ -107,6 +124,10 @@ loom_error *comm_shm_create(const char *name, const comm_shm_config *config,
     h->slots_offset = slots_offset;
     h->members_offset = members_offset;
     h->staging_offset = staging_offset;
+    h->gradient_offset = gradient_offset;
+    h->gradient_region_bytes = region;
+    h->stream_min_bytes = config->stream_min_bytes ? config->stream_min_bytes
+                                                   : last_level_cache_bytes();
     h->total_bytes = total;
     h->coordinator_pid = (int32_t)getpid();
     atomic_store_explicit(&h->magic, SHM_MAGIC, memory_order_release);

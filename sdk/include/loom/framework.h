@@ -112,6 +112,23 @@ typedef struct loom_trainer_config {
      * [thread: the instance's, inside forward_backward] [owns: nothing] */
     void (*gradient_ready)(void *data, uint64_t offset, uint64_t nbytes);
     void *gradient_ready_data; /* its first argument */
+    /* ABI 1.3, optional on both sides: an adapter reads these only when
+     * struct_size covers them (LOOM_STRUCT_HAS(cfg, loom_trainer_config,
+     * gradient_memory_data)), and the host may leave them NULL. Memory the
+     * host offers for the flat gradient buffer: an adapter that can place
+     * its gradient buffer in memory it did not allocate calls
+     * gradient_memory once inside create() with the buffer's size in bytes.
+     * The host returns host memory, zeroed and aligned to 64 bytes, that
+     * stays valid until destroy() returns, or NULL (then the adapter
+     * allocates its own as usual). The memory stays the host's: the adapter
+     * never frees it. On one node the host all-reduces gradients there in
+     * place, its peers reading and writing it directly, so an adapter must
+     * touch it only inside the calls of this table. Only for host memory
+     * (a CPU device); an adapter that ignores it works as before.
+     * [thread: the instance's, inside create] [owns: the memory is the
+     * host's] */
+    void *(*gradient_memory)(void *data, uint64_t nbytes);
+    void *gradient_memory_data; /* its first argument */
 } loom_trainer_config;
 
 /* Where training stands; passed to apply() for learning-rate schedules. */

@@ -103,6 +103,35 @@ expect_eq "bob cannot undeploy it" "$code" 404
 out=$(curl -s -H "Authorization: Bearer $BOB" "$URL/dlim/v1/model")
 expect_eq "bob's list is empty" "$out" "[]"
 
+# An API key of scope inference: its user's models' inference and nothing else.
+keytoken() { curl -s -X POST -d "{\"apikey\": \"$1\"}" "$URL/auth/v1/logon" |
+             /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])'; }
+expect_fails "a scope that does not exist" "$LOOM" apikey create webapp --scope everything
+expect_contains "the scope is named" "$(cat "$WORK/out")" 'scope: expected "all" or "inference"'
+key=$("$LOOM" apikey create webapp --scope inference | sed -n 's/.*(shown once): //p')
+expect_contains "the key's scope is listed" "$("$LOOM" apikey list)" "inference"
+INF=$(keytoken "$key")
+code=$(curl -s -o "$WORK/body" -w '%{http_code}' -H "X-User-Token: $INF" -X POST \
+       -H 'Content-Type: application/json' -d '{"k":1}' "$URL/dlim/v1/inference/echo-so")
+expect_eq "an inference key calls its user's model" "$code" 200
+expect_eq "and gets its answer" "$(cat "$WORK/body")" '{"k":1}'
+code=$(curl -s -o "$WORK/body" -w '%{http_code}' -H "Authorization: Bearer $INF" "$URL/dlim/v1/model")
+expect_eq "an inference key may not list models" "$code" 403
+expect_contains "the refusal names the scope" "$(cat "$WORK/body")" 'scope \"inference\"'
+code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $INF" -X POST \
+       "$URL/dlim/v1/model/echo-so/operation/stop")
+expect_eq "an inference key may not stop a model" "$code" 403
+code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $INF" "$URL/auth/v1/users")
+expect_eq "an administrator's inference key is no administrator" "$code" 403
+code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $INF" -X POST \
+       -H 'Content-Type: application/json' -d '{"label":"more"}' "$URL/auth/v1/apikeys")
+expect_eq "an inference key may not make keys" "$code" 403
+bobkey=$(LOOM_TOKEN=$BOB "$LOOM" apikey create bobweb --scope inference | sed -n 's/.*(shown once): //p')
+BOBINF=$(keytoken "$bobkey")
+code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $BOBINF" -X POST \
+       -d '{}' "$URL/dlim/v1/inference/echo-so")
+expect_eq "another user's inference key does not reach the model" "$code" 404
+
 # A restarted host starts the started models again, and they answer.
 stop_host
 start_host --cpu-slots 4

@@ -52,8 +52,14 @@ sed -i 's/"symbol": "no_such_symbol"/"symbol": "echo"/; s/ptr f64 in x/ptr f99 i
 expect_fails "deploy: bad signature" "$LOOM" model deploy -p "$WORK/ffimiss"
 expect_contains "bad signature named" "$(cat "$WORK/out")" "ffi.signature"
 
-# model.json with a kernel outside the directory; unknown runtime.
+# model.json missing, malformed, with a kernel outside the directory; an
+# unknown runtime.
 mkdir -p "$WORK/outside"
+expect_fails "model.json missing" "$LOOM" model deploy -p "$WORK/outside"
+expect_contains "missing named" "$(cat "$WORK/out")" "model.json"
+printf '{"name": "o", ' > "$WORK/outside/model.json"
+expect_fails "model.json malformed" "$LOOM" model deploy -p "$WORK/outside"
+expect_contains "malformed named" "$(cat "$WORK/out")" "not a JSON object"
 printf '{"name":"o","runtime":"so","kernel_path":"../fault/fault_kernel.so"}' > "$WORK/outside/model.json"
 expect_fails "kernel outside the dir" "$LOOM" model deploy -p "$WORK/outside"
 expect_contains "outside named" "$(cat "$WORK/out")" "outside the model directory"

@@ -4,7 +4,8 @@
 # sample once per epoch; a worker that dies in the middle of a round costs
 # only the steps from its death on (the steps before count, nobody trains
 # them twice); a worker whose rounds keep failing ends the job; reducing during backward (EDT_OVERLAP_REDUCE) trains the same
-# model bit for bit; the knobs are refused out of range by name; --syncMode ASYNC
+# model bit for bit, and so does reducing in place in the shared segment
+# (the default) against staging (EDT_IN_PLACE_REDUCE=0); the knobs are refused out of range by name; --syncMode ASYNC
 # on Fashion-MNIST (when installed) learns as well as synchronous training
 # from the same spec (1 epoch, 2 workers, within 5 points: before each
 # gradient counted batch / effective batch, ASYNC was 8.7 points behind).
@@ -99,6 +100,25 @@ expect_eq "the same validation with and without the overlap" \
     "$(cmp -s "$WORK/val-overlap-0.json" "$WORK/val-overlap-1.json" && echo same)" "same"
 expect_contains "the workers reduced in buckets during backward" \
     "$(cat "$LOOM_HOME/execs/$overlap_id/log/worker-0/stdout")" "of the all-reduce buckets during backward"
+
+# ---- gradients in the shared segment (the default): the all-reduce runs in
+# place there, and trains bit for bit the model that reducing through
+# staging (EDT_IN_PLACE_REDUCE=0, the gradients in the adapter's memory) does
+id=$(submit --model-dir "$WORK/wide" --numWorker 2 --msd-env EDT_IN_PLACE_REDUCE=0)
+expect_ok "EDT_IN_PLACE_REDUCE=0 job finishes" "$LOOM" exec wait "$id" --timeout 180
+expect_eq "the same validation in place and through staging" \
+    "$(cmp -s "$WORK/val-overlap-0.json" "$LOOM_HOME/execs/$id/val_dict_list.json" && echo same)" "same"
+expect_contains "EDT_IN_PLACE_REDUCE=0 reduces through staging" \
+    "$(cat "$LOOM_HOME/execs/$id/log/worker-1/stdout")" "all-reduce through staging"
+for w in 0 1; do
+    expect_contains "by default worker $w reduces in place" \
+        "$(cat "$LOOM_HOME/execs/$overlap_id/log/worker-$w/stdout")" "all-reduce in place in the shared segment"
+done
+expect_fails "EDT_IN_PLACE_REDUCE=2 refused" "$LOOM" exec start --exec-start edt \
+    --model-dir "$WORK/m" --msd-env EDT_IN_PLACE_REDUCE=2
+expect_contains "the refusal names the setting" "$(cat "$WORK/out")" \
+    "EDT_IN_PLACE_REDUCE: expected a whole number from 0 to 1"
+
 expect_fails "EDT_OVERLAP_REDUCE=2 refused" "$LOOM" exec start --exec-start edt \
     --model-dir "$WORK/m" --msd-env EDT_OVERLAP_REDUCE=2
 expect_contains "the refusal names the setting" "$(cat "$WORK/out")" \

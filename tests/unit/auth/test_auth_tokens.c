@@ -318,6 +318,45 @@ static void test_concurrent_callers(void)
     test_db_remove(&t);
 }
 
+/* A token checked a moment ago (so kept by the check's cache) is still
+ * refused at once when it is revoked, its key revoked, or it expires; a
+ * changed role is seen at once. */
+static void test_checked_then_revoked(void)
+{
+    test_db t;
+    auth_options o = test_fast_options();
+    o.token_ttl_ms = 5000;
+    auth_service *svc = setup(&t, &o);
+    char err[256], tok[AUTH_SECRET_MAX], key[AUTH_SECRET_MAX], kt[AUTH_SECRET_MAX];
+    auth_identity who;
+    CHECK(logon(svc, "alice", "alice-pass-1", NOW, tok, NULL) == LOOM_OK);
+    for (int i = 0; i < 3; i++)
+        CHECK(CODE(auth_check_token(svc, tok, NOW + i, &who)) == LOOM_OK);
+    CHECK(CODE(auth_check_token(svc, tok, NOW + 5000, &who)) == LOOM_E_UNAUTHENTICATED);
+    CHECK(logon(svc, "alice", "alice-pass-1", NOW, tok, NULL) == LOOM_OK);
+    CHECK(CODE(auth_check_token(svc, tok, NOW, &who)) == LOOM_OK);
+    CHECK(CODE(auth_check_token(svc, tok, NOW, NULL)) == LOOM_OK);
+    CHECK(CODE(auth_logout(svc, tok)) == LOOM_OK);
+    CHECK(CODE(auth_check_token(svc, tok, NOW, &who)) == LOOM_E_UNAUTHENTICATED);
+
+    CHECK(TAKE(auth_apikey_create(svc, "alice", "ci", key, sizeof key)) == LOOM_OK);
+    CHECK(TAKE(auth_logon_apikey(svc, "c", key, NOW, kt, sizeof kt, NULL)) == LOOM_OK);
+    CHECK(CODE(auth_check_token(svc, kt, NOW, &who)) == LOOM_OK);
+    CHECK(TAKE(auth_apikey_revoke(svc, "alice", "ci")) == LOOM_OK);
+    CHECK(CODE(auth_check_token(svc, kt, NOW, &who)) == LOOM_E_UNAUTHENTICATED);
+
+    /* a role changed under a checked token: alice, removed and added again
+     * as an administrator, is someone else; her old token is refused */
+    CHECK(logon(svc, "alice", "alice-pass-1", NOW, tok, NULL) == LOOM_OK);
+    CHECK(CODE(auth_check_token(svc, tok, NOW, &who)) == LOOM_OK);
+    CHECK_STR_EQ(who.role, "user");
+    CHECK(TAKE(auth_user_remove(svc, "alice")) == LOOM_OK);
+    CHECK(TAKE(auth_user_add(svc, "alice", "alice-pass-1", "admin")) == LOOM_OK);
+    CHECK(CODE(auth_check_token(svc, tok, NOW, &who)) == LOOM_E_UNAUTHENTICATED);
+    test_close(svc);
+    test_db_remove(&t);
+}
+
 int main(void)
 {
     test_issue_check_expire_logout();
@@ -325,5 +364,6 @@ int main(void)
     test_revoked_with_user_and_password();
     test_apikeys();
     test_concurrent_callers();
+    test_checked_then_revoked();
     return CHECK_DONE();
 }

@@ -358,6 +358,56 @@ static void test_shares_the_store(void)
     store_close(st);
 }
 
+static void collect_scope(const auth_apikey *k, void *ctx)
+{
+    if (strcmp(k->label, "web") == 0)
+        snprintf(ctx, AUTH_SCOPE_MAX, "%s", k->scope);
+}
+
+/* A key's scope is stored and listed, rides on every token the key issues,
+ * and a database made before scopes gets them (its keys: "all"). */
+static void test_key_scopes(void)
+{
+    test_db t;
+    test_db_make(&t);
+    auth_options o = test_fast_options();
+    auth_service *svc = test_open(&t, &o);
+    char err[256] = "", key[AUTH_SECRET_MAX], token[AUTH_SECRET_MAX];
+    CHECK(test_bootstrap(svc, "admin-pass-1", NULL, 0, err, sizeof err) == 1);
+    CHECK(TAKE(auth_user_add(svc, "erin", "erin-pass-1", "user")) == LOOM_OK);
+    CHECK(TAKE(auth_apikey_create_scoped(svc, "erin", "bad", "everything", key, sizeof key)) ==
+          LOOM_E_INVALID);
+    CHECK(strstr(err, "scope: expected") != NULL);
+    CHECK(TAKE(auth_apikey_create_scoped(svc, "erin", "web", AUTH_SCOPE_INFERENCE, key,
+                                         sizeof key)) == LOOM_OK);
+    char listed_scope[AUTH_SCOPE_MAX] = "";
+    CHECK(TAKE(auth_apikey_list(svc, "erin", collect_scope, listed_scope, NULL)) == LOOM_OK);
+    CHECK_STR_EQ(listed_scope, AUTH_SCOPE_INFERENCE);
+    CHECK(TAKE(auth_logon_apikey(svc, "c", key, NOW, token, sizeof token, NULL)) == LOOM_OK);
+    auth_identity who;
+    CHECK(TAKE(auth_check_token(svc, token, NOW, &who)) == LOOM_OK);
+    CHECK_STR_EQ(who.scope, AUTH_SCOPE_INFERENCE);
+    CHECK(TAKE(auth_logon_password(svc, "c", "erin", "erin-pass-1", NOW, token, sizeof token,
+                                   NULL)) == LOOM_OK);
+    CHECK(TAKE(auth_check_token(svc, token, NOW, &who)) == LOOM_OK);
+    CHECK_STR_EQ(who.scope, AUTH_SCOPE_ALL);
+    CHECK(TAKE(auth_apikey_create(svc, "erin", "old", key, sizeof key)) == LOOM_OK);
+    test_close(svc);
+
+    /* The same database as a build before scopes left it. */
+    sqlite3 *db = NULL;
+    CHECK(sqlite3_open(t.path, &db) == SQLITE_OK);
+    CHECK(sqlite3_exec(db, "ALTER TABLE api_keys DROP COLUMN scope", NULL, NULL, NULL) ==
+          SQLITE_OK);
+    sqlite3_close(db);
+    svc = test_open(&t, &o);
+    CHECK(TAKE(auth_logon_apikey(svc, "c", key, NOW, token, sizeof token, NULL)) == LOOM_OK);
+    CHECK(TAKE(auth_check_token(svc, token, NOW, &who)) == LOOM_OK);
+    CHECK_STR_EQ(who.scope, AUTH_SCOPE_ALL);
+    test_close(svc);
+    test_db_remove(&t);
+}
+
 int main(void)
 {
     test_bootstrap_random();
@@ -367,5 +417,6 @@ int main(void)
     test_stored_hashes();
     test_rehash_on_logon();
     test_shares_the_store();
+    test_key_scopes();
     return CHECK_DONE();
 }

@@ -93,6 +93,10 @@ static void test_profile(void)
     profile_refused("{\"policy\":{\"task_batch_size\":\"8\"}}", "task_batch_size");
     profile_refused("{\"kernel\":{\"gpu\":\"maybe\"}}", "kernel.gpu");
     profile_refused("{\"replica\":0}", "replica");
+    profile_refused("{\"replica\":9,\"policy\":{\"kernel_min\":2,\"kernel_max\":8}}",
+                    "replica: 9 groups of up to 8 instances (policy.kernel_max) are 72");
+    profile_refused("{\"replica\":33,\"policy\":{\"kernel_min\":2,\"kernel_max\":-1}}",
+                    "replica: 33 groups");
     char path[512];
     snprintf(path, sizeof path, "%s/profile.json", WMLA_DIR);
     FILE *f = fopen(path, "r");
@@ -112,6 +116,9 @@ static void test_profile(void)
     cJSON_Delete(j);
     j = cJSON_Parse("{\"policy\":{\"kernel_max\":-1,\"task_execution_timeout\":-1}}");
     CHECK(model_profile_parse(j, "p", &p) == NULL && p.kernel_max == -1);
+    cJSON_Delete(j);
+    j = cJSON_Parse("{\"replica\":8,\"policy\":{\"kernel_min\":2,\"kernel_max\":8}}");
+    CHECK(model_profile_parse(j, "p", &p) == NULL && p.replica == 8);
     cJSON_Delete(j);
 }
 

@@ -5,6 +5,9 @@
  * dropout, softmax cross-entropy), plus the dropout mask's independence
  * from batch order, and the CPU back end's row-walking im2col/col2im and
  * max-pool against the per-element kernels the CUDA twin runs: same bits.
+ * The CPU's sample-by-sample runs through per-sample layers (with their
+ * reused buffers) against whole-chunk passes, and a relu run after the
+ * max-pool it precedes against the layer order as written.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -246,6 +249,19 @@ static void test_cpu_matches_kernels(void)
         nk_maxpool_bwd(i, dy, a2, dx2, pg);
     CHECK(memcmp(dx1, dx2, sizeof(float) * (size_t)in_n) == 0);
 
+    /* The 2x2, stride 2 window's own loop, odd sizes leaving a row and a
+     * column out, ties everywhere. */
+    nk_pool_geom p2 = {.height = 7, .width = 9, .kernel = 2, .stride = 2,
+                       .out_height = 3, .out_width = 4};
+    for (int64_t i = 0; i < in_n; i++)
+        x[i] = (float)(int)(uniform(&seed) * 4) / 2;
+    int64_t out2 = planes * 3 * 4;
+    be->maxpool_fwd(be, x, y1, a1, planes, p2);
+    for (int64_t i = 0; i < out2; i++)
+        nk_maxpool_fwd(i, x, y2, a2, p2);
+    CHECK(memcmp(y1, y2, sizeof(float) * (size_t)out2) == 0);
+    CHECK(memcmp(a1, a2, sizeof(int32_t) * (size_t)out2) == 0);
+
     nk_conv_geom cg = {.channels = 2, .height = 6, .width = 5, .kernel = 3, .stride = 2,
                        .padding = 1, .out_height = 3, .out_width = 3};
     int64_t img = 2 * 6 * 5, cols = 2 * 3 * 3 * 3 * 3;
@@ -266,9 +282,173 @@ static void test_cpu_matches_kernels(void)
     for (int64_t i = 0; i < img; i++)
         CHECK_MSG(fabsf(b1[i] - b2[i]) <= 1e-6f, "col2im element %lld: %g vs %g", (long long)i,
                   b1[i], b2[i]);
+    /* "Same" padding, stride 1 (the CPU's one-copy rows), and a kernel
+     * wider than the padding reaches. */
+    nk_conv_geom same[] = {
+        {.channels = 3, .height = 5, .width = 6, .kernel = 3, .stride = 1, .padding = 1,
+         .out_height = 5, .out_width = 6},
+        {.channels = 2, .height = 4, .width = 7, .kernel = 5, .stride = 1, .padding = 2,
+         .out_height = 4, .out_width = 7},
+        {.channels = 2, .height = 3, .width = 2, .kernel = 5, .stride = 1, .padding = 2,
+         .out_height = 3, .out_width = 2},
+    };
+    for (size_t t = 0; t < sizeof same / sizeof *same; t++) {
+        nk_conv_geom sg = same[t];
+        int64_t n_img = (int64_t)sg.channels * sg.height * sg.width;
+        int64_t n_col = n_img * sg.kernel * sg.kernel;
+        /* Exactly sized, so ASan sees any read outside the image. */
+        float *simg = malloc(sizeof(float) * (size_t)n_img);
+        float *s1 = malloc(sizeof(float) * (size_t)n_col), *s2 = malloc(sizeof(float) * (size_t)n_col);
+        for (int64_t i = 0; i < n_img; i++)
+            simg[i] = uniform(&seed) + 1.0f;
+        be->im2col(be, simg, s1, sg);
+        for (int64_t i = 0; i < n_col; i++)
+            nk_im2col(i, simg, s2, sg);
+        CHECK_MSG(memcmp(s1, s2, sizeof(float) * (size_t)n_col) == 0, "im2col, same padding %zu", t);
+        /* col2im's one-stretch rows against the gather, which sums in the
+         * same order: same bits. */
+        float *g1 = malloc(sizeof(float) * (size_t)n_img), *g2 = malloc(sizeof(float) * (size_t)n_img);
+        for (int64_t i = 0; i < n_col; i++)
+            s1[i] = uniform(&seed) - 0.5f;
+        be->col2im(be, s1, g1, sg);
+        for (int64_t i = 0; i < n_img; i++)
+            nk_col2im(i, s1, g2, sg);
+        CHECK_MSG(memcmp(g1, g2, sizeof(float) * (size_t)n_img) == 0, "col2im, same padding %zu", t);
+        free(simg), free(s1), free(s2), free(g1), free(g2);
+    }
     free(x), free(y1), free(y2), free(dy), free(dx1), free(dx2), free(a1), free(a2);
     free(im), free(c1), free(c2), free(b1), free(b2);
     be->destroy(be);
+}
+
+/* A network shaped like the benchmark CNN: conv-relu-pool twice, then
+ * dense layers, with odd sizes so windows leave a row and column out. */
+static const char *cnn_layers =
+    "[{\"type\": \"conv2d\", \"filters\": 3, \"kernel\": 3, \"padding\": 1},"
+    " {\"type\": \"relu\"}, {\"type\": \"max_pool2d\", \"kernel\": 2},"
+    " {\"type\": \"conv2d\", \"filters\": 4, \"kernel\": 3, \"padding\": 1},"
+    " {\"type\": \"relu\"}, {\"type\": \"max_pool2d\", \"kernel\": 2},"
+    " {\"type\": \"flatten\"}, {\"type\": \"dense\", \"units\": 6},"
+    " {\"type\": \"relu\"}, {\"type\": \"dense\", \"units\": 3}]";
+
+static void test_cnn(void)
+{
+    grad_case c;
+    int32_t shape[3] = {2, 9, 9};
+    CHECK(case_open(&c, cnn_layers, shape, 3, 3) == 0);
+    CHECK(c.model->layers[5].out_shape[1] == 2);
+    CHECK(check_gradients(&c, "conv-relu-pool") == 0);
+    case_close(&c);
+}
+
+/* Loss and gradients of one pass with `run_rows` samples per pass through
+ * each run of per-sample layers (a run_rows >= ROWS: the whole chunk). */
+static double run_with(grad_case *c, int64_t run_rows, float *grads)
+{
+    native_model *m = c->model;
+    m->run_rows = run_rows;
+    memset(m->grads, 0, (size_t)m->param_count * sizeof(float));
+    double loss = mean_loss(c);
+    memcpy(grads, m->grads, (size_t)m->param_count * sizeof(float));
+    return loss;
+}
+
+/* Sample by sample (as the CPU runs by default), a few at a time and the
+ * whole chunk at once give the same loss, and gradients equal up to the
+ * order their per-sample parts are summed in. Sample-local buffers that a
+ * later pass still needed would show up as wrong gradients here. */
+static void test_runs_match_whole_chunk(void)
+{
+    const char *nets[] = {
+        cnn_layers,
+        /* dropout inside the run, a flatten chain, a conv reading a relu */
+        "[{\"type\": \"conv2d\", \"filters\": 2, \"kernel\": 3},"
+        " {\"type\": \"relu\"}, {\"type\": \"dropout\", \"rate\": 0.3},"
+        " {\"type\": \"conv2d\", \"filters\": 2, \"kernel\": 2, \"stride\": 2},"
+        " {\"type\": \"max_pool2d\", \"kernel\": 3, \"stride\": 1},"
+        " {\"type\": \"flatten\"}, {\"type\": \"flatten\"},"
+        " {\"type\": \"dense\", \"units\": 3}]",
+    };
+    for (size_t t = 0; t < sizeof nets / sizeof *nets; t++) {
+        grad_case c;
+        int32_t shape[3] = {2, 9, 9};
+        CHECK(case_open(&c, nets[t], shape, 3, 3) == 0);
+        int64_t n = c.model->param_count;
+        float *whole = malloc((size_t)n * sizeof(float)), *part = malloc((size_t)n * sizeof(float));
+        double whole_loss = run_with(&c, ROWS, whole);
+        int64_t steps[] = {1, 2};
+        for (int s = 0; s < 2; s++) {
+            double loss = run_with(&c, steps[s], part);
+            CHECK_MSG(fabs(loss - whole_loss) <= 1e-6 * fabs(whole_loss),
+                      "net %zu, %lld rows a pass: loss %.9g, whole chunk %.9g", t,
+                      (long long)steps[s], loss, whole_loss);
+            int bad = 0;
+            double norm = 0;
+            for (int64_t j = 0; j < n; j++) {
+                norm += fabs(whole[j]);
+                bad += fabsf(part[j] - whole[j]) > 1e-5f * (1 + fabsf(whole[j]));
+            }
+            CHECK_MSG(bad == 0, "net %zu, %lld rows a pass: %d of %lld gradients differ",
+                      t, (long long)steps[s], bad, (long long)n);
+            CHECK(norm > 0);
+        }
+        free(whole), free(part);
+        case_close(&c);
+    }
+}
+
+/* A relu before a max-pool runs after it: a network that keeps the order
+ * as written (a dropout of rate 0, an exact copy, between the two) gives
+ * the same loss and the same gradient bits, ties and negative windows
+ * included (inputs from a small set of values). */
+static void test_relu_pool_swap(void)
+{
+    const char *swapped =
+        "[{\"type\": \"conv2d\", \"filters\": 2, \"kernel\": 3, \"padding\": 1},"
+        " {\"type\": \"relu\"}, {\"type\": \"max_pool2d\", \"kernel\": 2},"
+        " {\"type\": \"flatten\"}, {\"type\": \"dense\", \"units\": 3}]";
+    const char *as_written =
+        "[{\"type\": \"conv2d\", \"filters\": 2, \"kernel\": 3, \"padding\": 1},"
+        " {\"type\": \"relu\"}, {\"type\": \"dropout\", \"rate\": 0},"
+        " {\"type\": \"max_pool2d\", \"kernel\": 2},"
+        " {\"type\": \"flatten\"}, {\"type\": \"dense\", \"units\": 3}]";
+    grad_case a, b;
+    int32_t shape[3] = {1, 7, 7};
+    CHECK(case_open(&a, swapped, shape, 3, 3) == 0);
+    CHECK(case_open(&b, as_written, shape, 3, 3) == 0);
+    for (int64_t i = 0; i < ROWS * a.model->in_size; i++)
+        a.x[i] = b.x[i] = (float)((int)(a.x[i] * 5) - 2); /* -2 .. 2 */
+    int64_t n = a.model->param_count;
+    CHECK(n == b.model->param_count);
+    memcpy(b.model->weights, a.model->weights, (size_t)n * sizeof(float));
+    float *ga = malloc((size_t)n * sizeof(float)), *gb = malloc((size_t)n * sizeof(float));
+    CHECK(run_with(&a, 0, ga) == run_with(&b, 0, gb));
+    CHECK(memcmp(ga, gb, (size_t)n * sizeof(float)) == 0);
+    double norm = 0;
+    for (int64_t j = 0; j < n; j++)
+        norm += fabs(ga[j]);
+    CHECK(norm > 0);
+    free(ga), free(gb);
+    case_close(&a);
+    case_close(&b);
+}
+
+/* nk_sum (bias gradients) against a double sum, tails and empty included. */
+static void test_lane_sum(void)
+{
+    uint32_t seed = 3;
+    float v[200];
+    for (int i = 0; i < 200; i++)
+        v[i] = uniform(&seed) - 0.3f;
+    int64_t sizes[] = {0, 1, 15, 16, 17, 33, 196, 200};
+    for (size_t t = 0; t < sizeof sizes / sizeof *sizes; t++) {
+        double exact = 0;
+        for (int64_t i = 0; i < sizes[t]; i++)
+            exact += v[i];
+        float got = nk_sum(v, sizes[t]);
+        CHECK_MSG(fabs(got - exact) <= 1e-5 * (1 + fabs(exact)), "nk_sum of %lld: %.9g, exact %.9g",
+                  (long long)sizes[t], got, exact);
+    }
 }
 
 static void test_dropout(void)
@@ -328,5 +508,9 @@ int main(void)
     test_maxpool();
     test_cpu_matches_kernels();
     test_dropout();
+    test_cnn();
+    test_runs_match_whole_chunk();
+    test_relu_pool_swap();
+    test_lane_sum();
     return CHECK_DONE();
 }
