@@ -6,7 +6,10 @@
  * eta^s; each rung keeps the best 1/eta of its members (floor) and
  * proposes them again with eta times the budget, up to ResourceValue. The
  * budget goes through propose (the host writes it into config.json under
- * the task's ResourceName). A rung is decided once all its members
+ * the task's ResourceName; an elastic experiment proposed again with a
+ * larger budget continues from its earlier run's checkpoint). In a space of
+ * lists and integer ranges a bracket's starters are distinct
+ * configurations while the space has unused ones. A rung is decided once all its members
  * reported, so no loser is still running then. Options: RandomSeed, eta
  * (3), ResourceValue (81), ResourceName (read by the host).
  */
@@ -90,6 +93,51 @@ static int resize(loom_search_instance *inst, uint32_t count)
     return m && c ? 0 : -1;
 }
 
+/* The number of distinct configurations when every parameter is a list
+ * or an integer range (0: a continuous one, or more than 2^20). */
+static uint64_t finite_size(const loom_search_instance *inst)
+{
+    uint64_t total = 1;
+    for (uint32_t d = 0; d < inst->space.count; d++) {
+        uint64_t levels = search_param_levels(&inst->space.params[d]);
+        if (levels == 0 || levels > (1u << 20) / total)
+            return 0;
+        total *= levels;
+    }
+    return total;
+}
+
+/* Whether two coordinates give the same values (a continuous parameter
+ * only when they are equal). */
+static int same_configuration(const loom_search_instance *inst, const double *a, const double *b)
+{
+    for (uint32_t d = 0; d < inst->space.count; d++) {
+        double levels = (double)search_param_levels(&inst->space.params[d]);
+        if (levels ? floor(a[d] * levels) != floor(b[d] * levels) : a[d] != b[d])
+            return 0;
+    }
+    return 1;
+}
+
+/* Draws member k's coordinates: in a finite space, a configuration none of
+ * the members since the last full cycle through the space has (a bracket
+ * of 9 starters over a 3 x 3 grid tries all 9, not 9 draws with repeats). */
+static void draw_member(loom_search_instance *inst, uint32_t k, uint64_t finite)
+{
+    uint32_t dim = inst->space.count;
+    double *u = inst->coords + (size_t)k * dim;
+    uint32_t cycle_start = finite ? (uint32_t)(k / finite * finite) : k;
+    for (int tries = 0; tries < 1000; tries++) {
+        for (uint32_t d = 0; d < dim; d++)
+            u[d] = search_rng_uniform(&inst->rng);
+        uint32_t j = cycle_start;
+        while (j < k && !same_configuration(inst, u, inst->coords + (size_t)j * dim))
+            j++;
+        if (j == k)
+            return;
+    }
+}
+
 /* Starts bracket s with random members. */
 static int start_bracket(loom_search_instance *inst, int64_t s)
 {
@@ -104,8 +152,9 @@ static int start_bracket(loom_search_instance *inst, int64_t s)
         return -1;
     inst->count = n;
     memset(inst->members, 0, n * sizeof *inst->members);
-    for (size_t k = 0; k < (size_t)n * inst->space.count; k++)
-        inst->coords[k] = search_rng_uniform(&inst->rng);
+    uint64_t finite = finite_size(inst);
+    for (uint32_t k = 0; k < n; k++)
+        draw_member(inst, k, finite);
     return 0;
 }
 
@@ -127,11 +176,27 @@ static int advance(loom_search_instance *inst)
         inst->members[k].id = k; /* reuse id as the index while sorting */
     qsort(inst->members, inst->count, sizeof *inst->members, by_loss);
     double *sorted = malloc(((size_t)keep * dim + 1) * sizeof *sorted);
-    if (!sorted)
+    uint8_t *taken = calloc(inst->count + 1, 1);
+    if (!sorted || !taken) {
+        free(sorted);
+        free(taken);
         return -1;
-    for (uint32_t k = 0; k < keep; k++)
-        memcpy(sorted + (size_t)k * dim, inst->coords + inst->members[k].id * dim,
-               dim * sizeof *sorted);
+    }
+    /* The best distinct configurations first (one that drew several
+     * starters is promoted once), then the next best to fill the rung. */
+    uint32_t chosen = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (uint32_t k = 0; k < inst->count && chosen < keep; k++) {
+            const double *u = inst->coords + inst->members[k].id * dim;
+            uint32_t j = 0;
+            while (pass == 0 && j < chosen && !same_configuration(inst, u, sorted + (size_t)j * dim))
+                j++;
+            if (taken[k] || (pass == 0 && j < chosen))
+                continue;
+            taken[k] = 1;
+            memcpy(sorted + (size_t)chosen++ * dim, u, dim * sizeof *sorted);
+        }
+    free(taken);
     memcpy(inst->coords, sorted, (size_t)keep * dim * sizeof *sorted);
     free(sorted);
     inst->count = keep;

@@ -7,7 +7,8 @@
  * best GoodRatio of them, at most GoodMax) and a bad set; each dimension
  * of the unit cube gets a Parzen estimator over each set (Gaussian kernels
  * whose widths are the gaps to their neighbours, plus a wide prior; a
- * categorical estimator for lists and small integer ranges). EICandidate
+ * categorical estimator for lists and small integer ranges). The good
+ * kernels are weighted by rank, (n - r)^2, so the best few lead. EICandidate
  * points drawn from the good estimator l(x) are scored by l(x) / g(x), which
  * orders them by expected improvement (Bergstra et al., 2011); the best is
  * proposed. Before WarmUp results the search is random.
@@ -40,6 +41,7 @@
 typedef struct tpe_parzen {
     uint32_t n, cap;
     double *mu, *sigma, *scale; /* scale: 1 / the kernel's mass in [0, 1] */
+    double *weight; /* by rank in the good set; they sum to n */
 } tpe_parzen;
 
 typedef struct tpe_dim {

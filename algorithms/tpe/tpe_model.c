@@ -201,26 +201,46 @@ int tpe_index_rebuild(loom_search_instance *inst)
     return 0;
 }
 
+/* A good point's weight by its rank r (0: the best) among n: (n - r)^2.
+ * The good set stays the best GoodRatio of the history, but inside it the
+ * best points draw most candidates and count most in l(x); with equal
+ * weights a quarter of the history spread l too thin to exploit (Hartmann-6,
+ * 50 trials, median of seeds 1-21: -2.60 equal, -2.83 ranked). */
+static double rank_weight(uint32_t r, uint32_t n)
+{
+    double k = (double)(n - r);
+    return k * k;
+}
+
 /* The good set's kernels in one dimension: sorted, widths from the gaps
- * between them (the interval's ends count as neighbours). */
+ * between them (the interval's ends count as neighbours), each with its
+ * rank weight (the weights sum to n, so the prior keeps 1 / (n + 1)). */
 static int build_good(tpe_parzen *p, const loom_search_instance *inst, uint32_t d, uint32_t n)
 {
     if (n > p->cap) {
         free(p->mu);
-        p->mu = malloc(3 * (size_t)n * sizeof *p->mu);
+        p->mu = malloc(4 * (size_t)n * sizeof *p->mu);
         if (!p->mu)
             return -1;
         p->cap = n;
     }
     p->sigma = p->mu + p->cap;
     p->scale = p->sigma + p->cap;
+    p->weight = p->scale + p->cap;
     p->n = n;
+    double wsum = 0;
+    for (uint32_t r = 0; r < n; r++)
+        wsum += rank_weight(r, n);
     for (uint32_t r = 0; r < n; r++) { /* insertion sort: n is at most GoodMax */
         double x = search_history_u(&inst->history, inst->by_loss[r])[d];
+        double w = n * rank_weight(r, n) / wsum;
         uint32_t j = r;
-        for (; j > 0 && p->mu[j - 1] > x; j--)
+        for (; j > 0 && p->mu[j - 1] > x; j--) {
             p->mu[j] = p->mu[j - 1];
+            p->weight[j] = p->weight[j - 1];
+        }
         p->mu[j] = x;
+        p->weight[j] = w;
     }
     double floor_sigma = 1.0 / fmin(100.0, (double)n + 1.0);
     for (uint32_t j = 0; j < n; j++)
@@ -234,7 +254,15 @@ static int build_good(tpe_parzen *p, const loom_search_instance *inst, uint32_t 
 
 static double parzen_sample(const tpe_parzen *p, search_rng *rng)
 {
-    uint64_t k = search_rng_below(rng, p->n + 1);
+    double pick = search_rng_uniform(rng) * (p->n + 1.0), acc = 0;
+    uint64_t k = p->n;
+    for (uint32_t j = 0; j < p->n; j++) {
+        acc += p->weight[j];
+        if (pick < acc) {
+            k = j;
+            break;
+        }
+    }
     double mu = k < p->n ? p->mu[k] : PRIOR_MU;
     double sigma = k < p->n ? p->sigma[k] : PRIOR_SIGMA;
     for (int tries = 0; tries < 32; tries++) {
@@ -253,7 +281,7 @@ static double continuous_score(const loom_search_instance *inst, uint32_t d, dou
     double prior = PRIOR_SCALE * kernel(x, PRIOR_MU, PRIOR_SIGMA), l = prior, good_fixed = 0;
     for (uint32_t j = 0; j < dim->good.n; j++)
         if (fabs(x - dim->good.mu[j]) < KERNEL_REACH * dim->good.sigma[j])
-            l += dim->good.scale[j] * kernel(x, dim->good.mu[j], dim->good.sigma[j]);
+            l += dim->good.weight[j] * dim->good.scale[j] * kernel(x, dim->good.mu[j], dim->good.sigma[j]);
     for (uint32_t r = 0; r < n_good; r++) {
         uint32_t i = inst->by_loss[r];
         const double *slot = inst->width + 2 * ((size_t)i * inst->space.count + d);

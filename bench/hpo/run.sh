@@ -9,13 +9,13 @@
 # The TPE rows are at loom's defaults (WMLA's: WarmUp 20, GoodRatio 0.25)
 # and at Optuna's start (WarmUp 10, Optuna's n_startup_trials).
 #
-# usage: bench/hpo/run.sh [BUILD_DIR] [SEEDS]   (default: build, 5)
+# usage: bench/hpo/run.sh [BUILD_DIR] [SEEDS]   (default: build, 21)
 # Without optuna the peer's rows are skipped with a message.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 build=${1:-$root/build}
-seeds=${2:-5}
+seeds=${2:-21}
 bench=$build/bin/hpo_bench
 plugins=$build/lib/loom/plugins
 python=/usr/bin/python3

@@ -363,7 +363,7 @@ static void *supervisor(void *arg)
         if (stopping)
             break;
         supervise_once(es);
-        usleep(SUPERVISE_INTERVAL_US);
+        exec_wait_for_change(es, es->supervise_ms);
     }
     return NULL;
 }
@@ -386,6 +386,13 @@ exec_service *exec_service_create(store *st, registry *reg, sched_service *sched
         return NULL;
     }
     exec_service_set_limits(es, NULL);
+    exec_wake_init(es);
+    /* The fallback interval, longer only to show in a test that exits are
+     * noticed without it. */
+    const char *interval = getenv("LOOM_EXEC_SUPERVISE_MS");
+    es->supervise_ms = interval ? atoi(interval) : 0;
+    if (es->supervise_ms < 1 || es->supervise_ms > 600000)
+        es->supervise_ms = SUPERVISE_INTERVAL_US / 1000;
     exec_reconcile(es);
     if (pthread_create(&es->thread, NULL, supervisor, es) == 0)
         es->thread_started = 1;
@@ -399,6 +406,7 @@ void exec_service_destroy(exec_service *es)
     int64_t deadline = time_mono_ms() + STOP_GRACE_MS;
     pthread_mutex_lock(&es->lock);
     es->stopping = 1;
+    exec_wake(es);
     for (running_exec *r = es->running; r; r = r->next) {
         if (r->edt) {
             edt_stop(r->edt);
@@ -449,6 +457,7 @@ void exec_service_destroy(exec_service *es)
         exec_free_running(r);
     }
     log_pump_destroy(es->logs, 1000); /* what the workers wrote last */
+    exec_wake_close(es);
     pthread_mutex_destroy(&es->lock);
     free(es);
 }
@@ -526,6 +535,9 @@ loom_error *exec_prepare(exec_service *es, const exec_submission *sub, dlicmd *d
         if (!r->job)
             return loom_err(LOOM_E_INTERNAL, "out of memory");
         e = trainer_prepare(es, rec, fw, d, r->data_dir, r->job);
+        r->job->checkpoint_last = sub->checkpoint_last;
+        if (!e && sub->continue_from)
+            e = trainer_continue_from(es, rec, sub->continue_from, r->job);
         if (e) {
             free(r->job);
             r->job = NULL;
@@ -635,6 +647,7 @@ loom_error *exec_submit(exec_service *es, const exec_submission *sub, char *id, 
     if (!err) {
         exec_set_state(es, rec, "PENDING", NULL);
         exec_schedule_locked(es);
+        exec_wake(es); /* its first worker is watched from now on */
         snprintf(id, idlen, "%s", rec->id);
         exec_note_warnings(sub, &d);
     }

@@ -56,6 +56,14 @@ typedef struct exec_submission {
     const void *archive; /* tar of the model directory, or NULL */
     size_t archive_len;
     const char *archive_path; /* or that tar in a file (an upload spooled to disk) */
+    /* An elastic job may start from an earlier elastic exec's newest
+     * checkpoint (and its val_dict_list.json) instead of from scratch:
+     * that exec's id (same owner), or NULL. Hyperband's promoted
+     * configurations train only their extra epochs this way. */
+    const char *continue_from;
+    /* An elastic job also checkpoints after its last epoch, so another may
+     * continue from it (a Hyperband experiment that may be promoted). */
+    int checkpoint_last;
     /* Where the host does otherwise than a flag asked (WMLA's flags with no
      * equivalent), one sentence a line; NULL: not wanted. */
     char *warnings;

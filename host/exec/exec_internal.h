@@ -82,7 +82,18 @@ struct exec_service {
     unsigned seq;
     exec_limits limits;
     log_pump *logs; /* launch-style workers' stdout and stderr, bounded */
+    int wake_fd;    /* eventfd: the supervisor looks again (exec_wake.c) */
+    int supervise_ms; /* the supervisor's fallback interval */
 };
+
+/* exec_wake.c: the supervisor's wait. */
+void exec_wake_init(exec_service *es);
+void exec_wake_close(exec_service *es);
+/* Makes the supervisor's current or next wait return at once. */
+void exec_wake(exec_service *es);
+/* Waits until a launch-style worker exits, exec_wake is called, or
+ * timeout_ms pass. Takes es->lock briefly; call without it. */
+void exec_wait_for_change(exec_service *es, int timeout_ms);
 
 /* exec_wmla.c */
 /* A model archive unpacked into code_dir whose only top-level entry is a
@@ -141,6 +152,11 @@ loom_error *trainer_prepare(exec_service *es, const store_exec *rec, const regis
 /* Starts a prepared trainer with `workers` workers. Call with es->lock. */
 /* Starts the trainer on the devices granted (CUDA ordinals or CPU slot
  * numbers, of `kind`). */
+/* Copies exec `from`'s newest checkpoint and val_dict_list.json into the
+ * new job's result directory and marks it to resume from them; an exec
+ * without a checkpoint leaves the job to start from scratch. */
+loom_error *trainer_continue_from(exec_service *es, const store_exec *rec, const char *from,
+                                  edt_job *job);
 loom_error *trainer_start(exec_service *es, running_exec *r, const int32_t *devices, int count,
                           int32_t kind);
 /* Keeps the trainer's progress for `exec view` and frees it. */

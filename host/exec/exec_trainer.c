@@ -1,12 +1,14 @@
 /* exec/exec_trainer.c - execs of trainer-style frameworks: the training
  * spec and settings checked at submission, the elastic trainer started on
  * the devices the scheduler grants, and its end recorded. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "exec/exec_internal.h"
+#include "train/checkpoint.h"
 #include "util/fs.h"
 
 void trainer_summary_path(const store_exec *rec, char *path, size_t len)
@@ -117,6 +119,46 @@ loom_error *trainer_prepare(exec_service *es, const store_exec *rec, const regis
     pthread_mutex_unlock(&es->lock);
     job->on_state = trainer_state_changed;
     job->ctx = es;
+    return NULL;
+}
+
+loom_error *trainer_continue_from(exec_service *es, const store_exec *rec, const char *from,
+                                  edt_job *job)
+{
+    store_exec src;
+    pthread_mutex_lock(&es->lock);
+    loom_error *e = store_exec_get(es->st, from, &src);
+    pthread_mutex_unlock(&es->lock);
+    if (e || src.user_id != rec->user_id) {
+        loom_err_free(e);
+        return loom_err(LOOM_E_NOT_FOUND, "no exec \"%s\" to continue from", from);
+    }
+    char dir[PATH_MAX + 16], found[PATH_MAX], to[PATH_MAX + 64];
+    snprintf(dir, sizeof dir, "%s/checkpoint", src.result_dir);
+    int epoch;
+    if (checkpoint_find_latest(dir, found, sizeof found, &epoch, NULL, 0) != 0)
+        return NULL; /* nothing saved: from scratch */
+    snprintf(dir, sizeof dir, "%s/checkpoint", rec->result_dir);
+    snprintf(to, sizeof to, "%s/epoch-%d.safetensors", dir, epoch);
+    if (fs_mkdir_p(dir) != 0 || fs_copy_file(found, to, 0644) != 0)
+        return loom_err(LOOM_E_INTERNAL, "cannot copy %s to %s: %s", found, to, strerror(errno));
+    /* Its validations up to that epoch: the job appends the next ones. */
+    snprintf(found, sizeof found, "%s/val_dict_list.json", src.result_dir);
+    char *text = fs_read_file(found, 16u << 20, NULL);
+    cJSON *list = text ? cJSON_Parse(text) : NULL, *kept = cJSON_CreateArray();
+    free(text);
+    for (cJSON *entry = cJSON_IsArray(list) ? list->child : NULL; entry && kept; entry = entry->next)
+        if (cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(entry, "step")) <= epoch)
+            cJSON_AddItemToArray(kept, cJSON_Duplicate(entry, 1));
+    cJSON_Delete(list);
+    text = kept ? cJSON_PrintUnformatted(kept) : NULL;
+    cJSON_Delete(kept);
+    snprintf(to, sizeof to, "%s/val_dict_list.json", rec->result_dir);
+    int ok = text && fs_write_file_atomic(to, text, strlen(text), 0644) == 0;
+    free(text);
+    if (!ok)
+        return loom_err(LOOM_E_INTERNAL, "cannot write %s", to);
+    job->resume = 1;
     return NULL;
 }
 

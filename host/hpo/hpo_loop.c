@@ -168,6 +168,23 @@ static loom_error *experiment_archive(hpo_task *t, const hpo_exp_rec *x, char **
     return e ? e : tarball_pack_dir(model, tar, len);
 }
 
+/* A promoted configuration (Hyperband's): the finished experiment with the
+ * same values and the largest smaller budget, whose exec an elastic job
+ * continues from its checkpoint, so it trains only the extra budget. NULL
+ * when there is none. */
+static const char *promoted_from(const hpo_task *t, const hpo_exp_rec *x)
+{
+    const hpo_exp_rec *best = NULL;
+    for (size_t i = 0; x->budget > 0 && x->values_json && i < t->nexps; i++) {
+        const hpo_exp_rec *p = &t->exps[i];
+        if (p != x && !strcmp(p->state, "FINISHED") && p->exec_id[0] && p->budget > 0 &&
+            p->budget < x->budget && p->values_json && !strcmp(p->values_json, x->values_json) &&
+            (!best || p->budget > best->budget))
+            best = p;
+    }
+    return best ? best->exec_id : NULL;
+}
+
 static void submit_experiment(hpo_service *svc, hpo_task *t, hpo_exp_rec *x)
 {
     char *tar = NULL;
@@ -176,7 +193,9 @@ static void submit_experiment(hpo_service *svc, hpo_task *t, hpo_exp_rec *x)
     if (!e) {
         exec_submission sub = {.user = t->rec.user, .user_id = t->rec.user_id,
                                .is_admin = t->rec.is_admin, .args = t->spec.args,
-                               .archive = tar, .archive_len = len};
+                               .archive = tar, .archive_len = len,
+                               .continue_from = promoted_from(t, x),
+                               .checkpoint_last = x->budget > 0};
         e = exec_submit(svc->es, &sub, x->exec_id, sizeof x->exec_id);
     }
     free(tar);

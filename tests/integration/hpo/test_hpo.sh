@@ -152,6 +152,9 @@ bad "unknown algorithm" "$(task b1 Simulated 2 1)" 'no search algorithm named \"
 bad "minDbVal > maxDbVal" "$(task b2 Random 2 1 | sed 's/"maxDbVal": 1/"maxDbVal": -1/')" "minDbVal 0 > maxDbVal -1"
 bad "empty discrete" "$(task b3 Random 2 1 | sed 's/\[1, 2, 3\]/[]/')" "non-empty array discreteIntVal"
 bad "non-string algoParams" "$(task b4 Random 2 1 | sed 's/"value": "5"/"value": 5/')" "must be a string"
+bad "power <= 1" "$(task b5 Random 2 1 | sed 's/"maxDbVal": 1}/"maxDbVal": 1, "power": "0.5"}/')" "hyperParams[0] (x): power: expected a number > 1"
+bad "a Range of STR" "$(task b6 Random 2 1 | sed 's/"dataType": "DOUBLE", "minDbVal": 0, "maxDbVal": 1/"dataType": "STR"/')" "a Range cannot be STR"
+bad "duplicate names" "$(task b7 Random 2 1 | sed 's/{"name": "y"/{"name": "x"/')" "the name 'x' is given twice"
 
 # ---- an objective nobody reports; experiments that all fail ---------------
 echo val_loss > "$MODEL/metric"

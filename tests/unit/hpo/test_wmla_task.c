@@ -79,6 +79,12 @@ int main(void)
     CHECK_CONTAINS(refusal(HEAD ALGO "\"hyperParams\":[{\"name\":\"x\",\"type\":\"Range\","
                            "\"dataType\":\"DOUBLE\",\"minDbVal\":1,\"maxDbVal\":2,\"power\":\"1\"}]}"),
                    "power: expected a number > 1");
+    CHECK_CONTAINS(refusal(HEAD ALGO "\"hyperParams\":[{\"name\":\"x\",\"type\":\"Range\","
+                           "\"dataType\":\"DOUBLE\",\"minDbVal\":1,\"maxDbVal\":2,\"power\":\"0.5\"}]}"),
+                   "power: expected a number > 1");
+    CHECK_CONTAINS(refusal(HEAD ALGO "\"hyperParams\":[{\"name\":\"x\",\"type\":\"Range\","
+                           "\"dataType\":\"INT\",\"minIntVal\":1,\"maxIntVal\":2,\"power\":-10}]}"),
+                   "power: expected a number > 1");
     CHECK_CONTAINS(refusal(HEAD ALGO "\"hyperParams\":[{\"name\":\"x\",\"type\":\"Discrete\","
                            "\"dataType\":\"INT\",\"discreteIntVal\":[]}]}"),
                    "non-empty array discreteIntVal");
