@@ -75,6 +75,14 @@ static void describe(exec_service *es, int64_t owner, const store_exec *e,
         v->training = text ? cJSON_Parse(text) : NULL;
         free(text);
     }
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/log/python", e->result_dir);
+    char *python = fs_read_file(path, sizeof v->python - 1, NULL);
+    if (python) {
+        python[strcspn(python, "\n")] = '\0';
+        snprintf(v->python, sizeof v->python, "%s", python);
+        free(python);
+    }
     if (r && !r->edt && r->workers && r->nworkers > 0) {
         v->workers = calloc((size_t)r->nworkers, sizeof *v->workers);
         for (int i = 0; v->workers && i < r->nworkers; i++)

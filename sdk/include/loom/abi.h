@@ -21,8 +21,10 @@
  *
  * Versions: ABI 1.0 is the first release; 1.1 added loom_logger_config's
  * result_dir and plugin_dir; 1.2 added loom_trainer_config's
- * gradient_ready and gradient_ready_data (reduce while backward runs). A
- * plugin built for minor N loads into any host
+ * gradient_ready and gradient_ready_data (reduce while backward runs);
+ * 1.3 added loom_framework_factory's job_metrics (the job's mean metrics
+ * over every worker, for loggers an adapter runs itself). A plugin built
+ * for minor N loads into any host
  * with minor >= N.
  */
 #ifndef LOOM_ABI_H
@@ -36,7 +38,7 @@ extern "C" {
 #endif
 
 #define LOOM_ABI_MAJOR 1
-#define LOOM_ABI_MINOR 2
+#define LOOM_ABI_MINOR 3
 
 /* Symbol visibility for the one function a plugin exports. */
 #if defined(__GNUC__)
