@@ -6,7 +6,9 @@
 #  - training throughput: 2 loom workers vs DistributedDataParallel/gloo
 #    under torchrun with 2 processes (target: >= 1.2x);
 #  - per-step overhead of the trainer over the bare PyTorch step.
-# EPOCHS, TRAIN, TEST (samples; 0 = all) and BATCH (per worker) may be set.
+# EPOCHS, TRAIN, TEST (samples; 0 = all) and BATCH (per worker) may be set;
+# LOOM_ENV="KEY=VALUE ..." adds --msd-env pairs to loom's job (e.g.
+# EDT_ROUND_MS=20 for one step per coordinator round).
 set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
@@ -18,6 +20,7 @@ DATA=/usr/share/datasets/fashion-mnist
 common="--epochs $EPOCHS --train-samples $TRAIN --test-samples $TEST"
 
 echo "Fashion-MNIST CNN, $EPOCHS epoch(s), $TRAIN training / $TEST test samples, global batch $GLOBAL"
+echo "load before: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
 plain=$($PY "$HERE/peers.py" plain $common --global-batch $GLOBAL)
 # Debian 12's torchrun (torch 1.13 on Python 3.11) fails on its default
 # --redirects 0 (an IntFlag of 0 is no member under 3.11); teeing rank 0's
@@ -37,14 +40,19 @@ HOST=$!
 for _ in $(seq 100); do [ -s "$LOOM_HOME/host" ] && break; sleep 0.1; done
 rm -f "$LOOM_HOME.pw"
 echo admin-password-for-bench | "$LOOM" login -u admin --password-stdin > /dev/null
+extra=""
+for kv in ${LOOM_ENV:-}; do extra="$extra --msd-env $kv"; done
 id=$("$LOOM" exec start --exec-start edtPyTorch --model-dir "$ROOT/examples/pytorch-fmnist" \
-     --model-main fmnist.py --numWorker 2 --data-dir $DATA -- $common --batch-size $BATCH |
+     --model-main fmnist.py --numWorker 2 --data-dir $DATA $extra -- $common --batch-size $BATCH |
      sed -n 's/^exec \([^ ]*\) submitted.*/\1/p')
 "$LOOM" exec wait "$id" --timeout 3600 > /dev/null
 loom=$("$LOOM" --json exec view "$id")
+# The workers' own account of a step's time, last epoch (worker.c's profile).
+profile=$(cat "$LOOM_HOME/execs/$id"/log/worker-*/stdout | grep "^profile epoch $((EPOCHS - 1)):" || true)
 
-$PY - "$plain" "$ddp" "$step" "$loom" "$BATCH" <<'PYEOF'
-import json, sys
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+$PY - "$plain" "$ddp" "$step" "$loom" "$BATCH" "$profile" <<'PYEOF'
+import json, re, sys
 plain, ddp, step, loom = (json.loads(a) for a in sys.argv[1:5])
 batch = int(sys.argv[5])
 t = loom["training"]
@@ -64,4 +72,16 @@ print("throughput, loom / DDP: %.2fx (target: >= 1.2x)" % (rate / ddp["samples_p
 print("step (batch %d per worker): bare PyTorch %.2f ms, loom %.2f ms, trainer overhead %.2f ms (%.0f%%)"
       % (batch, step["step_s"] * 1e3, loom_step * 1e3, (loom_step - step["step_s"]) * 1e3,
          (loom_step / step["step_s"] - 1) * 100))
+# Each worker's last-epoch profile: forward/backward (with the batch's
+# collate and the metrics), all-reduce (most of it waiting for the other
+# worker), the optimizer step, and the coordinator's round trip.
+for line in sys.argv[6].splitlines():
+    f = dict(re.findall(r"(compute|all-reduce|peers|apply|rounds) ([0-9.]+)", line))
+    w = re.search(r"\(worker (\d+)\)", line)
+    steps = re.search(r"(\d+) steps in (\d+) rounds", line)
+    if f and w and steps:
+        print("worker %s, ms a step: compute %s, all-reduce %s (waiting for the peer %s), apply %s, "
+              "between rounds %s; %s steps in %s rounds"
+              % (w.group(1), f["compute"], f["all-reduce"], f["peers"], f["apply"], f["rounds"],
+                 steps.group(1), steps.group(2)))
 PYEOF

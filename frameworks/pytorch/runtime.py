@@ -390,7 +390,7 @@ class Trainer:
         return out
 
     def _batch(self, ds, indices):
-        samples = [ds[int(i)] for i in indices]
+        samples = [ds[i] for i in indices]  # Python ints already
         batch = self.collate(samples)
         if not isinstance(batch, (tuple, list)) or len(batch) < 2:
             raise AdapterError("a batch is a %s; the dataset's samples (or fn_batch_collate) must give "
@@ -408,14 +408,15 @@ class Trainer:
 
     def forward_backward(self, indices, scale):
         x, y = self._batch(self.train_ds, indices)
-        self.model.train()
+        if not self.model.training:  # evaluate() left it in eval mode
+            self.model.train()
         out = self.model(x)
         loss = self.loss_fn(out, y)
         if not self.torch.is_tensor(loss) or loss.dim() != 0:
             raise AdapterError("the loss function returned %s; expected a scalar tensor (use a mean "
                                "reduction)" % (type(loss).__name__ if not self.torch.is_tensor(loss)
                                                else "a tensor of shape %s" % list(loss.shape)))
-        (loss * scale).backward()
+        (loss if scale == 1.0 else loss * scale).backward()
         with self.torch.no_grad():
             metrics = self._metrics(out.detach(), y, loss.detach())
         # The worker's loggers hear of a step here, inside the step's round,
