@@ -105,7 +105,7 @@ typedef struct exec_view {
     int64_t handover_ms;
     char handover_from[160];
     /* The Python the job ran (python, distPyTorch, edtPyTorch jobs), as
-     * RESULT_DIR/log/python says; "" when none. */
+     * RESULT_DIR/log/python says; "" when none, and in listings. */
     char python[PATH_MAX + 32];
 } exec_view;
 
