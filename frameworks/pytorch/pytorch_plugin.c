@@ -319,6 +319,24 @@ static loom_error *check_python(void)
                               LOOM_LIBPYTHON_SONAME, LOOM_PYTHON_EXECUTABLE, want);
 }
 
+/* RESULT_DIR/log/python names the interpreter the job runs, for `loom
+ * exec view` (as the host writes it for launch-style Python jobs). */
+static void record_python(void)
+{
+    const char *result_dir = getenv("RESULT_DIR");
+    if (!result_dir || !*result_dir)
+        return;
+    char path[PATH_MAX + 32], tmp[PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/log/python", result_dir);
+    snprintf(tmp, sizeof tmp, "%s.%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return;
+    int ok = fprintf(f, "%s (embedded %s)", LOOM_PYTHON_EXECUTABLE, LOOM_LIBPYTHON_SONAME) > 0;
+    if (fclose(f) != 0 || !ok || rename(tmp, path) != 0)
+        unlink(tmp);
+}
+
 /* Whether this process is a `loom worker` (argv[1] "worker"). */
 static int in_loom_worker(void)
 {
@@ -371,6 +389,8 @@ static loom_error *pytorch_create(const loom_framework_factory *self,
                                  "edtPyTorch: the job's Python runs only in its sandboxed "
                                  "`loom worker` processes (SYNC mode), never in the host");
     loom_error *e = check_python();
+    if (!e)
+        record_python();
     if (e || (e = python_start()))
         return e;
     loom_framework_instance *inst = calloc(1, sizeof *inst);
@@ -524,6 +544,36 @@ static loom_error *pytorch_apply(loom_framework_instance *inst, const loom_step_
     return e;
 }
 
+/* The job's mean metrics over every worker: the driver logger callback's,
+ * in the one worker that runs it. */
+static loom_error *pytorch_job_metrics(loom_framework_instance *inst, int32_t split,
+                                       const loom_metrics *metrics, const loom_step_info *step,
+                                       uint32_t workers)
+{
+    if (!metrics || !step)
+        return g_host->error_new(LOOM_ERR_INVALID_ARGUMENT,
+                                 "edtPyTorch: job_metrics: no metrics or step info");
+    PyGILState_STATE g = PyGILState_Ensure();
+    PyObject *list = PyList_New(0);
+    for (uint32_t i = 0; list && i < metrics->count && i < LOOM_MAX_METRICS; i++) {
+        PyObject *item = Py_BuildValue("(sd)", metrics->items[i].name, metrics->items[i].value);
+        if (!item || PyList_Append(list, item) != 0)
+            Py_CLEAR(list);
+        Py_XDECREF(item);
+    }
+    PyObject *r = list ? PyObject_CallMethod(inst->trainer, "job_metrics", "iOKII", (int)split,
+                                             list, (unsigned long long)step->iteration,
+                                             (unsigned)step->epoch, (unsigned)workers)
+                       : NULL;
+    Py_XDECREF(list);
+    loom_error *e = r ? NULL : py_fail("the driver logger callback");
+    Py_XDECREF(r);
+    if (e)
+        stop_worker(e);
+    PyGILState_Release(g);
+    return e;
+}
+
 static loom_error *pytorch_state_tensors(loom_framework_instance *inst, loom_tensor_view *views,
                                          int32_t *roles, uint32_t capacity, uint32_t *count)
 {
@@ -549,6 +599,7 @@ static const loom_framework_factory pytorch_factory = {
     .apply = pytorch_apply,
     .evaluate = pytorch_evaluate,
     .state_tensors = pytorch_state_tensors,
+    .job_metrics = pytorch_job_metrics,
 };
 
 static loom_error *pytorch_init(const loom_host *host)

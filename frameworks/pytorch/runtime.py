@@ -25,6 +25,85 @@ def format_exception(exc):
     return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
 
 
+# ---- torchvision's datasets read DATA_DIR, never the network ----------------
+
+def _no_download(path, source):
+    raise FileNotFoundError(
+        "edtPyTorch downloads nothing: torchvision looked for %s and did not find it (it would "
+        "fetch %s); put the file there (DATA_DIR is %s)"
+        % (path, source, os.environ.get("DATA_DIR", "unset")))
+
+
+def _patch_torchvision_utils(utils):
+    """Every torchvision download goes through download_url or
+    download_file_from_google_drive: a file present is used as it is (its
+    checksum is not the point when nothing would be fetched instead: Debian
+    recompresses its copies), a missing one is an error naming it, at once,
+    instead of a network fetch that hangs or fails far from its cause."""
+    original = utils.download_url
+
+    def download_url(url, root, filename=None, md5=None, max_redirect_hops=3):
+        path = os.path.join(os.path.expanduser(root), filename or os.path.basename(url))
+        if not os.path.isfile(path):
+            _no_download(path, url)
+        return original(url, root, filename, None, max_redirect_hops)
+
+    def download_file_from_google_drive(file_id, root, filename=None, md5=None):
+        path = os.path.join(os.path.expanduser(root), filename or file_id)
+        if not os.path.isfile(path):
+            _no_download(path, "Google Drive file %s" % file_id)
+
+    utils.download_url = download_url
+    utils.download_file_from_google_drive = download_file_from_google_drive
+
+
+def _patch_torchvision_mnist(mnist):
+    """MNIST and its kin look for their files in ROOT/CLASS/raw, and fail
+    with "Dataset not found" (or, asked to download, on making that folder
+    in a read-only DATA_DIR): name the files they need first."""
+    original = mnist.MNIST.__init__
+
+    def __init__(self, root, *args, **kwargs):
+        folder = os.path.join(os.path.expanduser(str(root)), type(self).__name__)
+        resources = getattr(type(self), "resources", None)  # [(url, md5)] for MNIST, FashionMNIST, KMNIST
+        names = [os.path.basename(r[0]) for r in resources if isinstance(r, tuple)] \
+            if isinstance(resources, list) else []
+        raw = os.path.join(folder, "raw")
+        missing = [os.path.join(raw, n[:-3] if n.endswith(".gz") else n) for n in names
+                   if not os.path.exists(os.path.join(raw, n))
+                   and not os.path.exists(os.path.join(raw, n[:-3] if n.endswith(".gz") else n))]
+        if missing and not os.path.isdir(os.path.join(folder, "processed")):
+            raise FileNotFoundError("%s: no %s (nor its .gz); torchvision reads these files from %s "
+                                    "and edtPyTorch downloads nothing"
+                                    % (type(self).__name__, ", ".join(missing), raw))
+        original(self, root, *args, **kwargs)
+
+    mnist.MNIST.__init__ = __init__
+
+
+class _TorchvisionOffline:
+    """An import hook: patches torchvision's download helpers as they load,
+    before any dataset module takes its own reference to them."""
+    PATCHES = {"torchvision.datasets.utils": _patch_torchvision_utils,
+               "torchvision.datasets.mnist": _patch_torchvision_mnist}
+
+    def find_spec(self, name, path, target=None):
+        patch = self.PATCHES.get(name)
+        if patch is None:
+            return None
+        import importlib.machinery
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is None or spec.loader is None:
+            return spec
+        loader_exec = spec.loader.exec_module
+
+        def exec_module(module):
+            loader_exec(module)
+            patch(module)
+        spec.loader.exec_module = exec_module
+        return spec
+
+
 # ---- the user's script on its own thread ----------------------------------
 
 class _Script:
@@ -80,6 +159,7 @@ def run_script(path, argv, seed):
     if "OMP_NUM_THREADS" not in os.environ:
         torch.set_num_threads(1)  # one worker per core, as with OpenBLAS
     sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    sys.meta_path.insert(0, _TorchvisionOffline())
     _script.thread = threading.Thread(target=_run, args=(path, argv), name="model-main", daemon=True)
     _script.thread.start()
     _script.handed.wait()
@@ -310,7 +390,7 @@ class Trainer:
         return out
 
     def _batch(self, ds, indices):
-        samples = [ds[int(i)] for i in indices]
+        samples = [ds[i] for i in indices]  # Python ints already
         batch = self.collate(samples)
         if not isinstance(batch, (tuple, list)) or len(batch) < 2:
             raise AdapterError("a batch is a %s; the dataset's samples (or fn_batch_collate) must give "
@@ -328,19 +408,21 @@ class Trainer:
 
     def forward_backward(self, indices, scale):
         x, y = self._batch(self.train_ds, indices)
-        self.model.train()
+        if not self.model.training:  # evaluate() left it in eval mode
+            self.model.train()
         out = self.model(x)
         loss = self.loss_fn(out, y)
         if not self.torch.is_tensor(loss) or loss.dim() != 0:
             raise AdapterError("the loss function returned %s; expected a scalar tensor (use a mean "
                                "reduction)" % (type(loss).__name__ if not self.torch.is_tensor(loss)
                                                else "a tensor of shape %s" % list(loss.shape)))
-        (loss * scale).backward()
+        (loss if scale == 1.0 else loss * scale).backward()
         with self.torch.no_grad():
             metrics = self._metrics(out.detach(), y, loss.detach())
-        # The loggers hear of a step here, inside the step's round, so one
-        # that fails fails the round rather than the next one's commit.
-        for cb in self.callbacks + ([self.driver] if self.driver else []):
+        # The worker's loggers hear of a step here, inside the step's round,
+        # so one that fails fails the round rather than the next one's
+        # commit. The driver's hears the job's means (job_metrics).
+        for cb in self.callbacks:
             cb.train(metrics, self.iteration + 1, self.epoch, self.workers)
         return list(metrics.items())
 
@@ -367,9 +449,18 @@ class Trainer:
         if split == 1 and result:
             for cb in self.callbacks:
                 cb.test(result, self.iteration, self.epoch)
-            if self.driver:
-                self.driver.test(result, self.iteration, self.epoch)
         return list(result.items())
+
+    def job_metrics(self, split, metrics, iteration, epoch, workers):
+        """The job's metrics, averaged over every worker's samples by the
+        trainer, at the global iteration: what the driver callback sees."""
+        self.workers = workers
+        if self.driver is None:
+            return
+        if split == 0:
+            self.driver.train(dict(metrics), iteration, epoch, workers)
+        else:
+            self.driver.test(dict(metrics), iteration, epoch)
 
     def _final_files(self):
         torch = self.torch

@@ -40,6 +40,8 @@ static cJSON *exec_json(exec_view *v)
     cJSON_AddNumberToObject(o, "createTime", (double)e->created_at);
     cJSON_AddNumberToObject(o, "startTime", (double)e->started_at);
     cJSON_AddNumberToObject(o, "endTime", (double)e->ended_at);
+    if (v->python[0])
+        cJSON_AddStringToObject(o, "python", v->python);
     if (v->pending_reason[0])
         cJSON_AddStringToObject(o, "pendingReason", v->pending_reason);
     if (v->running && v->handover_ms >= 0) {

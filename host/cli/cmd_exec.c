@@ -184,6 +184,8 @@ static void print_exec(const cJSON *e)
     printf("creator     %s\n", cli_str(e, "creator"));
     printf("args        %s\n", cli_str(e, "args"));
     printf("workers     %d\n", (int)cli_num(e, "numWorker"));
+    if (*cli_str(e, "python"))
+        printf("python      %s\n", cli_str(e, "python"));
     printf("result dir  %s\n", cli_str(e, "resultDir"));
     printf("created     %s\nstarted     %s\nended       %s\n", t1, t2, t3);
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(e, "training");

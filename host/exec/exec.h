@@ -8,6 +8,7 @@
 #define LOOM_EXEC_EXEC_H
 
 #include <cjson/cJSON.h>
+#include <limits.h>
 #include <stddef.h>
 
 #include "plugin/registry.h"
@@ -111,6 +112,9 @@ typedef struct exec_view {
      * the job ("" when the viewer may not see it); -1 when none. */
     int64_t handover_ms;
     char handover_from[160];
+    /* The Python the job ran (python, distPyTorch, edtPyTorch jobs), as
+     * RESULT_DIR/log/python says; "" when none, and in listings. */
+    char python[PATH_MAX + 32];
 } exec_view;
 
 /* Cuts the exec id out of a pending reason that names one ("reserved for

@@ -140,9 +140,34 @@ static const char *job_python(char *const *msd_env)
     return chosen ? chosen : host && *host ? host : NULL;
 }
 
-/* Puts the job's Python in place of `python3` and says in the worker's log
- * which one runs. */
-static void use_job_python(char **argv, const char *python, const char *log_path)
+/* Where `name` is found in the PATH of `envp` (the one the worker gets);
+ * "" when nowhere. */
+static void find_in_path(char *const *envp, const char *name, char *out, size_t len)
+{
+    const char *path = NULL;
+    for (char *const *e = envp; e && *e; e++)
+        if (!strncmp(*e, "PATH=", 5))
+            path = *e + 5; /* the last one is the one build_env kept */
+    out[0] = '\0';
+    while (path && *path) {
+        size_t n = strcspn(path, ":");
+        char candidate[PATH_MAX];
+        if (n > 0 && n < sizeof candidate - strlen(name) - 2) {
+            snprintf(candidate, sizeof candidate, "%.*s/%s", (int)n, path, name);
+            if (access(candidate, X_OK) == 0) {
+                snprintf(out, len, "%s", candidate);
+                return;
+            }
+        }
+        path += n + (path[n] == ':');
+    }
+}
+
+/* Puts the job's Python in place of `python3` and says which one runs: in
+ * the worker's log, and in RESULT_DIR/log/python, which `loom exec view`
+ * shows. */
+static void use_job_python(char **argv, const char *python, char *const *envp,
+                           const char *log_path, const char *result_dir)
 {
     if (!argv || !argv[0] || strcmp(argv[0], "python3"))
         return;
@@ -151,11 +176,21 @@ static void use_job_python(char **argv, const char *python, const char *log_path
         free(argv[0]);
         argv[0] = chosen;
     }
+    char shown[PATH_MAX + 32], found[PATH_MAX];
+    if (chosen) {
+        snprintf(shown, sizeof shown, "%s", chosen);
+    } else {
+        find_in_path(envp, "python3", found, sizeof found);
+        snprintf(shown, sizeof shown, "python3 on PATH (%s)", found[0] ? found : "not found");
+    }
     FILE *f = fopen(log_path, "a");
     if (f) {
-        fprintf(f, "loom: python is %s\n", chosen ? chosen : "python3 on PATH");
+        fprintf(f, "loom: python is %s\n", shown);
         fclose(f);
     }
+    char record[PATH_MAX + 32];
+    snprintf(record, sizeof record, "%s/log/python", result_dir);
+    fs_write_file_atomic(record, shown, strlen(shown), 0644);
 }
 
 static void close_pipe(int fds[2])
@@ -174,7 +209,7 @@ loom_error *launch_start(exec_service *es, running_exec *r, const int32_t *devic
     r->workers = calloc((size_t)r->nworkers, sizeof *r->workers);
     if (!r->workers)
         return loom_err(LOOM_E_INTERNAL, "out of memory");
-    char job_env[6][PATH_MAX + 32];
+    char job_env[7][PATH_MAX + 32];
     snprintf(job_env[0], sizeof job_env[0], "DATA_DIR=%s", r->data_dir);
     snprintf(job_env[1], sizeof job_env[1], "RESULT_DIR=%s", rec->result_dir);
     snprintf(job_env[2], sizeof job_env[2], "LOG_DIR=%s", r->log_dir);
@@ -182,6 +217,7 @@ loom_error *launch_start(exec_service *es, running_exec *r, const int32_t *devic
     char installed[PATH_MAX]; /* loom's files, never the state home */
     job_sandbox_install_dir(installed, sizeof installed);
     snprintf(job_env[4], sizeof job_env[4], "FABRIC_HOME=%s", installed);
+    snprintf(job_env[6], sizeof job_env[6], "TRAINING_ID=%s", rec->id); /* WMLA's name for it */
     loom_error *err = NULL;
     rec->pgid = 0;
     for (int i = 0; i < r->nworkers && !err; i++) {
@@ -198,10 +234,12 @@ loom_error *launch_start(exec_service *es, running_exec *r, const int32_t *devic
             for (int d = i * k; d < (i + 1) * k && d < ndev; d++)
                 used += snprintf(job_env[5] + used, sizeof job_env[5] - (size_t)used, "%s%d",
                                  d > i * k ? "," : "", device_index[d]);
-        char *job[7] = {job_env[0], job_env[1], job_env[2], job_env[3], job_env[4], job_env[5], NULL};
+        char *job[8] = {job_env[0], job_env[1], job_env[2], job_env[3],
+                        job_env[4], job_env[5], job_env[6], NULL};
         char *const *layers[3] = {job, r->msd_env, r->plan.workers[i].env};
         char **envp = build_env(layers, 3);
-        use_job_python(r->plan.workers[i].argv, job_python(r->msd_env), err_path);
+        use_job_python(r->plan.workers[i].argv, job_python(r->msd_env), envp, err_path,
+                       rec->result_dir);
         /* Output goes through the host's log pump, which bounds it. */
         int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1};
         if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0) {

@@ -61,6 +61,20 @@ static loom_error *read_spec(const registry_entry *fw, const store_exec *rec, co
     return NULL;
 }
 
+/* A script's steps are PyTorch's, tens of ms each: rounds of this many ms
+ * (EDT_ROUND_MS's default for them) keep the coordinator's round trip off
+ * most steps, at the cost of a resize waiting up to one such round. */
+#define PYSCRIPT_ROUND_MS 150
+
+static int msd_env_sets(const dlicmd *d, const char *key)
+{
+    size_t n = strlen(key);
+    for (int i = 0; i < d->msd_env_count; i++)
+        if (!strncmp(d->msd_env[i], key, n) && d->msd_env[i][n] == '=')
+            return 1;
+    return 0;
+}
+
 loom_error *trainer_prepare(exec_service *es, const store_exec *rec, const registry_entry *fw,
                             const dlicmd *d, const char *data_dir, edt_job *job)
 {
@@ -84,6 +98,8 @@ loom_error *trainer_prepare(exec_service *es, const store_exec *rec, const regis
     cJSON_Delete(spec);
     if (e)
         return loom_err_recode(e, LOOM_E_INVALID);
+    if (script && !msd_env_sets(d, "EDT_ROUND_MS"))
+        job->settings.round_ms = PYSCRIPT_ROUND_MS;
     job->settings.async = d->sync_mode_async;
     /* ASYNC keeps the model in a parameter server in the host, so it takes
      * loom's own adapters only: a user's adapter never runs here. */

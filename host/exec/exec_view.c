@@ -101,6 +101,21 @@ void exec_views_free(exec_view *v, size_t count)
     free(v);
 }
 
+/* The Python the job ran, as RESULT_DIR/log/python says (the host writes
+ * it for launch-style Python jobs, the edtPyTorch adapter for its own).
+ * One exec's view only: a listing would read a file per exec. */
+static void read_python(exec_view *v)
+{
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/log/python", v->rec.result_dir);
+    char *python = fs_read_file(path, sizeof v->python - 1, NULL);
+    if (python) {
+        python[strcspn(python, "\n")] = '\0';
+        snprintf(v->python, sizeof v->python, "%s", python);
+        free(python);
+    }
+}
+
 loom_error *exec_describe(exec_service *es, int64_t owner, const char *id, exec_view *out)
 {
     pthread_mutex_lock(&es->lock);
@@ -110,6 +125,8 @@ loom_error *exec_describe(exec_service *es, int64_t owner, const char *id, exec_
     if (found)
         describe(es, owner, r ? &r->rec : &rec, r, out);
     pthread_mutex_unlock(&es->lock);
+    if (found)
+        read_python(out);
     return found ? NULL : loom_err(LOOM_E_NOT_FOUND, "no exec \"%s\"", id);
 }
 

@@ -190,14 +190,23 @@ static void submit_experiment(hpo_service *svc, hpo_task *t, hpo_exp_rec *x)
     char *tar = NULL;
     size_t len = 0;
     loom_error *e = experiment_archive(t, x, &tar, &len);
+    /* The experiment's id reaches its script as SUBID, as under WMLA; the
+     * task's own --msd-env pairs come after and so win over it. */
+    char *args = NULL;
+    if (!e && asprintf(&args, "--msd-env SUBID=%llu %s", (unsigned long long)x->id,
+                       t->spec.args ? t->spec.args : "") < 0) {
+        args = NULL;
+        e = loom_err(LOOM_E_INTERNAL, "out of memory");
+    }
     if (!e) {
         exec_submission sub = {.user = t->rec.user, .user_id = t->rec.user_id,
-                               .is_admin = t->rec.is_admin, .args = t->spec.args,
+                               .is_admin = t->rec.is_admin, .args = args,
                                .archive = tar, .archive_len = len,
                                .continue_from = promoted_from(t, x),
                                .checkpoint_last = x->budget > 0};
         e = exec_submit(svc->es, &sub, x->exec_id, sizeof x->exec_id);
     }
+    free(args);
     free(tar);
     x->attempts++;
     if (e) {

@@ -33,3 +33,10 @@ loom_error *adapter_state_loaded(const loom_framework_factory *f, loom_framework
 {
     return HAS(f, state_loaded) ? f->state_loaded(inst) : NULL;
 }
+
+loom_error *adapter_job_metrics(const loom_framework_factory *f, loom_framework_instance *inst,
+                                int32_t split, const loom_metrics *metrics,
+                                const loom_step_info *step, uint32_t workers)
+{
+    return HAS(f, job_metrics) ? f->job_metrics(inst, split, metrics, step, workers) : NULL;
+}

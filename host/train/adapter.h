@@ -19,4 +19,10 @@ loom_error *adapter_check_trainer(const loom_framework_factory *f, const char *w
 /* Calls the optional state_loaded entry when the adapter has it. */
 loom_error *adapter_state_loaded(const loom_framework_factory *f, loom_framework_instance *inst);
 
+/* Hands the job's mean metrics to the optional job_metrics entry when the
+ * adapter has it. */
+loom_error *adapter_job_metrics(const loom_framework_factory *f, loom_framework_instance *inst,
+                                int32_t split, const loom_metrics *metrics,
+                                const loom_step_info *step, uint32_t workers);
+
 #endif

@@ -369,6 +369,7 @@ void edt_free(edt_coordinator *c)
     cJSON_Delete(c->pr.epochs_done);
     cJSON_Delete(c->pr.val_list);
     cJSON_Delete(c->pr.last_test);
+    cJSON_Delete(c->job_metrics_doc);
     for (char **e = c->job.msd_env; e && *e; e++)
         free(*e);
     free(c->job.msd_env);

@@ -173,6 +173,11 @@ struct edt_coordinator {
     round_profile prof;
     uint32_t round;
     char load_path[PATH_MAX]; /* checkpoint the root loads at the next join */
+    /* The job's mean metrics of the last round, which the next plan hands
+     * to the adapters (their own loggers: WMLA's driver callback); its
+     * metrics are job_metrics_doc, owned here. */
+    msg_job_metrics job_metrics;
+    cJSON *job_metrics_doc;
     FILE *driver_out;
     logger_set *driver_loggers;
     char loggers_for_workers[8192];
@@ -241,6 +246,9 @@ void note_val_list_file(edt_coordinator *c);
 /* Records validation metrics over n test samples (val_dict_list.json,
  * loggers, the snapshot); takes `metrics` over. */
 void record_validation(edt_coordinator *c, cJSON *metrics, uint64_t n);
+/* Keeps the job's mean metrics of a round for the next plan (taking
+ * `metrics` over); the last kept, if any, are dropped. */
+void keep_job_metrics(edt_coordinator *c, int32_t split, cJSON *metrics, uint32_t epoch);
 /* A checkpoint was written: says so, and keeps only the configured number
  * of them (and the best). */
 void checkpoint_saved(edt_coordinator *c, const char *path);

@@ -160,7 +160,16 @@ static loom_error *from_env(char *const *env, int nenv, edt_settings *s)
         {"EDT_OVERLAP_REDUCE", offsetof(edt_settings, overlap_reduce), 0, 1},
         {"EDT_IN_PLACE_REDUCE", offsetof(edt_settings, in_place_reduce), 0, 1},
     };
-    for (int i = 0; i < nenv; i++)
+    for (int i = 0; i < nenv; i++) {
+        /* The seed of the sampler's permutation and of the initial weights,
+         * for jobs whose arguments are a script's own (edtPyTorch). */
+        if (!strncmp(env[i], "EDT_SEED=", 9)) {
+            uint32_t seed = 0;
+            loom_error *e = parse_u32("EDT_SEED", env[i] + 9, 0, 0xFFFFFFFFu, &seed);
+            if (e)
+                return e;
+            s->seed = seed;
+        }
         for (size_t k = 0; k < sizeof vars / sizeof *vars; k++) {
             size_t n = strlen(vars[k].name);
             if (strncmp(env[i], vars[k].name, n) || env[i][n] != '=')
@@ -170,6 +179,7 @@ static loom_error *from_env(char *const *env, int nenv, edt_settings *s)
             if (e)
                 return e;
         }
+    }
     return NULL;
 }
 

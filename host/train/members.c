@@ -150,7 +150,7 @@ void send_exit(edt_coordinator *c, uint32_t i, const char *reason, int code)
 
 /* The worker's environment: the host's, then the job's (DATA_DIR, ...),
  * then the job's msd-env pairs. `job_env` holds the job's strings. */
-static char **worker_env(edt_coordinator *c, int32_t device, char job_env[5][PATH_MAX + 32])
+static char **worker_env(edt_coordinator *c, int32_t device, char job_env[6][PATH_MAX + 32])
 {
     edt_job *j = &c->job;
     size_t n = 0, extra = 8;
@@ -173,12 +173,13 @@ static char **worker_env(edt_coordinator *c, int32_t device, char job_env[5][PAT
     snprintf(job_env[1], PATH_MAX + 32, "RESULT_DIR=%s", j->result_dir);
     snprintf(job_env[2], PATH_MAX + 32, "LOG_DIR=%s/log", j->result_dir);
     snprintf(job_env[3], PATH_MAX + 32, "DLI_EXECID=%s", j->exec_id);
+    snprintf(job_env[5], PATH_MAX + 32, "TRAINING_ID=%s", j->exec_id); /* WMLA's name for it */
     /* A GPU worker sees its own device only; a CPU worker none. */
     if (is_gpu_job(c) && device >= 0)
         snprintf(job_env[4], PATH_MAX + 32, "CUDA_VISIBLE_DEVICES=%d", device);
     else
         snprintf(job_env[4], PATH_MAX + 32, "CUDA_VISIBLE_DEVICES=");
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 6; i++)
         envp[k++] = job_env[i];
     /* One BLAS thread per worker: a worker per core, and two pools on two
      * cores fight. */
@@ -214,7 +215,7 @@ static int spawn_worker(edt_coordinator *c, uint32_t slot, int32_t device)
                     "--in-place-reduce", j->settings.in_place_reduce ? "1" : "0",
                     "--loggers", c->loggers_for_workers,
                     "--device", is_gpu_job(c) ? "cuda" : "cpu", NULL};
-    char job_env[5][PATH_MAX + 32];
+    char job_env[6][PATH_MAX + 32];
     char **envp = worker_env(c, device, job_env);
     spawn_spec spec = {.argv = argv, .envp = envp, .cwd = j->code_dir, .stdout_path = out,
                        .stderr_path = errp, .pgid = -1};

@@ -181,6 +181,15 @@ void end_epoch(edt_coordinator *c)
     }
 }
 
+void keep_job_metrics(edt_coordinator *c, int32_t split, cJSON *metrics, uint32_t epoch)
+{
+    cJSON_Delete(c->job_metrics_doc);
+    c->job_metrics_doc = metrics;
+    c->job_metrics = (msg_job_metrics){.present = metrics != NULL, .split = split,
+                                       .epoch = epoch, .workers = count_in(c, SLOT_MEMBER),
+                                       .iteration = c->pr.iteration, .metrics = metrics};
+}
+
 void record_validation(edt_coordinator *c, cJSON *metrics, uint64_t n)
 {
     edt_progress *p = &c->pr;
@@ -191,6 +200,8 @@ void record_validation(edt_coordinator *c, cJSON *metrics, uint64_t n)
     cJSON_AddItemToArray(p->val_list, entry);
     write_val_list(c);
     logger_set_test_json(c->driver_loggers, metrics, p->iteration, p->epoch);
+    /* the epoch validated, counted from 0 as the adapters count it */
+    keep_job_metrics(c, LOOM_SPLIT_TEST, cJSON_Duplicate(metrics, 1), p->epoch ? p->epoch - 1 : 0);
     char line[256] = "";
     cJSON_ArrayForEach(v, metrics) {
         size_t used = strlen(line);

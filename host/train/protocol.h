@@ -93,6 +93,17 @@ typedef struct msg_join {
     char nccl_id[MSG_NCCL_ID_HEX + 1];
 } msg_join;
 
+/* The job's mean metrics (over every worker's samples) the coordinator
+ * recorded in the round before, for adapters that log them themselves
+ * (loom_framework_factory.job_metrics). */
+typedef struct msg_job_metrics {
+    int present;
+    int32_t split;           /* loom_split: a training round, or a validation */
+    uint32_t epoch, workers; /* the epoch it belongs to; members then */
+    uint64_t iteration;      /* global optimizer steps done after it */
+    const cJSON *metrics;    /* name -> number */
+} msg_job_metrics;
+
 typedef struct msg_plan {
     uint32_t round;
     int commit; /* apply the step the last round reduced */
@@ -106,6 +117,7 @@ typedef struct msg_plan {
     uint64_t begin, end;  /* VALIDATE */
     const char *path;     /* CHECKPOINT, FINISH: the saving rank only */
     const cJSON *meta;    /* CHECKPOINT: string/number metadata */
+    msg_job_metrics job_metrics;
 } msg_plan;
 
 typedef struct msg_work {

@@ -3,6 +3,7 @@
  * (type, range) and names the message and field when one is wrong. */
 #include "train/protocol.h"
 
+#include <loom/loom.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,6 +109,16 @@ static void encode_plan(cJSON *o, const msg_plan *p)
     if (p->has_join && p->load)
         cJSON_AddStringToObject(o, "load", p->load);
     cJSON_AddStringToObject(o, "do", plan_action_name(p->action));
+    if (p->job_metrics.present) {
+        cJSON *j = cJSON_AddObjectToObject(o, "job_metrics");
+        cJSON_AddNumberToObject(j, "split", p->job_metrics.split);
+        cJSON_AddNumberToObject(j, "epoch", p->job_metrics.epoch);
+        cJSON_AddNumberToObject(j, "workers", p->job_metrics.workers);
+        cJSON_AddNumberToObject(j, "iteration", (double)p->job_metrics.iteration);
+        cJSON_AddItemToObject(j, "metrics", p->job_metrics.metrics
+                                                ? cJSON_Duplicate(p->job_metrics.metrics, 1)
+                                                : cJSON_CreateObject());
+    }
     if (p->action == PLAN_STEP) {
         encode_batch(o, &p->batch);
     } else if (p->action == PLAN_VALIDATE) {
@@ -181,13 +192,15 @@ static const char *const hello_fields[] = {"t", "blob", "slot", "pid", "params",
 static const char *const plan_fields[] = {"t", "blob", "round", "commit", "epoch", "epochs",
                                           "iteration", "steps_per_epoch", "workers", "timeout_ms",
                                           "join", "load", "do", "mb", "scale", "steps", "begin",
-                                          "end", "path", "meta", NULL};
+                                          "end", "path", "meta", "job_metrics", NULL};
 static const char *const work_fields[] = {"t", "blob", "version", "epoch", "iteration", "workers",
                                           "mb", "scale", NULL};
 static const char *const exit_fields[] = {"t", "blob", "reason", "code", NULL};
 static const char *const reply_fields[] = {"t", "blob", "round", "ok", "error", "pull_failed",
                                            "count", "steps", "train", "eval", NULL};
 static const char *const join_fields[] = {"gen", "root", "timeout_ms", "exclude", "nccl_id", NULL};
+static const char *const job_metrics_fields[] = {"split", "epoch", "workers", "iteration", "metrics",
+                                                 NULL};
 static const char *const *const kind_fields[] = {
     [MSG_HELLO] = hello_fields, [MSG_PLAN] = plan_fields, [MSG_WORK] = work_fields,
     [MSG_EXIT] = exit_fields,   [MSG_REPLY] = reply_fields,
@@ -383,6 +396,27 @@ static loom_error *decode_join(const cJSON *jo, msg_join *j)
     return e;
 }
 
+static loom_error *decode_job_metrics(const cJSON *o, msg_job_metrics *j)
+{
+    const char *what = "plan's job_metrics";
+    if (!cJSON_IsObject(o))
+        return loom_err(LOOM_E_INVALID, "plan message: \"job_metrics\": expected an object");
+    uint32_t split = 0;
+    loom_error *e = known_fields_only(o, what, job_metrics_fields);
+    if (!e) e = get_u32(o, what, "split", 1, &split);
+    if (!e && split != LOOM_SPLIT_TRAIN && split != LOOM_SPLIT_TEST)
+        e = loom_err(LOOM_E_INVALID, "%s message: \"split\": expected 0 (train) or 1 (test)", what);
+    if (!e) e = get_u32(o, what, "epoch", 1, &j->epoch);
+    if (!e) e = get_u32(o, what, "workers", 1, &j->workers);
+    if (!e) e = get_u64(o, what, "iteration", 1, &j->iteration);
+    if (!e) e = get_metrics(o, what, "metrics", &j->metrics);
+    if (!e && !j->metrics)
+        e = loom_err(LOOM_E_INVALID, "%s message: no \"metrics\"", what);
+    j->split = (int32_t)split;
+    j->present = e == NULL;
+    return e;
+}
+
 static loom_error *decode_plan(const cJSON *o, msg_plan *p)
 {
     const char *what = "plan", *action = NULL;
@@ -402,6 +436,9 @@ static loom_error *decode_plan(const cJSON *o, msg_plan *p)
     if (join && (e = decode_join(join, &p->join)))
         return e;
     p->has_join = join != NULL;
+    const cJSON *job_metrics = cJSON_GetObjectItemCaseSensitive(o, "job_metrics");
+    if (job_metrics && (e = decode_job_metrics(job_metrics, &p->job_metrics)))
+        return e;
     for (size_t k = 1; k < COUNT(action_names) && !p->action; k++)
         if (!strcmp(action, action_names[k]))
             p->action = (plan_action)k;

@@ -98,6 +98,7 @@ static void send_plans(edt_coordinator *c, const round_plan *p)
     c->round++;
     msg m = {.kind = MSG_PLAN, .u.plan = common_plan(c, p)};
     msg_plan *plan = &m.u.plan;
+    plan->job_metrics = c->job_metrics; /* dropped once sent: each round's go once */
     uint32_t world = plan->workers, rank = 0, b = c->job.settings.batch_size;
     if (world == 0) /* plan_membership refuses an empty generation */
         return;
@@ -137,6 +138,7 @@ static void send_plans(edt_coordinator *c, const round_plan *p)
         rank++;
     }
     cJSON_Delete(meta);
+    keep_job_metrics(c, 0, NULL, 0);
     free(samples);
     free(sizes);
     free(step_mbs);
@@ -387,7 +389,7 @@ static void commit_steps(edt_coordinator *c, const round_plan *p, uint32_t n, in
     uint64_t count;
     cJSON *m = combine(c, 0, &count);
     add_train_metrics(c, m, count);
-    cJSON_Delete(m);
+    keep_job_metrics(c, LOOM_SPLIT_TRAIN, m, c->pr.epoch);
     c->commit_next = 1;
     members_hold_state(c);
     pthread_mutex_lock(&c->ctl.lock);

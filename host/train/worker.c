@@ -367,10 +367,24 @@ static loom_error *apply_step(worker *w, uint32_t epoch, uint32_t epochs, uint64
 
 /* Sums of a step's metrics over its samples. */
 typedef struct step_sums {
-    double loss, acc;
+    char names[LOOM_MAX_METRICS][64]; /* every metric the adapter reports, loss first */
+    double sums[LOOM_MAX_METRICS];
+    uint32_t count;
     uint32_t samples;
-    int have_acc;
 } step_sums;
+
+static void sums_add(step_sums *s, const char *name, double value, uint32_t samples)
+{
+    uint32_t i = 0;
+    while (i < s->count && strcmp(s->names[i], name))
+        i++;
+    if (i == s->count) {
+        if (s->count == LOOM_MAX_METRICS || strlen(name) >= sizeof s->names[0])
+            return;
+        snprintf(s->names[s->count++], sizeof s->names[0], "%s", name);
+    }
+    s->sums[i] += value * samples;
+}
 
 /* Forward + backward over micro-batches [first, first + n) of the batch,
  * whose samples start at `*at`, accumulating into the gradient buffer. */
@@ -388,14 +402,9 @@ static loom_error *compute(worker *w, const msg_batch *batch, uint32_t first, ui
         e = size ? w->fw->forward_backward(w->inst, batch->samples + *at, size,
                                            (float)batch->scales[k], &m)
                  : NULL;
-        for (uint32_t i = 0; !e && i < m.count && i < LOOM_MAX_METRICS; i++) {
-            if (!strcmp(m.items[i].name, "loss"))
-                sums->loss += m.items[i].value * size;
-            else if (!strcmp(m.items[i].name, "accuracy")) {
-                sums->acc += m.items[i].value * size;
-                sums->have_acc = 1;
-            }
-        }
+        for (uint32_t i = 0; !e && i < m.count && i < LOOM_MAX_METRICS; i++)
+            if (m.items[i].name)
+                sums_add(sums, m.items[i].name, m.items[i].value, size);
         *at += size;
         sums->samples += size;
     }
@@ -494,11 +503,8 @@ static loom_error *do_steps(worker *w, const msg_batch *batch, const msg_plan *p
     if (e)
         return e;
     cJSON *train = cJSON_CreateObject();
-    if (sums.samples) {
-        cJSON_AddNumberToObject(train, "loss", sums.loss / sums.samples);
-        if (sums.have_acc)
-            cJSON_AddNumberToObject(train, "accuracy", sums.acc / sums.samples);
-    }
+    for (uint32_t i = 0; sums.samples && i < sums.count; i++)
+        cJSON_AddNumberToObject(train, sums.names[i], sums.sums[i] / sums.samples);
     r->train = train;
     r->count = sums.samples;
     return NULL;
@@ -686,6 +692,20 @@ static int serve_work(worker *w, const msg *m)
     return rc ? rc : -1;
 }
 
+/* The job's mean metrics the coordinator recorded last round, for the
+ * adapter's own loggers. */
+static loom_error *hand_job_metrics(worker *w, const msg_plan *p)
+{
+    const msg_job_metrics *j = &p->job_metrics;
+    loom_metrics m = {.struct_size = sizeof m};
+    const cJSON *v;
+    cJSON_ArrayForEach(v, j->metrics) if (m.count < LOOM_MAX_METRICS)
+        m.items[m.count++] = (loom_metric){v->string, v->valuedouble};
+    loom_step_info si = {.struct_size = sizeof si, .epoch = j->epoch, .epochs = p->epochs,
+                         .iteration = j->iteration, .steps_per_epoch = p->steps_per_epoch};
+    return adapter_job_metrics(w->fw, w->inst, j->split, &m, &si, j->workers);
+}
+
 /* The plan's action, after its commit and join. */
 static loom_error *do_action(worker *w, const msg_plan *p, msg_reply *r, int *pending)
 {
@@ -721,6 +741,8 @@ static int serve_plan(worker *w, const msg_plan *p, int *pending, int *finished)
     if (*pending && p->commit)
         e = apply_step(w, p->epoch, p->epochs, p->iteration, p->steps_per_epoch);
     *pending = 0;
+    if (!e && p->job_metrics.present)
+        e = hand_job_metrics(w, p);
     if (!e && p->has_join) {
         e = join_and_pull(w, &p->join, p->load);
         r->pull_failed = e != NULL;

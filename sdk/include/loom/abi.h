@@ -23,8 +23,10 @@
  * result_dir and plugin_dir; 1.2 added loom_trainer_config's
  * gradient_ready and gradient_ready_data (reduce while backward runs); 1.3
  * added its gradient_memory and gradient_memory_data (the gradient buffer in
- * memory the host offers, reduced in place). A plugin built for minor N
- * loads into any host with minor >= N.
+ * memory the host offers, reduced in place) and loom_framework_factory's
+ * job_metrics (the job's mean metrics over every worker, for loggers an
+ * adapter runs itself). A plugin built for minor N loads into any host with
+ * minor >= N.
  */
 #ifndef LOOM_ABI_H
 #define LOOM_ABI_H

@@ -229,6 +229,20 @@ typedef struct loom_framework_factory {
      * Optional: NULL, or left out by a struct_size that ends before it.
      * [thread: instance] */
     loom_error *(*state_loaded)(loom_framework_instance *inst);
+
+    /* ABI 1.3. The job's metrics as the host recorded them, for loggers the
+     * adapter runs itself (WMLA's driver logger callback): the mean over
+     * every worker's samples, not this worker's. split LOOM_SPLIT_TRAIN: a
+     * round of training steps, `step->iteration` the global optimizer steps
+     * done after it, `step->epoch` the epoch it belongs to; LOOM_SPLIT_TEST:
+     * a validation over the whole test set after epoch `step->epoch`.
+     * `workers` were members then. Called at the start of the next round
+     * on every member, so each adapter decides whether it logs. Optional:
+     * NULL, or left out by a struct_size that ends before it.
+     * [thread: instance] [owns: metrics and step borrowed for the call] */
+    loom_error *(*job_metrics)(loom_framework_instance *inst, int32_t split,
+                               const loom_metrics *metrics, const loom_step_info *step,
+                               uint32_t workers);
 } loom_framework_factory;
 
 #ifdef __cplusplus

@@ -95,7 +95,22 @@ static void test_plan(void)
     p.u.plan.end = 600;
     CHECK(round_trip(&p, &out) == NULL);
     CHECK(out.u.plan.action == PLAN_VALIDATE && out.u.plan.begin == 300 && out.u.plan.end == 600);
+    CHECK(!out.u.plan.job_metrics.present);
     msg_free(&out);
+
+    /* The job's mean metrics of the round before, for the adapters. */
+    cJSON *means = cJSON_CreateObject();
+    cJSON_AddNumberToObject(means, "loss", 0.25);
+    cJSON_AddNumberToObject(means, "worker_pid", 1234.5);
+    p.u.plan.job_metrics = (msg_job_metrics){.present = 1, .split = 1, .epoch = 3, .workers = 2,
+                                             .iteration = 750, .metrics = means};
+    CHECK(round_trip(&p, &out) == NULL);
+    const msg_job_metrics *j = &out.u.plan.job_metrics;
+    CHECK(j->present && j->split == 1 && j->epoch == 3 && j->workers == 2 && j->iteration == 750);
+    CHECK(cJSON_GetNumberValue(cJSON_GetObjectItem(j->metrics, "worker_pid")) == 1234.5 &&
+          cJSON_GetArraySize(j->metrics) == 2);
+    msg_free(&out);
+    cJSON_Delete(means);
     cJSON_Delete(meta);
 }
 
@@ -212,6 +227,15 @@ static void test_refusals(void)
              ", \"begin\": 0, \"end\": 1, \"join\": {\"gen\": 1, \"root\": 0, \"timeout_ms\": 5, \"rank\": 2}");
     CHECK(decode_text(text, err, sizeof err) == LOOM_E_INVALID);
     CHECK_CONTAINS(err, "plan's join message: unknown field \"rank\"");
+    snprintf(text, sizeof text, plan, "finish",
+             ", \"job_metrics\": {\"split\": 2, \"epoch\": 0, \"workers\": 1, \"iteration\": 1, "
+             "\"metrics\": {}}");
+    CHECK(decode_text(text, err, sizeof err) == LOOM_E_INVALID);
+    CHECK_CONTAINS(err, "plan's job_metrics message: \"split\": expected 0 (train) or 1 (test)");
+    snprintf(text, sizeof text, plan, "finish",
+             ", \"job_metrics\": {\"split\": 0, \"epoch\": 0, \"workers\": 1, \"iteration\": 1}");
+    CHECK(decode_text(text, err, sizeof err) == LOOM_E_INVALID);
+    CHECK_CONTAINS(err, "plan's job_metrics message: no \"metrics\"");
     CHECK(decode_text("{\"t\": \"exit\", \"code\": 300}", err, sizeof err) == LOOM_E_INVALID);
     CHECK_CONTAINS(err, "exit message: \"code\"");
 }
