@@ -535,7 +535,6 @@ loom_error *exec_prepare(exec_service *es, const exec_submission *sub, dlicmd *d
         if (!r->job)
             return loom_err(LOOM_E_INTERNAL, "out of memory");
         e = trainer_prepare(es, rec, fw, d, r->data_dir, r->job);
-        r->job->checkpoint_last = sub->checkpoint_last;
         if (!e && sub->continue_from)
             e = trainer_continue_from(es, rec, sub->continue_from, r->job);
         if (e) {

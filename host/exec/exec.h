@@ -62,9 +62,6 @@ typedef struct exec_submission {
      * that exec's id (same owner), or NULL. Hyperband's promoted
      * configurations train only their extra epochs this way. */
     const char *continue_from;
-    /* An elastic job also checkpoints after its last epoch, so another may
-     * continue from it (a Hyperband experiment that may be promoted). */
-    int checkpoint_last;
     /* Where the host does otherwise than a flag asked (WMLA's flags with no
      * equivalent), one sentence a line; NULL: not wanted. */
     char *warnings;

@@ -191,9 +191,13 @@ static void submit_experiment(hpo_service *svc, hpo_task *t, hpo_exp_rec *x)
     size_t len = 0;
     loom_error *e = experiment_archive(t, x, &tar, &len);
     /* The experiment's id reaches its script as SUBID, as under WMLA; the
-     * task's own --msd-env pairs come after and so win over it. */
+     * task's own --msd-env pairs come after and so win over it. An
+     * experiment with a budget may be promoted, so an elastic one also
+     * checkpoints after its last epoch; being in its arguments, that
+     * survives a host restart. */
     char *args = NULL;
-    if (!e && asprintf(&args, "--msd-env SUBID=%llu %s", (unsigned long long)x->id,
+    if (!e && asprintf(&args, "--msd-env SUBID=%llu %s%s", (unsigned long long)x->id,
+                       x->budget > 0 ? "--msd-env EDT_CHECKPOINT_LAST=1 " : "",
                        t->spec.args ? t->spec.args : "") < 0) {
         args = NULL;
         e = loom_err(LOOM_E_INTERNAL, "out of memory");
@@ -202,8 +206,7 @@ static void submit_experiment(hpo_service *svc, hpo_task *t, hpo_exp_rec *x)
         exec_submission sub = {.user = t->rec.user, .user_id = t->rec.user_id,
                                .is_admin = t->rec.is_admin, .args = args,
                                .archive = tar, .archive_len = len,
-                               .continue_from = promoted_from(t, x),
-                               .checkpoint_last = x->budget > 0};
+                               .continue_from = promoted_from(t, x)};
         e = exec_submit(svc->es, &sub, x->exec_id, sizeof x->exec_id);
     }
     free(args);

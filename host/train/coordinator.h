@@ -48,7 +48,6 @@ typedef struct edt_job {
     int32_t devices[EDT_MAX_WORKERS];
     uint32_t ndevices;
     int resume;                    /* continue from the newest checkpoint */
-    int checkpoint_last;           /* also after the last epoch (a job that may be continued) */
     int checkpoints_keep;          /* the newest K (and the best) stay; 0: all */
     registry *reg;                 /* the host's: driver loggers */
     /* State changes (RUNNING, FINISHED, ERROR, KILLED), from the thread. */

@@ -159,6 +159,7 @@ static loom_error *from_env(char *const *env, int nenv, edt_settings *s)
         {"EDT_ROUND_MS", offsetof(edt_settings, round_ms), 1, 10000},
         {"EDT_OVERLAP_REDUCE", offsetof(edt_settings, overlap_reduce), 0, 1},
         {"EDT_IN_PLACE_REDUCE", offsetof(edt_settings, in_place_reduce), 0, 1},
+        {"EDT_CHECKPOINT_LAST", offsetof(edt_settings, checkpoint_last), 0, 1},
     };
     for (int i = 0; i < nenv; i++) {
         /* The seed of the sampler's permutation and of the initial weights,

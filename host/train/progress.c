@@ -169,7 +169,7 @@ void end_epoch(edt_coordinator *c)
     const edt_settings *s = &c->job.settings;
     p->pending_validate = s->validation_freq && (done % s->validation_freq == 0 || done == s->epochs);
     p->pending_checkpoint = s->checkpoint_freq && done % s->checkpoint_freq == 0 &&
-                           (done < s->epochs || c->job.checkpoint_last);
+                           (done < s->epochs || s->checkpoint_last);
     p->epoch++;
     p->loss_sum = p->acc_sum = 0;
     p->loss_n = 0;
