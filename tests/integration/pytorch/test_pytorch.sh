@@ -140,8 +140,10 @@ expect_contains "the refusal names the embedded libpython" "$(field "$id" 'v["me
     "edtPyTorch embeds libpython3"
 
 # ---- elastic: 2 -> 1 -> 2 and a killed worker, every sample once per epoch
+# (enough samples that the job is still early in its second epoch when the
+# worker is killed: a replacement Python worker takes about a second to start)
 id=$(pt_submit "$ROOT/examples/pytorch-fmnist" fmnist.py --numWorker 2 --data-dir $FMNIST \
-     -- --epochs 3 --train-samples 8000 --test-samples 1000 --batch-size 32)
+     -- --epochs 3 --train-samples 24000 --test-samples 1000 --batch-size 32)
 expect_ok "elastic job runs" wait_for "$id" 'v["training"]["iteration"] > 10' 120
 expect_ok "shrink to 1" "$LOOM" exec resize "$id" --workers 1
 expect_ok "shrunk to 1 worker" wait_for "$id" 'v["training"]["workers"] == 1' 60
