@@ -367,7 +367,9 @@ static loom_error *apply_step(worker *w, uint32_t epoch, uint32_t epochs, uint64
 
 /* Sums of a step's metrics over its samples. */
 typedef struct step_sums {
-    char names[LOOM_MAX_METRICS][64]; /* every metric the adapter reports, loss first */
+    /* every metric the adapter reports, loss first; the names are the
+     * adapter's, which live as long as its instance (the ABI's promise) */
+    const char *names[LOOM_MAX_METRICS];
     double sums[LOOM_MAX_METRICS];
     uint32_t count;
     uint32_t samples;
@@ -379,9 +381,9 @@ static void sums_add(step_sums *s, const char *name, double value, uint32_t samp
     while (i < s->count && strcmp(s->names[i], name))
         i++;
     if (i == s->count) {
-        if (s->count == LOOM_MAX_METRICS || strlen(name) >= sizeof s->names[0])
+        if (s->count == LOOM_MAX_METRICS)
             return;
-        snprintf(s->names[s->count++], sizeof s->names[0], "%s", name);
+        s->names[s->count++] = name;
     }
     s->sums[i] += value * samples;
 }
