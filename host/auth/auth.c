@@ -92,12 +92,17 @@ void auth_lock(auth_service *svc)
     store_lock(svc->st);
 }
 
+void auth_unlock_read(auth_service *svc)
+{
+    store_unlock(svc->st);
+    pthread_mutex_unlock(&svc->lock);
+}
+
 void auth_unlock(auth_service *svc)
 {
     /* Whatever was written is seen by the next token check. */
     __atomic_add_fetch(&svc->generation, 1, __ATOMIC_RELEASE);
-    store_unlock(svc->st);
-    pthread_mutex_unlock(&svc->lock);
+    auth_unlock_read(svc);
 }
 
 int64_t auth_wall_ms(void)

@@ -144,7 +144,7 @@ static int cached_pass(auth_service *svc, const unsigned char *key, int64_t now_
             sodium_memzero(e, sizeof *e); /* the password changed, or the user left */
         }
     }
-    auth_unlock(svc);
+    auth_unlock_read(svc);
     return ok;
 }
 
@@ -164,7 +164,7 @@ static void cache_remember(auth_service *svc, const unsigned char *key, int64_t 
         e->expires_ms = now_ms + AUTH_BASIC_CACHE_TTL_MS;
         e->used_ms = now_ms;
     }
-    auth_unlock(svc);
+    auth_unlock_read(svc);
     sodium_memzero(pwhash, sizeof pwhash);
 }
 
@@ -181,7 +181,7 @@ loom_error *auth_check_basic(auth_service *svc, const char *client_id, const cha
     auth_basic_cache *c = cache_of(svc);
     if (c)
         pair_key(c, user, password, key);
-    auth_unlock(svc);
+    auth_unlock_read(svc);
     if (!c)
         return loom_err(LOOM_E_INTERNAL, "out of memory");
     /* A client locked out for failures is refused even a pair known good. */

@@ -64,6 +64,11 @@ typedef struct auth_token_entry {
  * the shared connection lands inside an auth transaction. */
 void auth_lock(auth_service *svc);
 void auth_unlock(auth_service *svc);
+/* For a section that only read auth's tables (or touched the in-memory
+ * caches): the token cache stays valid. Every Basic request takes the lock
+ * twice, and advancing the generation there emptied the token cache for
+ * every other client. */
+void auth_unlock_read(auth_service *svc);
 
 /* Checks a user name or key label: 1-63 of [A-Za-z0-9_.-]. `what` names the
  * field in the message. */

@@ -357,6 +357,36 @@ static void test_checked_then_revoked(void)
     test_db_remove(&t);
 }
 
+/* Basic log-ons (every request of a Basic client) only read auth's tables:
+ * they leave other clients' checked tokens in the cache. Shown by a token
+ * row deleted behind auth's back (not an auth change, so the cache may
+ * still answer for it until auth's tables change). */
+static void test_basic_keeps_token_cache(void)
+{
+    test_db t;
+    auth_options o = test_fast_options();
+    auth_service *svc = setup(&t, &o);
+    char err[256], tok[AUTH_SECRET_MAX];
+    auth_identity who;
+    CHECK(logon(svc, "alice", "alice-pass-1", NOW, tok, NULL) == LOOM_OK);
+    /* the first Basic log-on verifies the password (and records it) */
+    CHECK(CODE(auth_check_basic(svc, "10.0.0.9", "admin", "admin-pass-1", NOW, &who)) == LOOM_OK);
+    CHECK(CODE(auth_check_token(svc, tok, NOW, &who)) == LOOM_OK);
+    for (int i = 0; i < 2; i++) /* the next ones come from the Basic cache */
+        CHECK(CODE(auth_check_basic(svc, "10.0.0.9", "admin", "admin-pass-1", NOW, &who)) == LOOM_OK);
+    sqlite3 *db = NULL;
+    CHECK(sqlite3_open(t.path, &db) == SQLITE_OK &&
+          sqlite3_exec(db, "DELETE FROM tokens", NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(db);
+    CHECK(CODE(auth_check_token(svc, tok, NOW, &who)) == LOOM_OK);
+    CHECK_STR_EQ(who.user, "alice");
+    /* an auth change empties the cache: the deleted row is then missed */
+    CHECK(TAKE(auth_user_add(svc, "carol", "carol-pass-1", "user")) == LOOM_OK);
+    CHECK(CODE(auth_check_token(svc, tok, NOW, &who)) == LOOM_E_UNAUTHENTICATED);
+    test_close(svc);
+    test_db_remove(&t);
+}
+
 int main(void)
 {
     test_issue_check_expire_logout();
@@ -365,5 +395,6 @@ int main(void)
     test_apikeys();
     test_concurrent_callers();
     test_checked_then_revoked();
+    test_basic_keeps_token_cache();
     return CHECK_DONE();
 }
