@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -105,6 +106,10 @@ http_limits http_limits_resolve(const http_limits *given)
         l.max_uploads_per_user = HTTP_DEFAULT_MAX_UPLOADS_PER_USER;
     if (!l.slow_threads)
         l.slow_threads = HTTP_DEFAULT_SLOW_THREADS;
+    if (!l.header_bytes)
+        l.header_bytes = HTTP_DEFAULT_HEADER_BYTES;
+    if (l.header_bytes < HTTP_MIN_HEADER_BYTES)
+        l.header_bytes = HTTP_MIN_HEADER_BYTES;
     if (!l.slow_queue)
         l.slow_queue = HTTP_DEFAULT_SLOW_QUEUE;
     return l;
@@ -436,6 +441,29 @@ static void add_cors_headers(const http_server *srv, struct MHD_Connection *conn
         mhd->MHD_add_response_header(r, h.name[i], h.value[i]);
 }
 
+/* The Date header's text for this second, made once a second per server
+ * thread (formatting it for every response took a visible share of a
+ * small request's time). */
+static const char *http_date_now(void)
+{
+    static _Thread_local time_t made = (time_t)-1;
+    static _Thread_local char text[40];
+    time_t now = time(NULL);
+    if (now != made) {
+        struct tm tm;
+        gmtime_r(&now, &tm);
+        static const char days[7][4] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
+        static const char months[12][4] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                           "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+        /* IMF-fixdate (RFC 9110), in English whatever the locale */
+        snprintf(text, sizeof text, "%s, %02d %s %04d %02d:%02d:%02d GMT", days[tm.tm_wday % 7],
+                 tm.tm_mday, months[tm.tm_mon % 12], tm.tm_year + 1900, tm.tm_hour, tm.tm_min,
+                 tm.tm_sec);
+        made = now;
+    }
+    return text;
+}
+
 static enum MHD_Result send_response(const http_server *srv, struct MHD_Connection *conn,
                                      http_response *res)
 {
@@ -446,6 +474,7 @@ static enum MHD_Result send_response(const http_server *srv, struct MHD_Connecti
     struct MHD_Response *r = mhd->MHD_create_response_from_buffer(
         res->len, res->body ? res->body : (void *)"", res->body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
     res->body = NULL;
+    mhd->MHD_add_response_header(r, MHD_HTTP_HEADER_DATE, http_date_now());
     mhd->MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
                                  res->content_type[0] ? res->content_type : "application/json");
     if (res->disposition[0])
@@ -704,8 +733,9 @@ static struct MHD_Daemon *start_daemon(http_server *s, const struct sockaddr_in 
 {
     const http_config *cfg = &s->cfg;
     const http_limits *l = &cfg->limits;
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO | MHD_USE_ERROR_LOG |
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_TURBO | MHD_USE_ERROR_LOG |
                      MHD_ALLOW_SUSPEND_RESUME;
+    flags |= MHD_USE_EPOLL;
     if (tls)
         flags |= MHD_USE_TLS;
     /* A pool of epoll threads: an idle or slow connection costs a socket and
@@ -714,6 +744,7 @@ static struct MHD_Daemon *start_daemon(http_server *s, const struct sockaddr_in 
     return mhd->MHD_start_daemon(
         flags, (uint16_t)cfg->port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR,
         (const struct sockaddr *)addr, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)4,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)l->header_bytes,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_CONNECTION_TIMEOUT,
         l->idle_timeout_s, MHD_OPTION_CONNECTION_LIMIT, l->max_connections,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, l->max_connections_per_ip,

@@ -117,6 +117,9 @@ typedef struct http_limits {
     unsigned max_uploads_per_user;   /* ... by one user */
     unsigned slow_threads;           /* threads of the work queue for slow routes */
     unsigned slow_queue;             /* slow requests waiting for them */
+    unsigned header_bytes;           /* each connection's buffer: the request's
+                                      * headers, in all, fit in it with about
+                                      * 900 bytes to spare (else 431) */
 } http_limits;
 
 #define HTTP_DEFAULT_MAX_CONNECTIONS 1024
@@ -126,6 +129,10 @@ typedef struct http_limits {
 #define HTTP_DEFAULT_MAX_UPLOADS_PER_USER 2
 #define HTTP_DEFAULT_SLOW_THREADS 8
 #define HTTP_DEFAULT_SLOW_QUEUE 256
+/* Small: libmicrohttpd clears a connection's buffer for every request on
+ * it, and at 32 KiB that was a tenth of a small request's time. */
+#define HTTP_DEFAULT_HEADER_BYTES 8192
+#define HTTP_MIN_HEADER_BYTES 4096
 
 /* The limits with every 0 replaced by its default. */
 http_limits http_limits_resolve(const http_limits *given);

@@ -22,7 +22,7 @@ static const char serve_usage[] =
     "                  [--tls-cert PEM --tls-key PEM]\n"
     "                  [--job-uid-range FIRST-LAST | none] [--require-isolation]\n"
     "                  [--max-connections N] [--max-connections-per-ip N]\n"
-    "                  [--idle-timeout SECONDS] [--max-uploads N]\n"
+    "                  [--idle-timeout SECONDS] [--max-header-bytes B] [--max-uploads N]\n"
     "                  [--max-uploads-per-user N] [--slow-threads N]\n"
     "                  [--cors-origin ORIGIN]... [--allow-basic-over-http]\n"
     "                  [--python PATH]\n"
@@ -59,6 +59,9 @@ static const char serve_usage[] =
     "  --max-connections N open HTTP connections in all (default 1024)\n"
     "  --max-connections-per-ip N  from one client address (default 128)\n"
     "  --idle-timeout S    close a connection silent this long (default 15)\n"
+    "  --max-header-bytes B  each connection's header buffer: a request's\n"
+    "                      headers must fit with about 900 bytes to spare, else\n"
+    "                      431 (default 8192, at least 4096)\n"
     "  --max-uploads N     multipart uploads in progress in all (default 8;\n"
     "                      more are refused with 503)\n"
     "  --max-uploads-per-user N  by one user (default 2; more: 429)\n"
@@ -144,15 +147,18 @@ static int parse_number_flag(int argc, char **argv, int *i, loomd_options *opt)
     static const struct {
         const char *flag;
         size_t offset;
-        unsigned long max;
+        unsigned long min, max;
     } flags[] = {
-        {"--cpu-slots", offsetof(loomd_options, cpu_slots), 4096},
-        {"--max-connections", offsetof(loomd_options, http.max_connections), 1000000},
-        {"--max-connections-per-ip", offsetof(loomd_options, http.max_connections_per_ip), 1000000},
-        {"--idle-timeout", offsetof(loomd_options, http.idle_timeout_s), 86400},
-        {"--max-uploads", offsetof(loomd_options, http.max_uploads), 10000},
-        {"--max-uploads-per-user", offsetof(loomd_options, http.max_uploads_per_user), 10000},
-        {"--slow-threads", offsetof(loomd_options, http.slow_threads), 64},
+        {"--cpu-slots", offsetof(loomd_options, cpu_slots), 1, 4096},
+        {"--max-connections", offsetof(loomd_options, http.max_connections), 1, 1000000},
+        {"--max-connections-per-ip", offsetof(loomd_options, http.max_connections_per_ip), 1,
+         1000000},
+        {"--idle-timeout", offsetof(loomd_options, http.idle_timeout_s), 1, 86400},
+        {"--max-header-bytes", offsetof(loomd_options, http.header_bytes), HTTP_MIN_HEADER_BYTES,
+         1u << 20},
+        {"--max-uploads", offsetof(loomd_options, http.max_uploads), 1, 10000},
+        {"--max-uploads-per-user", offsetof(loomd_options, http.max_uploads_per_user), 1, 10000},
+        {"--slow-threads", offsetof(loomd_options, http.slow_threads), 1, 64},
     };
     for (size_t k = 0; k < sizeof flags / sizeof *flags; k++) {
         if (strcmp(argv[*i], flags[k].flag) != 0 || *i + 1 >= argc)
@@ -161,9 +167,10 @@ static int parse_number_flag(int argc, char **argv, int *i, loomd_options *opt)
         char *end;
         errno = 0;
         unsigned long v = strtoul(text, &end, 10);
-        if (*text == '-' || *end || end == text || errno || v < 1 || v > flags[k].max) {
-            cli_fail("%s: expected a whole number from 1 to %lu, got \"%s\"", flags[k].flag,
-                     flags[k].max, text);
+        if (*text == '-' || *end || end == text || errno || v < flags[k].min ||
+            v > flags[k].max) {
+            cli_fail("%s: expected a whole number from %lu to %lu, got \"%s\"", flags[k].flag,
+                     flags[k].min, flags[k].max, text);
             return -1;
         }
         /* cpu_slots is an int, the rest unsigned: the value fits both. */

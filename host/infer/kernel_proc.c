@@ -21,14 +21,17 @@
 
 struct kernel_proc {
     supervised child;
-    char *arena; /* 2 x KERNEL_ARENA_HALF, shared with the child */
+    char *arena; /* KERNEL_ARENA_SIZE, shared with the child */
     wire_buf frame;
     char *reply;
     size_t reply_cap;
     int spin; /* await an answer spinning first (see kernel_proc_spin) */
+    int in_flight;      /* a batch was sent and not yet collected */
+    uint32_t sent;      /* its size */
+    uint8_t region;     /* the answer region it writes to */
 };
 
-size_t kernel_proc_batch_bytes(void) { return KERNEL_ARENA_HALF; }
+size_t kernel_proc_batch_bytes(void) { return KERNEL_ARENA_REGION; }
 
 static uint64_t now_ns(void)
 {
@@ -159,7 +162,7 @@ static loom_error *wait_ready(kernel_proc *k, unsigned timeout_ms)
         return loom_err(code ? code : LOOM_E_INTERNAL, "%s",
                         message && !r.bad ? message : "the kernel process sent a malformed reply");
     }
-    k->arena = mmap(NULL, 2 * KERNEL_ARENA_HALF, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    k->arena = mmap(NULL, KERNEL_ARENA_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
     if (k->arena == MAP_FAILED) {
         k->arena = NULL;
@@ -208,7 +211,7 @@ void kernel_proc_stop(kernel_proc *k)
         return;
     supervise_stop(&k->child, STOP_GRACE_MS);
     if (k->arena)
-        munmap(k->arena, 2 * KERNEL_ARENA_HALF);
+        munmap(k->arena, KERNEL_ARENA_SIZE);
     wire_free(&k->frame);
     free(k->reply);
     free(k);
@@ -226,29 +229,50 @@ static loom_error *read_done(kernel_proc *k, kernel_task *tasks, uint32_t n, uin
         t->status = wire_get_i32(&r);
         const char *type = wire_get_str(&r);
         uint64_t off = wire_get_u64(&r), alen = wire_get_u64(&r);
-        if (r.bad || off > KERNEL_ARENA_HALF || alen > KERNEL_ARENA_HALF - off)
+        if (r.bad || off > KERNEL_ARENA_REGION || alen > KERNEL_ARENA_REGION - off)
             return loom_err(LOOM_E_INTERNAL, "the kernel process sent a malformed answer");
-        snprintf(t->content_type, sizeof t->content_type, "%s", type ? type : "");
-        t->answer = k->arena + KERNEL_ARENA_HALF + off;
+        kernel_content_type_set(t->content_type, type);
+        t->answer = k->arena + (1 + (size_t)k->region) * KERNEL_ARENA_REGION + off;
         t->answer_len = (size_t)alen;
     }
     return NULL;
 }
 
-loom_error *kernel_proc_execute(kernel_proc *k, kernel_task *tasks, uint32_t n,
-                                uint64_t deadline_ns)
+/* After a failed exchange: the child is killed, and the error says how. */
+static loom_error *child_failed(kernel_proc *k, loom_error *e)
+{
+    char how[128] = "";
+    int late = loom_err_code(e) == LOOM_E_DEADLINE;
+    supervise_kill(&k->child, how, sizeof how);
+    k->in_flight = 0;
+    loom_error *why = late ? loom_err(LOOM_E_DEADLINE, "the kernel did not answer within "
+                                      "task_execution_timeout: its process was killed")
+                           : loom_err(LOOM_E_UNAVAILABLE, "the kernel process failed (%s%s%s)",
+                                      loom_err_message(e), how[0] ? "; " : "", how);
+    loom_err_free(e);
+    return why;
+}
+
+loom_error *kernel_proc_send(kernel_proc *k, const kernel_task *tasks, uint32_t n,
+                             uint64_t deadline_ns)
 {
     if (n == 0 || n > KERNEL_BATCH_MAX)
         return loom_err(LOOM_E_INVALID, "a batch holds 1 to %d requests", KERNEL_BATCH_MAX);
+    if (k->in_flight)
+        return loom_err(LOOM_E_CONFLICT, "a batch is already in flight: collect it first");
+    /* The other answer region than the last batch's, whose answers the
+     * caller may still be handing out. */
+    uint8_t region = (uint8_t)(k->region ^ 1);
     wire_buf *f = &k->frame; /* its buffer is reused batch after batch */
     wire_begin(f);
     wire_put_u8(f, KERNEL_OP_EXECUTE);
+    wire_put_u8(f, region);
     wire_put_u32(f, n);
     size_t off = 0;
     for (uint32_t i = 0; i < n; i++) {
-        if (tasks[i].len > KERNEL_ARENA_HALF - off)
+        if (tasks[i].len > KERNEL_ARENA_REGION - off)
             return loom_err(LOOM_E_TOO_LARGE, "a batch's bodies exceed %zu bytes",
-                            KERNEL_ARENA_HALF);
+                            KERNEL_ARENA_REGION);
         memcpy(k->arena + off, tasks[i].body, tasks[i].len);
         wire_put_u64(f, off);
         wire_put_u64(f, tasks[i].len);
@@ -256,26 +280,37 @@ loom_error *kernel_proc_execute(kernel_proc *k, kernel_task *tasks, uint32_t n,
     }
     if (wire_finish(f) != 0)
         return loom_err(LOOM_E_INTERNAL, "cannot build the batch frame");
-    uint32_t len = 0;
     loom_error *e = supervise_send(&k->child, f->data, f->len, deadline_ns);
-    if (!e && !k->spin)
-        e = await_answer(k, deadline_ns);
+    if (e)
+        return child_failed(k, e);
+    k->in_flight = 1;
+    k->sent = n;
+    k->region = region;
+    return NULL;
+}
+
+loom_error *kernel_proc_collect(kernel_proc *k, kernel_task *tasks, uint32_t n,
+                                uint64_t deadline_ns)
+{
+    if (!k->in_flight || k->sent != n)
+        return loom_err(LOOM_E_CONFLICT, "no batch of %u requests is in flight", n);
+    uint32_t len = 0;
+    loom_error *e = k->spin ? NULL : await_answer(k, deadline_ns);
     if (!e)
         e = supervise_recv(&k->child, &len, sizeof len, deadline_ns);
     if (!e)
         e = recv_frame(k, len, deadline_ns);
     if (!e)
         e = read_done(k, tasks, n, len);
-    if (e) {
-        char how[128] = "";
-        int late = loom_err_code(e) == LOOM_E_DEADLINE;
-        supervise_kill(&k->child, how, sizeof how);
-        loom_error *why = late ? loom_err(LOOM_E_DEADLINE, "the kernel did not answer within "
-                                          "task_execution_timeout: its process was killed")
-                               : loom_err(LOOM_E_UNAVAILABLE, "the kernel process failed (%s%s%s)",
-                                          loom_err_message(e), how[0] ? "; " : "", how);
-        loom_err_free(e);
-        return why;
-    }
+    if (e)
+        return child_failed(k, e);
+    k->in_flight = 0;
     return NULL;
+}
+
+loom_error *kernel_proc_execute(kernel_proc *k, kernel_task *tasks, uint32_t n,
+                                uint64_t deadline_ns)
+{
+    loom_error *e = kernel_proc_send(k, tasks, n, deadline_ns);
+    return e ? e : kernel_proc_collect(k, tasks, n, deadline_ns);
 }

@@ -2,9 +2,12 @@
  * infer/kernel_proc.h - one kernel instance in a `loom kernel run` child
  * (the host's side). The child loads the kernel and creates its instance,
  * then hands the host a shared-memory arena (a memfd, over the socket):
- * request bodies are written into its first half, the kernel reads them
- * there in place and its answers land in the second half, so a batch
- * crosses the process boundary as one small frame of offsets each way.
+ * request bodies are written into its first region, the kernel reads them
+ * there in place and its answers land in one of two answer regions, so a
+ * batch crosses the process boundary as one small frame of offsets each
+ * way. The two answer regions let the host send the next batch before it
+ * has handed out the answers of the last: the kernel works while the
+ * host's threads reply.
  * Every wait has a deadline; an overrun or a dead child kills the child
  * and fails the batch with an error saying what happened.
  */
@@ -13,13 +16,16 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "infer/model_spec.h"
 #include "util/error.h"
 
-/* Each half of the arena: a batch's request bodies together, and its
- * answers together, fit in this. */
-#define KERNEL_ARENA_HALF ((size_t)64 << 20)
+/* Each region of the arena: a batch's request bodies together, and its
+ * answers together, fit in this. The arena is three regions (requests,
+ * two for answers), reserved sparsely: only what batches touch is memory. */
+#define KERNEL_ARENA_REGION ((size_t)64 << 20)
+#define KERNEL_ARENA_SIZE (3 * KERNEL_ARENA_REGION)
 #define KERNEL_CONTENT_TYPE_MAX 64
 
 typedef struct kernel_proc_spec {
@@ -45,20 +51,38 @@ loom_error *kernel_proc_start(const kernel_proc_spec *spec, kernel_proc **out);
  * there), then kills what remains. */
 void kernel_proc_stop(kernel_proc *k);
 
+/* A content type into its slot, cut to fit (a per-request step: no
+ * printf). */
+static inline void kernel_content_type_set(char dst[KERNEL_CONTENT_TYPE_MAX], const char *src)
+{
+    size_t n = src ? strnlen(src, KERNEL_CONTENT_TYPE_MAX - 1) : 0;
+    memcpy(dst, src ? src : "", n);
+    dst[n] = '\0';
+}
+
 /* One request of a batch and, after kernel_proc_execute, its answer. */
 typedef struct kernel_task {
     const char *body;
     size_t len;
     int32_t status; /* 0, or the loom code the kernel failed it with */
     char content_type[KERNEL_CONTENT_TYPE_MAX];
-    const char *answer; /* in the arena: valid until the next execute */
+    const char *answer; /* in the arena: see kernel_proc_collect */
     size_t answer_len;
 } kernel_task;
 
-/* Runs one batch. NULL: every task has its answer (possibly an error of
- * its own). An error (deadline, the child died, a malformed reply) means
- * the child is gone: the batch failed as a whole and the caller starts a
- * new child. */
+/* Sends one batch and returns without waiting for it; at most one batch is
+ * in flight (LOOM_E_CONFLICT otherwise). The bodies are copied into the
+ * arena: the tasks' bodies may go once this returns. */
+loom_error *kernel_proc_send(kernel_proc *k, const kernel_task *tasks, uint32_t n,
+                             uint64_t deadline_ns);
+/* Waits for the batch in flight: NULL when every task has its answer
+ * (possibly an error of its own). The answers stay valid while the next
+ * batch runs: until the send after that one. An error (deadline, the child
+ * died, a malformed reply) means the child is gone: the batch failed as a
+ * whole and the caller starts a new child. */
+loom_error *kernel_proc_collect(kernel_proc *k, kernel_task *tasks, uint32_t n,
+                                uint64_t deadline_ns);
+/* Send and collect. */
 loom_error *kernel_proc_execute(kernel_proc *k, kernel_task *tasks, uint32_t n,
                                 uint64_t deadline_ns);
 

@@ -37,6 +37,7 @@ typedef struct slot {
 typedef struct server {
     int fd;
     char *arena;
+    char *out; /* the answer region of the batch running */
     size_t out_used;
     slot *slots;
 } server;
@@ -153,17 +154,17 @@ static loom_error *respond(loom_infer_request *request, int32_t status, const ch
     server *srv = s->srv;
     s->answered = 1;
     s->status = status;
-    snprintf(s->type, sizeof s->type, "%s", content_type ? content_type : "application/json");
-    if (body_len > KERNEL_ARENA_HALF - srv->out_used) {
+    kernel_content_type_set(s->type, content_type ? content_type : "application/json");
+    if (body_len > KERNEL_ARENA_REGION - srv->out_used) {
         s->status = LOOM_E_TOO_LARGE;
         s->len = 0;
         return loom_err(LOOM_E_TOO_LARGE, "the batch's answers exceed %zu bytes",
-                        KERNEL_ARENA_HALF);
+                        KERNEL_ARENA_REGION);
     }
     s->off = srv->out_used;
     s->len = body_len;
     if (body_len)
-        memcpy(srv->arena + KERNEL_ARENA_HALF + s->off, body, body_len);
+        memcpy(srv->out + s->off, body, body_len);
     srv->out_used += body_len;
     return NULL;
 }
@@ -180,14 +181,16 @@ static void fail_slot(server *srv, slot *s, loom_error *e, const char *fallback)
 
 static int serve_batch(server *srv, loaded_kernel *k, wire_reader *r)
 {
+    uint8_t region = wire_get_u8(r);
     uint32_t n = wire_get_u32(r);
-    if (r->bad || n == 0 || n > KERNEL_BATCH_MAX)
+    if (r->bad || region > 1 || n == 0 || n > KERNEL_BATCH_MAX)
         return -1;
     loom_infer_request *ptrs[KERNEL_BATCH_MAX];
+    srv->out = srv->arena + (1 + (size_t)region) * KERNEL_ARENA_REGION;
     srv->out_used = 0;
     for (uint32_t i = 0; i < n; i++) {
         uint64_t off = wire_get_u64(r), len = wire_get_u64(r);
-        if (r->bad || off > KERNEL_ARENA_HALF || len > KERNEL_ARENA_HALF - off)
+        if (r->bad || off > KERNEL_ARENA_REGION || len > KERNEL_ARENA_REGION - off)
             return -1;
         slot *s = &srv->slots[i];
         memset(s, 0, sizeof *s);
@@ -221,9 +224,9 @@ static int serve_batch(server *srv, loaded_kernel *k, wire_reader *r)
 static int make_arena(server *srv)
 {
     int memfd = memfd_create("loom-kernel-arena", MFD_CLOEXEC);
-    if (memfd < 0 || ftruncate(memfd, (off_t)(2 * KERNEL_ARENA_HALF)) != 0)
+    if (memfd < 0 || ftruncate(memfd, (off_t)KERNEL_ARENA_SIZE) != 0)
         return -1;
-    srv->arena = mmap(NULL, 2 * KERNEL_ARENA_HALF, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+    srv->arena = mmap(NULL, KERNEL_ARENA_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
     if (srv->arena == MAP_FAILED) {
         close(memfd);
         return -1;

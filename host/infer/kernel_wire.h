@@ -5,10 +5,13 @@
  *   child -> host, once: READY  u8 status (0 ok), i32 code, str message;
  *                        with status 0 the arena's memfd rides along
  *                        (SCM_RIGHTS)
- *   host -> child:       EXEC   u8 KERNEL_OP_EXECUTE, u32 n,
- *                               n x (u64 offset, u64 length) in half one
+ *   host -> child:       EXEC   u8 KERNEL_OP_EXECUTE, u8 answer region (0|1),
+ *                               u32 n, n x (u64 offset, u64 length) in the
+ *                               request region
  *   child -> host:       DONE   u8 0, u32 n, n x (i32 status, str type,
- *                               u64 offset, u64 length) in half two
+ *                               u64 offset, u64 length) in the answer region
+ * The arena: the request region, then answer regions 0 and 1, each
+ * KERNEL_ARENA_REGION bytes.
  * The host closing the socket tells the child to unload and exit.
  */
 #ifndef LOOM_INFER_KERNEL_WIRE_H

@@ -134,37 +134,58 @@ static void deliver(router *r, call *c, const kernel_task *t)
     free(c);
 }
 
-/* Runs a batch; -1 when the kernel process is gone (the batch failed). */
-static int run_batch(router *r, kernel_proc *k, call **calls, uint32_t n)
-{
+/* A batch on its way through one instance's kernel. */
+typedef struct batch {
+    call *calls[MODEL_BATCH_LIMIT];
     kernel_task tasks[MODEL_BATCH_LIMIT];
-    uint64_t deadline = now_ns() + NO_TIMEOUT_NS;
-    for (uint32_t i = 0; i < n; i++) {
-        tasks[i] = (kernel_task){.body = calls[i]->body, .len = calls[i]->len};
-        if (calls[i]->deadline_ns && calls[i]->deadline_ns < deadline)
-            deadline = calls[i]->deadline_ns;
+    uint32_t n;
+    uint64_t deadline_ns;
+} batch;
+
+/* Fails a batch whose kernel process is gone. */
+static void fail_batch(router *r, batch *b, loom_error *e)
+{
+    char msg[400];
+    snprintf(msg, sizeof msg, "model \"%s\": %s", r->name, loom_err_message(e));
+    int32_t code = loom_err_code(e);
+    loom_err_free(e);
+    pthread_mutex_lock(&r->lock);
+    r->failed += b->n;
+    snprintf(r->last_error, sizeof r->last_error, "%s", msg);
+    pthread_mutex_unlock(&r->lock);
+    log_warn("%s; its batch of %u failed, the instance restarts", msg, b->n);
+    for (uint32_t i = 0; i < b->n; i++)
+        answer_error(b->calls[i], code, msg);
+    b->n = 0;
+}
+
+/* Hands a batch to the kernel; -1 when its process is gone (the batch
+ * failed). */
+static int send_batch(router *r, kernel_proc *k, batch *b)
+{
+    b->deadline_ns = now_ns() + NO_TIMEOUT_NS;
+    for (uint32_t i = 0; i < b->n; i++) {
+        b->tasks[i] = (kernel_task){.body = b->calls[i]->body, .len = b->calls[i]->len};
+        if (b->calls[i]->deadline_ns && b->calls[i]->deadline_ns < b->deadline_ns)
+            b->deadline_ns = b->calls[i]->deadline_ns;
     }
-    loom_error *e = kernel_proc_execute(k, tasks, n, deadline);
+    loom_error *e = kernel_proc_send(k, b->tasks, b->n, b->deadline_ns);
     if (e) {
-        char msg[400];
-        snprintf(msg, sizeof msg, "model \"%s\": %s", r->name, loom_err_message(e));
-        int32_t code = loom_err_code(e);
-        loom_err_free(e);
-        pthread_mutex_lock(&r->lock);
-        r->failed += n;
-        snprintf(r->last_error, sizeof r->last_error, "%s", msg);
-        pthread_mutex_unlock(&r->lock);
-        log_warn("%s; its batch of %u failed, the instance restarts", msg, n);
-        for (uint32_t i = 0; i < n; i++)
-            answer_error(calls[i], code, msg);
+        fail_batch(r, b, e);
         return -1;
     }
-    for (uint32_t i = 0; i < n; i++)
-        deliver(r, calls[i], &tasks[i]);
-    pthread_mutex_lock(&r->lock);
-    r->served += n;
-    pthread_mutex_unlock(&r->lock);
     return 0;
+}
+
+/* Answers a collected batch's calls. */
+static void deliver_batch(router *r, batch *b)
+{
+    for (uint32_t i = 0; i < b->n; i++)
+        deliver(r, b->calls[i], &b->tasks[i]);
+    pthread_mutex_lock(&r->lock);
+    r->served += b->n;
+    pthread_mutex_unlock(&r->lock);
+    b->n = 0;
 }
 
 static int should_leave_locked(router *r, instance *in)
@@ -173,6 +194,8 @@ static int should_leave_locked(router *r, instance *in)
         return r->force || !r->head;
     return in->retire;
 }
+
+static uint32_t take_queued_locked(router *r, call **out);
 
 /* Up to the batch size of queued calls into out (at least one): waits
  * briefly for more when fewer are queued. Returns 0 when the instance is
@@ -198,6 +221,14 @@ static uint32_t take_batch_locked(router *r, instance *in, call **out)
         if (!r->head)
             return take_batch_locked(r, in, out);
     }
+    return take_queued_locked(r, out);
+}
+
+/* Up to the batch size of the calls queued now, without waiting (0 when
+ * none). Call with r->lock. */
+static uint32_t take_queued_locked(router *r, call **out)
+{
+    uint32_t want = (uint32_t)r->profile.batch_size;
     uint32_t n = 0;
     size_t bytes = 0;
     while (r->head && n < want && (n == 0 || bytes + r->head->len <= kernel_proc_batch_bytes())) {
@@ -213,26 +244,58 @@ static uint32_t take_batch_locked(router *r, instance *in, call **out)
     return n;
 }
 
-/* Serves until told to leave (0) or the kernel fails (-1). */
-static int serve(router *r, instance *in, kernel_proc *k)
+/* Whether to await the kernel's answer spinning first: with requests still
+ * queued the machine is busy, and a core spent spinning is one the HTTP
+ * threads and the kernel lack; a quiet service spins and answers sooner.
+ * Call with r->lock. */
+static int quiet_locked(router *r, uint32_t n)
 {
-    call *calls[MODEL_BATCH_LIMIT];
+    return !r->head && (n == 1 || n * 4 <= (uint32_t)r->profile.batch_size);
+}
+
+/* Serves until told to leave (0) or the kernel fails (-1). Two batches
+ * overlap: once the kernel has answered one, the next (what is queued by
+ * then) goes to it before the first's answers go out, so the kernel works
+ * while the host's threads reply. */
+static int serve(router *r, instance *in, kernel_proc *k, batch *two)
+{
+    batch *cur = &two[0], *next = &two[1];
     for (;;) {
-        pthread_mutex_lock(&r->lock);
-        in->state = INST_READY;
-        uint32_t n = take_batch_locked(r, in, calls);
-        if (n)
-            in->state = INST_BUSY;
-        /* Requests still queued: the machine is busy, and a core spent
-         * spinning for the answer is one the HTTP threads and the kernel
-         * lack; a quiet service spins and answers sooner. */
-        int quiet = !r->head && (n == 1 || n * 4 <= (uint32_t)r->profile.batch_size);
-        pthread_mutex_unlock(&r->lock);
-        if (!n)
-            return 0;
-        kernel_proc_spin(k, quiet);
-        if (run_batch(r, k, calls, n) != 0)
+        if (!cur->n) {
+            pthread_mutex_lock(&r->lock);
+            in->state = INST_READY;
+            cur->n = take_batch_locked(r, in, cur->calls);
+            if (cur->n)
+                in->state = INST_BUSY;
+            int quiet = quiet_locked(r, cur->n);
+            pthread_mutex_unlock(&r->lock);
+            if (!cur->n)
+                return 0;
+            kernel_proc_spin(k, quiet);
+            if (send_batch(r, k, cur) != 0)
+                return -1;
+        }
+        loom_error *e = kernel_proc_collect(k, cur->tasks, cur->n, cur->deadline_ns);
+        if (e) {
+            fail_batch(r, cur, e);
             return -1;
+        }
+        pthread_mutex_lock(&r->lock);
+        next->n = should_leave_locked(r, in) || r->queued < (size_t)r->profile.batch_size
+                      ? 0 : take_queued_locked(r, next->calls);
+        int quiet = quiet_locked(r, next->n);
+        pthread_mutex_unlock(&r->lock);
+        int failed = 0;
+        if (next->n) {
+            kernel_proc_spin(k, quiet);
+            failed = send_batch(r, k, next) != 0;
+        }
+        deliver_batch(r, cur);
+        if (failed)
+            return -1;
+        batch *t = cur;
+        cur = next;
+        next = t;
     }
 }
 
@@ -326,10 +389,17 @@ static void *instance_main(void *arg)
     router *r = in->r;
     char job[128];
     snprintf(job, sizeof job, "kernel/%s/%u", r->name, in->seq);
+    batch *two = calloc(2, sizeof *two); /* too large for a thread's stack */
+    if (!two) {
+        note_failure(r, loom_err(LOOM_E_INTERNAL, "out of memory"), "a kernel instance");
+        set_state(r, in, INST_DONE);
+        return NULL;
+    }
     int own_job = r->place == PLACE_OWN_DEVICE;
     loom_error *e = own_job ? submit_device_job(r, job) : NULL;
     if (e) {
         note_failure(r, e, "no device for a kernel instance");
+        free(two);
         set_state(r, in, INST_DONE);
         return NULL;
     }
@@ -354,7 +424,7 @@ static void *instance_main(void *arg)
         r->ready_once = 1;
         pthread_cond_broadcast(&r->changed);
         pthread_mutex_unlock(&r->lock);
-        int rc = serve(r, in, k);
+        int rc = serve(r, in, k, two);
         kernel_proc_stop(k);
         if (rc == 0)
             break;
@@ -365,6 +435,7 @@ static void *instance_main(void *arg)
     }
     if (own_job)
         sched_service_end(r->sched, job);
+    free(two);
     set_state(r, in, INST_DONE);
     return NULL;
 }

@@ -11,6 +11,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char *const type_names[FFI_SIG_TYPE_COUNT] = {
@@ -335,14 +336,55 @@ double ffi_sig_value_to_double(ffi_sig_type type, const void *src)
     }
 }
 
+/* A value that is a whole number of millionths (|value| < 2^53 / 10^6)
+ * as that decimal, without printf: m / 10^6 is exact in both numerator and
+ * denominator, so when the double quotient equals the value, the decimal
+ * text reads back to it exactly. -1 when the value is not of that kind. */
+static int format_millionths(double value, char *buf, size_t len)
+{
+    const double scale = 1e6;
+    if (!(fabs(value) < 9e9))
+        return -1;
+    double m = nearbyint(value * scale);
+    if (m / scale != value || (m == 0 && signbit(value)))
+        return -1;
+    long long whole = llabs((long long)m);
+    char digits[32];
+    int n = 0;
+    do {
+        digits[n++] = (char)('0' + whole % 10);
+        whole /= 10;
+    } while (whole || n < 7); /* at least "0.000000" */
+    int frac = 6;
+    while (frac > 0 && digits[6 - frac] == '0') /* trailing zeros of the fraction */
+        frac--;
+    size_t need = (size_t)(m < 0) + (size_t)(n - 6) + (frac ? 1 + (size_t)frac : 0);
+    if (need + 1 > len)
+        return -1;
+    char *o = buf;
+    if (m < 0)
+        *o++ = '-';
+    for (int i = n - 1; i >= 6; i--)
+        *o++ = digits[i];
+    if (frac) {
+        *o++ = '.';
+        for (int i = 5; i >= 6 - frac; i--)
+            *o++ = digits[i];
+    }
+    *o = '\0';
+    return (int)(o - buf);
+}
+
 /* 9 significant digits always read back to the same float, 17 to the same
  * double. A shortest-digits search (print, read back, compare) made large
- * responses about twice as slow, for prettier text only. */
+ * responses about twice as slow, for prettier text only; values with few
+ * decimals (counts, halves, prices) take a short exact path first. */
 static int format_real(double value, int is_f32, char *buf, size_t len)
 {
     if (!isfinite(value))
         return snprintf(buf, len, "null");
-    return snprintf(buf, len, "%.*g", is_f32 ? 9 : 17, value);
+    int n = format_millionths(value, buf, len);
+    return n >= 0 ? n : snprintf(buf, len, "%.*g", is_f32 ? 9 : 17, value);
 }
 
 int ffi_sig_value_format_json(ffi_sig_type type, const void *src, char *buf, size_t len)

@@ -167,5 +167,28 @@ curl -s -o "$WORK/reply.json" -H "Authorization: Bearer $TOKEN" -H 'Content-Type
 expect_ok "a reply echoing invalid UTF-8 is valid JSON" valid_json "$WORK/reply.json"
 expect_contains "the invalid bytes are escaped" "$(cat "$WORK/reply.json")" 'caf\ufffd\ufffd\ufffd'
 
+# ---- headers: a request's headers in all fit in --max-header-bytes (default
+# 8192, with about 900 bytes to spare); past it, 431 before the route runs.
+# The Date header is there once, in IMF-fixdate form.
+pad() { $PY -c "import sys; print('a' * int(sys.argv[1]))" "$1"; }
+r=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $TOKEN" -H "X-Pad: $(pad 7000)" "$URL/loom/v1/health")
+expect_eq "7,000 bytes of headers pass at the default" "$r" "200"
+r=$(curl -s -o /dev/null -w '%{http_code}' -H "X-Pad: $(pad 8000)" "$URL/loom/v1/health")
+expect_eq "8,000 bytes of headers are 431 at the default" "$r" "431"
+dates=$(curl -s -D - -o /dev/null "$URL/loom/v1/health" | tr -d '\r' | grep -i '^Date: ')
+expect_eq "one Date header" "$(wc -l <<<"$dates")" "1"
+expect_ok "the Date is IMF-fixdate, now" $PY -c '
+import sys, email.utils, time
+d = sys.argv[1].split(": ", 1)[1]
+assert d.endswith(" GMT") and len(d) == 29, d
+assert abs(email.utils.parsedate_to_datetime(d).timestamp() - time.time()) < 5, d' "$dates"
+stop_host
+expect_fails "--max-header-bytes under 4096 is refused" "$LOOM" serve --max-header-bytes 1000
+start_host --max-header-bytes 16384
+r=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $TOKEN" -H "X-Pad: $(pad 15000)" "$URL/loom/v1/health")
+expect_eq "15,000 bytes of headers pass with --max-header-bytes 16384" "$r" "200"
+r=$(curl -s -o /dev/null -w '%{http_code}' -H "X-Pad: $(pad 17000)" "$URL/loom/v1/health")
+expect_eq "17,000 bytes are 431 with it" "$r" "431"
+
 stop_host
 finish

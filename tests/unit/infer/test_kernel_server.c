@@ -55,6 +55,46 @@ static void echo_round(const char *dir)
     kernel_proc_stop(k);
 }
 
+/* Two batches overlap: the second is sent before the first's answers are
+ * read, and the first's answers stay as they were while the second runs
+ * and is collected (the kernel writes the two to different regions). One
+ * batch in flight at a time; a collect needs a send. */
+static void overlap(const char *dir)
+{
+    loom_error *e;
+    kernel_proc *k = start(dir, &e);
+    CHECK(e == NULL && k != NULL);
+    if (!k)
+        return;
+    uint64_t deadline = supervise_deadline_in(10000);
+    char first[8][32], second[8][32];
+    kernel_task a[8], b[8];
+    for (int i = 0; i < 8; i++) {
+        snprintf(first[i], sizeof first[i], "{\"first\":%d}", i);
+        snprintf(second[i], sizeof second[i], "{\"second\":%d00}", i);
+        a[i] = (kernel_task){.body = first[i], .len = strlen(first[i])};
+        b[i] = (kernel_task){.body = second[i], .len = strlen(second[i])};
+    }
+    for (int round = 0; round < 3; round++) {
+        CHECK(kernel_proc_send(k, a, 8, deadline) == NULL);
+        e = kernel_proc_send(k, b, 8, deadline);
+        CHECK(loom_err_code(e) == LOOM_E_CONFLICT);
+        loom_err_free(e);
+        CHECK(kernel_proc_collect(k, a, 8, deadline) == NULL);
+        CHECK(kernel_proc_send(k, b, 8, deadline) == NULL);
+        CHECK(kernel_proc_collect(k, b, 8, deadline) == NULL);
+        for (int i = 0; i < 8; i++) {
+            CHECK(a[i].answer_len == a[i].len && memcmp(a[i].answer, first[i], a[i].len) == 0);
+            CHECK(b[i].answer_len == b[i].len && memcmp(b[i].answer, second[i], b[i].len) == 0);
+            CHECK(a[i].answer != b[i].answer);
+        }
+    }
+    e = kernel_proc_collect(k, a, 8, deadline);
+    CHECK(loom_err_code(e) == LOOM_E_CONFLICT);
+    loom_err_free(e);
+    kernel_proc_stop(k);
+}
+
 static void faults(const char *dir)
 {
     loom_error *e;
@@ -92,6 +132,8 @@ int main(int argc, char **argv)
         snprintf(dir, sizeof dir, "%s/echo-%s", argv[2], ways[i]);
         echo_round(dir);
     }
+    snprintf(dir, sizeof dir, "%s/echo-so", argv[2]);
+    overlap(dir);
     faults(argv[3]);
     return CHECK_DONE();
 }
