@@ -544,6 +544,23 @@ static enum MHD_Result answer_preflight(const http_server *srv, struct MHD_Conne
     return send_response(srv, conn, &res);
 }
 
+/* Dotted quad text of an address, for every request: without inet_ntop,
+ * whose printf was a visible share of a small request's time. */
+static void format_ipv4(struct in_addr addr, char out[16])
+{
+    const unsigned char *b = (const unsigned char *)&addr.s_addr;
+    char *o = out;
+    for (int i = 0; i < 4; i++) {
+        unsigned v = b[i];
+        if (v >= 100)
+            *o++ = (char)('0' + v / 100);
+        if (v >= 10)
+            *o++ = (char)('0' + v / 10 % 10);
+        *o++ = (char)('0' + v % 10);
+        *o++ = i < 3 ? '.' : '\0';
+    }
+}
+
 /* The first call, with the headers and no body byte yet: everything that
  * can refuse the request does so here, so a refused body is never read. */
 static enum MHD_Result on_headers(http_server *srv, struct MHD_Connection *conn, const char *url,
@@ -568,8 +585,7 @@ static enum MHD_Result on_headers(http_server *srv, struct MHD_Connection *conn,
     const union MHD_ConnectionInfo *ci =
         mhd->MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET)
-        inet_ntop(AF_INET, &((const struct sockaddr_in *)ci->client_addr)->sin_addr, req->peer,
-                  sizeof req->peer);
+        format_ipv4(((const struct sockaddr_in *)ci->client_addr)->sin_addr, req->peer);
     http_response res = {0};
     if (admit(srv, req, &res, &st->route) != 0)
         return send_response(srv, conn, &res);

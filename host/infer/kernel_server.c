@@ -40,6 +40,7 @@ typedef struct server {
     char *out; /* the answer region of the batch running */
     size_t out_used;
     slot *slots;
+    wire_buf reply; /* reused batch after batch */
 } server;
 
 static loom_error *load_factory(loaded_kernel *k, const kernel_server_spec *spec)
@@ -202,23 +203,21 @@ static int serve_batch(server *srv, loaded_kernel *k, wire_reader *r)
         ptrs[i] = &s->req;
     }
     loom_error *e = k->factory->execute(k->inst, ptrs, n);
-    wire_buf b = {0};
-    wire_begin(&b);
-    wire_put_u8(&b, 0);
-    wire_put_u32(&b, n);
+    wire_buf *b = &srv->reply;
+    wire_begin(b);
+    wire_put_u8(b, 0);
+    wire_put_u32(b, n);
     for (uint32_t i = 0; i < n; i++) {
         slot *s = &srv->slots[i];
         if (!s->answered)
             fail_slot(srv, s, e, "the kernel did not answer this request");
-        wire_put_i32(&b, s->status);
-        wire_put_str(&b, s->type);
-        wire_put_u64(&b, s->off);
-        wire_put_u64(&b, s->len);
+        wire_put_i32(b, s->status);
+        wire_put_str(b, s->type);
+        wire_put_u64(b, s->off);
+        wire_put_u64(b, s->len);
     }
     loom_err_free(e);
-    int rc = wire_finish(&b) == 0 ? fd_write_all(srv->fd, b.data, b.len) : -1;
-    wire_free(&b);
-    return rc;
+    return wire_finish(b) == 0 ? fd_write_all(srv->fd, b->data, b->len) : -1;
 }
 
 static int make_arena(server *srv)
@@ -250,19 +249,29 @@ int kernel_server_run(int fd, const kernel_server_spec *spec)
     }
     close(memfd);
     char *frame = NULL;
+    size_t frame_cap = 0; /* the buffer only grows: no allocation per batch */
     int rc = 0;
     for (;;) {
         uint32_t len;
         if (fd_read_all(fd, &len, sizeof len) != 0)
             break; /* the host closed: finish */
-        char *grown = len <= WIRE_MAX_FRAME ? realloc(frame, len ? len : 1) : NULL;
-        if (!grown || fd_read_all(fd, grown, len) != 0) {
-            free(grown);
-            frame = NULL;
+        if (len > WIRE_MAX_FRAME) {
             rc = 1;
             break;
         }
-        frame = grown;
+        if (len > frame_cap) {
+            char *grown = realloc(frame, len);
+            if (!grown) {
+                rc = 1;
+                break;
+            }
+            frame = grown;
+            frame_cap = len;
+        }
+        if (len && fd_read_all(fd, frame, len) != 0) {
+            rc = 1;
+            break;
+        }
         wire_reader r = {.p = frame, .left = len};
         if (wire_get_u8(&r) != KERNEL_OP_EXECUTE || serve_batch(&srv, &k, &r) != 0) {
             rc = 1;
@@ -270,6 +279,7 @@ int kernel_server_run(int fd, const kernel_server_spec *spec)
         }
     }
     free(frame);
+    wire_free(&srv.reply);
     free(srv.slots);
     unload_kernel(&k);
     return rc;
