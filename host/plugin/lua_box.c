@@ -380,6 +380,10 @@ loom_error *lua_box_open(lua_box *box, const char *path,
                         "%s: memory limit exceeded (%g MiB) creating the Lua state",
                         path, (double)box->cap / (double)MIB);
     lua_atpanic(box->L, box_panic);
+    /* Generational: a plugin's garbage is mostly young (a kernel's request
+     * and response tables live for one batch), and collecting it so cost
+     * an echo kernel about 0.5 us less per request than incremental mode. */
+    lua_gc(box->L, LUA_GCGEN, 0, 0);
     loom_error *err = lua_box_call(box, "sandbox setup", box_setup, NULL);
     if (err) {
         lua_box_close(box);
