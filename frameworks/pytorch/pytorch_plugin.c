@@ -29,6 +29,7 @@ static PyObject *g_runtime; /* the `_loom` module; the interpreter lives as long
 struct loom_framework_instance {
     PyObject *trainer;
     float *params, *grads;
+    int grads_borrowed; /* grads is the host's memory (gradient_memory): not ours to free */
     uint64_t count; /* floats in each flat buffer */
     uint64_t train_size, test_size;
     loom_tensor_view *views;
@@ -175,7 +176,8 @@ static void pytorch_destroy(loom_framework_instance *inst)
         PyGILState_Release(g);
     }
     free(inst->params);
-    free(inst->grads);
+    if (!inst->grads_borrowed)
+        free(inst->grads);
     free_views(inst);
     for (int i = 0; i < LOOM_MAX_METRICS; i++)
         free(inst->metric_names[i]);
@@ -235,8 +237,10 @@ static loom_error *collect_views(loom_framework_instance *inst)
 }
 
 /* Allocates the flat buffers and makes the model's parameters and their
- * gradients views of them. */
-static loom_error *bind_buffers(loom_framework_instance *inst)
+ * gradients views of them. The gradients go in the memory the host offers
+ * when it does (ABI 1.3): PyTorch's backward then writes straight into the
+ * buffer the workers all-reduce in place, and a step copies no gradient. */
+static loom_error *bind_buffers(loom_framework_instance *inst, const loom_trainer_config *cfg)
 {
     PyObject *count = PyObject_GetAttrString(inst->trainer, "count");
     if (!count)
@@ -245,7 +249,13 @@ static loom_error *bind_buffers(loom_framework_instance *inst)
     Py_DECREF(count);
     size_t bytes = (size_t)inst->count * sizeof(float);
     inst->params = calloc(inst->count, sizeof(float));
-    inst->grads = calloc(inst->count, sizeof(float));
+    if (LOOM_STRUCT_HAS(cfg, loom_trainer_config, gradient_memory_data) && cfg->gradient_memory &&
+        inst->count) {
+        inst->grads = cfg->gradient_memory(cfg->gradient_memory_data, (uint64_t)bytes);
+        inst->grads_borrowed = inst->grads != NULL;
+    }
+    if (!inst->grads)
+        inst->grads = calloc(inst->count, sizeof(float));
     if (!inst->params || !inst->grads)
         return g_host->error_newf(LOOM_ERR_RESOURCE_EXHAUSTED,
                                   "edtPyTorch: out of memory for %llu parameters",
@@ -366,7 +376,7 @@ static loom_error *start_trainer(loom_framework_instance *inst, const loom_train
     inst->trainer = PyObject_CallMethod(g_runtime, "Trainer", "I", (unsigned)cfg->rank);
     if (!inst->trainer)
         return py_fail("FabricModel");
-    if ((e = dataset_lengths(inst)) || (e = bind_buffers(inst)) || (e = collect_views(inst)))
+    if ((e = dataset_lengths(inst)) || (e = bind_buffers(inst, cfg)) || (e = collect_views(inst)))
         return e;
     return NULL;
 }

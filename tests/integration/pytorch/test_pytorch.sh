@@ -61,6 +61,12 @@ expect_eq "a user metric is averaged like loom's own" \
     "$(field "$ex" 'abs(v["training"]["testMetrics"]["error_rate"] + v["training"]["testMetrics"]["accuracy"] - 1) < 1e-6')" "True"
 expect_contains "the script's own output is in the worker log" "$(cat "$R/log/worker-0/stdout")" "fmnist: training done"
 expect_contains "the worker says which Python it embeds" "$(cat "$R/log/worker-0/stderr")" "embedded libpython3"
+# PyTorch's .grad tensors are views of the host's gradient memory: the
+# workers reduce them in place, no staging copy.
+for w in 0 1; do
+    expect_contains "worker $w reduces PyTorch's gradients in place" \
+        "$(cat "$R/log/worker-$w/stdout")" "all-reduce in place in the shared segment"
+done
 expect_ok "worker callbacks were called" grep -q '"event": "test"' "$R"/log/worker-callback-*.jsonl
 expect_eq "one process runs the driver callback" "$(ls "$R"/log/driver-callback-*.jsonl | wc -l)" "1"
 expect_ok "the driver callback saw the end" grep -q '"event": "end"' "$R"/log/driver-callback-*.jsonl
