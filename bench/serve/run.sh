@@ -2,7 +2,8 @@
 # bench/serve/run.sh - inference serving under wrk, loom beside nginx in the
 # same run:
 #   1. echo kernels (.so, Lua, libffi) at 64 connections: req/s and p99,
-#      beside nginx answering a fixed body (the target: >= 50 % of nginx),
+#      beside nginx answering a fixed body, the two in turns (TURNS, default
+#      5) with the median of the turns' ratios (the target: >= 50 % of nginx),
 #      and the CPU time loom (host and kernel) spent per request, which the
 #      machine's other load sways less than req/s;
 #   2. the Fashion-MNIST MLP (native kernel, trained here for one epoch):
@@ -114,22 +115,34 @@ profile() { # profile BATCH MIN MAX [INTERVAL RELEASE]
 echo '{"id":1,"data":"aGVsbG8="}' > "$WORK/echo.json"
 echo '{"inputs":[1.5,2.5,3.5,4.5]}' > "$WORK/ffi.json"
 if want echo; then
-echo "== echo at 64 connections (wrk -t2 -c64 -d${secs}s, median of 3), loom and nginx on the same 2 cores"
-read -r ng_rps ng_p50 ng_p99 ng_err <<< "$(wrk_post "http://127.0.0.1:$NPORT/" "$WORK/echo.json" 64)"
-printf '%-22s %10s req/s  p50 %7s ms  p99 %7s ms  errors %s\n' "nginx (fixed body)" "$ng_rps" "$ng_p50" "$ng_p99" "$ng_err"
+# nginx and loom take turns (TURNS, default 5), so that a drift in the
+# machine's speed falls on both; each turn gives one ratio, and the medians
+# are printed.
+TURNS=${TURNS:-5}
+echo "== echo at 64 connections (wrk -t2 -c64 -d${secs}s), nginx and loom in $TURNS turns on the same 2 cores"
+median() { tr ' ' '\n' | grep . | sort -g | awk '{v[NR] = $1} END {print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 profile 32 1 1
 for way in so lua ffi; do
     "$LOOM" model deploy -p "$EX/echo-$way" --profile "$WORK/profile.json" >/dev/null
     "$LOOM" model start "echo-$way" >/dev/null
     body=$WORK/echo.json; [ $way = ffi ] && body=$WORK/ffi.json
-    t0=$(loom_cpu_ticks)
-    read -r rps p50 p99 err <<< "$(wrk_post "$URL/dlim/v1/inference/echo-$way" "$body" 64)"
-    t1=$(loom_cpu_ticks)
-    pct=$(awk -v a="$rps" -v b="$ng_rps" 'BEGIN {printf "%.0f", 100 * a / b}')
-    cpu=$(awk -v t=$((t1 - t0)) -v n="$(cat "$WORK/requests")" -v hz="$(getconf CLK_TCK)" \
-          'BEGIN {printf "%.1f", n ? t * 1e6 / hz / n : 0}')
-    printf '%-22s %10s req/s  p50 %7s ms  p99 %7s ms  errors %s  (%s%% of nginx)  %s us CPU/request\n' \
-        "loom echo-$way" "$rps" "$p50" "$p99" "$err" "$pct" "$cpu"
+    ngs="" looms="" ratios="" p99s="" errs=0 ticks=0 requests=0
+    for _ in $(seq "$TURNS"); do
+        read -r ng _ _ ng_err _ <<< "$(BODY_FILE=$WORK/echo.json TOKEN=$TOKEN wrk -t2 -c64 -d"${secs}s" \
+            -s "$WORK/post.lua" "http://127.0.0.1:$NPORT/" | awk '/^RESULT/ {print $2, $3, $4, $5, $6}')"
+        t0=$(loom_cpu_ticks)
+        read -r rps _ p99 err n <<< "$(BODY_FILE=$body TOKEN=$TOKEN wrk -t2 -c64 -d"${secs}s" \
+            -s "$WORK/post.lua" "$URL/dlim/v1/inference/echo-$way" | awk '/^RESULT/ {print $2, $3, $4, $5, $6}')"
+        ticks=$((ticks + $(loom_cpu_ticks) - t0)) requests=$((requests + n)) errs=$((errs + err + ng_err))
+        ngs="$ngs $ng" looms="$looms $rps" p99s="$p99s $p99"
+        ratios="$ratios $(awk -v a="$rps" -v b="$ng" 'BEGIN {printf "%.3f", a / b}')"
+    done
+    cpu=$(awk -v t=$ticks -v n=$requests -v hz="$(getconf CLK_TCK)" 'BEGIN {printf "%.1f", n ? t * 1e6 / hz / n : 0}')
+    printf 'echo-%-4s loom %8.0f req/s, nginx %8.0f (medians): %s %% of nginx, turn by turn%s; p99 %s ms; errors %s; %s us CPU/request\n' \
+        "$way" "$(echo $looms | median)" "$(echo $ngs | median)" \
+        "$(echo $ratios | median | awk '{printf "%.0f", 100 * $1}')" \
+        "$(for r in $ratios; do awk -v r="$r" 'BEGIN {printf " %.0f", 100 * r}'; done)" \
+        "$(echo $p99s | median)" "$errs" "$cpu"
     "$LOOM" model stop "echo-$way" >/dev/null
 done
 fi
