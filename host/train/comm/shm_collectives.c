@@ -59,34 +59,52 @@ static void share_of(size_t len, uint32_t world, uint32_t rank, size_t *lo,
     *hi = min_size(len, (first + count) * SHARE_ALIGN);
 }
 
-/* out[i] = (((src0[i] + src1[i]) + src2[i]) + ...) / world for i in
- * [lo, hi), written to both `staged_out` (which may be one of the sources:
- * each block is read fully before it is written) and `user_out`. */
+static int is_power_of_two(uint32_t v) { return v && !(v & (v - 1)); }
+
+/* acc[i] = (((src0[b+i] + src1[b+i]) + src2[b+i]) + ...) / world for n
+ * floats, world >= 2: the sum in ascending slot order, then the average (a
+ * power of two's reciprocal multiplies to the same bits as the division).
+ * The staged and the in-place reductions share it, so both give the same
+ * bits. */
+static void average_block(float *acc, const float *const *src, uint32_t world, size_t b,
+                          size_t n)
+{
+    const float *s0 = src[0] + b, *s1 = src[1] + b;
+    if (world == 2) {
+        for (size_t i = 0; i < n; i++)
+            acc[i] = (s0[i] + s1[i]) * 0.5f;
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        acc[i] = s0[i] + s1[i];
+    for (uint32_t r = 2; r < world; r++) {
+        const float *s = src[r] + b;
+        for (size_t i = 0; i < n; i++)
+            acc[i] += s[i];
+    }
+    const float divisor = (float)world, scale = 1.0f / divisor;
+    if (is_power_of_two(world))
+        for (size_t i = 0; i < n; i++)
+            acc[i] *= scale;
+    else
+        for (size_t i = 0; i < n; i++)
+            acc[i] /= divisor;
+}
+
+/* The average of floats [lo, hi) (average_block), written to both
+ * `staged_out` (which may be one of the sources: each block is read fully
+ * before it is written) and `user_out`. */
 static void reduce_share(float *staged_out, float *user_out, const float *const *src,
                          uint32_t world, size_t lo, size_t hi)
 {
     float acc[REDUCE_BLOCK];
-    const float divisor = (float)world;
     for (size_t b = lo; b < hi; b += REDUCE_BLOCK) {
         size_t n = min_size(REDUCE_BLOCK, hi - b);
-        const float *s0 = src[0] + b, *s1 = src[1] + b;
-        for (size_t i = 0; i < n; i++)
-            acc[i] = s0[i] + s1[i];
-        for (uint32_t r = 2; r < world; r++) {
-            const float *s = src[r] + b;
-            for (size_t i = 0; i < n; i++)
-                acc[i] += s[i];
-        }
-        float *so = staged_out + b, *uo = user_out + b;
-        for (size_t i = 0; i < n; i++) {
-            float v = acc[i] / divisor;
-            so[i] = v;
-            uo[i] = v;
-        }
+        average_block(acc, src, world, b, n);
+        memcpy(staged_out + b, acc, n * sizeof(float));
+        memcpy(user_out + b, acc, n * sizeof(float));
     }
 }
-
-static int is_power_of_two(uint32_t v) { return v && !(v & (v - 1)); }
 
 /* dst[i] = v[i] for n floats, bypassing the cache when `stream`. */
 static void store_block(float *dst, const float *v, size_t n, int stream)
@@ -148,9 +166,8 @@ static int reduce_pair(float *a, float *b, size_t lo, size_t hi, int stream)
 #endif
 
 /* The in-place reduction of floats [lo, hi) of every member's buffer
- * bufs[0..world): sum in ascending slot order, then the average (a power
- * of two's reciprocal multiplies to the same bits as the division), written
- * back to every buffer. */
+ * bufs[0..world): their average (average_block), written back to every
+ * buffer. */
 static void reduce_in_place(float *const *bufs, uint32_t world, size_t lo, size_t hi,
                             int stream)
 {
@@ -159,29 +176,9 @@ static void reduce_in_place(float *const *bufs, uint32_t world, size_t lo, size_
         return;
 #endif
     float acc[REDUCE_BLOCK];
-    const float divisor = (float)world, scale = 1.0f / divisor;
-    const int multiply = is_power_of_two(world);
     for (size_t b = lo; b < hi; b += REDUCE_BLOCK) {
         size_t n = min_size(REDUCE_BLOCK, hi - b);
-        const float *s0 = bufs[0] + b, *s1 = bufs[1] + b;
-        if (world == 2) {
-            for (size_t i = 0; i < n; i++)
-                acc[i] = (s0[i] + s1[i]) * 0.5f;
-        } else {
-            for (size_t i = 0; i < n; i++)
-                acc[i] = s0[i] + s1[i];
-            for (uint32_t r = 2; r < world; r++) {
-                const float *s = bufs[r] + b;
-                for (size_t i = 0; i < n; i++)
-                    acc[i] += s[i];
-            }
-            if (multiply)
-                for (size_t i = 0; i < n; i++)
-                    acc[i] *= scale;
-            else
-                for (size_t i = 0; i < n; i++)
-                    acc[i] /= divisor;
-        }
+        average_block(acc, (const float *const *)bufs, world, b, n);
         for (uint32_t r = 0; r < world; r++)
             store_block(bufs[r] + b, acc, n, stream);
     }
