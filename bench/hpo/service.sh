@@ -25,13 +25,8 @@ LOOM=$(cd "$BUILD" && pwd)/bin/loom
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/loom-hpo-bench-XXXXXX")
 HOST_PID=
 trap '[ -n "$HOST_PID" ] && kill "$HOST_PID" 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"' EXIT
-export LOOM_HOME="$WORK/home"
-echo "bench-password" > "$WORK/pw"
-"$LOOM" serve --listen 127.0.0.1:0 --admin-password-file "$WORK/pw" > "$WORK/serve.out" 2>&1 &
-HOST_PID=$!
-for _ in $(seq 1 100); do [ -s "$LOOM_HOME/host" ] && break; sleep 0.05; done
-sleep 0.2
-echo bench-password | "$LOOM" login -u admin --password-stdin > /dev/null
+. "$(dirname "$0")/../host.sh"
+bench_start_host "$LOOM" "$WORK"
 mkdir -p "$WORK/model"
 # The experiment notes the wall-clock millisecond it ends at: the host's
 # endTime is when it noticed the exit, which is part of the overhead.
