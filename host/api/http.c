@@ -749,9 +749,8 @@ static struct MHD_Daemon *start_daemon(http_server *s, const struct sockaddr_in 
 {
     const http_config *cfg = &s->cfg;
     const http_limits *l = &cfg->limits;
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_TURBO | MHD_USE_ERROR_LOG |
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO | MHD_USE_ERROR_LOG |
                      MHD_ALLOW_SUSPEND_RESUME;
-    flags |= MHD_USE_EPOLL;
     if (tls)
         flags |= MHD_USE_TLS;
     /* A pool of epoll threads: an idle or slow connection costs a socket and

@@ -195,7 +195,25 @@ static int should_leave_locked(router *r, instance *in)
     return in->retire;
 }
 
-static uint32_t take_queued_locked(router *r, call **out);
+/* Up to the batch size of the calls queued now, without waiting (0 when
+ * none). Call with r->lock. */
+static uint32_t take_queued_locked(router *r, call **out)
+{
+    uint32_t want = (uint32_t)r->profile.batch_size;
+    uint32_t n = 0;
+    size_t bytes = 0;
+    while (r->head && n < want && (n == 0 || bytes + r->head->len <= kernel_proc_batch_bytes())) {
+        call *c = r->head;
+        r->head = c->next;
+        if (!r->head)
+            r->tail = NULL;
+        r->queued--;
+        bytes += c->len;
+        c->next = NULL;
+        out[n++] = c;
+    }
+    return n;
+}
 
 /* Up to the batch size of queued calls into out (at least one): waits
  * briefly for more when fewer are queued. Returns 0 when the instance is
@@ -224,25 +242,6 @@ static uint32_t take_batch_locked(router *r, instance *in, call **out)
     return take_queued_locked(r, out);
 }
 
-/* Up to the batch size of the calls queued now, without waiting (0 when
- * none). Call with r->lock. */
-static uint32_t take_queued_locked(router *r, call **out)
-{
-    uint32_t want = (uint32_t)r->profile.batch_size;
-    uint32_t n = 0;
-    size_t bytes = 0;
-    while (r->head && n < want && (n == 0 || bytes + r->head->len <= kernel_proc_batch_bytes())) {
-        call *c = r->head;
-        r->head = c->next;
-        if (!r->head)
-            r->tail = NULL;
-        r->queued--;
-        bytes += c->len;
-        c->next = NULL;
-        out[n++] = c;
-    }
-    return n;
-}
 
 /* Whether to await the kernel's answer spinning first: with requests still
  * queued the machine is busy, and a core spent spinning is one the HTTP
@@ -254,9 +253,10 @@ static int quiet_locked(router *r, uint32_t n)
 }
 
 /* Serves until told to leave (0) or the kernel fails (-1). Two batches
- * overlap: once the kernel has answered one, the next (what is queued by
- * then) goes to it before the first's answers go out, so the kernel works
- * while the host's threads reply. */
+ * overlap: once the kernel has answered one, the next goes to it before the
+ * first's answers go out, when a full batch is queued by then (sending part
+ * of one early made batches smaller and cost more than it saved), so the
+ * kernel works while the host's threads reply. */
 static int serve(router *r, instance *in, kernel_proc *k, batch *two)
 {
     batch *cur = &two[0], *next = &two[1];
