@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "api/http_lane.h"
 #include "api/http_upload.h"
 #include "api/json_text.h"
 #include "api/mhd_dl.h"
@@ -29,6 +30,7 @@ static const mhd_api *mhd;
 
 struct http_server {
     struct MHD_Daemon *daemon;
+    http_lane *lane; /* on plain HTTP: the port is accepted there (api/http_lane.h) */
     http_config cfg;
     int port;
     upload_slots uploads;
@@ -56,14 +58,35 @@ typedef struct request_state {
     int deferred, ready, suspended;
     pthread_mutex_t defer_lock; /* ready and suspended, between the two threads */
     http_response pending;
+    http_pending pending_hook;
 } request_state;
 
 const char *http_query(const http_request *req, const char *key)
 {
-    return mhd->MHD_lookup_connection_value(req->connection, MHD_GET_ARGUMENT_KIND, key);
+    return req->transport->query(req, key);
 }
 
 const char *http_header(const http_request *req, const char *key)
+{
+    return req->transport->header(req, key);
+}
+
+http_pending *http_defer(const http_request *req)
+{
+    return req->transport->defer(req);
+}
+
+void http_pending_reply(http_pending *p, http_response *res)
+{
+    p->reply(p, res);
+}
+
+static const char *mhd_query(const http_request *req, const char *key)
+{
+    return mhd->MHD_lookup_connection_value(req->connection, MHD_GET_ARGUMENT_KIND, key);
+}
+
+static const char *mhd_header(const http_request *req, const char *key)
 {
     return mhd->MHD_lookup_connection_value(req->connection, MHD_HEADER_KIND, key);
 }
@@ -245,7 +268,7 @@ static int match(const char *pattern, const char *path, http_request *req)
 
 /* Admits a request from its headers alone: its route and method, then who
  * asks. 0 with *out set, or -1 with the refusal in res. */
-static int admit(http_server *srv, http_request *req, http_response *res, const http_route **out)
+int http_server_admit(http_server *srv, http_request *req, http_response *res, const http_route **out)
 {
     /* A segment that cannot be a route's {} (an id, a name) is refused as
      * such, not reported as a route that does not exist. */
@@ -444,7 +467,7 @@ static void add_cors_headers(const http_server *srv, struct MHD_Connection *conn
 /* The Date header's text for this second, made once a second per server
  * thread (formatting it for every response took a visible share of a
  * small request's time). */
-static const char *http_date_now(void)
+const char *http_date_now(void)
 {
     static _Thread_local time_t made = (time_t)-1;
     static _Thread_local char text[40];
@@ -485,19 +508,11 @@ static enum MHD_Result send_response(const http_server *srv, struct MHD_Connecti
     return ret;
 }
 
-http_pending *http_defer(const http_request *req)
-{
-    request_state *st = (request_state *)((char *)req - offsetof(request_state, req));
-    pthread_mutex_init(&st->defer_lock, NULL);
-    st->deferred = 1;
-    return (http_pending *)st;
-}
-
 /* A reply that comes while the handler still runs is sent when it returns,
  * without suspending; a later one resumes the suspended connection. */
-void http_pending_reply(http_pending *p, http_response *res)
+static void mhd_pending_reply(http_pending *p, http_response *res)
 {
-    request_state *st = (request_state *)p;
+    request_state *st = (request_state *)((char *)p - offsetof(request_state, pending_hook));
     struct MHD_Connection *conn = st->req.connection;
     pthread_mutex_lock(&st->defer_lock);
     st->pending = *res;
@@ -510,6 +525,17 @@ void http_pending_reply(http_pending *p, http_response *res)
     if (suspended)
         mhd->MHD_resume_connection(conn);
 }
+
+static http_pending *mhd_defer(const http_request *req)
+{
+    request_state *st = (request_state *)((char *)req - offsetof(request_state, req));
+    pthread_mutex_init(&st->defer_lock, NULL);
+    st->deferred = 1;
+    st->pending_hook.reply = mhd_pending_reply;
+    return &st->pending_hook;
+}
+
+static const http_transport mhd_transport = {mhd_header, mhd_query, mhd_defer};
 
 /* After a deferring handler: the reply now, or suspend until it comes. */
 static enum MHD_Result after_defer(request_state *st, struct MHD_Connection *conn);
@@ -546,7 +572,7 @@ static enum MHD_Result answer_preflight(const http_server *srv, struct MHD_Conne
 
 /* Dotted quad text of an address, for every request: without inet_ntop,
  * whose printf was a visible share of a small request's time. */
-static void format_ipv4(struct in_addr addr, char out[16])
+void http_format_ipv4(struct in_addr addr, char out[16])
 {
     const unsigned char *b = (const unsigned char *)&addr.s_addr;
     char *o = out;
@@ -582,12 +608,13 @@ static enum MHD_Result on_headers(http_server *srv, struct MHD_Connection *conn,
     req->method = method;
     req->path = url;
     req->connection = conn;
+    req->transport = &mhd_transport;
     const union MHD_ConnectionInfo *ci =
         mhd->MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET)
-        format_ipv4(((const struct sockaddr_in *)ci->client_addr)->sin_addr, req->peer);
+        http_format_ipv4(((const struct sockaddr_in *)ci->client_addr)->sin_addr, req->peer);
     http_response res = {0};
-    if (admit(srv, req, &res, &st->route) != 0)
+    if (http_server_admit(srv, req, &res, &st->route) != 0)
         return send_response(srv, conn, &res);
     const char *ctype = mhd->MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
     st->multipart = ctype && strncasecmp(ctype, "multipart/form-data", 19) == 0;
@@ -745,6 +772,24 @@ static void fit_descriptors(http_limits *l)
     }
 }
 
+/* libmicrohttpd's count of a connection the lane handed over, so that
+ * --max-connections counts it until it closes. */
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    (void)socket_context;
+    http_server *s = cls;
+    const union MHD_ConnectionInfo *ci =
+        mhd->MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (!s->lane || !ci || !ci->client_addr || ci->client_addr->sa_family != AF_INET)
+        return;
+    uint32_t ip = ((const struct sockaddr_in *)ci->client_addr)->sin_addr.s_addr;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED)
+        http_lane_hold(s->lane, ip);
+    else
+        http_lane_release(s->lane, ip);
+}
+
 static struct MHD_Daemon *start_daemon(http_server *s, const struct sockaddr_in *addr, int tls)
 {
     const http_config *cfg = &s->cfg;
@@ -753,6 +798,8 @@ static struct MHD_Daemon *start_daemon(http_server *s, const struct sockaddr_in 
                      MHD_ALLOW_SUSPEND_RESUME;
     if (tls)
         flags |= MHD_USE_TLS;
+    if (s->lane) /* the lane accepts, and hands over what is not its own */
+        flags |= MHD_USE_NO_LISTEN_SOCKET;
     /* A pool of epoll threads: an idle or slow connection costs a socket and
      * a little memory, never a thread, so many of them cannot starve the
      * others. The TLS options go last: without TLS they are left out. */
@@ -760,11 +807,18 @@ static struct MHD_Daemon *start_daemon(http_server *s, const struct sockaddr_in 
         flags, (uint16_t)cfg->port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR,
         (const struct sockaddr *)addr, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)4,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)l->header_bytes,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_CONNECTION_TIMEOUT,
-        l->idle_timeout_s, MHD_OPTION_CONNECTION_LIMIT, l->max_connections,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, l->max_connections_per_ip,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection,
+        s, MHD_OPTION_CONNECTION_TIMEOUT, l->idle_timeout_s, MHD_OPTION_CONNECTION_LIMIT,
+        l->max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT, l->max_connections_per_ip,
         tls ? MHD_OPTION_HTTPS_MEM_KEY : MHD_OPTION_END, cfg->tls_key_pem,
         MHD_OPTION_HTTPS_MEM_CERT, cfg->tls_cert_pem, MHD_OPTION_END);
+}
+
+const http_config *http_server_config(const http_server *s) { return &s->cfg; }
+
+int http_server_adopt(http_server *s, int fd, const struct sockaddr *addr, socklen_t len)
+{
+    return mhd->MHD_add_connection(s->daemon, fd, addr, len) == MHD_YES ? 0 : -1;
 }
 
 loom_error *http_server_start(const http_config *cfg, http_server **out)
@@ -793,6 +847,15 @@ loom_error *http_server_start(const http_config *cfg, http_server **out)
         http_server_stop(s);
         return loom_err(LOOM_E_INTERNAL, "out of memory, or a thread cannot start");
     }
+    if (cfg->lane_prefix && !tls) {
+        unsigned threads = cfg->lane_threads ? cfg->lane_threads : HTTP_DEFAULT_LANE_THREADS;
+        loom_error *e = http_lane_start(s, &addr, threads, &s->lane);
+        if (e) {
+            http_server_stop(s);
+            return loom_err_wrap(e, "cannot listen on %s:%d", cfg->address, cfg->port);
+        }
+        addr.sin_port = htons((uint16_t)http_lane_port(s->lane));
+    }
     s->daemon = start_daemon(s, &addr, tls);
     if (!s->daemon) {
         http_server_stop(s);
@@ -800,8 +863,9 @@ loom_error *http_server_start(const http_config *cfg, http_server **out)
                         cfg->address, cfg->port,
                         tls ? ", or the TLS certificate or key is not valid PEM" : "");
     }
-    const union MHD_DaemonInfo *info = mhd->MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
-    s->port = info ? info->port : cfg->port;
+    const union MHD_DaemonInfo *info =
+        s->lane ? NULL : mhd->MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    s->port = s->lane ? http_lane_port(s->lane) : info ? info->port : cfg->port;
     *out = s;
     return NULL;
 }
@@ -817,6 +881,8 @@ void http_server_stop(http_server *s)
      * refused as the host shutting down. */
     if (s->slow)
         workqueue_drain(s->slow);
+    /* the lane first: it hands connections over to the daemon */
+    http_lane_stop(s->lane);
     if (s->daemon)
         mhd->MHD_stop_daemon(s->daemon);
     workqueue_destroy(s->slow);

@@ -28,10 +28,13 @@ typedef struct http_field {
     size_t len;
 } http_field;
 
+typedef struct http_transport http_transport;
+
 typedef struct http_request {
     const char *method;
     const char *path;
-    void *connection;  /* struct MHD_Connection * */
+    void *connection;  /* the front end's own: struct MHD_Connection * or the lane's */
+    const http_transport *transport; /* how to read its headers and reply later */
     const char *body;  /* raw body (NUL-terminated); empty for multipart */
     size_t body_len;
     http_field fields[HTTP_MAX_FIELDS]; /* multipart/form-data parts */
@@ -106,6 +109,18 @@ http_pending *http_defer(const http_request *req);
 /* Takes ownership of res->body. */
 void http_pending_reply(http_pending *p, http_response *res);
 
+/* What a front end gives the routes for a request: libmicrohttpd's
+ * connections (api/http.c) and the inference lane's (api/http_lane.c). */
+struct http_transport {
+    const char *(*header)(const http_request *req, const char *name);
+    const char *(*query)(const http_request *req, const char *key);
+    http_pending *(*defer)(const http_request *req);
+};
+/* Kept by the front end inside its request; reply hands the response over. */
+struct http_pending {
+    void (*reply)(http_pending *p, http_response *res);
+};
+
 typedef struct http_server http_server;
 
 /* The limits that keep the server answering; 0 in any field: its default. */
@@ -151,7 +166,14 @@ typedef struct http_config {
     const char *tls_cert_pem;  /* both set: HTTPS (GnuTLS) instead of HTTP */
     const char *tls_key_pem;
     const cors_policy *cors;   /* origins browsers may call from; NULL: none */
+    /* Requests starting with this ("POST /dlim/v1/inference/") go through
+     * the lane (api/http_lane.h) on plain HTTP; NULL: none. The routes it
+     * reaches must never block: their handlers run on the lane's loops. */
+    const char *lane_prefix;
+    unsigned lane_threads;     /* 0: HTTP_DEFAULT_LANE_THREADS */
 } http_config;
+
+#define HTTP_DEFAULT_LANE_THREADS 2
 
 /* Listens; LOOM_E_INVALID for a bad address, LOOM_E_UNAVAILABLE when it
  * cannot bind. */

@@ -30,7 +30,8 @@
     X(MHD_post_process)                                                                       \
     X(MHD_destroy_post_processor)                                                             \
     X(MHD_suspend_connection)                                                                 \
-    X(MHD_resume_connection)
+    X(MHD_resume_connection)                                                                  \
+    X(MHD_add_connection)
 
 #define MHD_DL_FIELD(fn) __typeof__(&fn) fn;
 typedef struct mhd_api {

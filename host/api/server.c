@@ -278,6 +278,8 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
         .tls_cert_pem = opt->tls_cert_pem,
         .tls_key_pem = opt->tls_key_pem,
         .cors = d->cors,
+        /* inference calls wait on a kernel: answered on the lane */
+        .lane_prefix = "POST " LOOM_ROUTE_INFERENCE "/",
     };
     if ((e = http_server_start(&cfg, &d->http)) != NULL)
         goto fail_with;

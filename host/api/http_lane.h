@@ -1,0 +1,61 @@
+/*
+ * api/http_lane.h - the host's port in front of libmicrohttpd: a fast lane
+ * for the requests that wait on another thread (inference).
+ *
+ * The lane accepts every connection on the host's plain-HTTP port. A
+ * connection whose request starts with the lane's prefix (e.g.
+ * "POST /dlim/v1/inference/") is parsed here (http-parser) and answered on
+ * an epoll loop; any other is handed to libmicrohttpd untouched (the
+ * decision is made on peeked bytes, so nothing is consumed). Why: to wait
+ * for a reply, libmicrohttpd suspends a connection, which takes it out of
+ * its epoll set and puts it back on resume (two epoll_ctl per request), and
+ * wakes its thread once per resumed connection. The lane keeps a socket in
+ * its epoll set from accept to close (edge-triggered) and wakes a loop once
+ * per batch of replies.
+ *
+ * Limits: the server's --max-connections and --max-connections-per-ip count
+ * every connection the lane accepted, until it closes (a handed-over one
+ * until libmicrohttpd closes it); a request's headers must fit in
+ * header_bytes (else 431), its body in max_body (else 413); a connection
+ * silent for idle_timeout_s while no reply is pending is closed.
+ *
+ * Threading: `threads` loops, each its own epoll set; replies come from any
+ * thread through http_pending_reply.
+ */
+#ifndef LOOM_API_HTTP_LANE_H
+#define LOOM_API_HTTP_LANE_H
+
+#include <stdint.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include "api/http.h"
+
+typedef struct http_lane http_lane;
+
+/* Listens on addr. LOOM_E_UNAVAILABLE when it cannot bind. */
+loom_error *http_lane_start(http_server *srv, const struct sockaddr_in *addr, unsigned threads,
+                            http_lane **out);
+int http_lane_port(const http_lane *l);
+/* Stops accepting and closes the lane's connections. Every deferred
+ * request must have been answered before. */
+void http_lane_stop(http_lane *l);
+/* libmicrohttpd took a connection handed to it (counted again) or closed
+ * one (its count given back). */
+void http_lane_hold(http_lane *l, uint32_t ipv4);
+void http_lane_release(http_lane *l, uint32_t ipv4);
+
+/* What the lane uses of the server (api/http.c). */
+const http_config *http_server_config(const http_server *s);
+/* Route, method and caller of a request, as for libmicrohttpd's: 0 with
+ * *route set, or -1 with the refusal in res. */
+int http_server_admit(http_server *s, http_request *req, http_response *res,
+                      const http_route **route);
+/* Gives a connection to libmicrohttpd; -1 (the socket closed) on failure. */
+int http_server_adopt(http_server *s, int fd, const struct sockaddr *addr, socklen_t len);
+/* The Date header's text for this second (cached per thread). */
+const char *http_date_now(void);
+/* Dotted quad of an address, without inet_ntop's printf. */
+void http_format_ipv4(struct in_addr addr, char out[16]);
+
+#endif

@@ -1,0 +1,679 @@
+/*
+ * tests/unit/api/test_http_lane.c - the HTTP lane (api/http_lane.h) on a
+ * real socket: requests under its prefix are answered by it (deferred
+ * replies from another thread, kept-alive and pipelined connections,
+ * Expect: 100-continue, HTTP/1.0, chunked bodies, %-decoded paths and
+ * query arguments, CORS); any other request reaches libmicrohttpd on the
+ * same port, however slowly its first bytes come; refusals (401, 404, 400,
+ * 413, 431) name what was wrong; the connection limits count connections
+ * on both paths; idle connections are closed, waiting ones are not; a
+ * client gone before its reply costs nothing.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "api/http.h"
+#include "check.h"
+
+/* ---- the server under test ------------------------------------------------ */
+
+static atomic_int waiting_replies; /* deferred replies not yet given */
+
+typedef struct later {
+    http_pending *pending;
+    http_response res;
+    unsigned delay_ms;
+} later;
+
+static void *reply_later(void *arg)
+{
+    later *l = arg;
+    if (l->delay_ms)
+        usleep(l->delay_ms * 1000u);
+    http_pending_reply(l->pending, &l->res);
+    free(l->res.body);
+    free(l);
+    atomic_fetch_sub(&waiting_replies, 1);
+    return NULL;
+}
+
+/* Echoes what it was given; "now" replies at once, "slow" after 300 ms,
+ * "slower" after 2.5 s, any other name from another thread at once. */
+static void echo(void *ctx, const http_request *req, http_response *res)
+{
+    (void)ctx;
+    const char *name = req->params[0];
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", name);
+    cJSON_AddNumberToObject(o, "len", (double)req->body_len);
+    cJSON_AddStringToObject(o, "body", req->body_len < 1000 ? req->body : "(long)");
+    const char *x = http_query(req, "x"), *y = http_query(req, "y"), *tag = http_header(req, "X-Tag");
+    cJSON_AddStringToObject(o, "x", x ? x : "(none)");
+    cJSON_AddStringToObject(o, "y", y ? y : "(none)");
+    cJSON_AddStringToObject(o, "tag", tag ? tag : "(none)");
+    cJSON_AddStringToObject(o, "user", req->user ? req->user : "(none)");
+    if (strcmp(name, "now") == 0) {
+        http_reply_json(res, 200, o);
+        return;
+    }
+    later *l = calloc(1, sizeof *l);
+    l->pending = http_defer(req);
+    http_reply_json(&l->res, 200, o);
+    l->delay_ms = strcmp(name, "slow") == 0 ? 300 : strcmp(name, "slower") == 0 ? 2500 : 0;
+    atomic_fetch_add(&waiting_replies, 1);
+    pthread_t t;
+    pthread_create(&t, NULL, reply_later, l);
+    pthread_detach(t);
+}
+
+static void plain(void *ctx, const http_request *req, http_response *res)
+{
+    (void)ctx;
+    (void)req;
+    http_reply_data(res, 200, "text/plain", strdup("plain"), 5);
+}
+
+static int authenticate(void *ctx, const http_request *req, char *user, size_t userlen,
+                        int *is_admin, loom_error **why)
+{
+    (void)ctx;
+    (void)why;
+    const char *auth = http_header(req, "Authorization");
+    if (!auth || strcmp(auth, "Bearer good") != 0)
+        return -1;
+    snprintf(user, userlen, "alice");
+    *is_admin = 0;
+    return 0;
+}
+
+static const http_route routes[] = {
+    {"POST", "/echo/{}", echo, HTTP_USER},
+    {"GET", "/plain", plain, HTTP_PUBLIC},
+};
+
+static http_server *start(const http_limits *limits, const cors_policy *cors, int *port)
+{
+    http_config cfg = {
+        .address = "127.0.0.1",
+        .max_body = 64 * 1024,
+        .max_upload = 1 << 20,
+        .routes = routes,
+        .nroutes = sizeof routes / sizeof routes[0],
+        .authenticate = authenticate,
+        .cors = cors,
+        .lane_prefix = "POST /echo/",
+    };
+    if (limits)
+        cfg.limits = *limits;
+    http_server *s = NULL;
+    loom_error *e = http_server_start(&cfg, &s);
+    CHECK_MSG(e == NULL, "the server starts: %s", e ? loom_err_message(e) : "");
+    loom_err_free(e);
+    *port = s ? http_server_port(s) : 0;
+    return s;
+}
+
+static void stop(http_server *s)
+{
+    for (int i = 0; i < 500 && atomic_load(&waiting_replies) > 0; i++)
+        usleep(10 * 1000);
+    http_server_stop(s);
+}
+
+/* ---- a client ------------------------------------------------------------ */
+
+typedef struct client {
+    int fd;
+    char buf[256 * 1024];
+    size_t len; /* bytes read past the last reply */
+} client;
+
+typedef struct reply {
+    int status;
+    char head[4096];
+    char *body;
+    size_t body_len;
+    cJSON *json;
+} reply;
+
+static client *dial(int port)
+{
+    client *c = calloc(1, sizeof *c);
+    c->fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    struct timeval tv = {.tv_sec = 5};
+    setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    int one = 1;
+    setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    CHECK_MSG(connect(c->fd, (struct sockaddr *)&a, sizeof a) == 0, "connect to port %d", port);
+    return c;
+}
+
+static void hang_up(client *c)
+{
+    close(c->fd);
+    free(c);
+}
+
+static void say(client *c, const char *text, size_t len)
+{
+    size_t off = 0;
+    while (off < len) {
+        ssize_t n = send(c->fd, text + off, len - off, MSG_NOSIGNAL);
+        if (n <= 0)
+            return;
+        off += (size_t)n;
+    }
+}
+
+static void says(client *c, const char *text) { say(c, text, strlen(text)); }
+
+/* More bytes from the socket: 0 when it closed or timed out. */
+static int fill(client *c)
+{
+    if (c->len == sizeof c->buf)
+        return 0;
+    ssize_t n = recv(c->fd, c->buf + c->len, sizeof c->buf - c->len, 0);
+    if (n <= 0)
+        return 0;
+    c->len += (size_t)n;
+    return 1;
+}
+
+static void consume(client *c, size_t n)
+{
+    memmove(c->buf, c->buf + n, c->len - n);
+    c->len -= n;
+}
+
+/* One reply (status 0 when none came); a 1xx one is returned as such. */
+static reply hear(client *c)
+{
+    reply r = {0};
+    char *end;
+    for (;;) {
+        end = c->len ? memmem(c->buf, c->len, "\r\n\r\n", 4) : NULL;
+        if (end || !fill(c))
+            break;
+    }
+    if (!end)
+        return r;
+    size_t head_len = (size_t)(end - c->buf) + 4;
+    size_t copy = head_len < sizeof r.head ? head_len : sizeof r.head - 1;
+    memcpy(r.head, c->buf, copy);
+    r.head[copy] = 0;
+    sscanf(r.head, "HTTP/1.%*d %d", &r.status);
+    consume(c, head_len);
+    if (r.status < 200)
+        return r;
+    const char *cl = strcasestr(r.head, "\r\nContent-Length:");
+    r.body_len = cl ? strtoul(cl + 17, NULL, 10) : 0;
+    while (c->len < r.body_len && fill(c))
+        ;
+    if (c->len < r.body_len) {
+        r.status = 0;
+        return r;
+    }
+    r.body = malloc(r.body_len + 1);
+    memcpy(r.body, c->buf, r.body_len);
+    r.body[r.body_len] = 0;
+    consume(c, r.body_len);
+    r.json = cJSON_Parse(r.body);
+    return r;
+}
+
+static void forget(reply *r)
+{
+    free(r->body);
+    cJSON_Delete(r->json);
+    memset(r, 0, sizeof *r);
+}
+
+static const char *field(const reply *r, const char *name)
+{
+    const cJSON *v = cJSON_GetObjectItem(r->json, name);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* 1 when the server closed the connection (nothing more comes). */
+static int closed_by_server(client *c)
+{
+    char b[256];
+    ssize_t n;
+    do
+        n = recv(c->fd, b, sizeof b, 0);
+    while (n > 0);
+    return n == 0 || (n < 0 && errno == ECONNRESET);
+}
+
+static char *echo_request(const char *name, const char *body, const char *extra)
+{
+    char *t = NULL;
+    if (asprintf(&t,
+                 "POST /echo/%s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer good\r\n"
+                 "Content-Type: application/json\r\nContent-Length: %zu\r\n%s\r\n%s",
+                 name, strlen(body), extra ? extra : "", body) < 0)
+        return NULL;
+    return t;
+}
+
+/* ---- the tests ------------------------------------------------------------- */
+
+static void test_keep_alive_and_deferred(int port)
+{
+    client *c = dial(port);
+    const char *names[] = {"a", "now", "b"};
+    for (int i = 0; i < 3; i++) {
+        char *req = echo_request(names[i], "{\"k\":1}", "X-Tag: t1\r\n");
+        says(c, req);
+        free(req);
+        reply r = hear(c);
+        CHECK_MSG(r.status == 200, "request %d on one connection: %d", i, r.status);
+        CHECK_STR_EQ(field(&r, "name"), names[i]);
+        CHECK_STR_EQ(field(&r, "body"), "{\"k\":1}");
+        CHECK_STR_EQ(field(&r, "tag"), "t1");
+        CHECK_STR_EQ(field(&r, "user"), "alice");
+        CHECK_CONTAINS(r.head, "\r\nDate: ");
+        CHECK_CONTAINS(r.head, "\r\nContent-Type: application/json");
+        CHECK_MSG(strcasestr(r.head, "Connection: close") == NULL, "kept alive: %s", r.head);
+        forget(&r);
+    }
+    hang_up(c);
+}
+
+static void test_pipelined(int port)
+{
+    client *c = dial(port);
+    char *one = echo_request("slow", "1", NULL), *two = echo_request("now", "22", NULL);
+    char both[1024];
+    snprintf(both, sizeof both, "%s%s", one, two);
+    says(c, both); /* the second waits for the first's (slow) reply */
+    reply r1 = hear(c), r2 = hear(c);
+    CHECK_MSG(r1.status == 200 && r2.status == 200, "two pipelined: %d %d", r1.status, r2.status);
+    CHECK_STR_EQ(field(&r1, "body"), "1");
+    CHECK_STR_EQ(field(&r2, "body"), "22");
+    forget(&r1);
+    forget(&r2);
+    /* after a lane request, a pipelined request for libmicrohttpd cannot be
+     * handed over (its bytes were read): refused, then the connection closes */
+    snprintf(both, sizeof both, "%sGET /plain HTTP/1.1\r\nHost: x\r\n\r\n", one);
+    says(c, both);
+    r1 = hear(c);
+    r2 = hear(c);
+    CHECK(r1.status == 200);
+    CHECK_MSG(r2.status == 400, "a pipelined non-lane request: %d", r2.status);
+    CHECK_CONTAINS(r2.body, "pipelined");
+    CHECK(closed_by_server(c));
+    forget(&r1);
+    forget(&r2);
+    free(one);
+    free(two);
+    hang_up(c);
+}
+
+static void test_handed_over(int port)
+{
+    /* the same port serves libmicrohttpd's routes, kept alive */
+    client *c = dial(port);
+    for (int i = 0; i < 2; i++) {
+        says(c, "GET /plain HTTP/1.1\r\nHost: x\r\n\r\n");
+        reply r = hear(c);
+        CHECK_MSG(r.status == 200 && r.body && strcmp(r.body, "plain") == 0,
+                  "GET /plain through libmicrohttpd: %d", r.status);
+        forget(&r);
+    }
+    hang_up(c);
+    /* first bytes a few at a time: the decision waits for enough of them */
+    const char *slow_lane = "POST /echo/now HTTP/1.1\r\nAuthorization: Bearer good\r\nContent-Length: 0\r\n\r\n";
+    const char *slow_other = "POST /echoes HTTP/1.1\r\nContent-Length: 0\r\n\r\n";
+    const char *texts[] = {slow_lane, slow_other};
+    int expect[] = {200, 404};
+    for (int t = 0; t < 2; t++) {
+        c = dial(port);
+        say(c, texts[t], 3);
+        usleep(50 * 1000);
+        say(c, texts[t] + 3, 5);
+        usleep(50 * 1000);
+        says(c, texts[t] + 8);
+        reply r = hear(c);
+        CHECK_MSG(r.status == expect[t], "request %d sent in pieces: %d (expected %d)", t, r.status,
+                  expect[t]);
+        forget(&r);
+        hang_up(c);
+    }
+}
+
+static void test_refusals(int port)
+{
+    client *c = dial(port);
+    says(c, "POST /echo/a HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}");
+    reply r = hear(c);
+    CHECK_MSG(r.status == 401, "no credentials: %d", r.status);
+    forget(&r);
+    says(c, "POST /echo/a/b HTTP/1.1\r\nAuthorization: Bearer good\r\nContent-Length: 0\r\n\r\n");
+    r = hear(c);
+    CHECK_MSG(r.status == 404, "no such route under the prefix: %d", r.status);
+    forget(&r);
+    hang_up(c);
+
+    c = dial(port);
+    says(c, "POST /echo/a HTTP/1.1\r\nContent-Length: nine\r\n\r\n");
+    r = hear(c);
+    CHECK_MSG(r.status == 400, "a malformed request: %d", r.status);
+    CHECK_CONTAINS(r.body, "malformed HTTP request");
+    CHECK(closed_by_server(c));
+    forget(&r);
+    hang_up(c);
+
+    /* a body over max_body (64 KiB): 413 from the headers, before it is sent */
+    c = dial(port);
+    says(c, "POST /echo/a HTTP/1.1\r\nAuthorization: Bearer good\r\nContent-Length: 65537\r\n\r\n");
+    r = hear(c);
+    CHECK_MSG(r.status == 413, "Content-Length over the limit: %d", r.status);
+    CHECK_CONTAINS(r.body, "65536");
+    forget(&r);
+    hang_up(c);
+    /* ... and a chunked one that grows past it */
+    c = dial(port);
+    says(c, "POST /echo/a HTTP/1.1\r\nAuthorization: Bearer good\r\nTransfer-Encoding: chunked\r\n\r\n");
+    char chunk[8200];
+    int head = snprintf(chunk, sizeof chunk, "2000\r\n");
+    memset(chunk + head, 'z', 0x2000);
+    memcpy(chunk + head + 0x2000, "\r\n", 2);
+    for (int i = 0; i < 9; i++)
+        say(c, chunk, (size_t)head + 0x2000 + 2);
+    r = hear(c);
+    CHECK_MSG(r.status == 413, "a chunked body past the limit: %d", r.status);
+    forget(&r);
+    hang_up(c);
+
+    /* headers: about 7 KB pass at the default --max-header-bytes on either
+     * path; the lane refuses past 8192 - 1024 bytes, libmicrohttpd a little
+     * later (its bookkeeping shares the buffer); past 64 headers, 431 too */
+    size_t sizes[] = {7000, 7500, 8000};
+    int expect[] = {200, 431, 431};
+    for (int i = 0; i < 3; i++) {
+        char *pad = malloc(sizes[i] + 1);
+        memset(pad, 'p', sizes[i]);
+        pad[sizes[i]] = 0;
+        char *extra = NULL;
+        if (asprintf(&extra, "X-Pad: %s\r\n", pad) < 0)
+            extra = NULL;
+        char *req = echo_request("now", "", extra);
+        c = dial(port);
+        says(c, req);
+        r = hear(c);
+        CHECK_MSG(r.status == expect[i], "%zu bytes of headers: %d (expected %d)", sizes[i], r.status,
+                  expect[i]);
+        if (expect[i] == 431) {
+            CHECK_CONTAINS(r.body, "--max-header-bytes 8192");
+            const cJSON *st = cJSON_GetObjectItem(r.json, "status");
+            CHECK(cJSON_IsNumber(st) && st->valueint == 431);
+        }
+        forget(&r);
+        hang_up(c);
+        /* libmicrohttpd's routes agree */
+        char *get = NULL;
+        if (sizes[i] != 7500 && asprintf(&get, "GET /plain HTTP/1.1\r\n%s\r\n", extra) > 0) {
+            c = dial(port);
+            says(c, get);
+            r = hear(c);
+            /* libmicrohttpd, its buffer full, at times has no room left to
+             * make the 431 and closes without one */
+            CHECK_MSG(r.status == expect[i] || (expect[i] == 431 && r.status == 0),
+                      "%zu bytes of headers to libmicrohttpd: %d", sizes[i], r.status);
+            forget(&r);
+            hang_up(c);
+        }
+        free(get);
+        free(req);
+        free(extra);
+        free(pad);
+    }
+    char many[4096] = "";
+    for (int i = 0; i < 70; i++)
+        snprintf(many + strlen(many), sizeof many - strlen(many), "X-H%d: v\r\n", i);
+    char *req = echo_request("now", "", many);
+    c = dial(port);
+    says(c, req);
+    r = hear(c);
+    CHECK_MSG(r.status == 431, "70 headers: %d", r.status);
+    forget(&r);
+    hang_up(c);
+    free(req);
+}
+
+static void test_protocol(int port)
+{
+    /* Expect: 100-continue is answered before the body is sent */
+    client *c = dial(port);
+    says(c, "POST /echo/a HTTP/1.1\r\nAuthorization: Bearer good\r\nContent-Length: 5\r\n"
+            "Expect: 100-continue\r\n\r\n");
+    reply r = hear(c);
+    CHECK_MSG(r.status == 100, "100 Continue before the body: %d", r.status);
+    says(c, "hello");
+    r = hear(c);
+    CHECK(r.status == 200);
+    CHECK_STR_EQ(field(&r, "body"), "hello");
+    forget(&r);
+    hang_up(c);
+
+    /* HTTP/1.0: closed after the reply unless asked to keep it alive */
+    c = dial(port);
+    says(c, "POST /echo/now HTTP/1.0\r\nAuthorization: Bearer good\r\nContent-Length: 0\r\n\r\n");
+    r = hear(c);
+    CHECK(r.status == 200);
+    CHECK(closed_by_server(c));
+    forget(&r);
+    hang_up(c);
+    c = dial(port);
+    for (int i = 0; i < 2; i++) {
+        says(c, "POST /echo/a HTTP/1.0\r\nConnection: keep-alive\r\nAuthorization: Bearer good\r\n"
+                "Content-Length: 0\r\n\r\n");
+        r = hear(c);
+        CHECK_MSG(r.status == 200, "HTTP/1.0 keep-alive, request %d: %d", i, r.status);
+        CHECK_MSG(strcasestr(r.head, "Connection: keep-alive") != NULL, "%s", r.head);
+        forget(&r);
+    }
+    hang_up(c);
+
+    /* a chunked body, a %-encoded path and query arguments */
+    c = dial(port);
+    says(c, "POST /echo/a%62c?x=1&y=two%20words HTTP/1.1\r\nAuthorization: Bearer good\r\n"
+            "Transfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n4\r\ndefg\r\n0\r\n\r\n");
+    r = hear(c);
+    CHECK(r.status == 200);
+    CHECK_STR_EQ(field(&r, "name"), "abc");
+    CHECK_STR_EQ(field(&r, "body"), "abcdefg");
+    CHECK_STR_EQ(field(&r, "x"), "1");
+    CHECK_STR_EQ(field(&r, "y"), "two words");
+    forget(&r);
+
+    /* a body that comes in many reads */
+    size_t big = 60000;
+    char *body = malloc(big + 1);
+    memset(body, 'b', big);
+    body[big] = 0;
+    char *req = echo_request("b", body, NULL);
+    size_t len = strlen(req);
+    for (size_t off = 0; off < len; off += 7000) {
+        say(c, req + off, len - off < 7000 ? len - off : 7000);
+        usleep(2000);
+    }
+    r = hear(c);
+    const cJSON *n = cJSON_GetObjectItem(r.json, "len");
+    CHECK_MSG(r.status == 200 && cJSON_IsNumber(n) && n->valuedouble == (double)big,
+              "a 60,000-byte body in pieces: %d", r.status);
+    forget(&r);
+    free(req);
+    free(body);
+    hang_up(c);
+}
+
+static void test_client_gone(int port)
+{
+    /* the client leaves while its reply is pending; the reply comes to a
+     * connection already closed, and the server goes on */
+    for (int i = 0; i < 5; i++) {
+        client *c = dial(port);
+        char *req = echo_request("slow", "{}", NULL);
+        says(c, req);
+        free(req);
+        usleep(20 * 1000);
+        hang_up(c);
+    }
+    usleep(500 * 1000);
+    client *c = dial(port);
+    char *req = echo_request("a", "{}", NULL);
+    says(c, req);
+    free(req);
+    reply r = hear(c);
+    CHECK_MSG(r.status == 200, "after five clients left early: %d", r.status);
+    forget(&r);
+    hang_up(c);
+}
+
+/* Sends an echo request on c: 1 when it was answered. */
+static int answered(client *c, const char *name)
+{
+    char *req = echo_request(name, "{}", NULL);
+    says(c, req);
+    free(req);
+    reply r = hear(c);
+    int ok = r.status == 200;
+    forget(&r);
+    return ok;
+}
+
+static void test_cors(void)
+{
+    const char *origins[] = {"https://ui.example"};
+    cors_policy *p = NULL;
+    loom_error *e = cors_policy_create(origins, 1, &p);
+    CHECK(e == NULL);
+    loom_err_free(e);
+    int port;
+    http_server *s = start(NULL, p, &port);
+    client *c = dial(port);
+    char *req = echo_request("a", "{}", "Origin: https://ui.example\r\n");
+    says(c, req);
+    free(req);
+    reply r = hear(c);
+    CHECK(r.status == 200);
+    CHECK_CONTAINS(r.head, "Access-Control-Allow-Origin: https://ui.example");
+    forget(&r);
+    req = echo_request("a", "{}", "Origin: https://evil.example\r\n");
+    says(c, req);
+    free(req);
+    r = hear(c);
+    CHECK(r.status == 200);
+    CHECK_MSG(strstr(r.head, "Access-Control-Allow-Origin") == NULL, "no CORS for an unlisted origin");
+    forget(&r);
+    hang_up(c);
+    /* a refusal made while the headers are read carries them too */
+    char pad[7600];
+    memset(pad, 'p', sizeof pad - 1);
+    pad[sizeof pad - 1] = 0;
+    char *extra = NULL;
+    if (asprintf(&extra, "Origin: https://ui.example\r\nX-Pad: %s\r\n", pad) < 0)
+        extra = NULL;
+    req = echo_request("a", "{}", extra);
+    c = dial(port);
+    says(c, req);
+    r = hear(c);
+    CHECK_MSG(r.status == 431, "headers too large, with an Origin: %d", r.status);
+    CHECK_CONTAINS(r.head, "Access-Control-Allow-Origin: https://ui.example");
+    forget(&r);
+    hang_up(c);
+    free(req);
+    free(extra);
+    c = dial(port);
+    CHECK_MSG(answered(c, "now"), "the server answers after it");
+    hang_up(c);
+    stop(s);
+    cors_policy_free(p);
+}
+
+static void test_limits(void)
+{
+    http_limits lim = {.max_connections_per_ip = 3, .idle_timeout_s = 1};
+    int port;
+    http_server *s = start(&lim, NULL, &port);
+    client *c[4];
+    for (int i = 0; i < 3; i++)
+        c[i] = dial(port);
+    c[3] = dial(port);
+    CHECK_MSG(!answered(c[3], "now") && closed_by_server(c[3]),
+              "a fourth connection from one address is closed");
+    hang_up(c[3]);
+    /* connections handed to libmicrohttpd count as well */
+    for (int i = 0; i < 3; i++) {
+        says(c[i], "GET /plain HTTP/1.1\r\nHost: x\r\n\r\n");
+        reply r = hear(c[i]);
+        CHECK(r.status == 200);
+        forget(&r);
+    }
+    c[3] = dial(port);
+    CHECK_MSG(!answered(c[3], "now"), "a fourth, while three are libmicrohttpd's, is closed");
+    hang_up(c[3]);
+    /* one of them closed: its place is given back */
+    hang_up(c[0]);
+    int ok = 0;
+    for (int i = 0; i < 20 && !ok; i++) {
+        usleep(50 * 1000);
+        client *d = dial(port);
+        ok = answered(d, "now");
+        hang_up(d);
+    }
+    CHECK_MSG(ok, "a connection closed gives its place back");
+    hang_up(c[1]);
+    hang_up(c[2]);
+
+    /* idle: a silent connection is closed after the timeout; one waiting
+     * for a slow reply is not */
+    usleep(200 * 1000);
+    client *idle = dial(port), *waiting = dial(port);
+    char *req = echo_request("slower", "{}", NULL);
+    says(waiting, req);
+    free(req);
+    time_t t0 = time(NULL);
+    CHECK(closed_by_server(idle));
+    CHECK_MSG(time(NULL) - t0 <= 4, "the idle one closed within the timeout and a sweep");
+    reply r = hear(waiting);
+    CHECK_MSG(r.status == 200, "the one waiting 2.5 s for its reply got it: %d", r.status);
+    forget(&r);
+    hang_up(idle);
+    hang_up(waiting);
+    stop(s);
+}
+
+int main(void)
+{
+    int port;
+    http_server *s = start(NULL, NULL, &port);
+    if (!s)
+        return CHECK_DONE();
+    test_keep_alive_and_deferred(port);
+    test_pipelined(port);
+    test_handed_over(port);
+    test_refusals(port);
+    test_protocol(port);
+    test_client_gone(port);
+    stop(s);
+    test_cors();
+    test_limits();
+    return CHECK_DONE();
+}
