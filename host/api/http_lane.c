@@ -932,8 +932,11 @@ static void process_input(lane_conn *c)
         hand_over(c);
         return;
     }
-    if ((size_t)n < want)
+    if ((size_t)n < want) {
+        if (c->peer_closed) /* nothing more comes: not a request */
+            close_conn(c);
         return; /* the rest of the prefix comes with the next bytes */
+    }
     c->state = LANE_READING;
     read_request(c);
 }

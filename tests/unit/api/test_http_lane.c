@@ -558,6 +558,56 @@ static int answered(client *c, const char *name)
     return ok;
 }
 
+/* Mangled requests (bytes changed, inserted, cut; a fixed seed), each
+ * followed by the client's end of sending: whatever the lane makes of
+ * them, it goes on answering. */
+static void test_mangled(int port)
+{
+    const char *good = "POST /echo/a?x=1 HTTP/1.1\r\nAuthorization: Bearer good\r\n"
+                       "Transfer-Encoding: chunked\r\nX-Tag: t\r\n\r\n3\r\nabc\r\n0\r\n\r\n"
+                       "POST /echo/now HTTP/1.1\r\nAuthorization: Bearer good\r\n"
+                       "Content-Length: 4\r\n\r\nwxyz";
+    const char alphabet[] = "\r\n :%?&=0123456789abcdefABCDEF\t\x7f\x80\xff";
+    unsigned seed = 12345;
+    size_t good_len = strlen(good);
+    char text[512];
+    int survived = 1;
+    for (int i = 0; i < 300 && survived; i++) {
+        memcpy(text, good, good_len);
+        size_t len = good_len;
+        int edits = 1 + rand_r(&seed) % 4;
+        for (int e = 0; e < edits; e++) {
+            size_t at = (size_t)rand_r(&seed) % len;
+            char ch = alphabet[rand_r(&seed) % (int)(sizeof alphabet - 1)];
+            switch (rand_r(&seed) % 3) {
+            case 0: text[at] = ch; break;
+            case 1:
+                if (len + 1 < sizeof text) {
+                    memmove(text + at + 1, text + at, len - at);
+                    text[at] = ch;
+                    len++;
+                }
+                break;
+            default: len = at + 1; break;
+            }
+        }
+        client *c = dial(port);
+        say(c, text, len);
+        shutdown(c->fd, SHUT_WR);
+        /* whatever comes, the server closes the connection (well before the
+         * client's 5 s wait or the idle timeout) */
+        int closed = closed_by_server(c);
+        CHECK_MSG(closed, "mangled request %d closed by the server: [%.*s]", i, (int)len, text);
+        hang_up(c);
+        if (i % 50 == 49) {
+            c = dial(port);
+            survived = answered(c, "now");
+            CHECK_MSG(survived, "answering after %d mangled requests", i + 1);
+            hang_up(c);
+        }
+    }
+}
+
 static void test_cors(void)
 {
     const char *origins[] = {"https://ui.example"};
@@ -672,6 +722,7 @@ int main(void)
     test_refusals(port);
     test_protocol(port);
     test_client_gone(port);
+    test_mangled(port);
     stop(s);
     test_cors();
     test_limits();
