@@ -20,7 +20,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "api/conn_count.h"
 #include "api/cors.h"
+#include "api/http_wire.h"
 #include "api/json_text.h"
 #include "api/status.h"
 #include "util/log.h"
@@ -31,7 +33,7 @@
  * by the number of headers): the documented bound (about 7 KB at the
  * default) holds whichever path a request takes. */
 #define LANE_HEADER_SPARE 1024
-#define LANE_MAX_QUERY 16
+#define LANE_MAX_QUERY 16  /* the texts below name these two */
 #define LANE_PATH_MAX 1024
 #define LANE_EVENTS 64
 
@@ -92,11 +94,6 @@ struct lane_loop {
     time_t now, swept;
 };
 
-typedef struct lane_ip_count {
-    uint32_t ip;
-    unsigned count;
-} lane_ip_count;
-
 struct http_lane {
     http_server *srv;
     const http_config *cfg;
@@ -106,70 +103,14 @@ struct http_lane {
     unsigned nloops;
     lane_loop *loops;
     volatile int stopping;
-    pthread_mutex_t count_lock; /* the counts below, from every loop and libmicrohttpd */
-    unsigned open;
-    lane_ip_count *per_ip; /* one per client address with a connection open */
-    unsigned nper_ip, per_ip_cap;
+    conn_count *counts; /* every connection accepted, until it closes */
 };
 
 static const http_transport lane_transport;
 
-/* ---- connection counts ---------------------------------------------- */
+void http_lane_hold(http_lane *l, uint32_t ip) { conn_count_hold(l->counts, ip); }
 
-static int count_take(http_lane *l, uint32_t ip)
-{
-    const http_limits *lim = &l->cfg->limits;
-    pthread_mutex_lock(&l->count_lock);
-    int ok = l->open < lim->max_connections;
-    lane_ip_count *slot = NULL;
-    for (unsigned i = 0; ok && i < l->nper_ip; i++)
-        if (l->per_ip[i].ip == ip)
-            slot = &l->per_ip[i];
-    if (ok && slot && slot->count >= lim->max_connections_per_ip)
-        ok = 0;
-    if (ok && !slot && l->nper_ip == l->per_ip_cap)
-        ok = 0;
-    if (ok && !slot) {
-        slot = &l->per_ip[l->nper_ip++];
-        *slot = (lane_ip_count){ip, 0};
-    }
-    if (ok) {
-        slot->count++;
-        l->open++;
-    }
-    pthread_mutex_unlock(&l->count_lock);
-    return ok;
-}
-
-void http_lane_hold(http_lane *l, uint32_t ip)
-{
-    pthread_mutex_lock(&l->count_lock);
-    lane_ip_count *slot = NULL;
-    for (unsigned i = 0; i < l->nper_ip; i++)
-        if (l->per_ip[i].ip == ip)
-            slot = &l->per_ip[i];
-    if (!slot && l->nper_ip < l->per_ip_cap)
-        *(slot = &l->per_ip[l->nper_ip++]) = (lane_ip_count){ip, 0};
-    if (slot) {
-        slot->count++;
-        l->open++;
-    }
-    pthread_mutex_unlock(&l->count_lock);
-}
-
-void http_lane_release(http_lane *l, uint32_t ip)
-{
-    pthread_mutex_lock(&l->count_lock);
-    for (unsigned i = 0; i < l->nper_ip; i++)
-        if (l->per_ip[i].ip == ip) {
-            if (--l->per_ip[i].count == 0)
-                l->per_ip[i] = l->per_ip[--l->nper_ip];
-            if (l->open)
-                l->open--;
-            break;
-        }
-    pthread_mutex_unlock(&l->count_lock);
-}
+void http_lane_release(http_lane *l, uint32_t ip) { conn_count_give_back(l->counts, ip); }
 
 /* ---- connections ---------------------------------------------------- */
 
@@ -392,40 +333,6 @@ static const http_parser_settings parser_settings = {
 
 /* ---- the request, as the routes see it ---------------------------------- */
 
-static int hex_value(char ch)
-{
-    if (ch >= '0' && ch <= '9')
-        return ch - '0';
-    if (ch >= 'a' && ch <= 'f')
-        return ch - 'a' + 10;
-    if (ch >= 'A' && ch <= 'F')
-        return ch - 'A' + 10;
-    return -1;
-}
-
-/* %XX decoded, as libmicrohttpd does for the path and the arguments; 0, or
- * -1 when it does not fit. */
-static int unescape(const char *s, size_t n, char *out, size_t cap, int plus_is_space)
-{
-    size_t o = 0;
-    for (size_t i = 0; i < n; i++) {
-        char ch = s[i];
-        int hi, lo;
-        if (ch == '%' && i + 2 < n && (hi = hex_value(s[i + 1])) >= 0 &&
-            (lo = hex_value(s[i + 2])) >= 0) {
-            ch = (char)(hi * 16 + lo);
-            i += 2;
-        } else if (ch == '+' && plus_is_space) {
-            ch = ' ';
-        }
-        if (o + 1 >= cap)
-            return -1;
-        out[o++] = ch;
-    }
-    out[o] = 0;
-    return 0;
-}
-
 static const char *lane_header(const http_request *req, const char *name)
 {
     const lane_conn *c = req->connection;
@@ -452,32 +359,10 @@ static http_pending *lane_defer(const http_request *req)
 
 static const http_transport lane_transport = {lane_header, lane_query, lane_defer};
 
-/* Splits "a=1&b=2" into the connection's query table. */
-static int split_query(lane_conn *c, const char *q, size_t n)
-{
-    if (unescape(q, n, c->query_buf, sizeof c->query_buf, 0) != 0)
-        return -1;
-    char *s = c->query_buf;
-    while (*s && c->nquery < LANE_MAX_QUERY) {
-        char *amp = strchr(s, '&');
-        if (amp)
-            *amp = 0;
-        char *eq = strchr(s, '=');
-        if (eq)
-            *eq = 0;
-        c->query_key[c->nquery] = s;
-        c->query_value[c->nquery] = eq ? eq + 1 : "";
-        c->nquery++;
-        if (!amp)
-            break;
-        s = amp + 1;
-    }
-    return 0;
-}
-
 /* Ends every captured text with a NUL, in place: the bytes after each (':',
- * CR, a space) were taken by the parser already. */
-static int terminate_texts(lane_conn *c)
+ * CR, a space) were taken by the parser already. NULL, or what in the
+ * request target is past its limit. */
+static const char *terminate_texts(lane_conn *c)
 {
     for (int i = 0; i < c->nheaders; i++) {
         c->in[c->name[i].at + c->name[i].len] = 0;
@@ -494,85 +379,27 @@ static int terminate_texts(lane_conn *c)
     size_t n = c->url.len;
     const char *q = memchr(url, '?', n);
     size_t path_len = q ? (size_t)(q - url) : n;
-    if (q && split_query(c, q + 1, n - path_len - 1) != 0)
-        return -1;
-    if (unescape(url, path_len, c->path, sizeof c->path, 0) != 0)
-        return -1;
+    if (q) {
+        size_t qlen = n - path_len - 1;
+        if (qlen >= sizeof c->query_buf)
+            return "query: longer than 1023 bytes";
+        memcpy(c->query_buf, q + 1, qlen);
+        c->query_buf[qlen] = 0;
+        c->nquery = http_split_query(c->query_buf, c->query_key, c->query_value, LANE_MAX_QUERY);
+        if (c->nquery < 0)
+            return "query: more than 16 arguments";
+    }
+    if (http_unescape(url, path_len, c->path, sizeof c->path, 0) != 0)
+        return "path: longer than 1023 bytes";
     /* the body is NUL-terminated for the routes: its byte after is free,
      * since bytes past the request were moved aside */
     c->in[c->body.len ? c->body.at + c->body.len : c->parsed] = 0;
-    return 0;
+    return NULL;
 }
 
 /* ---- replies ------------------------------------------------------------- */
 
-static const char *reason_of(int status)
-{
-    switch (status) {
-    case 100: return "Continue";
-    case 200: return "OK";
-    case 201: return "Created";
-    case 202: return "Accepted";
-    case 204: return "No Content";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 408: return "Request Timeout";
-    case 409: return "Conflict";
-    case 413: return "Content Too Large";
-    case 422: return "Unprocessable Content";
-    case 429: return "Too Many Requests";
-    case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
-    case 501: return "Not Implemented";
-    case 503: return "Service Unavailable";
-    case 504: return "Gateway Timeout";
-    default: return "Status";
-    }
-}
-
-typedef struct text_out {
-    char *p, *end;
-    int overflow;
-} text_out;
-
-static void put(text_out *t, const char *s)
-{
-    size_t n = strlen(s);
-    if ((size_t)(t->end - t->p) <= n) {
-        t->overflow = 1;
-        return;
-    }
-    memcpy(t->p, s, n);
-    t->p += n;
-}
-
-static void put_uint(text_out *t, unsigned long long v)
-{
-    char digits[24];
-    int n = 0;
-    do {
-        digits[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    char text[24];
-    for (int i = 0; i < n; i++)
-        text[i] = digits[n - 1 - i];
-    text[n] = 0;
-    put(t, text);
-}
-
-static void put_header(text_out *t, const char *name, const char *value)
-{
-    put(t, name);
-    put(t, ": ");
-    put(t, value);
-    put(t, "\r\n");
-}
-
-/* The reply's head and body, ready for writev. */
+/* The reply's head and body, ready for sendmsg. */
 static void compose(lane_conn *c)
 {
     const http_config *cfg = c->loop->lane->cfg;
@@ -581,38 +408,31 @@ static void compose(lane_conn *c)
         api_error(res, LOOM_E_INTERNAL, "handler gave no reply");
     if (res->body && (!res->content_type[0] || strncmp(res->content_type, "application/json", 16) == 0))
         res->body = json_text_repair_utf8(res->body, &res->len);
-    text_out t = {c->head, c->head + sizeof c->head, 0};
-    put(&t, "HTTP/1.1 ");
-    put_uint(&t, (unsigned)res->status);
-    put(&t, " ");
-    put(&t, reason_of(res->status));
-    put(&t, "\r\n");
-    put_header(&t, "Date", http_date_now());
-    put_header(&t, "Content-Type", res->content_type[0] ? res->content_type : "application/json");
-    put(&t, "Content-Length: ");
-    put_uint(&t, res->len);
-    put(&t, "\r\n");
-    if (res->disposition[0])
-        put_header(&t, "Content-Disposition", res->disposition);
+    cors_headers cors;
     if (cfg->cors) {
         char origin[CORS_ORIGIN_MAX];
-        cors_headers h;
-        cors_reply_headers(cfg->cors, header_copy(c, "Origin", origin, sizeof origin), &h);
-        for (int i = 0; i < h.count; i++)
-            put_header(&t, h.name[i], h.value[i]);
+        cors_reply_headers(cfg->cors, header_copy(c, "Origin", origin, sizeof origin), &cors);
     }
-    if (!c->keep_alive)
-        put(&t, "Connection: close\r\n");
-    else if (c->parser.http_minor == 0)
-        put(&t, "Connection: keep-alive\r\n");
-    put(&t, "\r\n");
-    if (t.overflow) { /* a CORS origin near its limit: the reply still goes, plainly */
-        t = (text_out){c->head, c->head + sizeof c->head, 0};
-        put(&t, "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    http_head head = {
+        .status = res->status,
+        .date = http_date_now(),
+        .content_type = res->content_type,
+        .disposition = res->disposition,
+        .content_length = res->len,
+        .cors = cfg->cors ? &cors : NULL,
+        .close = !c->keep_alive,
+        .keep_alive = c->keep_alive && c->parser.http_minor == 0,
+    };
+    size_t n = http_head_write(&head, c->head, sizeof c->head);
+    if (n == 0) { /* longer than any head the routes make: still an answer */
+        static const char failed[] =
+            "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+        memcpy(c->head, failed, sizeof failed - 1);
+        n = sizeof failed - 1;
         c->keep_alive = 0;
         res->len = 0;
     }
-    c->iov[0] = (struct iovec){c->head, (size_t)(t.p - c->head)};
+    c->iov[0] = (struct iovec){c->head, n};
     c->iov[1] = (struct iovec){res->body, res->len};
     c->iov_first = 0;
 }
@@ -775,8 +595,9 @@ static void dispatch(lane_conn *c)
     }
     c->state = LANE_WAITING;
     memset(&c->reply, 0, sizeof c->reply);
-    if (terminate_texts(c) != 0) {
-        api_error(&c->reply, LOOM_E_INVALID, "path: longer than %d bytes", LANE_PATH_MAX - 1);
+    const char *too_long = terminate_texts(c);
+    if (too_long) {
+        api_error(&c->reply, LOOM_E_INVALID, "%s", too_long);
         send_reply(c);
         return;
     }
@@ -956,7 +777,7 @@ static void accept_all(lane_loop *lp)
             return; /* EAGAIN, or out of descriptors: the next connection retries */
         }
         uint32_t ip = addr.sin_addr.s_addr;
-        if (!count_take(l, ip)) {
+        if (!conn_count_take(l->counts, ip)) {
             close(fd); /* over --max-connections or --max-connections-per-ip */
             continue;
         }
@@ -1063,13 +884,9 @@ loom_error *http_lane_start(http_server *srv, const struct sockaddr_in *addr, un
     l->prefix = cfg->lane_prefix;
     l->prefix_len = strlen(cfg->lane_prefix);
     l->listen_fd = -1;
-    pthread_mutex_init(&l->count_lock, NULL);
-    /* connections handed over are held a moment past the limit (between
-     * the hand-over and libmicrohttpd's count): room for twice as many */
-    l->per_ip_cap = 2 * cfg->limits.max_connections + 1;
-    l->per_ip = calloc(l->per_ip_cap, sizeof *l->per_ip);
+    l->counts = conn_count_create(cfg->limits.max_connections, cfg->limits.max_connections_per_ip);
     l->loops = calloc(threads, sizeof *l->loops);
-    if (!l->per_ip || !l->loops) {
+    if (!l->counts || !l->loops) {
         http_lane_stop(l);
         return loom_err(LOOM_E_INTERNAL, "out of memory");
     }
@@ -1144,7 +961,6 @@ void http_lane_stop(http_lane *l)
         pthread_mutex_destroy(&l->loops[i].done_lock);
     }
     free(l->loops);
-    free(l->per_ip);
-    pthread_mutex_destroy(&l->count_lock);
+    conn_count_free(l->counts);
     free(l);
 }

@@ -235,6 +235,16 @@ static reply hear(client *c)
     return r;
 }
 
+/* One request on a connection of its own. */
+static reply ask_once(int port, const char *text)
+{
+    client *c = dial(port);
+    says(c, text);
+    reply r = hear(c);
+    hang_up(c);
+    return r;
+}
+
 static void forget(reply *r)
 {
     free(r->body);
@@ -379,13 +389,10 @@ static void test_refusals(int port)
     hang_up(c);
 
     /* a body over max_body (64 KiB): 413 from the headers, before it is sent */
-    c = dial(port);
-    says(c, "POST /echo/a HTTP/1.1\r\nAuthorization: Bearer good\r\nContent-Length: 65537\r\n\r\n");
-    r = hear(c);
+    r = ask_once(port, "POST /echo/a HTTP/1.1\r\nAuthorization: Bearer good\r\nContent-Length: 65537\r\n\r\n");
     CHECK_MSG(r.status == 413, "Content-Length over the limit: %d", r.status);
     CHECK_CONTAINS(r.body, "65536");
     forget(&r);
-    hang_up(c);
     /* ... and a chunked one that grows past it */
     c = dial(port);
     says(c, "POST /echo/a HTTP/1.1\r\nAuthorization: Bearer good\r\nTransfer-Encoding: chunked\r\n\r\n");
@@ -413,9 +420,7 @@ static void test_refusals(int port)
         if (asprintf(&extra, "X-Pad: %s\r\n", pad) < 0)
             extra = NULL;
         char *req = echo_request("now", "", extra);
-        c = dial(port);
-        says(c, req);
-        r = hear(c);
+        r = ask_once(port, req);
         CHECK_MSG(r.status == expect[i], "%zu bytes of headers: %d (expected %d)", sizes[i], r.status,
                   expect[i]);
         if (expect[i] == 431) {
@@ -424,19 +429,15 @@ static void test_refusals(int port)
             CHECK(cJSON_IsNumber(st) && st->valueint == 431);
         }
         forget(&r);
-        hang_up(c);
         /* libmicrohttpd's routes agree */
         char *get = NULL;
         if (sizes[i] != 7500 && asprintf(&get, "GET /plain HTTP/1.1\r\n%s\r\n", extra) > 0) {
-            c = dial(port);
-            says(c, get);
-            r = hear(c);
+            r = ask_once(port, get);
             /* libmicrohttpd, its buffer full, at times has no room left to
              * make the 431 and closes without one */
             CHECK_MSG(r.status == expect[i] || (expect[i] == 431 && r.status == 0),
                       "%zu bytes of headers to libmicrohttpd: %d", sizes[i], r.status);
             forget(&r);
-            hang_up(c);
         }
         free(get);
         free(req);
@@ -447,12 +448,9 @@ static void test_refusals(int port)
     for (int i = 0; i < 70; i++)
         snprintf(many + strlen(many), sizeof many - strlen(many), "X-H%d: v\r\n", i);
     char *req = echo_request("now", "", many);
-    c = dial(port);
-    says(c, req);
-    r = hear(c);
+    r = ask_once(port, req);
     CHECK_MSG(r.status == 431, "70 headers: %d", r.status);
     forget(&r);
-    hang_up(c);
     free(req);
 }
 
