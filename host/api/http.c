@@ -12,7 +12,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "api/http_lane.h"
+#include "api/http_lane_internal.h"
 #include "api/http_upload.h"
 #include "api/json_text.h"
 #include "api/mhd_dl.h"
@@ -30,7 +30,7 @@ static const mhd_api *mhd;
 
 struct http_server {
     struct MHD_Daemon *daemon;
-    http_lane *lane; /* on plain HTTP: the port is accepted there (api/http_lane.h) */
+    http_lane *lane; /* on plain HTTP: the port is accepted there (api/http_lane_internal.h) */
     http_config cfg;
     int port;
     upload_slots uploads;

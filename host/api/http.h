@@ -167,7 +167,7 @@ typedef struct http_config {
     const char *tls_key_pem;
     const cors_policy *cors;   /* origins browsers may call from; NULL: none */
     /* Requests starting with this ("POST /dlim/v1/inference/") go through
-     * the lane (api/http_lane.h) on plain HTTP; NULL: none. The routes it
+     * the lane (api/http_lane_internal.h) on plain HTTP; NULL: none. The routes it
      * reaches must never block: their handlers run on the lane's loops. */
     const char *lane_prefix;
     unsigned lane_threads;     /* 0: HTTP_DEFAULT_LANE_THREADS */

@@ -1,5 +1,5 @@
-/* api/http_lane.c - see http_lane.h. */
-#include "api/http_lane.h"
+/* api/http_lane.c - see http_lane_internal.h. */
+#include "api/http_lane_internal.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>

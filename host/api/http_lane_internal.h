@@ -1,6 +1,6 @@
 /*
- * api/http_lane.h - the host's port in front of libmicrohttpd: a fast lane
- * for the requests that wait on another thread (inference).
+ * api/http_lane_internal.h - the host's port in front of libmicrohttpd: a
+ * fast lane for the requests that wait on another thread (inference).
  *
  * The lane accepts every connection on the host's plain-HTTP port. A
  * connection whose request starts with the lane's prefix (e.g.
@@ -22,8 +22,8 @@
  * Threading: `threads` loops, each its own epoll set; replies come from any
  * thread through http_pending_reply.
  */
-#ifndef LOOM_API_HTTP_LANE_H
-#define LOOM_API_HTTP_LANE_H
+#ifndef LOOM_API_HTTP_LANE_INTERNAL_H
+#define LOOM_API_HTTP_LANE_INTERNAL_H
 
 #include <stdint.h>
 #include <netinet/in.h>
