@@ -3,8 +3,6 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
-#include <http_parser.h>
-#include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
@@ -24,18 +22,19 @@
 #include "api/cors.h"
 #include "api/http_wire.h"
 #include "api/json_text.h"
+#include "api/lane_request_internal.h"
 #include "api/status.h"
 #include "util/log.h"
 
-#define LANE_MAX_HEADERS 64
 /* Of --max-header-bytes, what the lane leaves unused, as libmicrohttpd
  * keeps some of the same buffer for its own bookkeeping (300 to 900 bytes,
  * by the number of headers): the documented bound (about 7 KB at the
  * default) holds whichever path a request takes. */
 #define LANE_HEADER_SPARE 1024
-#define LANE_MAX_QUERY 16  /* the texts below name these two */
-#define LANE_PATH_MAX 1024
 #define LANE_EVENTS 64
+/* Requests one connection may have answered in a row before the loop's
+ * other connections get their turn (a long pipeline must not hold a loop). */
+#define LANE_TURN_REQUESTS 64
 
 enum lane_state {
     LANE_NEW,     /* between requests: the next one's first bytes decide */
@@ -44,15 +43,13 @@ enum lane_state {
     LANE_WRITING  /* the reply going out */
 };
 
-typedef struct lane_span {
-    uint32_t at, len; /* offsets into the connection's input */
-} lane_span;
-
 typedef struct lane_loop lane_loop;
 
 typedef struct lane_conn {
     struct lane_conn *prev, *next; /* the loop's connections */
     struct lane_conn *done_next;   /* the loop's queue of replies */
+    struct lane_conn *turn_next;   /* the loop's connections with input left after their turn */
+    int turn_queued;
     lane_loop *loop;
     int fd;
     uint32_t ip;
@@ -61,20 +58,7 @@ typedef struct lane_conn {
     int keep_alive; /* the current request's */
     int peer_closed;
     time_t last_active;
-    http_parser parser;
-    char *in; /* what was read: the current request from offset 0 */
-    size_t in_len, in_cap, parsed;
-    char *spill; /* bytes past the current request (pipelined), kept aside */
-    size_t spill_len;
-    int last_was_value, headers_done, message_done, refused;
-    int32_t refusal;  /* a loom status code for a request refused while read */
-    lane_span url, name[LANE_MAX_HEADERS], value[LANE_MAX_HEADERS];
-    int nheaders;
-    lane_span body;
-    char path[LANE_PATH_MAX];
-    char query_buf[LANE_PATH_MAX];
-    const char *query_key[LANE_MAX_QUERY], *query_value[LANE_MAX_QUERY];
-    int nquery;
+    lane_request in; /* what was read: this request, and any pipelined after it */
     http_request req;
     http_pending pending;
     http_response reply;
@@ -91,6 +75,7 @@ struct lane_loop {
     lane_conn *done_head, *done_tail;
     lane_conn *conns;
     unsigned nconns;
+    lane_conn *turn_head, *turn_tail; /* whose turn ended with input left */
     time_t now, swept;
 };
 
@@ -117,6 +102,19 @@ void http_lane_release(http_lane *l, uint32_t ip) { conn_count_give_back(l->coun
 static void unlink_conn(lane_conn *c)
 {
     lane_loop *lp = c->loop;
+    if (c->turn_queued) { /* rare: a connection closed while queued for a turn */
+        lane_conn **at = &lp->turn_head, *before = NULL;
+        while (*at && *at != c) {
+            before = *at;
+            at = &(*at)->turn_next;
+        }
+        if (*at) {
+            *at = c->turn_next;
+            if (lp->turn_tail == c)
+                lp->turn_tail = before;
+        }
+        c->turn_queued = 0;
+    }
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -130,8 +128,7 @@ static void unlink_conn(lane_conn *c)
 static void free_conn(lane_conn *c)
 {
     free(c->reply.body);
-    free(c->in);
-    free(c->spill);
+    lane_request_free(&c->in);
     free(c);
 }
 
@@ -166,16 +163,10 @@ static void hand_over(lane_conn *c)
     http_server_adopt(lp->lane->srv, fd, (struct sockaddr *)&addr, sizeof addr);
 }
 
-static void reset_request(lane_conn *c)
+/* The next request starts at offset `at` of the input. */
+static void start_request(lane_conn *c, size_t at)
 {
-    http_parser_init(&c->parser, HTTP_REQUEST);
-    c->parser.data = c;
-    c->parsed = 0;
-    c->last_was_value = c->headers_done = c->message_done = c->refused = 0;
-    c->refusal = 0;
-    c->nheaders = 0;
-    c->url = c->body = (lane_span){0, 0};
-    c->nquery = 0;
+    lane_request_reset(&c->in, at);
     memset(&c->req, 0, offsetof(http_request, fields));
     c->req.nfields = 0;
     c->req.nparams = 0;
@@ -184,171 +175,32 @@ static void reset_request(lane_conn *c)
     c->req.peer[0] = 0;
 }
 
-/* ---- http-parser callbacks -------------------------------------------- */
-
-/* Appends a piece to a span; a piece not right after it (a folded header
- * line, a chunk after its chunk header) is moved down to join it, which is
- * safe since the parser never looks back. */
-static void span_add(lane_conn *c, lane_span *s, const char *at, size_t n)
-{
-    uint32_t off = (uint32_t)(at - c->in);
-    if (s->len == 0) {
-        s->at = off;
-    } else if (off != s->at + s->len) {
-        memmove(c->in + s->at + s->len, at, n);
-    }
-    s->len += (uint32_t)n;
-}
-
-/* The request line and headers past their limit: refused (431). */
-static int past_header_limit(lane_conn *c, const char *at, size_t n)
-{
-    const http_limits *lim = &c->loop->lane->cfg->limits;
-    if ((size_t)(at - c->in) + n <= lim->header_bytes - LANE_HEADER_SPARE)
-        return 0;
-    c->refusal = LOOM_E_TOO_LARGE;
-    return 1;
-}
-
-static int on_url(http_parser *p, const char *at, size_t n)
-{
-    lane_conn *c = p->data;
-    if (past_header_limit(c, at, n))
-        return 1;
-    span_add(c, &c->url, at, n);
-    return 0;
-}
-
-static int on_header_field(http_parser *p, const char *at, size_t n)
-{
-    lane_conn *c = p->data;
-    if (past_header_limit(c, at, n))
-        return 1;
-    if (c->last_was_value || c->nheaders == 0) {
-        if (c->nheaders == LANE_MAX_HEADERS) {
-            c->refusal = LOOM_E_TOO_LARGE;
-            return 1;
-        }
-        c->name[c->nheaders] = c->value[c->nheaders] = (lane_span){0, 0};
-        c->nheaders++;
-        c->last_was_value = 0;
-    }
-    span_add(c, &c->name[c->nheaders - 1], at, n);
-    return 0;
-}
-
-static int on_header_value(http_parser *p, const char *at, size_t n)
-{
-    lane_conn *c = p->data;
-    if (c->nheaders == 0 || past_header_limit(c, at, n))
-        return 1;
-    c->last_was_value = 1;
-    span_add(c, &c->value[c->nheaders - 1], at, n);
-    return 0;
-}
-
-static int span_is(const lane_conn *c, lane_span s, const char *text)
-{
-    size_t n = strlen(text);
-    return s.len == n && strncasecmp(c->in + s.at, text, n) == 0;
-}
-
 /* A client that asked to be told before it sends its body (curl does for a
  * body over 1 KiB) is told now; without it, it waits a second first. */
 static void continue_if_expected(lane_conn *c)
 {
-    for (int i = 0; i < c->nheaders; i++)
-        if (span_is(c, c->name[i], "Expect") && span_is(c, c->value[i], "100-continue")) {
-            static const char go_on[] = "HTTP/1.1 100 Continue\r\n\r\n";
-            /* a socket with no room for these few bytes has a client that
-             * sends anyway once its wait ends */
-            ssize_t n = send(c->fd, go_on, sizeof go_on - 1, MSG_NOSIGNAL);
-            (void)n;
-            return;
-        }
+    if (!c->in.expects_continue)
+        return;
+    c->in.expects_continue = 0;
+    static const char go_on[] = "HTTP/1.1 100 Continue\r\n\r\n";
+    /* a socket with no room for these few bytes has a client that sends
+     * anyway once its wait ends */
+    ssize_t n = send(c->fd, go_on, sizeof go_on - 1, MSG_NOSIGNAL);
+    (void)n;
 }
-
-/* A header's value copied out, NUL-terminated, from the spans alone: also
- * for a request refused before its texts were terminated. NULL when it is
- * absent or does not fit (a cut value must not match anything). */
-static const char *header_copy(const lane_conn *c, const char *name, char *out, size_t cap)
-{
-    for (int i = 0; i < c->nheaders; i++)
-        if (span_is(c, c->name[i], name)) {
-            size_t n = c->value[i].len;
-            const char *v = c->in + c->value[i].at;
-            while (n && (v[n - 1] == ' ' || v[n - 1] == '\t'))
-                n--;
-            if (n >= cap)
-                return NULL;
-            memcpy(out, v, n);
-            out[n] = 0;
-            return out;
-        }
-    return NULL;
-}
-
-static int on_headers_complete(http_parser *p)
-{
-    lane_conn *c = p->data;
-    c->headers_done = 1;
-    size_t limit = c->loop->lane->cfg->max_body;
-    if (!(p->flags & F_CHUNKED) && p->content_length != ULLONG_MAX && p->content_length > limit) {
-        c->refusal = LOOM_E_TOO_LARGE;
-        return -1; /* 1 here would mean "no body follows", not an error */
-    }
-    int body_follows = (p->flags & F_CHUNKED) || (p->content_length && p->content_length != ULLONG_MAX);
-    if (body_follows && p->http_major == 1 && p->http_minor >= 1)
-        continue_if_expected(c);
-    return 0;
-}
-
-static int on_body(http_parser *p, const char *at, size_t n)
-{
-    lane_conn *c = p->data;
-    if (c->body.len + n > c->loop->lane->cfg->max_body) {
-        c->refusal = LOOM_E_TOO_LARGE;
-        return 1;
-    }
-    span_add(c, &c->body, at, n);
-    return 0;
-}
-
-static int on_message_complete(http_parser *p)
-{
-    lane_conn *c = p->data;
-    c->message_done = 1;
-    http_parser_pause(p, 1); /* one request at a time */
-    return 0;
-}
-
-static const http_parser_settings parser_settings = {
-    .on_url = on_url,
-    .on_header_field = on_header_field,
-    .on_header_value = on_header_value,
-    .on_headers_complete = on_headers_complete,
-    .on_body = on_body,
-    .on_message_complete = on_message_complete,
-};
 
 /* ---- the request, as the routes see it ---------------------------------- */
 
 static const char *lane_header(const http_request *req, const char *name)
 {
     const lane_conn *c = req->connection;
-    for (int i = 0; i < c->nheaders; i++)
-        if (strcasecmp(c->in + c->name[i].at, name) == 0)
-            return c->in + c->value[i].at;
-    return NULL;
+    return lane_request_header(&c->in, name);
 }
 
 static const char *lane_query(const http_request *req, const char *key)
 {
     const lane_conn *c = req->connection;
-    for (int i = 0; i < c->nquery; i++)
-        if (strcmp(c->query_key[i], key) == 0)
-            return c->query_value[i];
-    return NULL;
+    return lane_request_query(&c->in, key);
 }
 
 static http_pending *lane_defer(const http_request *req)
@@ -358,44 +210,6 @@ static http_pending *lane_defer(const http_request *req)
 }
 
 static const http_transport lane_transport = {lane_header, lane_query, lane_defer};
-
-/* Ends every captured text with a NUL, in place: the bytes after each (':',
- * CR, a space) were taken by the parser already. NULL, or what in the
- * request target is past its limit. */
-static const char *terminate_texts(lane_conn *c)
-{
-    for (int i = 0; i < c->nheaders; i++) {
-        c->in[c->name[i].at + c->name[i].len] = 0;
-        /* a value's trailing blanks are not part of it */
-        while (c->value[i].len && (c->in[c->value[i].at + c->value[i].len - 1] == ' ' ||
-                                   c->in[c->value[i].at + c->value[i].len - 1] == '\t'))
-            c->value[i].len--;
-        if (c->value[i].len == 0)
-            c->value[i].at = c->name[i].at + c->name[i].len; /* the NUL just written */
-        else
-            c->in[c->value[i].at + c->value[i].len] = 0;
-    }
-    const char *url = c->in + c->url.at;
-    size_t n = c->url.len;
-    const char *q = memchr(url, '?', n);
-    size_t path_len = q ? (size_t)(q - url) : n;
-    if (q) {
-        size_t qlen = n - path_len - 1;
-        if (qlen >= sizeof c->query_buf)
-            return "query: longer than 1023 bytes";
-        memcpy(c->query_buf, q + 1, qlen);
-        c->query_buf[qlen] = 0;
-        c->nquery = http_split_query(c->query_buf, c->query_key, c->query_value, LANE_MAX_QUERY);
-        if (c->nquery < 0)
-            return "query: more than 16 arguments";
-    }
-    if (http_unescape(url, path_len, c->path, sizeof c->path, 0) != 0)
-        return "path: longer than 1023 bytes";
-    /* the body is NUL-terminated for the routes: its byte after is free,
-     * since bytes past the request were moved aside */
-    c->in[c->body.len ? c->body.at + c->body.len : c->parsed] = 0;
-    return NULL;
-}
 
 /* ---- replies ------------------------------------------------------------- */
 
@@ -411,7 +225,8 @@ static void compose(lane_conn *c)
     cors_headers cors;
     if (cfg->cors) {
         char origin[CORS_ORIGIN_MAX];
-        cors_reply_headers(cfg->cors, header_copy(c, "Origin", origin, sizeof origin), &cors);
+        cors_reply_headers(cfg->cors, lane_request_header_copy(&c->in, "Origin", origin, sizeof origin),
+                           &cors);
     }
     http_head head = {
         .status = res->status,
@@ -421,7 +236,7 @@ static void compose(lane_conn *c)
         .content_length = res->len,
         .cors = cfg->cors ? &cors : NULL,
         .close = !c->keep_alive,
-        .keep_alive = c->keep_alive && c->parser.http_minor == 0,
+        .keep_alive = c->keep_alive && c->in.parser.http_minor == 0,
     };
     size_t n = http_head_write(&head, c->head, sizeof c->head);
     if (n == 0) { /* longer than any head the routes make: still an answer */
@@ -437,28 +252,62 @@ static void compose(lane_conn *c)
     c->iov_first = 0;
 }
 
-static void process_input(lane_conn *c);
+/* What the client sent before this reply goes out, it sent without
+ * waiting for the reply (pipelined): it is read now, into the buffer's
+ * free room (the answered request's bytes taken back once they are half of
+ * it). So when the buffer runs dry between requests, the socket holds only
+ * what came after a reply, in segments not yet touched, and the next
+ * request's first bytes can be peeked to choose its path. Peeking instead
+ * at the rest of a segment read in part can stall for good: the whole
+ * segment stays charged to the socket's receive buffer, which can keep its
+ * window shut while the peek waits for bytes that cannot come. */
+static void read_pipelined(lane_conn *c)
+{
+    lane_request *in = &c->in;
+    lane_request_answered(in);
+    while (in->in_len + 1 < in->in_cap) {
+        ssize_t n = recv(c->fd, in->in + in->in_len, in->in_cap - in->in_len - 1, 0);
+        if (n > 0) {
+            in->in_len += (size_t)n;
+            c->last_active = c->loop->now;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n == 0 || errno != EAGAIN)
+            c->peer_closed = 1; /* answered what it sent, then closed */
+        return;
+    }
+}
 
-static void finish_reply(lane_conn *c)
+/* The reply the connection holds goes out next (drive() writes it). */
+static void send_reply(lane_conn *c)
+{
+    compose(c); /* reads the request's headers: before they can move */
+    if (c->keep_alive)
+        read_pipelined(c);
+    c->state = LANE_WRITING;
+}
+
+/* The reply went out: 0 when the connection closed with it, else 1 and
+ * the connection is ready for its next request. */
+static int finish_reply(lane_conn *c)
 {
     free(c->reply.body);
     memset(&c->reply, 0, sizeof c->reply);
-    if (!c->keep_alive || c->peer_closed) {
+    /* a client that closed its side after pipelining is answered all it sent */
+    if (!c->keep_alive || (c->peer_closed && c->in.parsed == c->in.in_len)) {
         close_conn(c);
-        return;
+        return 0;
     }
-    /* the next request: what was read past this one, first */
-    c->in_len = 0;
-    if (c->spill_len) {
-        memcpy(c->in, c->spill, c->spill_len);
-        c->in_len = c->spill_len;
-        free(c->spill);
-        c->spill = NULL;
-        c->spill_len = 0;
-    }
-    reset_request(c);
+    /* a request pipelined after this one stays where it is; with none,
+     * the buffer starts over */
+    size_t next = c->in.parsed;
+    if (next == c->in.in_len)
+        next = c->in.in_len = 0;
+    start_request(c, next);
     c->state = LANE_NEW;
-    process_input(c);
+    return 1;
 }
 
 /* Writes what is left of the reply: 1 when it all went, 0 to wait for
@@ -496,14 +345,6 @@ static int write_reply(lane_conn *c)
     return 1;
 }
 
-static void send_reply(lane_conn *c)
-{
-    compose(c);
-    c->state = LANE_WRITING;
-    if (write_reply(c) == 1)
-        finish_reply(c);
-}
-
 /* A refusal while reading, made on the loop itself; the connection closes
  * after it, since the rest of what was sent is not read. */
 static void reply_now(lane_conn *c, int32_t code, const char *what)
@@ -511,7 +352,6 @@ static void reply_now(lane_conn *c, int32_t code, const char *what)
     memset(&c->reply, 0, sizeof c->reply);
     api_error(&c->reply, code, "%s", what);
     c->keep_alive = 0;
-    c->state = LANE_WAITING;
     send_reply(c);
 }
 
@@ -531,9 +371,20 @@ static void refuse_headers(lane_conn *c)
     cJSON_Delete(o);
     http_reply_data(&c->reply, 431, "application/json", text, text ? strlen(text) : 0);
     c->keep_alive = 0;
-    c->state = LANE_WAITING;
     send_reply(c);
 }
+
+static void refuse_body(lane_conn *c)
+{
+    char msg[128];
+    snprintf(msg, sizeof msg, "request body exceeds the limit of %zu bytes",
+             c->loop->lane->cfg->max_body);
+    reply_now(c, LOOM_E_TOO_LARGE, msg);
+}
+
+static const char not_lane_pipelined[] =
+    "a pipelined request that is not an inference call: send it on its own connection or after "
+    "this one's reply";
 
 /* From any thread: queued for the connection's loop, which is woken only
  * when the queue was empty (once per batch of replies). */
@@ -559,55 +410,33 @@ static void lane_reply(http_pending *p, http_response *res)
     }
 }
 
-static void take_replies(lane_loop *lp)
-{
-    pthread_mutex_lock(&lp->done_lock);
-    lane_conn *c = lp->done_head;
-    lp->done_head = lp->done_tail = NULL;
-    pthread_mutex_unlock(&lp->done_lock);
-    while (c) {
-        lane_conn *next = c->done_next;
-        if (c->orphaned)
-            free_conn(c);
-        else
-            send_reply(c);
-        c = next;
-    }
-}
-
 /* ---- requests ------------------------------------------------------------ */
 
 static void dispatch(lane_conn *c)
 {
     http_lane *l = c->loop->lane;
-    c->keep_alive = http_should_keep_alive(&c->parser) && !c->peer_closed;
-    /* bytes past this request wait aside, so its body stays in place */
-    if (c->in_len > c->parsed) {
-        c->spill_len = c->in_len - c->parsed;
-        c->spill = malloc(c->spill_len);
-        if (!c->spill) {
-            c->spill_len = 0;
-            c->keep_alive = 0;
-        } else {
-            memcpy(c->spill, c->in + c->parsed, c->spill_len);
-        }
-        c->in_len = c->parsed;
-    }
+    c->keep_alive = http_should_keep_alive(&c->in.parser);
     c->state = LANE_WAITING;
     memset(&c->reply, 0, sizeof c->reply);
-    const char *too_long = terminate_texts(c);
+    /* A pipelined request was let in on part of the prefix; one that turns
+     * out to be another route's must not run on the lane's loops. */
+    if (!lane_request_starts_with(&c->in, l->prefix, l->prefix_len, 0)) {
+        reply_now(c, LOOM_E_INVALID, not_lane_pipelined);
+        return;
+    }
+    const char *too_long = lane_request_finish(&c->in);
     if (too_long) {
         api_error(&c->reply, LOOM_E_INVALID, "%s", too_long);
         send_reply(c);
         return;
     }
     http_request *req = &c->req;
-    req->method = http_method_str((enum http_method)c->parser.method);
-    req->path = c->path;
+    req->method = http_method_str((enum http_method)c->in.parser.method);
+    req->path = c->in.path;
     req->connection = c;
     req->transport = &lane_transport;
-    req->body = c->in + (c->body.len ? c->body.at : c->parsed);
-    req->body_len = c->body.len;
+    req->body = lane_request_body(&c->in);
+    req->body_len = c->in.body.len;
     http_format_ipv4((struct in_addr){.s_addr = c->ip}, req->peer);
     const http_route *route = NULL;
     http_response now = {0};
@@ -625,116 +454,72 @@ static void dispatch(lane_conn *c)
     /* else: lane_reply queues the reply for this loop */
 }
 
-static int grow_input(lane_conn *c)
+/* Reads and parses until the socket is drained or a request is complete
+ * (dispatched, or refused): 0 when the connection closed. */
+static int read_request(lane_conn *c)
 {
-    const http_config *cfg = c->loop->lane->cfg;
-    size_t most = (size_t)cfg->limits.header_bytes + cfg->max_body + 2;
-    if (c->in_cap >= most)
-        return -1;
-    size_t cap = c->in_cap ? c->in_cap * 2 : 4096;
-    if (cap > most)
-        cap = most;
-    char *grown = realloc(c->in, cap);
-    if (!grown)
-        return -1;
-    c->in = grown;
-    c->in_cap = cap;
-    return 0;
-}
-
-/* Feeds the parser what was read; 1 when a request is complete (and
- * dispatched), 0 for more input, -1 when the connection was answered with
- * a refusal or closed. */
-static int parse_input(lane_conn *c)
-{
-    size_t n = http_parser_execute(&c->parser, &parser_settings, c->in + c->parsed,
-                                   c->in_len - c->parsed);
-    c->parsed += n;
-    if (c->message_done) {
-        http_parser_pause(&c->parser, 0);
-        dispatch(c);
-        return 1;
-    }
-    enum http_errno err = HTTP_PARSER_ERRNO(&c->parser);
-    if (err != HPE_OK) {
-        if (c->refusal == LOOM_E_TOO_LARGE && !c->headers_done) {
-            refuse_headers(c);
-        } else if (c->refusal == LOOM_E_TOO_LARGE) {
-            char msg[128];
-            snprintf(msg, sizeof msg, "request body exceeds the limit of %zu bytes",
-                     c->loop->lane->cfg->max_body);
-            reply_now(c, LOOM_E_TOO_LARGE, msg);
-        } else {
-            char msg[160];
-            snprintf(msg, sizeof msg, "malformed HTTP request: %s", http_errno_description(err));
-            reply_now(c, LOOM_E_INVALID, msg);
-        }
-        return -1;
-    }
-    if (!c->headers_done && c->parsed > c->loop->lane->cfg->limits.header_bytes - LANE_HEADER_SPARE) {
-        refuse_headers(c);
-        return -1;
-    }
-    return 0;
-}
-
-/* Reads and parses until the socket is drained or a request is complete. */
-static void read_request(lane_conn *c)
-{
+    lane_request *in = &c->in;
     for (;;) {
-        if (c->parsed < c->in_len) {
-            int r = parse_input(c);
-            if (r != 0)
-                return;
-        }
-        if (c->in_len + 1 >= c->in_cap && grow_input(c) != 0) {
-            if (!c->headers_done) {
-                refuse_headers(c);
-            } else {
-                char msg[128];
-                snprintf(msg, sizeof msg, "request body exceeds the limit of %zu bytes",
-                         c->loop->lane->cfg->max_body);
-                reply_now(c, LOOM_E_TOO_LARGE, msg);
+        if (in->parsed < in->in_len) {
+            lane_parse p = lane_request_parse(in);
+            continue_if_expected(c);
+            if (p == LANE_PARSE_DONE) {
+                dispatch(c);
+                return 1;
             }
-            return;
+            if (p == LANE_PARSE_HEADERS_OVER) {
+                refuse_headers(c);
+                return 1;
+            }
+            if (p == LANE_PARSE_BODY_OVER) {
+                refuse_body(c);
+                return 1;
+            }
+            if (p == LANE_PARSE_MALFORMED) {
+                char msg[160];
+                snprintf(msg, sizeof msg, "malformed HTTP request: %s", lane_request_error(in));
+                reply_now(c, LOOM_E_INVALID, msg);
+                return 1;
+            }
         }
-        ssize_t n = recv(c->fd, c->in + c->in_len, c->in_cap - c->in_len - 1, 0);
+        if (in->in_len + 1 >= in->in_cap && lane_request_make_room(in) != 0) {
+            if (!in->headers_done)
+                refuse_headers(c);
+            else
+                refuse_body(c);
+            return 1;
+        }
+        ssize_t n = recv(c->fd, in->in + in->in_len, in->in_cap - in->in_len - 1, 0);
         if (n > 0) {
-            c->in_len += (size_t)n;
+            in->in_len += (size_t)n;
             c->last_active = c->loop->now;
             continue;
         }
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && errno == EAGAIN)
-            return;
+            return 1;
         close_conn(c); /* closed mid-request, or an error */
-        return;
+        return 0;
     }
 }
 
 /* Between requests: the first bytes (peeked, or already read past the last
- * request) decide whose the connection is. */
-static void process_input(lane_conn *c)
+ * request) decide whose the connection is. 0 when it is no longer the
+ * lane's (closed, or handed to libmicrohttpd). */
+static int take_input(lane_conn *c)
 {
     http_lane *l = c->loop->lane;
-    if (c->state != LANE_NEW) {
-        if (c->state == LANE_READING)
-            read_request(c);
-        return;
-    }
-    if (c->in_len) { /* pipelined after a lane request */
-        size_t n = c->in_len < l->prefix_len ? c->in_len : l->prefix_len;
-        if (memcmp(c->in, l->prefix, n) != 0) {
+    if (c->state == LANE_READING)
+        return read_request(c);
+    if (c->in.in_len > c->in.req_at) { /* pipelined after a lane request */
+        if (!lane_request_starts_with(&c->in, l->prefix, l->prefix_len, 1)) {
             /* read already, so it cannot go to libmicrohttpd */
-            reply_now(c, LOOM_E_INVALID,
-                      "a pipelined request that is not an inference call: send it on its own "
-                      "connection or after this one's reply");
-            return;
+            reply_now(c, LOOM_E_INVALID, not_lane_pipelined);
+            return 1;
         }
         c->state = LANE_READING;
-        read_request(c);
-        return;
+        return read_request(c);
     }
     char first[64];
     size_t want = l->prefix_len < sizeof first ? l->prefix_len : sizeof first;
@@ -743,23 +528,101 @@ static void process_input(lane_conn *c)
         n = recv(c->fd, first, want, MSG_PEEK);
     while (n < 0 && errno == EINTR);
     if (n < 0 && errno == EAGAIN)
-        return;
+        return 1;
     if (n <= 0) {
         close_conn(c);
-        return;
+        return 0;
     }
     c->last_active = c->loop->now;
     if (memcmp(first, l->prefix, (size_t)n) != 0) {
         hand_over(c);
-        return;
+        return 0;
     }
     if ((size_t)n < want) {
-        if (c->peer_closed) /* nothing more comes: not a request */
+        if (c->peer_closed) { /* nothing more comes: not a request */
             close_conn(c);
-        return; /* the rest of the prefix comes with the next bytes */
+            return 0;
+        }
+        return 1; /* the rest of the prefix comes with the next bytes */
     }
     c->state = LANE_READING;
-    read_request(c);
+    return read_request(c);
+}
+
+static void queue_turn(lane_conn *c)
+{
+    lane_loop *lp = c->loop;
+    if (c->turn_queued) /* driven again by an event while it waited its turn */
+        return;
+    c->turn_queued = 1;
+    c->turn_next = NULL;
+    if (lp->turn_tail)
+        lp->turn_tail->turn_next = c;
+    else
+        lp->turn_head = c;
+    lp->turn_tail = c;
+}
+
+/* Moves a connection on as far as it can go without waiting: writes its
+ * reply, reads and dispatches its next request, and so on, until it waits
+ * for bytes, room or a deferred reply; after LANE_TURN_REQUESTS replies it
+ * is queued for another turn, behind the loop's other connections. A loop,
+ * not calls from one step to the next: a long pipeline of requests answered
+ * at once must not deepen the stack. */
+static void drive(lane_conn *c)
+{
+    for (int replies = 0;;) {
+        switch (c->state) {
+        case LANE_WAITING:
+            return;
+        case LANE_WRITING:
+            if (write_reply(c) != 1 || !finish_reply(c))
+                return;
+            if (++replies == LANE_TURN_REQUESTS) {
+                queue_turn(c);
+                return;
+            }
+            break;
+        case LANE_NEW:
+        case LANE_READING:
+            if (!take_input(c) || c->state == LANE_NEW || c->state == LANE_READING)
+                return;
+            break;
+        }
+    }
+}
+
+static void take_replies(lane_loop *lp)
+{
+    pthread_mutex_lock(&lp->done_lock);
+    lane_conn *c = lp->done_head;
+    lp->done_head = lp->done_tail = NULL;
+    pthread_mutex_unlock(&lp->done_lock);
+    while (c) {
+        lane_conn *next = c->done_next;
+        if (c->orphaned) {
+            free_conn(c);
+        } else {
+            send_reply(c);
+            drive(c);
+        }
+        c = next;
+    }
+}
+
+/* The connections whose turn ended with work left, in the order queued;
+ * those queued again now wait for the next pass. */
+static void take_turns(lane_loop *lp)
+{
+    lane_conn *c = lp->turn_head;
+    lp->turn_head = lp->turn_tail = NULL;
+    while (c) {
+        lane_conn *next = c->turn_next;
+        c->turn_queued = 0;
+        c->turn_next = NULL;
+        drive(c);
+        c = next;
+    }
 }
 
 /* ---- the loops ----------------------------------------------------------- */
@@ -795,7 +658,8 @@ static void accept_all(lane_loop *lp)
         c->loop = lp;
         c->state = LANE_NEW;
         c->last_active = lp->now;
-        reset_request(c);
+        lane_request_init(&c->in, l->cfg->limits.header_bytes - LANE_HEADER_SPARE, l->cfg->max_body);
+        start_request(c, 0);
         ev.data.ptr = c;
         if (epoll_ctl(lp->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
             close(fd);
@@ -819,14 +683,7 @@ static void on_event(lane_conn *c, uint32_t events)
     }
     if (events & EPOLLRDHUP)
         c->peer_closed = 1;
-    if ((events & EPOLLOUT) && c->state == LANE_WRITING) {
-        if (write_reply(c) != 1)
-            return;
-        finish_reply(c);
-        return;
-    }
-    if (events & EPOLLIN)
-        process_input(c);
+    drive(c);
 }
 
 /* Connections silent past the idle timeout are closed; one waiting for
@@ -848,7 +705,8 @@ static void *loop_main(void *arg)
     http_lane *l = lp->lane;
     struct epoll_event events[LANE_EVENTS];
     while (!l->stopping) {
-        int n = epoll_wait(lp->epfd, events, LANE_EVENTS, lp->nconns ? 1000 : -1);
+        int timeout = lp->turn_head ? 0 : lp->nconns ? 1000 : -1;
+        int n = epoll_wait(lp->epfd, events, LANE_EVENTS, timeout);
         lp->now = time(NULL);
         for (int i = 0; i < n; i++) {
             void *ptr = events[i].data.ptr;
@@ -863,6 +721,7 @@ static void *loop_main(void *arg)
             }
         }
         take_replies(lp);
+        take_turns(lp);
         if (lp->now != lp->swept)
             sweep_idle(lp);
     }

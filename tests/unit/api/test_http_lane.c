@@ -30,6 +30,7 @@
 /* ---- the server under test ------------------------------------------------ */
 
 static atomic_int waiting_replies; /* deferred replies not yet given */
+static atomic_long requests_handled;
 
 typedef struct later {
     http_pending *pending;
@@ -49,13 +50,16 @@ static void *reply_later(void *arg)
     return NULL;
 }
 
-/* Echoes what it was given; "now" replies at once, "slow" after 300 ms,
- * "slower" after 2.5 s, any other name from another thread at once. */
+/* Echoes what it was given; "now" replies at once, "probe" too with the
+ * count of requests handled before it, "slow" after 300 ms, "slower" after
+ * 2.5 s, any other name from another thread at once. */
 static void echo(void *ctx, const http_request *req, http_response *res)
 {
     (void)ctx;
     const char *name = req->params[0];
+    long handled = atomic_fetch_add(&requests_handled, 1);
     cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "seen", (double)handled);
     cJSON_AddStringToObject(o, "name", name);
     cJSON_AddNumberToObject(o, "len", (double)req->body_len);
     cJSON_AddStringToObject(o, "body", req->body_len < 1000 ? req->body : "(long)");
@@ -64,7 +68,7 @@ static void echo(void *ctx, const http_request *req, http_response *res)
     cJSON_AddStringToObject(o, "y", y ? y : "(none)");
     cJSON_AddStringToObject(o, "tag", tag ? tag : "(none)");
     cJSON_AddStringToObject(o, "user", req->user ? req->user : "(none)");
-    if (strcmp(name, "now") == 0) {
+    if (strcmp(name, "now") == 0 || strcmp(name, "probe") == 0) {
         http_reply_json(res, 200, o);
         return;
     }
@@ -101,9 +105,11 @@ static int authenticate(void *ctx, const http_request *req, char *user, size_t u
 static const http_route routes[] = {
     {"POST", "/echo/{}", echo, HTTP_USER},
     {"GET", "/plain", plain, HTTP_PUBLIC},
+    {"POST", "/other", plain, HTTP_PUBLIC},
 };
 
-static http_server *start(const http_limits *limits, const cors_policy *cors, int *port)
+static http_server *start_with(const http_limits *limits, const cors_policy *cors, unsigned lane_threads,
+                               int *port)
 {
     http_config cfg = {
         .address = "127.0.0.1",
@@ -114,6 +120,7 @@ static http_server *start(const http_limits *limits, const cors_policy *cors, in
         .authenticate = authenticate,
         .cors = cors,
         .lane_prefix = "POST /echo/",
+        .lane_threads = lane_threads,
     };
     if (limits)
         cfg.limits = *limits;
@@ -123,6 +130,11 @@ static http_server *start(const http_limits *limits, const cors_policy *cors, in
     loom_err_free(e);
     *port = s ? http_server_port(s) : 0;
     return s;
+}
+
+static http_server *start(const http_limits *limits, const cors_policy *cors, int *port)
+{
+    return start_with(limits, cors, 0, port);
 }
 
 static void stop(http_server *s)
@@ -329,6 +341,38 @@ static void test_pipelined(int port)
     CHECK(closed_by_server(c));
     forget(&r1);
     forget(&r2);
+    hang_up(c);
+    /* one that starts like the prefix ("POST /") and turns out to be
+     * another route's is refused too: no other handler runs on the lane */
+    c = dial(port);
+    char *now = echo_request("now", "{}", NULL);
+    snprintf(both, sizeof both, "%sPOST /", now);
+    says(c, both);
+    usleep(100 * 1000);
+    says(c, "other HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n");
+    r1 = hear(c);
+    r2 = hear(c);
+    CHECK(r1.status == 200);
+    CHECK_MSG(r2.status == 400, "a pipelined request for another route that began like the prefix: %d",
+              r2.status);
+    CHECK_CONTAINS(r2.body, "pipelined");
+    forget(&r1);
+    forget(&r2);
+    hang_up(c);
+    /* a client that pipelines three requests and closes its side is
+     * answered all three, then the connection closes (its end is seen
+     * while the first reply is deferred) */
+    c = dial(port);
+    snprintf(both, sizeof both, "%s%s%s", one, now, now);
+    says(c, both);
+    shutdown(c->fd, SHUT_WR);
+    for (int i = 0; i < 3; i++) {
+        r1 = hear(c);
+        CHECK_MSG(r1.status == 200, "pipelined request %d before the client's end: %d", i + 1, r1.status);
+        forget(&r1);
+    }
+    CHECK(closed_by_server(c));
+    free(now);
     free(one);
     free(two);
     hang_up(c);
@@ -606,6 +650,144 @@ static void test_mangled(int port)
     }
 }
 
+/* ---- a long pipeline ------------------------------------------------------- */
+
+typedef struct flood {
+    int fd;
+    int requests;
+} flood;
+
+static void *send_flood(void *arg)
+{
+    flood *f = arg;
+    char *slow = echo_request("slow", "{}", NULL), *now = echo_request("now", "{}", NULL);
+    char *last = echo_request("now", "{}", "Connection: close\r\n");
+    size_t slow_len = strlen(slow), now_len = strlen(now);
+    /* a batch of requests per send, so the client keeps up with the server */
+    size_t per = 64;
+    char *batch = malloc(now_len * per);
+    for (size_t i = 0; i < per; i++)
+        memcpy(batch + i * now_len, now, now_len);
+    int ok = send(f->fd, slow, slow_len, MSG_NOSIGNAL) == (ssize_t)slow_len;
+    for (int sent = 0; ok && sent < f->requests - 2;) {
+        size_t n = (size_t)(f->requests - 2 - sent) < per ? (size_t)(f->requests - 2 - sent) : per;
+        for (size_t off = 0; ok && off < n * now_len;) {
+            ssize_t w = send(f->fd, batch + off, n * now_len - off, MSG_NOSIGNAL);
+            ok = w > 0;
+            off += ok ? (size_t)w : 0;
+        }
+        sent += (int)n;
+    }
+    if (ok)
+        ok = send(f->fd, last, strlen(last), MSG_NOSIGNAL) == (ssize_t)strlen(last);
+    free(batch);
+    free(slow);
+    free(now);
+    free(last);
+    return NULL;
+}
+
+/* Occurrences of mark in buf[0, len) that end past `old` (those ending
+ * inside the first `old` bytes were counted with the last read). */
+static int count_marks(const char *buf, size_t len, size_t old, const char *mark)
+{
+    size_t m = strlen(mark);
+    int n = 0;
+    for (const char *p = buf; (p = memmem(p, (size_t)(buf + len - p), mark, m)) != NULL; p++)
+        n += (size_t)(p - buf) + m > old;
+    return n;
+}
+
+/* Replies counted as they come (status lines), until the server closes. */
+static int count_replies(int fd, int *ok_count)
+{
+    static char buf[1 << 16];
+    const size_t carry = 12; /* strlen("HTTP/1.1 200") : a mark cut by a read */
+    size_t kept = 0;
+    int all = 0;
+    for (;;) {
+        ssize_t n = recv(fd, buf + kept, sizeof buf - kept, 0);
+        if (n <= 0)
+            break;
+        size_t len = kept + (size_t)n;
+        all += count_marks(buf, len, kept, "HTTP/1.");
+        *ok_count += count_marks(buf, len, kept, "HTTP/1.1 200 ");
+        kept = len < carry ? len : carry;
+        memmove(buf, buf + len - kept, kept);
+    }
+    return all;
+}
+
+/* Tens of thousands of pipelined requests answered at once, queued behind
+ * a deferred one: the lane answers each in turn without its stack growing
+ * with the pipeline's length, and goes on serving. */
+static void test_long_pipeline(int port)
+{
+    client *c = dial(port);
+    struct timeval tv = {.tv_sec = 30};
+    setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    flood f = {.fd = c->fd, .requests = 200000};
+    pthread_t t;
+    pthread_create(&t, NULL, send_flood, &f);
+    int ok = 0, all = count_replies(c->fd, &ok);
+    pthread_join(t, NULL);
+    CHECK_MSG(all == f.requests && ok == f.requests, "a pipeline of %d: %d replies, %d of them 200",
+              f.requests, all, ok);
+    hang_up(c);
+    c = dial(port);
+    CHECK_MSG(answered(c, "now"), "answering after the long pipeline");
+    hang_up(c);
+}
+
+typedef struct counted {
+    int fd, all, ok;
+} counted;
+
+static void *count_in_background(void *arg)
+{
+    counted *k = arg;
+    k->all = count_replies(k->fd, &k->ok);
+    return NULL;
+}
+
+/* On a server with one lane loop, a connection with a long pipeline gets
+ * turns of LANE_TURN_REQUESTS (64) replies: another connection's request
+ * is answered after at most a few turns, not after the pipeline. */
+static void test_fair_turns(void)
+{
+    int port;
+    http_server *s = start_with(NULL, NULL, 1, &port);
+    client *a = dial(port);
+    struct timeval tv = {.tv_sec = 30};
+    setsockopt(a->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    flood f = {.fd = a->fd, .requests = 400000};
+    counted k = {.fd = a->fd};
+    pthread_t sender, reader;
+    pthread_create(&sender, NULL, send_flood, &f);
+    pthread_create(&reader, NULL, count_in_background, &k);
+    usleep(500 * 1000); /* past the pipeline's first (slow) reply */
+    client *b = dial(port);
+    long before = atomic_load(&requests_handled);
+    char *probe = echo_request("probe", "{}", NULL);
+    says(b, probe);
+    free(probe);
+    reply r = hear(b);
+    const cJSON *seen = cJSON_GetObjectItem(r.json, "seen");
+    long waited = cJSON_IsNumber(seen) ? (long)seen->valuedouble - before : -1;
+    CHECK_MSG(r.status == 200 && waited >= 0 && waited < 2000,
+              "a request beside a long pipeline waited for %ld of its requests", waited);
+    CHECK_MSG(before < f.requests - 2000, "the pipeline was still going when the probe came (%ld handled)",
+              before);
+    forget(&r);
+    hang_up(b);
+    pthread_join(sender, NULL);
+    pthread_join(reader, NULL);
+    CHECK_MSG(k.all == f.requests && k.ok == f.requests, "the pipeline: %d of %d replies (%d 200)", k.all,
+              f.requests, k.ok);
+    hang_up(a);
+    stop(s);
+}
+
 static void test_cors(void)
 {
     const char *origins[] = {"https://ui.example"};
@@ -721,7 +903,9 @@ int main(void)
     test_protocol(port);
     test_client_gone(port);
     test_mangled(port);
+    test_long_pipeline(port);
     stop(s);
+    test_fair_turns();
     test_cors();
     test_limits();
     return CHECK_DONE();
