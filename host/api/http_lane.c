@@ -22,7 +22,7 @@
 #include "api/cors.h"
 #include "api/http_wire.h"
 #include "api/json_text.h"
-#include "api/lane_request_internal.h"
+#include "api/lane_request.h"
 #include "api/status.h"
 #include "util/log.h"
 
@@ -57,6 +57,7 @@ typedef struct lane_conn {
     int orphaned;   /* closed while its reply was pending: freed when it comes */
     int keep_alive; /* the current request's */
     int peer_closed;
+    int socket_empty; /* a read found nothing and no EPOLLIN came since */
     time_t last_active;
     lane_request in; /* what was read: this request, and any pipelined after it */
     http_request req;
@@ -276,6 +277,8 @@ static void read_pipelined(lane_conn *c)
             continue;
         if (n == 0 || errno != EAGAIN)
             c->peer_closed = 1; /* answered what it sent, then closed */
+        else
+            c->socket_empty = 1;
         return;
     }
 }
@@ -493,12 +496,15 @@ static int read_request(lane_conn *c)
         if (n > 0) {
             in->in_len += (size_t)n;
             c->last_active = c->loop->now;
+            c->socket_empty = 0;
             continue;
         }
         if (n < 0 && errno == EINTR)
             continue;
-        if (n < 0 && errno == EAGAIN)
+        if (n < 0 && errno == EAGAIN) {
+            c->socket_empty = 1;
             return 1;
+        }
         close_conn(c); /* closed mid-request, or an error */
         return 0;
     }
@@ -521,14 +527,19 @@ static int take_input(lane_conn *c)
         c->state = LANE_READING;
         return read_request(c);
     }
+    /* nothing to look at until the next EPOLLIN: spares a read per request */
+    if (c->socket_empty)
+        return 1;
     char first[64];
     size_t want = l->prefix_len < sizeof first ? l->prefix_len : sizeof first;
     ssize_t n;
     do
         n = recv(c->fd, first, want, MSG_PEEK);
     while (n < 0 && errno == EINTR);
-    if (n < 0 && errno == EAGAIN)
+    if (n < 0 && errno == EAGAIN) {
+        c->socket_empty = 1;
         return 1;
+    }
     if (n <= 0) {
         close_conn(c);
         return 0;
@@ -683,6 +694,8 @@ static void on_event(lane_conn *c, uint32_t events)
     }
     if (events & EPOLLRDHUP)
         c->peer_closed = 1;
+    if (events & EPOLLIN)
+        c->socket_empty = 0;
     drive(c);
 }
 

@@ -1,5 +1,5 @@
-/* api/lane_request.c - see lane_request_internal.h. */
-#include "api/lane_request_internal.h"
+/* api/lane_request.c - see lane_request.h. */
+#include "api/lane_request.h"
 
 #include <limits.h>
 #include <stdlib.h>
