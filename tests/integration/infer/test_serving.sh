@@ -6,6 +6,7 @@ LOOM=$1
 BUILD=$4
 . "$(dirname "$0")/../lib.sh"
 EX="$BUILD/examples/serving"
+WMLA=$(cd "$(dirname "$0")/../../data/wmla" && pwd) # WMLA's example files, copied into the tree
 
 start_host --cpu-slots 4
 post() { curl -s -o "$WORK/body" -w '%{http_code}' -H "Authorization: Bearer $TOKEN" -X POST \
@@ -73,13 +74,13 @@ expect_contains "viewprofile" "$out" '"kernel_min"'
 cat > "$WORK/bad.json" <<'P'
 {"policy": {"kernel_min": 0, "kernel_max": 2}}
 P
-expect_fails "updateprofile while started" "$LOOM" model updateprofile echo-so -f /work/shared/wmla/profile.json
+expect_fails "updateprofile while started" "$LOOM" model updateprofile echo-so -f "$WMLA/profile.json"
 expect_contains "updateprofile while started: why" "$(cat "$WORK/out")" "stop it"
 expect_ok "stop echo-so" "$LOOM" model stop echo-so
 expect_eq "stopped model" "$(post echo-so '{}')" 503
 expect_fails "profile kernel_min 0" "$LOOM" model updateprofile echo-so -f "$WORK/bad.json"
 expect_contains "profile rule named" "$(cat "$WORK/out")" "policy.kernel_min"
-sed 's/"kernel_max": 4/"kernel_max": 2, "my_field": "kept"/' /work/shared/wmla/profile.json > "$WORK/p.json"
+sed 's/"kernel_max": 4/"kernel_max": 2, "my_field": "kept"/' "$WMLA/profile.json" > "$WORK/p.json"
 expect_ok "updateprofile stopped" "$LOOM" model updateprofile echo-so -f "$WORK/p.json"
 out=$("$LOOM" model viewprofile echo-so -j 2>&1)
 expect_contains "unknown field kept" "$out" '"my_field"'
