@@ -5,6 +5,7 @@
  * An inference request waits for its batch without holding a server
  * thread: the connection is suspended (http_defer) and answered from the
  * router's thread. */
+#include <cjson/cJSON.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -287,13 +288,30 @@ static void put_profile(void *ctx, const http_request *req, http_response *res)
     get_profile(ctx, req, res);
 }
 
+/* A kernel's error body is its message: plain text, or a JSON object whose
+ * "error" string is taken (the built-in kernels answer so), so the reply's
+ * "error" is never JSON inside a string. */
+static void kernel_error(http_response *res, const router_answer *a)
+{
+    enum { MESSAGE_MAX = 2000 }; /* a longer one is cut, and says so */
+    cJSON *json = a->len && a->body[0] == '{' ? cJSON_ParseWithLength(a->body, a->len) : NULL;
+    const cJSON *error = cJSON_GetObjectItemCaseSensitive(json, "error");
+    const char *text = cJSON_IsString(error) ? error->valuestring : a->body ? a->body : "";
+    size_t len = cJSON_IsString(error) ? strlen(text) : a->len;
+    if (len > MESSAGE_MAX)
+        api_error(res, a->status, "%.*s... (%zu bytes in all)", MESSAGE_MAX, text, len);
+    else
+        api_error(res, a->status, "%.*s", (int)len, text);
+    cJSON_Delete(json);
+}
+
 /* The router's answer becomes the suspended connection's reply. */
 static void inference_done(void *ctx, const router_answer *a)
 {
     http_pending *p = ctx;
     http_response res = {0};
     if (a->status != 0) {
-        api_error(&res, a->status, "%.*s", (int)(a->len > 2000 ? 2000 : a->len), a->body);
+        kernel_error(&res, a);
     } else {
         char *body = malloc(a->len ? a->len : 1);
         if (!body) {

@@ -47,7 +47,8 @@ struct loom_infer_request {
     uint64_t body_len;
     void *host_data;
     /* Answers the request. status is 0 (success) or a loom_code; `body` is
-     * copied. Each request must be answered exactly once before execute()
+     * copied. With a non-zero status the body is the error's message: plain
+     * text, or a JSON object whose "error" string is the message. Each request must be answered exactly once before execute()
      * returns: the host fails an unanswered request with an internal error,
      * and a second answer returns an error. [thread: the thread running
      * execute] [owns: every argument borrowed; the host copies the body] */

@@ -65,6 +65,10 @@ code=$(curl -s -o "$WORK/body" -w '%{http_code}' -H "Authorization: Bearer $TOKE
        -H 'Content-Type: application/json' --data-binary "@$WORK/big" "$URL/dlim/v1/inference/echo-so")
 expect_eq "over the size limit" "$code" 413
 expect_eq "ffi wrong shape" "$(post echo-ffi '{"inputs":"nope"}')" 400
+# the kernel's {"error": ...} body is the message itself, not JSON in a string
+expect_eq "ffi wrong shape: the kernel's message" \
+    "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["error"])' "$WORK/body")" \
+    'request body has no "inputs" array; expected {"inputs": [numbers...]}'
 code=$(curl -s -o /dev/null -w '%{http_code}' -X POST -d '{}' "$URL/dlim/v1/inference/echo-so")
 expect_eq "inference needs a token" "$code" 401
 
