@@ -253,6 +253,29 @@ static void compose(lane_conn *c)
     c->iov_first = 0;
 }
 
+/* One read into the buffer's free room (there must be some): 1 when bytes
+ * came, 0 when the socket is empty, -1 when the client closed or failed. */
+static int read_some(lane_conn *c)
+{
+    lane_request *in = &c->in;
+    for (;;) {
+        ssize_t n = recv(c->fd, in->in + in->in_len, in->in_cap - in->in_len - 1, 0);
+        if (n > 0) {
+            in->in_len += (size_t)n;
+            c->last_active = c->loop->now;
+            c->socket_empty = 0;
+            return 1;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN) {
+            c->socket_empty = 1;
+            return 0;
+        }
+        return -1;
+    }
+}
+
 /* What the client sent before this reply goes out, it sent without
  * waiting for the reply (pipelined): it is read now, into the buffer's
  * free room (the answered request's bytes taken back once they are half of
@@ -264,22 +287,13 @@ static void compose(lane_conn *c)
  * window shut while the peek waits for bytes that cannot come. */
 static void read_pipelined(lane_conn *c)
 {
-    lane_request *in = &c->in;
-    lane_request_answered(in);
-    while (in->in_len + 1 < in->in_cap) {
-        ssize_t n = recv(c->fd, in->in + in->in_len, in->in_cap - in->in_len - 1, 0);
-        if (n > 0) {
-            in->in_len += (size_t)n;
-            c->last_active = c->loop->now;
-            continue;
-        }
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n == 0 || errno != EAGAIN)
+    lane_request_answered(&c->in);
+    while (c->in.in_len + 1 < c->in.in_cap) {
+        int r = read_some(c);
+        if (r < 0)
             c->peer_closed = 1; /* answered what it sent, then closed */
-        else
-            c->socket_empty = 1;
-        return;
+        if (r <= 0)
+            return;
     }
 }
 
@@ -492,19 +506,11 @@ static int read_request(lane_conn *c)
                 refuse_body(c);
             return 1;
         }
-        ssize_t n = recv(c->fd, in->in + in->in_len, in->in_cap - in->in_len - 1, 0);
-        if (n > 0) {
-            in->in_len += (size_t)n;
-            c->last_active = c->loop->now;
-            c->socket_empty = 0;
+        int r = read_some(c);
+        if (r > 0)
             continue;
-        }
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && errno == EAGAIN) {
-            c->socket_empty = 1;
+        if (r == 0)
             return 1;
-        }
         close_conn(c); /* closed mid-request, or an error */
         return 0;
     }
