@@ -194,6 +194,17 @@ int lane_request_make_room(lane_request *r)
         }
         return 0;
     }
+    /* A chunked body's data was moved down to join the body as it came, so
+     * what lies between the body's end and what is parsed is framing read
+     * already: its room is taken back (it does not count against the
+     * limit). Nothing is moved: this is asked for when all is parsed. */
+    size_t body_end = (size_t)r->body.at + r->body.len;
+    if (r->body.len && body_end < r->parsed) {
+        memmove(r->in + body_end, r->in + r->parsed, r->in_len - r->parsed);
+        r->in_len -= r->parsed - body_end;
+        r->parsed = body_end;
+        return 0;
+    }
     /* +2: the byte kept for the body's NUL, and one to see a request end */
     size_t most = r->header_limit + r->max_body + 2;
     if (r->in_cap >= most)

@@ -66,8 +66,9 @@ const char *lane_request_error(const lane_request *r);
 /* Room for at least one more byte at in + in_len: the current request
  * moved to the buffer's start when answered ones take room (each byte moves
  * at most once: after a move the request starts at 0 until it is answered),
- * else the buffer grown up to what one request may take. -1 when the
- * request is already that long. */
+ * or a chunked body's framing read so far given back, else the buffer
+ * grown up to what one request may take. -1 when the request is already
+ * that long. */
 int lane_request_make_room(lane_request *r);
 
 /* A whole request's texts made ready for the routes (headers and body

@@ -450,6 +450,22 @@ static void test_refusals(int port)
     CHECK_MSG(r.status == 413, "a chunked body past the limit: %d", r.status);
     forget(&r);
     hang_up(c);
+    /* ... but its framing does not count: 60,000 bytes in one-byte chunks
+     * (360,000 bytes sent) are within it */
+    c = dial(port);
+    says(c, "POST /echo/now HTTP/1.1\r\nAuthorization: Bearer good\r\nTransfer-Encoding: chunked\r\n\r\n");
+    char *tiny = malloc(60000 * 6 + 5);
+    for (int i = 0; i < 60000; i++)
+        memcpy(tiny + i * 6, "1\r\nq\r\n", 6);
+    memcpy(tiny + 60000 * 6, "0\r\n\r\n", 5);
+    say(c, tiny, 60000 * 6 + 5);
+    free(tiny);
+    r = hear(c);
+    const cJSON *len = cJSON_GetObjectItem(r.json, "len");
+    CHECK_MSG(r.status == 200 && cJSON_IsNumber(len) && len->valuedouble == 60000,
+              "a 60,000-byte body in one-byte chunks: %d, %s", r.status, r.body ? r.body : "");
+    forget(&r);
+    hang_up(c);
 
     /* headers: about 7 KB pass at the default --max-header-bytes on either
      * path; the lane refuses past 8192 - 1024 bytes, libmicrohttpd a little
