@@ -35,6 +35,9 @@
 /* Requests one connection may have answered in a row before the loop's
  * other connections get their turn (a long pipeline must not hold a loop). */
 #define LANE_TURN_REQUESTS 64
+/* A connection's input buffer grown past this by a large request is given
+ * back when the connection goes idle (a request body may take 1 MiB). */
+#define LANE_IDLE_BUFFER (16 * 1024)
 
 enum lane_state {
     LANE_NEW,     /* between requests: the next one's first bytes decide */
@@ -320,8 +323,11 @@ static int finish_reply(lane_conn *c)
     /* a request pipelined after this one stays where it is; with none,
      * the buffer starts over */
     size_t next = c->in.parsed;
-    if (next == c->in.in_len)
+    if (next == c->in.in_len) {
         next = c->in.in_len = 0;
+        if (c->in.in_cap > LANE_IDLE_BUFFER)
+            lane_request_free(&c->in);
+    }
     start_request(c, next);
     c->state = LANE_NEW;
     return 1;
