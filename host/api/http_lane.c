@@ -405,6 +405,20 @@ static void refuse_body(lane_conn *c)
     reply_now(c, LOOM_E_TOO_LARGE, msg);
 }
 
+/* The answer to a request the reader stopped (not LANE_PARSE_DONE/MORE). */
+static void refuse_request(lane_conn *c, lane_parse why)
+{
+    if (why == LANE_PARSE_HEADERS_OVER) {
+        refuse_headers(c);
+    } else if (why == LANE_PARSE_BODY_OVER) {
+        refuse_body(c);
+    } else {
+        char msg[160];
+        snprintf(msg, sizeof msg, "malformed HTTP request: %s", lane_request_error(&c->in));
+        reply_now(c, LOOM_E_INVALID, msg);
+    }
+}
+
 static const char not_lane_pipelined[] =
     "a pipelined request that is not an inference call: send it on its own connection or after "
     "this one's reply";
@@ -486,30 +500,16 @@ static int read_request(lane_conn *c)
         if (in->parsed < in->in_len) {
             lane_parse p = lane_request_parse(in);
             continue_if_expected(c);
-            if (p == LANE_PARSE_DONE) {
+            if (p == LANE_PARSE_DONE)
                 dispatch(c);
+            else if (p != LANE_PARSE_MORE)
+                refuse_request(c, p);
+            if (p != LANE_PARSE_MORE)
                 return 1;
-            }
-            if (p == LANE_PARSE_HEADERS_OVER) {
-                refuse_headers(c);
-                return 1;
-            }
-            if (p == LANE_PARSE_BODY_OVER) {
-                refuse_body(c);
-                return 1;
-            }
-            if (p == LANE_PARSE_MALFORMED) {
-                char msg[160];
-                snprintf(msg, sizeof msg, "malformed HTTP request: %s", lane_request_error(in));
-                reply_now(c, LOOM_E_INVALID, msg);
-                return 1;
-            }
         }
         if (in->in_len + 1 >= in->in_cap && lane_request_make_room(in) != 0) {
-            if (!in->headers_done)
-                refuse_headers(c);
-            else
-                refuse_body(c);
+            /* as long as one request may be: past whichever part it is in */
+            refuse_request(c, in->headers_done ? LANE_PARSE_BODY_OVER : LANE_PARSE_HEADERS_OVER);
             return 1;
         }
         int r = read_some(c);

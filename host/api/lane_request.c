@@ -97,6 +97,15 @@ static int on_header_value(http_parser *p, const char *at, size_t n)
     return 0;
 }
 
+/* A header value's length without its trailing blanks (not part of it). */
+static uint32_t value_len(const lane_request *r, lane_span v)
+{
+    uint32_t n = v.len;
+    while (n && (r->in[v.at + n - 1] == ' ' || r->in[v.at + n - 1] == '\t'))
+        n--;
+    return n;
+}
+
 static int span_is(const lane_request *r, lane_span s, const char *text)
 {
     size_t n = strlen(text);
@@ -241,10 +250,7 @@ const char *lane_request_finish(lane_request *r)
 {
     for (int i = 0; i < r->nheaders; i++) {
         r->in[r->name[i].at + r->name[i].len] = 0;
-        /* a value's trailing blanks are not part of it */
-        while (r->value[i].len && (r->in[r->value[i].at + r->value[i].len - 1] == ' ' ||
-                                   r->in[r->value[i].at + r->value[i].len - 1] == '\t'))
-            r->value[i].len--;
+        r->value[i].len = value_len(r, r->value[i]);
         if (r->value[i].len == 0)
             r->value[i].at = r->name[i].at + r->name[i].len; /* the NUL just written */
         else
@@ -300,13 +306,10 @@ const char *lane_request_header_copy(const lane_request *r, const char *name, ch
 {
     for (int i = 0; i < r->nheaders; i++)
         if (span_is(r, r->name[i], name)) {
-            size_t n = r->value[i].len;
-            const char *v = r->in + r->value[i].at;
-            while (n && (v[n - 1] == ' ' || v[n - 1] == '\t'))
-                n--;
+            size_t n = value_len(r, r->value[i]);
             if (n >= cap)
                 return NULL;
-            memcpy(out, v, n);
+            memcpy(out, r->in + r->value[i].at, n);
             out[n] = 0;
             return out;
         }
