@@ -142,6 +142,11 @@ static void close_conn(lane_conn *c)
 {
     lane_loop *lp = c->loop;
     unlink_conn(c);
+    /* Out of the epoll set first: close() alone leaves the registration
+     * while another copy of the descriptor lives (a child forked before
+     * its exec holds one), and an event would then name a freed
+     * connection. */
+    epoll_ctl(lp->epfd, EPOLL_CTL_DEL, c->fd, NULL);
     close(c->fd);
     c->fd = -1;
     http_lane_release(lp->lane, c->ip);

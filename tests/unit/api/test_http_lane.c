@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -856,6 +857,34 @@ static void test_idle_buffers(int port)
         hang_up(c[i]);
 }
 
+/* A connection the lane closes while a forked child still holds a copy of
+ * its descriptor (as a kernel process does between fork and exec): the
+ * bytes that come after the close wake nobody, and the server goes on. */
+static void test_close_while_forked(int port)
+{
+    client *c = dial(port);
+    says(c, "POST /echo/a HTTP/1.1\r\nAuthorization: Bearer good\r\nContent-Length: 2\r\n\r\n{}");
+    reply r = hear(c); /* accepted and answered: the server holds its socket */
+    forget(&r);
+    pid_t child = fork();
+    if (child == 0) {
+        struct timespec t = {.tv_sec = 1};
+        nanosleep(&t, NULL);
+        _exit(0);
+    }
+    says(c, "POST /echo/a HTTP/1.1\r\nContent-Length: nope\r\n\r\n");
+    r = hear(c);
+    CHECK_MSG(r.status == 400, "a malformed request is refused and the connection closed: %d", r.status);
+    forget(&r);
+    says(c, "more bytes after the close");
+    usleep(200 * 1000);
+    hang_up(c);
+    waitpid(child, NULL, 0);
+    c = dial(port);
+    CHECK_MSG(answered(c, "now"), "answering after a close while a child held the socket");
+    hang_up(c);
+}
+
 static void test_cors(void)
 {
     const char *origins[] = {"https://ui.example"};
@@ -973,6 +1002,7 @@ int main(void)
     test_mangled(port);
     test_long_pipeline(port);
     test_idle_buffers(port);
+    test_close_while_forked(port);
     stop(s);
     test_fair_turns();
     test_cors();
