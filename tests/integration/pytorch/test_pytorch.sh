@@ -30,7 +30,7 @@ cp "$HERE/faults.py" "$WORK/faults/"
 # ---- the example, and beside it every fault (the host and the good jobs
 # must not mind them)
 ex=$(pt_submit "$ROOT/examples/pytorch-fmnist" fmnist.py --numWorker 2 --data-dir $FMNIST \
-     -- --epochs 1 --train-samples 6000 --test-samples 1000)
+     -- --epochs 1 --train-samples 24000 --test-samples 1000)
 declare -A fault_id
 for f in get_dataset forward metric callback oom one_dataset frozen foreign_optimizer exit; do
     fault_id[$f]=$(pt_submit "$WORK/faults" faults.py --numWorker 1 --msd-env FAULT=$f \
