@@ -863,6 +863,11 @@ loom_error *http_server_start(const http_config *cfg, http_server **out)
                         cfg->address, cfg->port,
                         tls ? ", or the TLS certificate or key is not valid PEM" : "");
     }
+    loom_error *e = s->lane ? http_lane_accept(s->lane) : NULL;
+    if (e) {
+        http_server_stop(s);
+        return e;
+    }
     const union MHD_DaemonInfo *info =
         s->lane ? NULL : mhd->MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
     s->port = s->lane ? http_lane_port(s->lane) : info ? info->port : cfg->port;
@@ -881,10 +886,12 @@ void http_server_stop(http_server *s)
      * refused as the host shutting down. */
     if (s->slow)
         workqueue_drain(s->slow);
-    /* the lane first: it hands connections over to the daemon */
-    http_lane_stop(s->lane);
+    /* The lane stops handing connections over before the daemon stops; it
+     * is freed after, since the daemon's callbacks count connections in it. */
+    http_lane_halt(s->lane);
     if (s->daemon)
         mhd->MHD_stop_daemon(s->daemon);
+    http_lane_stop(s->lane);
     workqueue_destroy(s->slow);
     upload_slots_destroy(&s->uploads);
     free(s);

@@ -92,6 +92,8 @@ struct http_lane {
     unsigned nloops;
     lane_loop *loops;
     volatile int stopping;
+    int halted;    /* http_lane_halt has run */
+    int leaked;    /* it closed connections still waiting for their reply */
     conn_count *counts; /* every connection accepted, until it closes */
 };
 
@@ -798,10 +800,8 @@ loom_error *http_lane_start(http_server *srv, const struct sockaddr_in *addr, un
         lp->epfd = epoll_create1(EPOLL_CLOEXEC);
         lp->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
         pthread_mutex_init(&lp->done_lock, NULL);
-        struct epoll_event listen_ev = {.events = EPOLLIN | EPOLLEXCLUSIVE, .data.ptr = &l->listen_fd};
         struct epoll_event wake_ev = {.events = EPOLLIN, .data.ptr = lp};
         if (lp->epfd < 0 || lp->wakefd < 0 ||
-            epoll_ctl(lp->epfd, EPOLL_CTL_ADD, l->listen_fd, &listen_ev) != 0 ||
             epoll_ctl(lp->epfd, EPOLL_CTL_ADD, lp->wakefd, &wake_ev) != 0 ||
             pthread_create(&lp->thread, NULL, loop_main, lp) != 0) {
             http_lane_stop(l);
@@ -814,12 +814,24 @@ loom_error *http_lane_start(http_server *srv, const struct sockaddr_in *addr, un
     return NULL;
 }
 
+loom_error *http_lane_accept(http_lane *l)
+{
+    for (unsigned i = 0; i < l->nloops; i++) {
+        struct epoll_event listen_ev = {.events = EPOLLIN | EPOLLEXCLUSIVE, .data.ptr = &l->listen_fd};
+        if (epoll_ctl(l->loops[i].epfd, EPOLL_CTL_ADD, l->listen_fd, &listen_ev) != 0)
+            return loom_err(LOOM_E_INTERNAL, "the HTTP lane's loop %u cannot accept: %s", i,
+                            strerror(errno));
+    }
+    return NULL;
+}
+
 int http_lane_port(const http_lane *l) { return l->port; }
 
-void http_lane_stop(http_lane *l)
+void http_lane_halt(http_lane *l)
 {
-    if (!l)
+    if (!l || l->halted)
         return;
+    l->halted = 1;
     l->stopping = 1;
     for (unsigned i = 0; i < l->nloops; i++) {
         uint64_t one = 1;
@@ -827,19 +839,26 @@ void http_lane_stop(http_lane *l)
         (void)w;
         pthread_join(l->loops[i].thread, NULL);
     }
-    int leaked = 0;
     for (unsigned i = 0; l->loops && i < l->nloops; i++) {
         lane_loop *lp = &l->loops[i];
         take_replies(lp);
         while (lp->conns) {
             lane_conn *c = lp->conns;
-            leaked |= c->state == LANE_WAITING;
+            l->leaked |= c->state == LANE_WAITING;
             close_conn(c);
         }
     }
     if (l->listen_fd >= 0)
         close(l->listen_fd);
-    if (leaked) {
+    l->listen_fd = -1;
+}
+
+void http_lane_stop(http_lane *l)
+{
+    if (!l)
+        return;
+    http_lane_halt(l);
+    if (l->leaked) {
         /* a reply may still come for them: they and their loops stay */
         log_warn("the HTTP lane stopped with requests still waiting for their reply");
         return;

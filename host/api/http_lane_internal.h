@@ -33,12 +33,20 @@
 
 typedef struct http_lane http_lane;
 
-/* Listens on addr. LOOM_E_UNAVAILABLE when it cannot bind. */
+/* Listens on addr and starts the loops; connections wait in the backlog
+ * until http_lane_accept. LOOM_E_UNAVAILABLE when it cannot bind. */
 loom_error *http_lane_start(http_server *srv, const struct sockaddr_in *addr, unsigned threads,
                             http_lane **out);
+/* Starts taking connections: only once libmicrohttpd, to which the lane
+ * hands every connection that is not its own, has started. */
+loom_error *http_lane_accept(http_lane *l);
 int http_lane_port(const http_lane *l);
-/* Stops accepting and closes the lane's connections. Every deferred
- * request must have been answered before. */
+/* Stops accepting and closes the lane's connections, keeping what
+ * libmicrohttpd's callbacks use (the connection counts): between this and
+ * http_lane_stop the daemon stops. */
+void http_lane_halt(http_lane *l);
+/* Halts (if not yet) and frees the lane. Every deferred request must have
+ * been answered before. */
 void http_lane_stop(http_lane *l);
 /* libmicrohttpd took a connection handed to it (counted again) or closed
  * one (its count given back). */

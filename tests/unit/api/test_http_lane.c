@@ -885,6 +885,79 @@ static void test_close_while_forked(int port)
     hang_up(c);
 }
 
+/* Clients that connect while the server starts: the lane must not take a
+ * connection before libmicrohttpd, to which it hands it, has started (it
+ * crashed the host when a monitor polled during a restart). */
+static atomic_int hammering;
+
+static void *hammer(void *arg)
+{
+    int port = *(int *)arg;
+    static const char get[] = "GET /plain HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    while (atomic_load(&hammering)) {
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+        inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+        struct timeval tv = {.tv_sec = 1};
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        /* one connection at a time, read to its end: a monitor's poll, not
+         * a flood that the per-address limit would refuse */
+        if (connect(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+            send(fd, get, sizeof get - 1, MSG_NOSIGNAL) > 0) {
+            char buf[512];
+            while (recv(fd, buf, sizeof buf, 0) > 0)
+                ;
+        }
+        close(fd);
+    }
+    return NULL;
+}
+
+static void test_start_while_clients_connect(void)
+{
+    int probe = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    socklen_t alen = sizeof a;
+    bind(probe, (struct sockaddr *)&a, sizeof a);
+    getsockname(probe, (struct sockaddr *)&a, &alen);
+    int port = ntohs(a.sin_port);
+    close(probe);
+    atomic_store(&hammering, 1);
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++)
+        pthread_create(&t[i], NULL, hammer, &port);
+    int started = 0, answered_after = 0;
+    for (int round = 0; round < 40; round++) {
+        http_config cfg = {
+            .address = "127.0.0.1",
+            .port = port,
+            .max_body = 64 * 1024,
+            .routes = routes,
+            .nroutes = sizeof routes / sizeof routes[0],
+            .authenticate = authenticate,
+            .lane_prefix = "POST /echo/",
+        };
+        http_server *s = NULL;
+        loom_error *e = http_server_start(&cfg, &s);
+        loom_err_free(e);
+        if (!s)
+            continue; /* the port briefly taken by a hammering client's socket */
+        started++;
+        reply r = ask_once(port, "GET /plain HTTP/1.1\r\nHost: x\r\n\r\n");
+        answered_after += r.status == 200;
+        if (r.status != 200)
+            fprintf(stderr, "start %d: the probe got %d\n", round, r.status);
+        forget(&r);
+        http_server_stop(s);
+    }
+    atomic_store(&hammering, 0);
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    CHECK_MSG(started >= 30, "the server started %d of 40 times", started);
+    CHECK_MSG(answered_after == started, "answered after %d of %d starts", answered_after, started);
+}
+
 static void test_cors(void)
 {
     const char *origins[] = {"https://ui.example"};
@@ -1005,6 +1078,7 @@ int main(void)
     test_close_while_forked(port);
     stop(s);
     test_fair_turns();
+    test_start_while_clients_connect();
     test_cors();
     test_limits();
     return CHECK_DONE();
