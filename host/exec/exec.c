@@ -363,6 +363,7 @@ static void *supervisor(void *arg)
         if (stopping)
             break;
         supervise_once(es);
+        store_retry(es->st); /* state changes a full disk kept waiting */
         exec_wait_for_change(es, es->supervise_ms);
     }
     return NULL;
@@ -686,6 +687,10 @@ loom_error *exec_stop(exec_service *es, int64_t owner, const char *id)
             if (r->rec.pgid > 0)
                 kill(-r->rec.pgid, SIGTERM);
         }
+    } else if (!exec_state_is_final(rec.state)) {
+        /* Recorded as running, yet nothing of it runs here (its end was
+         * never recorded): settle it instead of refusing for good. */
+        exec_set_state(es, &rec, "KILLED", "stopped by request; its processes had already ended");
     } else {
         err = loom_err(LOOM_E_CONFLICT, "exec \"%s\" is already %s", id, rec.state);
     }
@@ -724,23 +729,42 @@ loom_error *exec_resize(exec_service *es, int64_t owner, const char *id, int wor
     return err;
 }
 
+/* Deletes the record of a final exec. On a disk full even for the store's
+ * reserve, the folder the user asked to delete goes first and gives the
+ * record room. Call with es->lock; sets *folder_gone when it went. */
+static loom_error *delete_record_locked(exec_service *es, const store_exec *rec, int *folder_gone)
+{
+    loom_error *err = store_exec_delete(es->st, rec->id);
+    if (err && loom_err_code(err) == LOOM_E_LIMIT) {
+        loom_err_free(err);
+        remove_exec_dir(rec->result_dir);
+        *folder_gone = 1;
+        err = store_exec_delete(es->st, rec->id);
+    }
+    if (err)
+        err = loom_err_recode(loom_err_wrap(err, "cannot delete exec \"%s\"", rec->id),
+                              LOOM_E_INTERNAL);
+    return err;
+}
+
 loom_error *exec_delete(exec_service *es, int64_t owner, const char *id)
 {
     pthread_mutex_lock(&es->lock);
     store_exec rec;
     running_exec *r = NULL;
     loom_error *err = NULL;
+    int folder_gone = 0;
     if (!exec_lookup(es, owner, id, &r, &rec))
         err = loom_err(LOOM_E_NOT_FOUND, "no exec \"%s\"", id);
     else if (r || !exec_state_is_final(rec.state))
         err = loom_err(LOOM_E_CONFLICT, "exec \"%s\" is %s; stop it first", id,
                        r ? r->rec.state : rec.state);
-    else if ((err = store_exec_delete(es->st, id)) != NULL)
-        err = loom_err_recode(loom_err_wrap(err, "cannot delete exec \"%s\"", id), LOOM_E_INTERNAL);
+    else
+        err = delete_record_locked(es, &rec, &folder_gone);
     pthread_mutex_unlock(&es->lock);
     /* Its folder goes outside the lock: a large one takes seconds, and the
      * record is already gone, so nothing else reaches it. */
-    if (!err)
+    if (!err && !folder_gone)
         remove_exec_dir(rec.result_dir);
     return err;
 }

@@ -1,17 +1,30 @@
 /* store/store.c - see store.h. */
 #include "store/store.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/disk_reserve_internal.h"
+#include "util/fs.h"
 #include "util/log.h"
+
+/* At most this many execs' state changes wait in memory for a full disk. */
+#define STORE_MAX_PENDING 4096
 
 struct store {
     sqlite3 *db;
     pthread_mutex_t lock; /* recursive: see store_lock */
+    disk_reserve reserve;
+    /* Exec state changes a full disk refused, newest per exec: what reads
+     * return, written when the disk has room (store_retry). */
+    store_exec *pending;
+    size_t npending;
+    int flushing;
+    int64_t next_flush_ms; /* monotonic: store_retry's next try */
 };
 
 static const char *const schema =
@@ -93,6 +106,8 @@ loom_error *store_open(const char *path, store **out)
         rc = sqlite3_exec(s->db, schema, NULL, NULL, &msg);
     if (rc == SQLITE_OK)
         rc = migrate(s->db, &msg);
+    if (rc == SQLITE_OK)
+        disk_reserve_open(&s->reserve, path);
     if (rc != SQLITE_OK) {
         loom_error *e = loom_err(LOOM_E_INTERNAL, "%s: %s", path,
                                  msg ? msg : (s->db ? sqlite3_errmsg(s->db) : "cannot open"));
@@ -104,10 +119,19 @@ loom_error *store_open(const char *path, store **out)
     return NULL;
 }
 
+static void flush_pending(store *s);
+
 void store_close(store *s)
 {
     if (!s)
         return;
+    if (s->db) {
+        flush_pending(s);
+        for (size_t i = 0; i < s->npending; i++)
+            log_error("store: exec %s's state %s was not written: the disk is still full",
+                      s->pending[i].id, s->pending[i].state);
+    }
+    free(s->pending);
     sqlite3_close(s->db);
     pthread_mutex_destroy(&s->lock);
     free(s);
@@ -148,19 +172,48 @@ static void column_text(sqlite3_stmt *st, int col, char *dst, size_t cap)
     snprintf(dst, cap, "%s", t ? (const char *)t : "");
 }
 
-/* Runs a prepared write. `what` names the row for the message; with
- * must_change, a write that touched no row is LOOM_E_NOT_FOUND. */
-static loom_error *finish_write(store *s, sqlite3_stmt *st, const char *what, int must_change)
+static int disk_full(store *s, int rc)
+{
+    return (rc & 0xff) == SQLITE_FULL ||
+           ((rc & 0xff) == SQLITE_IOERR && sqlite3_system_errno(s->db) == ENOSPC);
+}
+
+/* Steps a write; on a full disk, makes room and tries again: first by
+ * copying the WAL into the database and truncating it (a WAL that cannot
+ * grow), then by giving up the reserve. A statement that failed on a full
+ * disk has changed nothing, so it can run again. */
+static int step_write(store *s, sqlite3_stmt *st)
 {
     int rc = sqlite3_step(st);
+    for (int attempt = 0; disk_full(s, rc) && attempt < 2; attempt++) {
+        sqlite3_reset(st);
+        if (attempt == 0)
+            sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+        else if (!disk_reserve_release(&s->reserve))
+            break;
+        rc = sqlite3_step(st);
+    }
+    return rc;
+}
+
+/* Runs a prepared write. `what` names the row for the message; with
+ * must_change, a write that touched no row is LOOM_E_NOT_FOUND; a full
+ * disk is LOOM_E_LIMIT. */
+static loom_error *finish_write(store *s, sqlite3_stmt *st, const char *what, int must_change)
+{
+    int rc = step_write(s, st);
     loom_error *e = NULL;
     if (rc == SQLITE_CONSTRAINT)
         e = loom_err(LOOM_E_CONFLICT, "%s already exists", what);
+    else if (disk_full(s, rc))
+        e = loom_err(LOOM_E_LIMIT, "store: %s: the disk holding the host's state is full", what);
     else if (rc != SQLITE_DONE)
         e = loom_err(LOOM_E_INTERNAL, "store: %s: %s", what, sqlite3_errmsg(s->db));
     else if (must_change && sqlite3_changes(s->db) == 0)
         e = loom_err(LOOM_E_NOT_FOUND, "no %s", what);
     finish(s, st);
+    if (!e && s->npending)
+        flush_pending(s);
     return e;
 }
 
@@ -299,7 +352,58 @@ loom_error *store_exec_insert(store *s, const store_exec *e)
     return finish_write(s, st, what, 0);
 }
 
-loom_error *store_exec_update(store *s, const store_exec *e)
+/* The exec's state change waiting in memory, or NULL. Call with the lock. */
+static store_exec *pending_of(store *s, const char *id)
+{
+    for (size_t i = 0; i < s->npending; i++)
+        if (strcmp(s->pending[i].id, id) == 0)
+            return &s->pending[i];
+    return NULL;
+}
+
+static void drop_pending(store *s, const char *id)
+{
+    store_exec *p = pending_of(s, id);
+    if (p)
+        *p = s->pending[--s->npending];
+}
+
+/* Keeps a state change the full disk refused; LOOM_E_LIMIT when too many
+ * wait already. Call with the lock. */
+static loom_error *keep_pending(store *s, const store_exec *e)
+{
+    store_exec *p = pending_of(s, e->id);
+    if (!p) {
+        if (s->npending == STORE_MAX_PENDING)
+            return loom_err(LOOM_E_LIMIT,
+                            "store: exec \"%s\": the disk is full and %d other state changes "
+                            "wait for it",
+                            e->id, STORE_MAX_PENDING);
+        store_exec *grown = realloc(s->pending, (s->npending + 1) * sizeof *grown);
+        if (!grown)
+            return loom_err(LOOM_E_INTERNAL, "store: out of memory");
+        s->pending = grown;
+        p = &s->pending[s->npending++];
+    }
+    *p = *e;
+    log_warn("store: exec %s's state %s waits in memory until the disk has room", e->id, e->state);
+    return NULL;
+}
+
+/* Writes the fields a state change sets over a row read from the disk. */
+static void overlay_pending(store *s, store_exec *row)
+{
+    const store_exec *p = pending_of(s, row->id);
+    if (!p)
+        return;
+    memcpy(row->state, p->state, sizeof row->state);
+    memcpy(row->message, p->message, sizeof row->message);
+    row->pgid = p->pgid;
+    row->started_at = p->started_at;
+    row->ended_at = p->ended_at;
+}
+
+static loom_error *write_exec_update(store *s, const store_exec *e)
 {
     sqlite3_stmt *st = prepare(s, "UPDATE execs SET state = ?, message = ?, pgid = ?, "
                                   "started_at = ?, ended_at = ? WHERE id = ?");
@@ -314,6 +418,68 @@ loom_error *store_exec_update(store *s, const store_exec *e)
     char what[96];
     snprintf(what, sizeof what, "exec \"%s\"", e->id);
     return finish_write(s, st, what, 1);
+}
+
+/* Writes what waits, oldest first, until the disk refuses again. */
+static void flush_pending(store *s)
+{
+    pthread_mutex_lock(&s->lock);
+    if (!s->flushing) {
+        s->flushing = 1;
+        while (s->npending) {
+            store_exec first = s->pending[0];
+            loom_error *e = write_exec_update(s, &first);
+            int full = e && loom_err_code(e) == LOOM_E_LIMIT;
+            if (e && !full && loom_err_code(e) != LOOM_E_NOT_FOUND)
+                log_error("store: exec %s's state %s: %s", first.id, first.state,
+                          loom_err_message(e));
+            loom_err_free(e);
+            if (full)
+                break;
+            /* written, or gone for good (the row was deleted) */
+            drop_pending(s, first.id);
+            log_info("store: exec %s's state %s is written", first.id, first.state);
+        }
+        s->flushing = 0;
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
+loom_error *store_exec_update(store *s, const store_exec *e)
+{
+    pthread_mutex_lock(&s->lock);
+    loom_error *err = NULL;
+    store_exec *p = pending_of(s, e->id);
+    if (p)
+        *p = *e; /* behind the older ones: written in their turn */
+    else if ((err = write_exec_update(s, e)) != NULL && loom_err_code(err) == LOOM_E_LIMIT) {
+        loom_err_free(err);
+        err = keep_pending(s, e);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return err;
+}
+
+void store_retry(store *s)
+{
+    pthread_mutex_lock(&s->lock);
+    int64_t now = time_mono_ms();
+    if (s->npending && now >= s->next_flush_ms) {
+        s->next_flush_ms = now + STORE_RESERVE_RETRY_MS;
+        flush_pending(s);
+    }
+    /* the reserve only once every waiting state is written: they come first */
+    if (!s->npending)
+        disk_reserve_restore(&s->reserve);
+    pthread_mutex_unlock(&s->lock);
+}
+
+size_t store_pending_count(store *s)
+{
+    pthread_mutex_lock(&s->lock);
+    size_t n = s->npending;
+    pthread_mutex_unlock(&s->lock);
+    return n;
 }
 
 static void read_exec(sqlite3_stmt *st, void *row)
@@ -342,8 +508,10 @@ loom_error *store_exec_get(store *s, const char *id, store_exec *out)
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
     int rc = sqlite3_step(st);
     loom_error *e = NULL;
-    if (rc == SQLITE_ROW)
+    if (rc == SQLITE_ROW) {
         read_exec(st, out);
+        overlay_pending(s, out);
+    }
     else if (rc == SQLITE_DONE)
         e = loom_err(LOOM_E_NOT_FOUND, "no exec \"%s\"", id);
     else
@@ -360,10 +528,16 @@ loom_error *store_exec_delete(store *s, const char *id)
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
     char what[96];
     snprintf(what, sizeof what, "exec \"%s\"", id);
-    return finish_write(s, st, what, 1);
+    pthread_mutex_lock(&s->lock);
+    loom_error *e = finish_write(s, st, what, 1);
+    if (!e)
+        drop_pending(s, id);
+    pthread_mutex_unlock(&s->lock);
+    return e;
 }
 
 typedef struct exec_visit {
+    store *s;
     void (*fn)(const store_exec *, void *);
     void *ctx;
 } exec_visit;
@@ -371,12 +545,16 @@ typedef struct exec_visit {
 static void visit_exec(const void *row, void *arg)
 {
     exec_visit *v = arg;
-    v->fn(row, v->ctx);
+    store_exec *e = (store_exec *)row;
+    pthread_mutex_lock(&v->s->lock);
+    overlay_pending(v->s, e);
+    pthread_mutex_unlock(&v->s->lock);
+    v->fn(e, v->ctx);
 }
 
 loom_error *store_exec_each(store *s, void (*fn)(const store_exec *, void *), void *ctx)
 {
-    exec_visit v = {fn, ctx};
+    exec_visit v = {s, fn, ctx};
     return each_row(s, "SELECT " EXEC_COLUMNS " FROM execs ORDER BY created_at, rowid",
                     sizeof(store_exec), read_exec, visit_exec, &v);
 }

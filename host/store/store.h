@@ -4,7 +4,9 @@
  * host killed at any point reopens whole. Calls are serialised by the
  * store's lock; one connection per database, shared with auth (store_db).
  * Failures are loom_errors: LOOM_E_NOT_FOUND for a missing row,
- * LOOM_E_CONFLICT for a key already taken, LOOM_E_INTERNAL for the rest.
+ * LOOM_E_CONFLICT for a key already taken, LOOM_E_LIMIT for a disk full
+ * even after the store's reserve (store/disk_reserve_internal.h) is used,
+ * LOOM_E_INTERNAL for the rest.
  */
 #ifndef LOOM_STORE_STORE_H
 #define LOOM_STORE_STORE_H
@@ -62,8 +64,18 @@ typedef struct store_exec {
 } store_exec;
 
 loom_error *store_exec_insert(store *s, const store_exec *e);
-/* Writes state, message, pgid and the three times of e->id. */
+/* Writes state, message, pgid and the three times of e->id. On a full
+ * disk (after the store's reserve is used up) the change waits in memory:
+ * reads return it, and it is written as soon as a write succeeds or
+ * store_retry finds room, in the order the changes came. LOOM_E_LIMIT only
+ * when STORE_MAX_PENDING changes wait already. */
 loom_error *store_exec_update(store *s, const store_exec *e);
+/* Writes the state changes that wait for room, and makes the reserve
+ * again once the disk has room; cheap when nothing waits. Call it now and
+ * then (the exec service does, from its supervisor). */
+void store_retry(store *s);
+/* How many exec state changes wait in memory for room. */
+size_t store_pending_count(store *s);
 /* Fills out, or LOOM_E_NOT_FOUND. */
 loom_error *store_exec_get(store *s, const char *id, store_exec *out);
 loom_error *store_exec_delete(store *s, const char *id);
