@@ -877,6 +877,60 @@ loom_error *http_server_start(const http_config *cfg, http_server **out)
 
 int http_server_port(const http_server *s) { return s->port; }
 
+/* libmicrohttpd's stop, on a thread of its own so that the host's stop is
+ * bounded: libmicrohttpd 0.9.75 can leave a worker thread waiting for a
+ * mutex for good when the host stops while many connections still trickle
+ * their headers, and MHD_stop_daemon then joins it forever. */
+typedef struct daemon_stop {
+    struct MHD_Daemon *daemon;
+    pthread_mutex_t lock;
+    pthread_cond_t done_cond;
+    int done;
+} daemon_stop;
+
+static void *run_daemon_stop(void *arg)
+{
+    daemon_stop *ds = arg;
+    mhd->MHD_stop_daemon(ds->daemon);
+    pthread_mutex_lock(&ds->lock);
+    ds->done = 1;
+    pthread_cond_signal(&ds->done_cond);
+    pthread_mutex_unlock(&ds->lock);
+    return NULL;
+}
+
+/* Stops the daemon within HTTP_STOP_DEADLINE_S: 1 when it stopped, 0 when
+ * it was left to the process's exit (its memory with it). */
+static int stop_daemon_bounded(struct MHD_Daemon *daemon)
+{
+    static daemon_stop ds = {.lock = PTHREAD_MUTEX_INITIALIZER,
+                             .done_cond = PTHREAD_COND_INITIALIZER};
+    ds.daemon = daemon;
+    ds.done = 0;
+    pthread_t t;
+    if (pthread_create(&t, NULL, run_daemon_stop, &ds) != 0) {
+        mhd->MHD_stop_daemon(daemon);
+        return 1;
+    }
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += HTTP_STOP_DEADLINE_S;
+    pthread_mutex_lock(&ds.lock);
+    while (!ds.done && pthread_cond_timedwait(&ds.done_cond, &ds.lock, &until) == 0)
+        ;
+    int done = ds.done;
+    pthread_mutex_unlock(&ds.lock);
+    if (done) {
+        pthread_join(t, NULL);
+        return 1;
+    }
+    pthread_detach(t);
+    log_warn("libmicrohttpd did not stop within %d s (a worker thread is stuck); the host "
+             "stops without waiting for it",
+             HTTP_STOP_DEADLINE_S);
+    return 0;
+}
+
 void http_server_stop(http_server *s)
 {
     if (!s)
@@ -889,8 +943,8 @@ void http_server_stop(http_server *s)
     /* The lane stops handing connections over before the daemon stops; it
      * is freed after, since the daemon's callbacks count connections in it. */
     http_lane_halt(s->lane);
-    if (s->daemon)
-        mhd->MHD_stop_daemon(s->daemon);
+    if (s->daemon && !stop_daemon_bounded(s->daemon))
+        return; /* its threads may still use the lane and the server */
     http_lane_stop(s->lane);
     workqueue_destroy(s->slow);
     upload_slots_destroy(&s->uploads);

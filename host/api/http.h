@@ -140,6 +140,8 @@ typedef struct http_limits {
 #define HTTP_DEFAULT_MAX_CONNECTIONS 1024
 #define HTTP_DEFAULT_MAX_CONNECTIONS_PER_IP 128
 #define HTTP_DEFAULT_IDLE_TIMEOUT_S 15
+/* How long http_server_stop waits for libmicrohttpd to stop. */
+#define HTTP_STOP_DEADLINE_S 5
 #define HTTP_DEFAULT_MAX_UPLOADS 8
 #define HTTP_DEFAULT_MAX_UPLOADS_PER_USER 2
 #define HTTP_DEFAULT_SLOW_THREADS 8
