@@ -369,7 +369,15 @@ loom_error *infer_request(infer_service *s, const char *owner, const char *name,
     e = lookup(s, owner, name, &rec);
     if (e)
         return e;
+    int starting = rec.started;
     infer_record_clear(&rec);
+    /* Recorded as started, not yet serving: the host is starting it (after
+     * a restart, or a start under way). */
+    if (starting)
+        return loom_err(LOOM_E_UNAVAILABLE,
+                        "model \"%s\" is starting: no kernel instance serves it yet; try again "
+                        "shortly (loom model view %s)",
+                        name, name);
     return loom_err(LOOM_E_UNAVAILABLE, "model \"%s\" is not started (loom model start %s)",
                     name, name);
 }

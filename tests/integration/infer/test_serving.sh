@@ -140,12 +140,20 @@ expect_eq "another user's inference key does not reach the model" "$code" 404
 # A restarted host starts the started models again, and they answer.
 stop_host
 start_host --cpu-slots 4
-# (each model's instances start on their own: wait for each, up to 10 s)
+# (each model's instances start on their own: wait for each, up to 10 s;
+# until then a call is told the model is starting, never that it is not)
+: > "$WORK/while_starting"
 for _ in $(seq 1 100); do
-    [ "$(post echo-ffi '{"inputs":[7]}')" = 200 ] && break
+    code=$(post echo-ffi '{"inputs":[7]}')
+    [ "$code" = 200 ] && break
+    echo "$code $(cat "$WORK/body")" >> "$WORK/while_starting"
     sleep 0.1
 done
 expect_contains "echo-ffi after a host restart" "$(cat "$WORK/body")" '"outputs":[7]'
+expect_eq "no call while it starts again says it is not started" \
+    "$(grep -c 'is not started' "$WORK/while_starting")" 0
+expect_eq "every call while it starts again is 503 saying it is starting" \
+    "$(grep -vc '^503 .*is starting' "$WORK/while_starting")" 0
 for _ in $(seq 1 100); do
     [ "$(post echo-so '{"c":3}')" = 200 ] && break
     sleep 0.1
