@@ -152,6 +152,16 @@ id=$(submit --exec-start command --model-dir "$MODEL" --model-main show_env.sh \
 expect_ok "the warned job ends" "$LOOM" exec wait "$id" --timeout 60
 view=$("$LOOM" exec view "$id")
 expect_contains "exec view shows the warning" "$view" "warning     --python-version 3.6:"
+# A WMLA client's sigName naming no plan: the route's warning is kept too.
+tar -C "$MODEL" -cf "$WORK/model.tar" .
+sid=$(curl -s -H "Authorization: Bearer $TOKEN" -X POST \
+      "$URL/platform/rest/deeplearning/v1/execs?sigName=no-such-plan" \
+      -F "args=--exec-start command --model-dir m --model-main show_env.sh --conda-env-name dlipy3" \
+      -F "file=@$WORK/model.tar" | python3 -c 'import json,sys; print(json.load(sys.stdin).get("id",""))')
+sview=$("$LOOM" exec view "$sid")
+expect_contains "sigName's warning is kept" "$sview" "warning     sigName no-such-plan: no resource plan"
+expect_contains "with the parser's after it" "$sview" "warning     --conda-env-name dlipy3:"
+expect_ok "the sigName job ends" "$LOOM" exec wait "$sid" --timeout 60
 stop_host
 start_host
 expect_contains "after a restart too" "$("$LOOM" exec view "$id")" "warning     --python-version 3.6:"
