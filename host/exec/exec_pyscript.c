@@ -53,7 +53,9 @@ static const char *probe_python(char *found, size_t len)
     const char *configured = getenv("LOOM_PYTHON");
     if (configured && *configured)
         return configured;
-    char *const job_path[] = {"PATH=" JOB_ENV_PATH, NULL};
+    char path_kv[JOB_ENV_PATH_MAX + 8];
+    snprintf(path_kv, sizeof path_kv, "PATH=%s", job_env_path());
+    char *const job_path[] = {path_kv, NULL};
     job_env_which(job_path, "python3", found, len);
     return found[0] ? found : "python3";
 }
@@ -82,7 +84,9 @@ static loom_error *read_settings(const char *fw_name, const char *script, const 
     argv[argc++] = (char *)script;
     for (int i = 0; i < d->arg_count; i++)
         argv[argc++] = d->args[i];
-    char *envp[] = {"LC_ALL=C.UTF-8", "PATH=" JOB_ENV_PATH, NULL};
+    char path_kv[JOB_ENV_PATH_MAX + 8];
+    snprintf(path_kv, sizeof path_kv, "PATH=%s", job_env_path());
+    char *envp[] = {"LC_ALL=C.UTF-8", path_kv, NULL};
     spawn_spec spec = {.argv = argv, .envp = envp, .stdout_path = out_path,
                        .stderr_path = err_path, .pgid = -1};
     pid_t pid = -1;

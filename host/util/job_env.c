@@ -16,6 +16,33 @@
 #endif
 #endif
 
+const char *job_env_path(void)
+{
+    const char *configured = getenv("LOOM_JOB_PATH");
+    char why[8];
+    return configured && job_env_path_valid(configured, why, sizeof why) ? configured
+                                                                         : JOB_ENV_PATH;
+}
+
+int job_env_path_valid(const char *dirs, char *why, size_t len)
+{
+    if (strlen(dirs) > JOB_ENV_PATH_MAX) {
+        snprintf(why, len, "more than %d bytes", JOB_ENV_PATH_MAX);
+        return 0;
+    }
+    for (const char *p = dirs;; p++) {
+        size_t n = strcspn(p, ":");
+        if (n == 0 || *p != '/') {
+            snprintf(why, len, "expected absolute folders separated by ':', got \"%.*s\"",
+                     (int)n, p);
+            return 0;
+        }
+        p += n;
+        if (!*p)
+            return 1;
+    }
+}
+
 void job_env_free(char **env)
 {
     for (char **e = env; e && *e; e++)
@@ -61,9 +88,10 @@ char **job_env_build(const char *home, char *const *const layers[], int nlayers)
             bad = put(out, &n, kv) != 0;
     }
 #endif
-    char home_kv[4200];
+    char home_kv[4200], path_kv[JOB_ENV_PATH_MAX + 8];
     snprintf(home_kv, sizeof home_kv, "HOME=%s", home ? home : "/");
-    const char *base[] = {"PATH=" JOB_ENV_PATH, "LANG=" JOB_ENV_LANG, home_kv};
+    snprintf(path_kv, sizeof path_kv, "PATH=%s", job_env_path());
+    const char *base[] = {path_kv, "LANG=" JOB_ENV_LANG, home_kv};
     for (size_t i = 0; i < sizeof base / sizeof *base && !bad; i++)
         bad = put(out, &n, base[i]) != 0;
     for (int l = 0; l < nlayers && !bad; l++)

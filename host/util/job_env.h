@@ -7,11 +7,21 @@
 
 #include <stddef.h>
 
-/* The PATH every job starts with (a job may set its own with --msd-env). */
+/* The PATH every job starts with unless the administrator sets another
+ * (loom serve --job-path, carried in LOOM_JOB_PATH); a job may set its own
+ * with --msd-env. */
 #define JOB_ENV_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+#define JOB_ENV_PATH_MAX 4095
+
+/* The PATH jobs start with: LOOM_JOB_PATH when set, else JOB_ENV_PATH. */
+const char *job_env_path(void);
+
+/* Whether dirs can be the jobs' PATH: absolute folders separated by ':',
+ * none empty, at most JOB_ENV_PATH_MAX bytes; else 0 and *why says why. */
+int job_env_path_valid(const char *dirs, char *why, size_t len);
 #define JOB_ENV_LANG "C.UTF-8"
 
-/* PATH=JOB_ENV_PATH, LANG=JOB_ENV_LANG, HOME=home (the exec folder), then
+/* PATH=job_env_path(), LANG=JOB_ENV_LANG, HOME=home (the exec folder), then
  * each layer in order, a later KEY= replacing an earlier one; in a
  * sanitizer build, the host's ASAN/LSAN/UBSAN_OPTIONS first (so its own
  * sanitized workers behave as the host was told). NULL when out of memory;

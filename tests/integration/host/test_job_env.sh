@@ -8,7 +8,8 @@
 # serve`, the host's HOME and a PATH whose first python3 is a shim stay
 # out. The Python a launch job runs is the first python3 on that PATH, and
 # `exec view` names it. WMLA flags accepted with a warning keep the
-# warning with the exec, after a restart too.
+# warning with the exec, after a restart too. An administrator sets the
+# jobs' PATH with --job-path.
 LOOM=$1
 . "$(dirname "$0")/../lib.sh"
 
@@ -163,9 +164,17 @@ expect_contains "sigName's warning is kept" "$sview" "warning     sigName no-suc
 expect_contains "with the parser's after it" "$sview" "warning     --conda-env-name dlipy3:"
 expect_ok "the sigName job ends" "$LOOM" exec wait "$sid" --timeout 60
 stop_host
-start_host
+start_host --job-path /opt/site/bin:/usr/bin:/bin
 expect_contains "after a restart too" "$("$LOOM" exec view "$id")" "warning     --python-version 3.6:"
 expect_contains "and in --json" "$("$LOOM" --json exec view "$id")" '"warnings":["--python-version 3.6:'
 expect_eq "a CPU worker" "$("$LOOM" --json exec view "$id" | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])')" FINISHED
+
+# ---- an administrator's PATH for jobs (loom serve --job-path)
+id=$(submit --exec-start command --model-dir "$MODEL" --model-main show_env.sh)
+expect_ok "the job under --job-path ends" "$LOOM" exec wait "$id" --timeout 60
+expect_contains "it starts with the administrator's PATH" \
+    "$(cat "$LOOM_HOME/execs/$id/env.txt" 2>/dev/null)" "$(printf '\nPATH=/opt/site/bin:/usr/bin:/bin\n')"
 stop_host
+expect_fails "a relative --job-path is refused" timeout 20 "$LOOM" serve --listen 127.0.0.1:0 --job-path bin:/usr/bin
+expect_contains "naming the flag" "$(cat "$WORK/out")" "--job-path: expected absolute folders"
 finish

@@ -47,6 +47,22 @@ static void test_build(void)
     job_env_free(env);
 }
 
+static void test_admin_path(void)
+{
+    char why[160];
+    CHECK(job_env_path_valid("/opt/x:/usr/bin", why, sizeof why));
+    CHECK(!job_env_path_valid("bin:/usr/bin", why, sizeof why));
+    CHECK_CONTAINS(why, "\"bin\"");
+    CHECK(!job_env_path_valid("/a::/b", why, sizeof why));
+    CHECK(!job_env_path_valid("", why, sizeof why));
+    setenv("LOOM_JOB_PATH", "/opt/x:/usr/bin", 1);
+    char **env = job_env_build("/h", NULL, 0);
+    CHECK_STR_EQ(job_env_get(env, "PATH"), "/opt/x:/usr/bin");
+    job_env_free(env);
+    unsetenv("LOOM_JOB_PATH");
+    CHECK_STR_EQ(job_env_path(), JOB_ENV_PATH);
+}
+
 static void test_fd_round_trip(void)
 {
     char *env[] = {"A=1", "EMPTY=", "LD_PRELOAD=./x.so", NULL};
@@ -117,6 +133,7 @@ static void test_confine_spec(void)
 int main(void)
 {
     test_build();
+    test_admin_path();
     test_fd_round_trip();
     test_confine_spec();
     return CHECK_DONE();
