@@ -12,8 +12,9 @@ loom.register_framework{
     plan = function(req)
         if req.model_main == nil or req.model_main == "" then
             error({code = "invalid_argument",
-                   message = "python: no --model-main given: name the script to run, "
-                          .. "relative to the model directory (e.g. --model-main train.py)"})
+                   message = "--model-main is required for the python framework: name the "
+                          .. "script to run, relative to the model directory "
+                          .. "(e.g. --model-main train.py)"})
         end
         local workers = {}
         for rank = 0, req.num_workers - 1 do

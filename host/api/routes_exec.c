@@ -24,6 +24,20 @@
 /* Users see their own execs (by immutable id); administrators see all. */
 #define OWNER(req) loomd_caller_id(ctx, req)
 
+/* text's lines as an array of strings named `name` in o. */
+static void add_lines(cJSON *o, const char *name, const char *text)
+{
+    cJSON *a = cJSON_AddArrayToObject(o, name);
+    for (const char *p = text; *p;) {
+        size_t n = strcspn(p, "\n");
+        char *line = n ? strndup(p, n) : NULL;
+        if (line)
+            cJSON_AddItemToArray(a, cJSON_CreateString(line));
+        free(line);
+        p += n + (p[n] == '\n');
+    }
+}
+
 /* WMLA's field names for an exec. */
 static cJSON *exec_json(exec_view *v)
 {
@@ -42,6 +56,8 @@ static cJSON *exec_json(exec_view *v)
     cJSON_AddNumberToObject(o, "endTime", (double)e->ended_at);
     if (v->python[0])
         cJSON_AddStringToObject(o, "python", v->python);
+    if (v->warnings[0])
+        add_lines(o, "warnings", v->warnings);
     if (v->pending_reason[0])
         cJSON_AddStringToObject(o, "pendingReason", v->pending_reason);
     if (v->running && v->handover_ms >= 0) {
@@ -212,9 +228,8 @@ static void submit(void *ctx, const http_request *req, http_response *res)
         plan_of_sig(d, sig, plan, sizeof plan, warnings, sizeof warnings) &&
         asprintf(&with_plan, "--consumer '%s' %s", plan, args) > 0)
         sub.args = with_plan;
-    size_t used = strlen(warnings);
-    sub.warnings = warnings + used;
-    sub.warnings_len = sizeof warnings - used;
+    sub.warnings = warnings; /* the sigName warning first, kept */
+    sub.warnings_len = sizeof warnings;
     char id[64];
     loom_error *e = args_fit(sub.args);
     if (!e)
@@ -226,9 +241,6 @@ static void submit(void *ctx, const http_request *req, http_response *res)
                                             "plan %.200s; the exec runs in your default plan\n",
                  sig, plan);
         sub.args = args;
-        used = strlen(warnings);
-        sub.warnings = warnings + used;
-        sub.warnings_len = sizeof warnings - used;
         e = exec_submit(d->execs, &sub, id, sizeof id);
     }
     if (e)

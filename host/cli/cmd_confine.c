@@ -11,18 +11,43 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "util/job_env.h"
 #include "util/job_sandbox.h"
 #include "util/sandbox.h"
 
 static const char confine_usage[] =
     "usage: loom confine [--system] [--read PATH]... [--write PATH]... [--device PATH]...\n"
-    "                    [--uid N --gid N] [--tmpdir DIR] -- PROGRAM [ARGS]\n"
+    "                    [--uid N --gid N] [--tmpdir DIR] [--env-fd N] -- PROGRAM [ARGS]\n"
     "\n"
     "Runs PROGRAM confined: it reads (and executes) only beneath the --read\n"
     "paths, writes only beneath the --write paths, and uses only the --device\n"
     "nodes; --system adds the system's folders and devices. As root, --uid and\n"
     "--gid name its account, which then owns the --write paths. --tmpdir\n"
-    "creates DIR and points TMPDIR at it. The host starts job processes so.\n";
+    "creates DIR and points TMPDIR at it. --env-fd reads PROGRAM's whole\n"
+    "environment from descriptor N (NUL-separated KEY=VALUE) and applies it\n"
+    "only when running PROGRAM, after confining. The host starts job\n"
+    "processes so, with an empty environment of their own.\n";
+
+extern char **environ;
+
+/* Reads the job's environment from the descriptor named by --env-fd. */
+static int read_env_fd(const char *text, char **block, char ***env)
+{
+    char *end;
+    errno = 0;
+    long fd = strtol(text, &end, 10);
+    if (errno || *end || end == text || fd < 0 || fd > 1024) {
+        fprintf(stderr, "loom confine: --env-fd: expected a descriptor number, got \"%s\"\n",
+                text);
+        return -1;
+    }
+    int rc = job_env_from_fd((int)fd, block, env);
+    if (rc != 0)
+        fprintf(stderr, "loom confine: --env-fd %ld: %s\n", fd,
+                errno == E2BIG ? "the environment is over 2 MiB" : strerror(errno));
+    close((int)fd);
+    return rc;
+}
 
 static int parse_id(const char *flag, const char *text, unsigned *out)
 {
@@ -57,6 +82,7 @@ int cmd_confine(int argc, char **argv)
     const char **rd = calloc((size_t)cap, sizeof *rd), **wr = calloc((size_t)cap, sizeof *wr),
                **dev = calloc((size_t)cap, sizeof *dev);
     const char *tmpdir = NULL;
+    char *env_block = NULL, **job_env = NULL;
     unsigned uid = 0, gid = 0;
     int bad = !rd || !wr || !dev, system_paths = 0;
     glob_t g = {0};
@@ -74,6 +100,8 @@ int cmd_confine(int argc, char **argv)
             dev[nd++] = argv[++i];
         } else if (v && !strcmp(a, "--tmpdir")) {
             tmpdir = argv[++i];
+        } else if (v && !strcmp(a, "--env-fd") && !job_env) {
+            bad = read_env_fd(argv[++i], &env_block, &job_env) != 0;
         } else if (v && (!strcmp(a, "--uid") || !strcmp(a, "--gid"))) {
             bad = parse_id(a, argv[++i], a[2] == 'u' ? &uid : &gid) != 0;
             ids |= a[2] == 'u' ? 1 : 2;
@@ -97,8 +125,7 @@ int cmd_confine(int argc, char **argv)
         bad = 1;
     }
     /* The job's own temporary folder, inside what it writes. */
-    if (!bad && tmpdir && ((mkdir(tmpdir, 0700) != 0 && errno != EEXIST) ||
-                           setenv("TMPDIR", tmpdir, 1) != 0)) {
+    if (!bad && tmpdir && mkdir(tmpdir, 0700) != 0 && errno != EEXIST) {
         fprintf(stderr, "loom confine: --tmpdir %s: %s\n", tmpdir, strerror(errno));
         bad = 1;
     }
@@ -112,11 +139,18 @@ int cmd_confine(int argc, char **argv)
     free(rd);
     free(wr);
     free(dev);
-    if (bad)
-        return 126;
-    if (e) {
-        fprintf(stderr, "loom confine: %s\n", loom_err_message(e));
+    if (!bad && !e && job_env)
+        environ = job_env; /* confined now: PROGRAM may have it, PATH included */
+    if (!bad && !e && tmpdir && setenv("TMPDIR", tmpdir, 1) != 0) {
+        fprintf(stderr, "loom confine: --tmpdir %s: %s\n", tmpdir, strerror(errno));
+        bad = 1;
+    }
+    if (bad || e) {
+        if (e)
+            fprintf(stderr, "loom confine: %s\n", loom_err_message(e));
         loom_err_free(e);
+        free(job_env);
+        free(env_block);
         return 126;
     }
     execvp(argv[sep + 1], argv + sep + 1);

@@ -186,6 +186,9 @@ static void print_exec(const cJSON *e)
     printf("workers     %d\n", (int)cli_num(e, "numWorker"));
     if (*cli_str(e, "python"))
         printf("python      %s\n", cli_str(e, "python"));
+    const cJSON *warning;
+    cJSON_ArrayForEach(warning, cJSON_GetObjectItemCaseSensitive(e, "warnings"))
+        printf("warning     %s\n", cJSON_IsString(warning) ? warning->valuestring : "");
     printf("result dir  %s\n", cli_str(e, "resultDir"));
     printf("created     %s\nstarted     %s\nended       %s\n", t1, t2, t3);
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(e, "training");

@@ -12,6 +12,7 @@
 #include "auth/auth.h"
 #include "cli/commands.h"
 #include "util/fs.h"
+#include "util/job_env.h"
 #include "util/job_sandbox.h"
 #include "util/log.h"
 #include "util/log_pump.h"
@@ -25,7 +26,7 @@ static const char serve_usage[] =
     "                  [--idle-timeout SECONDS] [--max-header-bytes B] [--max-uploads N]\n"
     "                  [--max-uploads-per-user N] [--slow-threads N]\n"
     "                  [--cors-origin ORIGIN]... [--allow-basic-over-http]\n"
-    "                  [--python PATH]\n"
+    "                  [--python PATH] [--job-path DIRS]\n"
     "                  [--max-queued-execs N] [--log-max-bytes B] [--checkpoints-keep K]\n"
     "                  [--archive-max-entries N] [--archive-max-bytes B]\n"
     "\n"
@@ -54,8 +55,12 @@ static const char serve_usage[] =
     "                      HTTP on a non-loopback listener (default: refused)\n"
     "  --require-isolation refuse to start unless jobs are fully confined\n"
     "                      (Landlock, and an account per user when root)\n"
-    "  --python PATH       the Python jobs run when they name none (default\n"
-    "                      /usr/bin/python3, else python3 on PATH)\n"
+    "  --python PATH       the Python jobs run when they name none with\n"
+    "                      --msd-env PYTHON= (default: the first python3 on the\n"
+    "                      jobs' PATH, never the host's own)\n"
+    "  --job-path DIRS     the PATH every job starts with (absolute folders\n"
+    "                      separated by ':'; default\n"
+    "                      " JOB_ENV_PATH ")\n"
     "  --max-connections N open HTTP connections in all (default 1024)\n"
     "  --max-connections-per-ip N  from one client address (default 128)\n"
     "  --idle-timeout S    close a connection silent this long (default 15)\n"
@@ -251,10 +256,21 @@ static int web_flag(int argc, char **argv, int *i, loomd_options *o)
 }
 
 /* --python PATH: the host's default interpreter, which jobs and the host's
- * readers of Python scripts find in LOOM_PYTHON. 1 when argv[*i] was it
- * (its value consumed), 0 when not, -1 after printing the error. */
+ * readers of Python scripts find in LOOM_PYTHON; --job-path DIRS: the PATH
+ * jobs start with, in LOOM_JOB_PATH. 1 when argv[*i] was one (its value
+ * consumed), 0 when not, -1 after printing the error. */
 static int python_flag(int argc, char **argv, int *i)
 {
+    if (strcmp(argv[*i], "--job-path") == 0 && *i + 1 < argc) {
+        char why[160];
+        const char *dirs = argv[++*i];
+        if (!job_env_path_valid(dirs, why, sizeof why)) {
+            cli_fail("--job-path: %s", why);
+            return -1;
+        }
+        setenv("LOOM_JOB_PATH", dirs, 1);
+        return 1;
+    }
     if (strcmp(argv[*i], "--python") != 0 || *i + 1 >= argc)
         return 0;
     const char *path = argv[++*i];

@@ -299,8 +299,10 @@ static loom_error *wmla_flag(dlicmd *d, const char *flag, const char *value)
         return each_pair(d, flag, value, datastore_pair);
     if (strcmp(flag, "--edt-options") == 0)
         return each_pair(d, flag, value, edt_pair);
-    if (strcmp(flag, "--gpuPerWorker") == 0)
-        return parse_int(flag, value, 1, 64, &d->gpu_per_worker);
+    if (strcmp(flag, "--gpuPerWorker") == 0) {
+        d->gpu_per_worker_given = 1; /* 0 is a CPU worker (notebooks on CPU clusters send it) */
+        return parse_int(flag, value, 0, 64, &d->gpu_per_worker);
+    }
     if (strcmp(flag, "--python-version") == 0)
         return python_version(d, flag, value);
     if (strcmp(flag, "--conda-env-name") == 0) {
@@ -319,6 +321,14 @@ static loom_error *wmla_settle(dlicmd *d)
     if (d->data_path && d->data_dir)
         return loom_err(LOOM_E_INVALID, "--data-dir and --cs-datastore-meta data_path both name "
                                         "DATA_DIR: give one");
+    if (d->gpu_per_worker_given && !d->gpu_per_worker) {
+        if (d->device_type_given && !strcmp(d->device_type, "gpu"))
+            return loom_err(LOOM_E_INVALID, "--gpuPerWorker 0 (a CPU worker) and "
+                                            "--workerDeviceType gpu disagree");
+        free(d->device_type);
+        if (!(d->device_type = strdup("cpu")))
+            return loom_err(LOOM_E_INTERNAL, "args: out of memory");
+    }
     if (d->gpu_per_worker) {
         if (d->worker_device_num != 1 && d->worker_device_num != d->gpu_per_worker)
             return loom_err(LOOM_E_INVALID, "--gpuPerWorker %d and --workerDeviceNum %d disagree",

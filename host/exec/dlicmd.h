@@ -36,7 +36,8 @@ typedef struct dlicmd {
     /* WMLA's flags (see the README's table). */
     char *data_path;    /* --cs-datastore-meta data_path: DATA_DIR under the data store */
     int max_workers;    /* --edt-options maxWorkers=N (0: not given) */
-    int gpu_per_worker; /* --gpuPerWorker N (0: not given) */
+    int gpu_per_worker; /* --gpuPerWorker N; 0: a CPU worker, or not given */
+    int gpu_per_worker_given;
     char *python_version;  /* --python-version X.Y */
     char *conda_env;       /* --conda-env-name NAME */
     char *debug_level;     /* --debug-level LEVEL, lower case */

@@ -649,7 +649,7 @@ loom_error *exec_submit(exec_service *es, const exec_submission *sub, char *id, 
         exec_schedule_locked(es);
         exec_wake(es); /* its first worker is watched from now on */
         snprintf(id, idlen, "%s", rec->id);
-        exec_note_warnings(sub, &d);
+        exec_note_warnings(es, rec->id, sub, &d);
     }
     pthread_mutex_unlock(&es->lock);
     if (err) {

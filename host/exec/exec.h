@@ -63,7 +63,9 @@ typedef struct exec_submission {
      * configurations train only their extra epochs this way. */
     const char *continue_from;
     /* Where the host does otherwise than a flag asked (WMLA's flags with no
-     * equivalent), one sentence a line; NULL: not wanted. */
+     * equivalent), one sentence a line; NULL: not wanted. What the caller
+     * put there first (its own warnings) is kept, the parser's follow, and
+     * all are stored with the exec (exec view shows them). */
     char *warnings;
     size_t warnings_len;
 } exec_submission;
@@ -112,6 +114,9 @@ typedef struct exec_view {
     /* The Python the job ran (python, distPyTorch, edtPyTorch jobs), as
      * RESULT_DIR/log/python says; "" when none, and in listings. */
     char python[PATH_MAX + 32];
+    /* The submission's warnings, one a line, kept with the exec; "" when
+     * none, and in listings. */
+    char warnings[STORE_EXEC_WARNINGS_MAX];
 } exec_view;
 
 /* Cuts the exec id out of a pending reason that names one ("reserved for

@@ -107,8 +107,10 @@ loom_error *exec_data_dir_check(const char *home, const dlicmd *d, const char *d
 /* WMLA's --gpuPerWorker without --workerDeviceType: GPUs where the host
  * has them, else CPU devices and a warning. */
 void exec_wmla_devices(dlicmd *d);
-/* The parser's warnings, one a line, into the submitter's buffer. */
-void exec_note_warnings(const exec_submission *sub, const dlicmd *d);
+/* The parser's warnings, one a line, after what the submitter's buffer
+ * holds; all of them are stored with exec `id`. */
+void exec_note_warnings(exec_service *es, const char *id, const exec_submission *sub,
+                        const dlicmd *d);
 /* The refusal of a framework that is not registered; `wmla`: the name
  * asked for is WMLA's, mapped to `framework`. */
 loom_error *exec_framework_missing(const char *asked, const char *framework, int wmla);

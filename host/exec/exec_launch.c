@@ -16,11 +16,10 @@
 #include "exec/exec_internal.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/job_env.h"
 #include "util/job_sandbox.h"
 #include "util/log.h"
 #include "util/spawn.h"
-
-extern char **environ;
 
 char **strings_copy(const char *const *src, uint32_t n)
 {
@@ -97,70 +96,14 @@ void launch_plan_free(launch_plan *p)
     p->count = 0;
 }
 
-/* The worker's environment: the host's, then each layer in order; a later
- * KEY= replaces an earlier one. */
-static char **build_env(char *const *layers[], int nlayers)
-{
-    size_t total = 0;
-    for (char **e = environ; *e; e++)
-        total++;
-    for (int l = 0; l < nlayers; l++)
-        for (char *const *e = layers[l]; e && *e; e++)
-            total++;
-    char **out = calloc(total + 1, sizeof *out);
-    if (!out)
-        return NULL;
-    size_t n = 0;
-    for (char **e = environ; *e; e++)
-        out[n++] = strdup(*e);
-    for (int l = 0; l < nlayers; l++)
-        for (char *const *e = layers[l]; e && *e; e++) {
-            const char *kv = *e;
-            size_t klen = (size_t)(strchr(kv, '=') - kv);
-            size_t j = 0;
-            while (j < n && !(strncmp(out[j], kv, klen) == 0 && out[j][klen] == '='))
-                j++;
-            if (j < n)
-                free(out[j]);
-            out[j < n ? j : n++] = strdup(kv);
-        }
-    return out;
-}
-
 /* The Python a launch-style job runs where its plan says plain `python3`:
  * the job's own (--msd-env PYTHON=PATH), else the host's (loom serve
- * --python), else NULL: python3 on PATH. */
+ * --python), else NULL: the first python3 on the job's PATH. */
 static const char *job_python(char *const *msd_env)
 {
-    const char *chosen = NULL;
-    for (char *const *e = msd_env; e && *e; e++)
-        if (!strncmp(*e, "PYTHON=", 7) && (*e)[7])
-            chosen = *e + 7;
+    const char *chosen = job_env_get(msd_env, "PYTHON");
     const char *host = getenv("LOOM_PYTHON");
-    return chosen ? chosen : host && *host ? host : NULL;
-}
-
-/* Where `name` is found in the PATH of `envp` (the one the worker gets);
- * "" when nowhere. */
-static void find_in_path(char *const *envp, const char *name, char *out, size_t len)
-{
-    const char *path = NULL;
-    for (char *const *e = envp; e && *e; e++)
-        if (!strncmp(*e, "PATH=", 5))
-            path = *e + 5; /* the last one is the one build_env kept */
-    out[0] = '\0';
-    while (path && *path) {
-        size_t n = strcspn(path, ":");
-        char candidate[PATH_MAX];
-        if (n > 0 && n < sizeof candidate - strlen(name) - 2) {
-            snprintf(candidate, sizeof candidate, "%.*s/%s", (int)n, path, name);
-            if (access(candidate, X_OK) == 0) {
-                snprintf(out, len, "%s", candidate);
-                return;
-            }
-        }
-        path += n + (path[n] == ':');
-    }
+    return chosen && *chosen ? chosen : host && *host ? host : NULL;
 }
 
 /* Puts the job's Python in place of `python3` and says which one runs: in
@@ -171,18 +114,20 @@ static void use_job_python(char **argv, const char *python, char *const *envp,
 {
     if (!argv || !argv[0] || strcmp(argv[0], "python3"))
         return;
-    char *chosen = python ? strdup(python) : NULL;
-    if (chosen) {
-        free(argv[0]);
-        argv[0] = chosen;
-    }
-    char shown[PATH_MAX + 32], found[PATH_MAX];
-    if (chosen) {
-        snprintf(shown, sizeof shown, "%s", chosen);
-    } else {
-        find_in_path(envp, "python3", found, sizeof found);
+    char shown[PATH_MAX + 32], found[PATH_MAX] = "";
+    if (python)
+        snprintf(shown, sizeof shown, "%s", python);
+    else {
+        /* Found here, so what runs is what is shown, confined or not. */
+        job_env_which(envp, "python3", found, sizeof found);
         snprintf(shown, sizeof shown, "python3 on PATH (%s)", found[0] ? found : "not found");
     }
+    char *chosen = strdup(python ? python : found);
+    if (chosen && *chosen) {
+        free(argv[0]);
+        argv[0] = chosen;
+    } else
+        free(chosen);
     FILE *f = fopen(log_path, "a");
     if (f) {
         fprintf(f, "loom: python is %s\n", shown);
@@ -236,8 +181,8 @@ loom_error *launch_start(exec_service *es, running_exec *r, const int32_t *devic
                                  d > i * k ? "," : "", device_index[d]);
         char *job[8] = {job_env[0], job_env[1], job_env[2], job_env[3],
                         job_env[4], job_env[5], job_env[6], NULL};
-        char *const *layers[3] = {job, r->msd_env, r->plan.workers[i].env};
-        char **envp = build_env(layers, 3);
+        char *const *const layers[3] = {job, r->msd_env, r->plan.workers[i].env};
+        char **envp = job_env_build(rec->result_dir, layers, 3);
         use_job_python(r->plan.workers[i].argv, job_python(r->msd_env), envp, err_path,
                        rec->result_dir);
         /* Output goes through the host's log pump, which bounds it. */
@@ -246,7 +191,7 @@ loom_error *launch_start(exec_service *es, running_exec *r, const int32_t *devic
             err = loom_err(LOOM_E_INTERNAL, "cannot make the workers' log pipes: %s",
                            strerror(errno));
             close_pipe(out_pipe);
-            strings_free(envp);
+            job_env_free(envp);
             break;
         }
         spawn_spec spec = {
@@ -257,16 +202,15 @@ loom_error *launch_start(exec_service *es, running_exec *r, const int32_t *devic
             .stderr_fd = err_pipe[1],
             .pgid = rec->pgid, /* the first worker leads the group */
         };
-        char **confined = NULL;
+        job_sandbox_held held = {.env_fd = -1};
         job_sandbox_job box = {.user = rec->user, .user_id = rec->user_id, .exec_dir = rec->result_dir, .data_dir = r->data_dir};
         pid_t pid = -1;
-        err = envp ? job_sandbox_wrap(&box, spec.argv, &confined)
+        err = envp ? job_sandbox_confine_spec(&box, &spec, &held)
                    : loom_err(LOOM_E_INTERNAL, "out of memory");
-        spec.argv = confined ? confined : spec.argv;
         if (!err)
             err = spawn_process(&spec, &pid);
-        job_sandbox_argv_free(confined);
-        strings_free(envp);
+        job_sandbox_release(&held);
+        job_env_free(envp);
         close(out_pipe[1]);
         close(err_pipe[1]);
         if (err) {

@@ -14,6 +14,7 @@
 
 #include "exec/exec_internal.h"
 #include "util/fs.h"
+#include "util/job_env.h"
 #include "util/job_sandbox.h"
 #include "util/spawn.h"
 
@@ -45,13 +46,18 @@ static int wait_exit(pid_t pid)
     }
 }
 
-/* The host's default Python (loom serve --python), else Debian's. */
-static const char *probe_python(void)
+/* The Python jobs run (loom serve --python, else the first python3 on the
+ * jobs' fixed PATH): the one whose syntax the script is read with. */
+static const char *probe_python(char *found, size_t len)
 {
     const char *configured = getenv("LOOM_PYTHON");
     if (configured && *configured)
         return configured;
-    return access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
+    char path_kv[JOB_ENV_PATH_MAX + 8];
+    snprintf(path_kv, sizeof path_kv, "PATH=%s", job_env_path());
+    char *const job_path[] = {path_kv, NULL};
+    job_env_which(job_path, "python3", found, len);
+    return found[0] ? found : "python3";
 }
 
 /* Runs the settings reader; on success *training is its "training" object. */
@@ -66,7 +72,8 @@ static loom_error *read_settings(const char *fw_name, const char *script, const 
     snprintf(err_path, sizeof err_path, "%s.err", out_path);
     unlink(out_path);
     unlink(err_path);
-    const char *python = probe_python();
+    char found[PATH_MAX];
+    const char *python = probe_python(found, sizeof found);
     int argc = 0;
     char **argv = calloc((size_t)d->arg_count + 6, sizeof *argv);
     if (!argv)
@@ -77,7 +84,9 @@ static loom_error *read_settings(const char *fw_name, const char *script, const 
     argv[argc++] = (char *)script;
     for (int i = 0; i < d->arg_count; i++)
         argv[argc++] = d->args[i];
-    char *envp[] = {"LC_ALL=C.UTF-8", "PATH=/usr/local/bin:/usr/bin:/bin", NULL};
+    char path_kv[JOB_ENV_PATH_MAX + 8];
+    snprintf(path_kv, sizeof path_kv, "PATH=%s", job_env_path());
+    char *envp[] = {"LC_ALL=C.UTF-8", path_kv, NULL};
     spawn_spec spec = {.argv = argv, .envp = envp, .stdout_path = out_path,
                        .stderr_path = err_path, .pgid = -1};
     pid_t pid = -1;

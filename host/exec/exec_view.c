@@ -125,8 +125,10 @@ loom_error *exec_describe(exec_service *es, int64_t owner, const char *id, exec_
     if (found)
         describe(es, owner, r ? &r->rec : &rec, r, out);
     pthread_mutex_unlock(&es->lock);
-    if (found)
+    if (found) {
         read_python(out);
+        loom_err_free(store_exec_warnings_get(es->st, out->rec.id, out->warnings, sizeof out->warnings));
+    }
     return found ? NULL : loom_err(LOOM_E_NOT_FOUND, "no exec \"%s\"", id);
 }
 

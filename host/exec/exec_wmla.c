@@ -2,6 +2,7 @@
  * loom's: the model archive's two layouts, DATA_DIR under the data store.
  * See exec_internal.h. */
 #include "exec/exec_internal.h"
+#include "util/log.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -119,14 +120,20 @@ void exec_wmla_devices(dlicmd *d)
                                      "that many CPU devices instead"));
 }
 
-void exec_note_warnings(const exec_submission *sub, const dlicmd *d)
+void exec_note_warnings(exec_service *es, const char *id, const exec_submission *sub,
+                        const dlicmd *d)
 {
-    if (!sub->warnings || !sub->warnings_len)
-        return;
-    size_t n = 0;
-    sub->warnings[0] = 0;
-    for (int i = 0; i < d->warning_count && n < sub->warnings_len; i++)
-        n += (size_t)snprintf(sub->warnings + n, sub->warnings_len - n, "%s\n", d->warnings[i]);
+    char all[STORE_EXEC_WARNINGS_MAX];
+    int wanted = sub->warnings && sub->warnings_len;
+    size_t n = (size_t)snprintf(all, sizeof all, "%s", wanted ? sub->warnings : "");
+    for (int i = 0; i < d->warning_count && n < sizeof all; i++)
+        n += (size_t)snprintf(all + n, sizeof all - n, "%s\n", d->warnings[i]);
+    if (wanted)
+        snprintf(sub->warnings, sub->warnings_len, "%s", all);
+    loom_error *e = all[0] ? store_exec_warnings_set(es->st, id, all) : NULL;
+    if (e) /* the submission stands; its warnings were in the reply */
+        log_warn("exec %s: %s", id, loom_err_message(e));
+    loom_err_free(e);
 }
 
 loom_error *exec_framework_missing(const char *asked, const char *framework, int wmla)

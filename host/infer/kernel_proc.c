@@ -13,6 +13,7 @@
 
 #include "infer/kernel_wire.h"
 #include "plugin/plugin_wire.h"
+#include "util/job_env.h"
 #include "util/job_sandbox.h"
 #include "util/supervise.h"
 
@@ -190,10 +191,15 @@ loom_error *kernel_proc_start(const kernel_proc_spec *spec, kernel_proc **out)
     const char *read[] = {spec->model_dir, NULL};
     job_sandbox_job box = {.user = spec->user, .exec_dir = spec->work_dir, .read = read};
     char **confined = NULL;
-    loom_error *e = job_sandbox_wrap(&box, argv, &confined);
+    /* A job's environment (util/job_env.h), not the host's; the model's
+     * variables come as --env. */
+    char **envp = job_env_build(spec->work_dir, NULL, 0);
+    loom_error *e = envp ? job_sandbox_wrap(&box, argv, &confined)
+                         : loom_err(LOOM_E_INTERNAL, "out of memory");
     if (!e)
-        e = supervise_start(&k->child, confined ? confined : argv, spec->output);
+        e = supervise_start_env(&k->child, confined ? confined : argv, envp, spec->output);
     job_sandbox_argv_free(confined);
+    job_env_free(envp);
     free(env);
     if (!e)
         e = wait_ready(k, spec->start_timeout_ms);

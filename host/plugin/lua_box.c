@@ -102,9 +102,16 @@ static int code_from_name(const char *name)
     return 0;
 }
 
+const char *lua_box_file_name(const lua_box *box)
+{
+    const char *slash = box->path ? strrchr(box->path, '/') : NULL;
+    return slash ? slash + 1 : box->path ? box->path : "(script)";
+}
+
 /* Turns the error object into "source:line: message" plus a traceback.
  * Error tables {code = "invalid_argument", message = "..."} let a script
- * choose the loom_code. Uses raw access only: no script code runs here
+ * choose the loom_code, and are its answer: the caller sees the message
+ * alone, the log the position too. Uses raw access only: no script code runs here
  * except a __tostring metamethod, as in the stand-alone interpreter. */
 static int box_message_handler(lua_State *L)
 {
@@ -117,6 +124,7 @@ static int box_message_handler(lua_State *L)
         lua_pushliteral(L, "message");
         if (lua_rawget(L, 1) == LUA_TSTRING)
             msg = lua_tostring(L, -1);
+        box->answered = msg != NULL;
     }
     if (!msg && (lua_type(L, 1) == LUA_TSTRING || lua_type(L, 1) == LUA_TNUMBER))
         msg = lua_tostring(L, 1);
@@ -134,9 +142,12 @@ static int box_message_handler(lua_State *L)
         if (!lua_getinfo(L, "Sl", &ar) || ar.currentline <= 0)
             continue;
         size_t n = strlen(ar.short_src);
-        if (strncmp(msg, ar.short_src, n) != 0 || msg[n] != ':')
+        if (strncmp(msg, ar.short_src, n) != 0 || msg[n] != ':') {
+            const char *bare = msg;
             msg = lua_pushfstring(L, "%s:%d: %s", ar.short_src,
                                   ar.currentline, msg);
+            box->position_len = strlen(msg) - strlen(bare);
+        }
         break;
     }
     luaL_traceback(L, L, msg, 1);
@@ -154,8 +165,12 @@ static loom_error *box_error(lua_box *box, const char *what, int status,
         text = "(no message)";
     const char *traceback = strstr(text, "\nstack traceback:");
     int len = traceback ? (int)(traceback - text) : (int)strlen(text);
-    if (traceback)
-        log_msg(LOG_DEBUG, box->log_source, "%s%s", prefix, text);
+    if (traceback || box->answered)
+        log_msg(box->answered ? LOG_INFO : LOG_DEBUG, box->log_source, "%s%s", prefix, text);
+    if (box->answered && box->position_len <= (size_t)len) {
+        text += box->position_len; /* the position stays in the log */
+        len -= (int)box->position_len;
+    }
 
     /* Lua does not call the message handler for memory errors, so there is
      * no line to report: name the script instead. */
@@ -163,7 +178,7 @@ static loom_error *box_error(lua_box *box, const char *what, int status,
         (box->refused_alloc && strstr(text, "not enough memory")))
         return loom_err(LOOM_ERR_RESOURCE_EXHAUSTED,
                         "%s%s: memory limit exceeded (%g MiB)", prefix,
-                        box->path, (double)box->cap / (double)MIB);
+                        lua_box_file_name(box), (double)box->cap / (double)MIB);
     if (box->expired)
         return loom_err(LOOM_ERR_DEADLINE_EXCEEDED, "%s%.*s%s", prefix, len,
                         text,
@@ -180,6 +195,8 @@ static void box_arm(lua_box *box)
     box->expired = 0;
     box->refused_alloc = 0;
     box->error_code = 0;
+    box->answered = 0;
+    box->position_len = 0;
     lua_sethook(box->L, box_hook, LUA_MASKCOUNT, HOOK_EVERY_INSTRUCTIONS);
 }
 
@@ -401,7 +418,9 @@ struct run_script {
 static int box_run_script_body(lua_State *L)
 {
     struct run_script *run = lua_touserdata(L, 1);
-    const char *chunkname = lua_pushfstring(L, "@%s", run->box->path);
+    /* The file's name alone: messages and tracebacks never show where the
+     * host keeps its plugins. */
+    const char *chunkname = lua_pushfstring(L, "@%s", lua_box_file_name(run->box));
     if (luaL_loadbufferx(L, run->source, run->len, chunkname, "t") != LUA_OK)
         return lua_error(L); /* the message already has path:line */
     lua_box_push_env(L);

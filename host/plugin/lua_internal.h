@@ -31,6 +31,10 @@ typedef struct lua_box {
     int refused_alloc;     /* the allocator refused a block this call */
     int registering;       /* loom.register_* allowed (top-level run only) */
     int error_code;        /* loom_code named by an error({code=...}) */
+    int answered;          /* the error was such a table with a message: the
+                            * script's answer to its caller, shown without
+                            * the position (which the log keeps) */
+    size_t position_len;   /* the "source:line: " the handler put before it */
     const char *path;      /* the script, for messages; borrowed */
     const char *label;     /* "lua search 'x'" for callback errors, or NULL */
     const char *append_dir; /* logger instances: loom.append's folder */
@@ -43,13 +47,18 @@ typedef struct lua_box {
  * a fresh environment holding the `loom` table. */
 loom_error *lua_box_open(lua_box *box, const char *path,
                          const lua_plugin_limits *limits);
+/* The script's file name without its folder: what messages show. */
+const char *lua_box_file_name(const lua_box *box);
 /* Compiles (text only) and runs the script in the box's environment, with
  * loom.register_* allowed. */
 loom_error *lua_box_run_script(lua_box *box, const char *source, size_t len);
 /* Runs body(L) with the light userdata `ctx` as its only argument, in
  * protected mode, under a fresh deadline. Any Lua error (including ones the
  * body raises with luaL_error) becomes a loom_error whose message is
- * "LABEL WHAT: source:line: message" (label and what when set). Every use
+ * "LABEL WHAT: NAME.lua:LINE: message" (label and what when set; the
+ * script's file name, never its folder), or "LABEL WHAT: message" for an
+ * error({code = ..., message = ...}) table, whose position goes to the
+ * log. Every use
  * of the Lua API on a box must happen inside such a body, so that a memory
  * error can never reach the panic handler. */
 loom_error *lua_box_call(lua_box *box, const char *what, lua_CFunction body,

@@ -52,6 +52,9 @@ static const char *const schema =
 static const char *const added_columns[][3] = {
     /* The owner's immutable id (auth's users.id); 0 for none. */
     {"execs", "user_id", "INTEGER NOT NULL DEFAULT 0"},
+    /* What the host did differently from what the submission asked, one a
+     * line (store_exec_warnings_set). */
+    {"execs", "warnings", "TEXT NOT NULL DEFAULT ''"},
 };
 
 /* Adds the columns a database made by an older host lacks. */
@@ -500,6 +503,43 @@ static void read_exec(sqlite3_stmt *st, void *row)
     e->user_id = sqlite3_column_int64(st, 12);
 }
 
+/* Runs sql (its one parameter: the exec's id) and hands the row to read;
+ * `doing` names the work for messages. */
+static loom_error *read_exec_row(store *s, const char *sql, const char *id, const char *doing,
+                                 void (*read)(sqlite3_stmt *, void *), void *out)
+{
+    sqlite3_stmt *st = prepare(s, sql);
+    if (!st)
+        return unavailable(s, doing);
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    loom_error *e = NULL;
+    if (rc == SQLITE_ROW)
+        read(st, out);
+    else if (rc == SQLITE_DONE)
+        e = loom_err(LOOM_E_NOT_FOUND, "no exec \"%s\"", id);
+    else
+        e = unavailable(s, doing);
+    finish(s, st);
+    return e;
+}
+
+/* Runs sql, whose last parameter is the exec's id and whose first is
+ * `text` when given; an exec that is not there is LOOM_E_NOT_FOUND. */
+static loom_error *write_exec_row(store *s, const char *sql, const char *id, const char *doing,
+                                  const char *text)
+{
+    sqlite3_stmt *st = prepare(s, sql);
+    if (!st)
+        return unavailable(s, doing);
+    if (text)
+        sqlite3_bind_text(st, 1, text, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, text ? 2 : 1, id, -1, SQLITE_STATIC);
+    char what[96];
+    snprintf(what, sizeof what, "exec \"%s\"", id);
+    return finish_write(s, st, what, 1);
+}
+
 loom_error *store_exec_get(store *s, const char *id, store_exec *out)
 {
     sqlite3_stmt *st = prepare(s, "SELECT " EXEC_COLUMNS " FROM execs WHERE id = ?");
@@ -518,6 +558,31 @@ loom_error *store_exec_get(store *s, const char *id, store_exec *out)
         e = unavailable(s, "read an exec");
     finish(s, st);
     return e;
+}
+
+loom_error *store_exec_warnings_set(store *s, const char *id, const char *warnings)
+{
+    return write_exec_row(s, "UPDATE execs SET warnings = ? WHERE id = ?", id,
+                          "record an exec's warnings", warnings);
+}
+
+typedef struct text_out {
+    char *text;
+    size_t cap;
+} text_out;
+
+static void read_text(sqlite3_stmt *st, void *out)
+{
+    text_out *t = out;
+    column_text(st, 0, t->text, t->cap);
+}
+
+loom_error *store_exec_warnings_get(store *s, const char *id, char *out, size_t cap)
+{
+    out[0] = 0;
+    text_out t = {out, cap};
+    return read_exec_row(s, "SELECT warnings FROM execs WHERE id = ?", id,
+                         "read an exec's warnings", read_text, &t);
 }
 
 loom_error *store_exec_delete(store *s, const char *id)

@@ -79,6 +79,12 @@ size_t store_pending_count(store *s);
 /* Fills out, or LOOM_E_NOT_FOUND. */
 loom_error *store_exec_get(store *s, const char *id, store_exec *out);
 loom_error *store_exec_delete(store *s, const char *id);
+/* The warnings of a submission (what the host does differently from what
+ * it asked; one a line, "" for none), kept with the exec. The reader
+ * truncates to cap, which STORE_EXEC_WARNINGS_MAX always fits. */
+#define STORE_EXEC_WARNINGS_MAX 4096
+loom_error *store_exec_warnings_set(store *s, const char *id, const char *warnings);
+loom_error *store_exec_warnings_get(store *s, const char *id, char *out, size_t cap);
 loom_error *store_exec_each(store *s, void (*fn)(const store_exec *, void *), void *ctx);
 
 /* ---- resource plans ---- */

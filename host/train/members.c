@@ -16,10 +16,10 @@
 #include "train/coordinator_internal.h"
 #include "train/plugin_marker.h"
 #include "util/fs.h"
+#include "util/job_env.h"
 #include "util/job_sandbox.h"
 #include "util/spawn.h"
 
-extern char **environ;
 
 #define STARTUP_TIMEOUT_MS 120000
 #define EXIT_GRACE_MS 5000
@@ -148,27 +148,12 @@ void send_exit(edt_coordinator *c, uint32_t i, const char *reason, int code)
 
 /* ---- workers: start, hello, reap ---------------------------------------- */
 
-/* The worker's environment: the host's, then the job's (DATA_DIR, ...),
- * then the job's msd-env pairs. `job_env` holds the job's strings. */
+/* The worker's environment: the job's fixed base (util/job_env.h), the
+ * job's folders and ids, one BLAS thread, then the job's msd-env pairs.
+ * `job_env` holds the job's strings. */
 static char **worker_env(edt_coordinator *c, int32_t device, char job_env[6][PATH_MAX + 32])
 {
     edt_job *j = &c->job;
-    size_t n = 0, extra = 8;
-    for (char **e = environ; *e; e++)
-        n++;
-    for (char **e = j->msd_env; e && *e; e++)
-        extra++;
-    char **envp = calloc(n + extra + 1, sizeof *envp);
-    if (!envp)
-        return NULL;
-    size_t k = 0;
-    int has_blas = 0;
-    for (char **e = environ; *e; e++) {
-        if (!strncmp(*e, "OPENBLAS_NUM_THREADS=", 21))
-            has_blas = 1;
-        if (strncmp(*e, "CUDA_VISIBLE_DEVICES=", 21))
-            envp[k++] = *e;
-    }
     snprintf(job_env[0], PATH_MAX + 32, "DATA_DIR=%s", j->data_dir);
     snprintf(job_env[1], PATH_MAX + 32, "RESULT_DIR=%s", j->result_dir);
     snprintf(job_env[2], PATH_MAX + 32, "LOG_DIR=%s/log", j->result_dir);
@@ -179,16 +164,12 @@ static char **worker_env(edt_coordinator *c, int32_t device, char job_env[6][PAT
         snprintf(job_env[4], PATH_MAX + 32, "CUDA_VISIBLE_DEVICES=%d", device);
     else
         snprintf(job_env[4], PATH_MAX + 32, "CUDA_VISIBLE_DEVICES=");
-    for (int i = 0; i < 6; i++)
-        envp[k++] = job_env[i];
     /* One BLAS thread per worker: a worker per core, and two pools on two
-     * cores fight. */
-    if (!has_blas)
-        envp[k++] = "OPENBLAS_NUM_THREADS=1";
-    for (char **e = j->msd_env; e && *e; e++)
-        envp[k++] = *e;
-    envp[k] = NULL;
-    return envp;
+     * cores fight (a job may set its own). */
+    char *job[] = {job_env[0], job_env[1], job_env[2], job_env[3], job_env[4], job_env[5],
+                   "OPENBLAS_NUM_THREADS=1", NULL};
+    char *const *const layers[] = {job, j->msd_env};
+    return job_env_build(j->result_dir, layers, 2);
 }
 
 /* Starts a worker in `slot` on `device` (-1: none yet, CPU only). */
@@ -221,21 +202,22 @@ static int spawn_worker(edt_coordinator *c, uint32_t slot, int32_t device)
                        .stderr_path = errp, .pgid = -1};
     /* The worker runs confined: it reads its adapter and the loggers it
      * loads, writes its exec folder and the collective's segment. */
-    char err[512] = "", shm_file[160], **confined = NULL;
+    char err[512] = "", shm_file[160];
+    job_sandbox_held held = {.env_fd = -1};
     snprintf(shm_file, sizeof shm_file, "/dev/shm%s", c->m.shm_name);
     const char *reads[] = {j->framework_path, NULL}, *writes[] = {shm_file, NULL};
     job_sandbox_job box = {.user = j->user, .user_id = j->user_id, .exec_dir = j->result_dir,
                            .data_dir = j->data_dir,
                            .read = reads, .write = writes, .read_json = c->loggers_for_workers};
-    loom_err_take(job_sandbox_wrap(&box, argv, &confined), err, sizeof err);
-    spec.argv = confined ? confined : argv;
-    if (!envp && !err[0])
+    if (!envp)
         snprintf(err, sizeof err, "out of memory");
+    else
+        loom_err_take(job_sandbox_confine_spec(&box, &spec, &held), err, sizeof err);
     pid_t pid = -1;
     if (!err[0] && loom_err_take(spawn_process(&spec, &pid), err, sizeof err) != LOOM_OK)
         pid = -1;
-    job_sandbox_argv_free(confined);
-    free(envp);
+    job_sandbox_release(&held);
+    job_env_free(envp);
     if (pid < 0) {
         driver_say(c, "cannot start worker %u: %s", slot, err);
         return -1;

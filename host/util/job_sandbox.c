@@ -14,6 +14,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "util/job_env.h"
 #include "util/log.h"
 #include "util/sandbox.h"
 
@@ -201,6 +202,58 @@ loom_error *job_sandbox_wrap(const job_sandbox_job *job, char *const *argv, char
     }
     *out = b.v;
     return NULL;
+}
+
+loom_error *job_sandbox_confine_spec(const job_sandbox_job *job, spawn_spec *spec,
+                                     job_sandbox_held *held)
+{
+    static char *const empty_env[] = {NULL};
+    held->argv = NULL;
+    held->env_fd = -1;
+    char **wrapped = NULL;
+    loom_error *e = job_sandbox_wrap(job, spec->argv, &wrapped);
+    if (e || !wrapped)
+        return e;
+    /* `--env-fd N -- PROGRAM`: before the separator the wrap put. */
+    size_t n = 0, sep = 0;
+    for (char **a = wrapped; *a; a++, n++)
+        if (!sep && !strcmp(*a, "--"))
+            sep = n;
+    char **argv = calloc(n + 3, sizeof *argv);
+    int fd = argv ? job_env_to_fd(spec->envp) : -1;
+    char *flag = strdup("--env-fd"), *num = malloc(16);
+    if (!argv || fd < 0 || !flag || !num) {
+        e = loom_err(LOOM_E_INTERNAL, "cannot hand the job its environment: %s",
+                     strerror(errno ? errno : ENOMEM));
+        if (fd >= 0)
+            close(fd);
+        free(argv);
+        free(flag);
+        free(num);
+        job_sandbox_argv_free(wrapped);
+        return e;
+    }
+    snprintf(num, 16, "%d", SPAWN_PASS_FD);
+    memcpy(argv, wrapped, sep * sizeof *argv);
+    argv[sep] = flag;
+    argv[sep + 1] = num;
+    memcpy(argv + sep + 2, wrapped + sep, (n - sep) * sizeof *argv);
+    free(wrapped); /* its strings now belong to argv */
+    held->argv = argv;
+    held->env_fd = fd;
+    spec->argv = argv;
+    spec->envp = empty_env;
+    spec->pass_fd = fd;
+    return NULL;
+}
+
+void job_sandbox_release(job_sandbox_held *held)
+{
+    job_sandbox_argv_free(held->argv);
+    held->argv = NULL;
+    if (held->env_fd >= 0)
+        close(held->env_fd);
+    held->env_fd = -1;
 }
 
 /* ---- the state home ------------------------------------------------------ */

@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include "util/error.h"
+#include "util/spawn.h"
 
 #define JOB_UID_FIRST_DEFAULT 200000u
 #define JOB_UID_LAST_DEFAULT 299999u
@@ -51,6 +52,21 @@ typedef struct job_sandbox_job {
  * job_sandbox_argv_free); *out is NULL when confinement is off. */
 loom_error *job_sandbox_wrap(const job_sandbox_job *job, char *const *argv, char ***out);
 void job_sandbox_argv_free(char **argv);
+
+/* What job_sandbox_confine_spec made; release after spawning. */
+typedef struct job_sandbox_held {
+    char **argv;
+    int env_fd;
+} job_sandbox_held;
+
+/* Makes spec (argv, and envp: the job's whole environment) start through
+ * `loom confine` when confinement is on: the helper, which starts
+ * privileged, gets an empty environment, and the job's environment reaches
+ * only its final execve, after privileges are dropped, through an inherited
+ * descriptor (spec->pass_fd). Unchanged when confinement is off. */
+loom_error *job_sandbox_confine_spec(const job_sandbox_job *job, spawn_spec *spec,
+                                     job_sandbox_held *held);
+void job_sandbox_release(job_sandbox_held *held);
 
 /* The uid and gid a loom user's jobs run as (accounts on): uid_first plus
  * the user's immutable id (user_id, or looked up by name when 0), so a user

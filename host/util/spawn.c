@@ -7,6 +7,7 @@
 #include <spawn.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 loom_error *spawn_process(const spawn_spec *spec, pid_t *out)
 {
@@ -37,12 +38,21 @@ loom_error *spawn_process(const spawn_spec *spec, pid_t *out)
     else if (spec->stderr_path)
         posix_spawn_file_actions_addopen(&fa, 2, spec->stderr_path,
                                          O_WRONLY | O_CREAT | O_APPEND, 0644);
+    /* dup2 onto itself would leave close-on-exec set: move it first. */
+    int pass = spec->pass_fd == SPAWN_PASS_FD ? fcntl(spec->pass_fd, F_DUPFD_CLOEXEC, 10)
+                                              : spec->pass_fd;
+    if (pass > 0)
+        posix_spawn_file_actions_adddup2(&fa, pass, SPAWN_PASS_FD);
     if (spec->cwd)
         posix_spawn_file_actions_addchdir_np(&fa, spec->cwd);
     pid_t pid = -1;
-    int rc = posix_spawnp(&pid, spec->argv[0], &fa, &attr, spec->argv, spec->envp);
+    int rc = spec->pass_fd > 0 && pass < 0
+                 ? errno
+                 : posix_spawnp(&pid, spec->argv[0], &fa, &attr, spec->argv, spec->envp);
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&attr);
+    if (pass > 0 && pass != spec->pass_fd)
+        close(pass);
     if (rc != 0)
         /* A missing program is the submitter's to fix; the rest is ours. */
         return loom_err(rc == ENOENT || rc == EACCES || rc == ENOTDIR ? LOOM_E_INVALID

@@ -17,7 +17,12 @@ typedef struct spawn_spec {
     const char *stderr_path; /* appended; NULL: inherit */
     int stdout_fd, stderr_fd; /* > 0: used instead of the paths (a pipe's write end) */
     pid_t pgid;              /* 0: a new group led by the child; -1: inherit */
+    int pass_fd;             /* > 0: the child gets it as SPAWN_PASS_FD */
 } spawn_spec;
+
+/* The descriptor a child finds spawn_spec.pass_fd at (the job's
+ * environment for `loom confine --env-fd`). */
+#define SPAWN_PASS_FD 3
 
 /* Starts the child and sets *pid, or fails naming argv[0] and the reason
  * (*pid is then -1). */

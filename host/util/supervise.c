@@ -38,6 +38,12 @@ uint64_t supervise_deadline_in(unsigned ms)
 
 loom_error *supervise_start(supervised *child, char *const argv[], const char *output)
 {
+    return supervise_start_env(child, argv, environ, output);
+}
+
+loom_error *supervise_start_env(supervised *child, char *const argv[], char *const envp[],
+                                const char *output)
+{
     child->pid = -1;
     child->fd = -1;
     int sv[2];
@@ -69,7 +75,7 @@ loom_error *supervise_start(supervised *child, char *const argv[], const char *o
     }
     posix_spawn_file_actions_adddup2(&fa, sv[1], SUPERVISE_CHILD_FD);
     pid_t pid = -1;
-    int rc = sv[1] >= 0 ? posix_spawn(&pid, argv[0], &fa, &attr, argv, environ) : errno;
+    int rc = sv[1] >= 0 ? posix_spawn(&pid, argv[0], &fa, &attr, argv, envp) : errno;
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&attr);
     if (sv[1] >= 0)

@@ -28,6 +28,9 @@ typedef struct supervised {
  * SUPERVISE_CHILD_FD, in its own process group, with the host's
  * environment. */
 loom_error *supervise_start(supervised *child, char *const argv[], const char *output);
+/* The same with the environment envp instead of the host's. */
+loom_error *supervise_start_env(supervised *child, char *const argv[], char *const envp[],
+                                const char *output);
 
 /* Writes all of buf, or fails: LOOM_E_DEADLINE past deadline_ns (a
  * CLOCK_MONOTONIC time), LOOM_E_UNAVAILABLE when the child closed its end. */

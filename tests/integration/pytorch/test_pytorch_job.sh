@@ -76,14 +76,15 @@ expect_contains "MNIST's kin: the files it expects are named" \
     "$(field "$vision_nodl" 'v["message"]')" \
     "FashionMNIST: no $WORK/data/empty/FashionMNIST/raw/train-images-idx3-ubyte"
 
-# ---- launch-style jobs: TRAINING_ID, and the Python on PATH shown
+# ---- launch-style jobs: TRAINING_ID, and the Python on the job's PATH shown
 for fw in python distPyTorch; do
     lid=$("$LOOM" exec start --exec-start $fw --model-dir "$WORK/model" --model-main launch.py \
           --data-dir "$WORK/data" | started)
     expect_ok "$fw job finishes" "$LOOM" exec wait "$lid" --timeout 120
     expect_contains "$fw: TRAINING_ID is the exec id" "$(cat "$LOOM_HOME/execs/$lid"/log/worker-0/stdout)" \
         "env {\"SUBID\": null, \"TRAINING_ID\": \"$lid\"}"
-    on_path=$(PATH=$(/usr/bin/python3 -c 'import os; print(os.environ["PATH"])') command -v python3)
+    # the first python3 on the jobs' fixed PATH, whatever the host's is
+    on_path=$(PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin command -v python3)
     expect_contains "$fw: exec view names python3 on PATH and where it is" \
         "$("$LOOM" exec view "$lid")" "python      python3 on PATH ($on_path)"
     lid=$("$LOOM" exec start --exec-start $fw --model-dir "$WORK/model" --model-main launch.py \

@@ -56,6 +56,15 @@ int main(void)
     CHECK(d.arg_count == 2);
     dlicmd_free(&d);
 
+    /* --gpuPerWorker 0, as a notebook on a CPU cluster sends it: a CPU job,
+     * one device per worker. */
+    CHECK(parse("--exec-start PyTorch --model-main main.py --numWorker 2 --gpuPerWorker 0", &d,
+                msg, sizeof msg) == LOOM_OK);
+    CHECK_STR_EQ(d.device_type, "cpu");
+    CHECK(d.worker_device_num == 1);
+    CHECK(d.num_worker == 2);
+    dlicmd_free(&d);
+
     /* type=fs alone is fine; DATA_DIR stays the default. */
     CHECK(parse("--exec-start command --cs-datastore-meta type=fs -- true", &d, msg, sizeof msg) ==
           LOOM_OK);
@@ -99,7 +108,11 @@ int main(void)
     CHECK(parse("--exec-start edt --edt-options minWorkers=1", &d, msg, sizeof msg) ==
           LOOM_E_INVALID);
     CHECK_CONTAINS(msg, "unknown key \"minWorkers\"");
-    CHECK(parse("--exec-start command --gpuPerWorker 0", &d, msg, sizeof msg) == LOOM_E_INVALID);
+    CHECK(parse("--exec-start command --gpuPerWorker 65", &d, msg, sizeof msg) == LOOM_E_INVALID);
+    CHECK_CONTAINS(msg, "from 0 to 64");
+    CHECK(parse("--exec-start command --gpuPerWorker 0 --workerDeviceType gpu", &d, msg,
+                sizeof msg) == LOOM_E_INVALID);
+    CHECK_CONTAINS(msg, "--gpuPerWorker 0");
     CHECK(parse("--exec-start command --gpuPerWorker 2 --workerDeviceNum 3", &d, msg,
                 sizeof msg) == LOOM_E_INVALID);
     CHECK(parse("--exec-start command --python-version three", &d, msg, sizeof msg) ==
