@@ -333,7 +333,7 @@ static void profile_print(const worker *w)
                  100.0 * (double)early / (double)total);
     say("profile epoch %u: %llu steps in %llu rounds; per step ms: compute %.3f, all-reduce %.3f "
         "(waiting for peers %.3f), apply %.3f, between rounds %.3f (worker %u)%s; all-reduce %s",
-        p->epoch, (unsigned long long)p->steps, (unsigned long long)p->rounds,
+        p->epoch + 1, (unsigned long long)p->steps, (unsigned long long)p->rounds,
         (double)p->compute_ns / n / ms, (double)p->reduce_ns / n / ms, (double)p->wait_ns / n / ms,
         (double)p->apply_ns / n / ms, (double)p->between_ns / n / ms, w->slot, during,
         comm_shm_in_place_bytes(w->comm) ? "in place in the shared segment" : "through staging");
