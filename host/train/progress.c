@@ -19,7 +19,7 @@ static progress_stage current_stage(const edt_coordinator *c, int ended)
     if (p->finished)
         return PROGRESS_FINISHED;
     if (ended)
-        return PROGRESS_STOPPED;
+        return PROGRESS_ENDED;
     if (!p->sampler_ready)
         return PROGRESS_STARTING;
     if (p->pending_validate)
@@ -35,7 +35,7 @@ static const char *const stage_names[] = {
     [PROGRESS_STARTING] = "starting",         [PROGRESS_TRAINING] = "training",
     [PROGRESS_VALIDATING] = "validating",     [PROGRESS_CHECKPOINTING] = "checkpointing",
     [PROGRESS_SAVING] = "saving",             [PROGRESS_FINISHED] = "finished",
-    [PROGRESS_STOPPED] = "stopped"};
+    [PROGRESS_ENDED] = "ended"};
 
 /* The running epoch's samples per second; 0 before its first step. */
 static double epoch_rate(const edt_progress *p)
@@ -53,7 +53,7 @@ static void add_progress_line(cJSON *o, const edt_coordinator *c, progress_stage
 {
     const edt_progress *p = &c->pr;
     uint32_t epochs = c->job.settings.epochs;
-    int between = stage != PROGRESS_TRAINING && stage != PROGRESS_STOPPED;
+    int between = stage != PROGRESS_TRAINING && stage != PROGRESS_ENDED;
     progress_facts f = {.stage = stage, .framework = c->job.framework_name,
                         .starting = starting, .workers = members, .epochs = epochs,
                         .rate = rate, .have_loss = p->loss_n > 0,

@@ -128,12 +128,12 @@ void progress_line(const progress_facts *f, char *out, size_t cap)
             plural(f->epochs, "epoch", "epochs"));
         add_test(&b, f->test);
         break;
-    case PROGRESS_STOPPED:
+    case PROGRESS_ENDED:
         if (f->total == 0) {
-            add(&b, "stopped while the workers were starting");
+            add(&b, "ended while the workers were starting");
             break;
         }
-        add(&b, "stopped in ");
+        add(&b, "ended in ");
         add_epoch(&b, f);
         break;
     }

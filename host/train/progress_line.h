@@ -23,7 +23,7 @@ typedef enum progress_stage {
     PROGRESS_CHECKPOINTING,/* an epoch ended; its checkpoint comes next */
     PROGRESS_SAVING,       /* every epoch done; the final model comes next */
     PROGRESS_FINISHED,
-    PROGRESS_STOPPED       /* ended before the last epoch (stopped or failed) */
+    PROGRESS_ENDED         /* the job ended unfinished (stopped or failed) */
 } progress_stage;
 
 typedef struct progress_facts {

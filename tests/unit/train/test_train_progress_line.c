@@ -64,11 +64,11 @@ int main(void)
     f.epochs = 3;
     CHECK_CONTAINS(line_of(&f), "finished: 18,000 samples in 3 epochs");
 
-    f = (progress_facts){.stage = PROGRESS_STOPPED, .epoch = 2, .epochs = 3, .done = 10,
+    f = (progress_facts){.stage = PROGRESS_ENDED, .epoch = 2, .epochs = 3, .done = 10,
                          .total = 6000};
-    CHECK_STR_EQ(line_of(&f), "stopped in epoch 2/3: 10 of 6,000 samples");
+    CHECK_STR_EQ(line_of(&f), "ended in epoch 2/3: 10 of 6,000 samples");
     f.total = 0;
-    CHECK_STR_EQ(line_of(&f), "stopped while the workers were starting");
+    CHECK_STR_EQ(line_of(&f), "ended while the workers were starting");
 
     /* Sixteen metrics with long names: cut, within the buffer, and said. */
     cJSON *many = cJSON_CreateObject();
