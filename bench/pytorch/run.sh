@@ -58,7 +58,7 @@ for _ in $(seq "${REPEAT:-3}"); do
     loom="$loom$("$LOOM" --json exec view "$id" | tr -d '\n')
 "
     # The workers' own account of a step's time, last epoch (worker.c's profile).
-    profile=$(cat "$LOOM_HOME/execs/$id"/log/worker-*/stdout | grep "^profile epoch $((EPOCHS - 1)):" || true)
+    profile=$(cat "$LOOM_HOME/execs/$id"/log/worker-*/stdout | grep "^profile epoch $EPOCHS:" || true)
 done
 
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -321,7 +321,7 @@ profile() {
                 # shellcheck disable=SC2086
                 id=$(loom_train mlp "$n" 300 $args)
                 submit_opts=
-                e=$((epochs - 1))
+                e=$epochs # the last epoch; profile lines count from 1
                 logs=$LOOM_HOME/execs/$id/log
                 # "profile epoch E: S steps in R rounds; per step ms: a x, b y, ..."
                 coord=$(grep "profile epoch $e:" "$logs/driver/stdout" | tail -n1 |

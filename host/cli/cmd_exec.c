@@ -205,6 +205,8 @@ static void print_exec(const cJSON *e)
         printf("            epoch %d of %d, iteration %d, batch %d per worker, effective %d\n",
                (int)cli_num(t, "epoch"), (int)cli_num(t, "epochs"), (int)cli_num(t, "iteration"),
                (int)cli_num(t, "batchSize"), (int)cli_num(t, "effectiveBatchSize"));
+        if (*cli_str(t, "progress"))
+            printf("            %s\n", cli_str(t, "progress"));
         printf("            %.0f samples/s (last epoch)\n", cli_num(t, "samplesPerSecond"));
         const cJSON *tm = cJSON_GetObjectItemCaseSensitive(t, "testMetrics");
         const cJSON *m;
@@ -289,14 +291,12 @@ static long print_log_chunk(const cli_globals *g, const char *id, int worker, co
     return (long)n;
 }
 
-/* One line of a training exec's progress, for `logs -f`. */
+/* One line of a training exec's progress, for `logs -f`: the trainer's
+ * own words for where it stands. */
 static void print_progress(const cJSON *t)
 {
-    fprintf(stderr, "[progress] epoch %d/%d, %d of %d samples, iteration %d, %d worker(s), "
-                    "%.0f samples/s (last epoch), train loss %.4f\n",
-            (int)cli_num(t, "epoch") + 1, (int)cli_num(t, "epochs"), (int)cli_num(t, "epochSamplesDone"),
-            (int)cli_num(t, "epochSamples"), (int)cli_num(t, "iteration"), (int)cli_num(t, "workers"),
-            cli_num(t, "samplesPerSecond"), cli_num(t, "trainLoss"));
+    if (*cli_str(t, "progress"))
+        fprintf(stderr, "[progress] %s\n", cli_str(t, "progress"));
 }
 
 int exec_print_logs(const cli_globals *g, const char *id, int follow, int worker,
@@ -337,7 +337,7 @@ int exec_print_logs(const cli_globals *g, const char *id, int follow, int worker
     long long offsets[1025] = {0};
     if (last - first >= 1024)
         return cli_fail("too many workers to follow at once; use --worker");
-    double last_progress = 0, waited = 0;
+    double last_progress = -2.0, waited = 0; /* the first line at once */
     for (;;) {
         /* Read the state first, so output written before the end is not missed. */
         cJSON *j = get_exec(g, id);

@@ -126,6 +126,7 @@ loom_error *trainer_prepare(exec_service *es, const store_exec *rec, const regis
     snprintf(job->code_dir, sizeof job->code_dir, "%s/_submitted_code", rec->result_dir);
     snprintf(job->data_dir, sizeof job->data_dir, "%s", data_dir);
     snprintf(job->framework_path, sizeof job->framework_path, "%s", fw->path);
+    snprintf(job->framework_name, sizeof job->framework_name, "%s", fw->name);
     fs_self_exe(job->loom_binary, sizeof job->loom_binary);
     job->msd_env = pyscript_job_env(
         strings_copy((const char *const *)d->msd_env, (uint32_t)d->msd_env_count));

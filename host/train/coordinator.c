@@ -205,6 +205,7 @@ static loom_error *begin_training(edt_coordinator *c)
     uint32_t ngranted;
     uint32_t target = current_grant(c, granted, &ngranted);
     start_workers(c, target, granted, ngranted);
+    update_snapshot(c, 0);
     if ((e = wait_for_first_workers(c)))
         return e;
     if (j->settings.batch_size > c->m.ntrain)
@@ -240,6 +241,8 @@ static void *run(void *arg)
     loom_error *e = begin_training(c);
     if (!e)
         end = c->job.settings.async ? run_async(c, &e) : run_sync(c, &e);
+    c->pr.finished = end == EDT_END_FINISHED;
+    update_snapshot(c, 1);
     char err[1024] = "";
     if (end != EDT_END_FINISHED)
         loom_err_take(e, err, sizeof err);
@@ -250,7 +253,7 @@ static void *run(void *arg)
     logger_set_end(c->driver_loggers, logger_status[end], err);
     if (err[0])
         driver_say(c, "%s: %s", state[end], err);
-    update_snapshot(c, "ended");
+    update_snapshot(c, 1);
     set_state(c, state[end], err[0] ? err : NULL);
     pthread_mutex_lock(&c->ctl.lock);
     c->ctl.done = 1;
@@ -288,7 +291,7 @@ loom_error *edt_start(edt_job *job, edt_coordinator **out)
     if (ctl->target > job->settings.engines)
         ctl->target = job->settings.engines;
     pthread_mutex_init(&ctl->lock, NULL);
-    update_snapshot(c, "starting");
+    update_snapshot(c, 0);
     if (pthread_create(&c->thread, NULL, run, c) != 0) {
         edt_free(c);
         return loom_err(LOOM_E_UNAVAILABLE, "cannot start the coordinator thread");

@@ -32,6 +32,7 @@ typedef struct edt_job {
     char code_dir[PATH_MAX];
     char data_dir[PATH_MAX];
     char framework_path[PATH_MAX]; /* the adapter's .so */
+    char framework_name[64];       /* its name, for the progress line */
     /* The same adapter loaded in the host: the parameter server's model in
      * ASYNC mode. Must stay loaded while the trainer runs. */
     const loom_framework_factory *framework;

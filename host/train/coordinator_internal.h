@@ -124,6 +124,11 @@ typedef struct edt_progress {
     double last_rate;
     uint64_t rewound_steps; /* this epoch's steps trained again after a rewind */
     uint32_t rewinds;
+    /* The epochs (counted from 1) whose end the driver's loggers heard, that
+     * were validated, that were checkpointed: a rewind past them trains
+     * again but does not repeat what the job's owner already saw. */
+    uint32_t logged_through, validated_through, checkpointed_through;
+    int finished; /* the final model is written */
 } edt_progress;
 
 /* Where training stood at a point it can rewind to (progress.c). */
@@ -135,7 +140,7 @@ typedef struct edt_progress_mark {
     double loss_sum, acc_sum;
     uint64_t loss_n;
     int have_acc;
-    int nepochs_done, nval;
+    int nepochs_done;
 } edt_progress_mark;
 
 /* The last committed state kept outside the workers (recovery.c): a state
@@ -232,7 +237,9 @@ edt_end run_sync(edt_coordinator *c, loom_error **err);
 edt_end run_async(edt_coordinator *c, loom_error **err);
 
 /* progress.c */
-void update_snapshot(edt_coordinator *c, const char *phase);
+/* What edt_describe answers, from where training stands; `ended`: the
+ * coordinator is done (finished or not). */
+void update_snapshot(edt_coordinator *c, int ended);
 /* The epoch clock starts at its first step. */
 void start_epoch_clock(edt_coordinator *c);
 /* Adds a step's mean training metrics over n samples to the epoch's. */
@@ -255,7 +262,9 @@ void checkpoint_saved(edt_coordinator *c, const char *path);
 /* Copies the spec next to the final model. */
 void save_model_spec(edt_coordinator *c);
 void progress_mark(const edt_coordinator *c, edt_progress_mark *m);
-/* Back to m: later epochs and validations are forgotten. */
+/* Back to m: later epochs are forgotten and trained again; validations,
+ * checkpoints and the driver loggers' epoch lines already given are not
+ * repeated. */
 void progress_rewind(edt_coordinator *c, const edt_progress_mark *m);
 
 /* recovery.c */

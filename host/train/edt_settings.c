@@ -66,6 +66,7 @@ static void set_defaults(edt_settings *s)
     s->steps_per_round = 8;
     s->round_ms = 20;
     s->in_place_reduce = 1;
+    s->checkpoint_last = 1; /* every checkpoint_freq-th epoch, the last included */
 }
 
 /* The spec's "training" block: the knobs, the seed; *loggers is its

@@ -45,10 +45,11 @@ typedef struct edt_settings {
                                     * their gradients in the shared segment, where the
                                     * all-reduce runs in place; 0: in the adapter's memory,
                                     * reduced through staging */
-    uint32_t checkpoint_last;      /* EDT_CHECKPOINT_LAST: 1: a checkpoint also after the
-                                    * last epoch, so another job may continue from it
-                                    * (a tuning experiment that may be promoted); kept
-                                    * in the exec's arguments, so it survives a restart */
+    uint32_t checkpoint_last;      /* EDT_CHECKPOINT_LAST: 1 (default): the last epoch is
+                                    * checkpointed too when checkpoint_freq divides it, so
+                                    * another job may continue from it; 0: its model in
+                                    * model/ only. Kept in the exec's arguments, so it
+                                    * survives a restart */
 } edt_settings;
 
 /* Resolves the settings. `spec` is the parsed spec (may be NULL);

@@ -182,16 +182,21 @@ static int spawn_worker(edt_coordinator *c, uint32_t slot, int32_t device)
     plugin_marker_clear(log_dir);
     snprintf(out, sizeof out, "%s/stdout", log_dir);
     snprintf(errp, sizeof errp, "%s/stderr", log_dir);
-    char slot_s[16], seed_s[32], threads_s[16], every_s[16];
+    char slot_s[16], seed_s[32], threads_s[16], every_s[16], epochs_s[16], batch_s[16],
+        effective_s[16];
     snprintf(slot_s, sizeof slot_s, "%u", slot);
     snprintf(seed_s, sizeof seed_s, "%llu", (unsigned long long)j->settings.seed);
     snprintf(threads_s, sizeof threads_s, "%u", j->settings.dataloader_threads);
     snprintf(every_s, sizeof every_s, "%u", j->settings.log_every);
+    snprintf(epochs_s, sizeof epochs_s, "%u", j->settings.epochs);
+    snprintf(batch_s, sizeof batch_s, "%u", j->settings.batch_size);
+    snprintf(effective_s, sizeof effective_s, "%u", j->settings.effective_batch_size);
     char *argv[] = {j->loom_binary, "worker", "--control", c->m.ctl_name, "--shm", c->m.shm_name,
                     "--framework", j->framework_path, "--spec", j->spec_path,
                     "--code-dir", j->code_dir, "--data-dir", j->data_dir, "--log-dir", log_dir,
                     "--exec-id", j->exec_id, "--slot", slot_s, "--seed", seed_s,
-                    "--threads", threads_s, "--log-every", every_s,
+                    "--threads", threads_s, "--log-every", every_s, "--epochs", epochs_s,
+                    "--batch-size", batch_s, "--effective-batch-size", effective_s,
                     "--overlap-reduce", j->settings.overlap_reduce ? "1" : "0",
                     "--in-place-reduce", j->settings.in_place_reduce ? "1" : "0",
                     "--loggers", c->loggers_for_workers,

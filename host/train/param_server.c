@@ -294,7 +294,7 @@ static loom_error *ps_exchange(edt_coordinator *c, param_server *ps)
         if (e)
             return e;
     }
-    update_snapshot(c, "step");
+    update_snapshot(c, 0);
     return NULL;
 }
 

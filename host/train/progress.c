@@ -9,16 +9,84 @@
 
 #include "train/checkpoint.h"
 #include "train/coordinator_internal.h"
+#include "train/progress_line.h"
 #include "util/fs.h"
 
-void update_snapshot(edt_coordinator *c, const char *phase)
+/* What happens now, from where training stands. */
+static progress_stage current_stage(const edt_coordinator *c, int ended)
+{
+    const edt_progress *p = &c->pr;
+    if (p->finished)
+        return PROGRESS_FINISHED;
+    if (ended)
+        return PROGRESS_ENDED;
+    if (!p->sampler_ready)
+        return PROGRESS_STARTING;
+    if (p->pending_validate)
+        return PROGRESS_VALIDATING;
+    if (p->pending_checkpoint)
+        return PROGRESS_CHECKPOINTING;
+    if (p->epoch >= c->job.settings.epochs)
+        return PROGRESS_SAVING;
+    return PROGRESS_TRAINING;
+}
+
+static const char *const stage_names[] = {
+    [PROGRESS_STARTING] = "starting",         [PROGRESS_TRAINING] = "training",
+    [PROGRESS_VALIDATING] = "validating",     [PROGRESS_CHECKPOINTING] = "checkpointing",
+    [PROGRESS_SAVING] = "saving",             [PROGRESS_FINISHED] = "finished",
+    [PROGRESS_ENDED] = "ended"};
+
+/* The running epoch's samples per second; 0 before its first step. */
+static double epoch_rate(const edt_progress *p)
+{
+    if (!p->sampler_ready || p->epoch_clock_pending || p->smp.committed == 0)
+        return 0;
+    double secs = (double)(time_mono_ms() - p->epoch_started_ms) / 1000.0;
+    return secs > 0 ? (double)p->smp.committed / secs : 0;
+}
+
+/* The person's line (progress_line.h). An epoch that ended is shown as
+ * done, never as the next one past the last. */
+static void add_progress_line(cJSON *o, const edt_coordinator *c, progress_stage stage,
+                              double rate, uint32_t starting, uint32_t members)
+{
+    const edt_progress *p = &c->pr;
+    uint32_t epochs = c->job.settings.epochs;
+    int between = stage != PROGRESS_TRAINING && stage != PROGRESS_ENDED;
+    progress_facts f = {.stage = stage, .framework = c->job.framework_name,
+                        .starting = starting, .workers = members, .epochs = epochs,
+                        .rate = rate, .have_loss = p->loss_n > 0,
+                        .loss = p->loss_n ? p->loss_sum / (double)p->loss_n : 0,
+                        .test = p->last_test};
+    f.epoch = between ? p->epoch : p->epoch + 1;
+    if (f.epoch > epochs)
+        f.epoch = epochs;
+    if (f.epoch < 1)
+        f.epoch = 1;
+    if (p->sampler_ready) {
+        f.total = p->smp.n;
+        f.done = between ? p->smp.n : p->smp.committed;
+    }
+    char line[PROGRESS_LINE_MAX];
+    progress_line(&f, line, sizeof line);
+    cJSON_AddStringToObject(o, "progress", line);
+}
+
+void update_snapshot(edt_coordinator *c, int ended)
 {
     const edt_progress *p = &c->pr;
     pthread_mutex_lock(&c->ctl.lock);
     int64_t resize_latency_ms = c->ctl.resize_latency_ms;
     pthread_mutex_unlock(&c->ctl.lock);
+    progress_stage stage = current_stage(c, ended);
+    uint32_t members = count_in(c, SLOT_MEMBER);
+    uint32_t starting = count_in(c, SLOT_STARTING) + count_in(c, SLOT_READY);
+    double rate = epoch_rate(p);
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "phase", phase);
+    cJSON_AddStringToObject(o, "phase", stage_names[stage]);
+    add_progress_line(o, c, stage, rate, ended ? 0 : starting, ended ? 0 : members);
+    cJSON_AddNumberToObject(o, "epochSamplesPerSecond", rate);
     cJSON_AddNumberToObject(o, "workers", count_in(c, SLOT_MEMBER));
     cJSON_AddStringToObject(o, "deviceKind", is_gpu_job(c) ? "gpu" : "cpu");
     cJSON *devices = cJSON_AddArrayToObject(o, "workerDevices");
@@ -163,13 +231,18 @@ void end_epoch(edt_coordinator *c)
                count_in(c, SLOT_MEMBER), rewound);
     p->rewound_steps = 0;
     p->rewinds = 0;
-    logger_set_train_json(c->driver_loggers, train, p->iteration, p->epoch + 1,
-                          count_in(c, SLOT_MEMBER));
     uint32_t done = p->epoch + 1;
+    if (done > p->logged_through) {
+        logger_set_train_json(c->driver_loggers, train, p->iteration, done,
+                              count_in(c, SLOT_MEMBER));
+        p->logged_through = done;
+    }
     const edt_settings *s = &c->job.settings;
-    p->pending_validate = s->validation_freq && (done % s->validation_freq == 0 || done == s->epochs);
-    p->pending_checkpoint = s->checkpoint_freq && done % s->checkpoint_freq == 0 &&
-                           (done < s->epochs || s->checkpoint_last);
+    p->pending_validate = s->validation_freq && done > p->validated_through &&
+                          (done % s->validation_freq == 0 || done == s->epochs);
+    p->pending_checkpoint = s->checkpoint_freq && done > p->checkpointed_through &&
+                            done % s->checkpoint_freq == 0 &&
+                            (done < s->epochs || s->checkpoint_last);
     p->epoch++;
     p->loss_sum = p->acc_sum = 0;
     p->loss_n = 0;
@@ -198,6 +271,7 @@ void record_validation(edt_coordinator *c, cJSON *metrics, uint64_t n)
     cJSON *v;
     cJSON_ArrayForEach(v, metrics) cJSON_AddNumberToObject(entry, v->string, v->valuedouble);
     cJSON_AddItemToArray(p->val_list, entry);
+    p->validated_through = p->epoch;
     write_val_list(c);
     logger_set_test_json(c->driver_loggers, metrics, p->iteration, p->epoch);
     /* the epoch validated, counted from 0 as the adapters count it */
@@ -215,6 +289,7 @@ void record_validation(edt_coordinator *c, cJSON *metrics, uint64_t n)
 
 void checkpoint_saved(edt_coordinator *c, const char *path)
 {
+    c->pr.checkpointed_through = c->pr.epoch;
     driver_say(c, "checkpoint %s", path);
     if (c->job.checkpoints_keep <= 0)
         return;
@@ -244,8 +319,7 @@ void progress_mark(const edt_coordinator *c, edt_progress_mark *m)
                              .epoch_clock_pending = p->epoch_clock_pending,
                              .epoch_started_ms = p->epoch_started_ms, .loss_sum = p->loss_sum,
                              .acc_sum = p->acc_sum, .loss_n = p->loss_n, .have_acc = p->have_acc,
-                             .nepochs_done = cJSON_GetArraySize(p->epochs_done),
-                             .nval = cJSON_GetArraySize(p->val_list)};
+                             .nepochs_done = cJSON_GetArraySize(p->epochs_done)};
 }
 
 void progress_rewind(edt_coordinator *c, const edt_progress_mark *m)
@@ -253,8 +327,10 @@ void progress_rewind(edt_coordinator *c, const edt_progress_mark *m)
     edt_progress *p = &c->pr;
     p->epoch = m->epoch;
     p->iteration = m->iteration;
-    p->pending_validate = m->pending_validate;
-    p->pending_checkpoint = m->pending_checkpoint;
+    /* Validated or checkpointed since the mark: the owner has it already
+     * (evaluation-metrics.txt, val_dict_list.json, checkpoint/). */
+    p->pending_validate = m->pending_validate && m->epoch > p->validated_through;
+    p->pending_checkpoint = m->pending_checkpoint && m->epoch > p->checkpointed_through;
     p->epoch_clock_pending = m->epoch_clock_pending;
     p->epoch_started_ms = m->epoch_started_ms;
     p->loss_sum = m->loss_sum;
@@ -263,9 +339,4 @@ void progress_rewind(edt_coordinator *c, const edt_progress_mark *m)
     p->have_acc = m->have_acc;
     while (cJSON_GetArraySize(p->epochs_done) > m->nepochs_done)
         cJSON_DeleteItemFromArray(p->epochs_done, cJSON_GetArraySize(p->epochs_done) - 1);
-    if (cJSON_GetArraySize(p->val_list) > m->nval) {
-        while (cJSON_GetArraySize(p->val_list) > m->nval)
-            cJSON_DeleteItemFromArray(p->val_list, cJSON_GetArraySize(p->val_list) - 1);
-        write_val_list(c);
-    }
 }

@@ -358,7 +358,7 @@ static void print_profile(edt_coordinator *c)
         double n = (double)f->steps, ms = 1e6;
         driver_say(c, "profile epoch %u: %llu steps in %llu rounds; per step ms: sampling %.3f, "
                    "sending plans %.3f, waiting for replies %.3f, recording %.3f",
-                   c->pr.epoch, (unsigned long long)f->steps, (unsigned long long)f->rounds,
+                   c->pr.epoch + 1, (unsigned long long)f->steps, (unsigned long long)f->rounds,
                    (double)f->sample_ns / n / ms, (double)f->send_ns / n / ms,
                    (double)f->wait_ns / n / ms, (double)f->record_ns / n / ms);
     }
@@ -485,6 +485,7 @@ static int one_round(edt_coordinator *c, uint64_t *taken, int *failed_round, loo
         loom_err_free(e);
         /* Nobody left now; replacements may still be starting. */
         if (count_in(c, SLOT_STARTING) + count_in(c, SLOT_READY) > 0) {
+            update_snapshot(c, 0);
             accept_hellos(c, 100);
             return 0;
         }
@@ -520,8 +521,8 @@ static int one_round(edt_coordinator *c, uint64_t *taken, int *failed_round, loo
     }
     int finished = record_round(c, &p, ok);
     clear_replies(c);
-    if (!finished) /* finish_workers tells them to exit */
-        update_snapshot(c, plan_action_name(p.action));
+    if (!finished) /* the coordinator's end says finished */
+        update_snapshot(c, 0);
     if (p.action == PLAN_STEP)
         c->prof.record_ns += (int64_t)comm_now_ns() - t3;
     return finished;

@@ -31,6 +31,7 @@ typedef struct worker {
     const char *control, *shm, *framework, *spec_path, *code_dir, *data_dir, *log_dir;
     const char *exec_id, *loggers_json;
     uint32_t slot, threads, log_every;
+    uint32_t epochs, batch_size, effective_batch_size; /* the loggers' on_train_begin */
     uint32_t overlap_reduce; /* EDT_OVERLAP_REDUCE: reduce during backward (CPU) */
     uint32_t in_place_reduce; /* EDT_IN_PLACE_REDUCE: gradients in the segment (CPU) */
     grad_overlap *overlap;   /* its thread, when on */
@@ -55,6 +56,7 @@ typedef struct worker {
     int marker_fd;          /* plugin_marker: which plugin runs now */
     uint64_t steps_done;
     int joined_once;
+    int loggers_began; /* on_train_begin was called */
 } worker;
 
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -127,6 +129,10 @@ static int parse_args(worker *w, int argc, char **argv)
         else if (!strcmp(k, "--slot")) w->slot = (uint32_t)strtoul(v, NULL, 10);
         else if (!strcmp(k, "--threads")) w->threads = (uint32_t)strtoul(v, NULL, 10);
         else if (!strcmp(k, "--log-every")) w->log_every = (uint32_t)strtoul(v, NULL, 10);
+        else if (!strcmp(k, "--epochs")) w->epochs = (uint32_t)strtoul(v, NULL, 10);
+        else if (!strcmp(k, "--batch-size")) w->batch_size = (uint32_t)strtoul(v, NULL, 10);
+        else if (!strcmp(k, "--effective-batch-size"))
+            w->effective_batch_size = (uint32_t)strtoul(v, NULL, 10);
         else if (!strcmp(k, "--overlap-reduce")) w->overlap_reduce = (uint32_t)strtoul(v, NULL, 10);
         else if (!strcmp(k, "--in-place-reduce")) w->in_place_reduce = (uint32_t)strtoul(v, NULL, 10);
         else if (!strcmp(k, "--seed")) w->seed = strtoull(v, NULL, 10);
@@ -333,7 +339,7 @@ static void profile_print(const worker *w)
                  100.0 * (double)early / (double)total);
     say("profile epoch %u: %llu steps in %llu rounds; per step ms: compute %.3f, all-reduce %.3f "
         "(waiting for peers %.3f), apply %.3f, between rounds %.3f (worker %u)%s; all-reduce %s",
-        p->epoch, (unsigned long long)p->steps, (unsigned long long)p->rounds,
+        p->epoch + 1, (unsigned long long)p->steps, (unsigned long long)p->rounds,
         (double)p->compute_ns / n / ms, (double)p->reduce_ns / n / ms, (double)p->wait_ns / n / ms,
         (double)p->apply_ns / n / ms, (double)p->between_ns / n / ms, w->slot, during,
         comm_shm_in_place_bytes(w->comm) ? "in place in the shared segment" : "through staging");
@@ -642,14 +648,31 @@ static int send_reply(worker *w, msg *reply, const void *blob, size_t len)
     return 0;
 }
 
+/* The loggers' on_train_begin, once, at the first work this worker is
+ * given (a worker that replaces another gets its own). */
+static void begin_loggers(worker *w, uint32_t workers)
+{
+    if (w->loggers_began)
+        return;
+    w->loggers_began = 1;
+    loom_train_info info = {.struct_size = sizeof info, .epochs = w->epochs, .workers = workers,
+                            .batch_size = w->batch_size,
+                            .effective_batch_size = w->effective_batch_size,
+                            .exec_id = w->exec_id};
+    in_loggers(w, 1);
+    logger_set_begin(w->loggers, &info);
+    in_loggers(w, 0);
+}
+
 /* The loggers hear of a round's steps when they reached the next multiple
- * of log_every (once per round, with the round's mean metrics). */
+ * of log_every (once per round, with the round's mean metrics). `epoch`
+ * counts from 0 as the protocol does; the loggers count from 1. */
 static void log_step(worker *w, const cJSON *train, uint32_t steps, uint64_t iteration,
                      uint32_t epoch, uint32_t workers)
 {
     if (w->steps_done / w->log_every != (w->steps_done - steps) / w->log_every) {
         in_loggers(w, 1);
-        logger_set_train_json(w->loggers, train, iteration, epoch, workers);
+        logger_set_train_json(w->loggers, train, iteration, epoch + 1, workers);
         in_loggers(w, 0);
     }
 }
@@ -673,6 +696,7 @@ static int serve_work(worker *w, const msg *m)
         return fail(e, "state_loaded");
     msg reply = {.kind = MSG_REPLY, .u.reply = {.round = work->version}};
     msg_reply *r = &reply.u.reply;
+    begin_loggers(w, work->workers);
     e = do_steps(w, &work->batch, NULL, r, 0);
     r->ok = e == NULL;
     if (e)
@@ -721,7 +745,16 @@ static loom_error *do_action(worker *w, const msg_plan *p, msg_reply *r, int *pe
         }
         return e;
     case PLAN_VALIDATE:
-        return do_validate(w, p->begin, p->end, r);
+        /* A validate plan's epoch is the number of epochs done: the one
+         * validated, counted from 1. A worker with no test samples this
+         * time has nothing to log. */
+        e = do_validate(w, p->begin, p->end, r);
+        if (!e && r->count) {
+            in_loggers(w, 1);
+            logger_set_test_json(w->loggers, r->eval, p->iteration, p->epoch);
+            in_loggers(w, 0);
+        }
+        return e;
     case PLAN_CHECKPOINT:
     case PLAN_FINISH:
         return p->path ? save_state(w, p->path, p->action == PLAN_FINISH, p->meta) : NULL;
@@ -740,6 +773,7 @@ static int serve_plan(worker *w, const msg_plan *p, int *pending, int *finished)
     profile.rounds += p->action == PLAN_STEP;
     /* The pending step was the previous plan's last; this plan's
      * iteration counts it. */
+    begin_loggers(w, p->workers);
     if (*pending && p->commit)
         e = apply_step(w, p->epoch, p->epochs, p->iteration, p->steps_per_epoch);
     *pending = 0;
@@ -800,7 +834,7 @@ static int serve(worker *w)
             say("%s", m.u.exit.reason ? m.u.exit.reason : "stopped by the coordinator");
             rc = m.u.exit.code;
             in_loggers(w, 1);
-            if (!finished)
+            if (!finished && w->loggers_began) /* a spare that never trained: no end */
                 logger_set_end(w->loggers, LOOM_TRAIN_KILLED, "stopped");
             in_loggers(w, 0);
         } else {

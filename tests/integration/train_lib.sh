@@ -23,6 +23,20 @@ model_dir() { # model_dir DIR TRAIN_ROWS EPOCHS [extra training json]
  "training": {"epochs": $3, "batch_size": 16 ${4:-}}}
 JSON
 }
+# A wider model than model_dir's (two hidden layers of UNITS, default 1024),
+# so that an epoch lasts long enough to be watched or interrupted.
+wide_model() { # wide_model DIR TRAIN_ROWS EPOCHS [UNITS]
+    model_dir "$1" "$2" "$3"
+    python3 - "$1/edt.json" "${4:-1024}" <<'PY'
+import json, sys
+spec = json.load(open(sys.argv[1]))
+units = int(sys.argv[2])
+spec["model"]["layers"] = [{"type": "dense", "units": units}, {"type": "relu"},
+                           {"type": "dense", "units": units}, {"type": "relu"},
+                           {"type": "dense", "units": 3}]
+json.dump(spec, open(sys.argv[1], "w"))
+PY
+}
 submit() { # submit ARGS... ; prints the exec id
     "$LOOM" exec start --exec-start edt "$@" | sed -n 's/^exec \([^ ]*\) submitted.*/\1/p'
 }

@@ -25,8 +25,10 @@
  * added its gradient_memory and gradient_memory_data (the gradient buffer in
  * memory the host offers, reduced in place) and loom_framework_factory's
  * job_metrics (the job's mean metrics over every worker, for loggers an
- * adapter runs itself). A plugin built for minor N loads into any host with
- * minor >= N.
+ * adapter runs itself); 1.4 changed no struct: worker logger instances hear
+ * on_train_begin and log_test_metrics too, and count epochs from 1 as the
+ * driver's do (logger.h). A plugin built for minor N loads into any host
+ * with minor >= N.
  */
 #ifndef LOOM_ABI_H
 #define LOOM_ABI_H
@@ -39,7 +41,7 @@ extern "C" {
 #endif
 
 #define LOOM_ABI_MAJOR 1
-#define LOOM_ABI_MINOR 3
+#define LOOM_ABI_MINOR 4
 
 /* Symbol visibility for the one function a plugin exports. */
 #if defined(__GNUC__)

@@ -4,7 +4,8 @@
 # exec id) and, in a tuning task, SUBID (the experiment id) for edtPyTorch
 # and launch-style jobs; a torchvision dataset whose file is missing ends
 # the job at once naming the file; `loom exec view` names the Python a
-# python, distPyTorch or edtPyTorch job ran.
+# python, distPyTorch or edtPyTorch job ran; `exec logs -f` says the
+# workers are starting while Python loads, and never counts past the end.
 LOOM=$1
 HERE=$(cd "$(dirname "$0")" && pwd)
 if ! /usr/bin/python3 -c "import torch, torchvision" 2>/dev/null; then
@@ -48,12 +49,23 @@ PY
 # ---- the driver callback hears the means over both workers
 id=$("$LOOM" exec start --exec-start edtPyTorch --model-dir "$WORK/model" --model-main job_env.py \
      --numWorker 2 | started)
+timeout 300 "$LOOM" exec logs "$id" -f >/dev/null 2>"$WORK/progress.out" &
+follow=$!
 vision_get=$("$LOOM" exec start --exec-start edtPyTorch --model-dir "$WORK/model" \
      --model-main vision.py --data-dir "$WORK/data/empty" --msd-env DATASET=cifar | started)
 vision_nodl=$("$LOOM" exec start --exec-start edtPyTorch --model-dir "$WORK/model" \
      --model-main vision.py --data-dir "$WORK/data/empty" | started)
 expect_ok "the 2-worker job finishes" "$LOOM" exec wait "$id" --timeout 300
 R="$LOOM_HOME/execs/$id"
+wait "$follow"
+grep '^\[progress\]' "$WORK/progress.out" >"$WORK/lines"
+cat "$WORK/lines"
+expect_ok "progress: the workers are said to be starting while Python loads" \
+    grep -Eq '^\[progress\] starting (the workers|2 workers) \(edtPyTorch\)' "$WORK/lines"
+expect_eq "progress: no count of an unknown total" "$(grep -c 'of 0 samples' "$WORK/lines")" 0
+expect_eq "progress: no epoch past the last" "$(grep -Ec 'epoch ([2-9]|[1-9][0-9]+)/1' "$WORK/lines")" 0
+expect_contains "progress: the view says it finished" "$(field "$id" 'v["training"]["progress"]')" \
+    "finished: "
 expect_eq "the driver callback heard the mean of both workers at the global iteration" \
     "$(/usr/bin/python3 "$HERE/check_driver.py" "$R/log" "$(view "$id")")" "ok"
 expect_eq "TRAINING_ID is the exec id in every worker" \

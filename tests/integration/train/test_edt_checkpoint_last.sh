@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# EDT_CHECKPOINT_LAST=1 (what the tuning service gives an experiment that
-# may be promoted) makes an elastic job checkpoint after its last epoch as
-# well, so another job can continue from it; without it the last epoch
-# leaves no checkpoint. The setting lives in the exec's arguments, so a job
-# the host resumes after being killed still checkpoints its last epoch.
+# checkpoint_freq N checkpoints every N-th epoch, the last one included (as
+# WMLA does): a one-epoch job with checkpoint_freq 1 leaves epoch-1. With
+# EDT_CHECKPOINT_LAST=0 the last epoch leaves no checkpoint (its model is in
+# model/). The setting lives in the exec's arguments, so a job the host
+# resumes after being killed still checkpoints its last epoch.
 LOOM=$1
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/../train_lib.sh"
@@ -11,13 +11,22 @@ LOOM=$1
 start_host --cpu-slots 4
 model_dir "$WORK/m" 300 2 ', "checkpoint_freq": 1'
 
+model_dir "$WORK/one" 300 1 ', "checkpoint_freq": 1'
+
+one=$(submit --model-dir "$WORK/one" --numWorker 1)
 plain=$(submit --model-dir "$WORK/m" --numWorker 1)
+skip=$(submit --model-dir "$WORK/m" --numWorker 1 --msd-env EDT_CHECKPOINT_LAST=0)
 last=$(submit --model-dir "$WORK/m" --numWorker 1 --msd-env EDT_CHECKPOINT_LAST=1)
-expect_ok "the plain job finishes" "$LOOM" exec wait "$plain" --timeout 120
-expect_ok "the job with EDT_CHECKPOINT_LAST finishes" "$LOOM" exec wait "$last" --timeout 120
-expect_eq "without it: epoch 1's checkpoint only" \
-    "$(ls "$LOOM_HOME/execs/$plain/checkpoint" | grep -c '^epoch-')" 1
-expect_eq "with it: epoch 2's checkpoint too" \
+for id in "$one" "$plain" "$skip" "$last"; do
+    expect_ok "$id finishes" "$LOOM" exec wait "$id" --timeout 120
+done
+expect_eq "one epoch, checkpoint_freq 1: epoch 1's checkpoint" \
+    "$(ls "$LOOM_HOME/execs/$one/checkpoint" | grep -c '^epoch-1\.safetensors$')" 1
+expect_eq "two epochs: both checkpoints" \
+    "$(ls "$LOOM_HOME/execs/$plain/checkpoint" | grep -c '^epoch-[12]\.safetensors$')" 2
+expect_eq "EDT_CHECKPOINT_LAST=0: epoch 1's checkpoint only" \
+    "$(ls "$LOOM_HOME/execs/$skip/checkpoint" | grep -c '^epoch-')" 1
+expect_eq "EDT_CHECKPOINT_LAST=1: epoch 2's checkpoint too" \
     "$(ls "$LOOM_HOME/execs/$last/checkpoint" | grep -c '^epoch-2\.')" 1
 expect_fails "a value other than 0 or 1 is refused, naming it" \
     "$LOOM" exec start --exec-start edt --model-dir "$WORK/m" --msd-env EDT_CHECKPOINT_LAST=2

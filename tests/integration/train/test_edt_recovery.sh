@@ -5,6 +5,8 @@
 # are trained again and counted once, and the model ends as good as an
 # uninterrupted run's; a worker killed by a logger plugin at every step
 # ends the job ERROR naming the plugin after EDT_MAX_WORKER_FAILURES tries;
+# every worker lost after an epoch's validation does not validate or
+# checkpoint that epoch again;
 # the host killed while every worker is being replaced resumes the job.
 LOOM=$1
 PLUGINS=$2
@@ -12,19 +14,6 @@ PLUGINS=$2
 
 . "$(dirname "$0")/../train_lib.sh"
 
-# A wider model than train_lib's, so that an epoch lasts long enough to be
-# interrupted in the middle.
-wide_model() { # wide_model DIR TRAIN_ROWS EPOCHS [extra training json]
-    model_dir "$@"
-    python3 - "$1/edt.json" <<'PY'
-import json, sys
-spec = json.load(open(sys.argv[1]))
-spec["model"]["layers"] = [{"type": "dense", "units": 1024}, {"type": "relu"},
-                           {"type": "dense", "units": 1024}, {"type": "relu"},
-                           {"type": "dense", "units": 3}]
-json.dump(spec, open(sys.argv[1], "w"))
-PY
-}
 accuracy() { field "$1" 'v["training"]["testMetrics"]["accuracy"]'; }
 driver_log() { cat "$LOOM_HOME/execs/$1/log/driver/stdout"; }
 worker_pids() { pgrep -f "worker .*--exec-id $1 " | tr '\n' ' '; }
@@ -68,6 +57,28 @@ expect_eq "2 workers: every sample once per epoch" "$(field "$id" "$every_epoch_
 expect_eq "2 workers: learns as well (accuracy within 1 point of the 1-worker run)" \
     "$(python3 -c "print(abs($(accuracy "$id") - $ref_acc) <= 0.01)")" "True"
 expect_contains "2 workers: the rewind is reported" "$(driver_log "$id")" "after losing every worker"
+
+# ---- every worker lost after an epoch's validation and checkpoint: the
+# rewind goes back to the copy made at the epoch's end, and that epoch is
+# validated and checkpointed once, not again
+id=$(submit --model-dir "$WORK/m" --numWorker 2 --msd-env EDT_RECOVERY_INTERVAL_MS=600000 \
+     -- --checkpoint-freq 1)
+expect_ok "after epoch 1: mid-epoch 2" wait_for "$id" "$mid_epoch and v[\"training\"][\"workers\"] == 2" 120
+kill -9 $(worker_pids "$id")
+expect_ok "after epoch 1: finishes" "$LOOM" exec wait "$id" --timeout 300
+expect_contains "after epoch 1: rewound to the epoch's end" "$(driver_log "$id")" "to epoch 2, step"
+tests_per_epoch=$(python3 -c "
+import collections, json, sys
+lines = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+print(sorted(collections.Counter(l['epoch'] for l in lines if l.get('type') == 'test').items()))
+" "$LOOM_HOME/execs/$id/log/driver/evaluation-metrics.txt")
+expect_eq "after epoch 1: one validation per epoch in evaluation-metrics.txt" "$tests_per_epoch" \
+    "[(1, 1), (2, 1), (3, 1)]"
+expect_eq "after epoch 1: epoch 1 checkpointed once" \
+    "$(driver_log "$id" | grep -c '^checkpoint .*/epoch-1\.safetensors')" 1
+expect_eq "after epoch 1: one validation line per epoch in val_dict_list.json" \
+    "$(python3 -c "import json; print([e['step'] for e in json.load(open('$LOOM_HOME/execs/$id/val_dict_list.json'))])")" \
+    "[1, 2, 3]"
 
 # ---- a worker logger that kills its worker at every step
 model_dir "$WORK/crash" 600 2 ", \"loggers\": [{\"name\": \"worker_crash_logger\", \"role\": \"worker\", \"path\": \"$PLUGINS/worker_crash_logger.so\"}]"

@@ -16,8 +16,8 @@ LOOM=$1
 
 start_host --cpu-slots 8
 driver_log() { cat "$LOOM_HOME/execs/$1/log/driver/stdout"; }
-# "profile epoch 0: S steps in R rounds; ..." -> "S R"
-steps_and_rounds() { driver_log "$1" | sed -n 's/^.*profile epoch 0: \([0-9]*\) steps in \([0-9]*\) rounds.*/\1 \2/p' | head -n1; }
+# "profile epoch 1: S steps in R rounds; ..." -> "S R"
+steps_and_rounds() { driver_log "$1" | sed -n 's/^.*profile epoch 1: \([0-9]*\) steps in \([0-9]*\) rounds.*/\1 \2/p' | head -n1; }
 
 # ---- several steps per round, every sample once per epoch
 # 3000 samples, 2 workers x 16: 94 steps an epoch. EDT_ROUND_MS is large so
@@ -80,15 +80,7 @@ expect_contains "naming the worker, the rule and the error" "$(field "$id" 'v["m
 # ---- the all-reduce during backward (EDT_OVERLAP_REDUCE) gives the same
 # model: buckets average exactly like one all-reduce, so two runs from the
 # same seed, with and without it, validate bit for bit alike
-model_dir "$WORK/wide" 3000 2
-python3 - "$WORK/wide/edt.json" <<'PY'
-import json, sys
-spec = json.load(open(sys.argv[1]))
-spec["model"]["layers"] = [{"type": "dense", "units": 512}, {"type": "relu"},
-                           {"type": "dense", "units": 512}, {"type": "relu"},
-                           {"type": "dense", "units": 3}]
-json.dump(spec, open(sys.argv[1], "w"))
-PY
+wide_model "$WORK/wide" 3000 2 512
 for overlap in 0 1; do
     id=$(submit --model-dir "$WORK/wide" --numWorker 2 --msd-env EDT_OVERLAP_REDUCE=$overlap)
     expect_ok "EDT_OVERLAP_REDUCE=$overlap job finishes" "$LOOM" exec wait "$id" --timeout 180
