@@ -123,6 +123,8 @@ http_limits http_limits_resolve(const http_limits *given)
         l.max_connections_per_ip = HTTP_DEFAULT_MAX_CONNECTIONS_PER_IP;
     if (!l.idle_timeout_s)
         l.idle_timeout_s = HTTP_DEFAULT_IDLE_TIMEOUT_S;
+    if (!l.header_timeout_s)
+        l.header_timeout_s = HTTP_DEFAULT_HEADER_TIMEOUT_S;
     if (!l.max_uploads)
         l.max_uploads = HTTP_DEFAULT_MAX_UPLOADS;
     if (!l.max_uploads_per_user)

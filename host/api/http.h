@@ -135,11 +135,14 @@ typedef struct http_limits {
     unsigned header_bytes;           /* each connection's buffer: the request's
                                       * headers, in all, fit in it with about
                                       * 900 bytes to spare (else 431) */
+    unsigned header_timeout_s;       /* a request's headers complete within this
+                                      * from its first byte (else 408) */
 } http_limits;
 
 #define HTTP_DEFAULT_MAX_CONNECTIONS 1024
 #define HTTP_DEFAULT_MAX_CONNECTIONS_PER_IP 128
 #define HTTP_DEFAULT_IDLE_TIMEOUT_S 15
+#define HTTP_DEFAULT_HEADER_TIMEOUT_S 10
 /* How long http_server_stop waits for libmicrohttpd to stop. */
 #define HTTP_STOP_DEADLINE_S 5
 #define HTTP_DEFAULT_MAX_UPLOADS 8

@@ -61,7 +61,9 @@ typedef struct lane_conn {
     int keep_alive; /* the current request's */
     int peer_closed;
     int socket_empty; /* a read found nothing and no EPOLLIN came since */
+    int awaiting_headers; /* libmicrohttpd's, handed over once its headers are here */
     time_t last_active;
+    time_t began;     /* when the current request's first byte came; 0: none yet */
     lane_request in; /* what was read: this request, and any pipelined after it */
     http_request req;
     http_pending pending;
@@ -81,6 +83,7 @@ struct lane_loop {
     unsigned nconns;
     lane_conn *turn_head, *turn_tail; /* whose turn ended with input left */
     time_t now, swept;
+    char *peek; /* header_bytes: what a connection for libmicrohttpd sent so far */
 };
 
 struct http_lane {
@@ -178,6 +181,7 @@ static void hand_over(lane_conn *c)
 static void start_request(lane_conn *c, size_t at)
 {
     lane_request_reset(&c->in, at);
+    c->began = 0;
     memset(&c->req, 0, offsetof(http_request, fields));
     c->req.nfields = 0;
     c->req.nparams = 0;
@@ -385,23 +389,41 @@ static void reply_now(lane_conn *c, int32_t code, const char *what)
     send_reply(c);
 }
 
-/* 431, which no loom code maps to: libmicrohttpd's refusal of the same. */
-static void refuse_headers(lane_conn *c)
+/* A refusal with a status no loom code maps to (431, 408). */
+static void reply_status(lane_conn *c, int status, const char *msg)
 {
     memset(&c->reply, 0, sizeof c->reply);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "error", msg);
+    cJSON_AddNumberToObject(o, "status", status);
+    char *text = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    http_reply_data(&c->reply, status, "application/json", text, text ? strlen(text) : 0);
+    c->keep_alive = 0;
+    send_reply(c);
+}
+
+/* libmicrohttpd's refusal of the same. */
+static void refuse_headers(lane_conn *c)
+{
     char msg[160];
     snprintf(msg, sizeof msg,
              "request headers: more than %d of them or %u bytes (loom serve --max-header-bytes %u)",
              LANE_MAX_HEADERS, c->loop->lane->cfg->limits.header_bytes - LANE_HEADER_SPARE,
              c->loop->lane->cfg->limits.header_bytes);
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "error", msg);
-    cJSON_AddNumberToObject(o, "status", 431);
-    char *text = cJSON_PrintUnformatted(o);
-    cJSON_Delete(o);
-    http_reply_data(&c->reply, 431, "application/json", text, text ? strlen(text) : 0);
-    c->keep_alive = 0;
-    send_reply(c);
+    reply_status(c, 431, msg);
+}
+
+/* Headers still coming past the deadline: 408, and the connection closes. */
+static void refuse_slow_headers(lane_conn *c)
+{
+    char msg[160];
+    snprintf(msg, sizeof msg,
+             "request headers: not complete within %u s of the request's first byte (loom serve "
+             "--header-timeout)",
+             c->loop->lane->cfg->limits.header_timeout_s);
+    c->awaiting_headers = 0;
+    reply_status(c, 408, msg);
 }
 
 static void refuse_body(lane_conn *c)
@@ -529,6 +551,23 @@ static int read_request(lane_conn *c)
     }
 }
 
+/* Whether a connection for libmicrohttpd has sent its headers in full (or
+ * as many bytes as they may have, or closed its side): it is handed over
+ * only then, so that the lane's header deadline covers it too. Peeks, so
+ * libmicrohttpd gets every byte. */
+static int headers_arrived(lane_conn *c)
+{
+    lane_loop *lp = c->loop;
+    size_t cap = lp->lane->cfg->limits.header_bytes;
+    ssize_t n;
+    do
+        n = recv(c->fd, lp->peek, cap, MSG_PEEK);
+    while (n < 0 && errno == EINTR);
+    if (n <= 0 || (size_t)n >= cap || c->peer_closed)
+        return 1; /* libmicrohttpd answers what there is (431, 400) */
+    return memmem(lp->peek, (size_t)n, "\r\n\r\n", 4) || memmem(lp->peek, (size_t)n, "\n\n", 2);
+}
+
 /* Between requests: the first bytes (peeked, or already read past the last
  * request) decide whose the connection is. 0 when it is no longer the
  * lane's (closed, or handed to libmicrohttpd). */
@@ -544,6 +583,8 @@ static int take_input(lane_conn *c)
             return 1;
         }
         c->state = LANE_READING;
+        if (!c->began)
+            c->began = c->loop->now;
         return read_request(c);
     }
     /* nothing to look at until the next EPOLLIN: spares a read per request */
@@ -564,7 +605,14 @@ static int take_input(lane_conn *c)
         return 0;
     }
     c->last_active = c->loop->now;
-    if (memcmp(first, l->prefix, (size_t)n) != 0) {
+    if (!c->began)
+        c->began = c->loop->now;
+    if (c->awaiting_headers || memcmp(first, l->prefix, (size_t)n) != 0) {
+        if (!headers_arrived(c)) {
+            c->awaiting_headers = 1;
+            c->socket_empty = 1; /* looked at all there is: wait for more */
+            return 1;
+        }
         hand_over(c);
         return 0;
     }
@@ -657,6 +705,41 @@ static void take_turns(lane_loop *lp)
 
 /* ---- the loops ----------------------------------------------------------- */
 
+/* Whether the connection is inside a request whose headers are not all
+ * here yet. */
+static int headers_pending(const lane_conn *c)
+{
+    return (c->state == LANE_NEW && c->began) || (c->state == LANE_READING && !c->in.headers_done);
+}
+
+/* With every connection taken, one from an address that holds fewer than
+ * another makes room: the loop closes the other address's connection that
+ * has waited longest without a complete request (a flood of connections
+ * that trickle their headers, or idle ones). 1 when it made room. */
+static int evict_for(lane_loop *lp, uint32_t ip)
+{
+    http_lane *l = lp->lane;
+    unsigned mine = 0;
+    if (conn_count_open(l->counts, ip, &mine) < l->cfg->limits.max_connections)
+        return 0; /* not the total limit: the address's own */
+    lane_conn *victim = NULL;
+    unsigned most = mine + 1;
+    for (lane_conn *c = lp->conns; c; c = c->next) {
+        if (c->state != LANE_NEW && !headers_pending(c))
+            continue; /* a request being served */
+        unsigned theirs = 0;
+        conn_count_open(l->counts, c->ip, &theirs);
+        if (theirs > most || (victim && theirs == most && c->last_active < victim->last_active)) {
+            victim = c;
+            most = theirs;
+        }
+    }
+    if (!victim)
+        return 0;
+    close_conn(victim);
+    return 1;
+}
+
 static void accept_all(lane_loop *lp)
 {
     http_lane *l = lp->lane;
@@ -670,7 +753,7 @@ static void accept_all(lane_loop *lp)
             return; /* EAGAIN, or out of descriptors: the next connection retries */
         }
         uint32_t ip = addr.sin_addr.s_addr;
-        if (!conn_count_take(l->counts, ip)) {
+        if (!conn_count_take(l->counts, ip) && !(evict_for(lp, ip) && conn_count_take(l->counts, ip))) {
             close(fd); /* over --max-connections or --max-connections-per-ip */
             continue;
         }
@@ -718,18 +801,27 @@ static void on_event(lane_conn *c, uint32_t events)
     drive(c);
 }
 
+
 /* Connections silent past the idle timeout are closed; one waiting for
- * its reply is not (the router times requests out). */
+ * its reply is not (the router times requests out). A request whose
+ * headers are still coming past the header deadline is answered 408,
+ * however steadily they trickle. */
 static void sweep_idle(lane_loop *lp)
 {
-    unsigned limit = lp->lane->cfg->limits.idle_timeout_s;
+    const http_limits *l = &lp->lane->cfg->limits;
     lp->swept = lp->now;
     for (lane_conn *c = lp->conns, *next; c; c = next) {
         next = c->next;
-        if (c->state != LANE_WAITING && lp->now - c->last_active > (time_t)limit)
+        if (c->state != LANE_WAITING && lp->now - c->last_active > (time_t)l->idle_timeout_s) {
             close_conn(c);
+        } else if (headers_pending(c) && c->began &&
+                   lp->now - c->began > (time_t)l->header_timeout_s) {
+            refuse_slow_headers(c);
+            drive(c);
+        }
     }
 }
+
 
 static void *loop_main(void *arg)
 {
@@ -799,9 +891,10 @@ loom_error *http_lane_start(http_server *srv, const struct sockaddr_in *addr, un
         lp->lane = l;
         lp->epfd = epoll_create1(EPOLL_CLOEXEC);
         lp->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        lp->peek = malloc(cfg->limits.header_bytes);
         pthread_mutex_init(&lp->done_lock, NULL);
         struct epoll_event wake_ev = {.events = EPOLLIN, .data.ptr = lp};
-        if (lp->epfd < 0 || lp->wakefd < 0 ||
+        if (lp->epfd < 0 || lp->wakefd < 0 || !lp->peek ||
             epoll_ctl(lp->epfd, EPOLL_CTL_ADD, lp->wakefd, &wake_ev) != 0 ||
             pthread_create(&lp->thread, NULL, loop_main, lp) != 0) {
             http_lane_stop(l);
@@ -867,6 +960,7 @@ void http_lane_stop(http_lane *l)
         close(l->loops[i].epfd);
         close(l->loops[i].wakefd);
         pthread_mutex_destroy(&l->loops[i].done_lock);
+        free(l->loops[i].peek);
     }
     free(l->loops);
     conn_count_free(l->counts);

@@ -23,7 +23,8 @@ static const char serve_usage[] =
     "                  [--tls-cert PEM --tls-key PEM]\n"
     "                  [--job-uid-range FIRST-LAST | none] [--require-isolation]\n"
     "                  [--max-connections N] [--max-connections-per-ip N]\n"
-    "                  [--idle-timeout SECONDS] [--max-header-bytes B] [--max-uploads N]\n"
+    "                  [--idle-timeout SECONDS] [--header-timeout SECONDS]\n"
+    "                  [--max-header-bytes B] [--max-uploads N]\n"
     "                  [--max-uploads-per-user N] [--slow-threads N]\n"
     "                  [--cors-origin ORIGIN]... [--allow-basic-over-http]\n"
     "                  [--python PATH] [--job-path DIRS]\n"
@@ -64,6 +65,8 @@ static const char serve_usage[] =
     "  --max-connections N open HTTP connections in all (default 1024)\n"
     "  --max-connections-per-ip N  from one client address (default 128)\n"
     "  --idle-timeout S    close a connection silent this long (default 15)\n"
+    "  --header-timeout S  a request's headers complete within this of its first byte,\n"
+    "                      else 408 (default 10)\n"
     "  --max-header-bytes B  each connection's header buffer: a request's\n"
     "                      headers must fit with about 900 bytes to spare, else\n"
     "                      431 (default 8192, at least 4096)\n"
@@ -159,6 +162,7 @@ static int parse_number_flag(int argc, char **argv, int *i, loomd_options *opt)
         {"--max-connections-per-ip", offsetof(loomd_options, http.max_connections_per_ip), 1,
          1000000},
         {"--idle-timeout", offsetof(loomd_options, http.idle_timeout_s), 1, 86400},
+        {"--header-timeout", offsetof(loomd_options, http.header_timeout_s), 1, 3600},
         {"--max-header-bytes", offsetof(loomd_options, http.header_bytes), HTTP_MIN_HEADER_BYTES,
          1u << 20},
         {"--max-uploads", offsetof(loomd_options, http.max_uploads), 1, 10000},

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -885,6 +886,56 @@ static void test_close_while_forked(int port)
     hang_up(c);
 }
 
+/* Headers that trickle in, one line at a time, are answered 408 once the
+ * header deadline passes, on both paths (the lane's own requests and those
+ * it hands to libmicrohttpd), however steadily they come. */
+static int trickle_until_answered(client *c, const char *first_line, double *seconds)
+{
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    says(c, first_line);
+    for (int i = 0; i < 40; i++) {
+        struct pollfd p = {.fd = c->fd, .events = POLLIN};
+        if (poll(&p, 1, 250) > 0)
+            break;
+        char line[64];
+        snprintf(line, sizeof line, "X-Trickle-%d: y\r\n", i);
+        says(c, line);
+    }
+    reply r = hear(c);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    *seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    int status = r.status;
+    forget(&r);
+    return status;
+}
+
+static void test_header_deadline(void)
+{
+    http_limits limits = {.header_timeout_s = 1};
+    int port;
+    http_server *s = start(&limits, NULL, &port);
+    if (!s)
+        return;
+    static const char *const first_lines[] = {"GET /plain HTTP/1.1\r\n",
+                                              "POST /echo/slow HTTP/1.1\r\n"};
+    for (int k = 0; k < 2; k++) {
+        client *c = dial(port);
+        double took = 0;
+        int status = trickle_until_answered(c, first_lines[k], &took);
+        CHECK_MSG(status == 408, "%s trickled: answered %d", first_lines[k], status);
+        CHECK_MSG(took >= 0.9 && took < 5, "answered after %.2f s (deadline 1 s): %s", took,
+                  first_lines[k]);
+        CHECK_MSG(closed_by_server(c), "and the connection closes");
+        hang_up(c);
+    }
+    /* a request sent whole is still answered, on both paths */
+    reply r = ask_once(port, "GET /plain HTTP/1.1\r\nHost: x\r\n\r\n");
+    CHECK(r.status == 200);
+    forget(&r);
+    stop(s);
+}
+
 /* Clients that connect while the server starts: the lane must not take a
  * connection before libmicrohttpd, to which it hands it, has started (it
  * crashed the host when a monitor polled during a restart). */
@@ -1079,6 +1130,7 @@ int main(void)
     stop(s);
     test_fair_turns();
     test_start_while_clients_connect();
+    test_header_deadline();
     test_cors();
     test_limits();
     return CHECK_DONE();
