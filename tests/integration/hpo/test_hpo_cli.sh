@@ -141,6 +141,38 @@ expect_ok "stop it again" "$LOOM" hpo stop stopme
 expect_eq "stopped again" "$?" 3
 rm "$MODEL/sleep"
 
+# ---- an elastic experiment stopped while its workers start: its trainer's
+# wait for them ends in an error, but the stop is why
+F=/usr/share/datasets/fashion-mnist
+if [ -r "$F/train-images-idx3-ubyte.gz" ]; then
+    mkdir -p "$WORK/fm"
+    cat > "$WORK/fm/edt.json" <<JSON
+{"model": {"input": [1, 28, 28], "layers": [{"type": "flatten"}, {"type": "dense", "units": 10}]},
+ "loss": "softmax_cross_entropy", "optimizer": {"type": "sgd", "lr": "\$lr"},
+ "dataset": {"format": "idx", "train_images": "$F/train-images-idx3-ubyte.gz",
+   "train_labels": "$F/train-labels-idx1-ubyte.gz", "test_images": "$F/t10k-images-idx3-ubyte.gz",
+   "test_labels": "$F/t10k-labels-idx1-ubyte.gz"},
+ "training": {"batch_size": 64}}
+JSON
+    cat > "$WORK/edt.json" <<'JSON'
+{"hpoName": "edtstop", "modelSpec": {"args": "--exec-start edt --model-dir fm --numWorker 2 -- --epochs 3"},
+ "algoDef": {"algorithm": "Random", "maxJobNum": 2, "maxParalleJobNum": 1, "objectiveMetric": "accuracy", "objective": "maximize"},
+ "hyperParams": [{"name": "lr", "type": "Range", "dataType": "DOUBLE", "minDbVal": 0.01, "maxDbVal": 0.1}]}
+JSON
+    expect_ok "submit an elastic task" "$LOOM" hpo submit "$WORK/edt.json" --model-dir "$WORK/fm"
+    for _ in $(seq 1 200); do
+        "$LOOM" --json hpo view edtstop | grep -q '"appId":"admin' && break
+        sleep 0.02
+    done
+    expect_ok "stop it as its first experiment starts" "$LOOM" hpo stop edtstop
+    "$LOOM" hpo wait edtstop --timeout 60 >/dev/null 2>&1
+    expect_eq "the elastic task STOPPED" "$?" 3
+    v=$("$LOOM" --json hpo view edtstop)
+    app=$(printf '%s' "$v" | sed -n 's/.*"experiments":\[{"id":1,"appId":"\([^"]*\)".*/\1/p')
+    expect_contains "its experiment STOPPED" "$v" "{\"id\":1,\"appId\":\"$app\",\"state\":\"STOPPED\""
+    expect_contains "its exec KILLED, stopped by request" "$("$LOOM" --json exec view "$app")" '"state":"KILLED","message":"stopped by request"'
+fi
+
 # ---- a failed experiment names its exec and how to read its output --------
 touch "$MODEL/fail"
 task failing Random 1 1 > "$WORK/failing.json"
