@@ -13,7 +13,7 @@
 #include "api/routes.h"
 #include "api/server.h"
 #include "hpo/hpo.h"
-#include "hpo/wmla_task.h"
+#include "util/num_text.h"
 
 #define OWNER(req) ((req)->is_admin ? NULL : (req)->user)
 
@@ -136,7 +136,7 @@ static void view(void *ctx, const http_request *req, http_response *res)
     else
         cJSON_AddNullToObject(o, "best");
     hpo_task_view_free(&v);
-    hpo_json_shortest_numbers(o);
+    num_text_json_shortest(o);
     http_reply_json(res, 200, o);
 }
 

@@ -11,6 +11,7 @@
 #include "hpo/hpo_internal.h"
 #include "util/fs.h"
 #include "util/log.h"
+#include "util/num_text.h"
 #include "util/tarball.h"
 
 #define VAL_DICT_MAX_BYTES (16u << 20)
@@ -139,7 +140,7 @@ static void substitute(cJSON *node, const cJSON *config)
  * 0.10000000000000001): the model reads them. */
 static loom_error *write_json(const char *path, cJSON *j)
 {
-    hpo_json_shortest_numbers(j);
+    num_text_json_shortest(j);
     char *text = cJSON_Print(j);
     FILE *f = text ? fopen(path, "w") : NULL;
     int ok = f && fputs(text, f) >= 0 && fputc('\n', f) != EOF;

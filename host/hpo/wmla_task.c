@@ -597,20 +597,3 @@ void hpo_value_format(const loom_value *v, char *buf, size_t len)
         num_text_double(v->d, buf, len);
 }
 
-void hpo_json_shortest_numbers(cJSON *node)
-{
-    for (; node; node = node->next) {
-        char text[NUM_TEXT_MAX];
-        /* cJSON's own %.15g-or-%.17g text is not always the shortest;
-         * NaN and infinities stay numbers, which cJSON prints as null. */
-        if (cJSON_IsNumber(node) && isfinite(node->valuedouble)) {
-            num_text_double(node->valuedouble, text, sizeof text);
-            char *raw = strdup(text);
-            if (raw) {
-                node->type = cJSON_Raw;
-                node->valuestring = raw;
-            }
-        }
-        hpo_json_shortest_numbers(node->child);
-    }
-}

@@ -61,11 +61,6 @@ cJSON *hpo_value_to_json(const loom_value *v);
 int hpo_value_from_json(const loom_param *p, const cJSON *j, loom_value *out);
 /* The value as WMLA writes fixedVal: "0.01", "256", "adam". */
 void hpo_value_format(const loom_value *v, char *buf, size_t len);
-/* Makes every finite number in the tree from `node` on (its siblings and
- * children) print as its shortest exact text (util/num_text.h): call it
- * on a tree about to be printed for a user, after the last read of its
- * numbers (they become raw JSON text). */
-void hpo_json_shortest_numbers(cJSON *node);
 /* "DOUBLE", "INT", "STR". */
 const char *hpo_type_name(int32_t type);
 

@@ -10,6 +10,7 @@
 #include "train/checkpoint.h"
 #include "train/coordinator_internal.h"
 #include "util/fs.h"
+#include "util/num_text.h"
 
 void update_snapshot(edt_coordinator *c, const char *phase)
 {
@@ -115,7 +116,12 @@ static void write_val_list(edt_coordinator *c)
     }
     if (c->pr.val_file_theirs)
         return;
-    char *text = cJSON_Print(c->pr.val_list);
+    /* Numbers as their shortest exact text (cJSON's falls back to 17
+     * digits where 16 read back: 0.79999999999999993 for 0.7999999999999999). */
+    cJSON *shown = cJSON_Duplicate(c->pr.val_list, 1);
+    num_text_json_shortest(shown);
+    char *text = shown ? cJSON_Print(shown) : NULL;
+    cJSON_Delete(shown);
     if (text) {
         fs_write_file_atomic(path, text, strlen(text), 0644);
         free(text);

@@ -1,9 +1,11 @@
 /* util/num_text.c - see num_text.h. */
 #include "util/num_text.h"
 
+#include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 char *num_text_double(double d, char *buf, size_t len)
 {
@@ -17,4 +19,19 @@ char *num_text_double(double d, char *buf, size_t len)
             break;
     }
     return buf;
+}
+
+void num_text_json_shortest(cJSON *node)
+{
+    for (; node; node = node->next) {
+        if (cJSON_IsNumber(node) && isfinite(node->valuedouble)) {
+            char text[NUM_TEXT_MAX];
+            char *raw = strdup(num_text_double(node->valuedouble, text, sizeof text));
+            if (raw) { /* else cJSON's own text: still exact */
+                node->type = cJSON_Raw;
+                node->valuestring = raw;
+            }
+        }
+        num_text_json_shortest(node->child);
+    }
 }

@@ -14,4 +14,12 @@
  * Returns buf. */
 char *num_text_double(double d, char *buf, size_t len);
 
+/* Makes every finite number of a cJSON tree (`node`, its siblings and
+ * children) print as num_text_double's text: cJSON's own (%.15g, else
+ * %.17g) is not always the shortest. Call it on a tree about to be
+ * printed for a user, after the last read of its numbers: they become
+ * raw JSON text. NaN and infinities stay numbers (cJSON prints null). */
+struct cJSON;
+void num_text_json_shortest(struct cJSON *node);
+
 #endif

@@ -8,6 +8,7 @@
 #include "check.h"
 #include "hpo/wmla_task.h"
 #include "util/fs.h"
+#include "util/num_text.h"
 
 static hpo_task_spec parse_file(const char *name)
 {
@@ -64,7 +65,7 @@ static void check_shortest_numbers(void)
         CHECK(strtod(text, NULL) == cases[i].d);
     }
     cJSON *o = cJSON_Parse("{\"x\": 0.1, \"a\": [0.8, 3, {\"y\": 0.7999999999999999}], \"s\": \"0.1\"}");
-    hpo_json_shortest_numbers(o);
+    num_text_json_shortest(o);
     char *text = cJSON_PrintUnformatted(o);
     CHECK_STR_EQ(text, "{\"x\":0.1,\"a\":[0.8,3,{\"y\":0.7999999999999999}],\"s\":\"0.1\"}");
     free(text);
