@@ -66,6 +66,9 @@ expect_contains "hpo wait says how it ended" "$(cat "$WORK/wait.out")" "tuning t
 expect_ok "hpo logs" "$LOOM" hpo logs logs1
 expect_contains "the plugin's host->log lines" "$(cat "$WORK/out")" "proposed experiment 1 with x=0.1"
 expect_contains "and its observations" "$(cat "$WORK/out")" "observed experiment 2"
+expect_ok "hpo logs -f on an ended task" timeout 30 "$LOOM" hpo logs logs1 -f
+expect_contains "prints it and says how the task ended" "$(cat "$WORK/out")" "observed experiment 2
+tuning task logs1 FINISHED"
 r=$(http GET /platform/rest/deeplearning/v1/hypersearch/logs1/log)
 expect_contains "GET .../log" "$r" '200 {"hpoName":"logs1","state":"FINISHED","offset":0,'
 expect_contains "its text" "$r" "proposed experiment 2 with x=0.1"
