@@ -312,13 +312,30 @@ static long long print_whole_log(const cli_globals *g, const char *id, int worke
 }
 
 /* A log whose stdout is empty may say why on stderr (a Python
- * traceback): `logs` shows that instead, under a header saying so. 0 or -1. */
+ * traceback): `logs` shows that instead, under a header saying so, when
+ * there is any. 0 or -1. */
 static int print_stderr_instead(const cli_globals *g, const char *id, int worker)
 {
-    printf("==> %s%d/stderr (its stdout is empty) <==\n", worker < 0 ? "driver" : "worker-",
-           worker < 0 ? 0 : worker);
-    fflush(stdout);
-    return print_whole_log(g, id, worker, "stderr") < 0 ? -1 : 0;
+    char path[512], who[32];
+    snprintf(path, sizeof path, LOOM_ROUTE_EXECS "/%s" LOOM_ROUTE_LOG "?worker=%d&stream=stderr"
+             "&offset=0", id, worker);
+    size_t n;
+    char *text = cli_request_text(g, path, &n);
+    if (!text)
+        return -1;
+    if (worker < 0)
+        snprintf(who, sizeof who, "driver");
+    else
+        snprintf(who, sizeof who, "worker-%d", worker);
+    if (n)
+        printf("==> %s/stderr (its stdout is empty) <==\n", who);
+    fwrite(text, 1, n, stdout);
+    free(text);
+    long long off = (long long)n;
+    long more = n ? 1 : 0;
+    while (more > 0)
+        more = print_log_chunk(g, id, worker, "stderr", &off, NULL);
+    return more < 0 ? -1 : 0;
 }
 
 /* One line of a training exec's progress, for `logs -f`. */
