@@ -18,8 +18,8 @@
  * two threads at once.
  *
  * Where its log goes: the child's output, host->log lines included (a Lua
- * script's loom.log), is appended to the task's search log,
- * HOME/hpo/TASK/search.log on the host. Its owner reads it with
+ * script's loom.log(level, text) calls), is appended to the task's search
+ * log, HOME/hpo/TASK/search.log on the host. Its owner reads it with
  * `loom hpo logs TASK [-f]` or GET .../hypersearch/TASK/log (the last
  * 64 KiB per request; ?offset= pages). Nothing a search plugin writes
  * reaches the host's own log or the experiments' logs.
