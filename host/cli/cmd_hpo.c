@@ -21,6 +21,7 @@ static const char hpo_usage[] =
     "A tuning task in WMLA's JSON (hpoName, modelSpec.args, algoDef, hyperParams or\n"
     "experiments): each experiment runs as an exec of the model directory with its\n"
     "hyperparameters in config.json; its objective is read from val_dict_list.json.\n"
+    "\n"
     "stop    ends the task's running experiments (STOPPING until they have ended,\n"
     "        then STOPPED); restart carries a STOPPED or FAILED task on.\n"
     "logs    prints the search algorithm's log (its plugin's output and host->log\n"
