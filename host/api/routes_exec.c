@@ -88,6 +88,19 @@ static cJSON *exec_json(exec_view *v)
     return o;
 }
 
+/* The exec's JSON, naming the tuning task it is an experiment of (if
+ * any): "hpoName" and "experimentId". */
+static cJSON *exec_json_in(exec_view *v, const hpo_exec_task *tasks, size_t ntasks)
+{
+    cJSON *o = exec_json(v);
+    const hpo_exec_task *t = hpo_exec_task_find(tasks, ntasks, v->rec.id);
+    if (t) {
+        cJSON_AddStringToObject(o, "hpoName", t->task);
+        cJSON_AddNumberToObject(o, "experimentId", (double)t->experiment);
+    }
+    return o;
+}
+
 /* Replies with the exec as it now is (status 200 or 201). */
 static void reply_exec(loomd *d, int64_t owner, const char *id, int status, http_response *res)
 {
@@ -97,7 +110,11 @@ static void reply_exec(loomd *d, int64_t owner, const char *id, int status, http
         api_reply_error(res, e);
         return;
     }
-    http_reply_json(res, status, exec_json(&v));
+    hpo_exec_task *tasks = NULL;
+    size_t ntasks = 0;
+    loom_err_free(hpo_exec_tasks(d->hpo, &tasks, &ntasks)); /* without: no task named */
+    http_reply_json(res, status, exec_json_in(&v, tasks, ntasks));
+    free(tasks);
     exec_view_free(&v);
 }
 
@@ -261,9 +278,13 @@ static void list(void *ctx, const http_request *req, http_response *res)
         api_reply_error(res, e);
         return;
     }
+    hpo_exec_task *tasks = NULL;
+    size_t ntasks = 0;
+    loom_err_free(hpo_exec_tasks(d->hpo, &tasks, &ntasks)); /* without: no task named */
     cJSON *a = cJSON_CreateArray();
     for (size_t i = 0; i < n; i++)
-        cJSON_AddItemToArray(a, exec_json(&v[i]));
+        cJSON_AddItemToArray(a, exec_json_in(&v[i], tasks, ntasks));
+    free(tasks);
     exec_views_free(v, n);
     http_reply_json(res, 200, a);
 }

@@ -1,8 +1,10 @@
 /* api/routes_hpo.c - WMLA's tuning routes under
  * /platform/rest/deeplearning/v1/hypersearch: submit (multipart "data" =
  * the task JSON + "file" = the model archive; the reply is the task's name
- * as a JSON string), list, view, stop (PUT), restart, delete, and the
- * algorithm routes. */
+ * as a JSON string), list, view, stop (PUT), restart, delete, the search
+ * log, and the algorithm routes. */
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +13,7 @@
 #include "api/routes.h"
 #include "api/server.h"
 #include "hpo/hpo.h"
+#include "util/num_text.h"
 
 #define OWNER(req) ((req)->is_admin ? NULL : (req)->user)
 
@@ -133,6 +136,51 @@ static void view(void *ctx, const http_request *req, http_response *res)
     else
         cJSON_AddNullToObject(o, "best");
     hpo_task_view_free(&v);
+    num_text_json_shortest(o);
+    http_reply_json(res, 200, o);
+}
+
+/* GET .../hypersearch/{name}/log[?offset=BYTES]: the task's search log
+ * (its search plugin's output, host->log lines included), the owner's or
+ * an administrator's; without offset its last part. At most
+ * HPO_SEARCH_LOG_MAX_READ bytes a reply: "truncated" and "note" say when
+ * more was asked than it holds, "next" is the offset to follow from. */
+static void search_log(void *ctx, const http_request *req, http_response *res)
+{
+    loomd *d = ctx;
+    const char *off = http_query(req, "offset");
+    char *end;
+    errno = 0;
+    long long from = off ? strtoll(off, &end, 10) : -1;
+    if (off && (*end || end == off || errno || from < 0)) {
+        api_error(res, LOOM_E_INVALID, "offset: expected a byte offset from 0 to %lld, got "
+                                       "\"%.64s\"", LLONG_MAX, off);
+        return;
+    }
+    hpo_log_part p;
+    loom_error *e = hpo_search_log(d->hpo, OWNER(req), req->params[0], from, &p);
+    if (e) {
+        api_reply_error(res, e);
+        return;
+    }
+    int64_t next = p.offset + (int64_t)p.len;
+    int truncated = from < 0 ? p.offset > 0 : next < p.size;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "hpoName", req->params[0]);
+    cJSON_AddStringToObject(o, "state", p.state);
+    cJSON_AddNumberToObject(o, "offset", (double)p.offset);
+    cJSON_AddNumberToObject(o, "next", (double)next);
+    cJSON_AddNumberToObject(o, "size", (double)p.size);
+    cJSON_AddBoolToObject(o, "truncated", truncated);
+    if (truncated) {
+        char note[256];
+        snprintf(note, sizeof note, "bytes %lld to %lld of %lld (at most %u a reply; ask with "
+                 "?offset= for %s)", (long long)p.offset, (long long)next, (long long)p.size,
+                 HPO_SEARCH_LOG_MAX_READ, from < 0 ? "the start" : "the rest");
+        cJSON_AddStringToObject(o, "note", note);
+    }
+    cJSON_AddStringToObject(o, "text", p.text);
+    hpo_log_part_free(&p);
     http_reply_json(res, 200, o);
 }
 
@@ -331,6 +379,7 @@ const http_route loom_hpo_routes[] = {
     {"GET", LOOM_ROUTE_HPO "/{}", view, HTTP_USER},
     {"PUT", LOOM_ROUTE_HPO "/{}", stop, HTTP_USER},
     {"PUT", LOOM_ROUTE_HPO "/{}" LOOM_ROUTE_RESTART, restart, HTTP_USER},
+    {"GET", LOOM_ROUTE_HPO "/{}" LOOM_ROUTE_LOG, search_log, HTTP_USER | HTTP_SLOW},
     {"DELETE", LOOM_ROUTE_HPO "/{}", delete_one, HTTP_USER | HTTP_SLOW},
 };
 const size_t loom_hpo_route_count = sizeof loom_hpo_routes / sizeof *loom_hpo_routes;

@@ -35,7 +35,8 @@ static const char exec_usage[] =
     "       Frameworks: see 'loom framework list' (command, python, distPyTorch, ...).\n"
     "logs   prints every worker's output (or one with --worker); for a training\n"
     "       exec, the trainer's (driver's) log. -f follows it until the exec ends,\n"
-    "       with a progress line every 2 s for training.\n"
+    "       with a progress line every 2 s for training. A log whose stdout is\n"
+    "       empty shows its stderr instead (a traceback); --stderr shows only that.\n"
     "wait   waits for the exec to end; the exit status is 0 only if it FINISHED.\n"
     "result downloads a zip of the exec's RESULT_DIR (without the submitted\n"
     "       code) to FILE (default ID.zip).\n"
@@ -146,17 +147,20 @@ int exec_start_words(int argc, char **argv, const cli_globals *g, char *id, size
 
 static void print_exec_table(cJSON *array)
 {
-    const char *headers[] = {"ID", "FRAMEWORK", "STATE", "WORKERS", "CREATED", "MESSAGE"};
-    cli_table *t = cli_table_new(6, headers);
+    const char *headers[] = {"ID", "FRAMEWORK", "STATE", "WORKERS", "TASK", "CREATED", "MESSAGE"};
+    cli_table *t = cli_table_new(7, headers);
     const cJSON *e;
     cJSON_ArrayForEach(e, array) {
-        char workers[16], created[32];
+        char workers[16], created[32], task[160] = "-";
         snprintf(workers, sizeof workers, "%d", (int)cli_num(e, "numWorker"));
+        /* A tuning task's experiment: TASK#EXPERIMENT. */
+        if (*cli_str(e, "hpoName"))
+            snprintf(task, sizeof task, "%s#%.0f", cli_str(e, "hpoName"), cli_num(e, "experimentId"));
         cli_time(cli_num(e, "createTime"), created, sizeof created);
         /* A pending exec's message is why it waits. */
         const char *why = cli_str(e, "pendingReason");
         const char *cells[] = {cli_str(e, "id"), cli_str(e, "framework"), cli_str(e, "state"),
-                               workers, created, *why ? why : cli_str(e, "message")};
+                               workers, task, created, *why ? why : cli_str(e, "message")};
         cli_table_add(t, cells);
     }
     cli_table_print(t);
@@ -180,6 +184,9 @@ static void print_exec(const cJSON *e)
         printf("handover    a device came free %.0f ms after the scheduler took it from %s\n",
                cli_num(handover, "ms"),
                *cli_str(handover, "from") ? cli_str(handover, "from") : "another job");
+    if (*cli_str(e, "hpoName"))
+        printf("tuning      experiment %.0f of task %s\n", cli_num(e, "experimentId"),
+               cli_str(e, "hpoName"));
     printf("framework   %s\n", cli_str(e, "framework"));
     printf("creator     %s\n", cli_str(e, "creator"));
     printf("args        %s\n", cli_str(e, "args"));
@@ -215,6 +222,13 @@ static void print_exec(const cJSON *e)
             cJSON_ArrayForEach(m, tm) printf("%s %.4f  ", m->string, m->valuedouble);
             putchar('\n');
         }
+        const cJSON *f;
+        cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(t, "pluginFailures"))
+            printf("plugin      %s %s failed %d time(s)%s: %s\n", cli_str(f, "kind"),
+                   cli_str(f, "plugin"), (int)cli_num(f, "failures"),
+                   cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(f, "disabled"))
+                       ? ", disabled for this exec" : "",
+                   cli_str(f, "lastError"));
         const cJSON *eps = cJSON_GetObjectItemCaseSensitive(t, "epochsDone");
         cJSON_ArrayForEach(m, eps) {
             const cJSON *tr = cJSON_GetObjectItemCaseSensitive(m, "train");
@@ -291,6 +305,44 @@ static long print_log_chunk(const cli_globals *g, const char *id, int worker, co
     return (long)n;
 }
 
+/* Prints one whole log; returns its size or -1. */
+static long long print_whole_log(const cli_globals *g, const char *id, int worker,
+                                 const char *stream)
+{
+    long long off = 0;
+    long n;
+    while ((n = print_log_chunk(g, id, worker, stream, &off, NULL)) > 0)
+        ;
+    return n < 0 ? -1 : off;
+}
+
+/* A log whose stdout is empty may say why on stderr (a Python
+ * traceback): `logs` shows that instead, under a header saying so, when
+ * there is any. 0 or -1. */
+static int print_stderr_instead(const cli_globals *g, const char *id, int worker)
+{
+    char path[512], who[32];
+    snprintf(path, sizeof path, LOOM_ROUTE_EXECS "/%s" LOOM_ROUTE_LOG "?worker=%d&stream=stderr"
+             "&offset=0", id, worker);
+    size_t n;
+    char *text = cli_request_text(g, path, &n);
+    if (!text)
+        return -1;
+    if (worker < 0)
+        snprintf(who, sizeof who, "driver");
+    else
+        snprintf(who, sizeof who, "worker-%d", worker);
+    if (n)
+        printf("==> %s/stderr (its stdout is empty) <==\n", who);
+    fwrite(text, 1, n, stdout);
+    free(text);
+    long long off = (long long)n;
+    long more = n ? 1 : 0;
+    while (more > 0)
+        more = print_log_chunk(g, id, worker, "stderr", &off, NULL);
+    return more < 0 ? -1 : 0;
+}
+
 /* One line of a training exec's progress, for `logs -f`: the trainer's
  * own words for where it stands. */
 static void print_progress(const cJSON *t)
@@ -321,15 +373,13 @@ int exec_print_logs(const cli_globals *g, const char *id, int follow, int worker
         first = 0;
         last = nworkers - 1;
     }
+    int fallback = !strcmp(stream, "stdout");
     if (!follow) {
         for (int w = first; w <= last; w++) {
             if (first != last)
                 printf("==> worker-%d/%s <==\n", w, stream);
-            long long off = 0;
-            long n;
-            while ((n = print_log_chunk(g, id, w, stream, &off, NULL)) > 0)
-                ;
-            if (n < 0)
+            long long n = print_whole_log(g, id, w, stream);
+            if (n < 0 || (n == 0 && fallback && print_stderr_instead(g, id, w) != 0))
                 return 1;
         }
         return 0;
@@ -365,6 +415,9 @@ int exec_print_logs(const cli_globals *g, const char *id, int follow, int worker
                 return 1;
         }
         if (final && got == 0) {
+            for (int w = first; w <= last && fallback; w++)
+                if (offsets[w - first] == 0 && print_stderr_instead(g, id, w) != 0)
+                    return 1;
             fprintf(stderr, "%s\n", state_line);
             return 0;
         }

@@ -2,21 +2,35 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "api/routes.h"
 #include "cli/client.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "util/fs.h"
+#include "util/num_text.h"
 #include "util/tarball.h"
 
 static const char hpo_usage[] =
     "usage: loom hpo submit TASK.json --model-dir DIR\n"
     "       loom hpo list | view NAME | best NAME | stop NAME | restart NAME | delete NAME\n"
+    "       loom hpo logs NAME [-f]\n"
+    "       loom hpo wait NAME [--timeout SECONDS]\n"
     "\n"
     "A tuning task in WMLA's JSON (hpoName, modelSpec.args, algoDef, hyperParams or\n"
     "experiments): each experiment runs as an exec of the model directory with its\n"
-    "hyperparameters in config.json; its objective is read from val_dict_list.json.\n";
+    "hyperparameters in config.json; its objective is read from val_dict_list.json.\n"
+    "\n"
+    "stop    ends the task's running experiments (STOPPING until they have ended,\n"
+    "        then STOPPED); restart carries a STOPPED or FAILED task on.\n"
+    "logs    prints the search algorithm's log (its plugin's output and host->log\n"
+    "        lines; the last 64 KiB, -f then follows it until the task ends). An\n"
+    "        experiment's own output: loom exec logs ID (the ID from loom hpo view).\n"
+    "wait    waits for the task to end; exit status 0 FINISHED, 1 FAILED,\n"
+    "        3 STOPPED, 4 timeout (1 also when the host cannot be asked).\n";
+
+enum { WAIT_FINISHED = 0, WAIT_FAILED = 1, WAIT_STOPPED = 3, WAIT_TIMEOUT = 4 };
 
 #define TASK_MAX_BYTES (4u << 20)
 
@@ -94,12 +108,11 @@ static void print_values(const cJSON *x)
     }
 }
 
+static cJSON *get_task(const char *name, const cli_globals *g);
+
 static int view(const char *name, int best_only, const cli_globals *g)
 {
-    char *esc = curl_escape_path(name), path[512];
-    snprintf(path, sizeof path, LOOM_ROUTE_HPO "/%s", esc ? esc : name);
-    free(esc);
-    cJSON *j = cli_request(g, "GET", path, NULL);
+    cJSON *j = get_task(name, g);
     if (!j)
         return 1;
     const cJSON *best = cJSON_GetObjectItemCaseSensitive(j, "best");
@@ -110,20 +123,23 @@ static int view(const char *name, int best_only, const cli_globals *g)
             cJSON_Delete(j);
             return cli_fail("hpo best %s: no experiment reported the objective yet", name);
         }
-        printf("%s %g: ", cli_str(j, "objectiveMetric"), cli_num(best, "metricVal"));
+        char metric[NUM_TEXT_MAX];
+        printf("%s %s: ", cli_str(j, "objectiveMetric"),
+               num_text_double(cli_num(best, "metricVal"), metric, sizeof metric));
         print_values(best);
         printf(" (experiment %g, exec %s)\n", cli_num(best, "id"), cli_str(best, "appId"));
     } else {
-        printf("%s: %s%s%s, %s %s, progress %s, %g s\n", cli_str(j, "hpoName"), cli_str(j, "state"),
-               *cli_str(j, "message") ? " (" : "", *cli_str(j, "message") ? cli_str(j, "message") : "",
-               cli_str(j, "objective"), cli_str(j, "objectiveMetric"), cli_str(j, "progress"),
-               cli_num(j, "duration"));
+        const char *msg = cli_str(j, "message");
+        printf("%s: %s%s%s%s, %s %s, progress %s, %.2f s\n", cli_str(j, "hpoName"),
+               cli_str(j, "state"), *msg ? " (" : "", msg, *msg ? ")" : "", cli_str(j, "objective"),
+               cli_str(j, "objectiveMetric"), cli_str(j, "progress"), cli_num(j, "duration"));
         const cJSON *x;
         cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(j, "experiments")) {
             const cJSON *m = cJSON_GetObjectItemCaseSensitive(x, "metricVal");
             printf("  %3g %-9s ", cli_num(x, "id"), cli_str(x, "state"));
+            char metric[NUM_TEXT_MAX];
             if (cJSON_IsNumber(m))
-                printf("%-10.6g ", m->valuedouble);
+                printf("%-10s ", num_text_double(m->valuedouble, metric, sizeof metric));
             else
                 printf("%-10s ", "-");
             print_values(x);
@@ -134,15 +150,139 @@ static int view(const char *name, int best_only, const cli_globals *g)
     return 0;
 }
 
-static int act(const char *method, const char *name, const char *suffix, const cli_globals *g)
+static void task_path(char *path, size_t len, const char *name, const char *suffix)
 {
-    char *esc = curl_escape_path(name), path[512];
-    snprintf(path, sizeof path, LOOM_ROUTE_HPO "/%s%s", esc ? esc : name, suffix);
+    char *esc = curl_escape_path(name);
+    snprintf(path, len, LOOM_ROUTE_HPO "/%s%s", esc ? esc : name, suffix);
     free(esc);
-    cJSON *j = cli_request(g, method, path, NULL);
+}
+
+/* The task's view, NULL when it cannot be had (the error printed). */
+static cJSON *get_task(const char *name, const cli_globals *g)
+{
+    char path[512];
+    task_path(path, sizeof path, name, "");
+    return cli_request(g, "GET", path, NULL);
+}
+
+static int ended(const char *state)
+{
+    return !strcmp(state, "FINISHED") || !strcmp(state, "FAILED") || !strcmp(state, "STOPPED");
+}
+
+/* stop, restart or delete, then what the task now is, as `exec stop` says. */
+static int act(const char *verb, const char *name, const cli_globals *g)
+{
+    int del = !strcmp(verb, "delete"), restart = !strcmp(verb, "restart");
+    char path[512];
+    task_path(path, sizeof path, name, restart ? LOOM_ROUTE_RESTART : "");
+    cJSON *j = cli_request(g, del ? "DELETE" : "PUT", path, NULL);
     if (!j)
         return 1;
     cJSON_Delete(j);
+    cJSON *t = del ? NULL : get_task(name, g);
+    const char *state = t ? cli_str(t, "state") : "";
+    if (g->json && t)
+        cli_print_json(t);
+    else if (del)
+        printf("tuning task %s deleted\n", name);
+    else if (!strcmp(state, "STOPPING"))
+        printf("tuning task %s stopping: %d running experiment(s) are being ended "
+               "(loom hpo wait %s)\n", name, (int)cli_num(t, "running"), name);
+    else
+        printf("tuning task %s %s: %s%s%s\n", name, restart ? "restarted" : "stopped", state,
+               *cli_str(t, "message") ? ", " : "", cli_str(t, "message"));
+    cJSON_Delete(t);
+    return t || del ? 0 : 1;
+}
+
+/* `loom hpo wait NAME [--timeout S]`: the exit status says how it ended. */
+static int wait_task(int argc, char **argv, const cli_globals *g)
+{
+    double timeout = 0;
+    for (int i = 2; i < argc; i++) {
+        char *end;
+        if (!strcmp(argv[i], "--timeout") && i + 1 < argc &&
+            (timeout = strtod(argv[i + 1], &end)) >= 0 && *end == 0 && end != argv[i + 1])
+            i++;
+        else
+            return cli_fail("hpo wait: unexpected \"%s\" (usage: loom hpo wait NAME "
+                            "[--timeout SECONDS])", argv[i]);
+    }
+    int64_t until = time_mono_ms() + (int64_t)(timeout * 1000);
+    for (;;) {
+        cJSON *t = get_task(argv[1], g);
+        if (!t)
+            return WAIT_FAILED;
+        const char *state = cli_str(t, "state");
+        if (ended(state)) {
+            int rc = !strcmp(state, "FINISHED") ? WAIT_FINISHED
+                     : !strcmp(state, "STOPPED") ? WAIT_STOPPED : WAIT_FAILED;
+            printf("tuning task %s %s%s%s%s, progress %s\n", argv[1], state,
+                   *cli_str(t, "message") ? " (" : "", cli_str(t, "message"),
+                   *cli_str(t, "message") ? ")" : "", cli_str(t, "progress"));
+            cJSON_Delete(t);
+            return rc;
+        }
+        cJSON_Delete(t);
+        if (timeout > 0 && time_mono_ms() >= until) {
+            cli_fail("hpo wait: tuning task %s did not end within %g s", argv[1], timeout);
+            return WAIT_TIMEOUT;
+        }
+        usleep(200000);
+    }
+}
+
+/* Prints the search log from *offset (-1: its last part) and moves it on;
+ * the task's state to `state`. 0, or 1 when the host could not be asked. */
+static int print_search_log(const char *name, long long *offset, char *state, size_t len,
+                            const cli_globals *g)
+{
+    char path[600], query[48] = "";
+    if (*offset >= 0)
+        snprintf(query, sizeof query, "?offset=%lld", *offset);
+    task_path(path, sizeof path, name, LOOM_ROUTE_LOG);
+    strncat(path, query, sizeof path - strlen(path) - 1);
+    cJSON *j = cli_request(g, "GET", path, NULL);
+    if (!j)
+        return 1;
+    if (*offset < 0 && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "truncated")))
+        fprintf(stderr, "[the search log's last %lld of %lld bytes]\n",
+                (long long)(cli_num(j, "next") - cli_num(j, "offset")), (long long)cli_num(j, "size"));
+    fputs(cli_str(j, "text"), stdout);
+    fflush(stdout);
+    *offset = (long long)cli_num(j, "next");
+    snprintf(state, len, "%s", cli_str(j, "state"));
+    cJSON_Delete(j);
+    return 0;
+}
+
+/* `loom hpo logs NAME [-f]`: the search algorithm's log. */
+static int logs(int argc, char **argv, const cli_globals *g)
+{
+    int follow = 0;
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "-f") || !strcmp(argv[i], "--follow"))
+            follow = 1;
+        else
+            return cli_fail("hpo logs: unexpected \"%s\" (usage: loom hpo logs NAME [-f])",
+                            argv[i]);
+    }
+    long long offset = -1;
+    char state[32];
+    if (print_search_log(argv[1], &offset, state, sizeof state, g))
+        return 1;
+    while (follow && !ended(state)) {
+        usleep(200000);
+        long long before = offset;
+        if (print_search_log(argv[1], &offset, state, sizeof state, g))
+            return 1;
+        /* Read what was written before the end, then stop. */
+        if (ended(state) && offset != before)
+            state[0] = 0;
+    }
+    if (follow)
+        fprintf(stderr, "tuning task %s %s\n", argv[1], state);
     return 0;
 }
 
@@ -207,17 +347,17 @@ int cmd_hpo(int argc, char **argv, const cli_globals *g)
         return submit(argc - 1, argv + 1, g);
     if (!strcmp(verb, "list"))
         return list(g);
+    if (argc >= 2 && !strcmp(verb, "wait"))
+        return wait_task(argc, argv, g);
+    if (argc >= 2 && !strcmp(verb, "logs"))
+        return logs(argc, argv, g);
     if (argc != 2)
         return cli_fail("hpo %s: expected one task name (see loom hpo --help)", verb);
     if (!strcmp(verb, "view"))
         return view(argv[1], 0, g);
     if (!strcmp(verb, "best"))
         return view(argv[1], 1, g);
-    if (!strcmp(verb, "stop"))
-        return act("PUT", argv[1], "", g);
-    if (!strcmp(verb, "restart"))
-        return act("PUT", argv[1], LOOM_ROUTE_RESTART, g);
-    if (!strcmp(verb, "delete"))
-        return act("DELETE", argv[1], "", g);
+    if (!strcmp(verb, "stop") || !strcmp(verb, "restart") || !strcmp(verb, "delete"))
+        return act(verb, argv[1], g);
     return cli_fail("hpo: unknown verb \"%s\" (see loom hpo --help)", verb);
 }

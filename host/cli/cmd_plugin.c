@@ -18,7 +18,9 @@ static const char plugin_usage[] =
     "\n"
     "check  loads a .so or .lua plugin here, without a host and without\n"
     "       registering it, and prints its kind, name, version and ABI; the\n"
-    "       exit status is non-zero, with the reason, when it is refused.\n"
+    "       exit status is non-zero, with the reason, when it is refused. It\n"
+    "       loads it as the host does: in a confined child that is stopped\n"
+    "       after 10 s.\n"
     "list   lists the host's registry: every plugin with kind, name, version,\n"
     "       ABI, format, origin and state (failed ones with the reason).\n"
     "KIND is framework, search (algorithm), kernel or logger.\n";
@@ -48,6 +50,15 @@ static int plugin_check(const char *path, const cli_globals *g)
     registry *reg = registry_create();
     if (!reg)
         return cli_fail("out of memory");
+    /* Loaded as the host loads a user's plugin: in a probe child, confined,
+     * under the host's deadline (REGISTRY_PROBE_DEADLINE_MS) and limits, so
+     * a script that never returns is refused here too. */
+    char self[4096];
+    if (!fs_self_exe(self, sizeof self)) {
+        registry_destroy(reg);
+        return cli_fail("plugin check: cannot find the loom binary to start its probe");
+    }
+    registry_set_probe(reg, self);
     loom_error *refused = registry_load(reg, path, "check", NULL, -1, 0);
     if (refused) {
         registry_destroy(reg);

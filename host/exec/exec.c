@@ -287,8 +287,8 @@ static void finish_launch(exec_service *es, running_exec *r)
             continue;
         state = "ERROR";
         if (WIFEXITED(st))
-            snprintf(msg, sizeof msg, "worker %d exited with status %d (see log/worker-%d/stderr)",
-                     i, WEXITSTATUS(st), i);
+            snprintf(msg, sizeof msg, "worker %d exited with status %d (its output: loom exec "
+                     "logs %s --worker %d --stderr)", i, WEXITSTATUS(st), r->rec.id, i);
         else if (WIFSIGNALED(st))
             snprintf(msg, sizeof msg, "worker %d was killed by signal %d", i, WTERMSIG(st));
         break;

@@ -25,6 +25,12 @@ static void trainer_state_changed(void *ctx, const char *exec_id, const char *st
     exec_service *es = ctx;
     pthread_mutex_lock(&es->lock);
     running_exec *r = es->stopping ? NULL : exec_find_running(es, exec_id);
+    if (r && exec_state_is_final(state) && r->stop_requested && !strcmp(state, "ERROR")) {
+        /* Stopped before its workers joined: the wait for them ends in an
+         * error, but the stop is why. */
+        state = "KILLED";
+        message = "stopped by request";
+    }
     if (r && exec_state_is_final(state)) {
         snprintf(r->final_state, sizeof r->final_state, "%s", state);
         free(r->final_message);

@@ -119,7 +119,8 @@ typedef struct resume_ctx {
 static void resume_one(const hpo_task_rec *rec, void *arg)
 {
     hpo_service *svc = ((resume_ctx *)arg)->svc;
-    if (strcmp(rec->state, "SUBMITTED") && strcmp(rec->state, "RUNNING"))
+    hpo_task_state state = hpo_task_state_of(rec->state);
+    if (state != HPO_TASK_SUBMITTED && state != HPO_TASK_RUNNING && state != HPO_TASK_STOPPING)
         return;
     hpo_task *t = NULL;
     loom_error *e = activate(svc, rec, &t);
@@ -132,6 +133,7 @@ static void resume_one(const hpo_task_rec *rec, void *arg)
         return;
     }
     t->reconcile = 1;
+    t->stopping = state == HPO_TASK_STOPPING; /* its stop is carried out */
     t->next = svc->active;
     svc->active = t;
     log_info("tuning task %s resumes (%zu experiment(s) recorded)", rec->name, t->nexps);
@@ -324,8 +326,7 @@ static hpo_task *find_active(hpo_service *svc, const char *name)
     return NULL;
 }
 
-/* The stored task if `owner` may see it. Lock held or not. */
-static loom_error *get_visible(hpo_service *svc, const char *owner, const char *name,
+loom_error *hpo_get_visible(hpo_service *svc, const char *owner, const char *name,
                                hpo_task_rec *out)
 {
     loom_error *e = hpo_store_task_get(svc->st, name, out);
@@ -340,7 +341,8 @@ loom_error *hpo_stop(hpo_service *svc, const char *owner, const char *name)
 {
     hpo_task_rec rec;
     pthread_mutex_lock(&svc->lock);
-    loom_error *e = get_visible(svc, owner, name, &rec);
+    loom_error *e = hpo_get_visible(svc, owner, name, &rec);
+    int have_rec = e == NULL;
     hpo_task *t = e ? NULL : find_active(svc, name);
     if (!e && !t) {
         e = loom_err(LOOM_E_CONFLICT, "tuning task \"%s\" is already %s", name, rec.state);
@@ -355,9 +357,15 @@ loom_error *hpo_stop(hpo_service *svc, const char *owner, const char *name)
                 loom_err_free(exec_stop(svc->es, EXEC_ADMIN, x->exec_id));
             }
         }
+        /* Seen at once: STOPPING until its experiments have ended, then
+         * STOPPED (the loop's next pass). */
+        if (hpo_task_state_of(t->rec.state) != HPO_TASK_STOPPING) {
+            snprintf(t->rec.state, sizeof t->rec.state, "%s", hpo_task_state_word(HPO_TASK_STOPPING));
+            e = hpo_store_task_update(svc->st, &t->rec);
+        }
         pthread_cond_signal(&svc->wake);
     }
-    if (!e)
+    if (have_rec)
         hpo_task_rec_free(&rec);
     pthread_mutex_unlock(&svc->lock);
     return e;
@@ -367,7 +375,7 @@ loom_error *hpo_restart(hpo_service *svc, const char *owner, const char *name)
 {
     hpo_task_rec rec;
     pthread_mutex_lock(&svc->lock);
-    loom_error *e = get_visible(svc, owner, name, &rec);
+    loom_error *e = hpo_get_visible(svc, owner, name, &rec);
     int have_rec = e == NULL;
     if (!e && (find_active(svc, name) || (strcmp(rec.state, "STOPPED") && strcmp(rec.state, "FAILED"))))
         e = loom_err(LOOM_E_CONFLICT, "tuning task \"%s\" is %s; only a STOPPED or FAILED one "
@@ -417,7 +425,7 @@ loom_error *hpo_delete(hpo_service *svc, const char *owner, const char *name)
 {
     hpo_task_rec rec;
     pthread_mutex_lock(&svc->lock);
-    loom_error *e = get_visible(svc, owner, name, &rec);
+    loom_error *e = hpo_get_visible(svc, owner, name, &rec);
     if (!e) {
         if (find_active(svc, name))
             e = loom_err(LOOM_E_CONFLICT, "tuning task \"%s\" is %s; stop it first", name,

@@ -89,6 +89,31 @@ void hpo_task_view_free(hpo_task_view *v);
 loom_error *hpo_list(hpo_service *svc, const char *owner, hpo_task_rec **out, size_t *count);
 void hpo_task_recs_free(hpo_task_rec *t, size_t count);
 
+/* The most of a search log one call returns. */
+#define HPO_SEARCH_LOG_MAX_READ (64u << 10)
+
+typedef struct hpo_log_part {
+    char *text;        /* malloc'd, NUL-terminated; "" when there is no log yet */
+    size_t len;
+    int64_t offset;    /* where text starts in the log */
+    int64_t size;      /* the log's size when read */
+    char state[16];    /* the task's state */
+} hpo_log_part;
+
+/* A part of the task's search log, HOME/hpo/NAME/search.log (what its
+ * search plugin writes, its host->log lines included): from byte `from`
+ * on, or with `from` < 0 the end of it; at most HPO_SEARCH_LOG_MAX_READ
+ * bytes either way. Another user's task is LOOM_E_NOT_FOUND. */
+loom_error *hpo_search_log(hpo_service *svc, const char *owner, const char *name, int64_t from,
+                           hpo_log_part *out);
+void hpo_log_part_free(hpo_log_part *p);
+
+/* Which task each experiment's exec belongs to (see hpo_store.h), sorted
+ * by exec id; hpo_exec_task_find looks one up (NULL: none). */
+loom_error *hpo_exec_tasks(hpo_service *svc, hpo_exec_task **out, size_t *count);
+const hpo_exec_task *hpo_exec_task_find(const hpo_exec_task *all, size_t count,
+                                        const char *exec_id);
+
 /* ---- WMLA's plugin optimizers (optimizer.py, class PluginOptimizer) ---- */
 typedef struct hpo_algorithm_rec {
     char name[64];

@@ -62,6 +62,11 @@ loom_error *hpo_algorithms_init(store *st);
  * optimizer `name`; LOOM_E_NOT_FOUND when there is none. */
 loom_error *hpo_resolve_installed(hpo_service *svc, const char *name, hpo_task *t);
 
+/* The stored task if `owner` (NULL: an administrator) may see it, else
+ * LOOM_E_NOT_FOUND. Lock held or not. */
+loom_error *hpo_get_visible(hpo_service *svc, const char *owner, const char *name,
+                            hpo_task_rec *out);
+
 /* One pass over a task; returns 1 when the task ended (then unlinked by the
  * caller). Lock held. */
 int hpo_tick(hpo_service *svc, hpo_task *t);

@@ -11,6 +11,7 @@
 #include "hpo/hpo_internal.h"
 #include "util/fs.h"
 #include "util/log.h"
+#include "util/num_text.h"
 #include "util/tarball.h"
 
 #define VAL_DICT_MAX_BYTES (16u << 20)
@@ -134,9 +135,12 @@ static void substitute(cJSON *node, const cJSON *config)
     }
 }
 
-/* A scratch file of the next archive: no fsync, nothing to survive. */
-static loom_error *write_json(const char *path, const cJSON *j)
+/* A scratch file of the next archive: no fsync, nothing to survive. Its
+ * numbers are written as their shortest exact text (0.1, not
+ * 0.10000000000000001): the model reads them. */
+static loom_error *write_json(const char *path, cJSON *j)
 {
+    num_text_json_shortest(j);
     char *text = cJSON_Print(j);
     FILE *f = text ? fopen(path, "w") : NULL;
     int ok = f && fputs(text, f) >= 0 && fputc('\n', f) != EOF;
@@ -313,14 +317,21 @@ static void poll_experiment(hpo_service *svc, hpo_task *t, hpo_exp_rec *x)
         snprintf(x->state, sizeof x->state, "FINISHED");
         if (!x->has_metric)
             snprintf(x->message, sizeof x->message,
-                     "no '%s' in its val_dict_list.json (its last entry has: %s)",
-                     t->spec.objective_metric, names[0] ? names : "nothing");
-    } else if (!strcmp(s, "KILLED")) {
+                     "no '%s' in exec %s's val_dict_list.json (its last entry has: %s)",
+                     t->spec.objective_metric, x->exec_id, names[0] ? names : "nothing");
+    } else if (t->stopping || !strcmp(s, "KILLED")) {
+        /* Ended by its task's stop (a trainer stopped while it started
+         * ends in ERROR, not KILLED): STOPPED, whatever its exec says. */
         snprintf(x->state, sizeof x->state, "%s", t->stopping ? "STOPPED" : "KILLED");
+        if (t->stopping)
+            snprintf(x->message, sizeof x->message, "stopped with its task (exec %s %s%s%s)",
+                     x->exec_id, s, v.rec.message[0] ? ": " : "", v.rec.message);
         status = LOOM_EXPERIMENT_KILLED;
     } else {
+        /* The exec names where its output is; the id says which exec. */
         snprintf(x->state, sizeof x->state, "FAILED");
-        snprintf(x->message, sizeof x->message, "%s", v.rec.message);
+        snprintf(x->message, sizeof x->message, "exec %s %s%s%s", x->exec_id, s,
+                 v.rec.message[0] ? ": " : "", v.rec.message);
         status = LOOM_EXPERIMENT_FAILED;
     }
     exec_view_free(&v);
@@ -573,9 +584,17 @@ static int check_limits(hpo_service *svc, hpo_task *t)
     return 0;
 }
 
+/* RUNNING, or STOPPING until its experiments have ended. */
+static int task_going(const hpo_task *t)
+{
+    hpo_task_state s = hpo_task_state_of(t->rec.state);
+    return s == HPO_TASK_RUNNING || s == HPO_TASK_STOPPING;
+}
+
 int hpo_tick(hpo_service *svc, hpo_task *t)
 {
-    if (!t->search && strcmp(t->rec.state, "FAILED")) {
+    /* A stopping task needs no search: nothing more is asked of it. */
+    if (!t->search && !t->stopping && strcmp(t->rec.state, "FAILED")) {
         loom_error *e = start_search(svc, t);
         if (e) {
             char msg[700];
@@ -584,14 +603,14 @@ int hpo_tick(hpo_service *svc, hpo_task *t)
             return 1;
         }
         t->want_suggest = 1;
-        if (strcmp(t->rec.state, "RUNNING")) {
+        if (hpo_task_state_of(t->rec.state) == HPO_TASK_SUBMITTED) {
             snprintf(t->rec.state, sizeof t->rec.state, "RUNNING");
             if (!t->rec.started_at)
                 t->rec.started_at = time_now_ms();
             save_task(svc, t);
         }
     }
-    for (size_t i = 0; i < t->nexps && !strcmp(t->rec.state, "RUNNING"); i++) {
+    for (size_t i = 0; i < t->nexps && task_going(t); i++) {
         hpo_exp_rec *x = &t->exps[i];
         if ((!strcmp(x->state, "SUBMITTED") || !strcmp(x->state, "RUNNING")) && x->exec_id[0])
             poll_experiment(svc, t, x);
@@ -599,7 +618,7 @@ int hpo_tick(hpo_service *svc, hpo_task *t)
             observe(svc, t, x, LOOM_EXPERIMENT_FAILED);
     }
     t->reconcile = 0;
-    if (strcmp(t->rec.state, "RUNNING"))
+    if (!task_going(t))
         return 1;
     check_limits(svc, t);
     uint32_t live, ok, ended;
@@ -638,5 +657,5 @@ int hpo_tick(hpo_service *svc, hpo_task *t)
             submit_experiment(svc, t, &t->exps[i]);
     count(t, &live, &ok, &ended);
     finish_if_done(svc, t, live, ok);
-    return strcmp(t->rec.state, "RUNNING") != 0;
+    return !task_going(t);
 }

@@ -18,6 +18,25 @@ static const char schema[] =
     " metric REAL, attempts INTEGER, observed INTEGER, start_at INTEGER, end_at INTEGER,"
     " PRIMARY KEY(task, id));";
 
+static const char *const task_state_words[] = {
+    [HPO_TASK_SUBMITTED] = "SUBMITTED", [HPO_TASK_RUNNING] = "RUNNING",
+    [HPO_TASK_STOPPING] = "STOPPING",   [HPO_TASK_STOPPED] = "STOPPED",
+    [HPO_TASK_FINISHED] = "FINISHED",   [HPO_TASK_FAILED] = "FAILED",
+    [HPO_TASK_UNKNOWN] = "UNKNOWN"};
+
+hpo_task_state hpo_task_state_of(const char *word)
+{
+    for (int s = 0; s < HPO_TASK_UNKNOWN; s++)
+        if (!strcmp(word, task_state_words[s]))
+            return (hpo_task_state)s;
+    return HPO_TASK_UNKNOWN;
+}
+
+const char *hpo_task_state_word(hpo_task_state s)
+{
+    return task_state_words[s <= HPO_TASK_UNKNOWN ? s : HPO_TASK_UNKNOWN];
+}
+
 static loom_error *sql_error(store *st, const char *what)
 {
     return loom_err(LOOM_E_INTERNAL, "store: %s: %s", what, sqlite3_errmsg(store_db(st)));
@@ -319,5 +338,42 @@ loom_error *hpo_store_commit(store *st, const hpo_task_rec *t, hpo_exp_rec *xs, 
     for (size_t i = 0; !e && i < n; i++)
         xs[i].dirty = 0;
     store_unlock(st);
+    return e;
+}
+
+loom_error *hpo_store_exec_tasks(store *st, hpo_exec_task **out, size_t *count)
+{
+    *out = NULL;
+    *count = 0;
+    store_lock(st);
+    sqlite3_stmt *s = prep(st, "SELECT exec_id, task, id FROM hpo_experiments WHERE exec_id != '' "
+                               "ORDER BY exec_id");
+    size_t cap = 0;
+    int rc = SQLITE_ERROR;
+    loom_error *e = NULL;
+    while (s && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        if (*count == cap) {
+            cap = cap ? cap * 2 : 16;
+            hpo_exec_task *grown = realloc(*out, cap * sizeof **out);
+            if (!grown) {
+                e = loom_err(LOOM_E_INTERNAL, "out of memory");
+                break;
+            }
+            *out = grown;
+        }
+        hpo_exec_task *x = &(*out)[(*count)++];
+        col_copy(s, 0, x->exec_id, sizeof x->exec_id);
+        col_copy(s, 1, x->task, sizeof x->task);
+        x->experiment = (uint64_t)sqlite3_column_int64(s, 2);
+    }
+    if (!e && rc != SQLITE_DONE)
+        e = sql_error(st, "tuning experiments");
+    sqlite3_finalize(s);
+    store_unlock(st);
+    if (e) {
+        free(*out);
+        *out = NULL;
+        *count = 0;
+    }
     return e;
 }

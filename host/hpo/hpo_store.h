@@ -13,12 +13,27 @@
 #include "store/store.h"
 #include "util/error.h"
 
+/* A task's state; the store and the REST replies hold its word. STOPPING:
+ * a stop was acknowledged and its running experiments are being ended. */
+typedef enum hpo_task_state {
+    HPO_TASK_SUBMITTED,
+    HPO_TASK_RUNNING,
+    HPO_TASK_STOPPING,
+    HPO_TASK_STOPPED,
+    HPO_TASK_FINISHED,
+    HPO_TASK_FAILED,
+    HPO_TASK_UNKNOWN /* a word this version does not know */
+} hpo_task_state;
+
+hpo_task_state hpo_task_state_of(const char *word);
+const char *hpo_task_state_word(hpo_task_state s);
+
 typedef struct hpo_task_rec {
     char name[128];
     char user[64];
     int64_t user_id;       /* the owner's immutable id (auth): its experiments are its execs */
     int is_admin;          /* the owner submits to any plan */
-    char state[16];        /* SUBMITTED RUNNING STOPPED FINISHED FAILED */
+    char state[16];        /* hpo_task_state_word() */
     char message[512];
     char *task_json;       /* the task as submitted (malloc'd) */
     char *algo_state;      /* the algorithm's last saved state, or NULL */
@@ -61,6 +76,17 @@ loom_error *hpo_store_exp_put(store *st, const hpo_exp_rec *x);
 /* The task's experiments by id: a malloc'd array (hpo_exp_recs_free). */
 loom_error *hpo_store_exp_list(store *st, const char *task, hpo_exp_rec **out, size_t *count);
 void hpo_exp_recs_free(hpo_exp_rec *x, size_t count);
+
+/* Which tuning task's experiment an exec runs. */
+typedef struct hpo_exec_task {
+    char exec_id[64];
+    char task[128];
+    uint64_t experiment;
+} hpo_exec_task;
+
+/* Every experiment that has an exec, sorted by exec id (strcmp): a
+ * malloc'd array. */
+loom_error *hpo_store_exec_tasks(store *st, hpo_exec_task **out, size_t *count);
 
 /* The task row (its next_id and algo_state) and every experiment of xs
  * marked dirty, in one transaction; clears their marks. */

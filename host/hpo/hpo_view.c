@@ -137,3 +137,19 @@ void hpo_task_view_free(hpo_task_view *v)
     hpo_task_rec_free(&v->rec);
     memset(v, 0, sizeof *v);
 }
+
+loom_error *hpo_exec_tasks(hpo_service *svc, hpo_exec_task **out, size_t *count)
+{
+    return hpo_store_exec_tasks(svc->st, out, count);
+}
+
+static int by_exec_id(const void *key, const void *item)
+{
+    return strcmp(key, ((const hpo_exec_task *)item)->exec_id);
+}
+
+const hpo_exec_task *hpo_exec_task_find(const hpo_exec_task *all, size_t count,
+                                        const char *exec_id)
+{
+    return all && count ? bsearch(exec_id, all, count, sizeof *all, by_exec_id) : NULL;
+}

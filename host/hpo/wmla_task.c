@@ -2,6 +2,7 @@
 #include "hpo/wmla_task.h"
 
 #include "plugin/search_wire.h"
+#include "util/num_text.h"
 
 #include <errno.h>
 #include <math.h>
@@ -593,5 +594,6 @@ void hpo_value_format(const loom_value *v, char *buf, size_t len)
     else if (v->type == LOOM_VALUE_INT)
         snprintf(buf, len, "%lld", (long long)v->i);
     else
-        snprintf(buf, len, "%.17g", v->d);
+        num_text_double(v->d, buf, len);
 }
+

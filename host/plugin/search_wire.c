@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/num_text.h"
+
 #define MAX_PARAMS 1024u
 #define MAX_CHOICES 65536u
 #define MAX_OPTIONS 1024u
@@ -19,7 +21,7 @@ static const char *type_name(int32_t t)
 
 int search_value_fits(const loom_param *p, const loom_value *v, char *why, size_t whylen)
 {
-    char tmp[1];
+    char tmp[1], a[NUM_TEXT_MAX], b[NUM_TEXT_MAX], c[NUM_TEXT_MAX];
     if (!why)
         why = tmp, whylen = sizeof tmp;
     if (v->type != p->type) {
@@ -38,8 +40,9 @@ int search_value_fits(const loom_param *p, const loom_value *v, char *why, size_
             snprintf(why, whylen, "'%s': \"%.64s\" is not one of its %u values", p->name,
                      v->s ? v->s : "(null)", p->choice_count);
         else
-            snprintf(why, whylen, "'%s': %.17g is not one of its %u values", p->name,
-                     p->type == LOOM_VALUE_INT ? (double)v->i : v->d, p->choice_count);
+            snprintf(why, whylen, "'%s': %s is not one of its %u values", p->name,
+                     num_text_double(p->type == LOOM_VALUE_INT ? (double)v->i : v->d, a, sizeof a),
+                     p->choice_count);
         return 0;
     }
     double x = p->type == LOOM_VALUE_INT ? (double)v->i : v->d;
@@ -49,7 +52,9 @@ int search_value_fits(const loom_param *p, const loom_value *v, char *why, size_
         lo = ceil(lo - 1e-9), hi = floor(hi + 1e-9);
     double slack = 1e-9 * (fabs(lo) + fabs(hi));
     if (!isfinite(x) || x < lo - slack || x > hi + slack) {
-        snprintf(why, whylen, "'%s': %.17g is outside [%.17g, %.17g]", p->name, x, lo, hi);
+        snprintf(why, whylen, "'%s': %s is outside [%s, %s]", p->name,
+                 num_text_double(x, a, sizeof a), num_text_double(lo, b, sizeof b),
+                 num_text_double(hi, c, sizeof c));
         return 0;
     }
     return 1;

@@ -11,6 +11,7 @@
 #include "train/coordinator_internal.h"
 #include "train/progress_line.h"
 #include "util/fs.h"
+#include "util/num_text.h"
 
 /* What happens now, from where training stands. */
 static progress_stage current_stage(const edt_coordinator *c, int ended)
@@ -183,7 +184,12 @@ static void write_val_list(edt_coordinator *c)
     }
     if (c->pr.val_file_theirs)
         return;
-    char *text = cJSON_Print(c->pr.val_list);
+    /* Numbers as their shortest exact text (cJSON's falls back to 17
+     * digits where 16 read back: 0.79999999999999993 for 0.7999999999999999). */
+    cJSON *shown = cJSON_Duplicate(c->pr.val_list, 1);
+    num_text_json_shortest(shown);
+    char *text = shown ? cJSON_Print(shown) : NULL;
+    cJSON_Delete(shown);
     if (text) {
         fs_write_file_atomic(path, text, strlen(text), 0644);
         free(text);

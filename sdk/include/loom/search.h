@@ -17,6 +17,13 @@
  * tuning task with the plugin named. The host never calls one instance from
  * two threads at once.
  *
+ * Where its log goes: the child's output, host->log lines included (a Lua
+ * script's loom.log(level, text) calls), is appended to the task's search
+ * log, HOME/hpo/TASK/search.log on the host. Its owner reads it with
+ * `loom hpo logs TASK [-f]` or GET .../hypersearch/TASK/log (the last
+ * 64 KiB per request; ?offset= pages). Nothing a search plugin writes
+ * reaches the host's own log or the experiments' logs.
+ *
  * "loom.search/1" (the space as a JSON string) is gone: nothing outside the
  * project used it.
  */

@@ -92,6 +92,8 @@ for logger in crash_logger loop_logger bad_xpcall_loop bad_pattern_loop; do
     expect_eq "$logger: never called once disabled" "$(grep -c "log_train_metrics failed" <<<"$driver")" "3"
     view=$("$LOOM" --json exec view "$id")
     expect_contains "$logger: exec view shows the failure" "$view" "\"plugin\":\"$logger\""
+    expect_contains "$logger: and its text names it" "$("$LOOM" exec view "$id")" \
+        "plugin      logger $logger failed 3 time(s), disabled for this exec: logger '$logger' log_train_metrics:"
 done
 # ---- the host never loads a user's plugin: a probe child describes it
 expect_fails "a plugin whose init crashes is refused" "$LOOM" logger add "$TP/crash_init.so"

@@ -32,6 +32,18 @@ expect_fails "check a missing file" "$LOOM" plugin check "$WORK/nothing.so"
 expect_contains "missing file named" "$(cat "$WORK/out")" "$WORK/nothing.so"
 expect_fails "check a broken Lua script" "$LOOM" plugin check "$FIX/broken.lua"
 expect_contains "Lua syntax error names file and line" "$(cat "$WORK/out")" "broken.lua:3"
+# A pattern that backtracks in C at load time, where Lua's count hook never
+# fires: check stops it at the host's probe deadline (10 s), not never.
+cat > "$WORK/pattern_at_load.lua" <<'LUA'
+local s = string.rep("a", 60000)
+string.find(s, string.rep("a-", 40) .. "b")
+loom.register_logger{name = "never_registered", log_train_metrics = function() end}
+LUA
+began=$(date +%s)
+expect_fails "check stops a script that never returns" timeout 60 "$LOOM" plugin check "$WORK/pattern_at_load.lua"
+took=$(( $(date +%s) - began ))
+expect_contains "at the host's deadline, saying so" "$(cat "$WORK/out")" "loading it took over 10000 ms"
+[ "$took" -lt 30 ] && pass || fail "plugin check took $took s on a script that never returns"
 
 start_host
 

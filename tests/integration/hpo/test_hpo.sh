@@ -110,7 +110,7 @@ task py1 wmla_optimizer 3 1 > "$WORK/py.json"
 http POST /platform/rest/deeplearning/v1/hypersearch -F "data=<$WORK/py.json" -F "file=@$WORK/model.tgz" >/dev/null
 expect_eq "the Python optimizer's task finishes" "$(wait_state py1 FINISHED FAILED)" FINISHED
 v=$(view py1)
-expect_contains "last_exp_results reached search(): x of the 3rd" "$v" '{"name":"x","dataType":"DOUBLE","fixedVal":"0.20000000000000001"}'
+expect_contains "last_exp_results reached search(): x of the 3rd" "$v" '{"name":"x","dataType":"DOUBLE","fixedVal":"0.2"}'
 expect_contains "listed as PLUGIN" "$(http GET '/platform/rest/deeplearning/v1/hypersearch/algorithm?type=PLUGIN')" '{"name":"wmla_optimizer","type":"PLUGIN"'
 printf '{"name": "opt2", "path": "%s"}' "$3/tests/integration/hpo/fixtures/wmla_optimizer" > "$WORK/inst.json"
 expect_eq "install from a host path" "$(http POST /platform/rest/deeplearning/v1/hypersearch/algorithm/install -F "data=<$WORK/inst.json")" '200 "opt2"'

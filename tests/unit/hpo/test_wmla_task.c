@@ -8,6 +8,7 @@
 #include "check.h"
 #include "hpo/wmla_task.h"
 #include "util/fs.h"
+#include "util/num_text.h"
 
 static hpo_task_spec parse_file(const char *name)
 {
@@ -40,11 +41,43 @@ static char *refusal(const char *json)
     return msg;
 }
 
+/* fixedVal and the JSON a user reads: the shortest text that reads back
+ * as the same double (15, 16 or 17 digits), never more. */
+static void check_shortest_numbers(void)
+{
+    static const struct {
+        double d;
+        const char *text;
+    } cases[] = {
+        {0.1, "0.1"},
+        {0.2, "0.2"},
+        {0.1 + 0.2, "0.30000000000000004"},  /* needs 17 */
+        {0.1 + 0.7, "0.7999999999999999"},   /* 16 suffice; %.17g prints 0.79999999999999993 */
+        {1e-300, "1e-300"},
+        {-2.5, "-2.5"},
+        {123456789012345678.0, "1.2345678901234568e+17"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        loom_value v = {.type = LOOM_VALUE_DOUBLE, .d = cases[i].d};
+        char text[64];
+        hpo_value_format(&v, text, sizeof text);
+        CHECK_STR_EQ(text, cases[i].text);
+        CHECK(strtod(text, NULL) == cases[i].d);
+    }
+    cJSON *o = cJSON_Parse("{\"x\": 0.1, \"a\": [0.8, 3, {\"y\": 0.7999999999999999}], \"s\": \"0.1\"}");
+    num_text_json_shortest(o);
+    char *text = cJSON_PrintUnformatted(o);
+    CHECK_STR_EQ(text, "{\"x\":0.1,\"a\":[0.8,3,{\"y\":0.7999999999999999}],\"s\":\"0.1\"}");
+    free(text);
+    cJSON_Delete(o);
+}
+
 #define HEAD "{\"hpoName\":\"t\",\"modelSpec\":{\"args\":\"--exec-start command\"},"
 #define ALGO "\"algoDef\":{\"algorithm\":\"Random\",\"objectiveMetric\":\"loss\"},"
 
 int main(void)
 {
+    check_shortest_numbers();
     hpo_task_spec t = parse_file("hpo-task-random.json");
     CHECK_STR_EQ(t.name, "fmnist-lr-random");
     CHECK(t.param_count == 3 && t.max_jobs == 8 && t.max_parallel == 2 && t.max_run_time_s == 600);
