@@ -270,6 +270,21 @@ loom_error *hpo_store_exp_put(store *st, const hpo_exp_rec *x)
     return e;
 }
 
+/* Makes room in *rows (of *cap rows of `size`) for row `count`, doubling:
+ * 0, or -1 out of memory (the rows as they were). */
+static int room_for_one(void **rows, size_t *cap, size_t count, size_t size)
+{
+    if (count < *cap)
+        return 0;
+    size_t grown_cap = *cap ? *cap * 2 : 16;
+    void *grown = realloc(*rows, grown_cap * size);
+    if (!grown)
+        return -1;
+    *rows = grown;
+    *cap = grown_cap;
+    return 0;
+}
+
 loom_error *hpo_store_exp_list(store *st, const char *task, hpo_exp_rec **out, size_t *count)
 {
     *out = NULL;
@@ -282,14 +297,9 @@ loom_error *hpo_store_exp_list(store *st, const char *task, hpo_exp_rec **out, s
     int rc = SQLITE_ERROR;
     loom_error *e = NULL;
     while (s && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-        if (*count == cap) {
-            cap = cap ? cap * 2 : 16;
-            hpo_exp_rec *grown = realloc(*out, cap * sizeof **out);
-            if (!grown) {
-                e = loom_err(LOOM_E_INTERNAL, "out of memory");
-                break;
-            }
-            *out = grown;
+        if (room_for_one((void **)out, &cap, *count, sizeof **out) != 0) {
+            e = loom_err(LOOM_E_INTERNAL, "out of memory");
+            break;
         }
         hpo_exp_rec *x = &(*out)[(*count)++];
         memset(x, 0, sizeof *x);
@@ -352,14 +362,9 @@ loom_error *hpo_store_exec_tasks(store *st, hpo_exec_task **out, size_t *count)
     int rc = SQLITE_ERROR;
     loom_error *e = NULL;
     while (s && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-        if (*count == cap) {
-            cap = cap ? cap * 2 : 16;
-            hpo_exec_task *grown = realloc(*out, cap * sizeof **out);
-            if (!grown) {
-                e = loom_err(LOOM_E_INTERNAL, "out of memory");
-                break;
-            }
-            *out = grown;
+        if (room_for_one((void **)out, &cap, *count, sizeof **out) != 0) {
+            e = loom_err(LOOM_E_INTERNAL, "out of memory");
+            break;
         }
         hpo_exec_task *x = &(*out)[(*count)++];
         col_copy(s, 0, x->exec_id, sizeof x->exec_id);
