@@ -4,9 +4,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "exec/exec_internal.h"
 #include "util/fs.h"
+#include "util/user_tree.h"
 
 void exec_reason_hide_holder(char *reason, int (*may_see)(const char *id, void *ctx), void *ctx)
 {
@@ -188,8 +190,8 @@ int exec_visible_to(exec_service *es, int64_t owner, const char *id)
     return found;
 }
 
-loom_error *exec_log_path(exec_service *es, int64_t owner, const char *id, int worker,
-                          const char *stream, char *path, size_t pathlen)
+loom_error *exec_log_open(exec_service *es, int64_t owner, const char *id, int worker,
+                          const char *stream, int *fd)
 {
     store_exec rec;
     running_exec *r = NULL;
@@ -202,13 +204,47 @@ loom_error *exec_log_path(exec_service *es, int64_t owner, const char *id, int w
         return loom_err(LOOM_E_NOT_FOUND, "no exec \"%s\"", id);
     if (strcmp(stream, "stdout") != 0 && strcmp(stream, "stderr") != 0)
         return loom_err(LOOM_E_INVALID, "stream: expected stdout or stderr, got \"%s\"", stream);
-    if (worker == -1) { /* the training driver's log */
-        snprintf(path, pathlen, "%s/log/driver/%s", rec.result_dir, stream);
-        return NULL;
-    }
-    if (worker < 0 || worker >= rec.num_workers)
+    if (worker != -1 && (worker < 0 || worker >= rec.num_workers))
         return loom_err(LOOM_E_INVALID, "worker: exec \"%s\" has workers 0 to %d", id,
                         rec.num_workers - 1);
-    snprintf(path, pathlen, "%s/log/worker-%d/%s", rec.result_dir, worker, stream);
-    return NULL;
+    char rel[64];
+    if (worker == -1) /* the training driver's log */
+        snprintf(rel, sizeof rel, "log/driver/%s", stream);
+    else
+        snprintf(rel, sizeof rel, "log/worker-%d/%s", worker, stream);
+    int root;
+    loom_error *e = utree_root(rec.result_dir, &root);
+    if (!e) {
+        e = utree_open_read(root, rel, fd);
+        close(root);
+    }
+    return e ? loom_err_wrap(e, "exec %s: the log", id) : NULL;
+}
+
+/* "worker-N" or "driver": a folder of the host's logs under log/. */
+static int is_log_folder(const char *name, size_t n)
+{
+    if (n == 6 && strncmp(name, "driver", 6) == 0)
+        return 1;
+    if (n <= 7 || strncmp(name, "worker-", 7) != 0)
+        return 0;
+    for (size_t i = 7; i < n; i++)
+        if (name[i] < '0' || name[i] > '9')
+            return 0;
+    return 1;
+}
+
+int exec_result_leaves_out(const void *ctx, const char *rel, int is_dir)
+{
+    (void)ctx;
+    if (is_dir)
+        return strcmp(rel, "_submitted_code") == 0 || strcmp(rel, "tmp") == 0;
+    if (strcmp(rel, "log/python") == 0 || strncmp(rel, "log/.edtPyTorch-", 16) == 0)
+        return 1;
+    /* log/worker-N/plugin: which plugin a worker runs, a binary marker */
+    if (strncmp(rel, "log/", 4) != 0)
+        return 0;
+    const char *folder = rel + 4, *slash = strchr(folder, '/');
+    return slash && is_log_folder(folder, (size_t)(slash - folder)) &&
+           strcmp(slash + 1, "plugin") == 0;
 }

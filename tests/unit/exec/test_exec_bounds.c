@@ -6,6 +6,7 @@
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +29,9 @@ static void test_log_pump(void)
     CHECK(pipe(fds) == 0);
     char path[128];
     snprintf(path, sizeof path, "%s/stdout", dir);
-    CHECK(loom_err_take(log_pump_add(p, fds[0], path), NULL, 0) == LOOM_OK);
+    int root = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    CHECK(loom_err_take(log_pump_add(p, fds[0], root, "stdout"), NULL, 0) == LOOM_OK);
+    close(root);
     size_t total = 0;
     char line[64];
     for (int i = 0; i < 5000; i++) {
