@@ -20,6 +20,7 @@
 #include "util/fs.h"
 #include "util/log.h"
 #include "util/tarball.h"
+#include "util/user_tree.h"
 
 #define STOP_GRACE_MS 5000
 #define SUPERVISE_INTERVAL_US 50000
@@ -478,10 +479,14 @@ static int path_is_contained(const char *p)
     return 1;
 }
 
+/* The exec folder is the job's: removed beneath its parent, following no
+ * link it planted (util/user_tree). */
 static void remove_exec_dir(const char *dir)
 {
-    if (fs_rm_rf(dir) != 0)
-        log_warn("cannot remove %s: %s", dir, strerror(errno));
+    loom_error *e = utree_delete(dir);
+    if (e)
+        log_warn("cannot remove the exec folder: %s", loom_err_message(e));
+    loom_err_free(e);
 }
 
 /* Checks the submission against the framework and prepares how it will

@@ -10,11 +10,9 @@
 #include "exec/exec_internal.h"
 #include "train/checkpoint.h"
 #include "util/fs.h"
+#include "util/log.h"
+#include "util/user_tree.h"
 
-void trainer_summary_path(const store_exec *rec, char *path, size_t len)
-{
-    snprintf(path, len, "%s/log/driver/training.json", rec->result_dir);
-}
 
 /* The coordinator reports its state changes here, from its own thread. While
  * the host shuts down they are not recorded: the exec stays RUNNING in the
@@ -198,10 +196,16 @@ void trainer_ended(exec_service *es, running_exec *r)
 {
     cJSON *summary = edt_describe(r->edt);
     char *text = summary ? cJSON_PrintUnformatted(summary) : NULL;
-    char path[PATH_MAX + 32];
-    trainer_summary_path(&r->rec, path, sizeof path);
-    if (text)
-        fs_write_file_atomic(path, text, strlen(text), 0644);
+    int root = -1;
+    loom_error *e = text ? utree_root(r->rec.result_dir, &root) : NULL;
+    if (text && !e)
+        e = utree_write_file(root, TRAINER_SUMMARY, text, strlen(text), 0644);
+    if (e)
+        log_warn("exec %s: cannot keep the training summary: %s", r->rec.id,
+                 loom_err_message(e));
+    loom_err_free(e);
+    if (root >= 0)
+        close(root);
     free(text);
     cJSON_Delete(summary);
     edt_free(r->edt);

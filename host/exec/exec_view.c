@@ -10,6 +10,19 @@
 #include "util/fs.h"
 #include "util/user_tree.h"
 
+char *exec_folder_read(const char *result_dir, const char *rel, size_t max)
+{
+    int root;
+    char *text = NULL;
+    loom_error *e = utree_root(result_dir, &root);
+    if (!e) {
+        e = utree_read_file(root, rel, max, &text, NULL);
+        close(root);
+    }
+    loom_err_free(e);
+    return text;
+}
+
 void exec_reason_hide_holder(char *reason, int (*may_see)(const char *id, void *ctx), void *ctx)
 {
     /* "reserved for a larger job (ID)": the one parenthesised part. */
@@ -71,9 +84,7 @@ static void describe(exec_service *es, int64_t owner, const store_exec *e,
     if (r && r->edt) {
         v->training = edt_describe(r->edt);
     } else if (!r) {
-        char path[PATH_MAX + 32];
-        trainer_summary_path(e, path, sizeof path);
-        char *text = fs_read_file(path, 16u << 20, NULL);
+        char *text = exec_folder_read(e->result_dir, TRAINER_SUMMARY, 16u << 20);
         v->training = text ? cJSON_Parse(text) : NULL;
         free(text);
     }
@@ -108,9 +119,7 @@ void exec_views_free(exec_view *v, size_t count)
  * One exec's view only: a listing would read a file per exec. */
 static void read_python(exec_view *v)
 {
-    char path[PATH_MAX + 32];
-    snprintf(path, sizeof path, "%s/log/python", v->rec.result_dir);
-    char *python = fs_read_file(path, sizeof v->python - 1, NULL);
+    char *python = exec_folder_read(v->rec.result_dir, "log/python", sizeof v->python - 1);
     if (python) {
         python[strcspn(python, "\n")] = '\0';
         snprintf(v->python, sizeof v->python, "%s", python);

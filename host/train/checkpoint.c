@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include "train/safetensors.h"
+#include "util/log.h"
+#include "util/user_tree.h"
 
 #define CHECKPOINT_MAX_BYTES ((uint64_t)16 << 30)
 
@@ -159,7 +161,16 @@ int checkpoint_prune(const char *dir, int keep, int best_epoch)
     if (keep <= 0)
         return 0;
     int *epochs = NULL, n = 0, cap = 0, removed = 0;
-    DIR *d = opendir(dir);
+    /* The job's folder: listed and pruned beneath its descriptor, never
+     * through a link it planted (util/user_tree). */
+    int root = -1;
+    DIR *d = NULL;
+    loom_error *e = utree_root(dir, &root);
+    if (!e)
+        e = utree_list(root, "", &d);
+    if (e)
+        log_warn("checkpoints not pruned: %s", loom_err_message(e));
+    loom_err_free(e);
     struct dirent *de;
     while (d && (de = readdir(d))) {
         int e;
@@ -181,10 +192,12 @@ int checkpoint_prune(const char *dir, int keep, int best_epoch)
     for (int i = keep; i < n; i++) {
         if (epochs[i] == best_epoch)
             continue;
-        char path[PATH_MAX];
-        snprintf(path, sizeof path, "%s/epoch-%d.safetensors", dir, epochs[i]);
-        removed += unlink(path) == 0;
+        char name[64];
+        snprintf(name, sizeof name, "epoch-%d.safetensors", epochs[i]);
+        removed += root >= 0 && loom_err_take(utree_unlink(root, name), NULL, 0) == LOOM_OK;
     }
     free(epochs);
+    if (root >= 0)
+        close(root);
     return removed;
 }

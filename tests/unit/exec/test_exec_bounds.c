@@ -142,6 +142,22 @@ static void test_checkpoints_kept(void)
     CHECK(checkpoint_prune(ckpt, 3, -1) == 1);
     CHECK(!exists(ckpt, 7));
     CHECK(checkpoint_prune(ckpt, 0, -1) == 0); /* 0 keeps all */
+
+    /* A job that made its checkpoint folder a link to a folder outside:
+     * the prune removes nothing there (it followed the link before). */
+    char outside[96], job[96], link[128];
+    snprintf(outside, sizeof outside, "%s/outside", dir);
+    snprintf(job, sizeof job, "%s/job", dir);
+    CHECK(fs_mkdir_p(outside) == 0 && fs_mkdir_p(job) == 0);
+    for (int e = 1; e <= 5; e++) {
+        snprintf(path, sizeof path, "%s/epoch-%d.safetensors", outside, e);
+        CHECK(fs_write_file_atomic(path, "x", 1, 0644) == 0);
+    }
+    snprintf(link, sizeof link, "%s/checkpoint", job);
+    CHECK(symlink(outside, link) == 0);
+    CHECK(checkpoint_prune(link, 1, -1) == 0);
+    for (int e = 1; e <= 5; e++)
+        CHECK(exists(outside, e));
 }
 
 int main(void)
