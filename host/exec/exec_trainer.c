@@ -196,16 +196,13 @@ void trainer_ended(exec_service *es, running_exec *r)
 {
     cJSON *summary = edt_describe(r->edt);
     char *text = summary ? cJSON_PrintUnformatted(summary) : NULL;
-    int root = -1;
-    loom_error *e = text ? utree_root(r->rec.result_dir, &root) : NULL;
-    if (text && !e)
-        e = utree_write_file(root, TRAINER_SUMMARY, text, strlen(text), 0644);
+    loom_error *e = text ? utree_write_file_in(r->rec.result_dir, TRAINER_SUMMARY, text,
+                                               strlen(text), 0644)
+                         : NULL;
     if (e)
         log_warn("exec %s: cannot keep the training summary: %s", r->rec.id,
                  loom_err_message(e));
     loom_err_free(e);
-    if (root >= 0)
-        close(root);
     free(text);
     cJSON_Delete(summary);
     edt_free(r->edt);

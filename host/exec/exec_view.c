@@ -12,14 +12,8 @@
 
 char *exec_folder_read(const char *result_dir, const char *rel, size_t max)
 {
-    int root;
     char *text = NULL;
-    loom_error *e = utree_root(result_dir, &root);
-    if (!e) {
-        e = utree_read_file(root, rel, max, &text, NULL);
-        close(root);
-    }
-    loom_err_free(e);
+    loom_err_free(utree_read_file_in(result_dir, rel, max, &text, NULL));
     return text;
 }
 
@@ -221,12 +215,7 @@ loom_error *exec_log_open(exec_service *es, int64_t owner, const char *id, int w
         snprintf(rel, sizeof rel, "log/driver/%s", stream);
     else
         snprintf(rel, sizeof rel, "log/worker-%d/%s", worker, stream);
-    int root;
-    loom_error *e = utree_root(rec.result_dir, &root);
-    if (!e) {
-        e = utree_open_read(root, rel, fd);
-        close(root);
-    }
+    loom_error *e = utree_open_read_in(rec.result_dir, rel, fd);
     return e ? loom_err_wrap(e, "exec %s: the log", id) : NULL;
 }
 

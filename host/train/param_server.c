@@ -15,6 +15,7 @@
 #include "train/checkpoint.h"
 #include "train/coordinator_internal.h"
 #include "util/fs.h"
+#include "util/user_tree.h"
 
 #define PS_MAX_VIEWS 256
 
@@ -169,8 +170,7 @@ static void ps_checkpoint(edt_coordinator *c, param_server *ps)
 static loom_error *ps_finish(edt_coordinator *c, param_server *ps)
 {
     char path[PATH_MAX + 64];
-    snprintf(path, sizeof path, "%s/model", c->job.result_dir);
-    fs_mkdir_p(path);
+    loom_err_free(utree_mkdirs_in(c->job.result_dir, "model", 0755)); /* the job's folder */
     snprintf(path, sizeof path, "%s/model/model.safetensors", c->job.result_dir);
     loom_error *e = checkpoint_save(path, ps->views, ps->roles, ps->nviews, 1, NULL);
     if (e)

@@ -467,3 +467,71 @@ loom_error *utree_delete(const char *path)
     close(root);
     return loom_err_wrap(e, "%s", path);
 }
+
+/* Opens dir as a root for one call: `call` runs with `root` set. */
+#define WITH_ROOT(dir, call)                                                   \
+    do {                                                                       \
+        int root;                                                              \
+        loom_error *opened = utree_root(dir, &root);                           \
+        if (opened)                                                            \
+            return opened;                                                     \
+        loom_error *done = (call);                                             \
+        close(root);                                                           \
+        return done;                                                           \
+    } while (0)
+
+loom_error *utree_mkdirs_in(const char *dir, const char *rel, mode_t mode)
+{
+    WITH_ROOT(dir, utree_mkdirs(root, rel, mode));
+}
+
+loom_error *utree_read_file_in(const char *dir, const char *rel, size_t max, char **out,
+                               size_t *len)
+{
+    WITH_ROOT(dir, utree_read_file(root, rel, max, out, len));
+}
+
+loom_error *utree_write_file_in(const char *dir, const char *rel, const void *data, size_t len,
+                                mode_t mode)
+{
+    WITH_ROOT(dir, utree_write_file(root, rel, data, len, mode));
+}
+
+loom_error *utree_open_write_in(const char *dir, const char *rel, mode_t mode, int *fd)
+{
+    WITH_ROOT(dir, utree_open_write(root, rel, mode, fd));
+}
+
+loom_error *utree_open_read_in(const char *dir, const char *rel, int *fd)
+{
+    WITH_ROOT(dir, utree_open_read(root, rel, fd));
+}
+
+loom_error *utree_unlink_in(const char *dir, const char *rel)
+{
+    WITH_ROOT(dir, utree_unlink(root, rel));
+}
+
+loom_error *utree_open_append_path(const char *path, mode_t mode, int *fd)
+{
+    char dir[PATH_MAX];
+    if (snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir)
+        return fail("open", path, ENAMETOOLONG);
+    char *slash = strrchr(dir, '/');
+    if (!slash || !slash[1])
+        return loom_err(LOOM_E_INVALID, "%s: expected the full path of a file", path);
+    *slash = 0;
+    int got = -1;
+    loom_error *e = utree_open_write_in(*dir ? dir : "/", slash + 1, mode, &got);
+    /* O_APPEND: children that share the file (a restarted one, both
+     * streams) each write at its end. */
+    if (!e && (fcntl(got, F_SETFL, fcntl(got, F_GETFL) | O_APPEND) != 0 ||
+               lseek(got, 0, SEEK_END) < 0)) {
+        e = fail("open", path, errno);
+        close(got);
+    }
+    if (e)
+        return loom_err_wrap(e, "%s", path);
+    *fd = got;
+    return NULL;
+}

@@ -84,4 +84,19 @@ loom_error *utree_write_file(int root, const char *rel, const void *data, size_t
  * utree_root) and all inside it, following no link. Missing: no error. */
 loom_error *utree_delete(const char *path);
 
+/* For a single call: the same operations with the root given by path
+ * (opened with utree_root for the call, then closed). */
+loom_error *utree_mkdirs_in(const char *dir, const char *rel, mode_t mode);
+loom_error *utree_read_file_in(const char *dir, const char *rel, size_t max, char **out,
+                               size_t *len);
+loom_error *utree_write_file_in(const char *dir, const char *rel, const void *data, size_t len,
+                                mode_t mode);
+loom_error *utree_open_write_in(const char *dir, const char *rel, mode_t mode, int *fd);
+loom_error *utree_open_read_in(const char *dir, const char *rel, int *fd);
+loom_error *utree_unlink_in(const char *dir, const char *rel);
+/* Opens the file at `path` for appending (created with mode; positioned at
+ * its end) beneath its folder: neither the file nor its folder may be a
+ * link. For a file the host names by a full path inside a user's tree. */
+loom_error *utree_open_append_path(const char *path, mode_t mode, int *fd);
+
 #endif

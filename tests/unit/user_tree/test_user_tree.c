@@ -169,6 +169,32 @@ static void test_ordinary_use(int root)
     CHECK(loom_err_take(utree_unlink(root, "a/b/c/f"), NULL, 0) == LOOM_OK); /* gone: fine */
 }
 
+/* A file the host names by full path (a child's output): neither it nor
+ * its folder may be a link; a plain one is appended to. */
+static void test_append_path(void)
+{
+    char path[256];
+    int fd = -1;
+    snprintf(path, sizeof path, "%s/rel-file", tree);
+    CHECK(loom_err_take(utree_open_append_path(path, 0644, &fd), NULL, 0) == LOOM_E_FORBIDDEN);
+    snprintf(path, sizeof path, "%s/rel-dir/made", tree);
+    char msg[512];
+    int code = loom_err_take(utree_open_append_path(path, 0644, &fd), msg, sizeof msg);
+    CHECK_MSG(code == LOOM_E_FORBIDDEN, "%d %s", code, msg);
+    CHECK(fd == -1);
+    outside_untouched();
+    snprintf(path, sizeof path, "%s/inner/out.log", tree);
+    for (int i = 0; i < 2; i++) {
+        CHECK(loom_err_take(utree_open_append_path(path, 0644, &fd), NULL, 0) == LOOM_OK);
+        CHECK(fd >= 0 && write(fd, "line\n", 5) == 5);
+        if (fd >= 0)
+            close(fd);
+    }
+    char *text = fs_read_file(path, 100, NULL);
+    CHECK_STR_EQ(text, "line\nline\n");
+    free(text);
+}
+
 /* A deep tree with links to the outside at every level goes whole, and
  * the outside stays. */
 static void test_remove_all(int root)
@@ -219,6 +245,7 @@ int main(void)
     test_magic_link();
     test_fifo_and_folder(root);
     test_ordinary_use(root);
+    test_append_path();
     test_remove_all(root);
     close(root);
     /* The root itself may not be a link either. */
