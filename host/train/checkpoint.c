@@ -64,32 +64,41 @@ loom_error *checkpoint_load(const char *path, loom_tensor_view *views, uint32_t 
     return e;
 }
 
-loom_error *checkpoint_inspect(const char *path, cJSON **meta)
+/* checkpoint_inspect on the file `name` beneath the folder descriptor dir. */
+static loom_error *inspect_beneath(int dir, const char *name, const char *label, cJSON **meta)
 {
     *meta = NULL;
-    st_file *f;
-    loom_error *e = st_open(path, CHECKPOINT_MAX_BYTES, &f);
+    int fd;
+    loom_error *e = utree_open_read(dir, name, &fd);
+    st_file *f = NULL;
+    if (!e)
+        e = st_open_fd(fd, label, CHECKPOINT_MAX_BYTES, &f);
     if (e)
-        return e;
+        return loom_err_wrap(e, "%s", label);
     const char *text = st_metadata(f, CHECKPOINT_META_KEY);
     cJSON *m = text ? cJSON_Parse(text) : NULL;
     st_close(f);
     if (!cJSON_IsObject(m)) {
         cJSON_Delete(m);
-        return loom_err(LOOM_E_INVALID, "%s: no trainer position (metadata '%s')", path,
+        return loom_err(LOOM_E_INVALID, "%s: no trainer position (metadata '%s')", label,
                         CHECKPOINT_META_KEY);
     }
     *meta = m;
     return NULL;
 }
 
-int checkpoint_find_latest(const char *dir, char *path, size_t pathlen, int *epoch, char *skipped,
-                           size_t skippedlen)
+int checkpoint_find_latest(const char *dir, char *path, size_t pathlen, int *epoch, cJSON **meta_out,
+                           char *skipped, size_t skippedlen)
 {
     if (skipped && skippedlen)
         skipped[0] = 0;
+    if (meta_out)
+        *meta_out = NULL;
     int epochs[1024], n = 0;
-    DIR *d = opendir(dir);
+    int root = -1;
+    DIR *d = NULL;
+    if (loom_err_take(utree_root(dir, &root), NULL, 0) == LOOM_OK)
+        loom_err_free(utree_list(root, "", &d));
     struct dirent *de;
     while (d && (de = readdir(d)) && n < 1024) {
         int e;
@@ -108,13 +117,19 @@ int checkpoint_find_latest(const char *dir, char *path, size_t pathlen, int *epo
                 epochs[j] = t;
             }
     for (int i = 0; i < n; i++) {
-        char candidate[PATH_MAX], why[512];
-        snprintf(candidate, sizeof candidate, "%s/epoch-%d.safetensors", dir, epochs[i]);
+        char candidate[PATH_MAX], name[64], why[512];
+        snprintf(name, sizeof name, "epoch-%d.safetensors", epochs[i]);
+        snprintf(candidate, sizeof candidate, "%s/%s", dir, name);
         cJSON *meta;
-        if (loom_err_take(checkpoint_inspect(candidate, &meta), why, sizeof why) == LOOM_OK) {
-            cJSON_Delete(meta);
+        if (loom_err_take(inspect_beneath(root, name, candidate, &meta), why, sizeof why) ==
+            LOOM_OK) {
+            if (meta_out)
+                *meta_out = meta;
+            else
+                cJSON_Delete(meta);
             snprintf(path, pathlen, "%s", candidate);
             *epoch = epochs[i];
+            close(root);
             return 0;
         }
         if (skipped) {
@@ -122,6 +137,8 @@ int checkpoint_find_latest(const char *dir, char *path, size_t pathlen, int *epo
             snprintf(skipped + used, skippedlen - used, "%s%s", used ? "; " : "", why);
         }
     }
+    if (root >= 0)
+        close(root);
     return -1;
 }
 

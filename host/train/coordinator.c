@@ -168,7 +168,9 @@ static void find_resume_point(edt_coordinator *c)
     char dir[PATH_MAX + 16], skipped[2048];
     snprintf(dir, sizeof dir, "%s/checkpoint", c->job.result_dir);
     int epoch;
-    if (checkpoint_find_latest(dir, c->load_path, sizeof c->load_path, &epoch, skipped, sizeof skipped) != 0) {
+    cJSON *meta = NULL;
+    if (checkpoint_find_latest(dir, c->load_path, sizeof c->load_path, &epoch, &meta, skipped,
+                               sizeof skipped) != 0) {
         c->load_path[0] = 0;
         driver_say(c, "no usable checkpoint%s%s: starting from the beginning",
                    skipped[0] ? "; refused: " : "", skipped);
@@ -176,8 +178,6 @@ static void find_resume_point(edt_coordinator *c)
     }
     if (skipped[0])
         driver_say(c, "refused: %s", skipped);
-    cJSON *meta = NULL;
-    loom_err_free(checkpoint_inspect(c->load_path, &meta)); /* just found whole */
     c->pr.epoch = (uint32_t)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(meta, "epoch"));
     c->pr.iteration = (uint64_t)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(meta, "iteration"));
     cJSON_Delete(meta);

@@ -426,20 +426,22 @@ loom_error *utree_read_file(int root, const char *rel, size_t max, char **out, s
     return NULL;
 }
 
-loom_error *utree_write_file(int root, const char *rel, const void *data, size_t len,
-                             mode_t mode)
+/* Writes rel as a new file beside it (rel.loom-new: a leftover or planted
+ * entry of that name is removed, not opened), filled by fill(fd, ctx),
+ * then renamed over rel: a reader sees the old or the new file. */
+static loom_error *replace_file(int root, const char *rel, mode_t mode,
+                                int (*fill)(int fd, const void *ctx), const void *ctx)
 {
     char tmp[PATH_MAX];
     if (snprintf(tmp, sizeof tmp, "%s.loom-new", rel) >= (int)sizeof tmp)
         return fail("write", rel, ENAMETOOLONG);
-    /* A leftover (or planted) entry of that name is removed, not opened. */
-    loom_error *e = utree_unlink(root, tmp);
     int fd = -1;
+    loom_error *e = utree_unlink(root, tmp);
     if (!e)
         e = utree_create(root, tmp, mode, &fd);
     if (e)
         return e;
-    if (fd_write_all(fd, data, len) != 0 || fsync(fd) != 0)
+    if (fill(fd, ctx) != 0 || fsync(fd) != 0)
         e = fail("write", tmp, errno);
     if (close(fd) != 0 && !e)
         e = fail("write", tmp, errno);
@@ -448,6 +450,24 @@ loom_error *utree_write_file(int root, const char *rel, const void *data, size_t
     if (e)
         loom_err_free(utree_unlink(root, tmp));
     return e;
+}
+
+typedef struct bytes {
+    const void *data;
+    size_t len;
+} bytes;
+
+static int fill_bytes(int fd, const void *ctx)
+{
+    const bytes *b = ctx;
+    return fd_write_all(fd, b->data, b->len);
+}
+
+loom_error *utree_write_file(int root, const char *rel, const void *data, size_t len,
+                             mode_t mode)
+{
+    bytes b = {data, len};
+    return replace_file(root, rel, mode, fill_bytes, &b);
 }
 
 loom_error *utree_delete(const char *path)
@@ -534,4 +554,36 @@ loom_error *utree_open_append_path(const char *path, mode_t mode, int *fd)
         return loom_err_wrap(e, "%s", path);
     *fd = got;
     return NULL;
+}
+
+/* Copies what is left of the descriptor *ctx to fd. 0 or -1 (errno). */
+static int fill_copy(int fd, const void *ctx)
+{
+    int in = *(const int *)ctx;
+    char buf[65536];
+    for (;;) {
+        ssize_t r = read(in, buf, sizeof buf);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return (int)r;
+        if (fd_write_all(fd, buf, (size_t)r) != 0)
+            return -1;
+    }
+}
+
+loom_error *utree_copy_file_in(const char *from_dir, const char *from, const char *to_dir,
+                               const char *to, mode_t mode)
+{
+    int in = -1, root = -1;
+    loom_error *e = utree_open_read_in(from_dir, from, &in);
+    if (!e)
+        e = utree_root(to_dir, &root);
+    if (!e)
+        e = replace_file(root, to, mode, fill_copy, &in);
+    if (in >= 0)
+        close(in);
+    if (root >= 0)
+        close(root);
+    return e;
 }

@@ -94,6 +94,10 @@ loom_error *utree_write_file_in(const char *dir, const char *rel, const void *da
 loom_error *utree_open_write_in(const char *dir, const char *rel, mode_t mode, int *fd);
 loom_error *utree_open_read_in(const char *dir, const char *rel, int *fd);
 loom_error *utree_unlink_in(const char *dir, const char *rel);
+/* Copies the regular file `from` beneath the folder from_dir to `to`
+ * beneath to_dir (written beside it, then renamed over it). */
+loom_error *utree_copy_file_in(const char *from_dir, const char *from, const char *to_dir,
+                               const char *to, mode_t mode);
 /* Opens the file at `path` for appending (created with mode; positioned at
  * its end) beneath its folder: neither the file nor its folder may be a
  * link. For a file the host names by a full path inside a user's tree. */
