@@ -509,9 +509,16 @@ loom_error *exec_prepare(exec_service *es, const exec_submission *sub, dlicmd *d
     snprintf(r->code_dir, sizeof r->code_dir, "%s/_submitted_code", rec->result_dir);
     snprintf(r->log_dir, sizeof r->log_dir, "%s/log", rec->result_dir);
     exec_data_dir(es, d, r->data_dir, sizeof r->data_dir);
-    if (fs_mkdir_p(r->code_dir) != 0 || fs_mkdir_p(r->log_dir) != 0 || fs_mkdir_p(r->data_dir) != 0)
-        return loom_err(LOOM_E_INTERNAL, "cannot create the exec's directories under %s: %s",
-                        rec->result_dir, strerror(errno));
+    /* On a restart the exec folder is the job's: its folders are made
+     * beneath it (util/user_tree). */
+    loom_error *made = utree_mkdirs_in(rec->result_dir, "_submitted_code", 0755);
+    if (!made)
+        made = utree_mkdirs_in(rec->result_dir, "log", 0755);
+    if (made)
+        return loom_err_wrap(made, "cannot create the exec's folders");
+    if (fs_mkdir_p(r->data_dir) != 0)
+        return loom_err(LOOM_E_INTERNAL, "cannot create the data directory %s: %s", r->data_dir,
+                        strerror(errno));
     pthread_mutex_lock(&es->lock);
     tarball_limits bounds = {.max_bytes = es->limits.archive_max_bytes,
                              .max_entries = es->limits.archive_max_entries};

@@ -39,7 +39,10 @@ static loom_error *read_spec(const registry_entry *fw, const store_exec *rec, co
 {
     const char *spec_name = d->model_main ? d->model_main : EDT_SPEC_DEFAULT;
     snprintf(spec_path, len, "%s/_submitted_code/%s", rec->result_dir, spec_name);
-    char *text = fs_read_file(spec_path, 16u << 20, NULL);
+    /* On a restart the exec folder is the job's: read beneath it. */
+    char rel[PATH_MAX], *text = NULL;
+    snprintf(rel, sizeof rel, "_submitted_code/%s", spec_name);
+    loom_err_free(utree_read_file_in(rec->result_dir, rel, 16u << 20, &text, NULL));
     if (!text)
         return loom_err(LOOM_E_INVALID,
                         "%s: the model directory has no training spec \"%s\" (name another with "
