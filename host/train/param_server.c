@@ -38,9 +38,17 @@ static loom_error *ps_open(edt_coordinator *c, param_server *ps)
     loom_error *e = adapter_check_trainer(f, "ASYNC: the framework adapter");
     if (e)
         return e;
-    char *spec = fs_read_file(c->job.spec_path, 16u << 20, NULL);
-    if (!spec)
-        return loom_err(LOOM_E_NOT_FOUND, "cannot read %s", c->job.spec_path);
+    /* The spec is in the exec folder, the job's: read beneath it. */
+    size_t n = strlen(c->job.result_dir);
+    const char *rel = strncmp(c->job.spec_path, c->job.result_dir, n) == 0 &&
+                              c->job.spec_path[n] == '/'
+                          ? c->job.spec_path + n + 1
+                          : NULL;
+    char *spec = NULL;
+    e = rel ? utree_read_file_in(c->job.result_dir, rel, 16u << 20, &spec, NULL)
+            : loom_err(LOOM_E_INVALID, "%s: not in the exec folder", c->job.spec_path);
+    if (e)
+        return loom_err_wrap(e, "the training spec");
     loom_trainer_config cfg = {
         .struct_size = sizeof cfg,
         .num_dataloader_threads = 1,
