@@ -187,8 +187,8 @@ static void use_job_python(char **argv, const char *python, char *const *envp, i
     /* Through util/user_tree: the exec folder is the job's. */
     char line[PATH_MAX + 64];
     int n = snprintf(line, sizeof line, "loom: python is %s\n", shown), fd = -1;
-    loom_error *e = utree_open_write(root, log_rel, 0644, &fd);
-    if (!e && (lseek(fd, 0, SEEK_END) < 0 || fd_write_all(fd, line, (size_t)n) != 0))
+    loom_error *e = utree_open_append(root, log_rel, 0644, &fd);
+    if (!e && fd_write_all(fd, line, (size_t)n) != 0)
         e = loom_err(LOOM_E_INTERNAL, "%s: %s", log_rel, strerror(errno));
     if (fd >= 0)
         close(fd);

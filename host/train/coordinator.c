@@ -145,10 +145,9 @@ static loom_error *prepare(edt_coordinator *c)
     if (!e)
         e = utree_mkdirs_in(j->result_dir, "model", 0755);
     if (!e)
-        e = utree_open_write_in(j->result_dir, "log/driver/stdout", 0644, &out);
+        e = utree_open_append_in(j->result_dir, "log/driver/stdout", 0644, &out);
     if (e)
         return e;
-    lseek(out, 0, SEEK_END);
     c->driver_out = fdopen(out, "a");
     if (!c->driver_out)
         close(out);

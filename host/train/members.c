@@ -206,9 +206,9 @@ static int spawn_worker(edt_coordinator *c, uint32_t slot, int32_t device)
     int out_fd = -1, err_fd = -1;
     loom_error *opened = utree_mkdirs_in(j->result_dir, rel, 0755);
     if (!opened)
-        opened = utree_open_write_in(j->result_dir, out, 0644, &out_fd);
+        opened = utree_open_append_in(j->result_dir, out, 0644, &out_fd);
     if (!opened)
-        opened = utree_open_write_in(j->result_dir, errp, 0644, &err_fd);
+        opened = utree_open_append_in(j->result_dir, errp, 0644, &err_fd);
     if (opened) {
         driver_say(c, "cannot start worker %u: %s", slot, loom_err_message(opened));
         loom_err_free(opened);
@@ -216,8 +216,6 @@ static int spawn_worker(edt_coordinator *c, uint32_t slot, int32_t device)
             close(out_fd);
         return -1;
     }
-    lseek(out_fd, 0, SEEK_END);
-    lseek(err_fd, 0, SEEK_END);
     plugin_marker_clear(j->result_dir, rel);
     char slot_s[16], seed_s[32], threads_s[16], every_s[16];
     snprintf(slot_s, sizeof slot_s, "%u", slot);

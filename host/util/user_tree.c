@@ -173,6 +173,20 @@ loom_error *utree_open_write(int root, const char *rel, mode_t mode, int *fd)
     return NULL;
 }
 
+loom_error *utree_open_append(int root, const char *rel, mode_t mode, int *fd)
+{
+    int got = -1;
+    loom_error *e = utree_open_write(root, rel, mode, &got);
+    if (!e && (fcntl(got, F_SETFL, fcntl(got, F_GETFL) | O_APPEND) != 0 ||
+               lseek(got, 0, SEEK_END) < 0)) {
+        e = fail("open", rel, errno);
+        close(got);
+    }
+    if (!e)
+        *fd = got;
+    return e;
+}
+
 loom_error *utree_create(int root, const char *rel, mode_t mode, int *fd)
 {
     return open_checked(root, rel, O_WRONLY | O_CREAT | O_EXCL, mode, "create", fd);
@@ -522,6 +536,11 @@ loom_error *utree_open_write_in(const char *dir, const char *rel, mode_t mode, i
     WITH_ROOT(dir, utree_open_write(root, rel, mode, fd));
 }
 
+loom_error *utree_open_append_in(const char *dir, const char *rel, mode_t mode, int *fd)
+{
+    WITH_ROOT(dir, utree_open_append(root, rel, mode, fd));
+}
+
 loom_error *utree_open_read_in(const char *dir, const char *rel, int *fd)
 {
     WITH_ROOT(dir, utree_open_read(root, rel, fd));
@@ -541,19 +560,8 @@ loom_error *utree_open_append_path(const char *path, mode_t mode, int *fd)
     if (!slash || !slash[1])
         return loom_err(LOOM_E_INVALID, "%s: expected the full path of a file", path);
     *slash = 0;
-    int got = -1;
-    loom_error *e = utree_open_write_in(*dir ? dir : "/", slash + 1, mode, &got);
-    /* O_APPEND: children that share the file (a restarted one, both
-     * streams) each write at its end. */
-    if (!e && (fcntl(got, F_SETFL, fcntl(got, F_GETFL) | O_APPEND) != 0 ||
-               lseek(got, 0, SEEK_END) < 0)) {
-        e = fail("open", path, errno);
-        close(got);
-    }
-    if (e)
-        return loom_err_wrap(e, "%s", path);
-    *fd = got;
-    return NULL;
+    loom_error *e = utree_open_append_in(*dir ? dir : "/", slash + 1, mode, fd);
+    return e ? loom_err_wrap(e, "%s", path) : NULL;
 }
 
 /* Copies what is left of the descriptor *ctx to fd. 0 or -1 (errno). */

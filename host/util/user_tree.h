@@ -49,6 +49,9 @@ loom_error *utree_open_read(int root, const char *rel, int *fd);
 /* Opens rel for reading and writing, creating it (mode) when missing; an
  * existing entry must be a regular file. */
 loom_error *utree_open_write(int root, const char *rel, mode_t mode, int *fd);
+/* As utree_open_write, for appending: O_APPEND (writers that share the
+ * file each write at its end), positioned at the end. */
+loom_error *utree_open_append(int root, const char *rel, mode_t mode, int *fd);
 /* Creates rel, which must not exist (O_CREAT | O_EXCL | O_NOFOLLOW), for
  * writing. */
 loom_error *utree_create(int root, const char *rel, mode_t mode, int *fd);
@@ -92,6 +95,7 @@ loom_error *utree_read_file_in(const char *dir, const char *rel, size_t max, cha
 loom_error *utree_write_file_in(const char *dir, const char *rel, const void *data, size_t len,
                                 mode_t mode);
 loom_error *utree_open_write_in(const char *dir, const char *rel, mode_t mode, int *fd);
+loom_error *utree_open_append_in(const char *dir, const char *rel, mode_t mode, int *fd);
 loom_error *utree_open_read_in(const char *dir, const char *rel, int *fd);
 loom_error *utree_unlink_in(const char *dir, const char *rel);
 /* Copies the regular file `from` beneath the folder from_dir to `to`
