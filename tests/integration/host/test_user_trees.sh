@@ -3,7 +3,8 @@
 # must not follow them: the log routes refuse a log that is a link (to the
 # administrator's credentials), the log pump's trim leaves a root-only file
 # that "stdout.trim" points at alone, the result zip leaves links and the
-# host's own files out, and deleting the exec leaves the outside alone.
+# host's own files out, deploying the exec's model copies no link's target,
+# and deleting the exec leaves the outside alone.
 LOOM=$1
 . "$(dirname "$0")/../lib.sh"
 
@@ -29,6 +30,8 @@ ln -s "$WORK/outside" "\$RESULT_DIR/outside"
 mkdir -p "\$RESULT_DIR/tmp" && echo scratch > "\$RESULT_DIR/tmp/scratch"
 echo 1234 > "\$RESULT_DIR/log/.edtPyTorch-checkpoint"
 echo mine > "\$RESULT_DIR/result.txt"
+mkdir -p "\$RESULT_DIR/model" && ln -s "$WORK/outside/credentials" "\$RESULT_DIR/model/model.safetensors"
+echo '{}' > "\$RESULT_DIR/model/edt.json"
 i=0
 while [ \$i -lt 2000 ]; do echo "the job chose this line \$i"; i=\$((i + 1)); done
 echo planted
@@ -75,6 +78,13 @@ leaks=$(python3 -c 'import sys, zipfile
 z = zipfile.ZipFile(sys.argv[1])
 print(sum(b"admin-token" in z.read(n) or b"root-only" in z.read(n) for n in z.namelist()))' "$WORK/result.zip")
 expect_eq "zip: nothing from outside is in it" "$leaks" "0"
+
+# ---- deploying the exec's model copies no link's target
+r=$(http POST /dlim/v1/model -H 'Content-Type: application/json' --data "{\"fromExec\": \"$id\", \"name\": \"stolen\"}")
+expect_contains "deploy from the exec: refused" "$r" "403 "
+expect_contains "deploy from the exec: names the file" "$r" "model/model.safetensors"
+expect_eq "deploy from the exec: the credentials are in no model" \
+    "$(grep -rl admin-token "$LOOM_HOME/models" 2>/dev/null | wc -l)" "0"
 
 # ---- deleting the exec follows none of its links
 expect_ok "delete the exec" "$LOOM" exec delete "$id"
