@@ -39,11 +39,7 @@ static loom_error *ps_open(edt_coordinator *c, param_server *ps)
     if (e)
         return e;
     /* The spec is in the exec folder, the job's: read beneath it. */
-    size_t n = strlen(c->job.result_dir);
-    const char *rel = strncmp(c->job.spec_path, c->job.result_dir, n) == 0 &&
-                              c->job.spec_path[n] == '/'
-                          ? c->job.spec_path + n + 1
-                          : NULL;
+    const char *rel = utree_rel_of(c->job.result_dir, c->job.spec_path);
     char *spec = NULL;
     e = rel ? utree_read_file_in(c->job.result_dir, rel, 16u << 20, &spec, NULL)
             : loom_err(LOOM_E_INVALID, "%s: not in the exec folder", c->job.spec_path);

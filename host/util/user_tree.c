@@ -595,3 +595,13 @@ loom_error *utree_copy_file_in(const char *from_dir, const char *from, const cha
         close(root);
     return e;
 }
+
+const char *utree_rel_of(const char *dir, const char *path)
+{
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/')
+        n--;
+    if (strncmp(path, dir, n) != 0 || path[n] != '/')
+        return NULL;
+    return path + n + 1;
+}

@@ -87,6 +87,10 @@ loom_error *utree_write_file(int root, const char *rel, const void *data, size_t
  * utree_root) and all inside it, following no link. Missing: no error. */
 loom_error *utree_delete(const char *path);
 
+/* The part of `path` below the folder `dir` ("a/b" for dir "/x", path
+ * "/x/a/b"), or NULL when path is not inside dir. */
+const char *utree_rel_of(const char *dir, const char *path);
+
 /* For a single call: the same operations with the root given by path
  * (opened with utree_root for the call, then closed). */
 loom_error *utree_mkdirs_in(const char *dir, const char *rel, mode_t mode);

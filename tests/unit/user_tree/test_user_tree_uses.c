@@ -3,7 +3,8 @@
  * tree: a log trim with "stdout.trim" planted as a link to a root-only file
  * leaves that file alone; a log planted as a link is refused; the result
  * zip leaves links out (to files and folders, absolute and relative) and
- * carries nothing from outside. */
+ * carries nothing from outside; an atomic write's temporary file is never
+ * a planted link. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -135,6 +136,21 @@ static void test_zip_leaves_links_out(void)
     CHECK_CONTAINS(msg, "limit of 64 bytes");
 }
 
+/* fs_write_file_atomic's temporary file is new: a link planted under its
+ * name (the host's pid is easy to learn) is removed, not written through. */
+static void test_atomic_write_temp(void)
+{
+    char path[192], tmp[224];
+    snprintf(path, sizeof path, "%s/val_dict_list.json", job);
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+    CHECK(symlink(secret, tmp) == 0);
+    CHECK(fs_write_file_atomic(path, "[]", 2, 0644) == 0);
+    secret_untouched();
+    char *text = fs_read_file(path, 100, NULL);
+    CHECK_STR_EQ(text, "[]");
+    free(text);
+}
+
 int main(void)
 {
     snprintf(base, sizeof base, "/tmp/loom-utree-uses-XXXXXX");
@@ -150,6 +166,7 @@ int main(void)
     put(path, "outside-file-content\n");
     test_trim_through_link();
     test_zip_leaves_links_out();
+    test_atomic_write_temp();
     fs_rm_rf(base);
     return CHECK_DONE();
 }
