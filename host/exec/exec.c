@@ -489,6 +489,39 @@ static void remove_exec_dir(const char *dir)
     loom_err_free(e);
 }
 
+/* Makes the exec's data directory: in the data store, beneath it through
+ * util/user_tree (a link there is refused, 400, as one leading out);
+ * --data-dir by its path. */
+static loom_error *make_data_dir(exec_service *es, const dlicmd *d, const char *data_dir)
+{
+    if (!d->data_dir) {
+        char store[PATH_MAX + 8];
+        snprintf(store, sizeof store, "%s/data", es->home);
+        int root = -1;
+        loom_error *e = fs_mkdir_p(store) != 0
+                            ? loom_err(LOOM_E_INTERNAL, "cannot create the data store %s: %s",
+                                       store, strerror(errno))
+                            : utree_host_root(store, &root);
+        if (!e && d->data_path) {
+            e = utree_mkdirs(root, d->data_path, 0755);
+            if (loom_err_code(e) == LOOM_E_FORBIDDEN) {
+                loom_err_free(e);
+                e = loom_err(LOOM_E_INVALID, "--cs-datastore-meta data_path: \"%s\" leads out "
+                             "of the data store %s through a link", d->data_path, store);
+            } else if (e) {
+                e = loom_err_wrap(e, "--cs-datastore-meta data_path");
+            }
+        }
+        if (root >= 0)
+            close(root);
+        return e;
+    }
+    if (fs_mkdir_p(data_dir) != 0)
+        return loom_err(LOOM_E_INTERNAL, "cannot create the data directory %s: %s", data_dir,
+                        strerror(errno));
+    return NULL;
+}
+
 /* Checks the submission against the framework and prepares how it will
  * run, without storing anything. */
 loom_error *exec_prepare(exec_service *es, const exec_submission *sub, dlicmd *d,
@@ -516,9 +549,8 @@ loom_error *exec_prepare(exec_service *es, const exec_submission *sub, dlicmd *d
         made = utree_mkdirs_in(rec->result_dir, "log", 0755);
     if (made)
         return loom_err_wrap(made, "cannot create the exec's folders");
-    if (fs_mkdir_p(r->data_dir) != 0)
-        return loom_err(LOOM_E_INTERNAL, "cannot create the data directory %s: %s", r->data_dir,
-                        strerror(errno));
+    if ((made = make_data_dir(es, d, r->data_dir)) != NULL)
+        return made;
     pthread_mutex_lock(&es->lock);
     tarball_limits bounds = {.max_bytes = es->limits.archive_max_bytes,
                              .max_entries = es->limits.archive_max_entries};

@@ -145,6 +145,15 @@ loom_error *utree_root(const char *path, int *root)
     return NULL;
 }
 
+loom_error *utree_host_root(const char *path, int *root)
+{
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return fail("open", path, errno);
+    *root = fd;
+    return NULL;
+}
+
 loom_error *utree_open_read(int root, const char *rel, int *fd)
 {
     /* O_NONBLOCK: opening a planted FIFO must not wait for a writer. */
@@ -265,6 +274,8 @@ loom_error *utree_mkdirs(int root, const char *rel, mode_t mode)
             break;
         }
         int next = beneath(at, name, O_RDONLY | O_DIRECTORY, 0);
+        if (next < 0 && errno == ENOTDIR && last_is_link(at, name))
+            errno = ELOOP;
         if (next < 0)
             e = fail("make", rel, errno);
         close(at);

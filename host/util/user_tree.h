@@ -43,6 +43,11 @@
  * The caller closes *root. */
 loom_error *utree_root(const char *path, int *root);
 
+/* Opens a folder of the host's own that the operator may have made a link
+ * (the data store on another disk) as the root of a user tree below it:
+ * links in `path` are followed, none beneath it. */
+loom_error *utree_host_root(const char *path, int *root);
+
 /* Opens the regular file rel beneath root for reading (O_RDONLY; a FIFO, a
  * device or a folder is refused without blocking). */
 loom_error *utree_open_read(int root, const char *rel, int *fd);

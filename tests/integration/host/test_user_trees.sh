@@ -86,6 +86,13 @@ expect_contains "deploy from the exec: names the file" "$r" "model/model.safeten
 expect_eq "deploy from the exec: the credentials are in no model" \
     "$(grep -rl admin-token "$LOOM_HOME/models" 2>/dev/null | wc -l)" "0"
 
+# ---- a data_path through a link in the data store makes nothing outside
+mkdir -p "$LOOM_HOME/data" && ln -s "$WORK/outside" "$LOOM_HOME/data/elsewhere"
+expect_fails "data_path through a link: refused" "$LOOM" exec start --exec-start command \
+    --model-dir "$WORK/model" --model-main plant.sh --cs-datastore-meta type=fs,data_path=elsewhere/new
+expect_contains "data_path through a link: says why" "$(cat "$WORK/out")" "data_path"
+expect_ok "data_path through a link: no folder made outside" test ! -e "$WORK/outside/new"
+
 # ---- deleting the exec follows none of its links
 expect_ok "delete the exec" "$LOOM" exec delete "$id"
 expect_ok "delete: the exec folder is gone" test ! -e "$dir"
