@@ -2,9 +2,16 @@
  * out of a tree: planted links (absolute, relative through "..", to a file
  * and to a folder, as the last component and in the middle), a ".."
  * component, an absolute path, a /proc magic link; and nothing outside the
- * tree is read, written, created or removed while it refuses. */
+ * tree is read, written, created or removed while it refuses. Without
+ * openat2 the calls fail naming it. */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -195,6 +202,35 @@ static void test_append_path(void)
     free(text);
 }
 
+/* A kernel without openat2 (a seccomp filter says ENOSYS, as Linux before
+ * 5.6 does): the call fails, says which call is missing, and opens
+ * nothing. In a child, which the filter stays with. */
+static void test_no_openat2(void)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct sock_filter code[] = {
+            BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+            BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat2, 0, 1),
+            BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+            BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        };
+        struct sock_fprog prog = {.len = sizeof code / sizeof code[0], .filter = code};
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+            prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
+            _exit(2);
+        int root, fd = -1;
+        char msg[512];
+        if (loom_err_take(utree_root(tree, &root), NULL, 0) != LOOM_OK)
+            _exit(3);
+        int code_got = loom_err_take(utree_open_read(root, "inner/out.log", &fd), msg, sizeof msg);
+        _exit(code_got == LOOM_E_UNSUPPORTED && fd == -1 && strstr(msg, "openat2") ? 0 : 1);
+    }
+    int status = -1;
+    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+    CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
+}
+
 /* A deep tree with links to the outside at every level goes whole, and
  * the outside stays. */
 static void test_remove_all(int root)
@@ -246,6 +282,7 @@ int main(void)
     test_fifo_and_folder(root);
     test_ordinary_use(root);
     test_append_path();
+    test_no_openat2();
     test_remove_all(root);
     close(root);
     /* The root itself may not be a link either. */
