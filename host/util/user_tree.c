@@ -81,10 +81,14 @@ static int beneath(int root, const char *rel, int flags, mode_t mode)
         .mode = (flags & O_CREAT) ? mode : 0,
         .resolve = RESOLVE_USER,
     };
-    int fd;
-    do
+    /* EAGAIN: the kernel saw a rename race it could not rule out; a few
+     * tries, not a loop a job could keep spinning. */
+    int fd = -1;
+    for (int tries = 0; tries < 8; tries++) {
         fd = (int)syscall(SYS_openat2, root, *rel ? rel : ".", &how, sizeof how);
-    while (fd < 0 && (errno == EINTR || errno == EAGAIN));
+        if (fd >= 0 || (errno != EINTR && errno != EAGAIN))
+            break;
+    }
     return fd;
 }
 
