@@ -6,7 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
+
+#include "util/user_tree.h"
 
 int upload_slots_init(upload_slots *s, unsigned max_total, unsigned max_per_user)
 {
@@ -78,18 +81,37 @@ void upload_slot_give(upload_slots *s, const char *user)
 
 int upload_spool_create(const char *dir, char **path)
 {
-    size_t n = strlen(dir) + sizeof "/upload-XXXXXX";
-    char *p = malloc(n);
-    if (!p)
-        return -1;
-    snprintf(p, n, "%s/upload-XXXXXX", dir);
-    int fd = mkostemp(p, O_CLOEXEC);
-    if (fd < 0) {
-        int saved = errno;
-        free(p);
-        errno = saved;
+    /* Made through util/user_tree: a new file (O_EXCL | O_NOFOLLOW) beneath
+     * the spool folder, under a random name. */
+    int root = -1, fd = -1;
+    loom_error *e = utree_root(dir, &root);
+    char name[32] = "";
+    for (int tries = 0; !e && fd < 0 && tries < 16; tries++) {
+        uint64_t r = 0;
+        if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r) {
+            e = loom_err(LOOM_E_INTERNAL, "no random bytes: %s", strerror(errno));
+            break;
+        }
+        snprintf(name, sizeof name, "upload-%016llx", (unsigned long long)r);
+        e = utree_create(root, name, 0600, &fd);
+        if (loom_err_code(e) == LOOM_E_CONFLICT) {
+            loom_err_free(e);
+            e = NULL;
+        }
+    }
+    int saved = errno;
+    if (root >= 0)
+        close(root);
+    size_t n = strlen(dir) + 1 + strlen(name) + 1;
+    char *p = !e && fd >= 0 ? malloc(n) : NULL;
+    loom_err_free(e);
+    if (!p) {
+        if (fd >= 0)
+            close(fd);
+        errno = fd >= 0 ? ENOMEM : saved ? saved : EEXIST;
         return -1;
     }
+    snprintf(p, n, "%s/%s", dir, name);
     *path = p;
     return fd;
 }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "api/routes.h"
 #include "api/server.h"
@@ -294,9 +295,10 @@ static void view(void *ctx, const http_request *req, http_response *res)
     reply_exec(ctx, OWNER(req), req->params[0], 200, res);
 }
 
-/* The exec's log file: ?worker=N&stream=S, or by default the training
- * driver's log for an elastic exec and worker 0's stdout otherwise. */
-static loom_error *log_file(loomd *d, const http_request *req, char *path, size_t len)
+/* Opens the exec's log file: ?worker=N&stream=S, or by default the
+ * training driver's log for an elastic exec and worker 0's stdout
+ * otherwise. Through exec_log_open: a link there is refused, not followed. */
+static loom_error *log_file(loomd *d, const http_request *req, int *fd)
 {
     int64_t owner = loomd_caller_id(d, req);
     const char *w = http_query(req, "worker");
@@ -308,30 +310,42 @@ static loom_error *log_file(loomd *d, const http_request *req, char *path, size_
         return loom_err(LOOM_E_INVALID, "worker: expected a rank from -1 to %d, got \"%.64s\"",
                         INT_MAX, w);
     if (!w) {
-        loom_error *e = exec_log_path(d->execs, owner, req->params[0], -1,
-                                      stream ? stream : "stdout", path, len);
-        if (e || fs_is_file(path))
+        loom_error *e = exec_log_open(d->execs, owner, req->params[0], -1,
+                                      stream ? stream : "stdout", fd);
+        if (loom_err_code(e) != LOOM_E_NOT_FOUND)
             return e;
+        loom_err_free(e);
     }
-    return exec_log_path(d->execs, owner, req->params[0], (int)worker,
-                         stream ? stream : "stdout", path, len);
+    return exec_log_open(d->execs, owner, req->params[0], (int)worker,
+                         stream ? stream : "stdout", fd);
 }
 
-/* Reads up to `max` bytes of path from `offset` into a malloc'd buffer. */
-static loom_error *read_part(const char *path, long long offset, size_t max, char **out,
-                             size_t *n)
+/* Reads up to `max` bytes of the open file fd from `offset` into a
+ * malloc'd buffer; closes fd. */
+static loom_error *read_part(int fd, long long offset, size_t max, char **out, size_t *n)
 {
     *out = malloc(max + 1);
+    *n = 0;
+    while (*out && *n < max) {
+        ssize_t r = pread(fd, *out + *n, max - *n, (off_t)offset + (off_t)*n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        *n += (size_t)r;
+    }
+    close(fd);
     if (!*out)
         return loom_err(LOOM_E_INTERNAL, "out of memory");
-    *n = 0;
-    FILE *f = fopen(path, "rb");
-    if (f && fseeko(f, (off_t)offset, SEEK_SET) == 0)
-        *n = fread(*out, 1, max, f);
-    if (f)
-        fclose(f);
     (*out)[*n] = 0;
     return NULL;
+}
+
+/* The size of the open file fd (0 when fstat fails). */
+static long long file_size(int fd)
+{
+    struct stat st;
+    return fstat(fd, &st) == 0 ? (long long)st.st_size : 0;
 }
 
 /* GET .../log[?worker=N&stream=stdout|stderr][&offset=BYTES]: without
@@ -353,10 +367,9 @@ static void log_chunk(void *ctx, const http_request *req, http_response *res)
                   LLONG_MAX, off);
         return;
     }
-    char path[PATH_MAX];
-    loom_error *e = log_file(d, req, path, sizeof path);
-    struct stat st;
-    long long size = !e && stat(path, &st) == 0 ? (long long)st.st_size : 0;
+    int fd = -1;
+    loom_error *e = log_file(d, req, &fd);
+    long long size = e ? 0 : file_size(fd);
     if (!e && !off && size > (long long)LOG_WHOLE_MAX)
         e = loom_err(LOOM_E_TOO_LARGE, "the log is %lld bytes, more than the %zu a reply holds "
                                        "whole: read it in parts with ?offset=0, then offset plus "
@@ -364,7 +377,9 @@ static void log_chunk(void *ctx, const http_request *req, http_response *res)
     char *buf = NULL;
     size_t n = 0;
     if (!e)
-        e = read_part(path, offset, off ? LOG_CHUNK_MAX : LOG_WHOLE_MAX, &buf, &n);
+        e = read_part(fd, offset, off ? LOG_CHUNK_MAX : LOG_WHOLE_MAX, &buf, &n);
+    else if (fd >= 0)
+        close(fd);
     if (e) {
         api_reply_error(res, e);
         return;
@@ -379,7 +394,7 @@ static void log_chunk(void *ctx, const http_request *req, http_response *res)
 }
 
 /* GET .../execs/{id}/result: a zip of RESULT_DIR without the submitted
- * code, its exact size in Content-Disposition's size= (WMLA's clients
+ * code, the job's tmp/ and the host's own files, links left out, its exact size in Content-Disposition's size= (WMLA's clients
  * read it to check the download). */
 static void result(void *ctx, const http_request *req, http_response *res)
 {
@@ -395,7 +410,7 @@ static void result(void *ctx, const http_request *req, http_response *res)
     exec_view_free(&v);
     char *zip = NULL;
     size_t n = 0;
-    e = tarball_zip_dir(dir, "_submitted_code", RESULT_ZIP_MAX, &zip, &n);
+    e = tarball_zip_tree(dir, exec_result_leaves_out, NULL, RESULT_ZIP_MAX, &zip, &n);
     if (e) {
         api_reply_error(res, loom_err_wrap(e, "result of %s", req->params[0]));
         return;
@@ -440,11 +455,10 @@ static void executor_log(void *ctx, const http_request *req, http_response *res)
                   last);
         return;
     }
-    char path[PATH_MAX];
-    loom_error *e = exec_log_path(d->execs, OWNER(req), req->params[0], (int)executor - 1, stream,
-                                  path, sizeof path);
-    struct stat st;
-    long long size = !e && stat(path, &st) == 0 ? (long long)st.st_size : 0;
+    int fd = -1;
+    loom_error *e = exec_log_open(d->execs, OWNER(req), req->params[0], (int)executor - 1, stream,
+                                  &fd);
+    long long size = e ? 0 : file_size(fd);
     long long from = size > (long long)LOG_WHOLE_MAX ? size - (long long)LOG_WHOLE_MAX : 0;
     if (!e && !last && from > 0)
         e = loom_err(LOOM_E_TOO_LARGE, "the log is %lld bytes: ask for its tail with ?lastlines=N "
@@ -452,7 +466,9 @@ static void executor_log(void *ctx, const http_request *req, http_response *res)
     char *buf = NULL;
     size_t n = 0;
     if (!e)
-        e = read_part(path, from, LOG_WHOLE_MAX, &buf, &n);
+        e = read_part(fd, from, LOG_WHOLE_MAX, &buf, &n);
+    else if (fd >= 0)
+        close(fd);
     if (e) {
         api_reply_error(res, e);
         return;

@@ -17,6 +17,7 @@
 #include "util/fs.h"
 #include "infer/model_spec.h"
 #include "util/tarball.h"
+#include "util/user_tree.h"
 
 /* A model directory unpacked, at most. */
 #define MODEL_UNPACKED_MAX ((uint64_t)1 << 30)
@@ -103,15 +104,21 @@ static loom_error *stage_from_exec(loomd *d, const http_request *req, const char
     loom_error *e = exec_describe(d->execs, loomd_caller_id(d, req), exec_id, &v);
     if (e)
         return loom_err_wrap(e, "fromExec");
-    char src[PATH_MAX + 64], dst[PATH_MAX + 64];
+    char src[64], dst[PATH_MAX + 64];
     const char *files[] = {"model.safetensors", "edt.json"};
     for (int i = 0; !e && i < 2; i++) {
-        snprintf(src, sizeof src, "%s/model/%s", v.rec.result_dir, files[i]);
-        snprintf(dst, sizeof dst, "%s/%s", staged, files[i]);
-        if (fs_copy_file(src, dst, 0644) != 0)
+        /* The exec folder is the job's: copied from beneath it, following
+         * no link it planted (util/user_tree). */
+        snprintf(src, sizeof src, "model/%s", files[i]);
+        e = utree_copy_file_in(v.rec.result_dir, src, staged, files[i], 0644);
+        if (loom_err_code(e) == LOOM_E_NOT_FOUND) {
+            loom_err_free(e);
             e = loom_err(LOOM_E_NOT_FOUND, "fromExec: exec %s has no %s (state %s): only a "
                          "finished training exec of the native framework leaves a model",
                          exec_id, src, v.rec.state);
+        } else if (e) {
+            e = loom_err_wrap(e, "fromExec: exec %s", exec_id);
+        }
     }
     exec_view_free(&v);
     if (e)

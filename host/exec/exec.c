@@ -20,6 +20,7 @@
 #include "util/fs.h"
 #include "util/log.h"
 #include "util/tarball.h"
+#include "util/user_tree.h"
 
 #define STOP_GRACE_MS 5000
 #define SUPERVISE_INTERVAL_US 50000
@@ -479,10 +480,47 @@ static int path_is_contained(const char *p)
     return 1;
 }
 
+/* The exec folder is the job's: removed beneath its parent, following no
+ * link it planted (util/user_tree). */
 static void remove_exec_dir(const char *dir)
 {
-    if (fs_rm_rf(dir) != 0)
-        log_warn("cannot remove %s: %s", dir, strerror(errno));
+    loom_error *e = utree_delete(dir);
+    if (e)
+        log_warn("cannot remove the exec folder: %s", loom_err_message(e));
+    loom_err_free(e);
+}
+
+/* Makes the exec's data directory: in the data store, beneath it through
+ * util/user_tree (a link there is refused, 400, as one leading out);
+ * --data-dir by its path. */
+static loom_error *make_data_dir(exec_service *es, const dlicmd *d, const char *data_dir)
+{
+    if (!d->data_dir) {
+        char store[PATH_MAX + 8];
+        snprintf(store, sizeof store, "%s/data", es->home);
+        int root = -1;
+        loom_error *e = fs_mkdir_p(store) != 0
+                            ? loom_err(LOOM_E_INTERNAL, "cannot create the data store %s: %s",
+                                       store, strerror(errno))
+                            : utree_host_root(store, &root);
+        if (!e && d->data_path) {
+            e = utree_mkdirs(root, d->data_path, 0755);
+            if (loom_err_code(e) == LOOM_E_FORBIDDEN) {
+                loom_err_free(e);
+                e = loom_err(LOOM_E_INVALID, "--cs-datastore-meta data_path: \"%s\" leads out "
+                             "of the data store %s through a link", d->data_path, store);
+            } else if (e) {
+                e = loom_err_wrap(e, "--cs-datastore-meta data_path");
+            }
+        }
+        if (root >= 0)
+            close(root);
+        return e;
+    }
+    if (fs_mkdir_p(data_dir) != 0)
+        return loom_err(LOOM_E_INTERNAL, "cannot create the data directory %s: %s", data_dir,
+                        strerror(errno));
+    return NULL;
 }
 
 /* Checks the submission against the framework and prepares how it will
@@ -505,9 +543,15 @@ loom_error *exec_prepare(exec_service *es, const exec_submission *sub, dlicmd *d
     snprintf(r->code_dir, sizeof r->code_dir, "%s/_submitted_code", rec->result_dir);
     snprintf(r->log_dir, sizeof r->log_dir, "%s/log", rec->result_dir);
     exec_data_dir(es, d, r->data_dir, sizeof r->data_dir);
-    if (fs_mkdir_p(r->code_dir) != 0 || fs_mkdir_p(r->log_dir) != 0 || fs_mkdir_p(r->data_dir) != 0)
-        return loom_err(LOOM_E_INTERNAL, "cannot create the exec's directories under %s: %s",
-                        rec->result_dir, strerror(errno));
+    /* On a restart the exec folder is the job's: its folders are made
+     * beneath it (util/user_tree). */
+    loom_error *made = utree_mkdirs_in(rec->result_dir, "_submitted_code", 0755);
+    if (!made)
+        made = utree_mkdirs_in(rec->result_dir, "log", 0755);
+    if (made)
+        return loom_err_wrap(made, "cannot create the exec's folders");
+    if ((made = make_data_dir(es, d, r->data_dir)) != NULL)
+        return made;
     pthread_mutex_lock(&es->lock);
     tarball_limits bounds = {.max_bytes = es->limits.archive_max_bytes,
                              .max_entries = es->limits.archive_max_entries};

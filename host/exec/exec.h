@@ -131,10 +131,16 @@ void exec_view_free(exec_view *v);
  * exec_views_free. */
 loom_error *exec_list(exec_service *es, int64_t owner, exec_view **out, size_t *count);
 void exec_views_free(exec_view *v, size_t count);
-/* Path of a worker's "stdout" or "stderr" file (worker -1: the training
- * driver's). */
-loom_error *exec_log_path(exec_service *es, int64_t owner, const char *id, int worker,
-                          const char *stream, char *path, size_t pathlen);
+/* Opens a worker's "stdout" or "stderr" file (worker -1: the training
+ * driver's) for reading into *fd, beneath the exec folder through
+ * util/user_tree: a link the job put there is refused (LOOM_E_FORBIDDEN,
+ * naming the file), never followed. LOOM_E_NOT_FOUND when there is none. */
+loom_error *exec_log_open(exec_service *es, int64_t owner, const char *id, int worker,
+                          const char *stream, int *fd);
+/* For tarball_zip_tree over an exec folder: the host's own files in it
+ * (the submitted code, the job's tmp/, log/python, each worker's plugin
+ * marker, the PyTorch runtime's election files), which a result leaves out. */
+int exec_result_leaves_out(const void *ctx, const char *rel, int is_dir);
 /* True for FINISHED, KILLED, ERROR. */
 int exec_state_is_final(const char *state);
 

@@ -163,7 +163,11 @@ loom_error *trainer_start(exec_service *es, running_exec *r, const int32_t *devi
                           int32_t kind);
 /* Keeps the trainer's progress for `exec view` and frees it. */
 void trainer_ended(exec_service *es, running_exec *r);
-void trainer_summary_path(const store_exec *rec, char *path, size_t len);
+/* The trainer's summary, relative to the exec folder. */
+#define TRAINER_SUMMARY "log/driver/training.json"
+/* Reads the file rel of an exec folder through util/user_tree (NULL when
+ * missing, a link, or over max bytes). Caller frees. */
+char *exec_folder_read(const char *result_dir, const char *rel, size_t max);
 
 /* exec_pyscript.c: a trainer exec whose --model-main is a Python script. */
 int pyscript_is_script(const char *model_main);

@@ -20,6 +20,7 @@
 #include "util/job_sandbox.h"
 #include "util/log.h"
 #include "util/spawn.h"
+#include "util/user_tree.h"
 
 char **strings_copy(const char *const *src, uint32_t n)
 {
@@ -109,8 +110,8 @@ static const char *job_python(char *const *msd_env)
 /* Puts the job's Python in place of `python3` and says which one runs: in
  * the worker's log, and in RESULT_DIR/log/python, which `loom exec view`
  * shows. */
-static void use_job_python(char **argv, const char *python, char *const *envp,
-                           const char *log_path, const char *result_dir)
+static void use_job_python(char **argv, const char *python, char *const *envp, int root,
+                           const char *log_rel)
 {
     if (!argv || !argv[0] || strcmp(argv[0], "python3"))
         return;
@@ -128,14 +129,19 @@ static void use_job_python(char **argv, const char *python, char *const *envp,
         argv[0] = chosen;
     } else
         free(chosen);
-    FILE *f = fopen(log_path, "a");
-    if (f) {
-        fprintf(f, "loom: python is %s\n", shown);
-        fclose(f);
-    }
-    char record[PATH_MAX + 32];
-    snprintf(record, sizeof record, "%s/log/python", result_dir);
-    fs_write_file_atomic(record, shown, strlen(shown), 0644);
+    /* Through util/user_tree: the exec folder is the job's. */
+    char line[PATH_MAX + 64];
+    int n = snprintf(line, sizeof line, "loom: python is %s\n", shown), fd = -1;
+    loom_error *e = utree_open_append(root, log_rel, 0644, &fd);
+    if (!e && fd_write_all(fd, line, (size_t)n) != 0)
+        e = loom_err(LOOM_E_INTERNAL, "%s: %s", log_rel, strerror(errno));
+    if (fd >= 0)
+        close(fd);
+    if (!e)
+        e = utree_write_file(root, "log/python", shown, strlen(shown), 0644);
+    if (e)
+        log_warn("cannot record the job's Python: %s", loom_err_message(e));
+    loom_err_free(e);
 }
 
 static void close_pipe(int fds[2])
@@ -163,12 +169,17 @@ loom_error *launch_start(exec_service *es, running_exec *r, const int32_t *devic
     job_sandbox_install_dir(installed, sizeof installed);
     snprintf(job_env[4], sizeof job_env[4], "FABRIC_HOME=%s", installed);
     snprintf(job_env[6], sizeof job_env[6], "TRAINING_ID=%s", rec->id); /* WMLA's name for it */
-    loom_error *err = NULL;
+    /* The exec folder is the job's to change: its logs are made and opened
+     * beneath it, never by path. */
+    int root = -1;
+    loom_error *err = utree_root(rec->result_dir, &root);
     rec->pgid = 0;
     for (int i = 0; i < r->nworkers && !err; i++) {
-        char wdir[PATH_MAX + 16], out_path[PATH_MAX + 32], err_path[PATH_MAX + 32];
-        snprintf(wdir, sizeof wdir, "%s/worker-%d", r->log_dir, i);
-        fs_mkdir_p(wdir);
+        char wdir[32], out_path[48], err_path[48];
+        snprintf(wdir, sizeof wdir, "log/worker-%d", i);
+        err = utree_mkdirs(root, wdir, 0755);
+        if (err)
+            break;
         snprintf(out_path, sizeof out_path, "%s/stdout", wdir);
         snprintf(err_path, sizeof err_path, "%s/stderr", wdir);
         /* GPU workers see their share of the exec's devices; CPU workers
@@ -183,8 +194,7 @@ loom_error *launch_start(exec_service *es, running_exec *r, const int32_t *devic
                         job_env[4], job_env[5], job_env[6], NULL};
         char *const *const layers[3] = {job, r->msd_env, r->plan.workers[i].env};
         char **envp = job_env_build(rec->result_dir, layers, 3);
-        use_job_python(r->plan.workers[i].argv, job_python(r->msd_env), envp, err_path,
-                       rec->result_dir);
+        use_job_python(r->plan.workers[i].argv, job_python(r->msd_env), envp, root, err_path);
         /* Output goes through the host's log pump, which bounds it. */
         int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1};
         if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0) {
@@ -218,9 +228,11 @@ loom_error *launch_start(exec_service *es, running_exec *r, const int32_t *devic
             close(err_pipe[0]);
             break;
         }
-        loom_error *lost = log_pump_add(es->logs, out_pipe[0], out_path);
+        loom_error *lost = log_pump_add(es->logs, out_pipe[0], root, out_path);
         if (!lost)
-            lost = log_pump_add(es->logs, err_pipe[0], err_path);
+            lost = log_pump_add(es->logs, err_pipe[0], root, err_path);
+        else
+            close(err_pipe[0]);
         if (lost) { /* the worker runs on; its output has nowhere to go */
             log_warn("exec %s: worker %d: %s", rec->id, i, loom_err_message(lost));
             loom_err_free(lost);
@@ -229,6 +241,8 @@ loom_error *launch_start(exec_service *es, running_exec *r, const int32_t *devic
             rec->pgid = pid;
         r->workers[i].pid = pid;
     }
+    if (root >= 0)
+        close(root);
     if (!err)
         return NULL;
     /* Stop the workers already started. */

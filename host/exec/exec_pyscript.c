@@ -17,6 +17,7 @@
 #include "util/job_env.h"
 #include "util/job_sandbox.h"
 #include "util/spawn.h"
+#include "util/user_tree.h"
 
 #define PYSCRIPT_TIMEOUT_MS 30000
 
@@ -60,24 +61,51 @@ static const char *probe_python(char *found, size_t len)
     return found[0] ? found : "python3";
 }
 
-/* Runs the settings reader; on success *training is its "training" object. */
-static loom_error *read_settings(const char *fw_name, const char *script, const dlicmd *d,
-                                 const char *out_path, cJSON **parsed)
+/* A fresh file `rel` of the exec folder (an old one, or a link the job
+ * left, removed first), open for the reader's output. */
+static loom_error *fresh_output(const char *result_dir, const char *rel, int *fd)
 {
-    char installed[PATH_MAX], reader[PATH_MAX + 48], err_path[PATH_MAX + 8];
+    loom_error *e = utree_unlink_in(result_dir, rel);
+    int root = -1;
+    if (!e)
+        e = utree_root(result_dir, &root);
+    if (!e)
+        e = utree_create(root, rel, 0644, fd);
+    if (root >= 0)
+        close(root);
+    return e;
+}
+
+/* Runs the settings reader, its output in the exec folder's out_rel (and
+ * out_rel.err) made through util/user_tree: on a restart the folder is the
+ * job's. On success *parsed is what it printed. */
+static loom_error *read_settings(const char *fw_name, const char *script, const dlicmd *d,
+                                 const char *result_dir, const char *out_rel, cJSON **parsed)
+{
+    char installed[PATH_MAX], reader[PATH_MAX + 48], err_rel[PATH_MAX + 8];
     job_sandbox_install_dir(installed, sizeof installed);
     snprintf(reader, sizeof reader, "%s/libs/edt_script_settings.py", installed);
     if (access(reader, R_OK) != 0)
         return loom_err(LOOM_E_UNAVAILABLE, "%s: loom's installed files lack %s", fw_name, reader);
-    snprintf(err_path, sizeof err_path, "%s.err", out_path);
-    unlink(out_path);
-    unlink(err_path);
+    snprintf(err_rel, sizeof err_rel, "%s.err", out_rel);
+    int out_fd = -1, err_fd = -1;
+    loom_error *e = fresh_output(result_dir, out_rel, &out_fd);
+    if (!e)
+        e = fresh_output(result_dir, err_rel, &err_fd);
+    if (e) {
+        if (out_fd >= 0)
+            close(out_fd);
+        return loom_err_wrap(e, "%s: the settings reader's output", fw_name);
+    }
     char found[PATH_MAX];
     const char *python = probe_python(found, sizeof found);
     int argc = 0;
     char **argv = calloc((size_t)d->arg_count + 6, sizeof *argv);
-    if (!argv)
+    if (!argv) {
+        close(out_fd);
+        close(err_fd);
         return loom_err(LOOM_E_INTERNAL, "out of memory");
+    }
     argv[argc++] = (char *)python;
     argv[argc++] = "-I";
     argv[argc++] = reader;
@@ -87,17 +115,21 @@ static loom_error *read_settings(const char *fw_name, const char *script, const 
     char path_kv[JOB_ENV_PATH_MAX + 8];
     snprintf(path_kv, sizeof path_kv, "PATH=%s", job_env_path());
     char *envp[] = {"LC_ALL=C.UTF-8", path_kv, NULL};
-    spawn_spec spec = {.argv = argv, .envp = envp, .stdout_path = out_path,
-                       .stderr_path = err_path, .pgid = -1};
+    spawn_spec spec = {.argv = argv, .envp = envp, .stdout_fd = out_fd, .stderr_fd = err_fd,
+                       .pgid = -1};
     pid_t pid = -1;
-    loom_error *e = spawn_process(&spec, &pid);
+    e = spawn_process(&spec, &pid);
     free(argv);
+    close(out_fd);
+    close(err_fd);
     if (e)
         return loom_err(LOOM_E_UNAVAILABLE, "%s needs Python 3 to read the script's settings: %s",
                         fw_name, loom_err_message(e));
     int status = wait_exit(pid);
-    char *out = fs_read_file(out_path, 1u << 20, NULL), *why = fs_read_file(err_path, 1u << 16, NULL);
-    unlink(err_path);
+    char *out = NULL, *why = NULL;
+    loom_err_free(utree_read_file_in(result_dir, out_rel, 1u << 20, &out, NULL));
+    loom_err_free(utree_read_file_in(result_dir, err_rel, 1u << 16, &why, NULL));
+    loom_err_free(utree_unlink_in(result_dir, err_rel));
     size_t n = why ? strlen(why) : 0;
     while (n && why[n - 1] == '\n')
         why[--n] = 0;
@@ -122,12 +154,12 @@ loom_error *pyscript_spec(const registry_entry *fw, const store_exec *rec, const
     if (access(script, R_OK) != 0)
         return loom_err(LOOM_E_INVALID, "%s: the model directory has no script \"%s\"", fw->name,
                         d->model_main);
-    char folder[PATH_MAX + 32];
-    snprintf(folder, sizeof folder, "%s/log/driver", rec->result_dir);
-    fs_mkdir_p(folder);
-    snprintf(spec_path, len, "%s/model-main.json", folder);
+    static const char spec_rel[] = "log/driver/model-main.json";
+    snprintf(spec_path, len, "%s/%s", rec->result_dir, spec_rel);
     cJSON *parsed = NULL;
-    loom_error *e = read_settings(fw->name, script, d, spec_path, &parsed);
+    loom_error *e = utree_mkdirs_in(rec->result_dir, "log/driver", 0755);
+    if (!e)
+        e = read_settings(fw->name, script, d, rec->result_dir, spec_rel, &parsed);
     if (e)
         return e;
     cJSON *py = cJSON_AddObjectToObject(parsed, "pytorch");
@@ -136,11 +168,12 @@ loom_error *pyscript_spec(const registry_entry *fw, const store_exec *rec, const
     for (int i = 0; i < d->arg_count; i++)
         cJSON_AddItemToArray(args, cJSON_CreateString(d->args[i]));
     char *text = cJSON_Print(parsed);
-    int rc = text ? fs_write_file_atomic(spec_path, text, strlen(text), 0644) : -1;
+    e = text ? utree_write_file_in(rec->result_dir, spec_rel, text, strlen(text), 0644)
+             : loom_err(LOOM_E_INTERNAL, "out of memory");
     free(text);
-    if (rc != 0) {
+    if (e) {
         cJSON_Delete(parsed);
-        return loom_err(LOOM_E_INTERNAL, "%s: cannot write %s", fw->name, spec_path);
+        return loom_err_wrap(e, "%s: cannot write the training spec", fw->name);
     }
     *spec = parsed;
     return NULL;

@@ -10,11 +10,9 @@
 #include "exec/exec_internal.h"
 #include "train/checkpoint.h"
 #include "util/fs.h"
+#include "util/log.h"
+#include "util/user_tree.h"
 
-void trainer_summary_path(const store_exec *rec, char *path, size_t len)
-{
-    snprintf(path, len, "%s/log/driver/training.json", rec->result_dir);
-}
 
 /* The coordinator reports its state changes here, from its own thread. While
  * the host shuts down they are not recorded: the exec stays RUNNING in the
@@ -47,7 +45,10 @@ static loom_error *read_spec(const registry_entry *fw, const store_exec *rec, co
 {
     const char *spec_name = d->model_main ? d->model_main : EDT_SPEC_DEFAULT;
     snprintf(spec_path, len, "%s/_submitted_code/%s", rec->result_dir, spec_name);
-    char *text = fs_read_file(spec_path, 16u << 20, NULL);
+    /* On a restart the exec folder is the job's: read beneath it. */
+    char rel[PATH_MAX], *text = NULL;
+    snprintf(rel, sizeof rel, "_submitted_code/%s", spec_name);
+    loom_err_free(utree_read_file_in(rec->result_dir, rel, 16u << 20, &text, NULL));
     if (!text)
         return loom_err(LOOM_E_INVALID,
                         "%s: the model directory has no training spec \"%s\" (name another with "
@@ -159,15 +160,20 @@ loom_error *trainer_continue_from(exec_service *es, const store_exec *rec, const
     char dir[PATH_MAX + 16], found[PATH_MAX], to[PATH_MAX + 64];
     snprintf(dir, sizeof dir, "%s/checkpoint", src.result_dir);
     int epoch;
-    if (checkpoint_find_latest(dir, found, sizeof found, &epoch, NULL, 0) != 0)
+    if (checkpoint_find_latest(dir, found, sizeof found, &epoch, NULL, NULL, 0) != 0)
         return NULL; /* nothing saved: from scratch */
-    snprintf(dir, sizeof dir, "%s/checkpoint", rec->result_dir);
-    snprintf(to, sizeof to, "%s/epoch-%d.safetensors", dir, epoch);
-    if (fs_mkdir_p(dir) != 0 || fs_copy_file(found, to, 0644) != 0)
-        return loom_err(LOOM_E_INTERNAL, "cannot copy %s to %s: %s", found, to, strerror(errno));
+    /* Both exec folders are the user's: copied beneath them, following no
+     * link (util/user_tree). */
+    snprintf(to, sizeof to, "checkpoint/epoch-%d.safetensors", epoch);
+    e = utree_mkdirs_in(rec->result_dir, "checkpoint", 0755);
+    if (!e)
+        e = utree_copy_file_in(src.result_dir, to, rec->result_dir, to, 0644);
+    if (e)
+        return loom_err_wrap(e, "cannot copy the checkpoint of exec %s", from);
     /* Its validations up to that epoch: the job appends the next ones. */
-    snprintf(found, sizeof found, "%s/val_dict_list.json", src.result_dir);
-    char *text = fs_read_file(found, 16u << 20, NULL);
+    char *text = NULL;
+    loom_err_free(utree_read_file_in(src.result_dir, "val_dict_list.json", 16u << 20, &text,
+                                     NULL));
     cJSON *list = text ? cJSON_Parse(text) : NULL, *kept = cJSON_CreateArray();
     free(text);
     for (cJSON *entry = cJSON_IsArray(list) ? list->child : NULL; entry && kept; entry = entry->next)
@@ -176,11 +182,11 @@ loom_error *trainer_continue_from(exec_service *es, const store_exec *rec, const
     cJSON_Delete(list);
     text = kept ? cJSON_PrintUnformatted(kept) : NULL;
     cJSON_Delete(kept);
-    snprintf(to, sizeof to, "%s/val_dict_list.json", rec->result_dir);
-    int ok = text && fs_write_file_atomic(to, text, strlen(text), 0644) == 0;
+    e = text ? utree_write_file_in(rec->result_dir, "val_dict_list.json", text, strlen(text), 0644)
+             : loom_err(LOOM_E_INTERNAL, "out of memory");
     free(text);
-    if (!ok)
-        return loom_err(LOOM_E_INTERNAL, "cannot write %s", to);
+    if (e)
+        return e;
     job->resume = 1;
     return NULL;
 }
@@ -205,10 +211,13 @@ void trainer_ended(exec_service *es, running_exec *r)
 {
     cJSON *summary = edt_describe(r->edt);
     char *text = summary ? cJSON_PrintUnformatted(summary) : NULL;
-    char path[PATH_MAX + 32];
-    trainer_summary_path(&r->rec, path, sizeof path);
-    if (text)
-        fs_write_file_atomic(path, text, strlen(text), 0644);
+    loom_error *e = text ? utree_write_file_in(r->rec.result_dir, TRAINER_SUMMARY, text,
+                                               strlen(text), 0644)
+                         : NULL;
+    if (e)
+        log_warn("exec %s: cannot keep the training summary: %s", r->rec.id,
+                 loom_err_message(e));
+    loom_err_free(e);
     free(text);
     cJSON_Delete(summary);
     edt_free(r->edt);

@@ -4,9 +4,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "exec/exec_internal.h"
 #include "util/fs.h"
+#include "util/user_tree.h"
+
+char *exec_folder_read(const char *result_dir, const char *rel, size_t max)
+{
+    char *text = NULL;
+    loom_err_free(utree_read_file_in(result_dir, rel, max, &text, NULL));
+    return text;
+}
 
 void exec_reason_hide_holder(char *reason, int (*may_see)(const char *id, void *ctx), void *ctx)
 {
@@ -69,9 +78,7 @@ static void describe(exec_service *es, int64_t owner, const store_exec *e,
     if (r && r->edt) {
         v->training = edt_describe(r->edt);
     } else if (!r) {
-        char path[PATH_MAX + 32];
-        trainer_summary_path(e, path, sizeof path);
-        char *text = fs_read_file(path, 16u << 20, NULL);
+        char *text = exec_folder_read(e->result_dir, TRAINER_SUMMARY, 16u << 20);
         v->training = text ? cJSON_Parse(text) : NULL;
         free(text);
     }
@@ -106,9 +113,7 @@ void exec_views_free(exec_view *v, size_t count)
  * One exec's view only: a listing would read a file per exec. */
 static void read_python(exec_view *v)
 {
-    char path[PATH_MAX + 32];
-    snprintf(path, sizeof path, "%s/log/python", v->rec.result_dir);
-    char *python = fs_read_file(path, sizeof v->python - 1, NULL);
+    char *python = exec_folder_read(v->rec.result_dir, "log/python", sizeof v->python - 1);
     if (python) {
         python[strcspn(python, "\n")] = '\0';
         snprintf(v->python, sizeof v->python, "%s", python);
@@ -190,8 +195,8 @@ int exec_visible_to(exec_service *es, int64_t owner, const char *id)
     return found;
 }
 
-loom_error *exec_log_path(exec_service *es, int64_t owner, const char *id, int worker,
-                          const char *stream, char *path, size_t pathlen)
+loom_error *exec_log_open(exec_service *es, int64_t owner, const char *id, int worker,
+                          const char *stream, int *fd)
 {
     store_exec rec;
     running_exec *r = NULL;
@@ -204,13 +209,42 @@ loom_error *exec_log_path(exec_service *es, int64_t owner, const char *id, int w
         return loom_err(LOOM_E_NOT_FOUND, "no exec \"%s\"", id);
     if (strcmp(stream, "stdout") != 0 && strcmp(stream, "stderr") != 0)
         return loom_err(LOOM_E_INVALID, "stream: expected stdout or stderr, got \"%s\"", stream);
-    if (worker == -1) { /* the training driver's log */
-        snprintf(path, pathlen, "%s/log/driver/%s", rec.result_dir, stream);
-        return NULL;
-    }
-    if (worker < 0 || worker >= rec.num_workers)
+    if (worker != -1 && (worker < 0 || worker >= rec.num_workers))
         return loom_err(LOOM_E_INVALID, "worker: exec \"%s\" has workers 0 to %d", id,
                         rec.num_workers - 1);
-    snprintf(path, pathlen, "%s/log/worker-%d/%s", rec.result_dir, worker, stream);
-    return NULL;
+    char rel[64];
+    if (worker == -1) /* the training driver's log */
+        snprintf(rel, sizeof rel, "log/driver/%s", stream);
+    else
+        snprintf(rel, sizeof rel, "log/worker-%d/%s", worker, stream);
+    loom_error *e = utree_open_read_in(rec.result_dir, rel, fd);
+    return e ? loom_err_wrap(e, "exec %s: the log", id) : NULL;
+}
+
+/* "worker-N" or "driver": a folder of the host's logs under log/. */
+static int is_log_folder(const char *name, size_t n)
+{
+    if (n == 6 && strncmp(name, "driver", 6) == 0)
+        return 1;
+    if (n <= 7 || strncmp(name, "worker-", 7) != 0)
+        return 0;
+    for (size_t i = 7; i < n; i++)
+        if (name[i] < '0' || name[i] > '9')
+            return 0;
+    return 1;
+}
+
+int exec_result_leaves_out(const void *ctx, const char *rel, int is_dir)
+{
+    (void)ctx;
+    if (is_dir)
+        return strcmp(rel, "_submitted_code") == 0 || strcmp(rel, "tmp") == 0;
+    if (strcmp(rel, "log/python") == 0 || strncmp(rel, "log/.edtPyTorch-", 16) == 0)
+        return 1;
+    /* log/worker-N/plugin: which plugin a worker runs, a binary marker */
+    if (strncmp(rel, "log/", 4) != 0)
+        return 0;
+    const char *folder = rel + 4, *slash = strchr(folder, '/');
+    return slash && is_log_folder(folder, (size_t)(slash - folder)) &&
+           strcmp(slash + 1, "plugin") == 0;
 }

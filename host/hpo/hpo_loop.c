@@ -13,6 +13,7 @@
 #include "util/log.h"
 #include "util/num_text.h"
 #include "util/tarball.h"
+#include "util/user_tree.h"
 
 #define VAL_DICT_MAX_BYTES (16u << 20)
 
@@ -239,9 +240,9 @@ static int read_objective(const char *result_dir, const char *metric, double *va
     *nmetrics = 0;
     names[0] = 0;
     for (size_t f = 0; f < 2; f++) {
-        char path[PATH_MAX + 64];
-        snprintf(path, sizeof path, "%s/%s", result_dir, files[f]);
-        char *text = fs_read_file(path, VAL_DICT_MAX_BYTES, NULL);
+        /* The experiment's exec folder is the job's: read beneath it. */
+        char *text = NULL;
+        loom_err_free(utree_read_file_in(result_dir, files[f], VAL_DICT_MAX_BYTES, &text, NULL));
         cJSON *list = text ? cJSON_Parse(text) : NULL;
         free(text);
         if (!cJSON_IsArray(list)) {

@@ -14,6 +14,7 @@
 #include "infer/infer_store.h"
 #include "util/fs.h"
 #include "util/log.h"
+#include "util/user_tree.h"
 
 typedef struct running {
     char name[64], owner[64];
@@ -81,6 +82,16 @@ static void model_paths(const infer_service *s, const char *name, char *dir, cha
 
 /* ---- deploy, profile, undeploy --------------------------------------------------- */
 
+/* A model's folder holds its kernels' work/ folder, which they write as the
+ * owner's uid: removed through util/user_tree, following no link. */
+static void remove_model_dir(const char *dir)
+{
+    loom_error *e = utree_delete(dir);
+    if (e)
+        log_warn("cannot remove the model folder: %s", loom_err_message(e));
+    loom_err_free(e);
+}
+
 static loom_error *check_profile_text(const char *text, const char *source, char **normalized)
 {
     cJSON *j = cJSON_Parse(text);
@@ -131,14 +142,14 @@ loom_error *infer_deploy(infer_service *s, const char *user, const char *staged,
                      "first, or give model.json another name", spec.name);
     } else {
         loom_err_free(absent);
-        fs_rm_rf(dir); /* left by a deploy that failed half-way */
+        remove_model_dir(dir); /* left by a deploy that failed half-way */
         if (fs_mkdir_p(work) != 0 || rename(staged, model) != 0)
             e = loom_err(LOOM_E_INTERNAL, "cannot place the model in %s: %s", dir,
                          strerror(errno));
         else
             e = infer_store_insert(s->st, &rec);
         if (e)
-            fs_rm_rf(dir);
+            remove_model_dir(dir);
     }
     pthread_mutex_unlock(&s->admin);
     if (!e)
@@ -281,7 +292,7 @@ loom_error *infer_undeploy(infer_service *s, const char *owner, const char *name
         if (!e)
             e = infer_store_delete(s->st, name);
         if (!e)
-            fs_rm_rf(rec.dir);
+            remove_model_dir(rec.dir);
         infer_record_clear(&rec);
     }
     pthread_mutex_unlock(&s->admin);

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "util/log.h"
+#include "util/user_tree.h"
 
 static const char registrations_key = 'r'; /* registry: the record list */
 
@@ -239,20 +240,6 @@ static int plain_file_name(const char *name, size_t len)
     return 1;
 }
 
-/* Opens `path` for appending only if it is (or becomes) a regular file:
- * no symbolic links, and no FIFO that would block the call. */
-static int open_regular(const char *path)
-{
-    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
-    struct stat st;
-    if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
-        close(fd);
-        errno = EINVAL;
-        return -1;
-    }
-    return fd;
-}
-
 /* loom.append(file_name, text): appends to a file in the logger's own
  * folder (plugin_dir), within the exec's plugin write limit. */
 static int api_append(lua_State *L)
@@ -285,10 +272,12 @@ static int api_append(lua_State *L)
     if (snprintf(path, sizeof path, "%s/%s", box->append_dir, name) >=
         (int)sizeof path)
         return luaL_error(L, "loom.append: path of '%s' is too long", name);
-    int fd = open_regular(path);
-    if (fd < 0)
-        return luaL_error(L, "loom.append: cannot open '%s': %s", path,
-                          strerror(errno));
+    /* The exec folder is the job's: opened through util/user_tree, so a
+     * link (the file or its folder) or a FIFO planted there is refused. */
+    int fd = -1;
+    char why[512];
+    if (loom_err_take(utree_open_append_path(path, 0644, &fd), why, sizeof why) != LOOM_OK)
+        return luaL_error(L, "loom.append: cannot open '%s': %s", name, why);
     size_t done = 0;
     while (done < text_len) {
         ssize_t n = write(fd, text + done, text_len - done);

@@ -17,13 +17,16 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "plugin/host_api.h"
+#include "util/user_tree.h"
 
 #define DEFAULT_WRITE_LIMIT ((uint64_t)64 << 20)
 
@@ -55,28 +58,31 @@ static uint64_t plugins_usage(const char *plugin_dir)
     if (!slash || slash == parent)
         return 0;
     *slash = 0;
+    /* The exec folder is the job's: listed beneath it (util/user_tree),
+     * sizes read without following a link. */
     uint64_t total = 0;
-    DIR *top = opendir(parent);
+    int root = -1;
+    DIR *top = NULL;
+    if (loom_err_take(utree_root(parent, &root), NULL, 0) == LOOM_OK)
+        loom_err_free(utree_list(root, "", &top));
     struct dirent *d;
     while (top && (d = readdir(top))) {
-        char sub[PATH_MAX];
+        DIR *in = NULL;
         if (d->d_name[0] == '.' ||
-            snprintf(sub, sizeof sub, "%s/%s", parent, d->d_name) >= (int)sizeof sub)
+            loom_err_take(utree_list(root, d->d_name, &in), NULL, 0) != LOOM_OK)
             continue;
-        DIR *in = opendir(sub);
         struct dirent *f;
-        while (in && (f = readdir(in))) {
-            char file[PATH_MAX];
-            struct stat st;
-            if (snprintf(file, sizeof file, "%s/%s", sub, f->d_name) < (int)sizeof file &&
-                lstat(file, &st) == 0 && S_ISREG(st.st_mode))
+        struct stat st;
+        while ((f = readdir(in)))
+            if (fstatat(dirfd(in), f->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                S_ISREG(st.st_mode))
                 total += (uint64_t)st.st_size;
-        }
-        if (in)
-            closedir(in);
+        closedir(in);
     }
     if (top)
         closedir(top);
+    if (root >= 0)
+        close(root);
     return total;
 }
 

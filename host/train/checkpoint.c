@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include "train/safetensors.h"
+#include "util/log.h"
+#include "util/user_tree.h"
 
 #define CHECKPOINT_MAX_BYTES ((uint64_t)16 << 30)
 
@@ -62,32 +64,41 @@ loom_error *checkpoint_load(const char *path, loom_tensor_view *views, uint32_t 
     return e;
 }
 
-loom_error *checkpoint_inspect(const char *path, cJSON **meta)
+/* checkpoint_inspect on the file `name` beneath the folder descriptor dir. */
+static loom_error *inspect_beneath(int dir, const char *name, const char *label, cJSON **meta)
 {
     *meta = NULL;
-    st_file *f;
-    loom_error *e = st_open(path, CHECKPOINT_MAX_BYTES, &f);
+    int fd;
+    loom_error *e = utree_open_read(dir, name, &fd);
+    st_file *f = NULL;
+    if (!e)
+        e = st_open_fd(fd, label, CHECKPOINT_MAX_BYTES, &f);
     if (e)
-        return e;
+        return loom_err_wrap(e, "%s", label);
     const char *text = st_metadata(f, CHECKPOINT_META_KEY);
     cJSON *m = text ? cJSON_Parse(text) : NULL;
     st_close(f);
     if (!cJSON_IsObject(m)) {
         cJSON_Delete(m);
-        return loom_err(LOOM_E_INVALID, "%s: no trainer position (metadata '%s')", path,
+        return loom_err(LOOM_E_INVALID, "%s: no trainer position (metadata '%s')", label,
                         CHECKPOINT_META_KEY);
     }
     *meta = m;
     return NULL;
 }
 
-int checkpoint_find_latest(const char *dir, char *path, size_t pathlen, int *epoch, char *skipped,
-                           size_t skippedlen)
+int checkpoint_find_latest(const char *dir, char *path, size_t pathlen, int *epoch, cJSON **meta_out,
+                           char *skipped, size_t skippedlen)
 {
     if (skipped && skippedlen)
         skipped[0] = 0;
+    if (meta_out)
+        *meta_out = NULL;
     int epochs[1024], n = 0;
-    DIR *d = opendir(dir);
+    int root = -1;
+    DIR *d = NULL;
+    if (loom_err_take(utree_root(dir, &root), NULL, 0) == LOOM_OK)
+        loom_err_free(utree_list(root, "", &d));
     struct dirent *de;
     while (d && (de = readdir(d)) && n < 1024) {
         int e;
@@ -106,13 +117,19 @@ int checkpoint_find_latest(const char *dir, char *path, size_t pathlen, int *epo
                 epochs[j] = t;
             }
     for (int i = 0; i < n; i++) {
-        char candidate[PATH_MAX], why[512];
-        snprintf(candidate, sizeof candidate, "%s/epoch-%d.safetensors", dir, epochs[i]);
+        char candidate[PATH_MAX], name[64], why[512];
+        snprintf(name, sizeof name, "epoch-%d.safetensors", epochs[i]);
+        snprintf(candidate, sizeof candidate, "%s/%s", dir, name);
         cJSON *meta;
-        if (loom_err_take(checkpoint_inspect(candidate, &meta), why, sizeof why) == LOOM_OK) {
-            cJSON_Delete(meta);
+        if (loom_err_take(inspect_beneath(root, name, candidate, &meta), why, sizeof why) ==
+            LOOM_OK) {
+            if (meta_out)
+                *meta_out = meta;
+            else
+                cJSON_Delete(meta);
             snprintf(path, pathlen, "%s", candidate);
             *epoch = epochs[i];
+            close(root);
             return 0;
         }
         if (skipped) {
@@ -120,6 +137,8 @@ int checkpoint_find_latest(const char *dir, char *path, size_t pathlen, int *epo
             snprintf(skipped + used, skippedlen - used, "%s%s", used ? "; " : "", why);
         }
     }
+    if (root >= 0)
+        close(root);
     return -1;
 }
 
@@ -159,7 +178,16 @@ int checkpoint_prune(const char *dir, int keep, int best_epoch)
     if (keep <= 0)
         return 0;
     int *epochs = NULL, n = 0, cap = 0, removed = 0;
-    DIR *d = opendir(dir);
+    /* The job's folder: listed and pruned beneath its descriptor, never
+     * through a link it planted (util/user_tree). */
+    int root = -1;
+    DIR *d = NULL;
+    loom_error *e = utree_root(dir, &root);
+    if (!e)
+        e = utree_list(root, "", &d);
+    if (e)
+        log_warn("checkpoints not pruned: %s", loom_err_message(e));
+    loom_err_free(e);
     struct dirent *de;
     while (d && (de = readdir(d))) {
         int e;
@@ -181,10 +209,12 @@ int checkpoint_prune(const char *dir, int keep, int best_epoch)
     for (int i = keep; i < n; i++) {
         if (epochs[i] == best_epoch)
             continue;
-        char path[PATH_MAX];
-        snprintf(path, sizeof path, "%s/epoch-%d.safetensors", dir, epochs[i]);
-        removed += unlink(path) == 0;
+        char name[64];
+        snprintf(name, sizeof name, "epoch-%d.safetensors", epochs[i]);
+        removed += root >= 0 && loom_err_take(utree_unlink(root, name), NULL, 0) == LOOM_OK;
     }
     free(epochs);
+    if (root >= 0)
+        close(root);
     return removed;
 }

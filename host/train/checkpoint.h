@@ -27,14 +27,13 @@ loom_error *checkpoint_save(const char *path, const loom_tensor_view *views, con
 loom_error *checkpoint_load(const char *path, loom_tensor_view *views, uint32_t n,
                             cJSON **meta_out);
 
-/* Validates path and gives its position metadata in *meta (caller frees);
- * LOOM_E_INVALID for a damaged file or one without a position. */
-loom_error *checkpoint_inspect(const char *path, cJSON **meta);
-
 /* The newest valid checkpoint in dir ("epoch-N.safetensors", highest N
  * first); damaged ones are skipped and each reason appended to `skipped`
- * (may be NULL). Returns 0 and fills path and *epoch, or -1 when none. */
-int checkpoint_find_latest(const char *dir, char *path, size_t pathlen, int *epoch,
+ * (may be NULL). Returns 0 and fills path and *epoch, or -1 when none.
+ * dir is a job's folder: listed and read through util/user_tree, so a
+ * checkpoint (or the folder) that is a link is skipped, not read. When
+ * meta is not NULL it receives the found one's position (caller frees). */
+int checkpoint_find_latest(const char *dir, char *path, size_t pathlen, int *epoch, cJSON **meta,
                            char *skipped, size_t skippedlen);
 
 /* The epoch whose validation was best in a val_dict_list-shaped array

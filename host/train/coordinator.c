@@ -17,6 +17,7 @@
 #include "train/coordinator_internal.h"
 #include "util/fs.h"
 #include "util/log.h"
+#include "util/user_tree.h"
 
 void driver_say(edt_coordinator *c, const char *fmt, ...)
 {
@@ -133,17 +134,24 @@ static loom_error *prepare(edt_coordinator *c)
         e = msg_listen(c->m.ctl_name, &c->m.listen_fd);
     if (e)
         return e;
+    /* The exec folder is the job's: made and opened beneath it, never by
+     * path (util/user_tree). The model folder is made before the workers
+     * start, so a worker under its user's own uid is given it too (where it
+     * saves the final model). */
+    int out = -1;
+    e = utree_mkdirs_in(j->result_dir, "log/driver", 0755);
+    if (!e)
+        e = utree_mkdirs_in(j->result_dir, "checkpoint", 0755);
+    if (!e)
+        e = utree_mkdirs_in(j->result_dir, "model", 0755);
+    if (!e)
+        e = utree_open_append_in(j->result_dir, "log/driver/stdout", 0644, &out);
+    if (e)
+        return e;
+    c->driver_out = fdopen(out, "a");
+    if (!c->driver_out)
+        close(out);
     char path[PATH_MAX + 32];
-    snprintf(path, sizeof path, "%s/log/driver", j->result_dir);
-    fs_mkdir_p(path);
-    snprintf(path, sizeof path, "%s/log/driver/stdout", j->result_dir);
-    c->driver_out = fopen(path, "a");
-    snprintf(path, sizeof path, "%s/checkpoint", j->result_dir);
-    fs_mkdir_p(path);
-    /* Made before the workers start, so a worker under its user's own uid
-     * is given it too (where it saves the final model). */
-    snprintf(path, sizeof path, "%s/model", j->result_dir);
-    fs_mkdir_p(path);
     snprintf(path, sizeof path, "%s/log/driver", j->result_dir);
     c->driver_loggers = logger_set_open(j->reg, j->settings.loggers_json, LOOM_LOGGER_DRIVER, 0,
                                         j->exec_id, path, j->result_dir);
@@ -159,7 +167,9 @@ static void find_resume_point(edt_coordinator *c)
     char dir[PATH_MAX + 16], skipped[2048];
     snprintf(dir, sizeof dir, "%s/checkpoint", c->job.result_dir);
     int epoch;
-    if (checkpoint_find_latest(dir, c->load_path, sizeof c->load_path, &epoch, skipped, sizeof skipped) != 0) {
+    cJSON *meta = NULL;
+    if (checkpoint_find_latest(dir, c->load_path, sizeof c->load_path, &epoch, &meta, skipped,
+                               sizeof skipped) != 0) {
         c->load_path[0] = 0;
         driver_say(c, "no usable checkpoint%s%s: starting from the beginning",
                    skipped[0] ? "; refused: " : "", skipped);
@@ -167,15 +177,13 @@ static void find_resume_point(edt_coordinator *c)
     }
     if (skipped[0])
         driver_say(c, "refused: %s", skipped);
-    cJSON *meta = NULL;
-    loom_err_free(checkpoint_inspect(c->load_path, &meta)); /* just found whole */
     c->pr.epoch = (uint32_t)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(meta, "epoch"));
     c->pr.iteration = (uint64_t)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(meta, "iteration"));
     cJSON_Delete(meta);
     /* The val_dict_list so far, so the file stays whole. */
-    char path[PATH_MAX + 32];
-    snprintf(path, sizeof path, "%s/val_dict_list.json", c->job.result_dir);
-    char *text = fs_read_file(path, 16u << 20, NULL);
+    char *text = NULL;
+    loom_err_free(utree_read_file_in(c->job.result_dir, "val_dict_list.json", 16u << 20, &text,
+                                     NULL));
     cJSON *old = text ? cJSON_Parse(text) : NULL;
     free(text);
     if (cJSON_IsArray(old)) {

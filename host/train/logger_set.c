@@ -11,6 +11,7 @@
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/log.h"
+#include "util/user_tree.h"
 
 #define MAX_LOGGERS 8
 
@@ -82,8 +83,12 @@ static void own_folder(const char *result_dir, const char *name, char *out, size
         out[0] = 0;
         return;
     }
-    if (fs_mkdir_p(out) != 0) {
-        log_warn("logger %s: cannot create %s; it gets no folder of its own", name, out);
+    char rel[PATH_MAX];
+    snprintf(rel, sizeof rel, "plugins/%s", name);
+    loom_error *e = utree_mkdirs_in(result_dir, rel, 0755); /* the job's folder */
+    if (e) {
+        log_warn("logger %s: it gets no folder of its own: %s", name, loom_err_message(e));
+        loom_err_free(e);
         out[0] = 0;
     }
 }
@@ -218,8 +223,14 @@ logger_set *logger_set_open(registry *reg, const char *loggers_json, int32_t rol
      * writes too: whole lines, appended, interleave cleanly. */
     char driver_log[PATH_MAX];
     if (role == LOOM_LOGGER_DRIVER && log_dir &&
-        snprintf(driver_log, sizeof driver_log, "%s/stdout", log_dir) < (int)sizeof driver_log)
-        s->driver_log = fopen(driver_log, "ae");
+        snprintf(driver_log, sizeof driver_log, "%s/stdout", log_dir) < (int)sizeof driver_log) {
+        int fd = -1; /* in the job's folder: opened beneath it, not by path */
+        loom_error *e = utree_open_append_path(driver_log, 0644, &fd);
+        s->driver_log = e ? NULL : fdopen(fd, "a");
+        if (!e && !s->driver_log)
+            close(fd);
+        loom_err_free(e);
+    }
     const cJSON *item;
     cJSON_ArrayForEach(item, list) {
         const cJSON *name = cJSON_GetObjectItemCaseSensitive(item, "name");

@@ -19,6 +19,7 @@
 #include "util/job_env.h"
 #include "util/job_sandbox.h"
 #include "util/spawn.h"
+#include "util/user_tree.h"
 
 
 #define STARTUP_TIMEOUT_MS 120000
@@ -85,9 +86,9 @@ static void describe_exit(int status, uint32_t slot, char *out, size_t outlen)
  * replacement would only die again. Writes the cause into out. */
 static void note_death(edt_coordinator *c, uint32_t i, const char *how, char *out, size_t outlen)
 {
-    char dir[PATH_MAX + 32], plugin[256];
-    snprintf(dir, sizeof dir, "%s/log/worker-%u", c->job.result_dir, i);
-    plugin_marker_read(dir, plugin, sizeof plugin);
+    char dir[32], plugin[256];
+    snprintf(dir, sizeof dir, "log/worker-%u", i);
+    plugin_marker_read(c->job.result_dir, dir, plugin, sizeof plugin);
     snprintf(out, outlen, "%s%s%s", how, plugin[0] ? " in " : "", plugin);
     edt_members *m = &c->m;
     m->deaths_since_progress++;
@@ -176,12 +177,27 @@ static char **worker_env(edt_coordinator *c, int32_t device, char job_env[6][PAT
 static int spawn_worker(edt_coordinator *c, uint32_t slot, int32_t device)
 {
     edt_job *j = &c->job;
-    char log_dir[PATH_MAX + 32], out[PATH_MAX + 48], errp[PATH_MAX + 48];
+    char log_dir[PATH_MAX + 32], rel[32], out[48], errp[48];
     snprintf(log_dir, sizeof log_dir, "%s/log/worker-%u", j->result_dir, slot);
-    fs_mkdir_p(log_dir);
-    plugin_marker_clear(log_dir);
-    snprintf(out, sizeof out, "%s/stdout", log_dir);
-    snprintf(errp, sizeof errp, "%s/stderr", log_dir);
+    /* The exec folder is the job's: its worker's folder and logs are made
+     * and opened beneath it (util/user_tree), the logs handed over open. */
+    snprintf(rel, sizeof rel, "log/worker-%u", slot);
+    snprintf(out, sizeof out, "%s/stdout", rel);
+    snprintf(errp, sizeof errp, "%s/stderr", rel);
+    int out_fd = -1, err_fd = -1;
+    loom_error *opened = utree_mkdirs_in(j->result_dir, rel, 0755);
+    if (!opened)
+        opened = utree_open_append_in(j->result_dir, out, 0644, &out_fd);
+    if (!opened)
+        opened = utree_open_append_in(j->result_dir, errp, 0644, &err_fd);
+    if (opened) {
+        driver_say(c, "cannot start worker %u: %s", slot, loom_err_message(opened));
+        loom_err_free(opened);
+        if (out_fd >= 0)
+            close(out_fd);
+        return -1;
+    }
+    plugin_marker_clear(j->result_dir, rel);
     char slot_s[16], seed_s[32], threads_s[16], every_s[16], epochs_s[16], batch_s[16],
         effective_s[16];
     snprintf(slot_s, sizeof slot_s, "%u", slot);
@@ -203,8 +219,8 @@ static int spawn_worker(edt_coordinator *c, uint32_t slot, int32_t device)
                     "--device", is_gpu_job(c) ? "cuda" : "cpu", NULL};
     char job_env[6][PATH_MAX + 32];
     char **envp = worker_env(c, device, job_env);
-    spawn_spec spec = {.argv = argv, .envp = envp, .cwd = j->code_dir, .stdout_path = out,
-                       .stderr_path = errp, .pgid = -1};
+    spawn_spec spec = {.argv = argv, .envp = envp, .cwd = j->code_dir, .stdout_fd = out_fd,
+                       .stderr_fd = err_fd, .pgid = -1};
     /* The worker runs confined: it reads its adapter and the loggers it
      * loads, writes its exec folder and the collective's segment. */
     char err[512] = "", shm_file[160];
@@ -223,6 +239,8 @@ static int spawn_worker(edt_coordinator *c, uint32_t slot, int32_t device)
         pid = -1;
     job_sandbox_release(&held);
     job_env_free(envp);
+    close(out_fd);
+    close(err_fd);
     if (pid < 0) {
         driver_say(c, "cannot start worker %u: %s", slot, err);
         return -1;
@@ -241,10 +259,11 @@ static int spawn_worker(edt_coordinator *c, uint32_t slot, int32_t device)
 /* The last line a worker wrote to its stderr: why it could not start. */
 static void last_stderr_line(edt_coordinator *c, uint32_t slot, char *out, size_t outlen)
 {
-    char path[PATH_MAX + 48];
-    snprintf(path, sizeof path, "%s/log/worker-%u/stderr", c->job.result_dir, slot);
-    char *text = fs_read_file(path, 1u << 20, NULL);
-    if (!text)
+    char rel[48];
+    snprintf(rel, sizeof rel, "log/worker-%u/stderr", slot);
+    char *text = NULL;
+    if (loom_err_take(utree_read_file_in(c->job.result_dir, rel, 1u << 20, &text, NULL), NULL,
+                      0) != LOOM_OK)
         return;
     size_t n = strlen(text);
     while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == '\r'))

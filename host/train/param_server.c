@@ -15,6 +15,7 @@
 #include "train/checkpoint.h"
 #include "train/coordinator_internal.h"
 #include "util/fs.h"
+#include "util/user_tree.h"
 
 #define PS_MAX_VIEWS 256
 
@@ -37,9 +38,13 @@ static loom_error *ps_open(edt_coordinator *c, param_server *ps)
     loom_error *e = adapter_check_trainer(f, "ASYNC: the framework adapter");
     if (e)
         return e;
-    char *spec = fs_read_file(c->job.spec_path, 16u << 20, NULL);
-    if (!spec)
-        return loom_err(LOOM_E_NOT_FOUND, "cannot read %s", c->job.spec_path);
+    /* The spec is in the exec folder, the job's: read beneath it. */
+    const char *rel = utree_rel_of(c->job.result_dir, c->job.spec_path);
+    char *spec = NULL;
+    e = rel ? utree_read_file_in(c->job.result_dir, rel, 16u << 20, &spec, NULL)
+            : loom_err(LOOM_E_INVALID, "%s: not in the exec folder", c->job.spec_path);
+    if (e)
+        return loom_err_wrap(e, "the training spec");
     loom_trainer_config cfg = {
         .struct_size = sizeof cfg,
         .num_dataloader_threads = 1,
@@ -169,8 +174,7 @@ static void ps_checkpoint(edt_coordinator *c, param_server *ps)
 static loom_error *ps_finish(edt_coordinator *c, param_server *ps)
 {
     char path[PATH_MAX + 64];
-    snprintf(path, sizeof path, "%s/model", c->job.result_dir);
-    fs_mkdir_p(path);
+    loom_err_free(utree_mkdirs_in(c->job.result_dir, "model", 0755)); /* the job's folder */
     snprintf(path, sizeof path, "%s/model/model.safetensors", c->job.result_dir);
     loom_error *e = checkpoint_save(path, ps->views, ps->roles, ps->nviews, 1, NULL);
     if (e)

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "util/user_tree.h"
+
 #define MARKER_MAX 256
 
 static void marker_path(const char *log_dir, char *out, size_t outlen)
@@ -37,20 +39,20 @@ void plugin_marker_set(int fd, const char *what)
         return; /* the marker is a hint; training goes on without it */
 }
 
-void plugin_marker_clear(const char *log_dir)
+void plugin_marker_clear(const char *result_dir, const char *log_rel)
 {
-    char path[PATH_MAX];
-    marker_path(log_dir, path, sizeof path);
-    unlink(path);
+    char rel[PATH_MAX];
+    marker_path(log_rel, rel, sizeof rel);
+    loom_err_free(utree_unlink_in(result_dir, rel));
 }
 
-void plugin_marker_read(const char *log_dir, char *out, size_t outlen)
+void plugin_marker_read(const char *result_dir, const char *log_rel, char *out, size_t outlen)
 {
-    char path[PATH_MAX], buf[MARKER_MAX];
+    char rel[PATH_MAX], buf[MARKER_MAX];
     out[0] = 0;
-    marker_path(log_dir, path, sizeof path);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    marker_path(log_rel, rel, sizeof rel);
+    int fd = -1;
+    if (loom_err_take(utree_open_read_in(result_dir, rel, &fd), NULL, 0) != LOOM_OK)
         return;
     ssize_t got = read(fd, buf, sizeof buf - 1);
     close(fd);

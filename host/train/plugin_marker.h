@@ -14,10 +14,12 @@
 int plugin_marker_open(const char *log_dir);
 /* Records that the process runs `what` now; NULL or "": no plugin. */
 void plugin_marker_set(int fd, const char *what);
-/* Removes the marker in log_dir: a new worker in the folder must not be
- * blamed on the plugin its predecessor died in. */
-void plugin_marker_clear(const char *log_dir);
-/* The marker in log_dir into out; "" when none or it cannot be read. */
-void plugin_marker_read(const char *log_dir, char *out, size_t outlen);
+/* The coordinator's side, in the job's folder: through util/user_tree,
+ * the log folder `log_rel` beneath the exec folder `result_dir`. */
+/* Removes the marker: a new worker in the folder must not be blamed on the
+ * plugin its predecessor died in. */
+void plugin_marker_clear(const char *result_dir, const char *log_rel);
+/* The marker into out; "" when none, a link, or it cannot be read. */
+void plugin_marker_read(const char *result_dir, const char *log_rel, char *out, size_t outlen);
 
 #endif

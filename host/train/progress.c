@@ -12,6 +12,7 @@
 #include "train/progress_line.h"
 #include "util/fs.h"
 #include "util/num_text.h"
+#include "util/user_tree.h"
 
 /* What happens now, from where training stands. */
 static progress_stage current_stage(const edt_coordinator *c, int ended)
@@ -190,8 +191,9 @@ static void write_val_list(edt_coordinator *c)
     num_text_json_shortest(shown);
     char *text = shown ? cJSON_Print(shown) : NULL;
     cJSON_Delete(shown);
-    if (text) {
-        fs_write_file_atomic(path, text, strlen(text), 0644);
+    if (text) { /* the exec folder is the job's: written beneath it */
+        loom_err_free(utree_write_file_in(c->job.result_dir, "val_dict_list.json", text,
+                                          strlen(text), 0644));
         free(text);
         val_file_signature(path, c->pr.val_file_sig);
     }
@@ -311,9 +313,17 @@ void checkpoint_saved(edt_coordinator *c, const char *path)
 
 void save_model_spec(edt_coordinator *c)
 {
+    /* Within the exec folder, the job's: copied beneath it. */
     char spec_copy[PATH_MAX + 32];
-    snprintf(spec_copy, sizeof spec_copy, "%s/model/%s", c->job.result_dir, EDT_SPEC_DEFAULT);
-    fs_copy_file(c->job.spec_path, spec_copy, 0644);
+    snprintf(spec_copy, sizeof spec_copy, "model/%s", EDT_SPEC_DEFAULT);
+    const char *rel = utree_rel_of(c->job.result_dir, c->job.spec_path);
+    loom_error *e = rel ? utree_copy_file_in(c->job.result_dir, rel, c->job.result_dir,
+                                             spec_copy, 0644)
+                        : NULL;
+    if (e)
+        driver_say(c, "the training spec was not kept beside the model: %s",
+                   loom_err_message(e));
+    loom_err_free(e);
 }
 
 void progress_mark(const edt_coordinator *c, edt_progress_mark *m)

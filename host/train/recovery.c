@@ -16,6 +16,7 @@
 
 #include "train/coordinator_internal.h"
 #include "util/fs.h"
+#include "util/user_tree.h"
 
 /* A copy's round takes at most 1/COST_FACTOR of the time; its indirect
  * costs (the file's write-back, colder caches) about as much again, so
@@ -33,11 +34,17 @@ static void copy_path(const edt_coordinator *c, unsigned which, char *out, size_
  * (the writer's "NAME.tmp.PID.N"). */
 static void remove_copies(const edt_coordinator *c)
 {
-    char dir_path[PATH_MAX + 32];
-    snprintf(dir_path, sizeof dir_path, "%s/checkpoint", c->job.result_dir);
-    DIR *dir = opendir(dir_path);
-    if (!dir)
+    /* The job's folder: listed beneath it, never through a link. */
+    DIR *dir = NULL;
+    int root;
+    if (loom_err_take(utree_root(c->job.result_dir, &root), NULL, 0) != LOOM_OK)
         return;
+    loom_error *e = utree_list(root, "checkpoint", &dir);
+    close(root);
+    if (e) {
+        loom_err_free(e);
+        return;
+    }
     struct dirent *ent;
     while ((ent = readdir(dir)) != NULL)
         if (strncmp(ent->d_name, ".recovery-", 10) == 0)

@@ -108,6 +108,9 @@ typedef struct st_tensor_info {
  * LOOM_E_TOO_LARGE (over max_bytes or a limit of the format),
  * LOOM_E_INVALID (not a valid safetensors file), LOOM_E_INTERNAL. */
 loom_error *st_open(const char *path, uint64_t max_bytes, st_file **out);
+/* The same from a file already open (taken: closed also on failure), for
+ * a file opened through util/user_tree; `label` names it in errors. */
+loom_error *st_open_fd(int fd, const char *label, uint64_t max_bytes, st_file **out);
 
 /* The same on memory: `data` is only read during the call (the tensors are
  * copied). `label` names the buffer in messages (NULL: "<buffer>"). */

@@ -431,14 +431,11 @@ loom_error *st_open_buffer(const void *data, size_t len, const char *label, st_f
     return NULL;
 }
 
-/* Maps the regular file at path (checked against max_bytes and the
- * format's minimum size). */
-static loom_error *map_file(const char *path, uint64_t max_bytes, void **map, size_t *map_len)
+/* Maps the regular file open on fd, closed here (checked against
+ * max_bytes and the format's minimum size). */
+static loom_error *map_fd(int fd, const char *path, uint64_t max_bytes, void **map,
+                          size_t *map_len)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return loom_err(errno == ENOENT ? LOOM_E_NOT_FOUND : LOOM_E_INVALID, "%s: cannot open: %s",
-                        path, strerror(errno));
     struct stat st;
     loom_error *e = NULL;
     uint64_t size = 0;
@@ -468,16 +465,10 @@ static loom_error *map_file(const char *path, uint64_t max_bytes, void **map, si
     return NULL;
 }
 
-loom_error *st_open(const char *path, uint64_t max_bytes, st_file **out)
+/* Validates the mapped file (owned from here on) into *out. */
+static loom_error *open_mapped(const char *path, void *map, size_t size, st_file **out)
 {
-    *out = NULL;
-    if (!path || !*path)
-        return loom_err(LOOM_E_INVALID, "st_open: no path given");
-    void *map = NULL;
-    size_t size = 0;
-    loom_error *e = map_file(path, max_bytes, &map, &size);
-    if (e)
-        return e;
+    loom_error *e;
     st_file *f = NULL;
     if ((e = file_new(path, &f))) {
         munmap(map, size);
@@ -504,6 +495,27 @@ loom_error *st_open(const char *path, uint64_t max_bytes, st_file **out)
     }
     *out = f;
     return NULL;
+}
+
+loom_error *st_open(const char *path, uint64_t max_bytes, st_file **out)
+{
+    *out = NULL;
+    if (!path || !*path)
+        return loom_err(LOOM_E_INVALID, "st_open: no path given");
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return loom_err(errno == ENOENT ? LOOM_E_NOT_FOUND : LOOM_E_INVALID, "%s: cannot open: %s",
+                        path, strerror(errno));
+    return st_open_fd(fd, path, max_bytes, out);
+}
+
+loom_error *st_open_fd(int fd, const char *label, uint64_t max_bytes, st_file **out)
+{
+    *out = NULL;
+    void *map = NULL;
+    size_t size = 0;
+    loom_error *e = map_fd(fd, label, max_bytes, &map, &size);
+    return e ? e : open_mapped(label, map, size, out);
 }
 
 uint32_t st_count(const st_file *f)

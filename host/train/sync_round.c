@@ -25,6 +25,7 @@
 
 #include "train/coordinator_internal.h"
 #include "util/fs.h"
+#include "util/user_tree.h"
 
 typedef struct round_plan {
     plan_action action;
@@ -325,8 +326,7 @@ static void choose_action(edt_coordinator *c, round_plan *p)
                  c->pr.epoch);
     } else if (c->pr.epoch >= j->settings.epochs) {
         p->action = PLAN_FINISH;
-        snprintf(p->path, sizeof p->path, "%s/model", j->result_dir);
-        fs_mkdir_p(p->path);
+        loom_err_free(utree_mkdirs_in(j->result_dir, "model", 0755)); /* the job's folder */
         snprintf(p->path, sizeof p->path, "%s/model/model.safetensors", j->result_dir);
     } else {
         p->action = PLAN_STEP;

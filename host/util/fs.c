@@ -83,7 +83,11 @@ int fs_write_file_atomic(const char *path, const void *data, size_t len, int mod
         errno = ENAMETOOLONG;
         return -1;
     }
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+    /* A new file, never one that is there already (a link someone put in
+     * its place): an old one is removed first, not opened. */
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+    if (fd < 0 && errno == EEXIST && unlink(tmp) == 0)
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
     if (fd < 0)
         return -1;
     const char *p = data;

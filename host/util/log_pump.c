@@ -15,6 +15,7 @@
 
 #include "util/fs.h"
 #include "util/log.h"
+#include "util/user_tree.h"
 
 #define CHUNK (64 * 1024)
 #define COPY_CHUNK (1024 * 1024)
@@ -23,11 +24,11 @@
 typedef struct stream {
     struct stream *next;
     int fd;          /* the pipe's read end */
-    int out;         /* the file, O_APPEND */
+    int out;         /* the file, written at `size` (the pump alone writes it) */
     uint64_t size;   /* of the file */
     uint64_t note;   /* bytes of the note at the file's head; 0 before a trim */
     uint64_t dropped;
-    char path[PATH_MAX];
+    char name[PATH_MAX]; /* for messages */
 } stream;
 
 struct log_pump {
@@ -41,6 +42,22 @@ struct log_pump {
     int64_t stop_at_ms;
 };
 
+/* Writes all of buf at offset. 0 or -1 (errno). */
+static int pwrite_all(int fd, const char *buf, size_t len, uint64_t offset)
+{
+    while (len) {
+        ssize_t w = pwrite(fd, buf, len, (off_t)offset);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        buf += w;
+        len -= (size_t)w;
+        offset += (uint64_t)w;
+    }
+    return 0;
+}
+
 static void pump_wake(log_pump *p)
 {
     char b = 1;
@@ -48,12 +65,17 @@ static void pump_wake(log_pump *p)
         log_warn("log pump: cannot wake its thread: %s", strerror(errno));
 }
 
-/* Rewrites the file as a note and its newest max/2 bytes. */
+/* Rewrites the file as a note and its newest max/2 bytes, in place through
+ * its descriptor: the tail is copied forward to just after the note (each
+ * piece is read before anything is written over it, since the note is
+ * shorter than what is cut), then the file is cut to length. No second
+ * file and no path: a job that plants links in its log folder (a
+ * "stdout.trim" pointing at a root-only file) gives the host nothing to
+ * follow. */
 static void trim(stream *s, uint64_t max)
 {
     uint64_t keep = max / 2, cut = s->size - keep;
-    char tmp[PATH_MAX + 8], note[320];
-    snprintf(tmp, sizeof tmp, "%s.trim", s->path);
+    char note[320];
     uint64_t dropped = s->dropped + (cut > s->note ? cut - s->note : 0);
     int n = snprintf(note, sizeof note,
                      "[loom: this log passed its limit of %llu bytes (loom serve "
@@ -61,28 +83,22 @@ static void trim(stream *s, uint64_t max)
                      "are kept]\n",
                      (unsigned long long)max, (unsigned long long)dropped,
                      (unsigned long long)keep);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     char *buf = malloc(COPY_CHUNK);
-    int ok = fd >= 0 && buf && fd_write_all(fd, note, (size_t)n) == 0;
-    int in = ok ? open(s->path, O_RDONLY | O_CLOEXEC) : -1;
+    int ok = buf != NULL;
+    uint64_t to = (uint64_t)n;
     for (uint64_t off = cut; ok && off < s->size;) {
-        ssize_t r = pread(in, buf, COPY_CHUNK, (off_t)off);
-        ok = r > 0 && fd_write_all(fd, buf, (size_t)r) == 0;
+        ssize_t r = pread(s->out, buf, COPY_CHUNK, (off_t)off);
+        ok = r > 0 && pwrite_all(s->out, buf, (size_t)r, to) == 0;
         off += r > 0 ? (uint64_t)r : 0;
+        to += r > 0 ? (uint64_t)r : 0;
     }
     free(buf);
-    if (in >= 0)
-        close(in);
-    if (fd >= 0 && close(fd) != 0)
-        ok = 0;
-    if (!ok || rename(tmp, s->path) != 0) {
-        log_warn("log pump: cannot trim %s: %s", s->path, strerror(errno));
-        unlink(tmp);
+    ok = ok && pwrite_all(s->out, note, (size_t)n, 0) == 0 && ftruncate(s->out, (off_t)to) == 0;
+    if (!ok) {
+        log_warn("log pump: cannot trim %s: %s", s->name, strerror(errno));
         return;
     }
-    close(s->out);
-    s->out = open(s->path, O_WRONLY | O_APPEND | O_CLOEXEC);
-    s->size = (uint64_t)n + keep;
+    s->size = to;
     s->note = (uint64_t)n;
     s->dropped = dropped;
 }
@@ -95,7 +111,7 @@ static int pump_once(log_pump *p, stream *s, char *buf)
         return 1;
     if (r <= 0)
         return 0;
-    if (s->out < 0 || fd_write_all(s->out, buf, (size_t)r) != 0)
+    if (s->out < 0 || pwrite_all(s->out, buf, (size_t)r, s->size) != 0)
         return 1; /* the file is gone (its exec deleted): the pipe is still read */
     s->size += (uint64_t)r;
     pthread_mutex_lock(&p->lock);
@@ -204,24 +220,29 @@ void log_pump_set_limit(log_pump *p, uint64_t max_bytes)
     pthread_mutex_unlock(&p->lock);
 }
 
-loom_error *log_pump_add(log_pump *p, int read_fd, const char *path)
+loom_error *log_pump_add(log_pump *p, int read_fd, int root, const char *rel)
 {
     stream *s = calloc(1, sizeof *s);
-    int out = s ? open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644) : -1;
-    if (!s || out < 0 || strlen(path) >= sizeof s->path) {
-        loom_error *e = loom_err(LOOM_E_INTERNAL, "cannot open the log %s: %s", path,
-                                 s ? strerror(errno) : "out of memory");
+    int out = -1;
+    loom_error *e = !s ? loom_err(LOOM_E_INTERNAL, "out of memory")
+                  : strlen(rel) >= sizeof s->name
+                      ? loom_err(LOOM_E_INVALID, "%.64s...: a log name longer than %zu bytes", rel,
+                                 sizeof s->name - 1)
+                      : utree_open_write(root, rel, 0644, &out);
+    off_t end = e ? -1 : lseek(out, 0, SEEK_END);
+    if (!e && end < 0)
+        e = loom_err(LOOM_E_INTERNAL, "%s: %s", rel, strerror(errno));
+    if (e) {
         close(read_fd);
         if (out >= 0)
             close(out);
         free(s);
-        return e;
+        return loom_err_wrap(e, "cannot open the log");
     }
     s->fd = read_fd;
     s->out = out;
-    off_t end = lseek(out, 0, SEEK_END);
-    s->size = end > 0 ? (uint64_t)end : 0;
-    snprintf(s->path, sizeof s->path, "%s", path);
+    s->size = (uint64_t)end;
+    snprintf(s->name, sizeof s->name, "%s", rel);
     pthread_mutex_lock(&p->lock);
     s->next = p->streams;
     p->streams = s;

@@ -4,7 +4,9 @@
  * out of every pipe into its file, and when a file passes the limit it keeps
  * the newest half of the limit, after a line saying how many earlier bytes
  * were dropped and which option sets the limit. Nothing else writes these
- * files, so nothing is lost between a trim and the next write.
+ * files, so nothing is lost between a trim and the next write. A trim
+ * rewrites the file in place through its descriptor: no second file, no
+ * path, nothing a job could redirect with a link.
  *
  * Thread-safe. The pump owns the read ends handed to it and closes each at
  * the pipe's end of file (every writer gone).
@@ -27,9 +29,11 @@ typedef struct log_pump log_pump;
 log_pump *log_pump_create(uint64_t max_bytes);
 /* Changes the limit for what is written from now on. */
 void log_pump_set_limit(log_pump *p, uint64_t max_bytes);
-/* Appends what comes out of `read_fd` to `path` (created 0644). Takes the
- * fd, also on failure. */
-loom_error *log_pump_add(log_pump *p, int read_fd, const char *path);
+/* Appends what comes out of `read_fd` to the file `rel` beneath the folder
+ * descriptor `root` (created 0644; opened through util/user_tree, so a link
+ * there is refused), written through its descriptor alone from then on.
+ * Takes read_fd, also on failure; root stays the caller's. */
+loom_error *log_pump_add(log_pump *p, int read_fd, int root, const char *rel);
 /* Streams still open. */
 size_t log_pump_streams(log_pump *p);
 /* Moves what the pipes still hold (waiting up to drain_ms for writers to

@@ -14,6 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/user_tree.h"
+
 extern char **environ;
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -69,15 +71,28 @@ loom_error *supervise_start_env(supervised *child, char *const argv[], char *con
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
                                         POSIX_SPAWN_SETPGROUP);
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    if (output) {
-        posix_spawn_file_actions_addopen(&fa, 1, output, O_WRONLY | O_CREAT | O_APPEND, 0644);
-        posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    /* The output is often in a user's tree (an exec or tuning folder): the
+     * host opens it through util/user_tree, not the child by path. */
+    int out = -1;
+    loom_error *opened = output ? utree_open_append_path(output, 0644, &out) : NULL;
+    if (opened) {
+        posix_spawn_file_actions_destroy(&fa);
+        posix_spawnattr_destroy(&attr);
+        close(sv[0]);
+        close(sv[1]);
+        return loom_err_wrap(opened, "cannot start %s: its output", argv[0]);
+    }
+    if (out >= 0) {
+        posix_spawn_file_actions_adddup2(&fa, out, 1);
+        posix_spawn_file_actions_adddup2(&fa, out, 2);
     }
     posix_spawn_file_actions_adddup2(&fa, sv[1], SUPERVISE_CHILD_FD);
     pid_t pid = -1;
     int rc = sv[1] >= 0 ? posix_spawn(&pid, argv[0], &fa, &attr, argv, envp) : errno;
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&attr);
+    if (out >= 0)
+        close(out);
     if (sv[1] >= 0)
         close(sv[1]);
     if (rc != 0) {

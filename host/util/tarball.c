@@ -3,13 +3,17 @@
 
 #include <archive.h>
 #include <archive_entry.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "util/dynlib.h"
+#include "util/user_tree.h"
 
 /* libarchive is opened on first use: it brings libxml2 and ICU along, a
  * few milliseconds that every CLI call would otherwise pay at start. */
@@ -20,8 +24,11 @@
     X(archive_entry_new) \
     X(archive_entry_pathname) \
     X(archive_entry_perm) \
+    X(archive_entry_set_filetype) \
+    X(archive_entry_set_mtime) \
     X(archive_entry_set_pathname) \
     X(archive_entry_set_perm) \
+    X(archive_entry_set_size) \
     X(archive_entry_size) \
     X(archive_entry_sourcepath) \
     X(archive_entry_symlink) \
@@ -113,19 +120,11 @@ static la_ssize_t membuf_write(struct archive *a, void *ctx, const void *buf, si
     return (la_ssize_t)n;
 }
 
-/* What goes into an archive of a folder. */
+/* What goes into a tar of a folder (the CLI's model directories: the
+ * user's own files, read as that user). */
 typedef struct pack_spec {
-    int zip;          /* zip, else tar (pax) */
-    const char *skip; /* a top-level entry left out, or NULL */
     const char *top;  /* the folder every entry goes under, or NULL */
-    size_t max;       /* bytes of the archive; 0: no limit */
 } pack_spec;
-
-static int skipped(const pack_spec *ps, const char *rel)
-{
-    size_t n = ps->skip ? strlen(ps->skip) : 0;
-    return n && strncmp(rel, ps->skip, n) == 0 && (rel[n] == 0 || rel[n] == '/');
-}
 
 static loom_error *pack(const char *dir, const pack_spec *ps, char **out, size_t *out_len)
 {
@@ -136,13 +135,10 @@ static loom_error *pack(const char *dir, const pack_spec *ps, char **out, size_t
     loom_error *opened = archive_lib(&ar);
     if (opened)
         return opened;
-    membuf m = {.max = ps->max};
+    membuf m = {0};
     struct archive *w = ar->archive_write_new();
     struct archive *disk = ar->archive_read_disk_new();
-    if (ps->zip)
-        ar->archive_write_set_format_zip(w);
-    else
-        ar->archive_write_set_format_pax_restricted(w);
+    ar->archive_write_set_format_pax_restricted(w);
     ar->archive_write_set_bytes_in_last_block(w, 1);
     loom_error *err = NULL;
     if (ar->archive_write_open(w, &m, NULL, membuf_write, NULL) != ARCHIVE_OK) {
@@ -172,10 +168,6 @@ static loom_error *pack(const char *dir, const pack_spec *ps, char **out, size_t
         const char *rel = path + (strncmp(path, dir, prefix) == 0 ? prefix : 0);
         while (*rel == '/')
             rel++;
-        if (skipped(ps, rel)) { /* neither it nor what is inside */
-            ar->archive_entry_free(e);
-            continue;
-        }
         ar->archive_read_disk_descend(disk);
         if (*rel == 0) { /* the top directory itself */
             ar->archive_entry_free(e);
@@ -188,9 +180,7 @@ static loom_error *pack(const char *dir, const pack_spec *ps, char **out, size_t
         }
         ar->archive_entry_set_pathname(e, rel);
         if (ar->archive_write_header(w, e) != ARCHIVE_OK) {
-            err = m.too_large ? NULL
-                              : loom_err(LOOM_E_INTERNAL, "%s: %s: %s", ps->zip ? "zip" : "tar",
-                                         rel, ar->archive_error_string(w));
+            err = loom_err(LOOM_E_INTERNAL, "tar: %s: %s", rel, ar->archive_error_string(w));
             ar->archive_entry_free(e);
             goto done;
         }
@@ -203,25 +193,19 @@ static loom_error *pack(const char *dir, const pack_spec *ps, char **out, size_t
             }
             char buf[65536];
             size_t n;
-            while ((n = fread(buf, 1, sizeof buf, f)) > 0 && !m.too_large)
+            while ((n = fread(buf, 1, sizeof buf, f)) > 0)
                 ar->archive_write_data(w, buf, n);
             fclose(f);
         }
         ar->archive_entry_free(e);
-        if (m.too_large)
-            goto done;
     }
-    if (ar->archive_write_close(w) != ARCHIVE_OK && !m.too_large) {
-        err = loom_err(LOOM_E_INTERNAL, "%s: %s", ps->zip ? "zip" : "tar",
-                       ar->archive_error_string(w));
+    if (ar->archive_write_close(w) != ARCHIVE_OK) {
+        err = loom_err(LOOM_E_INTERNAL, "tar: %s", ar->archive_error_string(w));
         goto done;
     }
 done:
     ar->archive_read_free(disk);
     ar->archive_write_free(w);
-    if (!err && m.too_large)
-        err = loom_err(LOOM_E_TOO_LARGE, "%s: the archive would exceed the limit of %zu bytes",
-                       dir, ps->max);
     if (!err) {
         *out = m.data;
         *out_len = m.len;
@@ -243,11 +227,172 @@ loom_error *tarball_pack_dir_as(const char *dir, const char *top, char **out, si
     return pack(dir, &ps, out, out_len);
 }
 
-loom_error *tarball_zip_dir(const char *dir, const char *skip, size_t max_bytes, char **out,
-                            size_t *out_len)
+/* A zip being made of a user's tree. */
+typedef struct zip_walk {
+    const archive_api *ar;
+    struct archive *w;
+    membuf *m;
+    tarball_leave_out leave_out;
+    const void *ctx;
+    char *buf; /* ZIP_CHUNK bytes */
+} zip_walk;
+
+#define ZIP_CHUNK 65536
+/* Folders held open at once while zipping (one descriptor each). */
+#define ZIP_DEPTH 64
+
+static loom_error *zip_entry_header(zip_walk *z, const char *rel, const struct stat *st,
+                                    mode_t type)
 {
-    pack_spec ps = {.zip = 1, .skip = skip, .max = max_bytes};
-    return pack(dir, &ps, out, out_len);
+    struct archive_entry *e = z->ar->archive_entry_new();
+    if (!e)
+        return loom_err(LOOM_E_INTERNAL, "out of memory");
+    z->ar->archive_entry_set_pathname(e, rel);
+    z->ar->archive_entry_set_filetype(e, type);
+    z->ar->archive_entry_set_perm(e, st->st_mode & 0777);
+    z->ar->archive_entry_set_size(e, type == AE_IFREG ? st->st_size : 0);
+    z->ar->archive_entry_set_mtime(e, st->st_mtim.tv_sec, st->st_mtim.tv_nsec);
+    int r = z->ar->archive_write_header(z->w, e);
+    z->ar->archive_entry_free(e);
+    if (r == ARCHIVE_OK)
+        return NULL;
+    return z->m->too_large ? loom_err(LOOM_E_TOO_LARGE, "over the limit")
+                           : loom_err(LOOM_E_INTERNAL, "zip: %s: %s", rel,
+                                      z->ar->archive_error_string(z->w));
+}
+
+/* The regular file `name` in the folder dir, read through the descriptor
+ * it was opened with: exactly the size its header gave (a file that shrank
+ * meanwhile is padded with zeros, one that grew is cut at that size). */
+static loom_error *zip_file(zip_walk *z, int dir, const char *name, const char *rel)
+{
+    int fd;
+    loom_error *e = utree_open_read(dir, name, &fd);
+    if (e)
+        return loom_err_wrap(e, "zip");
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        close(fd);
+        return loom_err(LOOM_E_INTERNAL, "zip: %s: %s", rel, strerror(errno));
+    }
+    e = zip_entry_header(z, rel, &st, AE_IFREG);
+    for (off_t left = st.st_size; !e && left > 0;) {
+        size_t want = left < ZIP_CHUNK ? (size_t)left : ZIP_CHUNK;
+        ssize_t r = read(fd, z->buf, want);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            e = loom_err(LOOM_E_INTERNAL, "zip: %s: %s", rel, strerror(errno));
+            break;
+        }
+        if (r == 0) {
+            memset(z->buf, 0, want);
+            r = (ssize_t)want;
+        }
+        if (z->ar->archive_write_data(z->w, z->buf, (size_t)r) < 0)
+            e = z->m->too_large ? loom_err(LOOM_E_TOO_LARGE, "over the limit")
+                                : loom_err(LOOM_E_INTERNAL, "zip: %s: %s", rel,
+                                           z->ar->archive_error_string(z->w));
+        left -= r;
+    }
+    close(fd);
+    return e;
+}
+
+/* Adds what the folder dir holds, under the name `at` ("" at the top). */
+static loom_error *zip_folder(zip_walk *z, int dir, const char *at, int depth)
+{
+    if (depth > ZIP_DEPTH)
+        return loom_err(LOOM_E_LIMIT, "zip: %s: folders nested more than %d deep", at,
+                        ZIP_DEPTH);
+    DIR *d;
+    loom_error *e = utree_list(dir, "", &d);
+    if (e)
+        return loom_err_wrap(e, "zip");
+    struct dirent *ent;
+    while (!e && (ent = readdir(d)) != NULL) {
+        const char *name = ent->d_name;
+        if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+            continue;
+        char rel[PATH_MAX];
+        if (snprintf(rel, sizeof rel, "%s%s%s", at, *at ? "/" : "", name) >= (int)sizeof rel) {
+            e = loom_err(LOOM_E_LIMIT, "zip: %s/%s: a path longer than %d bytes", at, name,
+                         PATH_MAX - 1);
+            break;
+        }
+        struct stat st;
+        if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+            continue; /* gone meanwhile */
+        /* Links are left out, never followed; so are FIFOs, sockets and
+         * devices, which hold no result. */
+        if (S_ISREG(st.st_mode) && !z->leave_out(z->ctx, rel, 0)) {
+            e = zip_file(z, dir, name, rel);
+        } else if (S_ISDIR(st.st_mode) && !z->leave_out(z->ctx, rel, 1)) {
+            int sub;
+            e = utree_open_dir(dir, name, &sub);
+            if (e) {
+                e = loom_err_wrap(e, "zip");
+                break;
+            }
+            char named[PATH_MAX + 1];
+            snprintf(named, sizeof named, "%s/", rel);
+            e = zip_entry_header(z, named, &st, AE_IFDIR);
+            if (!e)
+                e = zip_folder(z, sub, rel, depth + 1);
+            close(sub);
+        }
+    }
+    closedir(d);
+    return e;
+}
+
+static int leave_nothing_out(const void *ctx, const char *rel, int is_dir)
+{
+    (void)ctx;
+    (void)rel;
+    (void)is_dir;
+    return 0;
+}
+
+loom_error *tarball_zip_tree(const char *dir, tarball_leave_out leave_out, const void *ctx,
+                             size_t max_bytes, char **out, size_t *out_len)
+{
+    const archive_api *ar;
+    loom_error *err = archive_lib(&ar);
+    if (err)
+        return err;
+    int root;
+    if ((err = utree_root(dir, &root)) != NULL)
+        return err;
+    membuf m = {.max = max_bytes};
+    zip_walk z = {.ar = ar, .w = ar->archive_write_new(), .m = &m,
+                  .leave_out = leave_out ? leave_out : leave_nothing_out, .ctx = ctx,
+                  .buf = malloc(ZIP_CHUNK)};
+    ar->archive_write_set_format_zip(z.w);
+    if (!z.buf)
+        err = loom_err(LOOM_E_INTERNAL, "out of memory");
+    else if (ar->archive_write_open(z.w, &m, NULL, membuf_write, NULL) != ARCHIVE_OK)
+        err = loom_err(LOOM_E_INTERNAL, "zip: %s", ar->archive_error_string(z.w));
+    else
+        err = zip_folder(&z, root, "", 0);
+    if (!err && ar->archive_write_close(z.w) != ARCHIVE_OK)
+        err = m.too_large ? loom_err(LOOM_E_TOO_LARGE, "over the limit")
+                          : loom_err(LOOM_E_INTERNAL, "zip: %s", ar->archive_error_string(z.w));
+    ar->archive_write_free(z.w);
+    free(z.buf);
+    close(root);
+    if (err && loom_err_code(err) == LOOM_E_TOO_LARGE) {
+        loom_err_free(err);
+        err = loom_err(LOOM_E_TOO_LARGE, "%s: the archive would exceed the limit of %zu bytes",
+                       dir, max_bytes);
+    }
+    if (err) {
+        free(m.data);
+        return err;
+    }
+    *out = m.data;
+    *out_len = m.len;
+    return NULL;
 }
 
 static loom_error *entry_check(const archive_api *ar, struct archive_entry *e)

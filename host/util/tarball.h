@@ -19,11 +19,18 @@ loom_error *tarball_pack_dir(const char *dir, char **out, size_t *out_len);
  * layout WMLA's clients send a model directory in. */
 loom_error *tarball_pack_dir_as(const char *dir, const char *top, char **out, size_t *out_len);
 
-/* A zip of the contents of `dir` (relative names), leaving out its
- * top-level entry `skip` (NULL: none) and all inside it: a malloc'd
- * buffer in *out. LOOM_E_TOO_LARGE when the zip would pass max_bytes. */
-loom_error *tarball_zip_dir(const char *dir, const char *skip, size_t max_bytes, char **out,
-                            size_t *out_len);
+/* Says whether a zip leaves out the entry `rel` (relative to the zipped
+ * folder; is_dir: a folder, whose contents then go with it). */
+typedef int (*tarball_leave_out)(const void *ctx, const char *rel, int is_dir);
+
+/* A zip of the contents of `dir` (relative names), a tree a user controls:
+ * it is walked through util/user_tree, beneath `dir`, and symbolic links
+ * (and FIFOs, sockets, devices) are left out, never followed. Entries
+ * leave_out (NULL: none) names are left out too. A malloc'd buffer in *out.
+ * LOOM_E_TOO_LARGE when the zip would pass max_bytes; LOOM_E_LIMIT for
+ * folders nested more than 64 deep. */
+loom_error *tarball_zip_tree(const char *dir, tarball_leave_out leave_out, const void *ctx,
+                             size_t max_bytes, char **out, size_t *out_len);
 
 /* Unpacks `data` into the existing directory `dest`. Refuses unsafe entries
  * and malformed archives (LOOM_E_INVALID, naming the entry) and archives

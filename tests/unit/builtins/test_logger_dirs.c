@@ -41,6 +41,7 @@ int main(void)
     char log_dir[512], result_dir[512], seen[600], text[600], expected[600];
     snprintf(log_dir, sizeof log_dir, "%s/log/driver", tmp);
     snprintf(result_dir, sizeof result_dir, "%s/result", tmp);
+    CHECK(mkdir(result_dir, 0755) == 0); /* an exec folder always exists */
 
     open_close(log_dir, result_dir);
     snprintf(seen, sizeof seen, "%s/plugins/result_dir_logger/seen.txt", result_dir);

@@ -6,6 +6,7 @@
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +29,9 @@ static void test_log_pump(void)
     CHECK(pipe(fds) == 0);
     char path[128];
     snprintf(path, sizeof path, "%s/stdout", dir);
-    CHECK(loom_err_take(log_pump_add(p, fds[0], path), NULL, 0) == LOOM_OK);
+    int root = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    CHECK(loom_err_take(log_pump_add(p, fds[0], root, "stdout"), NULL, 0) == LOOM_OK);
+    close(root);
     size_t total = 0;
     char line[64];
     for (int i = 0; i < 5000; i++) {
@@ -139,6 +142,53 @@ static void test_checkpoints_kept(void)
     CHECK(checkpoint_prune(ckpt, 3, -1) == 1);
     CHECK(!exists(ckpt, 7));
     CHECK(checkpoint_prune(ckpt, 0, -1) == 0); /* 0 keeps all */
+
+    /* A job that made its checkpoint folder a link to a folder outside:
+     * the prune removes nothing there (it followed the link before). */
+    char outside[96], job[96], link[128];
+    snprintf(outside, sizeof outside, "%s/outside", dir);
+    snprintf(job, sizeof job, "%s/job", dir);
+    CHECK(fs_mkdir_p(outside) == 0 && fs_mkdir_p(job) == 0);
+    for (int e = 1; e <= 5; e++) {
+        snprintf(path, sizeof path, "%s/epoch-%d.safetensors", outside, e);
+        CHECK(fs_write_file_atomic(path, "x", 1, 0644) == 0);
+    }
+    snprintf(link, sizeof link, "%s/checkpoint", job);
+    CHECK(symlink(outside, link) == 0);
+    CHECK(checkpoint_prune(link, 1, -1) == 0);
+    for (int e = 1; e <= 5; e++)
+        CHECK(exists(outside, e));
+}
+
+/* A resume picks the newest checkpoint that reads back whole; one that the
+ * job made a link (to another user's checkpoint) is skipped, not read. */
+static void test_checkpoint_link_skipped(void)
+{
+    float w[4] = {1, 2, 3, 4};
+    loom_tensor_view v = {.struct_size = sizeof v, .dtype = LOOM_DTYPE_F32, .ndim = 1,
+                          .shape = {4}, .name = "w", .data = w, .nbytes = sizeof w};
+    int32_t role = LOOM_TENSOR_PARAMETER;
+    char ckpt[96], other[96], path[192], found[256] = "", why[1024];
+    snprintf(ckpt, sizeof ckpt, "%s/resume/checkpoint", dir);
+    snprintf(other, sizeof other, "%s/someone-else", dir);
+    CHECK(fs_mkdir_p(ckpt) == 0 && fs_mkdir_p(other) == 0);
+    cJSON *meta = cJSON_Parse("{\"epoch\": 3}");
+    snprintf(path, sizeof path, "%s/epoch-3.safetensors", ckpt);
+    CHECK(loom_err_take(checkpoint_save(path, &v, &role, 1, 0, meta), NULL, 0) == LOOM_OK);
+    snprintf(path, sizeof path, "%s/epoch-9.safetensors", other);
+    CHECK(loom_err_take(checkpoint_save(path, &v, &role, 1, 0, meta), NULL, 0) == LOOM_OK);
+    cJSON_Delete(meta);
+    char link[192];
+    snprintf(link, sizeof link, "%s/epoch-9.safetensors", ckpt);
+    CHECK(symlink(path, link) == 0);
+    int epoch = -1;
+    cJSON *got = NULL;
+    CHECK(checkpoint_find_latest(ckpt, found, sizeof found, &epoch, &got, why, sizeof why) == 0);
+    CHECK(epoch == 3);
+    CHECK_CONTAINS(found, "/resume/checkpoint/epoch-3.safetensors");
+    CHECK(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(got, "epoch")) == 3);
+    CHECK_CONTAINS(why, "epoch-9.safetensors");
+    cJSON_Delete(got);
 }
 
 int main(void)
@@ -149,6 +199,7 @@ int main(void)
     test_log_pump();
     test_archive_bounds();
     test_checkpoints_kept();
+    test_checkpoint_link_skipped();
     fs_rm_rf(dir);
     return CHECK_DONE();
 }
