@@ -10,27 +10,28 @@
 #include <unistd.h>
 
 #include "hpo/hpo_internal.h"
+#include "util/user_tree.h"
 
 /* Reads at most `max` bytes of `dir`/`name` from `from` (negative: the
- * last `max` bytes) without following a link in the last two components:
- * the search child writes in that folder. A missing file is empty. All
- * reading of the task folder goes through here. */
+ * last `max` bytes) beneath the task folder (util/user_tree: no link is
+ * followed). A missing file is empty. All reading of the task folder goes
+ * through here. */
 static loom_error *read_beneath(const char *dir, const char *name, int64_t from, size_t max,
                                 hpo_log_part *out)
 {
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    int fd = dfd < 0 ? -1 : openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    int err = errno;
-    if (dfd >= 0)
-        close(dfd);
-    if (fd < 0 && err == ENOENT)
+    int fd = -1;
+    loom_error *e = utree_open_read_in(dir, name, &fd);
+    if (e && loom_err_code(e) == LOOM_E_NOT_FOUND) {
+        loom_err_free(e);
         return NULL;
+    }
+    if (e)
+        return e;
+    int err;
     struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        if (fd >= 0)
-            close(fd);
-        return loom_err(LOOM_E_INTERNAL, "%s/%s: %s", dir, name,
-                        fd < 0 ? strerror(err) : "not a regular file");
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return loom_err(LOOM_E_INTERNAL, "%s/%s: not a regular file", dir, name);
     }
     out->size = st.st_size;
     out->offset = from < 0 ? (st.st_size > (off_t)max ? st.st_size - (off_t)max : 0)
