@@ -11,7 +11,8 @@
     printf("%s.%s %zu %zu\n", #type, #field, offsetof(struct type, field), \
            sizeof(((struct type *)0)->field))
 
-int main(void)
+/* The core: metrics, devices, tensors, the host table and the module */
+static void dump_core(void)
 {
     FIELD(loom_metric, name);
     FIELD(loom_metric, value);
@@ -56,6 +57,11 @@ int main(void)
     FIELD(loom_module, init);
     FIELD(loom_module, deinit);
     FIELD(loom_module, get_factory);
+}
+
+/* Framework adapters */
+static void dump_framework(void)
+{
     FIELD(loom_launch_request, struct_size);
     FIELD(loom_launch_request, num_workers);
     FIELD(loom_launch_request, worker_device_num);
@@ -103,9 +109,11 @@ int main(void)
     FIELD(loom_framework_factory, evaluate);
     FIELD(loom_framework_factory, state_tensors);
     FIELD(loom_framework_factory, state_loaded);
-    /* The search structs are not dumped: the search kind is versioned by
-     * its factory id, and "loom.search/2" replaced the 1.0 "loom.search/1"
-     * layout outright (a 1.0 search plugin is simply not offered). */
+}
+
+/* Inference kernels and logger callbacks */
+static void dump_kernel_and_logger(void)
+{
     FIELD(loom_kernel_model_config, struct_size);
     FIELD(loom_kernel_model_config, reserved);
     FIELD(loom_kernel_model_config, model_dir);
@@ -148,5 +156,12 @@ int main(void)
     FIELD(loom_logger_factory, log_train_metrics);
     FIELD(loom_logger_factory, log_test_metrics);
     FIELD(loom_logger_factory, on_train_end);
+}
+
+int main(void)
+{
+    dump_core();
+    dump_framework();
+    dump_kernel_and_logger();
     return 0;
 }
