@@ -4,6 +4,7 @@
  * after each the bridge still loads and runs a good script.
  */
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "../../check.h"
 #include "lua_fakes.h"
@@ -316,8 +317,12 @@ static void test_append_escape(void)
     CHECK_MSG(p != NULL, "%s", err);
     const loom_logger_factory *f = p ? find_factory(p, LOOM_KIND_LOGGER, "escaper")
                                      : NULL;
-    char dir[] = "/tmp/loom-lua-append-XXXXXX";
-    CHECK(mkdtemp(dir) != NULL);
+    /* log_dir is a folder of a fresh one, so "../x" names a path nothing
+     * else on the machine makes */
+    char top[] = "/tmp/loom-lua-append-XXXXXX", dir[64];
+    CHECK(mkdtemp(top) != NULL);
+    snprintf(dir, sizeof dir, "%s/log", top);
+    CHECK(mkdir(dir, 0700) == 0);
     loom_logger_config config = {.struct_size = sizeof config, .log_dir = dir,
                                  .config_json = "{}", .result_dir = dir, .plugin_dir = dir};
     loom_logger_instance *inst = NULL;
@@ -337,6 +342,7 @@ static void test_append_escape(void)
     snprintf(escaped, sizeof escaped, "%s/../x", dir);
     CHECK(access(escaped, F_OK) != 0);
     rmdir(dir);
+    rmdir(top);
     lua_plugin_close(p);
     check_still_works("loom.append outside log_dir");
 }
