@@ -26,7 +26,7 @@ static const char serve_usage[] =
     "                  [--idle-timeout SECONDS] [--max-header-bytes B] [--max-uploads N]\n"
     "                  [--max-uploads-per-user N] [--slow-threads N]\n"
     "                  [--cors-origin ORIGIN]... [--allow-basic-over-http]\n"
-    "                  [--python PATH] [--job-path DIRS]\n"
+    "                  [--python PATH] [--job-path DIRS] [--data-root DIR]...\n"
     "                  [--max-queued-execs N] [--log-max-bytes B] [--checkpoints-keep K]\n"
     "                  [--archive-max-entries N] [--archive-max-bytes B]\n"
     "\n"
@@ -61,6 +61,9 @@ static const char serve_usage[] =
     "  --job-path DIRS     the PATH every job starts with (absolute folders\n"
     "                      separated by ':'; default\n"
     "                      " JOB_ENV_PATH ")\n"
+    "  --data-root DIR     a folder under which execs' --data-dir may be, beside\n"
+    "                      the data store HOME/data and /usr/share/datasets\n"
+    "                      (repeatable; never inside the home)\n"
     "  --max-connections N open HTTP connections in all (default 1024)\n"
     "  --max-connections-per-ip N  from one client address (default 128)\n"
     "  --idle-timeout S    close a connection silent this long (default 15)\n"
@@ -255,6 +258,22 @@ static int web_flag(int argc, char **argv, int *i, loomd_options *o)
     return 1;
 }
 
+/* --data-root DIR (repeatable): 1 when argv[*i] was one (its value
+ * consumed), 0 when not, -1 after printing the error. */
+static int data_root_flag(int argc, char **argv, int *i, loomd_options *o)
+{
+    static const char *roots[EXEC_DATA_ROOTS_MAX];
+    if (strcmp(argv[*i], "--data-root") != 0 || *i + 1 >= argc)
+        return 0;
+    if (o->data_root_count == EXEC_DATA_ROOTS_MAX) {
+        cli_fail("--data-root: at most %d roots", EXEC_DATA_ROOTS_MAX);
+        return -1;
+    }
+    roots[o->data_root_count++] = argv[++*i];
+    o->data_roots = roots;
+    return 1;
+}
+
 /* --python PATH: the host's default interpreter, which jobs and the host's
  * readers of Python scripts find in LOOM_PYTHON; --job-path DIRS: the PATH
  * jobs start with, in LOOM_JOB_PATH. 1 when argv[*i] was one (its value
@@ -300,6 +319,8 @@ int cmd_serve(int argc, char **argv, const cli_globals *g)
             number = web_flag(argc, argv, &i, &jobs);
         if (number == 0)
             number = python_flag(argc, argv, &i);
+        if (number == 0)
+            number = data_root_flag(argc, argv, &i, &jobs);
         if (number < 0)
             return 1;
         if (number > 0) {

@@ -504,26 +504,25 @@ loom_error *exec_prepare(exec_service *es, const exec_submission *sub, dlicmd *d
                                         "directory (a tar in the 'file' part)");
     snprintf(r->code_dir, sizeof r->code_dir, "%s/_submitted_code", rec->result_dir);
     snprintf(r->log_dir, sizeof r->log_dir, "%s/log", rec->result_dir);
-    exec_data_dir(es, d, r->data_dir, sizeof r->data_dir);
-    if (fs_mkdir_p(r->code_dir) != 0 || fs_mkdir_p(r->log_dir) != 0 || fs_mkdir_p(r->data_dir) != 0)
+    loom_error *e = exec_data_dir(es, d, r->data_dir, sizeof r->data_dir);
+    if (e)
+        return e;
+    if (fs_mkdir_p(r->code_dir) != 0 || fs_mkdir_p(r->log_dir) != 0)
         return loom_err(LOOM_E_INTERNAL, "cannot create the exec's directories under %s: %s",
                         rec->result_dir, strerror(errno));
     pthread_mutex_lock(&es->lock);
     tarball_limits bounds = {.max_bytes = es->limits.archive_max_bytes,
                              .max_entries = es->limits.archive_max_entries};
     pthread_mutex_unlock(&es->lock);
-    loom_error *e = code_ready        ? NULL
-                    : sub->archive_path ? tarball_unpack_file_bounded(sub->archive_path, r->code_dir,
-                                                                      &bounds)
-                    : sub->archive ? tarball_unpack_bounded(sub->archive, sub->archive_len,
-                                                            r->code_dir, &bounds)
-                                   : NULL;
+    e = code_ready          ? NULL
+        : sub->archive_path ? tarball_unpack_file_bounded(sub->archive_path, r->code_dir, &bounds)
+        : sub->archive      ? tarball_unpack_bounded(sub->archive, sub->archive_len, r->code_dir,
+                                                     &bounds)
+                            : NULL;
     if (!e && !code_ready && (sub->archive || sub->archive_path)) /* once, unpacked */
         e = exec_model_layout(r->code_dir, d->model_dir);
     if (e)
         return loom_err_wrap(e, "model directory");
-    if ((e = exec_data_dir_check(es->home, d, r->data_dir)) != NULL)
-        return e;
     if (d->model_main) {
         char main_path[PATH_MAX * 2];
         snprintf(main_path, sizeof main_path, "%s/%s", r->code_dir, d->model_main);
