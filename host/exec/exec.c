@@ -18,6 +18,7 @@
 #include "plugin/launch_remote.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/user_path.h"
 #include "util/log.h"
 #include "util/tarball.h"
 
@@ -465,20 +466,6 @@ void exec_service_destroy(exec_service *es)
 
 /* ---- submission --------------------------------------------------------- */
 
-/* A relative path that stays inside its directory. */
-static int path_is_contained(const char *p)
-{
-    if (!p || !*p || p[0] == '/')
-        return 0;
-    for (const char *s = p; s; s = strchr(s, '/')) {
-        if (*s == '/')
-            s++;
-        if (s[0] == '.' && s[1] == '.' && (s[2] == '/' || s[2] == 0))
-            return 0;
-    }
-    return 1;
-}
-
 static void remove_exec_dir(const char *dir)
 {
     if (fs_rm_rf(dir) != 0)
@@ -494,7 +481,7 @@ loom_error *exec_prepare(exec_service *es, const exec_submission *sub, dlicmd *d
     exec_wmla_devices(d);
     if (strcmp(d->device_type, "gpu") == 0 && sched_cuda_device_count() == 0)
         return loom_err(LOOM_E_INVALID, "--workerDeviceType gpu: this host has no GPU");
-    if (d->model_main && !path_is_contained(d->model_main))
+    if (d->model_main && !user_path_text_ok(d->model_main))
         return loom_err(LOOM_E_INVALID,
                         "--model-main \"%s\": expected a path relative to the model directory, "
                         "without \"..\"",
@@ -524,11 +511,12 @@ loom_error *exec_prepare(exec_service *es, const exec_submission *sub, dlicmd *d
     if (e)
         return loom_err_wrap(e, "model directory");
     if (d->model_main) {
-        char main_path[PATH_MAX * 2];
-        snprintf(main_path, sizeof main_path, "%s/%s", r->code_dir, d->model_main);
-        if (!fs_is_file(main_path))
-            return loom_err(LOOM_E_INVALID, "--model-main \"%s\": no such file in the model directory",
-                            d->model_main);
+        char main_path[PATH_MAX];
+        if (user_path_resolve(r->code_dir, d->model_main, 1, main_path, sizeof main_path) != 0)
+            return loom_err(LOOM_E_INVALID, "--model-main \"%s\": %s", d->model_main,
+                            errno == EXDEV ? "expected a path relative to the model directory, "
+                                             "without \"..\""
+                                           : "no such file in the model directory");
     }
     if (fw->style == LOOM_FRAMEWORK_TRAINER) {
         r->job = calloc(1, sizeof *r->job);
