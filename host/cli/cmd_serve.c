@@ -405,7 +405,7 @@ int cmd_serve(int argc, char **argv, const cli_globals *g)
     char url[300];
     snprintf(url, sizeof url, "%s://%s:%d\n", tls_cert ? "https" : "http", addr, loomd_port(d));
     snprintf(path, sizeof path, "%s/host", home);
-    fs_write_file_atomic(path, url, strlen(url), 0644);
+    fs_write_file_atomic(path, url, strlen(url), 0600); /* the home's files are its own */
     print_started(d, url, home);
 
     int sig = 0;

@@ -13,6 +13,7 @@
 
 #include "infer/infer_store.h"
 #include "util/fs.h"
+#include "util/job_sandbox.h"
 #include "util/log.h"
 
 typedef struct running {
@@ -191,7 +192,11 @@ static loom_error *start_locked(infer_service *s, const infer_record *rec)
     cJSON_Delete(pj);
     if (e)
         return e;
-    fs_mkdir_p(work);
+    /* The model's files: its owner's kernels read them, no one else. */
+    if (fs_mkdir_p(work) != 0 || chmod(work, 0700) != 0 || chmod(dir, 0711) != 0)
+        return loom_err(LOOM_E_INTERNAL, "%s: %s", work, strerror(errno));
+    if ((e = job_sandbox_share(model_dir, rec->owner, 0)) != NULL)
+        return e;
     running *m = calloc(1, sizeof *m);
     if (!m)
         return loom_err(LOOM_E_INTERNAL, "out of memory");
