@@ -80,6 +80,17 @@ static void model_paths(const infer_service *s, const char *name, char *dir, cha
     snprintf(work, PATH_MAX, "%s/models/%s/work", s->home, name);
 }
 
+/* A model's folders: its owner's kernels read its files, write its work
+ * folder, and no other account reaches either (README's home table). */
+static loom_error *keep_private(const infer_service *s, const char *name, const char *owner)
+{
+    char dir[PATH_MAX], model[PATH_MAX], work[PATH_MAX];
+    model_paths(s, name, dir, model, work);
+    if (fs_mkdir_p(work) != 0 || chmod(work, 0700) != 0 || chmod(dir, 0711) != 0)
+        return loom_err(LOOM_E_INTERNAL, "%s: %s", work, strerror(errno));
+    return job_sandbox_share(model, owner, 0);
+}
+
 /* ---- deploy, profile, undeploy --------------------------------------------------- */
 
 static loom_error *check_profile_text(const char *text, const char *source, char **normalized)
@@ -136,7 +147,7 @@ loom_error *infer_deploy(infer_service *s, const char *user, const char *staged,
         if (fs_mkdir_p(work) != 0 || rename(staged, model) != 0)
             e = loom_err(LOOM_E_INTERNAL, "cannot place the model in %s: %s", dir,
                          strerror(errno));
-        else
+        else if ((e = keep_private(s, spec.name, user)) == NULL)
             e = infer_store_insert(s->st, &rec);
         if (e)
             fs_rm_rf(dir);
@@ -192,10 +203,7 @@ static loom_error *start_locked(infer_service *s, const infer_record *rec)
     cJSON_Delete(pj);
     if (e)
         return e;
-    /* The model's files: its owner's kernels read them, no one else. */
-    if (fs_mkdir_p(work) != 0 || chmod(work, 0700) != 0 || chmod(dir, 0711) != 0)
-        return loom_err(LOOM_E_INTERNAL, "%s: %s", work, strerror(errno));
-    if ((e = job_sandbox_share(model_dir, rec->owner, 0)) != NULL)
+    if ((e = keep_private(s, rec->name, rec->owner)) != NULL) /* an older home's too */
         return e;
     running *m = calloc(1, sizeof *m);
     if (!m)
