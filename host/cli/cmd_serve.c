@@ -237,41 +237,39 @@ static int parse_listen(const char *text, char *addr, size_t addrlen, int *port)
     return 0;
 }
 
+/* A repeatable FLAG VALUE, kept in list (at most max, each a `what`): 1
+ * when argv[*i] was one (its value consumed), 0 when not, -1 after
+ * printing the error. */
+static int repeated_flag(int argc, char **argv, int *i, const char *flag, const char *what,
+                         const char **list, int max, int *count)
+{
+    if (strcmp(argv[*i], flag) != 0 || *i + 1 >= argc)
+        return 0;
+    if (*count == max) {
+        cli_fail("%s: at most %d %s", flag, max, what);
+        return -1;
+    }
+    list[(*count)++] = argv[++*i];
+    return 1;
+}
+
 /* The browser- and notebook-facing flags: --cors-origin ORIGIN
- * (repeatable) and --allow-basic-over-http. 1 when argv[*i] was one (its
- * value consumed), 0 when not, -1 after printing the error. */
+ * (repeatable) and --allow-basic-over-http; and --data-root DIR
+ * (repeatable). 1 when argv[*i] was one (its value consumed), 0 when not,
+ * -1 after printing the error. */
 static int web_flag(int argc, char **argv, int *i, loomd_options *o)
 {
-    static const char *origins[CORS_MAX_ORIGINS];
+    static const char *origins[CORS_MAX_ORIGINS], *roots[EXEC_DATA_ROOTS_MAX];
     if (strcmp(argv[*i], "--allow-basic-over-http") == 0) {
         o->allow_basic_over_http = 1;
         return 1;
     }
-    if (strcmp(argv[*i], "--cors-origin") != 0 || *i + 1 >= argc)
-        return 0;
-    if (o->cors_origin_count == CORS_MAX_ORIGINS) {
-        cli_fail("--cors-origin: at most %d origins", CORS_MAX_ORIGINS);
-        return -1;
-    }
-    origins[o->cors_origin_count++] = argv[++*i];
     o->cors_origins = origins;
-    return 1;
-}
-
-/* --data-root DIR (repeatable): 1 when argv[*i] was one (its value
- * consumed), 0 when not, -1 after printing the error. */
-static int data_root_flag(int argc, char **argv, int *i, loomd_options *o)
-{
-    static const char *roots[EXEC_DATA_ROOTS_MAX];
-    if (strcmp(argv[*i], "--data-root") != 0 || *i + 1 >= argc)
-        return 0;
-    if (o->data_root_count == EXEC_DATA_ROOTS_MAX) {
-        cli_fail("--data-root: at most %d roots", EXEC_DATA_ROOTS_MAX);
-        return -1;
-    }
-    roots[o->data_root_count++] = argv[++*i];
     o->data_roots = roots;
-    return 1;
+    int r = repeated_flag(argc, argv, i, "--cors-origin", "origins", origins, CORS_MAX_ORIGINS,
+                          &o->cors_origin_count);
+    return r ? r : repeated_flag(argc, argv, i, "--data-root", "roots", roots,
+                                 EXEC_DATA_ROOTS_MAX, &o->data_root_count);
 }
 
 /* --python PATH: the host's default interpreter, which jobs and the host's
@@ -319,8 +317,6 @@ int cmd_serve(int argc, char **argv, const cli_globals *g)
             number = web_flag(argc, argv, &i, &jobs);
         if (number == 0)
             number = python_flag(argc, argv, &i);
-        if (number == 0)
-            number = data_root_flag(argc, argv, &i, &jobs);
         if (number < 0)
             return 1;
         if (number > 0) {
