@@ -230,7 +230,10 @@ static void algorithm_get(void *ctx, const http_request *req, http_response *res
     loomd *d = ctx;
     const char *name = req->params[0];
     hpo_algorithm_rec py;
-    if (!hpo_algorithm_get(d->hpo, req->user, req->is_admin, name, &py)) {
+    loom_error *none = hpo_algorithm_get(d->hpo, req->user, req->is_admin, name, &py);
+    int installed = none == NULL;
+    loom_err_free(none);
+    if (installed) {
         cJSON *o = algorithm_json(name, "PLUGIN", "python_optimizer");
         cJSON_AddStringToObject(o, "creator", py.user);
         cJSON_AddStringToObject(o, "path", py.dir);

@@ -266,9 +266,11 @@ loom_error *hpo_algorithm_add(hpo_service *svc, const hpo_algorithm_install *in)
     a.added_at = time_now_ms();
     pthread_mutex_lock(&svc->lock);
     hpo_algorithm_rec old;
-    if (!find(svc, in->name, &old)) {
+    loom_error *absent = find(svc, in->name, &old);
+    if (!absent) {
         e = loom_err(LOOM_E_CONFLICT, "name: a plugin optimizer \"%s\" is installed", in->name);
     } else {
+        loom_err_free(absent);
         fs_rm_rf(a.dir);
         e = copy_in(in, a.dir);
     }
