@@ -406,6 +406,9 @@ static void *restart_models(void *arg)
     if (loom_err_take(infer_store_all(s->st, &all, &n), why, sizeof why))
         log_warn("models: cannot list them to start them again: %s", why);
     for (size_t i = 0; i < n; i++) {
+        loom_error *kept = keep_private(s, all[i].name, all[i].owner); /* an older home's */
+        if (loom_err_take(kept, why, sizeof why))
+            log_warn("model \"%s\": %s", all[i].name, why);
         if (all[i].started) {
             pthread_mutex_lock(&s->admin);
             loom_error *e = find_running(s, all[i].name) ? NULL : start_locked(s, &all[i]);

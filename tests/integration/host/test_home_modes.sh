@@ -58,6 +58,10 @@ expect_ok "and started" "$LOOM" model start echo-lua
 expect_contains "its kernel reads its files" \
     "$(curl -s -H "Authorization: Bearer $TOKEN" -X POST -H 'Content-Type: application/json' \
         --data-binary '{"x":[1]}' "$URL/dlim/v1/inference/echo-lua")" '{"x":[1]}'
+mkdir -p "$WORK/idle"
+cp "$SRC/examples/serving/echo-lua/echo.lua" "$WORK/idle/"
+sed 's/"echo-lua"/"echo-idle"/' "$SRC/examples/serving/echo-lua/model.json" > "$WORK/idle/model.json"
+expect_ok "a model deployed, never started" "$LOOM" model deploy -p "$WORK/idle"
 expect_ok "a Lua algorithm" "$LOOM" algorithm add "$SRC/algorithms/examples/lua_search/coordinate_search.lua"
 expect_ok "a Python optimizer" "$LOOM" algorithm add "$SRC/tests/integration/hpo/fixtures/wmla_optimizer"
 
@@ -101,6 +105,18 @@ expect_eq "paths probed" "$(grep -c . "$WORK/paths" | awk '$1 > 30 {print "many"
 expect_contains "an old tuning folder was populated" "$(cat "$WORK/paths")" "./hpo/old-task/search.log"
 expect_contains "the exec's result is among them" "$(cat "$WORK/paths")" "result.txt"
 expect_contains "the model's files are among them" "$(cat "$WORK/paths")" "./models/echo-lua/model/echo.lua"
+expect_contains "so are the idle model's" "$(cat "$WORK/paths")" "./models/echo-idle/model/echo.lua"
 "$LOOM" model stop echo-lua >/dev/null 2>&1
+stop_host
+
+# ---- an older home's model folders are tightened at start
+chmod 0755 "$LOOM_HOME/models/echo-idle" "$LOOM_HOME/models/echo-idle/model" "$LOOM_HOME/models/echo-idle/work"
+start_host
+for _ in $(seq 1 100); do
+    [ "$(stat -c %a "$LOOM_HOME/models/echo-idle/model")" = 750 ] && break
+    sleep 0.05
+done
+expect_eq "an older model's folders" \
+    "$(cd "$LOOM_HOME/models/echo-idle" && stat -c '%n %a' . model work | tr '\n' ' ')" ". 711 model 750 work 700 "
 stop_host
 finish
