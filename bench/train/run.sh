@@ -111,7 +111,9 @@ trap 'exit 130' INT TERM
 printf 'bench-admin-password\n' >"$work/admin.pw"
 start_host() {
     rm -f "$LOOM_HOME/host"
-    "$loom" serve --listen 127.0.0.1:0 --admin-password-file "$work/admin.pw" >>"$work/serve.out" 2>&1 &
+    mkdir -p "$work/mlp-raw/data" # raw_model's data: like $data, a data root
+    "$loom" serve --listen 127.0.0.1:0 --admin-password-file "$work/admin.pw" \
+        --data-root "$data" --data-root "$work/mlp-raw/data" >>"$work/serve.out" 2>&1 &
     echo $! >"$work/host.pid"
     for _ in $(seq 1 100); do
         if [ -s "$LOOM_HOME/host" ]; then

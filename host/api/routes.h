@@ -35,6 +35,8 @@
 #define LOOM_ROUTE_INFERENCE "/dlim/v1/inference"
 #define LOOM_ROUTE_OP_START "/operation/start"
 #define LOOM_ROUTE_OP_STOP "/operation/stop"
+#define LOOM_ROUTE_OP_PUBLISH "/publish"     /* an installed optimizer, for every user */
+#define LOOM_ROUTE_OP_UNPUBLISH "/unpublish"
 #define LOOM_ROUTE_APPPROFILE "/appprofile"
 
 /* What follows an object's segment. */

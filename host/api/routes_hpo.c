@@ -249,7 +249,7 @@ static void algorithm_list(void *ctx, const http_request *req, http_response *re
     }
     hpo_algorithm_rec *py = NULL;
     size_t npy = 0;
-    loom_error *e = hpo_algorithm_list(d->hpo, &py, &npy);
+    loom_error *e = hpo_algorithm_list(d->hpo, req->user, req->is_admin, &py, &npy);
     if (e) {
         api_reply_error(res, e);
         return;
@@ -278,12 +278,16 @@ static void algorithm_get(void *ctx, const http_request *req, http_response *res
     loomd *d = ctx;
     const char *name = req->params[0];
     hpo_algorithm_rec py;
-    if (!hpo_algorithm_get(d->hpo, name, &py)) {
+    loom_error *none = hpo_algorithm_get(d->hpo, req->user, req->is_admin, name, &py);
+    int installed = none == NULL;
+    loom_err_free(none);
+    if (installed) {
         cJSON *o = algorithm_json(name, "PLUGIN", "python_optimizer");
         cJSON_AddStringToObject(o, "creator", py.user);
         cJSON_AddStringToObject(o, "path", py.dir);
         cJSON_AddStringToObject(o, "python", py.python);
         cJSON_AddStringToObject(o, "logLevel", py.log_level);
+        cJSON_AddBoolToObject(o, "published", py.published);
         http_reply_json(res, 200, o);
         return;
     }
@@ -368,6 +372,18 @@ static void algorithm_install(void *ctx, const http_request *req, http_response 
     reply_done(res, e, name);
 }
 
+/* An administrator lets every user name an installed optimizer, or takes
+ * that back (`loom algorithm publish|unpublish NAME`). */
+static void algorithm_publish(void *ctx, const http_request *req, http_response *res)
+{
+    reply_done(res, hpo_algorithm_publish(((loomd *)ctx)->hpo, req->params[0], 1), req->params[0]);
+}
+
+static void algorithm_unpublish(void *ctx, const http_request *req, http_response *res)
+{
+    reply_done(res, hpo_algorithm_publish(((loomd *)ctx)->hpo, req->params[0], 0), req->params[0]);
+}
+
 const http_route loom_hpo_routes[] = {
     {"POST", LOOM_ROUTE_HPO, submit, HTTP_USER | HTTP_SLOW},
     {"GET", LOOM_ROUTE_HPO, list, HTTP_USER},
@@ -376,6 +392,8 @@ const http_route loom_hpo_routes[] = {
     {"POST", LOOM_ROUTE_HPO_ALGORITHMS "/install", algorithm_install, HTTP_USER | HTTP_SLOW},
     {"GET", LOOM_ROUTE_HPO_ALGORITHMS "/{}", algorithm_get, HTTP_USER},
     {"DELETE", LOOM_ROUTE_HPO_ALGORITHMS "/{}", algorithm_delete, HTTP_USER | HTTP_SLOW},
+    {"POST", LOOM_ROUTE_HPO_ALGORITHMS "/{}" LOOM_ROUTE_OP_PUBLISH, algorithm_publish, HTTP_ADMIN},
+    {"POST", LOOM_ROUTE_HPO_ALGORITHMS "/{}" LOOM_ROUTE_OP_UNPUBLISH, algorithm_unpublish, HTTP_ADMIN},
     {"GET", LOOM_ROUTE_HPO "/{}", view, HTTP_USER},
     {"PUT", LOOM_ROUTE_HPO "/{}", stop, HTTP_USER},
     {"PUT", LOOM_ROUTE_HPO "/{}" LOOM_ROUTE_RESTART, restart, HTTP_USER},

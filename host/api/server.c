@@ -253,6 +253,8 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
         goto fail_with;
     }
     exec_service_set_limits(d->execs, &opt->limits);
+    if ((e = exec_service_set_data_roots(d->execs, opt->data_roots, opt->data_root_count)))
+        goto fail_with;
     infer_options io = {.st = d->st, .sched = d->sched, .home = d->home,
                         .plugin_dir = d->plugin_dir};
     if ((e = infer_service_create(&io, &d->infer)) != NULL)

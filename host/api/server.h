@@ -33,6 +33,8 @@ typedef struct loomd_options {
     int no_job_accounts;     /* root, yet jobs run as the host's user */
     int require_isolation;   /* refuse to start without complete isolation */
     exec_limits limits;      /* bounds on execs; zeros: the defaults */
+    const char *const *data_roots; /* --data-root: where --data-dir may be (exec.h) */
+    int data_root_count;
     http_limits http;        /* connections, uploads, slow requests; 0s: defaults */
     int allow_basic_over_http; /* passwords over plain HTTP on a non-loopback listener */
     const char *const *cors_origins; /* origins browsers may call from (api/cors.h) */

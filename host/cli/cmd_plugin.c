@@ -160,7 +160,9 @@ static void kind_usage(const char *kind, FILE *out)
     if (!strcmp(kind, "algorithm"))
         fputs("\nloom algorithm add DIR [--name NAME] [--conda-home H [--conda-env E]]\n"
               "        installs a WMLA plugin optimizer: a folder with optimizer.py defining\n"
-              "        class PluginOptimizer (see loom hpo --help); it runs in Python.\n",
+              "        class PluginOptimizer (see loom hpo --help); it runs in Python.\n"
+              "        It is yours: other users do not see it until an administrator\n"
+              "        runs: loom algorithm publish NAME (unpublish takes it back).\n",
               out);
 }
 
@@ -200,6 +202,18 @@ int cmd_kind(const char *kind_word, int argc, char **argv, const cli_globals *g)
         } else {
             printf("removed %s %s\n", kind_word, argv[1]);
         }
+        cJSON_Delete(j);
+        return 0;
+    }
+    if (kind == LOOM_KIND_SEARCH && (!strcmp(verb, "publish") || !strcmp(verb, "unpublish"))) {
+        if (argc != 2)
+            return cli_fail("usage: loom algorithm %s NAME", verb);
+        char path[256];
+        snprintf(path, sizeof path, LOOM_ROUTE_HPO_ALGORITHMS "/%s/%s", argv[1], verb);
+        cJSON *j = cli_request(g, "POST", path, NULL);
+        if (!j)
+            return 1;
+        printf("%s plugin optimizer %s\n", verb[0] == 'p' ? "published" : "unpublished", argv[1]);
         cJSON_Delete(j);
         return 0;
     }

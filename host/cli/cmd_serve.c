@@ -27,7 +27,7 @@ static const char serve_usage[] =
     "                  [--max-header-bytes B] [--max-uploads N]\n"
     "                  [--max-uploads-per-user N] [--slow-threads N]\n"
     "                  [--cors-origin ORIGIN]... [--allow-basic-over-http]\n"
-    "                  [--python PATH] [--job-path DIRS]\n"
+    "                  [--python PATH] [--job-path DIRS] [--data-root DIR]...\n"
     "                  [--max-queued-execs N] [--log-max-bytes B] [--checkpoints-keep K]\n"
     "                  [--archive-max-entries N] [--archive-max-bytes B]\n"
     "\n"
@@ -62,6 +62,9 @@ static const char serve_usage[] =
     "  --job-path DIRS     the PATH every job starts with (absolute folders\n"
     "                      separated by ':'; default\n"
     "                      " JOB_ENV_PATH ")\n"
+    "  --data-root DIR     a folder under which execs' --data-dir may be, beside\n"
+    "                      the data store HOME/data and /usr/share/datasets\n"
+    "                      (repeatable; never inside the home)\n"
     "  --max-connections N open HTTP connections in all (default 1024)\n"
     "  --max-connections-per-ip N  from one client address (default 128)\n"
     "  --idle-timeout S    close a connection silent this long (default 15)\n"
@@ -238,25 +241,39 @@ static int parse_listen(const char *text, char *addr, size_t addrlen, int *port)
     return 0;
 }
 
+/* A repeatable FLAG VALUE, kept in list (at most max, each a `what`): 1
+ * when argv[*i] was one (its value consumed), 0 when not, -1 after
+ * printing the error. */
+static int repeated_flag(int argc, char **argv, int *i, const char *flag, const char *what,
+                         const char **list, int max, int *count)
+{
+    if (strcmp(argv[*i], flag) != 0 || *i + 1 >= argc)
+        return 0;
+    if (*count == max) {
+        cli_fail("%s: at most %d %s", flag, max, what);
+        return -1;
+    }
+    list[(*count)++] = argv[++*i];
+    return 1;
+}
+
 /* The browser- and notebook-facing flags: --cors-origin ORIGIN
- * (repeatable) and --allow-basic-over-http. 1 when argv[*i] was one (its
- * value consumed), 0 when not, -1 after printing the error. */
+ * (repeatable) and --allow-basic-over-http; and --data-root DIR
+ * (repeatable). 1 when argv[*i] was one (its value consumed), 0 when not,
+ * -1 after printing the error. */
 static int web_flag(int argc, char **argv, int *i, loomd_options *o)
 {
-    static const char *origins[CORS_MAX_ORIGINS];
+    static const char *origins[CORS_MAX_ORIGINS], *roots[EXEC_DATA_ROOTS_MAX];
     if (strcmp(argv[*i], "--allow-basic-over-http") == 0) {
         o->allow_basic_over_http = 1;
         return 1;
     }
-    if (strcmp(argv[*i], "--cors-origin") != 0 || *i + 1 >= argc)
-        return 0;
-    if (o->cors_origin_count == CORS_MAX_ORIGINS) {
-        cli_fail("--cors-origin: at most %d origins", CORS_MAX_ORIGINS);
-        return -1;
-    }
-    origins[o->cors_origin_count++] = argv[++*i];
     o->cors_origins = origins;
-    return 1;
+    o->data_roots = roots;
+    int r = repeated_flag(argc, argv, i, "--cors-origin", "origins", origins, CORS_MAX_ORIGINS,
+                          &o->cors_origin_count);
+    return r ? r : repeated_flag(argc, argv, i, "--data-root", "roots", roots,
+                                 EXEC_DATA_ROOTS_MAX, &o->data_root_count);
 }
 
 /* --python PATH: the host's default interpreter, which jobs and the host's
@@ -388,7 +405,7 @@ int cmd_serve(int argc, char **argv, const cli_globals *g)
     char url[300];
     snprintf(url, sizeof url, "%s://%s:%d\n", tls_cert ? "https" : "http", addr, loomd_port(d));
     snprintf(path, sizeof path, "%s/host", home);
-    fs_write_file_atomic(path, url, strlen(url), 0644);
+    fs_write_file_atomic(path, url, strlen(url), 0600); /* the home's files are its own */
     print_started(d, url, home);
 
     int sig = 0;

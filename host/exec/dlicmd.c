@@ -27,7 +27,9 @@ const dlicmd_flag dlicmd_flags[] = {
     {"--msd-env", "KEY=VALUE", "an environment variable for every worker (repeatable)"},
     {"--msd-priority", "P", "priority inside its resource plan, -1000 to 1000 (default 0)"},
     {"--consumer", "PLAN", "the resource plan it runs under (default the user's own /USER)"},
-    {"--data-dir", "DIR", "the workers' DATA_DIR on the host (default $LOOM_HOME/data)"},
+    {"--data-dir", "DIR", "the workers' DATA_DIR: an existing folder under the data store "
+                          "($LOOM_HOME/data, the default), /usr/share/datasets or a folder "
+                          "loom serve --data-root lists"},
     {"--syncMode", "SYNC|ASYNC", "edt: all-reduce every step (SYNC, default) or a parameter "
                                  "server (ASYNC)"},
     {"--queue-if-too-large", "true|false", "wait PENDING for more devices than the host has, "

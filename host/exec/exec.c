@@ -18,6 +18,7 @@
 #include "plugin/launch_remote.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/user_path.h"
 #include "util/log.h"
 #include "util/tarball.h"
 #include "util/user_tree.h"
@@ -466,20 +467,6 @@ void exec_service_destroy(exec_service *es)
 
 /* ---- submission --------------------------------------------------------- */
 
-/* A relative path that stays inside its directory. */
-static int path_is_contained(const char *p)
-{
-    if (!p || !*p || p[0] == '/')
-        return 0;
-    for (const char *s = p; s; s = strchr(s, '/')) {
-        if (*s == '/')
-            s++;
-        if (s[0] == '.' && s[1] == '.' && (s[2] == '/' || s[2] == 0))
-            return 0;
-    }
-    return 1;
-}
-
 /* The exec folder is the job's: removed beneath its parent, following no
  * link it planted (util/user_tree). */
 static void remove_exec_dir(const char *dir)
@@ -488,39 +475,6 @@ static void remove_exec_dir(const char *dir)
     if (e)
         log_warn("cannot remove the exec folder: %s", loom_err_message(e));
     loom_err_free(e);
-}
-
-/* Makes the exec's data directory: in the data store, beneath it through
- * util/user_tree (a link there is refused, 400, as one leading out);
- * --data-dir by its path. */
-static loom_error *make_data_dir(exec_service *es, const dlicmd *d, const char *data_dir)
-{
-    if (!d->data_dir) {
-        char store[PATH_MAX + 8];
-        snprintf(store, sizeof store, "%s/data", es->home);
-        int root = -1;
-        loom_error *e = fs_mkdir_p(store) != 0
-                            ? loom_err(LOOM_E_INTERNAL, "cannot create the data store %s: %s",
-                                       store, strerror(errno))
-                            : utree_host_root(store, &root);
-        if (!e && d->data_path) {
-            e = utree_mkdirs(root, d->data_path, 0755);
-            if (loom_err_code(e) == LOOM_E_FORBIDDEN) {
-                loom_err_free(e);
-                e = loom_err(LOOM_E_INVALID, "--cs-datastore-meta data_path: \"%s\" leads out "
-                             "of the data store %s through a link", d->data_path, store);
-            } else if (e) {
-                e = loom_err_wrap(e, "--cs-datastore-meta data_path");
-            }
-        }
-        if (root >= 0)
-            close(root);
-        return e;
-    }
-    if (fs_mkdir_p(data_dir) != 0)
-        return loom_err(LOOM_E_INTERNAL, "cannot create the data directory %s: %s", data_dir,
-                        strerror(errno));
-    return NULL;
 }
 
 /* Checks the submission against the framework and prepares how it will
@@ -532,7 +486,7 @@ loom_error *exec_prepare(exec_service *es, const exec_submission *sub, dlicmd *d
     exec_wmla_devices(d);
     if (strcmp(d->device_type, "gpu") == 0 && sched_cuda_device_count() == 0)
         return loom_err(LOOM_E_INVALID, "--workerDeviceType gpu: this host has no GPU");
-    if (d->model_main && !path_is_contained(d->model_main))
+    if (d->model_main && !user_path_text_ok(d->model_main))
         return loom_err(LOOM_E_INVALID,
                         "--model-main \"%s\": expected a path relative to the model directory, "
                         "without \"..\"",
@@ -542,38 +496,36 @@ loom_error *exec_prepare(exec_service *es, const exec_submission *sub, dlicmd *d
                                         "directory (a tar in the 'file' part)");
     snprintf(r->code_dir, sizeof r->code_dir, "%s/_submitted_code", rec->result_dir);
     snprintf(r->log_dir, sizeof r->log_dir, "%s/log", rec->result_dir);
-    exec_data_dir(es, d, r->data_dir, sizeof r->data_dir);
+    loom_error *e = exec_data_dir(es, d, r->data_dir, sizeof r->data_dir);
+    if (e)
+        return e;
     /* On a restart the exec folder is the job's: its folders are made
      * beneath it (util/user_tree). */
-    loom_error *made = utree_mkdirs_in(rec->result_dir, "_submitted_code", 0755);
-    if (!made)
-        made = utree_mkdirs_in(rec->result_dir, "log", 0755);
-    if (made)
-        return loom_err_wrap(made, "cannot create the exec's folders");
-    if ((made = make_data_dir(es, d, r->data_dir)) != NULL)
-        return made;
+    e = utree_mkdirs_in(rec->result_dir, "_submitted_code", 0755);
+    if (!e)
+        e = utree_mkdirs_in(rec->result_dir, "log", 0755);
+    if (e)
+        return loom_err_wrap(e, "cannot create the exec's folders");
     pthread_mutex_lock(&es->lock);
     tarball_limits bounds = {.max_bytes = es->limits.archive_max_bytes,
                              .max_entries = es->limits.archive_max_entries};
     pthread_mutex_unlock(&es->lock);
-    loom_error *e = code_ready        ? NULL
-                    : sub->archive_path ? tarball_unpack_file_bounded(sub->archive_path, r->code_dir,
-                                                                      &bounds)
-                    : sub->archive ? tarball_unpack_bounded(sub->archive, sub->archive_len,
-                                                            r->code_dir, &bounds)
-                                   : NULL;
+    e = code_ready          ? NULL
+        : sub->archive_path ? tarball_unpack_file_bounded(sub->archive_path, r->code_dir, &bounds)
+        : sub->archive      ? tarball_unpack_bounded(sub->archive, sub->archive_len, r->code_dir,
+                                                     &bounds)
+                            : NULL;
     if (!e && !code_ready && (sub->archive || sub->archive_path)) /* once, unpacked */
         e = exec_model_layout(r->code_dir, d->model_dir);
     if (e)
         return loom_err_wrap(e, "model directory");
-    if ((e = exec_data_dir_check(es->home, d, r->data_dir)) != NULL)
-        return e;
     if (d->model_main) {
-        char main_path[PATH_MAX * 2];
-        snprintf(main_path, sizeof main_path, "%s/%s", r->code_dir, d->model_main);
-        if (!fs_is_file(main_path))
-            return loom_err(LOOM_E_INVALID, "--model-main \"%s\": no such file in the model directory",
-                            d->model_main);
+        char main_path[PATH_MAX];
+        if (user_path_resolve(r->code_dir, d->model_main, 1, main_path, sizeof main_path) != 0)
+            return loom_err(LOOM_E_INVALID, "--model-main \"%s\": %s", d->model_main,
+                            errno == EXDEV ? "expected a path relative to the model directory, "
+                                             "without \"..\""
+                                           : "no such file in the model directory");
     }
     if (fw->style == LOOM_FRAMEWORK_TRAINER) {
         r->job = calloc(1, sizeof *r->job);

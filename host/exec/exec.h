@@ -44,6 +44,13 @@ typedef struct exec_limits {
 /* Sets the bounds (before the first submission). */
 void exec_service_set_limits(exec_service *es, const exec_limits *limits);
 
+/* Folders an administrator lists (`loom serve --data-root`) under which an
+ * exec's --data-dir may be, beside the data store (HOME/data) and
+ * /usr/share/datasets. Each must exist and lie outside the state home
+ * (LOOM_E_INVALID naming it); call before the first submission. */
+#define EXEC_DATA_ROOTS_MAX 16
+loom_error *exec_service_set_data_roots(exec_service *es, const char *const *roots, int count);
+
 /* Calls take the caller as an owner: a user's immutable id (auth) limits
  * the call to that user's execs; EXEC_ADMIN is an administrator's view of
  * every exec. */

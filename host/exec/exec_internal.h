@@ -81,6 +81,8 @@ struct exec_service {
     running_exec *running;
     unsigned seq;
     exec_limits limits;
+    char data_roots[EXEC_DATA_ROOTS_MAX][PATH_MAX]; /* --data-root, resolved */
+    int data_root_count;
     log_pump *logs; /* launch-style workers' stdout and stderr, bounded */
     int wake_fd;    /* eventfd: the supervisor looks again (exec_wake.c) */
     int supervise_ms; /* the supervisor's fallback interval */
@@ -101,9 +103,6 @@ void exec_wait_for_change(exec_service *es, int timeout_ms);
  * into code_dir. Files at the archive's root stay as they are; a lone
  * folder with another name is LOOM_E_INVALID naming both. */
 loom_error *exec_model_layout(const char *code_dir, const char *model_dir);
-/* With WMLA's data_path: LOOM_E_INVALID when the existing data_dir
- * resolves (links followed) outside the data store, home/data. */
-loom_error *exec_data_dir_check(const char *home, const dlicmd *d, const char *data_dir);
 /* WMLA's --gpuPerWorker without --workerDeviceType: GPUs where the host
  * has them, else CPU devices and a warning. */
 void exec_wmla_devices(dlicmd *d);
@@ -190,9 +189,11 @@ loom_error *exec_prepare(exec_service *es, const exec_submission *sub, dlicmd *d
 loom_error *exec_enqueue_locked(exec_service *es, running_exec *r, const dlicmd *d);
 /* Runs the scheduler and carries out its decisions. Call with es->lock. */
 void exec_schedule_locked(exec_service *es);
-/* DATA_DIR for an exec: --data-dir, WMLA's data_path under the host's
- * data folder, or that folder. */
-void exec_data_dir(exec_service *es, const dlicmd *d, char *out, size_t len);
+/* exec_data.c: DATA_DIR for an exec, resolved into out: --data-dir (an
+ * existing folder under a data root), WMLA's data_path under the data
+ * store HOME/data (made if missing), or the data store itself.
+ * LOOM_E_INVALID names the flag and the roots. */
+loom_error *exec_data_dir(exec_service *es, const dlicmd *d, char *out, size_t len);
 /* Takes up the execs the last host left unfinished (exec_restart.c). */
 void exec_reconcile(exec_service *es);
 

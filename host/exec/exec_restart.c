@@ -35,16 +35,6 @@ static void collect_unfinished(const store_exec *e, void *ctx)
     l->items[l->count++] = *e;
 }
 
-void exec_data_dir(exec_service *es, const dlicmd *d, char *out, size_t len)
-{
-    if (d->data_dir)
-        snprintf(out, len, "%s", d->data_dir);
-    else if (d->data_path) /* WMLA's data store: a folder under the host's */
-        snprintf(out, len, "%s/data/%s", es->home, d->data_path);
-    else
-        snprintf(out, len, "%s/data", es->home);
-}
-
 /* A training exec the host was running when it stopped: RECOVERING, back
  * to the scheduler, and the trainer resumes it from its newest checkpoint.
  * Returns 1 when it was taken over. */
@@ -64,11 +54,12 @@ static int resume_trainer(exec_service *es, store_exec *e)
         return 0;
     }
     char data_dir[PATH_MAX];
-    exec_data_dir(es, &d, data_dir, sizeof data_dir);
     running_exec *r = calloc(1, sizeof *r);
     edt_job *job = calloc(1, sizeof *job);
-    loom_error *err = r && job ? trainer_prepare(es, e, &fw, &d, data_dir, job)
-                               : loom_err(LOOM_E_INTERNAL, "out of memory");
+    loom_error *err = !r || !job ? loom_err(LOOM_E_INTERNAL, "out of memory")
+                                 : exec_data_dir(es, &d, data_dir, sizeof data_dir);
+    if (!err) /* a folder refused since it was submitted stays refused */
+        err = trainer_prepare(es, e, &fw, &d, data_dir, job);
     if (!err) {
         r->rec = *e;
         r->job = job;

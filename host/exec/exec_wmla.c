@@ -1,5 +1,5 @@
 /* exec/exec_wmla.c - the shapes WMLA's clients submit in, made into
- * loom's: the model archive's two layouts, DATA_DIR under the data store.
+ * loom's: the model archive's two layouts, WMLA's device flags.
  * See exec_internal.h. */
 #include "exec/exec_internal.h"
 #include "util/log.h"
@@ -91,22 +91,6 @@ loom_error *exec_model_layout(const char *code_dir, const char *model_dir)
                         "\"%s\": name the folder \"%s\", or put the files at the archive's root",
                         top, model_dir, want);
     return hoist(code_dir, path);
-}
-
-loom_error *exec_data_dir_check(const char *home, const dlicmd *d, const char *data_dir)
-{
-    if (!d->data_path)
-        return NULL;
-    char store_root[PATH_MAX + 8], root[PATH_MAX], real[PATH_MAX];
-    snprintf(store_root, sizeof store_root, "%s/data", home);
-    if (!realpath(store_root, root) || !realpath(data_dir, real))
-        return loom_err(LOOM_E_INTERNAL, "%s: %s", data_dir, strerror(errno));
-    size_t n = strlen(root);
-    if (strncmp(real, root, n) != 0 || (real[n] != 0 && real[n] != '/'))
-        return loom_err(LOOM_E_INVALID,
-                        "--cs-datastore-meta data_path: %s leads out of the data store %s", real,
-                        root);
-    return NULL;
 }
 
 void exec_wmla_devices(dlicmd *d)

@@ -264,6 +264,8 @@ loom_error *hpo_submit(hpo_service *svc, const hpo_submission *sub, char *name, 
     if (!t)
         return loom_err(LOOM_E_INTERNAL, "out of memory");
     loom_error *e = wmla_task_parse(sub->task_json, sub->task_len, &t->spec);
+    snprintf(t->rec.user, sizeof t->rec.user, "%s", sub->user); /* whose optimizers it names */
+    t->rec.is_admin = sub->is_admin;
     if (!e)
         e = hpo_resolve_algorithm(svc, t->spec.algorithm, t);
     if (!e && (!sub->archive || !sub->archive_len) && !sub->archive_path)
@@ -275,9 +277,7 @@ loom_error *hpo_submit(hpo_service *svc, const hpo_submission *sub, char *name, 
     }
     hpo_task_rec *r = &t->rec;
     snprintf(r->name, sizeof r->name, "%s", t->spec.name);
-    snprintf(r->user, sizeof r->user, "%s", sub->user);
     r->user_id = sub->user_id;
-    r->is_admin = sub->is_admin;
     snprintf(r->state, sizeof r->state, "SUBMITTED");
     r->task_json = strndup(sub->task_json, sub->task_len);
     r->next_id = 1;

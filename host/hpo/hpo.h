@@ -114,7 +114,10 @@ loom_error *hpo_exec_tasks(hpo_service *svc, hpo_exec_task **out, size_t *count)
 const hpo_exec_task *hpo_exec_task_find(const hpo_exec_task *all, size_t count,
                                         const char *exec_id);
 
-/* ---- WMLA's plugin optimizers (optimizer.py, class PluginOptimizer) ---- */
+/* ---- WMLA's plugin optimizers (optimizer.py, class PluginOptimizer) ----
+ * An installed optimizer belongs to the user who installed it: another
+ * user finds no such optimizer (LOOM_E_NOT_FOUND: to list, view, remove or
+ * name in a task) until an administrator publishes it. */
 typedef struct hpo_algorithm_rec {
     char name[64];
     char user[64];
@@ -122,6 +125,7 @@ typedef struct hpo_algorithm_rec {
     char python[4096];  /* the interpreter it runs with */
     char log_level[16];
     int64_t added_at;
+    int published;      /* every user may name it */
 } hpo_algorithm_rec;
 
 typedef struct hpo_algorithm_install {
@@ -132,21 +136,28 @@ typedef struct hpo_algorithm_install {
     const void *archive;       /* the folder as a (gzip'd) tar, */
     size_t archive_len;
     const char *archive_path;  /* or that tar in a file */
-    const char *conda_home;    /* the interpreter: CONDA_HOME/envs/ENV/bin/python, */
-    const char *conda_env;     /* CONDA_HOME/bin/python, or /usr/bin/python3 */
-    const char *log_level;     /* DEBUG INFO WARNING ERROR; default INFO */
+    const char *conda_home;    /* the interpreter (administrators only): */
+    const char *conda_env;     /* CONDA_HOME/envs/ENV/bin/python, CONDA_HOME/bin/python, */
+    const char *log_level;     /* else /usr/bin/python3; DEBUG INFO WARNING ERROR (INFO) */
 } hpo_algorithm_install;
 
 /* Copies the folder (it must hold optimizer.py) and records it: a task
  * then names it in algoDef.algorithm. LOOM_E_INVALID for the field at
  * fault, LOOM_E_CONFLICT for a name in use, LOOM_E_FORBIDDEN for a `path`
- * from a user who is no administrator. */
+ * or an interpreter (condaHome) from a user who is no administrator. */
 loom_error *hpo_algorithm_add(hpo_service *svc, const hpo_algorithm_install *in);
+/* Its owner or an administrator; a published one's other users get
+ * LOOM_E_FORBIDDEN. */
 loom_error *hpo_algorithm_remove(hpo_service *svc, const char *user, int is_admin,
                                  const char *name);
-loom_error *hpo_algorithm_get(hpo_service *svc, const char *name, hpo_algorithm_rec *out);
-/* Every installed optimizer: a malloc'd array. */
-loom_error *hpo_algorithm_list(hpo_service *svc, hpo_algorithm_rec **out, size_t *count);
+/* The optimizer `user` may use (is_admin: any). */
+loom_error *hpo_algorithm_get(hpo_service *svc, const char *user, int is_admin, const char *name,
+                              hpo_algorithm_rec *out);
+/* Every optimizer `user` may use (is_admin: all): a malloc'd array. */
+loom_error *hpo_algorithm_list(hpo_service *svc, const char *user, int is_admin,
+                               hpo_algorithm_rec **out, size_t *count);
+/* Lets every user name it (published 1) or only its owner again (0). */
+loom_error *hpo_algorithm_publish(hpo_service *svc, const char *name, int published);
 
 /* WMLA's built-in algorithm names and the search plugins they run. */
 typedef struct hpo_builtin_algorithm {

@@ -1,6 +1,8 @@
 /* hpo/hpo_algorithms.c - WMLA's plugin optimizers installed on the host
  * (hpo.h): a folder with optimizer.py, copied to HOME/algorithms/NAME and
- * run by the built-in python_optimizer search plugin. */
+ * run by the built-in python_optimizer search plugin. Each is its
+ * installer's until an administrator publishes it: another user's task
+ * would otherwise run its code and hand it that user's results. */
 #include <errno.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -20,11 +22,23 @@ static const char schema[] =
     "CREATE TABLE IF NOT EXISTS hpo_algorithms(name TEXT PRIMARY KEY, user TEXT NOT NULL,"
     " dir TEXT NOT NULL, python TEXT NOT NULL, log_level TEXT NOT NULL, added_at INTEGER);";
 
+/* A table made before optimizers had owners' rights gains the column;
+ * its optimizers stay their installers' own. */
+static const char add_published[] =
+    "ALTER TABLE hpo_algorithms ADD COLUMN published INTEGER NOT NULL DEFAULT 0;";
+
 loom_error *hpo_algorithms_init(store *st)
 {
     store_lock(st);
     char *msg = NULL;
     int rc = sqlite3_exec(store_db(st), schema, NULL, NULL, &msg);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(store_db(st), add_published, NULL, NULL, &msg);
+    if (rc != SQLITE_OK && msg && strstr(msg, "duplicate column")) { /* added before */
+        sqlite3_free(msg);
+        msg = NULL;
+        rc = SQLITE_OK;
+    }
     store_unlock(st);
     loom_error *e = rc == SQLITE_OK ? NULL
                                     : loom_err(LOOM_E_INTERNAL, "store: optimizers table: %s",
@@ -42,9 +56,17 @@ static void read_row(sqlite3_stmt *s, hpo_algorithm_rec *r)
     snprintf(r->python, sizeof r->python, "%s", (const char *)sqlite3_column_text(s, 3));
     snprintf(r->log_level, sizeof r->log_level, "%s", (const char *)sqlite3_column_text(s, 4));
     r->added_at = sqlite3_column_int64(s, 5);
+    r->published = sqlite3_column_int(s, 6);
 }
 
-loom_error *hpo_algorithm_list(hpo_service *svc, hpo_algorithm_rec **out, size_t *count)
+/* Whether `user` may use (list, view, name in a task) the optimizer. */
+static int usable(const hpo_algorithm_rec *a, const char *user, int is_admin)
+{
+    return is_admin || a->published || (user && !strcmp(a->user, user));
+}
+
+loom_error *hpo_algorithm_list(hpo_service *svc, const char *user, int is_admin,
+                               hpo_algorithm_rec **out, size_t *count)
 {
     *out = NULL;
     *count = 0;
@@ -64,7 +86,8 @@ loom_error *hpo_algorithm_list(hpo_service *svc, hpo_algorithm_rec **out, size_t
             }
             *out = grown;
         }
-        read_row(s, &(*out)[(*count)++]);
+        read_row(s, &(*out)[*count]);
+        *count += usable(&(*out)[*count], user, is_admin);
     }
     sqlite3_finalize(s);
     store_unlock(svc->st);
@@ -76,7 +99,8 @@ loom_error *hpo_algorithm_list(hpo_service *svc, hpo_algorithm_rec **out, size_t
     return e;
 }
 
-loom_error *hpo_algorithm_get(hpo_service *svc, const char *name, hpo_algorithm_rec *out)
+/* The optimizer named so, whoever owns it. */
+static loom_error *find(hpo_service *svc, const char *name, hpo_algorithm_rec *out)
 {
     store_lock(svc->st);
     sqlite3_stmt *s = NULL;
@@ -93,10 +117,19 @@ loom_error *hpo_algorithm_get(hpo_service *svc, const char *name, hpo_algorithm_
     return found ? NULL : loom_err(LOOM_E_NOT_FOUND, "no plugin optimizer \"%s\"", name);
 }
 
+loom_error *hpo_algorithm_get(hpo_service *svc, const char *user, int is_admin, const char *name,
+                              hpo_algorithm_rec *out)
+{
+    loom_error *e = find(svc, name, out);
+    if (!e && !usable(out, user, is_admin)) /* the same answer as for no optimizer */
+        e = loom_err(LOOM_E_NOT_FOUND, "no plugin optimizer \"%s\"", name);
+    return e;
+}
+
 loom_error *hpo_resolve_installed(hpo_service *svc, const char *name, hpo_task *t)
 {
     hpo_algorithm_rec a;
-    loom_error *e = hpo_algorithm_get(svc, name, &a);
+    loom_error *e = hpo_algorithm_get(svc, t->rec.user, t->rec.is_admin, name, &a);
     if (e)
         return e;
     registry_entry pe;
@@ -205,6 +238,11 @@ loom_error *hpo_algorithm_add(hpo_service *svc, const hpo_algorithm_install *in)
     if (has_path && !in->is_admin)
         return loom_err(LOOM_E_FORBIDDEN, "path: only administrators install from the host's "
                                           "folders; upload the folder as 'file'");
+    if (((in->conda_home && in->conda_home[0]) || (in->conda_env && in->conda_env[0])) &&
+        !in->is_admin)
+        return loom_err(LOOM_E_FORBIDDEN, "condaHome, condaEnv: only administrators choose the "
+                                          "interpreter (a program on the host); leave them out "
+                                          "for /usr/bin/python3");
     const char *level = in->log_level && in->log_level[0] ? in->log_level : "INFO";
     if (strcasecmp(level, "DEBUG") && strcasecmp(level, "INFO") && strcasecmp(level, "WARNING") &&
         strcasecmp(level, "ERROR"))
@@ -228,16 +266,19 @@ loom_error *hpo_algorithm_add(hpo_service *svc, const hpo_algorithm_install *in)
     a.added_at = time_now_ms();
     pthread_mutex_lock(&svc->lock);
     hpo_algorithm_rec old;
-    if (!hpo_algorithm_get(svc, in->name, &old)) {
+    loom_error *absent = find(svc, in->name, &old);
+    if (!absent) {
         e = loom_err(LOOM_E_CONFLICT, "name: a plugin optimizer \"%s\" is installed", in->name);
     } else {
+        loom_err_free(absent);
         fs_rm_rf(a.dir);
         e = copy_in(in, a.dir);
     }
     if (!e) {
         store_lock(svc->st);
         sqlite3_stmt *s = NULL;
-        sqlite3_prepare_v2(store_db(svc->st), "INSERT INTO hpo_algorithms VALUES(?1,?2,?3,?4,?5,?6)",
+        sqlite3_prepare_v2(store_db(svc->st), "INSERT INTO hpo_algorithms(name, user, dir, python, log_level, added_at) "
+                           "VALUES(?1,?2,?3,?4,?5,?6)",
                            -1, &s, NULL);
         if (s) {
             sqlite3_bind_text(s, 1, a.name, -1, SQLITE_STATIC);
@@ -262,7 +303,7 @@ loom_error *hpo_algorithm_remove(hpo_service *svc, const char *user, int is_admi
                                  const char *name)
 {
     hpo_algorithm_rec a;
-    loom_error *e = hpo_algorithm_get(svc, name, &a);
+    loom_error *e = hpo_algorithm_get(svc, user, is_admin, name, &a);
     if (e)
         return e;
     if (!is_admin && strcmp(user, a.user))
@@ -288,5 +329,25 @@ loom_error *hpo_algorithm_remove(hpo_service *svc, const char *user, int is_admi
     if (!e)
         fs_rm_rf(a.dir);
     pthread_mutex_unlock(&svc->lock);
+    return e;
+}
+
+loom_error *hpo_algorithm_publish(hpo_service *svc, const char *name, int published)
+{
+    store_lock(svc->st);
+    sqlite3_stmt *s = NULL;
+    sqlite3_prepare_v2(store_db(svc->st), "UPDATE hpo_algorithms SET published=?1 WHERE name=?2",
+                       -1, &s, NULL);
+    if (s) {
+        sqlite3_bind_int(s, 1, published != 0);
+        sqlite3_bind_text(s, 2, name, -1, SQLITE_STATIC);
+    }
+    loom_error *e = !s || sqlite3_step(s) != SQLITE_DONE
+                        ? loom_err(LOOM_E_INTERNAL, "store: %s", sqlite3_errmsg(store_db(svc->st)))
+                    : sqlite3_changes(store_db(svc->st)) == 0
+                        ? loom_err(LOOM_E_NOT_FOUND, "no plugin optimizer \"%s\"", name)
+                        : NULL;
+    sqlite3_finalize(s);
+    store_unlock(svc->st);
     return e;
 }

@@ -13,6 +13,7 @@
 
 #include "infer/infer_store.h"
 #include "util/fs.h"
+#include "util/job_sandbox.h"
 #include "util/log.h"
 #include "util/user_tree.h"
 
@@ -78,6 +79,17 @@ static void model_paths(const infer_service *s, const char *name, char *dir, cha
     snprintf(dir, PATH_MAX, "%s/models/%s", s->home, name);
     snprintf(model, PATH_MAX, "%s/models/%s/model", s->home, name);
     snprintf(work, PATH_MAX, "%s/models/%s/work", s->home, name);
+}
+
+/* A model's folders: its owner's kernels read its files, write its work
+ * folder, and no other account reaches either (README's home table). */
+static loom_error *keep_private(const infer_service *s, const char *name, const char *owner)
+{
+    char dir[PATH_MAX], model[PATH_MAX], work[PATH_MAX];
+    model_paths(s, name, dir, model, work);
+    if (fs_mkdir_p(work) != 0 || chmod(work, 0700) != 0 || chmod(dir, 0711) != 0)
+        return loom_err(LOOM_E_INTERNAL, "%s: %s", work, strerror(errno));
+    return job_sandbox_share(model, owner, 0);
 }
 
 /* ---- deploy, profile, undeploy --------------------------------------------------- */
@@ -146,7 +158,7 @@ loom_error *infer_deploy(infer_service *s, const char *user, const char *staged,
         if (fs_mkdir_p(work) != 0 || rename(staged, model) != 0)
             e = loom_err(LOOM_E_INTERNAL, "cannot place the model in %s: %s", dir,
                          strerror(errno));
-        else
+        else if ((e = keep_private(s, spec.name, user)) == NULL)
             e = infer_store_insert(s->st, &rec);
         if (e)
             remove_model_dir(dir);
@@ -202,7 +214,8 @@ static loom_error *start_locked(infer_service *s, const infer_record *rec)
     cJSON_Delete(pj);
     if (e)
         return e;
-    fs_mkdir_p(work);
+    if ((e = keep_private(s, rec->name, rec->owner)) != NULL) /* an older home's too */
+        return e;
     running *m = calloc(1, sizeof *m);
     if (!m)
         return loom_err(LOOM_E_INTERNAL, "out of memory");
@@ -404,6 +417,9 @@ static void *restart_models(void *arg)
     if (loom_err_take(infer_store_all(s->st, &all, &n), why, sizeof why))
         log_warn("models: cannot list them to start them again: %s", why);
     for (size_t i = 0; i < n; i++) {
+        loom_error *kept = keep_private(s, all[i].name, all[i].owner); /* an older home's */
+        if (loom_err_take(kept, why, sizeof why))
+            log_warn("model \"%s\": %s", all[i].name, why);
         if (all[i].started) {
             pthread_mutex_lock(&s->admin);
             loom_error *e = find_running(s, all[i].name) ? NULL : start_locked(s, &all[i]);

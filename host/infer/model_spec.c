@@ -10,6 +10,7 @@
 #include "plugin/ffi_call.h"
 #include "plugin/plugin.h"
 #include "util/fs.h"
+#include "util/user_path.h"
 
 static const char *const runtime_names[] = {"so", "lua", "ffi", "native"};
 
@@ -35,29 +36,24 @@ static int string_field(const cJSON *o, const char *key, const char **out, const
     return 0;
 }
 
-/* `rel` resolved inside `dir` (both real paths), into out. */
+/* `rel` resolved inside `dir`, into out. A path that leaves the directory
+ * is refused by its text or without following it out, so the answer is the
+ * same whether or not its target exists (the host reads as root). */
 static loom_error *inside_dir(const char *dir, const char *rel, const char *field, char *out,
                               size_t outlen)
 {
-    char joined[PATH_MAX * 2], real_dir[PATH_MAX], real[PATH_MAX];
-    if (!realpath(dir, real_dir))
-        return loom_err(LOOM_E_NOT_FOUND, "%s: %s", dir, strerror(errno));
-    if (rel[0] == '/')
-        snprintf(joined, sizeof joined, "%s", rel);
-    else
-        snprintf(joined, sizeof joined, "%s/%s", real_dir, rel);
-    if (!realpath(joined, real))
-        return loom_err(errno == ENOENT ? LOOM_E_NOT_FOUND : LOOM_E_INVALID,
-                        "model.json: %s: \"%s\": %s in %s", field, rel, strerror(errno), dir);
-    size_t n = strlen(real_dir);
-    if (strncmp(real, real_dir, n) != 0 || real[n] != '/')
-        return loom_err(LOOM_E_FORBIDDEN,
-                        "model.json: %s: \"%s\" lies outside the model directory %s", field, rel,
-                        dir);
-    if (!fs_is_file(real))
+    if (user_path_resolve(dir, rel, 1, out, outlen) == 0)
+        return NULL;
+    if (errno == EXDEV)
+        return loom_err(LOOM_E_INVALID,
+                        "model.json: %s: \"%s\" is refused: it names a file outside the model "
+                        "directory (expected a path relative to it, without \"..\")",
+                        field, rel);
+    if (errno == EISDIR || errno == EINVAL)
         return loom_err(LOOM_E_INVALID, "model.json: %s: \"%s\" is not a file", field, rel);
-    snprintf(out, outlen, "%s", real);
-    return NULL;
+    return loom_err(errno == ENOENT ? LOOM_E_NOT_FOUND : LOOM_E_INVALID,
+                    "model.json: %s: \"%s\": %s in the model directory", field, rel,
+                    strerror(errno));
 }
 
 /* [{KEYNAME: "...", "value": "..."}] into env (when given) */

@@ -276,21 +276,36 @@ static loom_error *set_mode(const char *home, const char *name, mode_t mode, int
     return NULL;
 }
 
+/* Every top-level entry of the state home and its mode (README's table):
+ * jobs under accounts of their own reach what they need by name and list
+ * nothing; the rest is the host's alone. Folders are made when missing, so
+ * no service creates one with a wider mode first. */
+static const struct home_entry {
+    const char *name;
+    mode_t mode;
+    int folder;
+} home_entries[] = {
+    {"loom.db", 0600, 0}, {"loom.db-wal", 0600, 0}, {"loom.db-shm", 0600, 0},
+    {"loom.db-journal", 0600, 0}, {"loom.db-reserve", 0600, 0}, {"loom.log", 0600, 0},
+    {"loom.lock", 0600, 0}, {"credentials", 0600, 0}, {"host", 0600, 0},
+    {"execs", 0711, 1},      /* each exec's folder: 0700, its user's account */
+    {"plugins", 0711, 1},    /* a job reads the plugin file it runs, by name */
+    {"data", 0755, 1},       /* the data store every job may read */
+    {"models", 0711, 1},     /* a kernel reaches its own model (job_sandbox_share) */
+    {"hpo", 0700, 1},       {"algorithms", 0700, 1}, {"uploads", 0700, 1},
+};
+
 loom_error *job_sandbox_secure_home(const char *home, int accounts)
 {
-    static const char *const private_files[] = {
-        "loom.db", "loom.db-wal", "loom.db-shm", "loom.db-journal", "loom.log",
-        "loom.lock", "credentials", "host", NULL};
     loom_error *e = set_mode(home, "", accounts ? 0711 : 0700, 1);
-    for (const char *const *f = private_files; !e && *f; f++)
-        e = set_mode(home, *f, 0600, 0);
-    if (!e)
-        e = set_mode(home, "plugins", 0711, 0);
-    if (!e)
-        e = set_mode(home, "execs", 0711, 0);
-    if (!e)
-        e = set_mode(home, "data", 0755, 0);
     char dir[PATH_MAX];
+    for (size_t i = 0; !e && i < sizeof home_entries / sizeof *home_entries; i++) {
+        const struct home_entry *h = &home_entries[i];
+        snprintf(dir, sizeof dir, "%s/%s", home, h->name);
+        if (h->folder && mkdir(dir, h->mode) != 0 && errno != EEXIST)
+            return loom_err(LOOM_E_INTERNAL, "%s: cannot create: %s", dir, strerror(errno));
+        e = set_mode(home, h->name, h->mode, 0);
+    }
     snprintf(dir, sizeof dir, "%s/plugins", home);
     DIR *d = e ? NULL : opendir(dir);
     struct dirent *ent;
@@ -300,6 +315,23 @@ loom_error *job_sandbox_secure_home(const char *home, int accounts)
             e = set_mode(dir, ent->d_name, 0644, 0);
     if (d)
         closedir(d);
+    return e;
+}
+
+loom_error *job_sandbox_share(const char *dir, const char *user, int64_t user_id)
+{
+    uid_t uid;
+    gid_t gid;
+    int accounts = 0;
+    pthread_mutex_lock(&config_lock);
+    accounts = configured && config.accounts;
+    pthread_mutex_unlock(&config_lock);
+    loom_error *e = accounts ? job_sandbox_account(user, user_id, &uid, &gid) : NULL;
+    if (!e && accounts && lchown(dir, (uid_t)-1, gid) != 0)
+        e = loom_err(LOOM_E_INTERNAL, "%s: cannot give it to gid %u: %s", dir, (unsigned)gid,
+                     strerror(errno));
+    if (!e && chmod(dir, accounts ? 0750 : 0700) != 0)
+        e = loom_err(LOOM_E_INTERNAL, "%s: cannot set its mode: %s", dir, strerror(errno));
     return e;
 }
 

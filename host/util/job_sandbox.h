@@ -77,10 +77,17 @@ loom_error *job_sandbox_account(const char *user, int64_t user_id, uid_t *uid, g
  * folder, else the one above this executable's bin/. */
 void job_sandbox_install_dir(char *out, size_t outlen);
 
-/* Gives the state home its modes: the folder 0700 (0711 with accounts, so a
- * job's uid can reach its own exec folder but list nothing), its files
- * 0600, plugins/ and execs/ 0711, plugin files 0644, data/ 0755. */
+/* Gives the state home its modes, making its folders when missing: the
+ * home 0700 (0711 with accounts, so a job's uid can reach its own exec
+ * folder but list nothing), its files 0600, execs/, plugins/ and models/
+ * 0711, plugin files 0644, data/ 0755, hpo/, algorithms/ and uploads/
+ * 0700. At every start, so an older home is tightened too. */
 loom_error *job_sandbox_secure_home(const char *home, int accounts);
+
+/* Lets a user's own processes read `dir` and no one else's: group the
+ * user's account, mode 0750 (0700 without accounts). For what the host
+ * keeps for a user and their jobs read (a deployed model's files). */
+loom_error *job_sandbox_share(const char *dir, const char *user, int64_t user_id);
 
 /* Whether other uids can reach beneath home (every folder above it
  * searchable by others): jobs under accounts of their own need that. When

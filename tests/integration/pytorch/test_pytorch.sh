@@ -18,7 +18,8 @@ fi
 . "$HERE/../train_lib.sh"
 FMNIST=/usr/share/datasets/fashion-mnist
 
-start_host --cpu-slots 8
+mkdir -p "$WORK/images" # the ImageFolder job's data, a data root of its own
+start_host --cpu-slots 8 --data-root "$WORK/images"
 pt_submit() { # pt_submit MODEL_DIR SCRIPT ARGS... ; prints the exec id
     local dir=$1 main=$2; shift 2
     "$LOOM" exec start --exec-start edtPyTorch --model-dir "$dir" --model-main "$main" "$@" |
@@ -172,7 +173,7 @@ kill "$HOST_PID"; wait "$HOST_PID" 2>/dev/null
 mkdir -p "$WORK/data"
 printf '#!/bin/sh\nexec /usr/bin/python3 -S "$@"\n' > "$WORK/data/python-without-torch"
 chmod +x "$WORK/data/python-without-torch"
-start_host --cpu-slots 2 --python "$WORK/data/python-without-torch"
+start_host --cpu-slots 2 --python "$WORK/data/python-without-torch" --data-root "$WORK/data"
 expect_fails "no torch: refused at exec start" \
     "$LOOM" exec start --exec-start edtPyTorch --model-dir "$WORK/faults" --model-main faults.py
 expect_contains "the refusal says torch is missing" "$(cat "$WORK/out")" "has no module named 'torch'"

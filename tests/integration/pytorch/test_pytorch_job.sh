@@ -17,9 +17,9 @@ fi
 . "$HERE/../lib.sh"
 . "$HERE/../train_lib.sh"
 
-start_host --cpu-slots 4
-started() { sed -n 's/^exec \([^ ]*\) submitted.*/\1/p'; }
 mkdir -p "$WORK/model" "$WORK/data/empty"
+start_host --cpu-slots 4 --data-root "$WORK/data"
+started() { sed -n 's/^exec \([^ ]*\) submitted.*/\1/p'; }
 cp "$HERE/job_env.py" "$WORK/model/"
 cat > "$WORK/model/launch.py" <<'PY'
 import json, os, sys

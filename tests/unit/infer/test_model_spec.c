@@ -45,7 +45,7 @@ static void test_model_json(void)
     refused("missing", NULL, LOOM_E_NOT_FOUND, "model.json");
     refused("malformed", "{\"name\": ", LOOM_E_INVALID, "not a JSON object");
     refused("outside", "{\"name\":\"m\",\"runtime\":\"lua\",\"kernel_path\":\"../../../../../../../../etc/passwd\"}",
-            LOOM_E_FORBIDDEN, "outside the model directory");
+            LOOM_E_INVALID, "outside the model directory");
     refused("unknown-runtime", "{\"name\":\"m\",\"runtime\":\"tensorflow\"}", LOOM_E_INVALID,
             "runtime: expected so, lua, ffi or native");
     refused("no-kernel", "{\"name\":\"m\",\"runtime\":\"so\"}", LOOM_E_INVALID, "kernel_path");
@@ -69,6 +69,60 @@ static void test_model_json(void)
     CHECK(s.runtime == MODEL_RUNTIME_LUA && s.nenv == 1);
     CHECK(strstr(s.kernel_path, "/good/kernel.lua") != NULL);
     loom_err_free(e);
+}
+
+/* The answer for a model directory whose `field` names `rel` (a link
+ * "out" to `target` planted first when target is not NULL), with rel
+ * itself left out. */
+static void answer_for(const char *name, const char *field, const char *rel, const char *target,
+                       char *out, size_t len)
+{
+    char json[1024], link_path[600];
+    const char *runtime = strcmp(field, "weight_path") == 0 ? "native" : "lua";
+    snprintf(json, sizeof json, "{\"name\":\"m\",\"runtime\":\"%s\",\"%s\":\"%s\"}",
+             runtime, field, rel);
+    const char *dir = dir_with(name, json);
+    if (target) {
+        snprintf(link_path, sizeof link_path, "%s/out", dir);
+        CHECK(symlink(target, link_path) == 0);
+    }
+    model_spec s;
+    loom_error *e = model_spec_read(dir, &s, NULL);
+    const char *m = loom_err_message(e);
+    const char *at = m ? strstr(m, rel) : NULL;
+    snprintf(out, len, "%d %.*s%s", loom_err_code(e), at ? (int)(at - m) : 0, m ? m : "",
+             at ? at + strlen(rel) : "");
+    loom_err_free(e);
+}
+
+/* A path out of the model directory reads the same whether its target
+ * exists or not: by its text ("..", absolute) or through a link. */
+static void test_no_existence_oracle(void)
+{
+    static const char *const fields[] = {"kernel_path", "weight_path"};
+    char a[1024], b[1024];
+    for (int i = 0; i < 2; i++) {
+        answer_for("o1", fields[i], "../../../../../../etc/passwd", NULL, a, sizeof a);
+        answer_for("o2", fields[i], "../../../../../../etc/no-such-file", NULL, b, sizeof b);
+        CHECK_STR_EQ(a, b);
+        CHECK_CONTAINS(a, "outside the model directory");
+        char invalid[16];
+        snprintf(invalid, sizeof invalid, "%d ", LOOM_E_INVALID);
+        CHECK_MSG(strncmp(a, invalid, strlen(invalid)) == 0, "%s", a);
+        answer_for("o3", fields[i], "/etc/passwd", NULL, a, sizeof a);
+        answer_for("o4", fields[i], "/etc/no-such-file", NULL, b, sizeof b);
+        CHECK_STR_EQ(a, b);
+        answer_for(i ? "o5w" : "o5", fields[i], "out", "/etc/passwd", a, sizeof a);
+        answer_for(i ? "o6w" : "o6", fields[i], "out", "/etc/no-such-file", b, sizeof b);
+        CHECK_STR_EQ(a, b);
+        answer_for(i ? "o7w" : "o7", fields[i], "out", "../../../../../../etc/passwd", a,
+                   sizeof a);
+        CHECK_STR_EQ(a, b);
+        CHECK_CONTAINS(a, "outside the model directory");
+    }
+    /* missing inside the directory: only then is existence said */
+    answer_for("o8", "kernel_path", "no-such.lua", NULL, a, sizeof a);
+    CHECK_CONTAINS(a, "No such file");
 }
 
 static void profile_refused(const char *json, const char *needle)
@@ -127,6 +181,7 @@ int main(void)
     if (!mkdtemp(root))
         return 1;
     test_model_json();
+    test_no_existence_oracle();
     test_profile();
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", root);
