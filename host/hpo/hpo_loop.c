@@ -512,9 +512,17 @@ static loom_error *start_search(hpo_service *svc, hpo_task *t)
         reads[1] = runner_dir;
         reads[2] = python_root;
     }
+    /* The search serves this task only: it runs under its owner's account,
+     * writing only its own folder (user code, a Python optimizer, above all). */
+    char work[PATH_MAX + 32];
+    snprintf(work, sizeof work, "%s/search", t->dir);
+    if (fs_mkdir_p(work) != 0)
+        return loom_err(LOOM_E_INTERNAL, "%s: cannot create the search's folder", work);
     search_client_spec spec = {.binary = svc->binary, .plugin_path = t->plugin_path,
                                .name = t->plugin, .output = output, .read_dirs = reads,
-                               .deadline_ms = svc->opt.plugin_deadline_ms};
+                               .deadline_ms = svc->opt.plugin_deadline_ms,
+                               .owner = t->rec.user, .owner_id = t->rec.user_id,
+                               .work_dir = work};
     loom_error *e = search_client_start(&spec, &cfg, &t->search);
     if (!e && t->rec.algo_state)
         e = search_client_load(t->search, t->rec.algo_state);

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/job_env.h"
+#include "util/job_sandbox.h"
 #include "util/log.h"
 #include "util/supervise.h"
 
@@ -17,7 +19,8 @@
 #define DEFAULT_CPU_SECONDS 3600u
 
 struct plugin_proc {
-    char *binary, *path, *name, *kind, *output, *write_dir;
+    char *binary, *path, *name, *kind, *output, *write_dir, *owner;
+    int64_t owner_id;
     char *read_dirs[PLUGIN_PROC_MAX_READ];
     unsigned deadline_ms, cpu_seconds, max_failures;
     uint64_t memory_bytes;
@@ -46,6 +49,8 @@ plugin_proc *plugin_proc_new(const plugin_proc_spec *spec)
     p->kind = strdup(spec->kind ? spec->kind : "logger");
     p->output = spec->output ? strdup(spec->output) : NULL;
     p->write_dir = spec->write_dir ? strdup(spec->write_dir) : NULL;
+    p->owner = spec->owner ? strdup(spec->owner) : NULL;
+    p->owner_id = spec->owner_id;
     for (int i = 0; spec->read_dirs && spec->read_dirs[i] && i < PLUGIN_PROC_MAX_READ; i++)
         if (!(p->read_dirs[i] = strdup(spec->read_dirs[i]))) {
             plugin_proc_free(p);
@@ -80,6 +85,7 @@ void plugin_proc_free(plugin_proc *p)
     free(p->kind);
     free(p->output);
     free(p->write_dir);
+    free(p->owner);
     for (int i = 0; i < PLUGIN_PROC_MAX_READ; i++)
         free(p->read_dirs[i]);
     free(p);
@@ -104,7 +110,28 @@ static loom_error *start_child(plugin_proc *p)
         argv[n++] = "--read";
         argv[n++] = p->read_dirs[i];
     }
-    return supervise_start(&p->child, argv, p->output);
+    /* Confined as a job of its owner's: what it reads besides the system. */
+    const char *reads[PLUGIN_PROC_MAX_READ + 2] = {p->path};
+    for (int i = 0; i < PLUGIN_PROC_MAX_READ && p->read_dirs[i]; i++)
+        reads[1 + i] = p->read_dirs[i];
+    job_sandbox_job job = {.user = p->owner, .user_id = p->owner_id, .exec_dir = p->write_dir,
+                           .read = reads};
+    char **confined = NULL;
+    /* A job's clean environment; of the host's, only the administrator's
+     * bound on what Lua plugins write. */
+    const char *limit = getenv("LOOM_PLUGIN_WRITE_LIMIT");
+    char limit_var[128];
+    snprintf(limit_var, sizeof limit_var, "LOOM_PLUGIN_WRITE_LIMIT=%.80s", limit ? limit : "");
+    char *const host_vars[] = {limit ? limit_var : NULL, NULL};
+    char *const *const layers[] = {host_vars};
+    char **envp = job_env_build(p->write_dir ? p->write_dir : "/", layers, 1);
+    loom_error *e = envp ? job_sandbox_wrap(&job, argv, &confined)
+                         : loom_err(LOOM_E_INTERNAL, "out of memory");
+    if (!e)
+        e = supervise_start_env(&p->child, confined ? confined : argv, envp, p->output);
+    job_sandbox_argv_free(confined);
+    job_env_free(envp);
+    return e;
 }
 
 /* One request and its reply. On PLUGIN_ERROR *err is the plugin's error;

@@ -7,6 +7,11 @@
  * the instance up (create, on_train_begin). A plugin that crashes, runs
  * past its deadline or hits a limit `max_failures` times in a row is
  * disabled: never called again, its child gone.
+ *
+ * A child starts from a job's clean environment (util/job_env.h), never
+ * the host's, confined like a job (util/job_sandbox.h) from its first
+ * instruction: under its owner's account, reading the system, loom's files,
+ * the plugin and read_dirs, writing only write_dir.
  */
 #ifndef LOOM_PLUGIN_PLUGIN_PROC_H
 #define LOOM_PLUGIN_PLUGIN_PROC_H
@@ -33,6 +38,13 @@ typedef struct plugin_proc_spec {
     /* Trees the child may also read (a Python optimizer's folder and
      * interpreter), up to PLUGIN_PROC_MAX_READ; NULL-terminated or NULL. */
     const char *const *read_dirs;
+    /* The loom user the child runs for: when the host runs jobs under
+     * accounts of their own, the child starts under that user's uid (the
+     * one their jobs get), through `loom confine` like a job, which also
+     * gives it write_dir. NULL: the plugin account, for administrator code
+     * that serves no one user. */
+    const char *owner;
+    int64_t owner_id;        /* the owner's immutable id; 0: by name */
     unsigned deadline_ms;    /* per call, the kill comes a little later; 0 = default */
     uint64_t memory_bytes;   /* the child's address space; 0 = default (1 GiB) */
     unsigned cpu_seconds;    /* the child's CPU time; 0 = default (1 hour) */

@@ -145,8 +145,10 @@ static loom_error *prepare(edt_coordinator *c)
     snprintf(path, sizeof path, "%s/model", j->result_dir);
     fs_mkdir_p(path);
     snprintf(path, sizeof path, "%s/log/driver", j->result_dir);
-    c->driver_loggers = logger_set_open(j->reg, j->settings.loggers_json, LOOM_LOGGER_DRIVER, 0,
-                                        j->exec_id, path, j->result_dir);
+    c->driver_loggers =
+        logger_set_open_owned(j->user, j->user_id, j->reg,
+                              j->settings.loggers_json, LOOM_LOGGER_DRIVER, 0, j->exec_id, path,
+                              j->result_dir);
     resolve_worker_loggers(c);
     c->pr.epochs_done = cJSON_CreateArray();
     c->pr.val_list = cJSON_CreateArray();

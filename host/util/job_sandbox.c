@@ -80,8 +80,8 @@ loom_error *job_sandbox_account(const char *user, int64_t user_id, uid_t *uid, g
     pthread_mutex_unlock(&config_lock);
     if (!on)
         return loom_err(LOOM_E_UNSUPPORTED, "jobs do not run under accounts of their own");
-    int64_t id = user_id;
-    loom_error *e = id > 0      ? NULL
+    int64_t id = user ? user_id : 0; /* no user: the plugin account */
+    loom_error *e = id > 0 || !user ? NULL
                     : c.user_id ? c.user_id(c.user_ctx, user, &id)
                                 : loom_err(LOOM_E_INTERNAL, "no user directory to map ids");
     if (e)
@@ -93,6 +93,11 @@ loom_error *job_sandbox_account(const char *user, int64_t user_id, uid_t *uid, g
     *uid = c.uid_first + (uid_t)id;
     *gid = (gid_t)*uid;
     return NULL;
+}
+
+loom_error *job_sandbox_plugin_account(uid_t *uid, gid_t *gid)
+{
+    return job_sandbox_account(NULL, 0, uid, gid);
 }
 
 /* ---- the confinement step's argv ----------------------------------------- */
@@ -168,16 +173,18 @@ loom_error *job_sandbox_wrap(const job_sandbox_job *job, char *const *argv, char
     push(&b, binary);
     push(&b, "confine");
     push(&b, "--system");
-    push(&b, "--write");
-    push(&b, job->exec_dir);
+    const char *own[] = {job->exec_dir, NULL};
+    push_all(&b, "--write", own);
     push_all(&b, "--write", job->write);
     const char *reads[] = {install, binary, job->data_dir, NULL};
     push_all(&b, "--read", reads);
     push_all(&b, "--read", job->read);
     push_json_paths(&b, job->read_json);
-    snprintf(tmp, sizeof tmp, "%s/tmp", job->exec_dir);
-    push(&b, "--tmpdir");
-    push(&b, tmp);
+    if (job->exec_dir) {
+        snprintf(tmp, sizeof tmp, "%s/tmp", job->exec_dir);
+        push(&b, "--tmpdir");
+        push(&b, tmp);
+    }
     if (accounts) {
         uid_t uid;
         gid_t gid;

@@ -38,9 +38,13 @@ void job_sandbox_configure(const job_sandbox_config *cfg);
 
 /* What one job process gets, beyond the system and loom's files. */
 typedef struct job_sandbox_job {
+    /* The loom user whose account it runs under; NULL: the plugin account
+     * (job_sandbox_plugin_account), for administrator code that serves no
+     * one user. */
     const char *user;
     int64_t user_id;          /* its immutable id; 0: looked up by name now */
-    const char *exec_dir;     /* its exec folder: the only place it writes */
+    const char *exec_dir;     /* its exec folder: the only place it writes
+                               * (and its TMPDIR); NULL: it writes nothing */
     const char *data_dir;     /* read; NULL: none */
     const char *const *read;  /* more files it reads (the adapter a worker loads) */
     const char *const *write; /* more it writes (its shared-memory segment) */
@@ -72,6 +76,11 @@ void job_sandbox_release(job_sandbox_held *held);
  * the user's immutable id (user_id, or looked up by name when 0), so a user
  * made again under a removed user's name gets another account. */
 loom_error *job_sandbox_account(const char *user, int64_t user_id, uid_t *uid, gid_t *gid);
+
+/* The account administrator plugins run under when they serve no one
+ * user (a launch adapter's plan): uid_first itself, which no user's id maps
+ * to (ids start at 1). */
+loom_error *job_sandbox_plugin_account(uid_t *uid, gid_t *gid);
 
 /* loom's installed files (what jobs see as FABRIC_HOME): the configured
  * folder, else the one above this executable's bin/. */
