@@ -89,4 +89,29 @@ expect_contains "the host's file size limit is intact" \
 expect_contains "the host still answers" "$(http GET /loom/v1/health)" '"status":"ok"'
 expect_ok "and is alive" kill -0 "$HOST_PID"
 
+# ---- driver-role loggers write their exec's folder under its owner's uid;
+# a killed logger child is started again and goes on writing
+expect_ok "logger add the Lua template" "$LOOM" logger add "$SRC/sdk/template/template_logger.lua"
+expect_ok "logger add a C logger" "$LOOM" logger add "$TP/call_log_logger.so"
+model_dir "$WORK/m" 20000 60 ', "loggers": [{"name": "lua_template_logger", "role": "driver"}, {"name": "call_log_logger", "role": "driver"}]'
+id=$(submit --model-dir "$WORK/m" --numWorker 1)
+run="$LOOM_HOME/execs/$id"
+calls="$run/plugins/call_log_logger/calls-driver.txt"
+expect_ok "the C logger heard on_train_begin" wait_file_has "$calls" begin 60
+child=$(host_child "plugin-host --kind logger --name call_log_logger")
+expect_ok "its plugin-host child is found" test -n "$child"
+child_uid=$(uid_of "$child")
+expect_ok "the logger's child is not root" test "${child_uid:-0}" != 0
+expect_eq "it runs as the exec's owner" "$child_uid" "$(stat -c %u "$run")"
+kill -9 "$child"
+expect_ok "the job finishes" "$LOOM" exec wait "$id" --timeout 240
+expect_eq "a new child was started and set up again" "$(grep -c '^create' "$calls")" 2
+expect_contains "and heard the end" "$(tail -n 2 "$calls")" "end status=0"
+driver=$(cat "$run/log/driver/stdout")
+expect_not_contains "no logger was disabled" "$driver" "disabled"
+expect_not_contains "nothing was refused" "$driver" "Permission denied"
+lua="$run/plugins/lua_template_logger/lua_template.log"
+expect_contains "the Lua template wrote every call" "$(cat "$lua" 2>/dev/null)" "driver/0 end"
+expect_eq "its file is the exec owner's" "$(stat -c %u "$lua" 2>/dev/null)" "$child_uid"
+
 finish
