@@ -1,14 +1,19 @@
 /* plugin/plugin_proc.c - see plugin_proc.h. */
 #include "plugin/plugin_proc.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "util/job_env.h"
 #include "util/job_sandbox.h"
 #include "util/log.h"
+#include "util/log_pump.h"
 #include "util/supervise.h"
 
 #define MAX_KEPT 4
@@ -34,6 +39,48 @@ struct plugin_proc {
     int disabled;
     char last_error[512];
 };
+
+/* ---- the children's output, bounded --------------------------------------- */
+
+/* One pump for every child's output, made on first use; it lives as long
+ * as the process (children started late in a shutdown still have it). */
+static pthread_mutex_t output_lock = PTHREAD_MUTEX_INITIALIZER;
+static log_pump *output_pump;
+static uint64_t output_limit = PLUGIN_PROC_DEFAULT_OUTPUT_BYTES;
+
+void plugin_proc_set_output_limit(uint64_t max_bytes)
+{
+    pthread_mutex_lock(&output_lock);
+    output_limit = max_bytes ? max_bytes : PLUGIN_PROC_DEFAULT_OUTPUT_BYTES;
+    if (output_pump)
+        log_pump_set_limit(output_pump, output_limit);
+    pthread_mutex_unlock(&output_lock);
+}
+
+/* The write end of a pipe whose other end the pump appends to path; -1
+ * (said in the host's log) when it cannot be had. */
+static int bounded_output(const char *path)
+{
+    pthread_mutex_lock(&output_lock);
+    if (!output_pump)
+        output_pump = log_pump_create(output_limit);
+    log_pump *pump = output_pump;
+    pthread_mutex_unlock(&output_lock);
+    int fds[2];
+    if (!pump || pipe2(fds, O_CLOEXEC) != 0) {
+        log_warn("plugin output %s: no pipe for it: %s", path,
+                 pump ? strerror(errno) : "no log pump");
+        return -1;
+    }
+    loom_error *e = log_pump_add(pump, fds[0], path); /* takes fds[0] */
+    if (e) {
+        log_warn("plugin output: %s", loom_err_message(e));
+        loom_err_free(e);
+        close(fds[1]);
+        return -1;
+    }
+    return fds[1];
+}
 
 /* How an exchange ended. */
 enum outcome { OK, PLUGIN_ERROR, PROCESS_FAILED };
@@ -127,8 +174,13 @@ static loom_error *start_child(plugin_proc *p)
     char **envp = job_env_build(p->write_dir ? p->write_dir : "/", layers, 1);
     loom_error *e = envp ? job_sandbox_wrap(&job, argv, &confined)
                          : loom_err(LOOM_E_INTERNAL, "out of memory");
+    int out = !e && p->output ? bounded_output(p->output) : -1;
+    if (!e && p->output && out < 0)
+        e = loom_err(LOOM_E_INTERNAL, "no bounded output for %s", p->output);
     if (!e)
-        e = supervise_start_env(&p->child, confined ? confined : argv, envp, p->output);
+        e = supervise_start_fd(&p->child, confined ? confined : argv, envp, out);
+    if (out >= 0)
+        close(out);
     job_sandbox_argv_free(confined);
     job_env_free(envp);
     return e;

@@ -30,7 +30,7 @@ typedef struct plugin_proc_spec {
     const char *plugin_path; /* the .so or .lua file */
     const char *name;        /* the registered name of the factory */
     const char *kind;        /* "logger", "framework" (launch plans) or "search" */
-    const char *output;      /* the child's stdout and stderr (appended); NULL: the host's */
+    const char *output;      /* the child's stdout and stderr (appended, bounded); NULL: the host's */
     /* The one tree the child may write (a logger: its exec's result
      * directory); NULL: none. After loading the plugin, the child can read
      * only the system's libraries and the plugin's own file. */
@@ -52,6 +52,14 @@ typedef struct plugin_proc_spec {
 } plugin_proc_spec;
 
 typedef struct plugin_proc plugin_proc;
+
+/* What a child prints (spec.output) is bounded like a job's logs: it goes
+ * through a pipe and one log pump (util/log_pump.h) shared by every child,
+ * which keeps each file under this many bytes, trimming it to its newest
+ * half after a line that says how much was dropped. The host sets it to
+ * its --log-max-bytes; until then PLUGIN_PROC_DEFAULT_OUTPUT_BYTES. */
+#define PLUGIN_PROC_DEFAULT_OUTPUT_BYTES ((uint64_t)64 << 20)
+void plugin_proc_set_output_limit(uint64_t max_bytes);
 
 /* Copies the spec; starts nothing yet. NULL when out of memory. */
 plugin_proc *plugin_proc_new(const plugin_proc_spec *spec);

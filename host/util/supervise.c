@@ -41,8 +41,23 @@ loom_error *supervise_start(supervised *child, char *const argv[], const char *o
     return supervise_start_env(child, argv, environ, output);
 }
 
+static loom_error *start(supervised *child, char *const argv[], char *const envp[],
+                         const char *output, int output_fd);
+
 loom_error *supervise_start_env(supervised *child, char *const argv[], char *const envp[],
                                 const char *output)
+{
+    return start(child, argv, envp, output, -1);
+}
+
+loom_error *supervise_start_fd(supervised *child, char *const argv[], char *const envp[],
+                               int output_fd)
+{
+    return start(child, argv, envp, NULL, output_fd);
+}
+
+static loom_error *start(supervised *child, char *const argv[], char *const envp[],
+                         const char *output, int output_fd)
 {
     child->pid = -1;
     child->fd = -1;
@@ -71,6 +86,9 @@ loom_error *supervise_start_env(supervised *child, char *const argv[], char *con
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     if (output) {
         posix_spawn_file_actions_addopen(&fa, 1, output, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    } else if (output_fd >= 0) {
+        posix_spawn_file_actions_adddup2(&fa, output_fd, 1);
         posix_spawn_file_actions_adddup2(&fa, 1, 2);
     }
     posix_spawn_file_actions_adddup2(&fa, sv[1], SUPERVISE_CHILD_FD);

@@ -3,7 +3,8 @@
 # optimizer starts under the user's own uid, the one their jobs get, and
 # cannot touch the host; driver-role loggers (the Lua template and a C one)
 # write their exec's folder under the exec owner's uid, and a killed
-# logger child is started again and goes on writing.
+# logger child is started again and goes on writing; what an optimizer
+# prints is bounded by --log-max-bytes like a job's log.
 # Needs root (it runs the host as root) and Landlock.
 # Usage: test_plugin_uids.sh LOOM TEST_PLUGIN_DIR SOURCE_DIR BUILD_DIR
 LOOM=$1
@@ -17,7 +18,7 @@ if [ "$(id -u)" != 0 ]; then
     exit 77
 fi
 chmod 0711 "$WORK" # other uids pass it to reach the home
-start_host --cpu-slots 4
+start_host --cpu-slots 4 --log-max-bytes 256K
 if ! grep -q "a uid per user" "$WORK/serve.out"; then
     echo "SKIPPED: no accounts per user here: $(grep 'jobs:' "$WORK/serve.out")" >&2
     exit 77
@@ -88,6 +89,36 @@ expect_contains "the host's file size limit is intact" \
     "$(grep 'Max file size' "/proc/$HOST_PID/limits")" "unlimited"
 expect_contains "the host still answers" "$(http GET /loom/v1/health)" '"status":"ok"'
 expect_ok "and is alive" kill -0 "$HOST_PID"
+
+# ---- an optimizer's output is bounded like a job's log: 2 MB printed,
+# under 256 KiB kept, the cut said, the newest part kept
+mkdir -p "$WORK/chatty"
+cat > "$WORK/chatty/optimizer.py" <<'PY'
+# Prints 2 MB (2,048 lines of 1,024 bytes), then a last line.
+import sys
+from plugins.core.base_plugin_opt import BasePluginOptimizer
+
+class PluginOptimizer(BasePluginOptimizer):
+    def __init__(self, name, hyper_parameters, **kwargs):
+        super(PluginOptimizer, self).__init__(name, hyper_parameters, **kwargs)
+        for i in range(2048):
+            sys.stderr.write("chatty %06d %s\n" % (i, "x" * 1009))
+        sys.stderr.write("chatty: done\n")
+        sys.stderr.flush()
+
+    def search(self, number_samples, last_exp_results):
+        return [{"x": 0.5} for _ in range(number_samples)]
+PY
+expect_ok "algorithm add the chatty optimizer" "$LOOM" algorithm add "$WORK/chatty"
+sed 's/"rogue1"/"chatty1"/; s/"rogue"/"chatty"/' "$WORK/rogue.json" > "$WORK/chatty.json"
+expect_ok "submit its task" "$LOOM" hpo submit "$WORK/chatty.json" --model-dir "$WORK/model"
+"$LOOM" hpo wait chatty1 --timeout 90 > "$WORK/wait.out" 2>&1
+expect_contains "its task finishes" "$(cat "$WORK/wait.out")" "tuning task chatty1 FINISHED"
+log="$LOOM_HOME/hpo/chatty1/search.log"
+expect_ok "its last line reached the log" wait_file_has "$log" "chatty: done" 30
+size=$(stat -c %s "$log")
+expect_ok "the search log stays under 256 KiB ($size bytes)" test "$size" -le 262144
+expect_contains "and says it was cut" "$(head -n 1 "$log" | cut -c 1-200)" "this log passed its limit of 262144 bytes"
 
 # ---- driver-role loggers write their exec's folder under its owner's uid;
 # a killed logger child is started again and goes on writing
