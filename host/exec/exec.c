@@ -570,7 +570,8 @@ loom_error *exec_prepare(exec_service *es, const exec_submission *sub, dlicmd *d
     fs_self_exe(binary, sizeof binary);
     snprintf(output, sizeof output, "%s/plan-launch.log", r->log_dir);
     launch_remote_spec spec = {.binary = binary, .plugin_path = fw->path, .name = fw->name,
-                               .output = output};
+                               .output = output, .owner = rec->user, .owner_id = rec->user_id,
+                               .exec_dir = rec->result_dir};
     e = launch_plan_remote(&spec, &req, &r->plan.sink);
     if (!e && r->plan.count == 0)
         e = loom_err(LOOM_E_INVALID, "the framework planned no worker");

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "exec/exec_internal.h"
+#include "plugin/plugin_proc.h"
 #include "util/fs.h"
 #include "util/log.h"
 
@@ -39,6 +40,8 @@ void exec_service_set_limits(exec_service *es, const exec_limits *l)
     pthread_mutex_unlock(&es->lock);
     if (es->logs)
         log_pump_set_limit(es->logs, v.log_max_bytes);
+    /* Plugins' and search algorithms' output is bounded like job logs. */
+    plugin_proc_set_output_limit(v.log_max_bytes);
 }
 
 loom_error *exec_check_queue_bound(exec_service *es, const char *user, int64_t user_id)

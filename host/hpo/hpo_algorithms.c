@@ -9,10 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "hpo/hpo_internal.h"
 #include "util/fs.h"
+#include "util/job_sandbox.h"
 #include "util/tarball.h"
 
 #define OPTIMIZER_MAX_BYTES ((uint64_t)256 << 20)
@@ -126,11 +128,25 @@ loom_error *hpo_algorithm_get(hpo_service *svc, const char *user, int is_admin, 
     return e;
 }
 
+/* A search runs under its task owner's account: an optimizer's folder is
+ * its installer's to read (group their account, 0750), or everyone's once
+ * published (0755); no other account lists or reads it. */
+static loom_error *open_to_searches(const hpo_algorithm_rec *a)
+{
+    if (!a->published)
+        return job_sandbox_share(a->dir, a->user, 0);
+    if (chmod(a->dir, 0755) != 0)
+        return loom_err(LOOM_E_INTERNAL, "%s: cannot set its mode: %s", a->dir, strerror(errno));
+    return NULL;
+}
+
 loom_error *hpo_resolve_installed(hpo_service *svc, const char *name, hpo_task *t)
 {
     hpo_algorithm_rec a;
     loom_error *e = hpo_algorithm_get(svc, t->rec.user, t->rec.is_admin, name, &a);
     if (e)
+        return e;
+    if ((e = open_to_searches(&a)) != NULL)
         return e;
     registry_entry pe;
     if (registry_acquire(svc->reg, LOOM_KIND_SEARCH, "python_optimizer", &pe) != 0)
@@ -273,6 +289,8 @@ loom_error *hpo_algorithm_add(hpo_service *svc, const hpo_algorithm_install *in)
         loom_err_free(absent);
         fs_rm_rf(a.dir);
         e = copy_in(in, a.dir);
+        if (!e)
+            e = open_to_searches(&a);
     }
     if (!e) {
         store_lock(svc->st);

@@ -10,6 +10,7 @@
 
 #include "hpo/hpo_internal.h"
 #include "util/fs.h"
+#include "util/job_sandbox.h"
 #include "util/log.h"
 #include "util/num_text.h"
 #include "util/tarball.h"
@@ -513,9 +514,21 @@ static loom_error *start_search(hpo_service *svc, hpo_task *t)
         reads[1] = runner_dir;
         reads[2] = python_root;
     }
+    /* The search serves this task only: it runs under its owner's account,
+     * writing only its own folder (user code, a Python optimizer, above all). */
+    char work[PATH_MAX + 32];
+    snprintf(work, sizeof work, "%s/search", t->dir);
+    if (fs_mkdir_p(work) != 0)
+        return loom_err(LOOM_E_INTERNAL, "%s: cannot create the search's folder", work);
+    /* its owner's account passes through the task's folder to its own */
+    loom_error *shared = job_sandbox_share(t->dir, t->rec.user, t->rec.user_id);
+    if (shared)
+        return shared;
     search_client_spec spec = {.binary = svc->binary, .plugin_path = t->plugin_path,
                                .name = t->plugin, .output = output, .read_dirs = reads,
-                               .deadline_ms = svc->opt.plugin_deadline_ms};
+                               .deadline_ms = svc->opt.plugin_deadline_ms,
+                               .owner = t->rec.user, .owner_id = t->rec.user_id,
+                               .work_dir = work};
     loom_error *e = search_client_start(&spec, &cfg, &t->search);
     if (!e && t->rec.algo_state)
         e = search_client_load(t->search, t->rec.algo_state);

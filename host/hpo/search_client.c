@@ -41,6 +41,8 @@ loom_error *search_client_start(const search_client_spec *spec, const loom_searc
     plugin_proc_spec ps = {.binary = spec->binary, .plugin_path = spec->plugin_path,
                            .name = spec->name, .kind = "search", .output = spec->output,
                            .deadline_ms = spec->deadline_ms, .read_dirs = spec->read_dirs,
+                           .owner = spec->owner, .owner_id = spec->owner_id,
+                           .write_dir = spec->work_dir,
                            /* One failure ends the task: no second try. */
                            .max_failures = 1};
     c->proc = plugin_proc_new(&ps);

@@ -21,6 +21,9 @@ typedef struct search_client_spec {
     const char *output;      /* the child's stdout/stderr file, or NULL */
     const char *const *read_dirs; /* more trees the child may read, or NULL */
     unsigned deadline_ms;    /* per call; 0: plugin_proc's default */
+    const char *owner;       /* the task's owner: the child runs under their account */
+    int64_t owner_id;        /* their immutable id */
+    const char *work_dir;    /* the one folder the child writes (its TMPDIR), or NULL */
 } search_client_spec;
 
 /* Starts the child and creates the instance. */

@@ -131,6 +131,9 @@ loom_error *launch_plan_remote(const launch_remote_spec *spec, const loom_launch
                            .kind = "framework",
                            .output = spec->output,
                            .deadline_ms = spec->deadline_ms,
+                           .owner = spec->owner,
+                           .owner_id = spec->owner_id,
+                           .write_dir = spec->exec_dir,
                            .max_failures = 1};
     plugin_proc *p = plugin_proc_new(&ps);
     if (!p)

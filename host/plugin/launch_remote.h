@@ -24,6 +24,11 @@ typedef struct launch_remote_spec {
     const char *name;        /* its registered name */
     const char *output;      /* the child's stdout/stderr, appended; NULL: the host's */
     unsigned deadline_ms;    /* 0: the plugin-host default */
+    /* Whose exec: the child runs under their account and may write (and
+     * read) only its folder, as the exec's jobs will. */
+    const char *owner;
+    int64_t owner_id;
+    const char *exec_dir;
 } launch_remote_spec;
 
 /* Calls the framework's plan_launch in a child and adds what it planned to

@@ -1,12 +1,21 @@
 /* plugin/plugin_proc.c - see plugin_proc.h. */
 #include "plugin/plugin_proc.h"
 
+#include <errno.h>
+#include <limits.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "util/job_env.h"
+#include "util/job_sandbox.h"
 #include "util/log.h"
+#include "util/user_tree.h"
+#include "util/log_pump.h"
 #include "util/supervise.h"
 
 #define MAX_KEPT 4
@@ -17,7 +26,8 @@
 #define DEFAULT_CPU_SECONDS 3600u
 
 struct plugin_proc {
-    char *binary, *path, *name, *kind, *output, *write_dir;
+    char *binary, *path, *name, *kind, *output, *write_dir, *owner;
+    int64_t owner_id;
     char *read_dirs[PLUGIN_PROC_MAX_READ];
     unsigned deadline_ms, cpu_seconds, max_failures;
     uint64_t memory_bytes;
@@ -31,6 +41,66 @@ struct plugin_proc {
     int disabled;
     char last_error[512];
 };
+
+/* ---- the children's output, bounded --------------------------------------- */
+
+/* One pump for every child's output, made on first use; it lives as long
+ * as the process (children started late in a shutdown still have it). */
+static pthread_mutex_t output_lock = PTHREAD_MUTEX_INITIALIZER;
+static log_pump *output_pump;
+static uint64_t output_limit = PLUGIN_PROC_DEFAULT_OUTPUT_BYTES;
+
+void plugin_proc_set_output_limit(uint64_t max_bytes)
+{
+    pthread_mutex_lock(&output_lock);
+    output_limit = max_bytes ? max_bytes : PLUGIN_PROC_DEFAULT_OUTPUT_BYTES;
+    if (output_pump)
+        log_pump_set_limit(output_pump, output_limit);
+    pthread_mutex_unlock(&output_lock);
+}
+
+/* The write end of a pipe whose other end the pump appends to path; -1
+ * (said in the host's log) when it cannot be had. */
+static int bounded_output(const char *path)
+{
+    pthread_mutex_lock(&output_lock);
+    if (!output_pump)
+        output_pump = log_pump_create(output_limit);
+    log_pump *pump = output_pump;
+    pthread_mutex_unlock(&output_lock);
+    int fds[2];
+    if (!pump || pipe2(fds, O_CLOEXEC) != 0) {
+        log_warn("plugin output %s: no pipe for it: %s", path,
+                 pump ? strerror(errno) : "no log pump");
+        return -1;
+    }
+    /* the output's folder (an exec's or a tuning task's) is opened as a
+     * user tree's root: no link in it is followed */
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    int root = -1;
+    loom_error *e = NULL;
+    if (!slash || slash == dir)
+        e = loom_err(LOOM_E_INVALID, "%s: expected a file in a folder", path);
+    else {
+        *slash = 0;
+        e = utree_root(dir, &root);
+    }
+    if (e)
+        close(fds[0]);
+    else
+        e = log_pump_add(pump, fds[0], root, slash + 1); /* takes fds[0] */
+    if (root >= 0)
+        close(root);
+    if (e) {
+        log_warn("plugin output: %s", loom_err_message(e));
+        loom_err_free(e);
+        close(fds[1]);
+        return -1;
+    }
+    return fds[1];
+}
 
 /* How an exchange ended. */
 enum outcome { OK, PLUGIN_ERROR, PROCESS_FAILED };
@@ -46,6 +116,8 @@ plugin_proc *plugin_proc_new(const plugin_proc_spec *spec)
     p->kind = strdup(spec->kind ? spec->kind : "logger");
     p->output = spec->output ? strdup(spec->output) : NULL;
     p->write_dir = spec->write_dir ? strdup(spec->write_dir) : NULL;
+    p->owner = spec->owner ? strdup(spec->owner) : NULL;
+    p->owner_id = spec->owner_id;
     for (int i = 0; spec->read_dirs && spec->read_dirs[i] && i < PLUGIN_PROC_MAX_READ; i++)
         if (!(p->read_dirs[i] = strdup(spec->read_dirs[i]))) {
             plugin_proc_free(p);
@@ -80,6 +152,7 @@ void plugin_proc_free(plugin_proc *p)
     free(p->kind);
     free(p->output);
     free(p->write_dir);
+    free(p->owner);
     for (int i = 0; i < PLUGIN_PROC_MAX_READ; i++)
         free(p->read_dirs[i]);
     free(p);
@@ -104,7 +177,33 @@ static loom_error *start_child(plugin_proc *p)
         argv[n++] = "--read";
         argv[n++] = p->read_dirs[i];
     }
-    return supervise_start(&p->child, argv, p->output);
+    /* Confined as a job of its owner's: what it reads besides the system. */
+    const char *reads[PLUGIN_PROC_MAX_READ + 2] = {p->path};
+    for (int i = 0; i < PLUGIN_PROC_MAX_READ && p->read_dirs[i]; i++)
+        reads[1 + i] = p->read_dirs[i];
+    job_sandbox_job job = {.user = p->owner, .user_id = p->owner_id, .exec_dir = p->write_dir,
+                           .read = reads};
+    char **confined = NULL;
+    /* A job's clean environment; of the host's, only the administrator's
+     * bound on what Lua plugins write. */
+    const char *limit = getenv("LOOM_PLUGIN_WRITE_LIMIT");
+    char limit_var[128];
+    snprintf(limit_var, sizeof limit_var, "LOOM_PLUGIN_WRITE_LIMIT=%.80s", limit ? limit : "");
+    char *const host_vars[] = {limit ? limit_var : NULL, NULL};
+    char *const *const layers[] = {host_vars};
+    char **envp = job_env_build(p->write_dir ? p->write_dir : "/", layers, 1);
+    loom_error *e = envp ? job_sandbox_wrap(&job, argv, &confined)
+                         : loom_err(LOOM_E_INTERNAL, "out of memory");
+    int out = !e && p->output ? bounded_output(p->output) : -1;
+    if (!e && p->output && out < 0)
+        e = loom_err(LOOM_E_INTERNAL, "no bounded output for %s", p->output);
+    if (!e)
+        e = supervise_start_fd(&p->child, confined ? confined : argv, envp, out);
+    if (out >= 0)
+        close(out);
+    job_sandbox_argv_free(confined);
+    job_env_free(envp);
+    return e;
 }
 
 /* One request and its reply. On PLUGIN_ERROR *err is the plugin's error;

@@ -16,6 +16,8 @@
 
 #include "plugin/registry.h"
 #include "util/fs.h"
+#include "util/job_env.h"
+#include "util/job_sandbox.h"
 
 /* ---- the child's side ---------------------------------------------------- */
 
@@ -171,13 +173,30 @@ static loom_error *parse_answer(const char *text, probe_result **out)
 loom_error *registry_probe_run(const char *binary, const char *path, probe_result **out)
 {
     *out = NULL;
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0)
-        return loom_err(LOOM_E_INTERNAL, "pipe: %s", strerror(errno));
+    /* The file serves no one user yet: it loads under the plugin account
+     * (when the host has accounts), confined like a job, from a job's
+     * clean environment. Made before the fork, which then only execs. */
+    const char *argv[] = {binary, "plugin-host", "--describe", "--path", path, NULL};
+    const char *reads[] = {path, NULL};
+    job_sandbox_job job = {.read = reads};
+    char **confined = NULL, **envp = job_env_build("/", NULL, 0);
+    loom_error *wrap = envp ? job_sandbox_wrap(&job, (char *const *)argv, &confined)
+                            : loom_err(LOOM_E_INTERNAL, "out of memory");
+    int fds[2] = {-1, -1};
+    if (!wrap && pipe2(fds, O_CLOEXEC) != 0)
+        wrap = loom_err(LOOM_E_INTERNAL, "pipe: %s", strerror(errno));
+    if (wrap) {
+        job_sandbox_argv_free(confined);
+        job_env_free(envp);
+        return wrap;
+    }
+    char *const *run = confined ? confined : (char *const *)argv;
     pid_t pid = fork();
     if (pid < 0) {
         close(fds[0]);
         close(fds[1]);
+        job_sandbox_argv_free(confined);
+        job_env_free(envp);
         return loom_err(LOOM_E_INTERNAL, "fork: %s", strerror(errno));
     }
     if (pid == 0) {
@@ -185,10 +204,11 @@ loom_error *registry_probe_run(const char *binary, const char *path, probe_resul
          * loading cannot pass for it. */
         if (dup2(fds[1], REGISTRY_PROBE_FD) < 0)
             _exit(127);
-        const char *argv[] = {binary, "plugin-host", "--describe", "--path", path, NULL};
-        execv(binary, (char *const *)argv);
+        execve(run[0], run, envp);
         _exit(127);
     }
+    job_sandbox_argv_free(confined);
+    job_env_free(envp);
     close(fds[1]);
     char *text = NULL;
     loom_error *e = read_answer(fds[0], pid, &text);

@@ -153,8 +153,10 @@ static loom_error *prepare(edt_coordinator *c)
         close(out);
     char path[PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/log/driver", j->result_dir);
-    c->driver_loggers = logger_set_open(j->reg, j->settings.loggers_json, LOOM_LOGGER_DRIVER, 0,
-                                        j->exec_id, path, j->result_dir);
+    c->driver_loggers =
+        logger_set_open_owned(j->user, j->user_id, j->reg,
+                              j->settings.loggers_json, LOOM_LOGGER_DRIVER, 0, j->exec_id, path,
+                              j->result_dir);
     resolve_worker_loggers(c);
     c->pr.epochs_done = cJSON_CreateArray();
     c->pr.val_list = cJSON_CreateArray();

@@ -30,6 +30,8 @@ struct logger_set {
     registry *own;    /* loaded from paths (worker processes) */
     registry *shared; /* the host's */
     FILE *driver_log; /* the driver's stdout, where its owner looks */
+    const char *owner; /* whose exec: its plugin-host children run as them */
+    int64_t owner_id;
     wire_buf frame;
     one_logger items[MAX_LOGGERS];
     int count;
@@ -129,6 +131,8 @@ static loom_error *create_out_of_process(logger_set *s, one_logger *l, const reg
         .name = e->name,
         .kind = "logger",
         .write_dir = cfg->result_dir,
+        .owner = s->owner,
+        .owner_id = s->owner_id,
         .deadline_ms = cJSON_IsNumber(deadline) && deadline->valuedouble >= 1 &&
                                deadline->valuedouble <= 600000
                            ? (unsigned)deadline->valuedouble
@@ -204,6 +208,14 @@ static int open_one(logger_set *s, const cJSON *item, const char *name, int32_t 
 logger_set *logger_set_open(registry *reg, const char *loggers_json, int32_t role, uint32_t rank,
                             const char *exec_id, const char *log_dir, const char *result_dir)
 {
+    return logger_set_open_owned(NULL, 0, reg, loggers_json, role, rank, exec_id, log_dir,
+                                 result_dir);
+}
+
+logger_set *logger_set_open_owned(const char *owner, int64_t owner_id, registry *reg,
+                                  const char *loggers_json, int32_t role, uint32_t rank,
+                                  const char *exec_id, const char *log_dir, const char *result_dir)
+{
     cJSON *list = loggers_json ? cJSON_Parse(loggers_json) : NULL;
     if (!cJSON_IsArray(list) || cJSON_GetArraySize(list) == 0) {
         cJSON_Delete(list);
@@ -215,6 +227,8 @@ logger_set *logger_set_open(registry *reg, const char *loggers_json, int32_t rol
         return NULL;
     }
     s->shared = reg;
+    s->owner = owner; /* only open_one reads it */
+    s->owner_id = owner_id;
     if (!reg)
         s->own = registry_create();
     if (log_dir)
@@ -242,6 +256,7 @@ logger_set *logger_set_open(registry *reg, const char *loggers_json, int32_t rol
             s->count++;
     }
     cJSON_Delete(list);
+    s->owner = NULL;
     return s;
 }
 

@@ -30,6 +30,12 @@ typedef struct logger_set logger_set;
  * created here, as its own folder to write. */
 logger_set *logger_set_open(registry *reg, const char *loggers_json, int32_t role, uint32_t rank,
                             const char *exec_id, const char *log_dir, const char *result_dir);
+/* The same for `owner`'s exec (its immutable id, 0: by name): with a
+ * registry, each logger's child runs under the owner's account, the one
+ * their jobs get, and owns the result directory it writes. */
+logger_set *logger_set_open_owned(const char *owner, int64_t owner_id, registry *reg,
+                                  const char *loggers_json, int32_t role, uint32_t rank,
+                                  const char *exec_id, const char *log_dir, const char *result_dir);
 void logger_set_begin(logger_set *s, const loom_train_info *info);
 /* Metrics from a JSON object of name -> number. */
 void logger_set_train_json(logger_set *s, const cJSON *metrics, uint64_t iteration, uint32_t epoch,

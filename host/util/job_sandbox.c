@@ -5,6 +5,7 @@
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -80,8 +81,8 @@ loom_error *job_sandbox_account(const char *user, int64_t user_id, uid_t *uid, g
     pthread_mutex_unlock(&config_lock);
     if (!on)
         return loom_err(LOOM_E_UNSUPPORTED, "jobs do not run under accounts of their own");
-    int64_t id = user_id;
-    loom_error *e = id > 0      ? NULL
+    int64_t id = user ? user_id : 0; /* no user: the plugin account */
+    loom_error *e = id > 0 || !user ? NULL
                     : c.user_id ? c.user_id(c.user_ctx, user, &id)
                                 : loom_err(LOOM_E_INTERNAL, "no user directory to map ids");
     if (e)
@@ -93,6 +94,11 @@ loom_error *job_sandbox_account(const char *user, int64_t user_id, uid_t *uid, g
     *uid = c.uid_first + (uid_t)id;
     *gid = (gid_t)*uid;
     return NULL;
+}
+
+loom_error *job_sandbox_plugin_account(uid_t *uid, gid_t *gid)
+{
+    return job_sandbox_account(NULL, 0, uid, gid);
 }
 
 /* ---- the confinement step's argv ----------------------------------------- */
@@ -168,16 +174,18 @@ loom_error *job_sandbox_wrap(const job_sandbox_job *job, char *const *argv, char
     push(&b, binary);
     push(&b, "confine");
     push(&b, "--system");
-    push(&b, "--write");
-    push(&b, job->exec_dir);
+    const char *own[] = {job->exec_dir, NULL};
+    push_all(&b, "--write", own);
     push_all(&b, "--write", job->write);
     const char *reads[] = {install, binary, job->data_dir, NULL};
     push_all(&b, "--read", reads);
     push_all(&b, "--read", job->read);
     push_json_paths(&b, job->read_json);
-    snprintf(tmp, sizeof tmp, "%s/tmp", job->exec_dir);
-    push(&b, "--tmpdir");
-    push(&b, tmp);
+    if (job->exec_dir) {
+        snprintf(tmp, sizeof tmp, "%s/tmp", job->exec_dir);
+        push(&b, "--tmpdir");
+        push(&b, tmp);
+    }
     if (accounts) {
         uid_t uid;
         gid_t gid;
@@ -292,7 +300,9 @@ static const struct home_entry {
     {"plugins", 0711, 1},    /* a job reads the plugin file it runs, by name */
     {"data", 0755, 1},       /* the data store every job may read */
     {"models", 0711, 1},     /* a kernel reaches its own model (job_sandbox_share) */
-    {"hpo", 0700, 1},       {"algorithms", 0700, 1}, {"uploads", 0700, 1},
+    /* each task's and optimizer's folder: group its owner's account, 0750
+     * (job_sandbox_share), an optimizer published 0755 */
+    {"hpo", 0711, 1},       {"algorithms", 0711, 1}, {"uploads", 0700, 1},
 };
 
 loom_error *job_sandbox_secure_home(const char *home, int accounts)
@@ -315,6 +325,23 @@ loom_error *job_sandbox_secure_home(const char *home, int accounts)
             e = set_mode(dir, ent->d_name, 0644, 0);
     if (d)
         closedir(d);
+    /* Tuning tasks' and optimizers' folders are their owners' alone until a
+     * task shares one again (an optimizer published is opened to all then):
+     * an older home's wider ones are closed to others now. */
+    static const char *const owned[] = {"hpo", "algorithms"};
+    for (size_t i = 0; !e && i < sizeof owned / sizeof *owned; i++) {
+        snprintf(dir, sizeof dir, "%s/%s", home, owned[i]);
+        d = opendir(dir);
+        while (d && (ent = readdir(d))) {
+            struct stat st;
+            if (ent->d_name[0] != '.' &&
+                fstatat(dirfd(d), ent->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                S_ISDIR(st.st_mode) && (st.st_mode & 0007))
+                e = set_mode(dir, ent->d_name, st.st_mode & 0770, 0);
+        }
+        if (d)
+            closedir(d);
+    }
     return e;
 }
 

@@ -38,9 +38,13 @@ void job_sandbox_configure(const job_sandbox_config *cfg);
 
 /* What one job process gets, beyond the system and loom's files. */
 typedef struct job_sandbox_job {
+    /* The loom user whose account it runs under; NULL: the plugin account
+     * (job_sandbox_plugin_account), for administrator code that serves no
+     * one user. */
     const char *user;
     int64_t user_id;          /* its immutable id; 0: looked up by name now */
-    const char *exec_dir;     /* its exec folder: the only place it writes */
+    const char *exec_dir;     /* its exec folder: the only place it writes
+                               * (and its TMPDIR); NULL: it writes nothing */
     const char *data_dir;     /* read; NULL: none */
     const char *const *read;  /* more files it reads (the adapter a worker loads) */
     const char *const *write; /* more it writes (its shared-memory segment) */
@@ -73,6 +77,11 @@ void job_sandbox_release(job_sandbox_held *held);
  * made again under a removed user's name gets another account. */
 loom_error *job_sandbox_account(const char *user, int64_t user_id, uid_t *uid, gid_t *gid);
 
+/* The account administrator plugins run under when they serve no one
+ * user (a launch adapter's plan): uid_first itself, which no user's id maps
+ * to (ids start at 1). */
+loom_error *job_sandbox_plugin_account(uid_t *uid, gid_t *gid);
+
 /* loom's installed files (what jobs see as FABRIC_HOME): the configured
  * folder, else the one above this executable's bin/. */
 void job_sandbox_install_dir(char *out, size_t outlen);
@@ -80,8 +89,9 @@ void job_sandbox_install_dir(char *out, size_t outlen);
 /* Gives the state home its modes, making its folders when missing: the
  * home 0700 (0711 with accounts, so a job's uid can reach its own exec
  * folder but list nothing), its files 0600, execs/, plugins/ and models/
- * 0711, plugin files 0644, data/ 0755, hpo/, algorithms/ and uploads/
- * 0700. At every start, so an older home is tightened too. */
+ * 0711, plugin files 0644, data/ 0755, hpo/ and algorithms/ 0711 (each
+ * task's and optimizer's folder shared with its owner's account only),
+ * uploads/ 0700. At every start, so an older home is tightened too. */
 loom_error *job_sandbox_secure_home(const char *home, int accounts);
 
 /* Lets a user's own processes read `dir` and no one else's: group the

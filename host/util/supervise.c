@@ -43,8 +43,23 @@ loom_error *supervise_start(supervised *child, char *const argv[], const char *o
     return supervise_start_env(child, argv, environ, output);
 }
 
+static loom_error *start(supervised *child, char *const argv[], char *const envp[],
+                         const char *output, int output_fd);
+
 loom_error *supervise_start_env(supervised *child, char *const argv[], char *const envp[],
                                 const char *output)
+{
+    return start(child, argv, envp, output, -1);
+}
+
+loom_error *supervise_start_fd(supervised *child, char *const argv[], char *const envp[],
+                               int output_fd)
+{
+    return start(child, argv, envp, NULL, output_fd);
+}
+
+static loom_error *start(supervised *child, char *const argv[], char *const envp[],
+                         const char *output, int output_fd)
 {
     child->pid = -1;
     child->fd = -1;
@@ -72,7 +87,8 @@ loom_error *supervise_start_env(supervised *child, char *const argv[], char *con
                                         POSIX_SPAWN_SETPGROUP);
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     /* The output is often in a user's tree (an exec or tuning folder): the
-     * host opens it through util/user_tree, not the child by path. */
+     * host opens it through util/user_tree, not the child by path; or the
+     * caller hands a descriptor (a pipe to the log pump). */
     int out = -1;
     loom_error *opened = output ? utree_open_append_path(output, 0644, &out) : NULL;
     if (opened) {
@@ -82,9 +98,10 @@ loom_error *supervise_start_env(supervised *child, char *const argv[], char *con
         close(sv[1]);
         return loom_err_wrap(opened, "cannot start %s: its output", argv[0]);
     }
-    if (out >= 0) {
-        posix_spawn_file_actions_adddup2(&fa, out, 1);
-        posix_spawn_file_actions_adddup2(&fa, out, 2);
+    int to = out >= 0 ? out : output_fd;
+    if (to >= 0) {
+        posix_spawn_file_actions_adddup2(&fa, to, 1);
+        posix_spawn_file_actions_adddup2(&fa, to, 2);
     }
     posix_spawn_file_actions_adddup2(&fa, sv[1], SUPERVISE_CHILD_FD);
     pid_t pid = -1;

@@ -32,6 +32,11 @@ loom_error *supervise_start(supervised *child, char *const argv[], const char *o
 loom_error *supervise_start_env(supervised *child, char *const argv[], char *const envp[],
                                 const char *output);
 
+/* The same with stdout and stderr on output_fd (a pipe's write end, say;
+ * the caller keeps and closes it). */
+loom_error *supervise_start_fd(supervised *child, char *const argv[], char *const envp[],
+                               int output_fd);
+
 /* Writes all of buf, or fails: LOOM_E_DEADLINE past deadline_ns (a
  * CLOCK_MONOTONIC time), LOOM_E_UNAVAILABLE when the child closed its end. */
 loom_error *supervise_send(supervised *child, const void *buf, size_t len, uint64_t deadline_ns);

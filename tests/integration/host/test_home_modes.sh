@@ -69,7 +69,7 @@ expect_ok "a Python optimizer" "$LOOM" algorithm add "$SRC/tests/integration/hpo
 modes=$(cd "$LOOM_HOME" && stat -c '%n %a' . execs plugins data models hpo algorithms uploads \
         loom.db loom.log credentials host | tr '\n' ' ')
 expect_eq "the table's modes" "$modes" \
-    ". 711 execs 711 plugins 711 data 755 models 711 hpo 700 algorithms 700 uploads 700 loom.db 600 loom.log 600 credentials 600 host 600 "
+    ". 711 execs 711 plugins 711 data 755 models 711 hpo 711 algorithms 711 uploads 700 loom.db 600 loom.log 600 credentials 600 host 600 "
 
 # ---- list and read every path as nobody
 (cd "$LOOM_HOME" && find . -mindepth 0) > "$WORK/paths"

@@ -21,11 +21,18 @@
 /* One line per target and access: "loom.db read denied". */
 static void snoop(const char *plugin_dir)
 {
-    const char *home = getenv("LOOM_HOME");
-    char out_path[1024];
+    /* The home is four folders up: HOME/execs/ID/plugins/NAME (a plugin
+     * gets a job's environment, not the host's LOOM_HOME). */
+    char home[1024], out_path[1024];
+    snprintf(home, sizeof home, "%s", plugin_dir);
+    for (int up = 0; up < 4; up++) {
+        char *slash = strrchr(home, '/');
+        if (slash)
+            *slash = 0;
+    }
     snprintf(out_path, sizeof out_path, "%s/snoop.txt", plugin_dir);
     FILE *out = fopen(out_path, "w");
-    if (!out || !home)
+    if (!out)
         return;
     const char *targets[] = {"loom.db", "loom.log", "credentials", "plugins"};
     for (size_t i = 0; i < sizeof targets / sizeof *targets; i++) {
