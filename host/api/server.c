@@ -76,6 +76,24 @@ static void refusal(const char *home, char *out, size_t outlen)
              "choose another home", home, holder);
 }
 
+/* How long a start waits for a home's lock before it says another host
+ * holds it. */
+#define HOME_LOCK_WAIT_MS 2000
+
+/* flock(fd, op | LOCK_NB), tried again for up to HOME_LOCK_WAIT_MS: a host
+ * killed a moment ago may have left a child between its fork and its exec,
+ * which holds the lock until it execs; a host that runs holds it for good.
+ * 1 when it could not be taken. */
+static int lock_held(int fd, int op)
+{
+    int held = flock(fd, op | LOCK_NB) != 0;
+    for (int tries = 0; held && errno == EWOULDBLOCK && tries < HOME_LOCK_WAIT_MS / 50; tries++) {
+        usleep(50 * 1000);
+        held = flock(fd, op | LOCK_NB) != 0;
+    }
+    return held;
+}
+
 int loomd_home_held(const char *home, char *why, size_t whylen)
 {
     char path[PATH_MAX];
@@ -84,7 +102,7 @@ int loomd_home_held(const char *home, char *why, size_t whylen)
     if (fd < 0)
         return 0;
     /* A shared lock is refused only while a host holds the exclusive one. */
-    int held = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+    int held = lock_held(fd, LOCK_SH);
     close(fd);
     if (held && why)
         refusal(home, why, whylen);
@@ -109,7 +127,7 @@ static int hold_home(loomd *d, char *err, size_t errlen)
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
         return -1;
     }
-    if (flock(d->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+    if (lock_held(d->lock_fd, LOCK_EX)) {
         refusal(d->home, err, errlen);
         return -1;
     }

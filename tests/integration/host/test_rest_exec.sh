@@ -166,5 +166,15 @@ case "$state" in ""|Z) pass ;; *) fail "its workers were stopped: pid $kpid is i
 expect_fails "second host on one home" "$LOOM" serve --listen 127.0.0.1:0
 expect_contains "second host says why" "$(cat "$WORK/out")" "another loom host is using this home"
 
+# ---- a lock held a moment longer (a killed host's child between its fork
+# and its exec holds it until it execs) does not keep the next host out
+stop_host KILL
+flock -x "$LOOM_HOME/loom.lock" sleep 0.5 &
+holder=$!
+for _ in $(seq 1 100); do flock -n -x "$LOOM_HOME/loom.lock" true || break; sleep 0.01; done
+start_host
+expect_ok "a host starts once a lock held a moment is let go" test -n "$URL"
+wait "$holder"
+
 stop_host TERM
 finish
