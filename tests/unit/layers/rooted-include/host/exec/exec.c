@@ -1,0 +1,2 @@
+/* Reaches another subsystem's internals through an include root. */
+#include "sched/sched_internal.h"

@@ -1,0 +1,3 @@
+/* Reaches train through an include root: check-layers must refuse it. */
+#include <train/coordinator.h>
+#include "store/../train/coordinator.h"
