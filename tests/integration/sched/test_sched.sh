@@ -48,12 +48,16 @@ expect_eq "A used every sample once in every epoch" "$(field "$a" "$every_epoch_
 
 # ---- a fixed (launch-style) job waits in the queue until devices free
 mkdir -p "$WORK/fixed"
-printf '#!/bin/sh\necho ran on $WORLD_SIZE\nsleep 1\n' > "$WORK/fixed/run.sh"; chmod +x "$WORK/fixed/run.sh"
+# (it runs until the test has looked at it: a fixed time ran out first on a
+# loaded machine)
+printf '#!/bin/sh\necho ran on $WORLD_SIZE\nwhile [ ! -e "$RESULT_DIR/go" ]; do sleep 0.05; done\n' > "$WORK/fixed/run.sh"
+chmod +x "$WORK/fixed/run.sh"
 out=$("$LOOM" exec start --exec-start command --model-dir "$WORK/fixed" --model-main run.sh --numWorker 2)
 f=$(echo "$out" | sed -n 's/^exec \([^ ]*\) submitted.*/\1/p')
 # A is elastic: it shrinks to make room for the fixed job, never to zero.
 expect_ok "the fixed job is admitted and runs" wait_for "$f" 'v["state"] == "RUNNING"' 60
 expect_eq "exec view shows the hand-over and from whom" "$(field "$f" 'v["handover"]["from"] == "'"$a"'" and v["handover"]["ms"] >= 0')" "True"
+touch "$LOOM_HOME/execs/$f/go"
 expect_ok "the fixed job ends" "$LOOM" exec wait "$f" --timeout 60
 # A's two leaving workers give their devices back only at a step boundary:
 # the fixed job starts after they have left, never beside them.
