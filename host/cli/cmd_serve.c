@@ -16,6 +16,7 @@
 #include "util/job_sandbox.h"
 #include "util/log.h"
 #include "util/log_pump.h"
+#include "util/proc_group.h"
 
 static const char serve_usage[] =
     "usage: loom serve [--home DIR] [--listen ADDR:PORT] [--plugin-dir DIR]\n"
@@ -192,6 +193,8 @@ static void print_started(const loomd *d, const char *url, const char *home)
     printf("home %s, log %s/loom.log\n", home, home);
     char isolation[512];
     job_sandbox_describe(home, isolation, sizeof isolation);
+    printf("%s\n", isolation);
+    proc_group_describe(isolation, sizeof isolation);
     printf("%s\n", isolation);
     if (d->generated_admin_password[0])
         printf("created user admin with password %s (shown once: change it with "

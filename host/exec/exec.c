@@ -62,6 +62,7 @@ void exec_free_running(running_exec *r)
     launch_plan_free(&r->plan);
     strings_free(r->msd_env);
     free(r->workers);
+    proc_group_destroy(&r->group);
     free(r->final_message);
     if (r->job) {
         strings_free(r->job->msd_env);
@@ -325,10 +326,14 @@ static int supervise_exec(exec_service *es, running_exec *r, int64_t now)
             else
                 alive++;
         }
-        if (alive && r->stop_requested && now >= r->kill_at_ms)
+        if (alive && r->stop_requested && now >= r->kill_at_ms) {
             kill(-r->rec.pgid, SIGKILL);
+            proc_group_kill(&r->group, 0);
+        }
         if (alive)
             return 0;
+        /* The workers are gone: so is whatever they left running. */
+        proc_group_destroy(&r->group);
         finish_launch(es, r);
         registry_release(es->reg, LOOM_KIND_FRAMEWORK, r->framework);
     }

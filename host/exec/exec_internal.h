@@ -14,6 +14,7 @@
 #include "exec/exec.h"
 #include "train/coordinator.h"
 #include "util/log_pump.h"
+#include "util/proc_group.h"
 
 typedef struct worker {
     pid_t pid;
@@ -56,6 +57,9 @@ typedef struct running_exec {
     int gpu;          /* --workerDeviceType gpu */
     int nworkers;
     worker *workers;
+    /* Every process of the workers, however detached: ended with the exec
+     * (util/proc_group.h). */
+    proc_group group;
     int stop_requested;
     int64_t kill_at_ms;
     char stop_reason[96];

@@ -163,7 +163,9 @@ loom_error *launch_start(exec_service *es, running_exec *r, const int32_t *devic
     job_sandbox_install_dir(installed, sizeof installed);
     snprintf(job_env[4], sizeof job_env[4], "FABRIC_HOME=%s", installed);
     snprintf(job_env[6], sizeof job_env[6], "TRAINING_ID=%s", rec->id); /* WMLA's name for it */
-    loom_error *err = NULL;
+    char kind[sizeof rec->id + 8];
+    snprintf(kind, sizeof kind, "exec-%s", rec->id);
+    loom_error *err = proc_group_create(&r->group, kind, NULL);
     rec->pgid = 0;
     for (int i = 0; i < r->nworkers && !err; i++) {
         char wdir[PATH_MAX + 16], out_path[PATH_MAX + 32], err_path[PATH_MAX + 32];
@@ -201,6 +203,7 @@ loom_error *launch_start(exec_service *es, running_exec *r, const int32_t *devic
             .stdout_fd = out_pipe[1],
             .stderr_fd = err_pipe[1],
             .pgid = rec->pgid, /* the first worker leads the group */
+            .group = &r->group,
         };
         job_sandbox_held held = {.env_fd = -1};
         job_sandbox_job box = {.user = rec->user, .user_id = rec->user_id, .exec_dir = rec->result_dir, .data_dir = r->data_dir};
@@ -234,9 +237,11 @@ loom_error *launch_start(exec_service *es, running_exec *r, const int32_t *devic
     /* Stop the workers already started. */
     if (rec->pgid > 0)
         kill(-rec->pgid, SIGKILL);
+    proc_group_kill(&r->group, 0);
     for (int i = 0; i < r->nworkers; i++)
         if (r->workers[i].pid > 0)
             waitpid(r->workers[i].pid, NULL, 0);
+    proc_group_destroy(&r->group);
     rec->pgid = 0;
     free(r->workers);
     r->workers = NULL;

@@ -104,6 +104,7 @@ static loom_error *start_child(plugin_proc *p)
         argv[n++] = "--read";
         argv[n++] = p->read_dirs[i];
     }
+    p->child.kind = "plugin-host";
     return supervise_start(&p->child, argv, p->output);
 }
 
