@@ -165,7 +165,10 @@ loom_error *launch_start(exec_service *es, running_exec *r, const int32_t *devic
     snprintf(job_env[6], sizeof job_env[6], "TRAINING_ID=%s", rec->id); /* WMLA's name for it */
     char kind[sizeof rec->id + 8];
     snprintf(kind, sizeof kind, "exec-%s", rec->id);
-    loom_error *err = proc_group_create(&r->group, kind, NULL);
+    exec_job_limits_for(es, ndev, &r->limits);
+    proc_group_limits cg = {.max_procs = r->limits.max_procs,
+                            .max_memory_bytes = r->limits.max_memory_bytes};
+    loom_error *err = proc_group_create(&r->group, kind, &cg);
     rec->pgid = 0;
     for (int i = 0; i < r->nworkers && !err; i++) {
         char wdir[PATH_MAX + 16], out_path[PATH_MAX + 32], err_path[PATH_MAX + 32];
@@ -204,6 +207,7 @@ loom_error *launch_start(exec_service *es, running_exec *r, const int32_t *devic
             .stderr_fd = err_pipe[1],
             .pgid = rec->pgid, /* the first worker leads the group */
             .group = &r->group,
+            .max_file_bytes = r->limits.max_disk_bytes,
         };
         job_sandbox_held held = {.env_fd = -1};
         job_sandbox_job box = {.user = rec->user, .user_id = rec->user_id, .exec_dir = rec->result_dir, .data_dir = r->data_dir};

@@ -27,6 +27,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static char parent[PROC_GROUP_NHIER][PATH_MAX];
 static char why_not[256] = "groups were not set up";
 static unsigned long next_id;
+static proc_group_limits defaults;
 
 /* ---- small file helpers -------------------------------------------------- */
 
@@ -318,6 +319,13 @@ void proc_group_teardown(void)
 
 /* ---- one group ----------------------------------------------------------- */
 
+void proc_group_set_defaults(const proc_group_limits *limits)
+{
+    pthread_mutex_lock(&lock);
+    defaults = *limits;
+    pthread_mutex_unlock(&lock);
+}
+
 static loom_error *apply_limits(int h, const char *dir, const proc_group_limits *lim)
 {
     char value[32];
@@ -358,8 +366,7 @@ loom_error *proc_group_create(proc_group *g, const char *kind, const proc_group_
         if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
               *c == '-' || *c == '_' || *c == '.'))
             *c = '_';
-    if (limits)
-        g->limits = *limits;
+    g->limits = limits ? *limits : defaults;
     loom_error *e = NULL;
     for (int h = 0; h < PROC_GROUP_NHIER && !e; h++) {
         if (!parent[h][0])

@@ -60,8 +60,12 @@ void proc_group_describe(char *out, size_t outlen);
  * (the host's clean shutdown). Groups are inactive afterwards. */
 void proc_group_teardown(void);
 
+/* The limits a group made without limits of its own gets (none until
+ * set). */
+void proc_group_set_defaults(const proc_group_limits *limits);
+
 /* Makes a group named `kind-N` (N unique in this run) with limits (NULL:
- * none). With groups unavailable, *g is made inactive and nothing fails. */
+ * the defaults). With groups unavailable, *g is made inactive and nothing fails. */
 loom_error *proc_group_create(proc_group *g, const char *kind, const proc_group_limits *limits);
 
 /* In a forked child before exec: moves the calling process into g.

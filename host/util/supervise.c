@@ -46,8 +46,9 @@ loom_error *supervise_start_env(supervised *child, char *const argv[], char *con
 {
     child->pid = -1;
     child->fd = -1;
+    int own = child->limits.max_procs || child->limits.max_memory_bytes;
     loom_error *e = proc_group_create(&child->group, child->kind ? child->kind : "child",
-                                      &child->limits);
+                                      own ? &child->limits : NULL);
     if (e)
         return loom_err_wrap(e, argv[0]);
     int sv[2];
