@@ -50,7 +50,7 @@ loom_error *supervise_start_env(supervised *child, char *const argv[], char *con
     loom_error *e = proc_group_create(&child->group, child->kind ? child->kind : "child",
                                       own ? &child->limits : NULL);
     if (e)
-        return loom_err_wrap(e, argv[0]);
+        return loom_err_wrap(e, "%s", argv[0]);
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
         proc_group_destroy(&child->group);
