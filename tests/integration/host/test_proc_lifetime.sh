@@ -89,6 +89,47 @@ gone "a restart after a crash" 4
 expect_contains "the restarted host says so" "$(cat "$LOOM_HOME/loom.log")" "process group(s) a previous run of this home left"
 stop_host
 
+# ---- a tuning task's optimizer that detaches a child: it ends with the task
+OPT="$WORK/detaching_optimizer"
+mkdir -p "$OPT"
+cat > "$OPT/optimizer.py" <<PY
+import subprocess
+from plugins.core.base_plugin_opt import BasePluginOptimizer
+
+
+class PluginOptimizer(BasePluginOptimizer):
+    def __init__(self, name, hyper_parameters, **kwargs):
+        super(PluginOptimizer, self).__init__(name, hyper_parameters, **kwargs)
+        subprocess.Popen(["sleep", "1000.${NONCE}6"], start_new_session=True,
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+
+    def search(self, number_samples, last_exp_results):
+        return [{"x": 0.5} for _ in range(number_samples)]
+PY
+printf '#!/bin/sh\necho "[{\\"step\\": 1, \\"loss\\": 1.0}]" > "$RESULT_DIR/val_dict_list.json"\n' > "$MODEL/train.sh"
+chmod +x "$MODEL/train.sh"
+start_host
+expect_ok "algorithm add" "$LOOM" algorithm add "$OPT"
+cat > "$WORK/task.json" <<JSON
+{"hpoName": "detach", "modelSpec": {"args": "--exec-start command --model-dir model --model-main train.sh"},
+ "algoDef": {"algorithm": "detaching_optimizer", "maxJobNum": 1, "maxParalleJobNum": 1,
+             "objectiveMetric": "loss", "objective": "minimize"},
+ "hyperParams": [{"name": "x", "type": "Range", "dataType": "DOUBLE", "minDbVal": 0, "maxDbVal": 1}]}
+JSON
+tar -C "$WORK" -czf "$WORK/model.tgz" model
+http POST /platform/rest/deeplearning/v1/hypersearch -F "data=<$WORK/task.json" -F "file=@$WORK/model.tgz" >/dev/null
+started 6
+for _ in $(seq 1 300); do
+    st=$(http GET /platform/rest/deeplearning/v1/hypersearch/detach | sed -n 's/.*"state":"\([A-Z]*\)","message".*/\1/p')
+    case "$st" in FINISHED|FAILED) break ;; esac
+    sleep 0.1
+done
+expect_eq "the tuning task ends" "$st" FINISHED
+[ "$st" = FINISHED ] || http GET /platform/rest/deeplearning/v1/hypersearch/detach >&2
+gone "a tuning task's optimizer" 6
+stop_host
+
 # ---- without cgroups the host says what it lacks
 LOOM_CGROUP_ROOT="$WORK/no-cgroupfs" start_host
 expect_contains "no cgroups: said at start" "$(cat "$WORK/serve.out")" "processes: no cgroups"
