@@ -228,9 +228,11 @@ loom_error *hpo_algorithm_add(hpo_service *svc, const hpo_algorithm_install *in)
     a.added_at = time_now_ms();
     pthread_mutex_lock(&svc->lock);
     hpo_algorithm_rec old;
-    if (!hpo_algorithm_get(svc, in->name, &old)) {
+    loom_error *missing = hpo_algorithm_get(svc, in->name, &old);
+    if (!missing) {
         e = loom_err(LOOM_E_CONFLICT, "name: a plugin optimizer \"%s\" is installed", in->name);
     } else {
+        loom_err_free(missing); /* the name is free: install it */
         fs_rm_rf(a.dir);
         e = copy_in(in, a.dir);
     }
