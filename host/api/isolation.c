@@ -9,6 +9,7 @@
 #include "api/server.h"
 #include "util/job_sandbox.h"
 #include "util/log.h"
+#include "util/proc_group.h"
 
 static loom_error *user_id(void *ctx, const char *user, int64_t *id)
 {
@@ -36,6 +37,16 @@ int loomd_isolate_jobs(loomd *d, const loomd_options *opt, char *err, size_t err
     char line[512];
     int complete = job_sandbox_describe(d->home, line, sizeof line);
     if (complete)
+        log_info("%s", line);
+    else
+        log_warn("%s", line);
+    /* Each exec, kernel and plugin call in a cgroup of its own; what a run
+     * that crashed left is ended first. */
+    int ended = proc_group_setup(d->home, NULL);
+    if (ended)
+        log_warn("ended %d process group(s) a previous run of this home left", ended);
+    proc_group_describe(line, sizeof line);
+    if (proc_group_available())
         log_info("%s", line);
     else
         log_warn("%s", line);

@@ -59,6 +59,13 @@ static cJSON *exec_json(exec_view *v)
         cJSON_AddStringToObject(o, "python", v->python);
     if (v->warnings[0])
         add_lines(o, "warnings", v->warnings);
+    if (v->has_limits) {
+        cJSON *l = cJSON_AddObjectToObject(o, "limits");
+        cJSON_AddNumberToObject(l, "processes", (double)v->limits.max_procs);
+        cJSON_AddNumberToObject(l, "memoryBytes", (double)v->limits.max_memory_bytes);
+        cJSON_AddBoolToObject(l, "memoryIsShare", v->limits.memory_is_share);
+        cJSON_AddNumberToObject(l, "diskBytes", (double)v->limits.max_disk_bytes);
+    }
     if (v->pending_reason[0])
         cJSON_AddStringToObject(o, "pendingReason", v->pending_reason);
     if (v->running && v->handover_ms >= 0) {

@@ -15,6 +15,7 @@
 #include "train/coordinator.h"
 #include "util/fs.h"
 #include "util/job_sandbox.h"
+#include "util/proc_group.h"
 #include "util/log.h"
 
 #define MAX_BODY ((size_t)1 << 20)          /* JSON bodies: 1 MiB */
@@ -329,6 +330,7 @@ void loomd_stop(loomd *d)
     cors_policy_free(d->cors);
     infer_service_destroy(d->infer);
     exec_service_destroy(d->execs);
+    proc_group_teardown(); /* whatever is left of every group */
     job_sandbox_configure(NULL); /* its user lookup uses d->auth */
     sched_service_destroy(d->sched);
     registry_destroy(d->reg);

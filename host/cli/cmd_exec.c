@@ -196,6 +196,16 @@ static void print_exec(const cJSON *e)
     const cJSON *warning;
     cJSON_ArrayForEach(warning, cJSON_GetObjectItemCaseSensitive(e, "warnings"))
         printf("warning     %s\n", cJSON_IsString(warning) ? warning->valuestring : "");
+    const cJSON *limits = cJSON_GetObjectItemCaseSensitive(e, "limits");
+    if (cJSON_IsObject(limits))
+        printf("limits      %.0f processes and threads (--job-max-procs), %.0f MiB memory "
+               "(--job-max-memory%s), %.0f MiB disk under RESULT_DIR and per file "
+               "(--job-max-disk)\n",
+               cli_num(limits, "processes"), cli_num(limits, "memoryBytes") / 1048576.0,
+               cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(limits, "memoryIsShare"))
+                   ? ": its share of the machine"
+                   : "",
+               cli_num(limits, "diskBytes") / 1048576.0);
     printf("result dir  %s\n", cli_str(e, "resultDir"));
     printf("created     %s\nstarted     %s\nended       %s\n", t1, t2, t3);
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(e, "training");

@@ -16,6 +16,7 @@
 #include "util/job_sandbox.h"
 #include "util/log.h"
 #include "util/log_pump.h"
+#include "util/proc_group.h"
 
 static const char serve_usage[] =
     "usage: loom serve [--home DIR] [--listen ADDR:PORT] [--plugin-dir DIR]\n"
@@ -30,6 +31,7 @@ static const char serve_usage[] =
     "                  [--python PATH] [--job-path DIRS] [--data-root DIR]...\n"
     "                  [--max-queued-execs N] [--log-max-bytes B] [--checkpoints-keep K]\n"
     "                  [--archive-max-entries N] [--archive-max-bytes B]\n"
+    "                  [--job-max-procs N] [--job-max-memory B] [--job-max-disk B]\n"
     "\n"
     "Runs the loom host: REST API, state store, plugin registry and job\n"
     "supervision. It stops cleanly on SIGTERM or SIGINT.\n"
@@ -87,6 +89,13 @@ static const char serve_usage[] =
     "  --archive-max-entries N  files, folders and links in a model directory\n"
     "                      (default 50000)\n"
     "  --archive-max-bytes B  a model directory unpacked (default 2G)\n"
+    "  --job-max-procs N   processes and threads of one exec, kernel instance\n"
+    "                      or plugin call (default 4096; needs cgroups)\n"
+    "  --job-max-memory B  memory of one exec (default: the machine's memory\n"
+    "                      times its share of the slots; needs cgroups)\n"
+    "  --job-max-disk B    what an exec's RESULT_DIR may take, and any one\n"
+    "                      file it writes (default 20G); over it, the exec\n"
+    "                      is stopped with ERROR\n"
     "  B takes a K, M or G suffix (powers of 1024).\n"
     "\n"
     "The host writes its address to HOME/host, so the CLI finds it, and its\n"
@@ -123,6 +132,9 @@ static int parse_bound(int argc, char **argv, int *i, exec_limits *l)
         {"--checkpoints-keep", 0, 1, 100000},
         {"--archive-max-entries", 0, 1, 100000000},
         {"--archive-max-bytes", 1, 1, (uint64_t)1 << 40},
+        {"--job-max-procs", 0, 16, (uint64_t)1 << 22},
+        {"--job-max-memory", 1, (uint64_t)16 << 20, (uint64_t)1 << 50},
+        {"--job-max-disk", 1, (uint64_t)1 << 20, (uint64_t)1 << 50},
     };
     for (size_t k = 0; k < sizeof bounds / sizeof *bounds; k++) {
         if (strcmp(argv[*i], bounds[k].flag) != 0 || *i + 1 >= argc)
@@ -143,8 +155,14 @@ static int parse_bound(int argc, char **argv, int *i, exec_limits *l)
             l->checkpoints_keep = (int)v;
         else if (k == 3)
             l->archive_max_entries = v;
-        else
+        else if (k == 4)
             l->archive_max_bytes = v;
+        else if (k == 5)
+            l->job_max_procs = v;
+        else if (k == 6)
+            l->job_max_memory_bytes = v;
+        else
+            l->job_max_disk_bytes = v;
         return 1;
     }
     return 0;
@@ -199,6 +217,8 @@ static void print_started(const loomd *d, const char *url, const char *home)
     printf("home %s, log %s/loom.log\n", home, home);
     char isolation[512];
     job_sandbox_describe(home, isolation, sizeof isolation);
+    printf("%s\n", isolation);
+    proc_group_describe(isolation, sizeof isolation);
     printf("%s\n", isolation);
     if (d->generated_admin_password[0])
         printf("created user admin with password %s (shown once: change it with "

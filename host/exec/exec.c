@@ -64,6 +64,7 @@ void exec_free_running(running_exec *r)
     launch_plan_free(&r->plan);
     strings_free(r->msd_env);
     free(r->workers);
+    proc_group_destroy(&r->group);
     free(r->final_message);
     if (r->job) {
         strings_free(r->job->msd_env);
@@ -292,13 +293,18 @@ static void finish_launch(exec_service *es, running_exec *r)
             snprintf(msg, sizeof msg, "worker %d exited with status %d (its output: loom exec "
                      "logs %s --worker %d --stderr)", i, WEXITSTATUS(st), r->rec.id, i);
         else if (WIFSIGNALED(st))
-            snprintf(msg, sizeof msg, "worker %d was killed by signal %d", i, WTERMSIG(st));
+            snprintf(msg, sizeof msg, "worker %d was killed by signal %d%s", i, WTERMSIG(st),
+                     WTERMSIG(st) == SIGXFSZ ? ": a file reached the size limit (loom serve "
+                                               "--job-max-disk)"
+                                             : "");
         break;
     }
     if (r->stop_requested) {
-        state = "KILLED";
+        state = r->stop_error ? "ERROR" : "KILLED";
         snprintf(msg, sizeof msg, "%s", r->stop_reason[0] ? r->stop_reason : "stopped by request");
     }
+    if (r->stop_requested || msg[0]) /* it failed or was stopped: did a limit do it? */
+        exec_limit_note(r, msg, sizeof msg);
     r->rec.pgid = 0;
     exec_set_state(es, &r->rec, state, msg);
 }
@@ -327,10 +333,17 @@ static int supervise_exec(exec_service *es, running_exec *r, int64_t now)
             else
                 alive++;
         }
-        if (alive && r->stop_requested && now >= r->kill_at_ms)
+        if (alive && r->stop_requested && now >= r->kill_at_ms) {
             kill(-r->rec.pgid, SIGKILL);
+            proc_group_kill(&r->group, 0);
+        }
         if (alive)
             return 0;
+        /* The workers are gone: so is whatever they left running. Which
+         * limits bit is read first: the counters go with the group. */
+        r->over_memory = proc_group_memory_exceeded(&r->group);
+        r->procs_refused = proc_group_procs_exceeded(&r->group);
+        proc_group_destroy(&r->group);
         finish_launch(es, r);
         registry_release(es->reg, LOOM_KIND_FRAMEWORK, r->framework);
     }
@@ -365,6 +378,7 @@ static void *supervisor(void *arg)
         if (stopping)
             break;
         supervise_once(es);
+        exec_check_disk(es);
         store_retry(es->st); /* state changes a full disk kept waiting */
         exec_wait_for_change(es, es->supervise_ms);
     }

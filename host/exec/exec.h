@@ -34,7 +34,17 @@ typedef struct exec_limits {
     uint64_t archive_max_entries; /* files, folders and links in it; 50,000 */
     uint64_t log_max_bytes;       /* each launch-style worker's stdout, stderr: 64 MiB */
     int checkpoints_keep;         /* per training job, the newest K and the best: 5 */
+    /* What one launch-style exec's processes may take (util/proc_group.h):
+     * processes and threads (4,096; also each kernel instance, loom worker
+     * and plugin call), memory (0: the machine's memory times the exec's
+     * share of the slots), and disk under RESULT_DIR (20 GiB, measured by
+     * the supervisor; also each file's size). */
+    uint64_t job_max_procs;
+    uint64_t job_max_memory_bytes;
+    uint64_t job_max_disk_bytes;
 } exec_limits;
+#define EXEC_DEFAULT_JOB_MAX_PROCS 4096
+#define EXEC_DEFAULT_JOB_MAX_DISK_BYTES ((uint64_t)20 << 30)
 #define EXEC_DEFAULT_MAX_QUEUED_PER_USER 1000
 #define EXEC_DEFAULT_ARCHIVE_MAX_BYTES ((uint64_t)2 << 30)
 #define EXEC_DEFAULT_ARCHIVE_MAX_ENTRIES 50000
@@ -100,8 +110,20 @@ typedef struct exec_worker_view {
     int exited;
 } exec_worker_view;
 
+/* The limits an exec's processes run under. */
+typedef struct exec_job_limits {
+    uint64_t max_procs;        /* processes and threads, together */
+    uint64_t max_memory_bytes; /* 0: none (no memory controller) */
+    uint64_t max_disk_bytes;   /* RESULT_DIR, and any one file */
+    int memory_is_share;       /* the default: its share of the machine */
+} exec_job_limits;
+
 typedef struct exec_view {
     store_exec rec;
+    /* Launch-style execs' limits (has_limits): as applied while it runs,
+     * as the host sets them now once it has ended. */
+    exec_job_limits limits;
+    int has_limits;
     int running;            /* in the host's care (pending or started) */
     int32_t slots[64];      /* the scheduler's slots it holds */
     int nslots;

@@ -35,6 +35,14 @@ void exec_service_set_limits(exec_service *es, const exec_limits *l)
         v.checkpoints_keep = EXEC_DEFAULT_CHECKPOINTS_KEEP;
     if (v.log_max_bytes == 0)
         v.log_max_bytes = EXEC_DEFAULT_LOG_MAX_BYTES;
+    if (v.job_max_procs == 0)
+        v.job_max_procs = EXEC_DEFAULT_JOB_MAX_PROCS;
+    if (v.job_max_disk_bytes == 0)
+        v.job_max_disk_bytes = EXEC_DEFAULT_JOB_MAX_DISK_BYTES;
+    /* Kernel instances, loom workers and plugin calls: the same process
+     * limit, and the administrator's memory limit when one is set. */
+    proc_group_set_defaults(&(proc_group_limits){.max_procs = v.job_max_procs,
+                                                 .max_memory_bytes = v.job_max_memory_bytes});
     pthread_mutex_lock(&es->lock);
     es->limits = v;
     pthread_mutex_unlock(&es->lock);

@@ -14,6 +14,7 @@
 #include "exec/exec.h"
 #include "train/coordinator.h"
 #include "util/log_pump.h"
+#include "util/proc_group.h"
 
 typedef struct worker {
     pid_t pid;
@@ -56,9 +57,17 @@ typedef struct running_exec {
     int gpu;          /* --workerDeviceType gpu */
     int nworkers;
     worker *workers;
+    /* Every process of the workers, however detached: ended with the exec
+     * (util/proc_group.h). */
+    proc_group group;
+    exec_job_limits limits;
+    int stop_error;     /* ended by the host for a reason (a limit): ERROR */
+    int over_memory;    /* its group's memory limit killed a process */
+    int procs_refused;  /* a fork failed at its process limit */
+    int64_t disk_checked_ms;
     int stop_requested;
     int64_t kill_at_ms;
-    char stop_reason[96];
+    char stop_reason[200];
     /* trainer style */
     edt_job *job;          /* prepared, until it starts */
     edt_coordinator *edt;
@@ -87,6 +96,17 @@ struct exec_service {
     int wake_fd;    /* eventfd: the supervisor looks again (exec_wake.c) */
     int supervise_ms; /* the supervisor's fallback interval */
 };
+
+/* exec_limits.c: what a launch-style exec's processes may take. */
+/* The limits of an exec on ndev devices. Call with es->lock. */
+void exec_job_limits_for(exec_service *es, int ndev, exec_job_limits *out);
+/* Appends to msg ("; " between) the limits that ended the exec, if any. */
+void exec_limit_note(const running_exec *r, char *msg, size_t len);
+/* Measures one running exec's RESULT_DIR when due and stops it with ERROR
+ * naming --job-max-disk when it is over. Call without es->lock. */
+void exec_check_disk(exec_service *es);
+/* A byte count in the unit that shows it whole ("20 GiB"). */
+void exec_size_text(uint64_t bytes, char *out, size_t outlen);
 
 /* exec_wake.c: the supervisor's wait. */
 void exec_wake_init(exec_service *es);

@@ -169,10 +169,17 @@ loom_error *launch_start(exec_service *es, running_exec *r, const int32_t *devic
     job_sandbox_install_dir(installed, sizeof installed);
     snprintf(job_env[4], sizeof job_env[4], "FABRIC_HOME=%s", installed);
     snprintf(job_env[6], sizeof job_env[6], "TRAINING_ID=%s", rec->id); /* WMLA's name for it */
+    char kind[sizeof rec->id + 8];
+    snprintf(kind, sizeof kind, "exec-%s", rec->id);
+    exec_job_limits_for(es, ndev, &r->limits);
+    proc_group_limits cg = {.max_procs = r->limits.max_procs,
+                            .max_memory_bytes = r->limits.max_memory_bytes};
     /* The exec folder is the job's to change: its logs are made and opened
      * beneath it, never by path. */
     int root = -1;
     loom_error *err = utree_root(rec->result_dir, &root);
+    if (!err)
+        err = proc_group_create(&r->group, kind, &cg);
     rec->pgid = 0;
     for (int i = 0; i < r->nworkers && !err; i++) {
         char wdir[32], out_path[48], err_path[48];
@@ -211,6 +218,8 @@ loom_error *launch_start(exec_service *es, running_exec *r, const int32_t *devic
             .stdout_fd = out_pipe[1],
             .stderr_fd = err_pipe[1],
             .pgid = rec->pgid, /* the first worker leads the group */
+            .group = &r->group,
+            .max_file_bytes = r->limits.max_disk_bytes,
         };
         job_sandbox_held held = {.env_fd = -1};
         job_sandbox_job box = {.user = rec->user, .user_id = rec->user_id, .exec_dir = rec->result_dir, .data_dir = r->data_dir};
@@ -248,9 +257,11 @@ loom_error *launch_start(exec_service *es, running_exec *r, const int32_t *devic
     /* Stop the workers already started. */
     if (rec->pgid > 0)
         kill(-rec->pgid, SIGKILL);
+    proc_group_kill(&r->group, 0);
     for (int i = 0; i < r->nworkers; i++)
         if (r->workers[i].pid > 0)
             waitpid(r->workers[i].pid, NULL, 0);
+    proc_group_destroy(&r->group);
     rec->pgid = 0;
     free(r->workers);
     r->workers = NULL;

@@ -82,6 +82,14 @@ static void describe(exec_service *es, int64_t owner, const store_exec *e,
         v->training = text ? cJSON_Parse(text) : NULL;
         free(text);
     }
+    /* Launch-style: what it runs under, or as the host sets it now. */
+    if (r && !r->edt && !r->job && r->nworkers > 0) {
+        v->limits = r->limits;
+        v->has_limits = 1;
+    } else if (!r && !v->training) {
+        exec_job_limits_for(es, e->num_workers, &v->limits);
+        v->has_limits = 1;
+    }
     if (r && !r->edt && r->workers && r->nworkers > 0) {
         v->workers = calloc((size_t)r->nworkers, sizeof *v->workers);
         for (int i = 0; v->workers && i < r->nworkers; i++)

@@ -286,7 +286,7 @@ loom_error *hpo_algorithm_add(hpo_service *svc, const hpo_algorithm_install *in)
     if (!absent) {
         e = loom_err(LOOM_E_CONFLICT, "name: a plugin optimizer \"%s\" is installed", in->name);
     } else {
-        loom_err_free(absent);
+        loom_err_free(absent); /* the name is free: install it */
         fs_rm_rf(a.dir);
         e = copy_in(in, a.dir);
         if (!e)

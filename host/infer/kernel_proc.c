@@ -180,6 +180,7 @@ loom_error *kernel_proc_start(const kernel_proc_spec *spec, kernel_proc **out)
         return loom_err(LOOM_E_INTERNAL, "out of memory");
     k->child.pid = -1;
     k->child.fd = -1;
+    k->child.kind = "kernel";
     k->spin = 1;
     char *argv[MAX_ARGS], num[2][32];
     char(*env)[1200] = calloc(2 * MODEL_ENV_MAX, 1200);

@@ -177,6 +177,7 @@ static loom_error *start_child(plugin_proc *p)
         argv[n++] = "--read";
         argv[n++] = p->read_dirs[i];
     }
+    p->child.kind = "plugin-host";
     /* Confined as a job of its owner's: what it reads besides the system. */
     const char *reads[PLUGIN_PROC_MAX_READ + 2] = {p->path};
     for (int i = 0; i < PLUGIN_PROC_MAX_READ && p->read_dirs[i]; i++)

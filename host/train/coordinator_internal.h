@@ -28,6 +28,7 @@
 #include "train/protocol.h"
 #include "train/sampler.h"
 #include "util/error.h"
+#include "util/proc_group.h"
 
 #define MAX_SLOTS EDT_MAX_WORKERS
 
@@ -48,6 +49,7 @@ typedef struct edt_slot {
     int has_reply; /* `reply` holds this round's answer */
     msg reply;
     int64_t started_ms;
+    proc_group group; /* the worker and all it starts, ended with the slot */
     int32_t device; /* the granted device it runs on (or, on CPU, is
                      * counted against); -1: none yet */
     /* ASYNC: the samples handed to this worker and the weights' version */

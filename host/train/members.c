@@ -57,6 +57,7 @@ static void close_slot(edt_coordinator *c, uint32_t i)
     if (s->ninflight && c->pr.sampler_ready)
         sampler_give_back(&c->pr.smp, s->inflight, s->ninflight);
     free(s->inflight);
+    proc_group_destroy(&s->group); /* what the worker left running */
     if (s->fd >= 0)
         close(s->fd);
     msg_free(&s->reply);
@@ -219,8 +220,11 @@ static int spawn_worker(edt_coordinator *c, uint32_t slot, int32_t device)
                     "--device", is_gpu_job(c) ? "cuda" : "cpu", NULL};
     char job_env[6][PATH_MAX + 32];
     char **envp = worker_env(c, device, job_env);
+    proc_group group = PROC_GROUP_NONE;
+    char kind[96];
+    snprintf(kind, sizeof kind, "worker-%s-%u", j->exec_id, slot);
     spawn_spec spec = {.argv = argv, .envp = envp, .cwd = j->code_dir, .stdout_fd = out_fd,
-                       .stderr_fd = err_fd, .pgid = -1};
+                       .stderr_fd = err_fd, .pgid = -1, .group = &group};
     /* The worker runs confined: it reads its adapter and the loggers it
      * loads, writes its exec folder and the collective's segment. */
     char err[512] = "", shm_file[160];
@@ -232,7 +236,7 @@ static int spawn_worker(edt_coordinator *c, uint32_t slot, int32_t device)
                            .read = reads, .write = writes, .read_json = c->loggers_for_workers};
     if (!envp)
         snprintf(err, sizeof err, "out of memory");
-    else
+    else if (loom_err_take(proc_group_create(&group, kind, NULL), err, sizeof err) == LOOM_OK)
         loom_err_take(job_sandbox_confine_spec(&box, &spec, &held), err, sizeof err);
     pid_t pid = -1;
     if (!err[0] && loom_err_take(spawn_process(&spec, &pid), err, sizeof err) != LOOM_OK)
@@ -242,6 +246,7 @@ static int spawn_worker(edt_coordinator *c, uint32_t slot, int32_t device)
     close(out_fd);
     close(err_fd);
     if (pid < 0) {
+        proc_group_destroy(&group);
         driver_say(c, "cannot start worker %u: %s", slot, err);
         return -1;
     }
@@ -249,6 +254,7 @@ static int spawn_worker(edt_coordinator *c, uint32_t slot, int32_t device)
     memset(s, 0, sizeof *s);
     s->fd = -1;
     s->pid = pid;
+    s->group = group;
     s->device = device;
     s->state = SLOT_STARTING;
     s->started_ms = time_mono_ms();

@@ -5,9 +5,11 @@
 #define LOOM_UTIL_SPAWN_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "util/error.h"
+#include "util/proc_group.h"
 
 typedef struct spawn_spec {
     char *const *argv;       /* argv[0] is searched in PATH unless it has a '/' */
@@ -18,6 +20,10 @@ typedef struct spawn_spec {
     int stdout_fd, stderr_fd; /* > 0: used instead of the paths (a pipe's write end) */
     pid_t pgid;              /* 0: a new group led by the child; -1: inherit */
     int pass_fd;             /* > 0: the child gets it as SPAWN_PASS_FD */
+    /* An active group: the child enters it before anything else, so its
+     * first instruction and all it starts are inside. NULL: none. */
+    const proc_group *group;
+    uint64_t max_file_bytes; /* > 0: RLIMIT_FSIZE for the child and its own */
 } spawn_spec;
 
 /* The descriptor a child finds spawn_spec.pass_fd at (the job's

@@ -1,11 +1,12 @@
 /* util/supervise.c - see supervise.h. */
 #include "util/supervise.h"
+#include "util/spawn.h"
+#include "util/user_tree.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -13,8 +14,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-#include "util/user_tree.h"
 
 extern char **environ;
 
@@ -63,58 +62,41 @@ static loom_error *start(supervised *child, char *const argv[], char *const envp
 {
     child->pid = -1;
     child->fd = -1;
-    int sv[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
-        return loom_err(LOOM_E_INTERNAL, "cannot make a socket pair for %s: %s", argv[0],
-                        strerror(errno));
-    /* dup2 onto itself would leave close-on-exec set: move it first. */
-    if (sv[1] == SUPERVISE_CHILD_FD) {
-        int moved = fcntl(sv[1], F_DUPFD_CLOEXEC, SUPERVISE_CHILD_FD + 1);
-        close(sv[1]);
-        sv[1] = moved;
-    }
-    posix_spawn_file_actions_t fa;
-    posix_spawnattr_t attr;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawnattr_init(&attr);
-    sigset_t none, all;
-    sigemptyset(&none);
-    sigfillset(&all);
-    posix_spawnattr_setsigmask(&attr, &none);
-    posix_spawnattr_setsigdefault(&attr, &all);
-    posix_spawnattr_setpgroup(&attr, 0);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
-                                        POSIX_SPAWN_SETPGROUP);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     /* The output is often in a user's tree (an exec or tuning folder): the
      * host opens it through util/user_tree, not the child by path; or the
      * caller hands a descriptor (a pipe to the log pump). */
     int out = -1;
-    loom_error *opened = output ? utree_open_append_path(output, 0644, &out) : NULL;
-    if (opened) {
-        posix_spawn_file_actions_destroy(&fa);
-        posix_spawnattr_destroy(&attr);
-        close(sv[0]);
-        close(sv[1]);
-        return loom_err_wrap(opened, "cannot start %s: its output", argv[0]);
-    }
+    loom_error *e = output ? utree_open_append_path(output, 0644, &out) : NULL;
+    if (e)
+        return loom_err_wrap(e, "cannot start %s: its output", argv[0]);
     int to = out >= 0 ? out : output_fd;
-    if (to >= 0) {
-        posix_spawn_file_actions_adddup2(&fa, to, 1);
-        posix_spawn_file_actions_adddup2(&fa, to, 2);
+    int own = child->limits.max_procs || child->limits.max_memory_bytes;
+    e = proc_group_create(&child->group, child->kind ? child->kind : "child",
+                          own ? &child->limits : NULL);
+    int sv[2] = {-1, -1};
+    if (!e && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+        proc_group_destroy(&child->group);
+        e = loom_err(LOOM_E_INTERNAL, "cannot make a socket pair: %s", strerror(errno));
     }
-    posix_spawn_file_actions_adddup2(&fa, sv[1], SUPERVISE_CHILD_FD);
+    if (e) {
+        if (out >= 0)
+            close(out);
+        return loom_err_wrap(e, "%s", argv[0]);
+    }
+    spawn_spec spec = {.argv = argv, .envp = envp, .stdout_fd = to > 0 ? to : 0,
+                       .stderr_fd = to > 0 ? to : 0, .pgid = 0, .pass_fd = sv[1],
+                       .group = &child->group};
     pid_t pid = -1;
-    int rc = sv[1] >= 0 ? posix_spawn(&pid, argv[0], &fa, &attr, argv, envp) : errno;
-    posix_spawn_file_actions_destroy(&fa);
-    posix_spawnattr_destroy(&attr);
+    e = spawn_process(&spec, &pid);
+    close(sv[1]);
     if (out >= 0)
         close(out);
-    if (sv[1] >= 0)
-        close(sv[1]);
-    if (rc != 0) {
+    if (e) {
         close(sv[0]);
-        return loom_err(LOOM_E_UNAVAILABLE, "cannot start %s: %s", argv[0], strerror(rc));
+        proc_group_destroy(&child->group);
+        loom_error *why = loom_err(LOOM_E_UNAVAILABLE, "%s", loom_err_message(e));
+        loom_err_free(e);
+        return why;
     }
     child->pid = pid;
     child->fd = sv[0];
@@ -210,8 +192,10 @@ void supervise_kill(supervised *child, char *how, size_t howlen)
     if (child->fd >= 0)
         close(child->fd);
     child->fd = -1;
-    if (child->pid <= 0)
+    if (child->pid <= 0) {
+        proc_group_destroy(&child->group);
         return;
+    }
     kill(-child->pid, SIGKILL); /* its group: nothing it forked survives */
     kill(child->pid, SIGKILL);
     int status = 0;
@@ -220,6 +204,7 @@ void supervise_kill(supervised *child, char *how, size_t howlen)
         r = waitpid(child->pid, &status, 0);
     while (r < 0 && errno == EINTR);
     child->pid = -1;
+    proc_group_destroy(&child->group); /* what it detached from its process group */
     if (!how || r < 0)
         return;
     if (WIFSIGNALED(status))
@@ -241,6 +226,7 @@ void supervise_stop(supervised *child, unsigned grace_ms)
         if (r == child->pid || (r < 0 && errno != EINTR)) {
             kill(-child->pid, SIGKILL); /* anything it left in its group */
             child->pid = -1;
+            proc_group_destroy(&child->group);
             return;
         }
         if (now_ns() >= deadline)

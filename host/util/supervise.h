@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include "util/error.h"
+#include "util/proc_group.h"
 
 /* The fd a supervised child finds its socket on. */
 #define SUPERVISE_CHILD_FD 3
@@ -21,12 +22,18 @@
 typedef struct supervised {
     pid_t pid; /* -1 when not running */
     int fd;    /* the host's end of the socket, -1 when not running */
+    /* Set before starting: the child runs in a process group of its own
+     * (util/proc_group.h) named after `kind` ("plugin-host", "kernel";
+     * NULL: "child") with these limits, ended with it. */
+    const char *kind;
+    proc_group_limits limits;
+    proc_group group;
 } supervised;
 
 /* Starts argv (argv[0] a path) with stdin /dev/null, stdout and stderr
  * appended to `output` (NULL: inherited), a socket pair's other end as
- * SUPERVISE_CHILD_FD, in its own process group, with the host's
- * environment. */
+ * SUPERVISE_CHILD_FD, in its own process group (and cgroup, where the host
+ * has them), with the host's environment. */
 loom_error *supervise_start(supervised *child, char *const argv[], const char *output);
 /* The same with the environment envp instead of the host's. */
 loom_error *supervise_start_env(supervised *child, char *const argv[], char *const envp[],
@@ -43,7 +50,7 @@ loom_error *supervise_send(supervised *child, const void *buf, size_t len, uint6
 /* Reads exactly len bytes, with the same failures. */
 loom_error *supervise_recv(supervised *child, void *buf, size_t len, uint64_t deadline_ns);
 
-/* SIGKILLs the child's process group, reaps it, closes the socket, and
+/* SIGKILLs the child's process group and cgroup, reaps it, closes the socket, and
  * describes how it ended ("killed by signal 11 (Segmentation fault)") in
  * `how` when given. Safe on a child that is not running. */
 void supervise_kill(supervised *child, char *how, size_t howlen);

@@ -1,0 +1,117 @@
+/* exec/exec_limits.c - what a launch-style exec's processes may take: the
+ * limits computed from the administrator's settings (loom serve
+ * --job-max-procs, --job-max-memory, --job-max-disk), the disk its
+ * RESULT_DIR takes, measured by the supervisor, and the words that name a
+ * limit when one ended the exec. Processes and memory are enforced by the
+ * exec's cgroups (util/proc_group.h), each file's size by RLIMIT_FSIZE. */
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "exec/exec_internal.h"
+#include "util/disk_usage.h"
+#include "util/fs.h"
+#include "util/log.h"
+
+/* How often one exec's RESULT_DIR is measured, and how many entries a
+ * measurement looks at (about 0.1 s of fstatat). */
+#define DISK_CHECK_MS 1000
+#define DISK_MAX_ENTRIES 200000
+
+void exec_job_limits_for(exec_service *es, int ndev, exec_job_limits *out)
+{
+    out->max_procs = es->limits.job_max_procs;
+    out->max_disk_bytes = es->limits.job_max_disk_bytes;
+    out->max_memory_bytes = es->limits.job_max_memory_bytes;
+    out->memory_is_share = out->max_memory_bytes == 0;
+    if (!out->memory_is_share)
+        return;
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    uint64_t machine = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+    size_t slots = sched_service_device_count(es->sched);
+    uint64_t share = slots ? machine / slots * (uint64_t)(ndev > 0 ? ndev : 1) : machine;
+    out->max_memory_bytes = share < machine ? share : machine;
+}
+
+/* "20 GiB", "300 MiB", "4096 bytes": the unit that shows it whole. */
+void exec_size_text(uint64_t bytes, char *out, size_t outlen)
+{
+    static const char *const units[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (u < 4 && bytes >= 1024 && bytes % 1024 == 0) {
+        bytes /= 1024;
+        u++;
+    }
+    if (u < 2 && bytes >= (1u << 20)) /* not a whole count: MiB, rounded */
+        snprintf(out, outlen, "%.1f MiB", (double)bytes / (u ? 1024.0 : 1048576.0));
+    else
+        snprintf(out, outlen, "%" PRIu64 " %s", bytes, units[u]);
+}
+
+void exec_limit_note(const running_exec *r, char *msg, size_t len)
+{
+    size_t used = strlen(msg);
+    char size[32];
+    if (r->over_memory && used < len) {
+        exec_size_text(r->limits.max_memory_bytes, size, sizeof size);
+        used += (size_t)snprintf(msg + used, len - used,
+                                 "%sits processes went over the memory limit, %s (loom serve "
+                                 "--job-max-memory)",
+                                 used ? "; " : "", size);
+    }
+    if (r->procs_refused && used < len)
+        snprintf(msg + used, len - used,
+                 "%sforks were refused at the process limit, %" PRIu64
+                 " processes and threads (loom serve --job-max-procs)",
+                 used ? "; " : "", r->limits.max_procs);
+}
+
+/* Stops an exec whose RESULT_DIR went over its disk limit. Call with
+ * es->lock. */
+static void stop_over_disk(exec_service *es, running_exec *r, uint64_t bytes)
+{
+    char took[32], limit[32];
+    exec_size_text(bytes, took, sizeof took);
+    exec_size_text(r->limits.max_disk_bytes, limit, sizeof limit);
+    snprintf(r->stop_reason, sizeof r->stop_reason,
+             "RESULT_DIR took %s, over the disk limit of %s (loom serve --job-max-disk)", took,
+             limit);
+    log_warn("exec %s: %s", r->rec.id, r->stop_reason);
+    r->stop_requested = 1;
+    r->stop_error = 1;
+    r->kill_at_ms = time_mono_ms();
+    if (r->rec.pgid > 0)
+        kill(-r->rec.pgid, SIGKILL);
+    proc_group_kill(&r->group, 0);
+    exec_wake(es);
+}
+
+void exec_check_disk(exec_service *es)
+{
+    char id[sizeof ((store_exec *)0)->id], dir[PATH_MAX];
+    uint64_t limit = 0;
+    int64_t now = time_mono_ms();
+    pthread_mutex_lock(&es->lock);
+    for (running_exec *r = es->running; r && !limit; r = r->next)
+        if (!r->pending && !r->edt && r->nworkers > 0 && !r->stop_requested &&
+            r->limits.max_disk_bytes && now - r->disk_checked_ms >= DISK_CHECK_MS) {
+            r->disk_checked_ms = now;
+            limit = r->limits.max_disk_bytes;
+            snprintf(id, sizeof id, "%s", r->rec.id);
+            snprintf(dir, sizeof dir, "%s", r->rec.result_dir);
+        }
+    pthread_mutex_unlock(&es->lock);
+    if (!limit)
+        return;
+    /* Outside the lock: the walk is bounded, but not free. */
+    disk_usage u;
+    if (disk_usage_measure(dir, DISK_MAX_ENTRIES, &u) != 0 || u.bytes <= limit)
+        return;
+    pthread_mutex_lock(&es->lock);
+    running_exec *r = exec_find_running(es, id);
+    if (r && !r->stop_requested)
+        stop_over_disk(es, r, u.bytes);
+    pthread_mutex_unlock(&es->lock);
+}
