@@ -1,5 +1,6 @@
 /* util/disk_usage.c - see disk_usage.h. */
 #include "util/disk_usage.h"
+#include "util/user_tree.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -47,9 +48,13 @@ static void walk(int dfd, int depth, uint64_t max_entries, disk_usage *u)
 int disk_usage_measure(const char *dir, uint64_t max_entries, disk_usage *out)
 {
     memset(out, 0, sizeof *out);
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
+    int fd = -1; /* the exec folder is the job's: its root opened as a user tree's */
+    loom_error *e = utree_root(dir, &fd);
+    if (e) {
+        errno = loom_err_code(e) == LOOM_E_NOT_FOUND ? ENOENT : EACCES;
+        loom_err_free(e);
         return -1;
+    }
     struct stat st;
     if (fstat(fd, &st) == 0)
         out->bytes = (uint64_t)st.st_blocks * 512u;
