@@ -23,78 +23,19 @@
 #define GENERATED_PASSWORD_BYTES 18
 
 /* User names compare ignoring case everywhere, so "Admin" cannot sit beside
- * "admin". Every record is keyed by the user's id, which AUTOINCREMENT never
- * hands out twice: a user created again under a removed user's name is
- * someone else, who sees none of the first one's keys, tokens, plans or
- * execs, and whose jobs run under another OS account. Keys and tokens go
- * with their user (ON DELETE CASCADE), and so do plan memberships (the
- * trigger: plan_members is the store's table). A token issued for an API
- * key remembers the key so revoking it revokes them. */
-static const char *const schema =
-    "CREATE TABLE IF NOT EXISTS users("
-    "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
-    "  name TEXT NOT NULL UNIQUE COLLATE NOCASE,"
-    "  role TEXT NOT NULL CHECK(role IN ('admin', 'user')),"
-    "  pwhash TEXT NOT NULL, created_at INTEGER NOT NULL);"
-    "CREATE TABLE IF NOT EXISTS api_keys("
-    "  user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,"
-    "  key_hash BLOB NOT NULL UNIQUE, label TEXT NOT NULL COLLATE NOCASE,"
-    "  created_at INTEGER NOT NULL, scope TEXT NOT NULL DEFAULT 'all',"
-    "  UNIQUE(user_id, label));"
-    "CREATE TABLE IF NOT EXISTS tokens("
-    "  token_hash BLOB PRIMARY KEY,"
-    "  user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,"
-    "  expires_at INTEGER NOT NULL, apikey_hash BLOB);"
-    "CREATE INDEX IF NOT EXISTS tokens_by_user ON tokens(user_id);"
-    "CREATE INDEX IF NOT EXISTS tokens_by_expiry ON tokens(expires_at);"
-    "CREATE INDEX IF NOT EXISTS tokens_by_apikey ON tokens(apikey_hash);"
-    "CREATE TRIGGER IF NOT EXISTS users_removed_from_plans AFTER DELETE ON users BEGIN"
-    "  DELETE FROM plan_members WHERE user_id = OLD.id; END;";
-
-/* Databases made before users had ids kept them by name (the rowid, which
- * SQLite reuses, mapped them to OS accounts). Each user keeps its rowid as
- * its id, so its jobs keep their OS account, and its keys, tokens and execs
- * move to the id. Runs with foreign keys off, as SQLite's table rebuild
- * asks, in one transaction. */
-static const char *const migrate_by_name =
-    "PRAGMA foreign_keys=OFF;"
-    "BEGIN IMMEDIATE;"
-    "CREATE TABLE users_by_id("
-    "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
-    "  name TEXT NOT NULL UNIQUE COLLATE NOCASE,"
-    "  role TEXT NOT NULL CHECK(role IN ('admin', 'user')),"
-    "  pwhash TEXT NOT NULL, created_at INTEGER NOT NULL);"
-    "INSERT INTO users_by_id(id, name, role, pwhash, created_at)"
-    "  SELECT rowid, name, role, pwhash, created_at FROM users;"
-    "CREATE TABLE api_keys_by_id("
-    "  user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,"
-    "  key_hash BLOB NOT NULL UNIQUE, label TEXT NOT NULL COLLATE NOCASE,"
-    "  created_at INTEGER NOT NULL, UNIQUE(user_id, label));"
-    "INSERT INTO api_keys_by_id SELECT u.id, k.key_hash, k.label, k.created_at"
-    "  FROM api_keys k JOIN users_by_id u ON u.name = k.user;"
-    "CREATE TABLE tokens_by_id("
-    "  token_hash BLOB PRIMARY KEY,"
-    "  user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,"
-    "  expires_at INTEGER NOT NULL, apikey_hash BLOB);"
-    "INSERT INTO tokens_by_id SELECT t.token_hash, u.id, t.expires_at, t.apikey_hash"
-    "  FROM tokens t JOIN users_by_id u ON u.name = t.user;"
-    "UPDATE execs SET user_id = coalesce((SELECT id FROM users_by_id WHERE name = execs.user), 0);"
-    "DROP TABLE tokens; DROP TABLE api_keys; DROP TABLE users;"
-    "ALTER TABLE users_by_id RENAME TO users;"
-    "ALTER TABLE api_keys_by_id RENAME TO api_keys;"
-    "ALTER TABLE tokens_by_id RENAME TO tokens;"
-    "COMMIT;"
-    "PRAGMA foreign_keys=ON;";
+ * "admin". Every record is keyed by the user's id, which is never handed
+ * out twice: a user created again under a removed user's name is someone
+ * else, who sees none of the first one's keys, tokens, plans or execs, and
+ * whose jobs run under another OS account. The tables and their migrations
+ * are the store's (store/store_auth.h). */
 
 void auth_lock(auth_service *svc)
 {
     pthread_mutex_lock(&svc->lock);
-    store_lock(svc->st);
 }
 
 void auth_unlock_read(auth_service *svc)
 {
-    store_unlock(svc->st);
     pthread_mutex_unlock(&svc->lock);
 }
 
@@ -193,33 +134,6 @@ int auth_new_secret(const char *prefix, char *out, size_t len,
     return 0;
 }
 
-sqlite3_stmt *auth_prepare(auth_service *svc, const char *sql)
-{
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(svc->db, sql, -1, &st, NULL) != SQLITE_OK) {
-        log_error("auth: cannot prepare \"%s\": %s", sql, sqlite3_errmsg(svc->db));
-        return NULL;
-    }
-    return st;
-}
-
-int auth_exec(auth_service *svc, const char *sql)
-{
-    char *msg = NULL;
-    if (sqlite3_exec(svc->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-        log_error("auth: \"%s\" failed: %s", sql, msg ? msg : "?");
-        sqlite3_free(msg);
-        return -1;
-    }
-    return 0;
-}
-
-void auth_column_text(sqlite3_stmt *st, int col, char *dst, size_t cap)
-{
-    const unsigned char *t = sqlite3_column_text(st, col);
-    snprintf(dst, cap, "%s", t ? (const char *)t : "");
-}
-
 static void apply_defaults(auth_options *o)
 {
     if (o->pwhash_opslimit == 0)
@@ -260,74 +174,6 @@ static loom_error *check_limits(const auth_options *o)
     return NULL;
 }
 
-/* Whether `table` has a column `column`: -1 when it cannot tell. */
-static int has_column(auth_service *svc, const char *table, const char *column)
-{
-    char sql[96];
-    snprintf(sql, sizeof sql, "SELECT count(*) FROM pragma_table_info('%s') WHERE name = ?", table);
-    sqlite3_stmt *st = auth_prepare(svc, sql);
-    if (!st)
-        return -1;
-    sqlite3_bind_text(st, 1, column, -1, SQLITE_STATIC);
-    int n = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
-    sqlite3_finalize(st);
-    return n < 0 ? -1 : n > 0;
-}
-
-/* Brings a database made before users had ids to the current tables. */
-static int migrate(auth_service *svc, char **msg)
-{
-    int users = has_column(svc, "users", "name");
-    int ids = has_column(svc, "users", "id");
-    if (users != 1 || ids != 0)
-        return SQLITE_OK;
-    int rc = sqlite3_exec(svc->db, migrate_by_name, NULL, NULL, msg);
-    if (rc != SQLITE_OK) {
-        sqlite3_exec(svc->db, "ROLLBACK; PRAGMA foreign_keys=ON;", NULL, NULL, NULL);
-        return rc;
-    }
-    log_info("auth: users now have ids that are never reused (database migrated)");
-    return SQLITE_OK;
-}
-
-/* Keys made before keys had scopes may do all their user may. Runs after
- * the schema, which a migrated database's api_keys predates. */
-static int add_key_scopes(auth_service *svc, char **msg)
-{
-    if (has_column(svc, "api_keys", "scope") != 0)
-        return SQLITE_OK;
-    return sqlite3_exec(svc->db, "ALTER TABLE api_keys ADD COLUMN scope TEXT NOT NULL "
-                        "DEFAULT 'all'", NULL, NULL, msg);
-}
-
-/* The tables, in the store's database; foreign_keys (set by the store)
- * drives the cascades. */
-static loom_error *create_tables(auth_service *svc)
-{
-    char *msg = NULL;
-    store_lock(svc->st);
-    int rc = migrate(svc, &msg);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_exec(svc->db, schema, NULL, NULL, &msg);
-    if (rc == SQLITE_OK)
-        rc = add_key_scopes(svc, &msg);
-    loom_error *e = rc == SQLITE_OK ? NULL
-                                    : loom_err(LOOM_E_INTERNAL, "auth tables: %s",
-                                               msg ? msg : sqlite3_errmsg(svc->db));
-    sqlite3_free(msg);
-    if (!e) {
-        svc->check_token_stmt = auth_prepare(
-            svc, "SELECT t.token_hash, t.expires_at, u.name, u.role, u.id, "
-                 "coalesce(k.scope, 'all') FROM tokens t "
-                 "JOIN users u ON u.id = t.user_id "
-                 "LEFT JOIN api_keys k ON k.key_hash = t.apikey_hash WHERE t.token_hash = ?");
-        if (!svc->check_token_stmt)
-            e = loom_err(LOOM_E_INTERNAL, "auth: %s", sqlite3_errmsg(svc->db));
-    }
-    store_unlock(svc->st);
-    return e;
-}
-
 loom_error *auth_open(store *st, const auth_options *opt, auth_service **out)
 {
     *out = NULL;
@@ -349,7 +195,6 @@ loom_error *auth_open(store *st, const auth_options *opt, auth_service **out)
     svc->generation = 1;
     svc->token_cache = calloc(AUTH_TOKEN_CACHE_SLOTS, sizeof *svc->token_cache);
     svc->st = st;
-    svc->db = store_db(st);
     svc->opslimit = o.pwhash_opslimit;
     svc->memlimit = o.pwhash_memlimit;
     svc->token_ttl_ms = o.token_ttl_ms;
@@ -365,8 +210,6 @@ loom_error *auth_open(store *st, const auth_options *opt, auth_service **out)
         ratelimit_set_backoff(svc->limiter, o.lockout_max_ms);
         ratelimit_set_backoff(svc->account_limiter, o.lockout_max_ms);
     }
-    if (!e)
-        e = create_tables(svc);
     if (!e) {
         char dummy[AUTH_SECRET_MAX];
         unsigned char unused[AUTH_SECRET_HASH_BYTES];
@@ -386,7 +229,6 @@ void auth_close(auth_service *svc)
 {
     if (!svc)
         return;
-    sqlite3_finalize(svc->check_token_stmt);
     ratelimit_free(svc->limiter);
     ratelimit_free(svc->account_limiter);
     ratelimit_free(svc->trusted);
@@ -415,16 +257,6 @@ loom_error *auth_generate_password(char *out, size_t len)
     return NULL;
 }
 
-static int count_users(auth_service *svc)
-{
-    sqlite3_stmt *st = auth_prepare(svc, "SELECT count(*) FROM users");
-    if (!st)
-        return -1;
-    int n = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
-    sqlite3_finalize(st);
-    return n;
-}
-
 loom_error *auth_bootstrap_admin(auth_service *svc, const char *password_or_null,
                                  char *generated, size_t len, int *created)
 {
@@ -441,15 +273,14 @@ loom_error *auth_bootstrap_admin(auth_service *svc, const char *password_or_null
                         AUTH_PASSWORD_GEN_MAX);
 
     /* Held across the hash: this runs once, at start-up, and holding it
-     * keeps two callers from both seeing an empty table. */
+     * keeps two callers from both seeing an empty table; the store adds the
+     * row only while there is no user, whoever else writes. */
     auth_lock(svc);
-    int n = count_users(svc);
-    if (n != 0) {
-        if (n < 0)
-            e = loom_err(LOOM_E_INTERNAL, "bootstrap: cannot count users: %s",
-                         sqlite3_errmsg(svc->db));
+    int64_t n = 0;
+    e = store_user_count(svc->st, NULL, &n);
+    if (e || n != 0) {
         auth_unlock(svc);
-        return e;
+        return loom_err_wrap(e, "bootstrap: cannot count users");
     }
     char password[AUTH_PASSWORD_GEN_MAX];
     const char *chosen = password_or_null;
@@ -457,22 +288,18 @@ loom_error *auth_bootstrap_admin(auth_service *svc, const char *password_or_null
         loom_err_free(auth_generate_password(password, sizeof password));
         chosen = password;
     }
-    char pwhash[crypto_pwhash_STRBYTES];
-    e = auth_hash_password(svc, chosen, pwhash);
-    if (!e) {
-        sqlite3_stmt *st = auth_prepare(
-            svc, "INSERT INTO users(name, role, pwhash, created_at) "
-                 "VALUES('admin', 'admin', ?, ?)");
-        if (st) {
-            sqlite3_bind_text(st, 1, pwhash, -1, SQLITE_STATIC);
-            sqlite3_bind_int64(st, 2, auth_wall_ms());
-        }
-        if (!st || sqlite3_step(st) != SQLITE_DONE)
-            e = loom_err(LOOM_E_INTERNAL, "bootstrap: cannot store user 'admin': %s",
-                         sqlite3_errmsg(svc->db));
-        sqlite3_finalize(st);
-    }
+    store_user admin = {.name = "admin", .role = "admin", .created_at = auth_wall_ms()};
+    e = auth_hash_password(svc, chosen, admin.pwhash);
+    int inserted = 0;
+    if (!e)
+        e = loom_err_wrap(store_user_insert_first(svc->st, &admin, &inserted),
+                          "bootstrap: cannot store user 'admin'");
+    sodium_memzero(admin.pwhash, sizeof admin.pwhash);
     auth_unlock(svc);
+    if (!e && !inserted) {
+        sodium_memzero(password, sizeof password);
+        return NULL; /* another host made the first user meanwhile */
+    }
     if (!e && !password_or_null)
         snprintf(generated, len, "%s", password);
     sodium_memzero(password, sizeof password);

@@ -91,23 +91,20 @@ static basic_entry *cache_victim(auth_basic_cache *c, int64_t now_ms)
     return victim;
 }
 
-enum { ROW_FOUND, ROW_MISSING, ROW_FAILED };
-
-/* The stored name, hash and role of user `id`. Lock (auth_lock) held. */
+/* The stored name, hash and role of user `id`: 1 when found. */
 static int read_user(auth_service *svc, int64_t id, char *name, char *pwhash, char *role)
 {
-    sqlite3_stmt *st = auth_prepare(svc, "SELECT name, pwhash, role FROM users WHERE id = ?");
-    if (!st)
-        return ROW_FAILED;
-    sqlite3_bind_int64(st, 1, id);
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) {
-        auth_column_text(st, 0, name, AUTH_NAME_MAX);
-        auth_column_text(st, 1, pwhash, crypto_pwhash_STRBYTES);
-        auth_column_text(st, 2, role, AUTH_ROLE_MAX);
+    store_user u;
+    loom_error *e = store_user_by_id(svc->st, id, &u);
+    if (e) {
+        loom_err_free(e);
+        return 0;
     }
-    sqlite3_finalize(st);
-    return rc == SQLITE_ROW ? ROW_FOUND : rc == SQLITE_DONE ? ROW_MISSING : ROW_FAILED;
+    memcpy(name, u.name, AUTH_NAME_MAX);
+    memcpy(pwhash, u.pwhash, crypto_pwhash_STRBYTES);
+    memcpy(role, u.role, AUTH_ROLE_MAX);
+    sodium_memzero(u.pwhash, sizeof u.pwhash);
+    return 1;
 }
 
 static void fill_identity(auth_identity *who, int64_t id, const char *name, const char *role,
@@ -133,7 +130,7 @@ static int cached_pass(auth_service *svc, const unsigned char *key, int64_t now_
     auth_basic_cache *c = cache_of(svc);
     basic_entry *e = c ? cache_find(c, key, now_ms) : NULL;
     if (e) {
-        if (read_user(svc, e->user_id, name, pwhash, role) == ROW_FOUND) {
+        if (read_user(svc, e->user_id, name, pwhash, role)) {
             hash_of_pwhash(pwhash, now_hash);
             ok = sodium_memcmp(now_hash, e->pwhash_hash, sizeof now_hash) == 0;
         }
@@ -156,7 +153,7 @@ static void cache_remember(auth_service *svc, const unsigned char *key, int64_t 
     char name[AUTH_NAME_MAX], pwhash[crypto_pwhash_STRBYTES], role[AUTH_ROLE_MAX];
     auth_lock(svc);
     auth_basic_cache *c = cache_of(svc);
-    if (c && read_user(svc, id, name, pwhash, role) == ROW_FOUND) {
+    if (c && read_user(svc, id, name, pwhash, role)) {
         basic_entry *e = cache_victim(c, now_ms);
         memcpy(e->key, key, sizeof e->key);
         hash_of_pwhash(pwhash, e->pwhash_hash);

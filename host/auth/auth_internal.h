@@ -1,17 +1,24 @@
 /*
  * auth/auth_internal.h - what the auth_*.c files share: the service struct,
- * validation, secret generation and hashing, and SQLite helpers. Not for use
- * outside host/auth/.
+ * validation, secret generation and hashing. The rows are the store's
+ * (store/store_auth.h). Not for use outside host/auth/.
  */
 #ifndef LOOM_AUTH_AUTH_INTERNAL_H
 #define LOOM_AUTH_AUTH_INTERNAL_H
 
 #include <pthread.h>
 #include <sodium.h>
-#include <sqlite3.h>
 
 #include "auth/auth.h"
 #include "auth/ratelimit.h"
+#include "store/store_auth.h"
+
+/* The store's records hold what auth's buffers do. */
+_Static_assert(STORE_USER_NAME_MAX == AUTH_NAME_MAX, "user name sizes differ");
+_Static_assert(STORE_USER_ROLE_MAX == AUTH_ROLE_MAX, "role sizes differ");
+_Static_assert(STORE_KEY_SCOPE_MAX == AUTH_SCOPE_MAX, "scope sizes differ");
+_Static_assert(STORE_PWHASH_MAX == crypto_pwhash_STRBYTES, "password hash sizes differ");
+_Static_assert(STORE_SECRET_HASH_BYTES == crypto_generichash_BYTES, "secret hash sizes differ");
 
 /* Stored hashes of tokens and API keys: BLAKE2b-256. */
 #define AUTH_SECRET_HASH_BYTES crypto_generichash_BYTES
@@ -25,8 +32,7 @@ void auth_basic_cache_free(auth_basic_cache *cache);
 
 struct auth_service {
     store *st;
-    sqlite3 *db;          /* the store's connection */
-    pthread_mutex_t lock; /* the limiter; with the store's lock, the statements */
+    pthread_mutex_t lock; /* the limiters, the Basic cache and every change to auth's rows */
     ratelimit *limiter;         /* failed log-ons per source address */
     ratelimit *account_limiter; /* per account, from addresses it does not know */
     ratelimit *trusted;         /* "account\naddress" pairs that logged on */
@@ -34,9 +40,6 @@ struct auth_service {
     size_t memlimit;
     int64_t token_ttl_ms;
     int64_t last_purge_ms; /* when expired tokens were last deleted */
-    /* auth_check_token runs on every request: its statement is prepared
-     * once (parsing it each time cost most of the call). */
-    sqlite3_stmt *check_token_stmt;
     /* A hash of a random password, verified against when the user is
      * unknown so that the answer takes as long as for a wrong password. */
     char dummy_pwhash[crypto_pwhash_STRBYTES];
@@ -60,8 +63,8 @@ typedef struct auth_token_entry {
     auth_identity who;
 } auth_token_entry;
 
-/* The service's lock and then the store's, so that no other statement on
- * the shared connection lands inside an auth transaction. */
+/* The service's lock; a change of several rows that must be atomic runs
+ * as a store transaction inside it (store_txn_begin). */
 void auth_lock(auth_service *svc);
 void auth_unlock(auth_service *svc);
 /* For a section that only read auth's tables (or touched the in-memory
@@ -96,11 +99,5 @@ loom_error *auth_issue_token(auth_service *svc, int64_t user_id,
 
 /* Milliseconds since the epoch, for created_at columns. */
 int64_t auth_wall_ms(void);
-
-/* A prepared statement, or NULL with the reason logged. */
-sqlite3_stmt *auth_prepare(auth_service *svc, const char *sql);
-/* Runs sql without results (BEGIN, COMMIT, ...); 0 or -1 (logged). */
-int auth_exec(auth_service *svc, const char *sql);
-void auth_column_text(sqlite3_stmt *st, int col, char *dst, size_t cap);
 
 #endif

@@ -16,13 +16,10 @@ static void purge_expired(auth_service *svc, int64_t now_ms)
         now_ms >= svc->last_purge_ms)
         return;
     svc->last_purge_ms = now_ms;
-    sqlite3_stmt *st = auth_prepare(svc, "DELETE FROM tokens WHERE expires_at <= ?");
-    if (!st)
-        return;
-    sqlite3_bind_int64(st, 1, now_ms);
-    if (sqlite3_step(st) != SQLITE_DONE)
-        log_warn("auth: cannot purge expired tokens: %s", sqlite3_errmsg(svc->db));
-    sqlite3_finalize(st);
+    loom_error *e = store_token_delete_expired(svc->st, now_ms);
+    if (e)
+        log_warn("auth: cannot purge expired tokens: %s", loom_err_message(e));
+    loom_err_free(e);
 }
 
 loom_error *auth_issue_token(auth_service *svc, int64_t user_id,
@@ -35,23 +32,10 @@ loom_error *auth_issue_token(auth_service *svc, int64_t user_id,
                         AUTH_SECRET_MAX);
     purge_expired(svc, now_ms);
     int64_t expires = now_ms + svc->token_ttl_ms;
-    sqlite3_stmt *st = auth_prepare(
-        svc, "INSERT INTO tokens(token_hash, user_id, expires_at, apikey_hash) "
-             "VALUES(?,?,?,?)");
-    if (st) {
-        sqlite3_bind_blob(st, 1, hash, sizeof hash, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 2, user_id);
-        sqlite3_bind_int64(st, 3, expires);
-        if (apikey_hash)
-            sqlite3_bind_blob(st, 4, apikey_hash, AUTH_SECRET_HASH_BYTES,
-                              SQLITE_STATIC);
-    }
-    int rc = st ? sqlite3_step(st) : SQLITE_ERROR;
-    sqlite3_finalize(st);
-    if (rc != SQLITE_DONE) {
+    loom_error *e = store_token_insert(svc->st, hash, user_id, expires, apikey_hash);
+    if (e) {
         sodium_memzero(token_out, len);
-        return loom_err(LOOM_E_INTERNAL, "cannot store a token for user %lld: %s",
-                        (long long)user_id, sqlite3_errmsg(svc->db));
+        return loom_err_wrap(e, "cannot store a token for user %lld", (long long)user_id);
     }
     if (expires_at_ms)
         *expires_at_ms = expires;
@@ -124,24 +108,31 @@ static void limiter_end(auth_service *svc, const attempt *a, int64_t now_ms, int
 /* What a found row, or its absence, means. */
 enum { FOUND, NOT_FOUND, DB_FAILED };
 
+/* What a store read's error means; frees it, keeping an internal one's
+ * message in `why`. */
+static int found_of(loom_error *e, char *why, size_t cap)
+{
+    int found = !e ? FOUND : loom_err_code(e) == LOOM_E_NOT_FOUND ? NOT_FOUND : DB_FAILED;
+    if (found == DB_FAILED)
+        snprintf(why, cap, "%s", loom_err_message(e));
+    loom_err_free(e);
+    return found;
+}
+
 /* The stored name, role, id and hash of `user`. Lock held. */
 static int fetch_user(auth_service *svc, const char *user, char *name, char *role,
-                      int64_t *id, char pwhash[crypto_pwhash_STRBYTES])
+                      int64_t *id, char pwhash[crypto_pwhash_STRBYTES], char *why, size_t cap)
 {
-    sqlite3_stmt *st =
-        auth_prepare(svc, "SELECT name, pwhash, role, id FROM users WHERE name = ?");
-    if (!st)
-        return DB_FAILED;
-    sqlite3_bind_text(st, 1, user, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) {
-        auth_column_text(st, 0, name, AUTH_NAME_MAX);
-        auth_column_text(st, 1, pwhash, crypto_pwhash_STRBYTES);
-        auth_column_text(st, 2, role, AUTH_ROLE_MAX);
-        *id = sqlite3_column_int64(st, 3);
+    store_user u;
+    int found = found_of(store_user_by_name(svc->st, user, &u), why, cap);
+    if (found == FOUND) {
+        memcpy(name, u.name, AUTH_NAME_MAX);
+        memcpy(role, u.role, AUTH_ROLE_MAX);
+        memcpy(pwhash, u.pwhash, crypto_pwhash_STRBYTES);
+        *id = u.id;
     }
-    sqlite3_finalize(st);
-    return rc == SQLITE_ROW ? FOUND : rc == SQLITE_DONE ? NOT_FOUND : DB_FAILED;
+    sodium_memzero(u.pwhash, sizeof u.pwhash);
+    return found;
 }
 
 /* After a successful log-on: when the configured cost differs from the one
@@ -157,16 +148,9 @@ static void rehash_if_needed(auth_service *svc, const char *name,
         loom_err_free(e);
         return;
     }
+    /* Only over the hash just verified: a password changed meanwhile stays. */
     auth_lock(svc);
-    sqlite3_stmt *st = auth_prepare(
-        svc, "UPDATE users SET pwhash = ?1 WHERE name = ?2 AND pwhash = ?3");
-    if (st) {
-        sqlite3_bind_text(st, 1, fresh, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 3, pwhash, -1, SQLITE_STATIC);
-        sqlite3_step(st);
-        sqlite3_finalize(st);
-    }
+    loom_err_free(store_user_set_pwhash(svc->st, name, fresh, pwhash));
     auth_unlock(svc);
 }
 
@@ -186,6 +170,7 @@ loom_error *auth_verify_password(auth_service *svc, const char *client_id, const
     char name[AUTH_NAME_MAX] = "", role[AUTH_ROLE_MAX] = "";
     char pwhash[crypto_pwhash_STRBYTES] = "";
     int64_t user_id = 0;
+    char why[256] = "";
     loom_error *bad_name = auth_check_name("user name", user);
     attempt a;
 
@@ -193,7 +178,7 @@ loom_error *auth_verify_password(auth_service *svc, const char *client_id, const
     loom_error *e = limiter_begin(svc, &a, client_id, bad_name ? "" : user, now_ms);
     int found = NOT_FOUND;
     if (!e && !bad_name)
-        found = fetch_user(svc, user, name, role, &user_id, pwhash);
+        found = fetch_user(svc, user, name, role, &user_id, pwhash, why, sizeof why);
     loom_err_free(bad_name); /* refused like an unknown user */
     auth_unlock(svc);
     if (e)
@@ -216,7 +201,7 @@ loom_error *auth_verify_password(auth_service *svc, const char *client_id, const
     if (!ok) {
         log_warn("auth: failed log-on from %s", client_id);
         if (found == DB_FAILED)
-            return loom_err(LOOM_E_INTERNAL, "cannot read users: %s", sqlite3_errmsg(svc->db));
+            return loom_err(LOOM_E_INTERNAL, "cannot read users: %s", why);
         return loom_err(LOOM_E_UNAUTHENTICATED, "invalid user name or password");
     }
     rehash_if_needed(svc, name, pwhash, password);
@@ -252,32 +237,21 @@ loom_error *auth_logon_password(auth_service *svc, const char *client_id, const 
 }
 
 /* The user owning the API key of hash `hash`. Lock held. */
-static int find_apikey(auth_service *svc,
-                       const unsigned char hash[AUTH_SECRET_HASH_BYTES],
-                       char *user, int64_t *user_id)
+static int find_apikey(auth_service *svc, const unsigned char hash[AUTH_SECRET_HASH_BYTES],
+                       char *user, int64_t *user_id, char *why, size_t cap)
 {
-    sqlite3_stmt *st = auth_prepare(
-        svc, "SELECT k.key_hash, u.name, u.id FROM api_keys k "
-             "JOIN users u ON u.id = k.user_id WHERE k.key_hash = ?");
-    if (!st)
-        return DB_FAILED;
-    sqlite3_bind_blob(st, 1, hash, AUTH_SECRET_HASH_BYTES, SQLITE_STATIC);
-    int rc = NOT_FOUND;
-    int sq = sqlite3_step(st);
+    store_apikey k;
+    int found = found_of(store_apikey_find(svc->st, hash, &k), why, cap);
     /* The lookup is by the hash of a 256-bit secret, which leaks nothing
      * useful through timing; the stored hash is still compared in constant
      * time so no path compares secrets byte by byte. */
-    if (sq == SQLITE_ROW &&
-        sqlite3_column_bytes(st, 0) == AUTH_SECRET_HASH_BYTES &&
-        sodium_memcmp(sqlite3_column_blob(st, 0), hash, AUTH_SECRET_HASH_BYTES) == 0) {
-        auth_column_text(st, 1, user, AUTH_NAME_MAX);
-        *user_id = sqlite3_column_int64(st, 2);
-        rc = FOUND;
-    } else if (sq != SQLITE_ROW && sq != SQLITE_DONE) {
-        rc = DB_FAILED;
+    if (found == FOUND && sodium_memcmp(k.hash, hash, AUTH_SECRET_HASH_BYTES) != 0)
+        found = NOT_FOUND;
+    if (found == FOUND) {
+        memcpy(user, k.user, AUTH_NAME_MAX);
+        *user_id = k.user_id;
     }
-    sqlite3_finalize(st);
-    return rc;
+    return found;
 }
 
 loom_error *auth_logon_apikey(auth_service *svc, const char *client_id, const char *apikey,
@@ -297,16 +271,18 @@ loom_error *auth_logon_apikey(auth_service *svc, const char *client_id, const ch
 
     char user[AUTH_NAME_MAX] = "";
     int64_t user_id = 0;
+    char why[256] = "";
     attempt a;
     auth_lock(svc);
     e = limiter_begin(svc, &a, client_id, NULL, now_ms);
     if (!e) {
-        int found = plausible ? find_apikey(svc, hash, user, &user_id) : NOT_FOUND;
+        int found = plausible ? find_apikey(svc, hash, user, &user_id, why, sizeof why)
+                              : NOT_FOUND;
         limiter_end(svc, &a, now_ms, found != FOUND);
         if (found == FOUND)
             e = auth_issue_token(svc, user_id, hash, now_ms, token_out, len, expires_at_ms);
         else if (found == DB_FAILED)
-            e = loom_err(LOOM_E_INTERNAL, "cannot read API keys: %s", sqlite3_errmsg(svc->db));
+            e = loom_err(LOOM_E_INTERNAL, "cannot read API keys: %s", why);
         else
             e = loom_err(LOOM_E_UNAUTHENTICATED, "invalid API key");
     }
@@ -327,18 +303,15 @@ int64_t auth_retry_after_ms(auth_service *svc, const char *client_id,
     return wait;
 }
 
-/* Deletes the token of hash `hash`; returns the rows deleted or -1. Lock
- * held. */
-static int delete_token(auth_service *svc,
-                        const unsigned char hash[AUTH_SECRET_HASH_BYTES])
+/* Deletes the token of hash `hash`: 1 deleted, 0 none, -1 failed. */
+static int delete_token(auth_service *svc, const unsigned char hash[AUTH_SECRET_HASH_BYTES])
 {
-    sqlite3_stmt *st = auth_prepare(svc, "DELETE FROM tokens WHERE token_hash = ?");
-    if (!st)
-        return -1;
-    sqlite3_bind_blob(st, 1, hash, AUTH_SECRET_HASH_BYTES, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? sqlite3_changes(svc->db) : -1;
+    loom_error *e = store_token_delete(svc->st, hash);
+    int n = !e ? 1 : loom_err_code(e) == LOOM_E_NOT_FOUND ? 0 : -1;
+    if (n < 0)
+        log_warn("auth: cannot revoke a token: %s", loom_err_message(e));
+    loom_err_free(e);
+    return n;
 }
 
 static int plausible_token(const char *token)
@@ -395,40 +368,29 @@ loom_error *auth_check_token(auth_service *svc, const char *token, int64_t now_m
     if (!who)
         who = &found_who;
 
-    /* Every request comes through here: only the service's lock, which keeps
-     * auth's own transactions away. No other statement's row count or error
-     * is read here, so the store's statements need not wait for this one. */
-    pthread_mutex_lock(&svc->lock);
-    sqlite3_stmt *st = svc->check_token_stmt;
-    int found = 0, expired = 0;
-    sqlite3_bind_blob(st, 1, hash, sizeof hash, SQLITE_STATIC);
-    int sq = sqlite3_step(st);
-    if (sq == SQLITE_ROW && sqlite3_column_bytes(st, 0) == (int)sizeof hash &&
-        sodium_memcmp(sqlite3_column_blob(st, 0), hash, sizeof hash) == 0) {
-        int64_t expires = sqlite3_column_int64(st, 1);
-        if (expires <= now_ms) {
-            expired = 1;
-        } else {
-            if (who) {
-                auth_column_text(st, 2, who->user, sizeof who->user);
-                auth_column_text(st, 3, who->role, sizeof who->role);
-                who->user_id = sqlite3_column_int64(st, 4);
-                who->expires_at_ms = expires;
-                auth_column_text(st, 5, who->scope, sizeof who->scope);
-            }
-            found = 1;
-        }
+    /* Every request that misses the cache comes through here: one
+     * statement the store prepared once, under the store's lock only. */
+    store_token t;
+    loom_error *e = store_token_find(svc->st, hash, &t);
+    int found = !e && sodium_memcmp(t.hash, hash, sizeof hash) == 0;
+    int expired = found && t.expires_at <= now_ms;
+    if (expired)
+        found = 0;
+    if (found) {
+        snprintf(who->user, sizeof who->user, "%s", t.user);
+        snprintf(who->role, sizeof who->role, "%s", t.role);
+        who->user_id = t.user_id;
+        who->expires_at_ms = t.expires_at;
+        snprintf(who->scope, sizeof who->scope, "%s", t.scope);
     }
-    loom_error *e = found ? NULL
-                    : sq != SQLITE_ROW && sq != SQLITE_DONE
-                        ? loom_err(LOOM_E_INTERNAL, "cannot read tokens: %s", sqlite3_errmsg(svc->db))
-                        : loom_err(LOOM_E_UNAUTHENTICATED, "%s token", expired ? "expired" : "unknown");
-    /* Reset ends the read so the statement holds no lock on the file. */
-    sqlite3_reset(st);
-    sqlite3_clear_bindings(st);
+    if (e && loom_err_code(e) != LOOM_E_NOT_FOUND)
+        e = loom_err_wrap(e, "cannot read tokens");
+    else if (!found) {
+        loom_err_free(e);
+        e = loom_err(LOOM_E_UNAUTHENTICATED, "%s token", expired ? "expired" : "unknown");
+    }
     if (expired)
         delete_token(svc, hash);
-    pthread_mutex_unlock(&svc->lock);
     if (found)
         cache_token(svc, hash, generation, who);
     return e;

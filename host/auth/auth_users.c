@@ -6,28 +6,21 @@
 
 #include "util/log.h"
 
-/* Steps a prepared write and finalizes it; SQLITE_DONE, SQLITE_CONSTRAINT or
- * another SQLite code. */
-static int step_write(sqlite3_stmt *st)
+/* The store's error with auth's words: `conflict` and `missing` replace
+ * the messages of LOOM_E_CONFLICT and LOOM_E_NOT_FOUND (NULL: kept); any
+ * other error is prefixed with `doing`. */
+static loom_error *in_words(loom_error *e, const char *doing, const char *conflict,
+                            const char *missing)
 {
-    if (!st)
-        return SQLITE_ERROR;
-    int rc = sqlite3_step(st);
-    sqlite3_finalize(st);
-    return rc;
-}
-
-/* Runs a write with up to two text parameters (NULL: not bound); returns
- * the SQLite code of the step. Lock held. */
-static int write2(auth_service *svc, const char *sql, const char *a,
-                  const char *b)
-{
-    sqlite3_stmt *st = auth_prepare(svc, sql);
-    if (st && a)
-        sqlite3_bind_text(st, 1, a, -1, SQLITE_STATIC);
-    if (st && b)
-        sqlite3_bind_text(st, 2, b, -1, SQLITE_STATIC);
-    return step_write(st);
+    if (!e)
+        return NULL;
+    int code = loom_err_code(e);
+    const char *words = code == LOOM_E_CONFLICT ? conflict : code == LOOM_E_NOT_FOUND ? missing : NULL;
+    if (!words)
+        return code == LOOM_E_CONFLICT || code == LOOM_E_NOT_FOUND ? e
+                                                                   : loom_err_wrap(e, "cannot %s", doing);
+    loom_err_free(e);
+    return loom_err(code, "%s", words);
 }
 
 loom_error *auth_user_add(auth_service *svc, const char *name, const char *password,
@@ -38,86 +31,50 @@ loom_error *auth_user_add(auth_service *svc, const char *name, const char *passw
         e = auth_check_password(password);
     if (!e)
         e = auth_check_role(role);
-    char pwhash[crypto_pwhash_STRBYTES];
+    store_user u = {.created_at = auth_wall_ms()};
     if (!e)
-        e = auth_hash_password(svc, password, pwhash);
+        e = auth_hash_password(svc, password, u.pwhash);
     if (e)
         return e;
-
+    snprintf(u.name, sizeof u.name, "%s", name);
+    snprintf(u.role, sizeof u.role, "%s", role);
+    char conflict[128];
+    snprintf(conflict, sizeof conflict, "user '%s' already exists", name);
     auth_lock(svc);
-    sqlite3_stmt *st = auth_prepare(
-        svc, "INSERT INTO users(name, role, pwhash, created_at) VALUES(?,?,?,?)");
-    if (st) {
-        sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, role, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 3, pwhash, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 4, auth_wall_ms());
-    }
-    int sq = step_write(st);
-    if (sq == SQLITE_CONSTRAINT)
-        e = loom_err(LOOM_E_CONFLICT, "user '%s' already exists", name);
-    else if (sq != SQLITE_DONE)
-        e = loom_err(LOOM_E_INTERNAL, "cannot store user '%s': %s", name, sqlite3_errmsg(svc->db));
+    e = in_words(store_user_insert(svc->st, &u), "store the user", conflict, NULL);
     auth_unlock(svc);
+    sodium_memzero(u.pwhash, sizeof u.pwhash);
     if (!e)
         log_info("auth: added user '%s' (role %s)", name, role);
     return e;
 }
 
-/* The role of `name` into role, or LOOM_E_NOT_FOUND. Lock held. */
-static loom_error *user_role(auth_service *svc, const char *name, char *role, size_t cap)
+static void missing_user(char *out, size_t cap, const char *name)
 {
-    sqlite3_stmt *st = auth_prepare(svc, "SELECT role FROM users WHERE name = ?");
-    if (!st)
-        return loom_err(LOOM_E_INTERNAL, "auth: %s", sqlite3_errmsg(svc->db));
-    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW)
-        auth_column_text(st, 0, role, cap);
-    sqlite3_finalize(st);
-    if (rc == SQLITE_ROW)
-        return NULL;
-    if (rc == SQLITE_DONE)
-        return loom_err(LOOM_E_NOT_FOUND, "user '%s' does not exist", name);
-    return loom_err(LOOM_E_INTERNAL, "auth: %s", sqlite3_errmsg(svc->db));
+    snprintf(out, cap, "user '%s' does not exist", name);
 }
 
-static int count_admins(auth_service *svc)
-{
-    sqlite3_stmt *st =
-        auth_prepare(svc, "SELECT count(*) FROM users WHERE role = 'admin'");
-    if (!st)
-        return -1;
-    int n = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
-    sqlite3_finalize(st);
-    return n;
-}
-
-static loom_error *db_failure(auth_service *svc, const char *what, const char *a, const char *b)
-{
-    return loom_err(LOOM_E_INTERNAL, "cannot %s '%s'%s%s: %s", what, a, b ? " of " : "",
-                    b ? b : "", sqlite3_errmsg(svc->db));
-}
-
-/* The removal under the lock, in a transaction so that the last-admin check
- * and the delete see the same table even with another process writing. */
+/* The removal in a transaction, so that the last-admin check and the
+ * delete see the same table even with another process writing. Lock held. */
 static loom_error *remove_locked(auth_service *svc, const char *name)
 {
-    if (auth_exec(svc, "BEGIN IMMEDIATE") != 0)
-        return db_failure(svc, "remove user", name, NULL);
-    char role[AUTH_ROLE_MAX] = "";
-    loom_error *e = user_role(svc, name, role, sizeof role);
-    if (!e && strcmp(role, "admin") == 0 && count_admins(svc) <= 1)
+    loom_error *e = store_txn_begin(svc->st);
+    if (e)
+        return loom_err_wrap(e, "cannot remove user '%s'", name);
+    char missing[128];
+    missing_user(missing, sizeof missing, name);
+    store_user u;
+    e = in_words(store_user_by_name(svc->st, name, &u), "read the users", NULL, missing);
+    sodium_memzero(u.pwhash, sizeof u.pwhash);
+    int64_t admins = 0;
+    if (!e && strcmp(u.role, "admin") == 0)
+        e = store_user_count(svc->st, "admin", &admins);
+    if (!e && strcmp(u.role, "admin") == 0 && admins <= 1)
         e = loom_err(LOOM_E_CONFLICT, "user '%s' is the last admin: add another admin first",
                      name);
-    if (!e && write2(svc, "DELETE FROM users WHERE name = ?", name, NULL) != SQLITE_DONE)
-        e = db_failure(svc, "remove user", name, NULL);
-    if (!e && auth_exec(svc, "COMMIT") == 0)
-        return NULL;
     if (!e)
-        e = db_failure(svc, "remove user", name, NULL);
-    auth_exec(svc, "ROLLBACK");
-    return e;
+        e = in_words(store_user_delete(svc->st, name), "remove the user", NULL, missing);
+    return store_txn_end(svc->st, e);
 }
 
 loom_error *auth_user_remove(auth_service *svc, const char *name)
@@ -136,31 +93,20 @@ loom_error *auth_user_remove(auth_service *svc, const char *name)
 static loom_error *passwd_locked(auth_service *svc, const char *name, const char *pwhash,
                                  int keep_keys)
 {
-    if (auth_exec(svc, "BEGIN IMMEDIATE") != 0)
-        goto failed;
-    if (write2(svc, "UPDATE users SET pwhash = ?1 WHERE name = ?2", pwhash,
-               name) != SQLITE_DONE)
-        goto failed;
-    if (sqlite3_changes(svc->db) == 0) {
-        auth_exec(svc, "ROLLBACK");
-        return loom_err(LOOM_E_NOT_FOUND, "user '%s' does not exist", name);
-    }
+    loom_error *e = store_txn_begin(svc->st);
+    if (e)
+        return loom_err_wrap(e, "cannot change the password of '%s'", name);
+    char missing[128];
+    missing_user(missing, sizeof missing, name);
+    e = in_words(store_user_set_pwhash(svc->st, name, pwhash, NULL), "change the password",
+                 NULL, missing);
     /* Whoever had the old password may hold a token or have made a key:
      * both go (the tokens keys issued with them). */
-    if (write2(svc, "DELETE FROM tokens WHERE user_id = (SELECT id FROM users WHERE name = ?)",
-               name, NULL) != SQLITE_DONE)
-        goto failed;
-    if (!keep_keys &&
-        write2(svc, "DELETE FROM api_keys WHERE user_id = (SELECT id FROM users WHERE name = ?)",
-               name, NULL) != SQLITE_DONE)
-        goto failed;
-    if (auth_exec(svc, "COMMIT") != 0)
-        goto failed;
-    return NULL;
-failed:;
-    loom_error *e = db_failure(svc, "change the password of", name, NULL);
-    auth_exec(svc, "ROLLBACK");
-    return e;
+    if (!e)
+        e = store_token_delete_user(svc->st, name);
+    if (!e && !keep_keys)
+        e = store_apikey_delete_user(svc->st, name);
+    return store_txn_end(svc->st, e);
 }
 
 loom_error *auth_user_passwd(auth_service *svc, const char *name, const char *password,
@@ -177,56 +123,57 @@ loom_error *auth_user_passwd(auth_service *svc, const char *name, const char *pa
     auth_lock(svc);
     e = passwd_locked(svc, name, pwhash, keep_keys);
     auth_unlock(svc);
+    sodium_memzero(pwhash, sizeof pwhash);
     if (!e)
         log_info("auth: changed the password of '%s' and revoked its tokens%s", name,
                  keep_keys ? "" : " and API keys");
     return e;
 }
 
+typedef struct user_lister {
+    void (*fn)(const auth_user *user, void *ctx);
+    void *ctx;
+    size_t n;
+} user_lister;
+
+static void list_user(const store_user *u, void *arg)
+{
+    user_lister *l = arg;
+    auth_user out;
+    snprintf(out.name, sizeof out.name, "%s", u->name);
+    snprintf(out.role, sizeof out.role, "%s", u->role);
+    out.created_at_ms = u->created_at;
+    if (l->fn)
+        l->fn(&out, l->ctx);
+    l->n++;
+}
+
 loom_error *auth_user_list(auth_service *svc, void (*fn)(const auth_user *user, void *ctx),
                            void *ctx, size_t *count)
 {
+    user_lister l = {fn, ctx, 0};
     auth_lock(svc);
-    sqlite3_stmt *st = auth_prepare(
-        svc, "SELECT name, role, created_at FROM users ORDER BY name");
-    size_t n = 0;
-    int rc = SQLITE_ERROR;
-    while (st && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-        auth_user u;
-        auth_column_text(st, 0, u.name, sizeof u.name);
-        auth_column_text(st, 1, u.role, sizeof u.role);
-        u.created_at_ms = sqlite3_column_int64(st, 2);
-        if (fn)
-            fn(&u, ctx);
-        n++;
-    }
-    loom_error *e = rc == SQLITE_DONE ? NULL
-                                      : loom_err(LOOM_E_INTERNAL, "cannot list users: %s",
-                                                 sqlite3_errmsg(svc->db));
-    sqlite3_finalize(st);
+    loom_error *e = loom_err_wrap(store_user_each(svc->st, list_user, &l), "cannot list users");
     auth_unlock(svc);
     if (count)
-        *count = n;
+        *count = l.n;
     return e;
 }
 
 loom_error *auth_user_id(auth_service *svc, const char *name, int64_t *id)
 {
+    store_user u;
     auth_lock(svc);
-    sqlite3_stmt *st = auth_prepare(svc, "SELECT id FROM users WHERE name = ?");
-    loom_error *e = st ? loom_err(LOOM_E_NOT_FOUND, "user %s: no such user", name)
-                       : loom_err(LOOM_E_INTERNAL, "user %s: cannot read the users: %s", name,
-                                  sqlite3_errmsg(svc->db));
-    if (st) {
-        sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-        if (sqlite3_step(st) == SQLITE_ROW) {
-            *id = sqlite3_column_int64(st, 0);
-            loom_err_free(e);
-            e = NULL;
-        }
-    }
-    sqlite3_finalize(st);
+    loom_error *e = store_user_by_name(svc->st, name, &u);
     auth_unlock(svc);
+    sodium_memzero(u.pwhash, sizeof u.pwhash);
+    if (!e)
+        *id = u.id;
+    else if (loom_err_code(e) == LOOM_E_NOT_FOUND) {
+        loom_err_free(e);
+        e = loom_err(LOOM_E_NOT_FOUND, "user %s: no such user", name);
+    } else
+        e = loom_err_wrap(e, "user %s: cannot read the users", name);
     return e;
 }
 
@@ -246,32 +193,19 @@ loom_error *auth_apikey_create_scoped(auth_service *svc, const char *user, const
         e = auth_check_scope(scope);
     if (e)
         return e;
-    unsigned char hash[AUTH_SECRET_HASH_BYTES];
-    if (auth_new_secret(AUTH_APIKEY_PREFIX, key_out, len, hash) != 0)
+    store_apikey k = {.created_at = auth_wall_ms()};
+    if (auth_new_secret(AUTH_APIKEY_PREFIX, key_out, len, k.hash) != 0)
         return loom_err(LOOM_E_INVALID, "API key: the output buffer needs %d bytes",
                         AUTH_SECRET_MAX);
-
+    snprintf(k.user, sizeof k.user, "%s", user);
+    snprintf(k.label, sizeof k.label, "%s", label);
+    snprintf(k.scope, sizeof k.scope, "%s", scope);
+    char conflict[192], missing[128];
+    snprintf(conflict, sizeof conflict, "user '%s' already has an API key labelled '%s'", user,
+             label);
+    missing_user(missing, sizeof missing, user);
     auth_lock(svc);
-    char role[AUTH_ROLE_MAX];
-    e = user_role(svc, user, role, sizeof role);
-    if (!e) {
-        sqlite3_stmt *st = auth_prepare(
-            svc, "INSERT INTO api_keys(user_id, key_hash, label, created_at, scope) "
-                 "VALUES((SELECT id FROM users WHERE name = ?), ?, ?, ?, ?)");
-        if (st) {
-            sqlite3_bind_text(st, 1, user, -1, SQLITE_STATIC);
-            sqlite3_bind_blob(st, 2, hash, sizeof hash, SQLITE_STATIC);
-            sqlite3_bind_text(st, 3, label, -1, SQLITE_STATIC);
-            sqlite3_bind_int64(st, 4, auth_wall_ms());
-            sqlite3_bind_text(st, 5, scope, -1, SQLITE_STATIC);
-        }
-        int sq = step_write(st);
-        if (sq == SQLITE_CONSTRAINT)
-            e = loom_err(LOOM_E_CONFLICT, "user '%s' already has an API key labelled '%s'", user,
-                         label);
-        else if (sq != SQLITE_DONE)
-            e = db_failure(svc, "store the API key", label, user);
-    }
+    e = in_words(store_apikey_insert(svc->st, &k), "store the API key", conflict, missing);
     auth_unlock(svc);
     if (e)
         sodium_memzero(key_out, len);
@@ -282,28 +216,17 @@ loom_error *auth_apikey_create_scoped(auth_service *svc, const char *user, const
 
 static loom_error *revoke_locked(auth_service *svc, const char *user, const char *label)
 {
-    if (auth_exec(svc, "BEGIN IMMEDIATE") != 0)
-        goto failed;
+    loom_error *e = store_txn_begin(svc->st);
+    if (e)
+        return loom_err_wrap(e, "cannot revoke the API key '%s' of '%s'", label, user);
+    char missing[192];
+    snprintf(missing, sizeof missing, "user '%s' has no API key labelled '%s'", user, label);
     /* Tokens first, while the key's hash can still be looked up. */
-    if (write2(svc, "DELETE FROM tokens WHERE apikey_hash = "
-                    "(SELECT key_hash FROM api_keys WHERE label = ?2 AND user_id = "
-                    "(SELECT id FROM users WHERE name = ?1))",
-               user, label) != SQLITE_DONE ||
-        write2(svc, "DELETE FROM api_keys WHERE label = ?2 AND user_id = "
-                    "(SELECT id FROM users WHERE name = ?1)", user,
-               label) != SQLITE_DONE)
-        goto failed;
-    if (sqlite3_changes(svc->db) == 0) {
-        auth_exec(svc, "ROLLBACK");
-        return loom_err(LOOM_E_NOT_FOUND, "user '%s' has no API key labelled '%s'", user, label);
-    }
-    if (auth_exec(svc, "COMMIT") != 0)
-        goto failed;
-    return NULL;
-failed:;
-    loom_error *e = db_failure(svc, "revoke the API key", label, user);
-    auth_exec(svc, "ROLLBACK");
-    return e;
+    e = store_token_delete_apikey(svc->st, user, label);
+    if (!e)
+        e = in_words(store_apikey_delete(svc->st, user, label), "revoke the API key", NULL,
+                     missing);
+    return store_txn_end(svc->st, e);
 }
 
 loom_error *auth_apikey_revoke(auth_service *svc, const char *user, const char *label)
@@ -321,35 +244,35 @@ loom_error *auth_apikey_revoke(auth_service *svc, const char *user, const char *
     return e;
 }
 
+typedef struct key_lister {
+    void (*fn)(const auth_apikey *key, void *ctx);
+    void *ctx;
+    size_t n;
+} key_lister;
+
+static void list_key(const store_apikey *k, void *arg)
+{
+    key_lister *l = arg;
+    auth_apikey out;
+    snprintf(out.user, sizeof out.user, "%s", k->user);
+    snprintf(out.label, sizeof out.label, "%s", k->label);
+    out.created_at_ms = k->created_at;
+    snprintf(out.scope, sizeof out.scope, "%s", k->scope);
+    if (l->fn)
+        l->fn(&out, l->ctx);
+    l->n++;
+}
+
 loom_error *auth_apikey_list(auth_service *svc, const char *user,
                              void (*fn)(const auth_apikey *key, void *ctx), void *ctx,
                              size_t *count)
 {
+    key_lister l = {fn, ctx, 0};
     auth_lock(svc);
-    sqlite3_stmt *st = auth_prepare(
-        svc, "SELECT u.name, k.label, k.created_at, k.scope FROM api_keys k "
-             "JOIN users u ON u.id = k.user_id "
-             "WHERE ?1 IS NULL OR u.name = ?1 ORDER BY u.name, k.label");
-    size_t n = 0;
-    int rc = SQLITE_ERROR;
-    if (st && user)
-        sqlite3_bind_text(st, 1, user, -1, SQLITE_STATIC);
-    while (st && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-        auth_apikey k;
-        auth_column_text(st, 0, k.user, sizeof k.user);
-        auth_column_text(st, 1, k.label, sizeof k.label);
-        k.created_at_ms = sqlite3_column_int64(st, 2);
-        auth_column_text(st, 3, k.scope, sizeof k.scope);
-        if (fn)
-            fn(&k, ctx);
-        n++;
-    }
-    loom_error *e = rc == SQLITE_DONE ? NULL
-                                      : loom_err(LOOM_E_INTERNAL, "cannot list API keys: %s",
-                                                 sqlite3_errmsg(svc->db));
-    sqlite3_finalize(st);
+    loom_error *e = loom_err_wrap(store_apikey_each(svc->st, user, list_key, &l),
+                                  "cannot list API keys");
     auth_unlock(svc);
     if (count)
-        *count = n;
+        *count = l.n;
     return e;
 }

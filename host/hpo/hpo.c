@@ -52,9 +52,9 @@ void hpo_task_free(hpo_task *t)
     if (!t)
         return;
     search_client_free(t->search);
-    hpo_exp_recs_free(t->exps, t->nexps);
+    store_hpo_exps_free(t->exps, t->nexps);
     hpo_task_spec_free(&t->spec);
-    hpo_task_rec_free(&t->rec);
+    store_hpo_task_free(&t->rec);
     free(t);
 }
 
@@ -102,7 +102,7 @@ static loom_error *activate(hpo_service *svc, const hpo_task_rec *rec, hpo_task 
     if (!e)
         e = hpo_resolve_algorithm(svc, t->spec.algorithm, t);
     if (!e)
-        e = hpo_store_exp_list(svc->st, rec->name, &t->exps, &t->nexps);
+        e = store_hpo_exp_list(svc->st, rec->name, &t->exps, &t->nexps);
     t->cap = t->nexps;
     if (e) {
         hpo_task_free(t);
@@ -129,7 +129,7 @@ static void resume_one(const hpo_task_rec *rec, void *arg)
         snprintf(copy.state, sizeof copy.state, "FAILED");
         loom_err_take(e, copy.message, sizeof copy.message);
         copy.ended_at = time_now_ms();
-        loom_err_free(hpo_store_task_update(svc->st, &copy));
+        loom_err_free(store_hpo_task_update(svc->st, &copy));
         return;
     }
     t->reconcile = 1;
@@ -143,11 +143,7 @@ loom_error *hpo_service_create(store *st, registry *reg, exec_service *es, const
                                const hpo_options *opt, hpo_service **out)
 {
     *out = NULL;
-    loom_error *e = hpo_store_init(st);
-    if (!e)
-        e = hpo_algorithms_init(st);
-    if (e)
-        return e;
+    loom_error *e = NULL;
     hpo_service *svc = calloc(1, sizeof *svc);
     if (!svc)
         return loom_err(LOOM_E_INTERNAL, "out of memory");
@@ -166,7 +162,7 @@ loom_error *hpo_service_create(store *st, registry *reg, exec_service *es, const
     pthread_mutex_init(&svc->lock, NULL);
     pthread_cond_init(&svc->wake, NULL);
     resume_ctx ctx = {svc};
-    e = hpo_store_task_each(st, resume_one, &ctx);
+    e = store_hpo_task_each(st, resume_one, &ctx);
     if (!e && pthread_create(&svc->thread, NULL, loop, svc) != 0)
         e = loom_err(LOOM_E_INTERNAL, "cannot start the tuning loop: %s", strerror(errno));
     if (e) {
@@ -285,11 +281,11 @@ loom_error *hpo_submit(hpo_service *svc, const hpo_submission *sub, char *name, 
     snprintf(t->dir, sizeof t->dir, "%s/hpo/%s", svc->home, r->name);
     pthread_mutex_lock(&svc->lock);
     hpo_task_rec old;
-    loom_error *found = r->task_json ? hpo_store_task_get(svc->st, r->name, &old) : NULL;
+    loom_error *found = r->task_json ? store_hpo_task_get(svc->st, r->name, &old) : NULL;
     if (!r->task_json) {
         e = loom_err(LOOM_E_INTERNAL, "out of memory");
     } else if (!found) {
-        hpo_task_rec_free(&old);
+        store_hpo_task_free(&old);
         e = loom_err(LOOM_E_CONFLICT, "hpoName: a tuning task \"%s\" exists (delete it first)",
                      r->name);
     } else if (loom_err_code(found) != LOOM_E_NOT_FOUND) {
@@ -299,7 +295,7 @@ loom_error *hpo_submit(hpo_service *svc, const hpo_submission *sub, char *name, 
         fs_rm_rf(t->dir);
         e = prepare_dir(t->dir, sub);
         if (!e)
-            e = hpo_store_task_insert(svc->st, r);
+            e = store_hpo_task_insert(svc->st, r);
         if (e)
             fs_rm_rf(t->dir);
     }
@@ -329,9 +325,9 @@ static hpo_task *find_active(hpo_service *svc, const char *name)
 loom_error *hpo_get_visible(hpo_service *svc, const char *owner, const char *name,
                                hpo_task_rec *out)
 {
-    loom_error *e = hpo_store_task_get(svc->st, name, out);
+    loom_error *e = store_hpo_task_get(svc->st, name, out);
     if (!e && owner && strcmp(owner, out->user)) {
-        hpo_task_rec_free(out);
+        store_hpo_task_free(out);
         e = loom_err(LOOM_E_NOT_FOUND, "no tuning task \"%s\"", name);
     }
     return e;
@@ -361,12 +357,12 @@ loom_error *hpo_stop(hpo_service *svc, const char *owner, const char *name)
          * STOPPED (the loop's next pass). */
         if (hpo_task_state_of(t->rec.state) != HPO_TASK_STOPPING) {
             snprintf(t->rec.state, sizeof t->rec.state, "%s", hpo_task_state_word(HPO_TASK_STOPPING));
-            e = hpo_store_task_update(svc->st, &t->rec);
+            e = store_hpo_task_update(svc->st, &t->rec);
         }
         pthread_cond_signal(&svc->wake);
     }
     if (have_rec)
-        hpo_task_rec_free(&rec);
+        store_hpo_task_free(&rec);
     pthread_mutex_unlock(&svc->lock);
     return e;
 }
@@ -388,7 +384,7 @@ loom_error *hpo_restart(hpo_service *svc, const char *owner, const char *name)
         rec.ended_at = 0;
         e = activate(svc, &rec, &t);
     }
-    if (!e && (e = hpo_store_task_update(svc->st, &t->rec)) == NULL) {
+    if (!e && (e = store_hpo_task_update(svc->st, &t->rec)) == NULL) {
         t->next = svc->active;
         svc->active = t;
         pthread_cond_signal(&svc->wake);
@@ -396,7 +392,7 @@ loom_error *hpo_restart(hpo_service *svc, const char *owner, const char *name)
         hpo_task_free(t);
     }
     if (have_rec)
-        hpo_task_rec_free(&rec);
+        store_hpo_task_free(&rec);
     pthread_mutex_unlock(&svc->lock);
     return e;
 }
@@ -406,13 +402,13 @@ static loom_error *delete_locked(hpo_service *svc, const char *name)
 {
     hpo_exp_rec *xs = NULL;
     size_t n = 0;
-    loom_error *e = hpo_store_exp_list(svc->st, name, &xs, &n);
+    loom_error *e = store_hpo_exp_list(svc->st, name, &xs, &n);
     for (size_t i = 0; !e && i < n; i++)
         if (xs[i].exec_id[0])
             loom_err_free(exec_delete(svc->es, EXEC_ADMIN, xs[i].exec_id));
-    hpo_exp_recs_free(xs, n);
+    store_hpo_exps_free(xs, n);
     if (!e)
-        e = hpo_store_task_delete(svc->st, name);
+        e = store_hpo_task_delete(svc->st, name);
     if (!e) {
         char dir[PATH_MAX + 160];
         snprintf(dir, sizeof dir, "%s/hpo/%s", svc->home, name);
@@ -432,7 +428,7 @@ loom_error *hpo_delete(hpo_service *svc, const char *owner, const char *name)
                          rec.state);
         else
             e = delete_locked(svc, name);
-        hpo_task_rec_free(&rec);
+        store_hpo_task_free(&rec);
     }
     pthread_mutex_unlock(&svc->lock);
     return e;

@@ -17,6 +17,7 @@
 #include "hpo/hpo_store.h"
 #include "plugin/registry.h"
 #include "store/store.h"
+#include "store/store_hpo.h"
 #include "util/error.h"
 
 typedef struct hpo_service hpo_service;
@@ -118,15 +119,6 @@ const hpo_exec_task *hpo_exec_task_find(const hpo_exec_task *all, size_t count,
  * An installed optimizer belongs to the user who installed it: another
  * user finds no such optimizer (LOOM_E_NOT_FOUND: to list, view, remove or
  * name in a task) until an administrator publishes it. */
-typedef struct hpo_algorithm_rec {
-    char name[64];
-    char user[64];
-    char dir[4096];     /* the host's copy: HOME/algorithms/NAME */
-    char python[4096];  /* the interpreter it runs with */
-    char log_level[16];
-    int64_t added_at;
-    int published;      /* every user may name it */
-} hpo_algorithm_rec;
 
 typedef struct hpo_algorithm_install {
     const char *user;

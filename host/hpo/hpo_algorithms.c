@@ -4,7 +4,6 @@
  * installer's until an administrator publishes it: another user's task
  * would otherwise run its code and hand it that user's results. */
 #include <errno.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,47 +19,6 @@
 #define OPTIMIZER_MAX_BYTES ((uint64_t)256 << 20)
 #define DEFAULT_PYTHON "/usr/bin/python3"
 
-static const char schema[] =
-    "CREATE TABLE IF NOT EXISTS hpo_algorithms(name TEXT PRIMARY KEY, user TEXT NOT NULL,"
-    " dir TEXT NOT NULL, python TEXT NOT NULL, log_level TEXT NOT NULL, added_at INTEGER);";
-
-/* A table made before optimizers had owners' rights gains the column;
- * its optimizers stay their installers' own. */
-static const char add_published[] =
-    "ALTER TABLE hpo_algorithms ADD COLUMN published INTEGER NOT NULL DEFAULT 0;";
-
-loom_error *hpo_algorithms_init(store *st)
-{
-    store_lock(st);
-    char *msg = NULL;
-    int rc = sqlite3_exec(store_db(st), schema, NULL, NULL, &msg);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_exec(store_db(st), add_published, NULL, NULL, &msg);
-    if (rc != SQLITE_OK && msg && strstr(msg, "duplicate column")) { /* added before */
-        sqlite3_free(msg);
-        msg = NULL;
-        rc = SQLITE_OK;
-    }
-    store_unlock(st);
-    loom_error *e = rc == SQLITE_OK ? NULL
-                                    : loom_err(LOOM_E_INTERNAL, "store: optimizers table: %s",
-                                               msg ? msg : "?");
-    sqlite3_free(msg);
-    return e;
-}
-
-static void read_row(sqlite3_stmt *s, hpo_algorithm_rec *r)
-{
-    memset(r, 0, sizeof *r);
-    snprintf(r->name, sizeof r->name, "%s", (const char *)sqlite3_column_text(s, 0));
-    snprintf(r->user, sizeof r->user, "%s", (const char *)sqlite3_column_text(s, 1));
-    snprintf(r->dir, sizeof r->dir, "%s", (const char *)sqlite3_column_text(s, 2));
-    snprintf(r->python, sizeof r->python, "%s", (const char *)sqlite3_column_text(s, 3));
-    snprintf(r->log_level, sizeof r->log_level, "%s", (const char *)sqlite3_column_text(s, 4));
-    r->added_at = sqlite3_column_int64(s, 5);
-    r->published = sqlite3_column_int(s, 6);
-}
-
 /* Whether `user` may use (list, view, name in a task) the optimizer. */
 static int usable(const hpo_algorithm_rec *a, const char *user, int is_admin)
 {
@@ -70,53 +28,19 @@ static int usable(const hpo_algorithm_rec *a, const char *user, int is_admin)
 loom_error *hpo_algorithm_list(hpo_service *svc, const char *user, int is_admin,
                                hpo_algorithm_rec **out, size_t *count)
 {
-    *out = NULL;
-    *count = 0;
-    store_lock(svc->st);
-    sqlite3_stmt *s = NULL;
-    sqlite3_prepare_v2(store_db(svc->st), "SELECT * FROM hpo_algorithms ORDER BY name", -1, &s,
-                       NULL);
-    size_t cap = 0;
-    loom_error *e = s ? NULL : loom_err(LOOM_E_INTERNAL, "store: optimizers");
-    while (!e && sqlite3_step(s) == SQLITE_ROW) {
-        if (*count == cap) {
-            cap = cap ? cap * 2 : 8;
-            hpo_algorithm_rec *grown = realloc(*out, cap * sizeof *grown);
-            if (!grown) {
-                e = loom_err(LOOM_E_INTERNAL, "out of memory");
-                break;
-            }
-            *out = grown;
-        }
-        read_row(s, &(*out)[*count]);
-        *count += usable(&(*out)[*count], user, is_admin);
-    }
-    sqlite3_finalize(s);
-    store_unlock(svc->st);
-    if (e) {
-        free(*out);
-        *out = NULL;
-        *count = 0;
-    }
+    loom_error *e = store_hpo_algorithm_list(svc->st, out, count);
+    size_t kept = 0;
+    for (size_t i = 0; !e && i < *count; i++)
+        if (usable(&(*out)[i], user, is_admin))
+            (*out)[kept++] = (*out)[i];
+    *count = kept;
     return e;
 }
 
 /* The optimizer named so, whoever owns it. */
 static loom_error *find(hpo_service *svc, const char *name, hpo_algorithm_rec *out)
 {
-    store_lock(svc->st);
-    sqlite3_stmt *s = NULL;
-    sqlite3_prepare_v2(store_db(svc->st), "SELECT * FROM hpo_algorithms WHERE name=?1", -1, &s,
-                       NULL);
-    int found = 0;
-    if (s) {
-        sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
-        if ((found = sqlite3_step(s) == SQLITE_ROW))
-            read_row(s, out);
-    }
-    sqlite3_finalize(s);
-    store_unlock(svc->st);
-    return found ? NULL : loom_err(LOOM_E_NOT_FOUND, "no plugin optimizer \"%s\"", name);
+    return store_hpo_algorithm_get(svc->st, name, out);
 }
 
 loom_error *hpo_algorithm_get(hpo_service *svc, const char *user, int is_admin, const char *name,
@@ -292,25 +216,8 @@ loom_error *hpo_algorithm_add(hpo_service *svc, const hpo_algorithm_install *in)
         if (!e)
             e = open_to_searches(&a);
     }
-    if (!e) {
-        store_lock(svc->st);
-        sqlite3_stmt *s = NULL;
-        sqlite3_prepare_v2(store_db(svc->st), "INSERT INTO hpo_algorithms(name, user, dir, python, log_level, added_at) "
-                           "VALUES(?1,?2,?3,?4,?5,?6)",
-                           -1, &s, NULL);
-        if (s) {
-            sqlite3_bind_text(s, 1, a.name, -1, SQLITE_STATIC);
-            sqlite3_bind_text(s, 2, a.user, -1, SQLITE_STATIC);
-            sqlite3_bind_text(s, 3, a.dir, -1, SQLITE_STATIC);
-            sqlite3_bind_text(s, 4, a.python, -1, SQLITE_STATIC);
-            sqlite3_bind_text(s, 5, a.log_level, -1, SQLITE_STATIC);
-            sqlite3_bind_int64(s, 6, a.added_at);
-        }
-        if (!s || sqlite3_step(s) != SQLITE_DONE)
-            e = loom_err(LOOM_E_INTERNAL, "store: %s", sqlite3_errmsg(store_db(svc->st)));
-        sqlite3_finalize(s);
-        store_unlock(svc->st);
-    }
+    if (!e)
+        e = store_hpo_algorithm_insert(svc->st, &a);
     if (e && loom_err_code(e) != LOOM_E_CONFLICT)
         fs_rm_rf(a.dir);
     pthread_mutex_unlock(&svc->lock);
@@ -332,18 +239,8 @@ loom_error *hpo_algorithm_remove(hpo_service *svc, const char *user, int is_admi
         if (t->nextra && !strcmp(t->extra_text[3], name))
             e = loom_err(LOOM_E_CONFLICT, "plugin optimizer \"%s\" is in use by tuning task %s",
                          name, t->rec.name);
-    if (!e) {
-        store_lock(svc->st);
-        sqlite3_stmt *s = NULL;
-        sqlite3_prepare_v2(store_db(svc->st), "DELETE FROM hpo_algorithms WHERE name=?1", -1, &s,
-                           NULL);
-        if (s)
-            sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
-        if (!s || sqlite3_step(s) != SQLITE_DONE)
-            e = loom_err(LOOM_E_INTERNAL, "store: %s", sqlite3_errmsg(store_db(svc->st)));
-        sqlite3_finalize(s);
-        store_unlock(svc->st);
-    }
+    if (!e)
+        e = store_hpo_algorithm_delete(svc->st, name);
     if (!e)
         fs_rm_rf(a.dir);
     pthread_mutex_unlock(&svc->lock);
@@ -352,20 +249,5 @@ loom_error *hpo_algorithm_remove(hpo_service *svc, const char *user, int is_admi
 
 loom_error *hpo_algorithm_publish(hpo_service *svc, const char *name, int published)
 {
-    store_lock(svc->st);
-    sqlite3_stmt *s = NULL;
-    sqlite3_prepare_v2(store_db(svc->st), "UPDATE hpo_algorithms SET published=?1 WHERE name=?2",
-                       -1, &s, NULL);
-    if (s) {
-        sqlite3_bind_int(s, 1, published != 0);
-        sqlite3_bind_text(s, 2, name, -1, SQLITE_STATIC);
-    }
-    loom_error *e = !s || sqlite3_step(s) != SQLITE_DONE
-                        ? loom_err(LOOM_E_INTERNAL, "store: %s", sqlite3_errmsg(store_db(svc->st)))
-                    : sqlite3_changes(store_db(svc->st)) == 0
-                        ? loom_err(LOOM_E_NOT_FOUND, "no plugin optimizer \"%s\"", name)
-                        : NULL;
-    sqlite3_finalize(s);
-    store_unlock(svc->st);
-    return e;
+    return store_hpo_algorithm_publish(svc->st, name, published);
 }

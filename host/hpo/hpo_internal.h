@@ -57,7 +57,6 @@ loom_error *hpo_resolve_algorithm(hpo_service *svc, const char *algorithm, hpo_t
 /* 1 when `dir` holds one entry, a directory (its name to `name`). */
 int hpo_single_subdir(const char *dir, char *name, size_t len);
 /* Creates the tables of installed optimizers. */
-loom_error *hpo_algorithms_init(store *st);
 /* Points t at the python_optimizer plugin with options for the installed
  * optimizer `name`; LOOM_E_NOT_FOUND when there is none. */
 loom_error *hpo_resolve_installed(hpo_service *svc, const char *name, hpo_task *t);

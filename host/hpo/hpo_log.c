@@ -60,7 +60,7 @@ loom_error *hpo_search_log(hpo_service *svc, const char *owner, const char *name
     if (e)
         return e;
     snprintf(out->state, sizeof out->state, "%s", rec.state);
-    hpo_task_rec_free(&rec);
+    store_hpo_task_free(&rec);
     char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s/hpo/%s", svc->home, rec.name);
     e = read_beneath(dir, "search.log", from, HPO_SEARCH_LOG_MAX_READ, out);

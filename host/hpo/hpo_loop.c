@@ -27,7 +27,7 @@ int hpo_exp_is_live(const hpo_exp_rec *x)
 void hpo_exp_save(hpo_service *svc, hpo_task *t, hpo_exp_rec *x)
 {
     (void)t;
-    loom_error *e = hpo_store_exp_put(svc->st, x);
+    loom_error *e = store_hpo_exp_put(svc->st, x);
     if (e) {
         log_warn("tuning task %s: experiment %llu: %s", x->task, (unsigned long long)x->id,
                  loom_err_message(e));
@@ -37,7 +37,7 @@ void hpo_exp_save(hpo_service *svc, hpo_task *t, hpo_exp_rec *x)
 
 static void save_task(hpo_service *svc, hpo_task *t)
 {
-    loom_error *e = hpo_store_task_update(svc->st, &t->rec);
+    loom_error *e = store_hpo_task_update(svc->st, &t->rec);
     if (e) {
         log_warn("tuning task %s: %s", t->rec.name, loom_err_message(e));
         loom_err_free(e);
@@ -70,7 +70,7 @@ void hpo_end_task(hpo_service *svc, hpo_task *t, const char *state, const char *
         search_client_free(t->search);
         t->search = NULL;
     }
-    loom_err_free(hpo_store_commit(svc->st, &t->rec, t->exps, t->nexps));
+    loom_err_free(store_hpo_commit(svc->st, &t->rec, t->exps, t->nexps));
     log_info("tuning task %s %s%s%s", t->rec.name, state, message && *message ? ": " : "",
              message ? message : "");
 }
@@ -387,7 +387,7 @@ static int flush(hpo_service *svc, hpo_task *t)
         free(t->rec.algo_state);
         t->rec.algo_state = saved;
     }
-    e = hpo_store_commit(svc->st, &t->rec, t->exps, t->nexps);
+    e = store_hpo_commit(svc->st, &t->rec, t->exps, t->nexps);
     if (e) {
         log_warn("tuning task %s: %s", t->rec.name, loom_err_message(e));
         loom_err_free(e);

@@ -38,7 +38,7 @@ static void add_row(const hpo_task_rec *r, void *arg)
 loom_error *hpo_list(hpo_service *svc, const char *owner, hpo_task_rec **out, size_t *count)
 {
     list_ctx c = {.owner = owner};
-    loom_error *e = hpo_store_task_each(svc->st, add_row, &c);
+    loom_error *e = store_hpo_task_each(svc->st, add_row, &c);
     if (!e && c.failed)
         e = loom_err(LOOM_E_INTERNAL, "out of memory");
     if (e) {
@@ -53,7 +53,7 @@ loom_error *hpo_list(hpo_service *svc, const char *owner, hpo_task_rec **out, si
 void hpo_task_recs_free(hpo_task_rec *t, size_t count)
 {
     for (size_t i = 0; i < count; i++)
-        hpo_task_rec_free(&t[i]);
+        store_hpo_task_free(&t[i]);
     free(t);
 }
 
@@ -76,17 +76,17 @@ loom_error *hpo_describe(hpo_service *svc, const char *owner, const char *name, 
 {
     memset(out, 0, sizeof *out);
     out->best = -1;
-    loom_error *e = hpo_store_task_get(svc->st, name, &out->rec);
+    loom_error *e = store_hpo_task_get(svc->st, name, &out->rec);
     if (e)
         return e;
     if (owner && strcmp(owner, out->rec.user)) {
-        hpo_task_rec_free(&out->rec);
+        store_hpo_task_free(&out->rec);
         return loom_err(LOOM_E_NOT_FOUND, "no tuning task \"%s\"", name);
     }
     hpo_task_spec spec;
     e = wmla_task_parse(out->rec.task_json, strlen(out->rec.task_json), &spec);
     if (e) {
-        hpo_task_rec_free(&out->rec);
+        store_hpo_task_free(&out->rec);
         return loom_err_recode(loom_err_wrap(e, "stored task %s", name), LOOM_E_INTERNAL);
     }
     snprintf(out->algorithm, sizeof out->algorithm, "%s", spec.algorithm);
@@ -97,7 +97,7 @@ loom_error *hpo_describe(hpo_service *svc, const char *owner, const char *name, 
                        : spec.max_jobs;
     hpo_exp_rec *xs = NULL;
     size_t n = 0;
-    e = hpo_store_exp_list(svc->st, name, &xs, &n);
+    e = store_hpo_exp_list(svc->st, name, &xs, &n);
     out->exps = calloc(n + 1, sizeof *out->exps);
     if (!e && !out->exps)
         e = loom_err(LOOM_E_INTERNAL, "out of memory");
@@ -118,7 +118,7 @@ loom_error *hpo_describe(hpo_service *svc, const char *owner, const char *name, 
                                              : x->rec.metric < out->exps[out->best].rec.metric)))
             out->best = (int)i;
     }
-    hpo_exp_recs_free(xs, n);
+    store_hpo_exps_free(xs, n);
     hpo_task_spec_free(&spec);
     int64_t end = out->rec.ended_at ? out->rec.ended_at : time_now_ms();
     out->duration_ms = out->rec.started_at ? end - out->rec.started_at : 0;
@@ -130,17 +130,17 @@ loom_error *hpo_describe(hpo_service *svc, const char *owner, const char *name, 
 void hpo_task_view_free(hpo_task_view *v)
 {
     for (size_t i = 0; v->exps && i < v->nexps; i++) {
-        hpo_exp_rec_free(&v->exps[i].rec);
+        store_hpo_exp_free(&v->exps[i].rec);
         free(v->exps[i].values);
     }
     free(v->exps);
-    hpo_task_rec_free(&v->rec);
+    store_hpo_task_free(&v->rec);
     memset(v, 0, sizeof *v);
 }
 
 loom_error *hpo_exec_tasks(hpo_service *svc, hpo_exec_task **out, size_t *count)
 {
-    return hpo_store_exec_tasks(svc->st, out, count);
+    return store_hpo_exec_tasks(svc->st, out, count);
 }
 
 static int by_exec_id(const void *key, const void *item)

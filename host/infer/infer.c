@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "infer/infer_store.h"
+#include "store/store_infer.h"
 #include "util/fs.h"
 #include "util/job_sandbox.h"
 #include "util/log.h"
@@ -57,9 +57,9 @@ static int visible(const char *owner, const infer_record *rec)
 static loom_error *lookup(infer_service *s, const char *owner, const char *name,
                           infer_record *rec)
 {
-    loom_error *e = infer_store_get(s->st, name, rec);
+    loom_error *e = store_model_get(s->st, name, rec);
     if (!e && !visible(owner, rec)) {
-        infer_record_clear(rec);
+        store_model_clear(rec);
         e = loom_err(LOOM_E_NOT_FOUND, "no model named \"%s\"", name);
     }
     return e;
@@ -147,9 +147,9 @@ loom_error *infer_deploy(infer_service *s, const char *user, const char *staged,
     snprintf(rec.dir, sizeof rec.dir, "%s", dir);
     pthread_mutex_lock(&s->admin);
     infer_record old;
-    loom_error *absent = infer_store_get(s->st, spec.name, &old);
+    loom_error *absent = store_model_get(s->st, spec.name, &old);
     if (!absent) {
-        infer_record_clear(&old);
+        store_model_clear(&old);
         e = loom_err(LOOM_E_CONFLICT, "a model named \"%s\" is already deployed: undeploy it "
                      "first, or give model.json another name", spec.name);
     } else {
@@ -159,14 +159,14 @@ loom_error *infer_deploy(infer_service *s, const char *user, const char *staged,
             e = loom_err(LOOM_E_INTERNAL, "cannot place the model in %s: %s", dir,
                          strerror(errno));
         else if ((e = keep_private(s, spec.name, user)) == NULL)
-            e = infer_store_insert(s->st, &rec);
+            e = store_model_insert(s->st, &rec);
         if (e)
             remove_model_dir(dir);
     }
     pthread_mutex_unlock(&s->admin);
     if (!e)
         snprintf(name_out, name_len, "%s", spec.name);
-    infer_record_clear(&rec);
+    store_model_clear(&rec);
     return e;
 }
 
@@ -185,8 +185,8 @@ loom_error *infer_set_profile(infer_service *s, const char *owner, const char *n
             e = loom_err(LOOM_E_CONFLICT, "model \"%s\" is started: stop it before changing "
                          "its profile", name);
         else
-            e = infer_store_set_profile(s->st, name, profile);
-        infer_record_clear(&rec);
+            e = store_model_set_profile(s->st, name, profile);
+        store_model_clear(&rec);
     }
     pthread_mutex_unlock(&s->admin);
     free(profile);
@@ -226,7 +226,7 @@ static loom_error *start_locked(infer_service *s, const infer_record *rec)
                       .profile = &profile, .sched = s->sched};
     e = router_start(&rs, &m->r);
     if (!e)
-        e = infer_store_set_started(s->st, rec->name, 1);
+        e = store_model_set_started(s->st, rec->name, 1);
     if (e) {
         router_stop(m->r, 1);
         free(m);
@@ -247,7 +247,7 @@ loom_error *infer_start(infer_service *s, const char *owner, const char *name)
     loom_error *e = lookup(s, owner, name, &rec);
     if (!e) {
         e = start_locked(s, &rec);
-        infer_record_clear(&rec);
+        store_model_clear(&rec);
     }
     pthread_mutex_unlock(&s->admin);
     return e;
@@ -281,10 +281,10 @@ loom_error *infer_stop(infer_service *s, const char *owner, const char *name, in
         if (!rec.started && !find_running(s, name))
             e = loom_err(LOOM_E_CONFLICT, "model \"%s\" is not started", name);
         else
-            e = infer_store_set_started(s->st, name, 0);
+            e = store_model_set_started(s->st, name, 0);
         if (!e)
             stop_locked(s, name, force);
-        infer_record_clear(&rec);
+        store_model_clear(&rec);
     }
     pthread_mutex_unlock(&s->admin);
     return e;
@@ -303,10 +303,10 @@ loom_error *infer_undeploy(infer_service *s, const char *owner, const char *name
         if (!e && started)
             stop_locked(s, name, 1);
         if (!e)
-            e = infer_store_delete(s->st, name);
+            e = store_model_delete(s->st, name);
         if (!e)
             remove_model_dir(rec.dir);
-        infer_record_clear(&rec);
+        store_model_clear(&rec);
     }
     pthread_mutex_unlock(&s->admin);
     return e;
@@ -355,14 +355,14 @@ loom_error *infer_list(infer_service *s, const char *owner, infer_model_view **o
     size_t n = 0, k = 0;
     *out = NULL;
     *count = 0;
-    loom_error *e = infer_store_all(s->st, &all, &n);
+    loom_error *e = store_model_all(s->st, &all, &n);
     infer_model_view *views = e ? NULL : calloc(n ? n : 1, sizeof *views);
     if (!e && !views)
         e = loom_err(LOOM_E_INTERNAL, "out of memory");
     for (size_t i = 0; i < n; i++) {
         if (!e && visible(owner, &all[i]))
             fill_view(s, &all[i], &views[k++]);
-        infer_record_clear(&all[i]);
+        store_model_clear(&all[i]);
     }
     free(all);
     if (e) {
@@ -394,7 +394,7 @@ loom_error *infer_request(infer_service *s, const char *owner, const char *name,
     if (e)
         return e;
     int starting = rec.started;
-    infer_record_clear(&rec);
+    store_model_clear(&rec);
     /* Recorded as started, not yet serving: the host is starting it (after
      * a restart, or a start under way). */
     if (starting)
@@ -414,7 +414,7 @@ static void *restart_models(void *arg)
     infer_record *all = NULL;
     size_t n = 0;
     char why[512];
-    if (loom_err_take(infer_store_all(s->st, &all, &n), why, sizeof why))
+    if (loom_err_take(store_model_all(s->st, &all, &n), why, sizeof why))
         log_warn("models: cannot list them to start them again: %s", why);
     for (size_t i = 0; i < n; i++) {
         loom_error *kept = keep_private(s, all[i].name, all[i].owner); /* an older home's */
@@ -428,7 +428,7 @@ static void *restart_models(void *arg)
                 log_warn("model \"%s\" was started before the host stopped, but cannot start "
                          "again: %s", all[i].name, why);
         }
-        infer_record_clear(&all[i]);
+        store_model_clear(&all[i]);
     }
     free(all);
     return NULL;
@@ -437,9 +437,6 @@ static void *restart_models(void *arg)
 loom_error *infer_service_create(const infer_options *opt, infer_service **out)
 {
     *out = NULL;
-    loom_error *e = infer_store_init(opt->st);
-    if (e)
-        return e;
     infer_service *s = calloc(1, sizeof *s);
     if (!s)
         return loom_err(LOOM_E_INTERNAL, "out of memory");

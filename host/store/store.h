@@ -2,7 +2,9 @@
  * store/store.h - the host's state in SQLite (WAL): registered plugins and
  * execs. Every change is committed before the caller acknowledges it, so a
  * host killed at any point reopens whole. Calls are serialised by the
- * store's lock; one connection per database, shared with auth (store_db).
+ * store's lock. The store is the host's only SQL: every subsystem's tables
+ * (store_auth.h, store_hpo.h, store_infer.h) are declared and migrated
+ * here, and read and written through typed functions.
  * Failures are loom_errors: LOOM_E_NOT_FOUND for a missing row,
  * LOOM_E_CONFLICT for a key already taken, LOOM_E_LIMIT for a disk full
  * even after the store's reserve (store/disk_reserve_internal.h) is used,
@@ -17,20 +19,20 @@
 #include "util/error.h"
 
 typedef struct store store;
-struct sqlite3;
 
 /* Opens (creating if needed) the database at `path` and migrates it. */
 loom_error *store_open(const char *path, store **out);
 void store_close(store *s);
 
-/* For a service that keeps tables of its own in the host's database (auth):
- * the one connection to it, and the lock that keeps every other statement
- * out of that service's transactions (hold it from BEGIN to COMMIT). The
- * lock is recursive; the store's own calls take it per statement, and call
- * their `each` callbacks without it. */
-struct sqlite3 *store_db(store *s);
-void store_lock(store *s);
-void store_unlock(store *s);
+/* Several calls as one transaction, for a caller whose rule spans them
+ * (auth: "not the last admin" and the removal). store_txn_begin takes the
+ * store's lock, which every other caller then waits for, and begins;
+ * store_txn_end commits when `e` is NULL and rolls back otherwise, releases
+ * the lock and returns `e`, or the commit's failure. Only the thread that
+ * began may call the store until the end; transactions do not nest
+ * (LOOM_E_INTERNAL). */
+loom_error *store_txn_begin(store *s);
+loom_error *store_txn_end(store *s, loom_error *e);
 
 /* ---- plugins registered by users ---- */
 typedef struct store_plugin {

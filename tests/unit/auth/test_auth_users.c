@@ -6,6 +6,7 @@
 
 #include "../../check.h"
 #include "auth_test_util.h"
+#include "store/store_auth.h"
 
 #define NOW 1000000
 
@@ -343,14 +344,9 @@ static void test_shares_the_store(void)
         return;
     }
     CHECK(CODE(auth_user_add(svc, "dana", "dana-pass-1", "user")) == LOOM_OK);
-    sqlite3_stmt *q = NULL;
-    store_lock(st);
-    CHECK(sqlite3_prepare_v2(store_db(st), "SELECT role FROM users WHERE name = 'dana'", -1, &q,
-                             NULL) == SQLITE_OK);
-    CHECK(q && sqlite3_step(q) == SQLITE_ROW);
-    CHECK_STR_EQ(q ? (const char *)sqlite3_column_text(q, 0) : NULL, "user");
-    sqlite3_finalize(q);
-    store_unlock(st);
+    store_user u;
+    CHECK(CODE(store_user_by_name(st, "dana", &u)) == LOOM_OK);
+    CHECK_STR_EQ(u.role, "user");
     /* The store's own tables sit beside auth's in the same database. */
     store_plan plan = {.path = "/dana", .weight = 1, .policy = "fair"};
     CHECK(CODE(store_plan_put(st, &plan)) == LOOM_OK);
@@ -394,11 +390,12 @@ static void test_key_scopes(void)
     CHECK(TAKE(auth_apikey_create(svc, "erin", "old", key, sizeof key)) == LOOM_OK);
     test_close(svc);
 
-    /* The same database as a build before scopes left it. */
+    /* The same database as a build before scopes left it (it recorded no
+     * schema versions either). */
     sqlite3 *db = NULL;
     CHECK(sqlite3_open(t.path, &db) == SQLITE_OK);
-    CHECK(sqlite3_exec(db, "ALTER TABLE api_keys DROP COLUMN scope", NULL, NULL, NULL) ==
-          SQLITE_OK);
+    CHECK(sqlite3_exec(db, "ALTER TABLE api_keys DROP COLUMN scope; DROP TABLE schema_migrations",
+                       NULL, NULL, NULL) == SQLITE_OK);
     sqlite3_close(db);
     svc = test_open(&t, &o);
     CHECK(TAKE(auth_logon_apikey(svc, "c", key, NOW, token, sizeof token, NULL)) == LOOM_OK);
