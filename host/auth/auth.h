@@ -1,16 +1,16 @@
 /*
  * auth/auth.h - users, passwords, bearer tokens and API keys.
  *
- * Its tables live in the host's database, through the store's one
- * connection (WAL, synchronous=FULL), so a token issued before a restart is
+ * Its rows live in the host's database, through the store's typed calls
+ * (store/store_auth.h; WAL, synchronous=FULL), so a token issued before a restart is
  * still valid after it. Passwords are kept as argon2id strings
  * (crypto_pwhash_str); tokens and API keys are 256-bit random secrets of
  * which only a BLAKE2b hash is stored, so a copy of the database lets nobody
  * log on. Failed log-ons are limited per source address and per account
  * (see "the log-on limiter" below).
  *
- * Every function may be called from any thread: one mutex guards the
- * connection and the limiter, and the slow password hashing runs outside it.
+ * Every function may be called from any thread: one mutex guards auth's
+ * changes and the limiter, and the slow password hashing runs outside it.
  * Strings passed in are borrowed for the call; output buffers are the
  * caller's. Failures are loom_errors whose message names the field and what
  * was expected: LOOM_E_INVALID (malformed name, password, role, header),
@@ -92,8 +92,8 @@ typedef struct auth_apikey {
     int64_t created_at_ms;
 } auth_apikey;
 
-/* Creates (if needed) the auth tables in the store's database. Close it
- * before the store. */
+/* The auth service over the store's tables (store_open made them). Close
+ * it before the store. */
 loom_error *auth_open(store *st, const auth_options *opt, auth_service **out);
 void auth_close(auth_service *svc);
 

@@ -109,7 +109,7 @@ loom_error *hpo_search_log(hpo_service *svc, const char *owner, const char *name
                            hpo_log_part *out);
 void hpo_log_part_free(hpo_log_part *p);
 
-/* Which task each experiment's exec belongs to (see hpo_store.h), sorted
+/* Which task each experiment's exec belongs to (see store/store_hpo.h), sorted
  * by exec id; hpo_exec_task_find looks one up (NULL: none). */
 loom_error *hpo_exec_tasks(hpo_service *svc, hpo_exec_task **out, size_t *count);
 const hpo_exec_task *hpo_exec_task_find(const hpo_exec_task *all, size_t count,
