@@ -1,5 +1,6 @@
 /* A database as the host before one migration mechanism left it opens
- * with every row, once or twice; one from a newer host is refused. */
+ * with every row, once or twice; one from a newer host is refused; a
+ * migration that fails changes nothing. */
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -224,6 +225,39 @@ static void test_newer_database_refused(const char *path)
     store_close(st);
 }
 
+static int64_t count_tables(const char *path, const char *name)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    int64_t n = -1;
+    if (sqlite3_open(path, &db) == SQLITE_OK &&
+        sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master WHERE name = ?", -1, &st,
+                           NULL) == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+        if (sqlite3_step(st) == SQLITE_ROW)
+            n = sqlite3_column_int64(st, 0);
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return n;
+}
+
+/* A step that fails (a view where tuning's optimizers table should be)
+ * leaves the database as it was: the steps before it are undone too. */
+static void test_failed_migration_changes_nothing(const char *path)
+{
+    CHECK(run_sql(path, "CREATE VIEW hpo_algorithms AS SELECT 1 AS name") == SQLITE_OK);
+    store *st = NULL;
+    loom_error *e = store_open(path, &st);
+    CHECK(loom_err_code(e) == LOOM_E_INTERNAL);
+    CHECK_CONTAINS(loom_err_message(e), "hpo tables, step 3");
+    loom_err_free(e);
+    store_close(st);
+    CHECK(count_tables(path, "execs") == 0);
+    CHECK(count_tables(path, "users") == 0);
+    CHECK(count_tables(path, "schema_migrations") == 0);
+}
+
 int main(void)
 {
     char dir[] = "/tmp/loom-store-XXXXXX";
@@ -235,6 +269,9 @@ int main(void)
     snprintf(path, sizeof path, "%s/state.db", dir);
     test_old_database_keeps_its_rows(path);
     test_newer_database_refused(path);
+    char fresh[64];
+    snprintf(fresh, sizeof fresh, "%s/view.db", dir);
+    test_failed_migration_changes_nothing(fresh);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0)
