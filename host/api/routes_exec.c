@@ -48,7 +48,7 @@ static cJSON *exec_json(exec_view *v)
     cJSON_AddStringToObject(o, "creator", e->user);
     cJSON_AddStringToObject(o, "framework", e->framework);
     cJSON_AddStringToObject(o, "args", e->args);
-    cJSON_AddStringToObject(o, "state", e->state);
+    cJSON_AddStringToObject(o, "state", exec_state_text(e->state));
     cJSON_AddStringToObject(o, "message", e->message);
     cJSON_AddNumberToObject(o, "numWorker", e->num_workers);
     cJSON_AddStringToObject(o, "resultDir", e->result_dir);

@@ -28,25 +28,21 @@
 #define MAX_DECISIONS 4096
 #define MAX_DEVICES EXEC_MAX_DEVICES
 
-int exec_state_is_final(const char *s)
+void exec_set_state(exec_service *es, store_exec *rec, exec_state state, const char *message)
 {
-    return strcmp(s, "FINISHED") == 0 || strcmp(s, "KILLED") == 0 || strcmp(s, "ERROR") == 0;
-}
-
-void exec_set_state(exec_service *es, store_exec *rec, const char *state, const char *message)
-{
-    snprintf(rec->state, sizeof rec->state, "%s", state);
+    rec->state = state;
     if (message)
         snprintf(rec->message, sizeof rec->message, "%s", message);
-    if (strcmp(state, "RUNNING") == 0 && !rec->started_at)
+    if (state == EXEC_STATE_RUNNING && !rec->started_at)
         rec->started_at = time_now_ms();
     if (exec_state_is_final(state))
         rec->ended_at = time_now_ms();
     loom_error *e = store_exec_update(es->st, rec);
     if (e)
-        log_error("exec %s: cannot record state %s: %s", rec->id, state, loom_err_message(e));
+        log_error("exec %s: cannot record state %s: %s", rec->id, exec_state_text(state),
+                  loom_err_message(e));
     loom_err_free(e);
-    log_info("exec %s: %s%s%s", rec->id, state, message ? ": " : "", message ? message : "");
+    log_info("exec %s: %s%s%s", rec->id, exec_state_text(state), message ? ": " : "", message ? message : "");
 }
 
 running_exec *exec_find_running(exec_service *es, const char *id)
@@ -116,13 +112,14 @@ static void start_granted_locked(exec_service *es, running_exec *r, const int32_
     r->pending = 0;
     if (err) {
         /* Ends at the next supervision with its reason. */
-        exec_set_state(es, &r->rec, "ERROR", loom_err_message(err));
+        exec_set_state(es, &r->rec, EXEC_STATE_ERROR, loom_err_message(err));
         loom_err_free(err);
         r->stop_requested = 1;
         return;
     }
-    if (!r->edt)
-        exec_set_state(es, &r->rec, "RUNNING", NULL);
+    /* A trainer's workers still have to start and join: LAUNCHING until
+     * the trainer reports RUNNING. A launch's workers run already. */
+    exec_set_state(es, &r->rec, r->edt ? EXEC_STATE_LAUNCHING : EXEC_STATE_RUNNING, NULL);
     memcpy(r->given, index, sizeof(int32_t) * (size_t)n);
     r->ngiven = n;
 }
@@ -283,12 +280,12 @@ loom_error *exec_enqueue_locked(exec_service *es, running_exec *r, const dlicmd 
 static void finish_launch(exec_service *es, running_exec *r)
 {
     char msg[512] = "";
-    const char *state = "FINISHED";
+    exec_state state = EXEC_STATE_FINISHED;
     for (int i = 0; i < r->nworkers; i++) {
         int st = r->workers[i].status;
         if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
             continue;
-        state = "ERROR";
+        state = EXEC_STATE_ERROR;
         if (WIFEXITED(st))
             snprintf(msg, sizeof msg, "worker %d exited with status %d (its output: loom exec "
                      "logs %s --worker %d --stderr)", i, WEXITSTATUS(st), r->rec.id, i);
@@ -300,7 +297,7 @@ static void finish_launch(exec_service *es, running_exec *r)
         break;
     }
     if (r->stop_requested) {
-        state = r->stop_error ? "ERROR" : "KILLED";
+        state = r->stop_error ? EXEC_STATE_ERROR : EXEC_STATE_KILLED;
         snprintf(msg, sizeof msg, "%s", r->stop_reason[0] ? r->stop_reason : "stopped by request");
     }
     if (r->stop_requested || msg[0]) /* it failed or was stopped: did a limit do it? */
@@ -445,7 +442,7 @@ void exec_service_destroy(exec_service *es)
         if (r->edt) {
             edt_free(r->edt);
             registry_release(es->reg, LOOM_KIND_FRAMEWORK, r->framework);
-            if (r->final_state[0]) /* it ended before the supervisor saw it */
+            if (exec_state_is_final(r->final_state)) /* it ended before the supervisor saw it */
                 exec_set_state(es, &r->rec, r->final_state, r->final_message);
         } else if (r->pending) {
             registry_release(es->reg, LOOM_KIND_FRAMEWORK, r->framework);
@@ -470,7 +467,7 @@ void exec_service_destroy(exec_service *es)
     while (es->running) { /* unkillable workers: record and let go */
         running_exec *r = es->running;
         es->running = r->next;
-        exec_set_state(es, &r->rec, "KILLED", "the host shut down; workers did not exit");
+        exec_set_state(es, &r->rec, EXEC_STATE_KILLED, "the host shut down; workers did not exit");
         exec_free_running(r);
     }
     log_pump_destroy(es->logs, 1000); /* what the workers wrote last */
@@ -642,7 +639,7 @@ loom_error *exec_submit(exec_service *es, const exec_submission *sub, char *id, 
     snprintf(r->framework, sizeof r->framework, "%s", fw.name);
     snprintf(rec->args, sizeof rec->args, "%s", sub->args);
     rec->created_at = time_now_ms();
-    snprintf(rec->state, sizeof rec->state, "SUBMITTED");
+    rec->state = EXEC_STATE_SUBMITTED;
 
     err = exec_prepare(es, sub, &d, &fw, r, 0);
     /* The scheduler accepts or refuses the job before anything is stored:
@@ -656,7 +653,7 @@ loom_error *exec_submit(exec_service *es, const exec_submission *sub, char *id, 
         err = loom_err_recode(err, LOOM_E_INTERNAL);
     }
     if (!err) {
-        exec_set_state(es, rec, "PENDING", NULL);
+        exec_set_state(es, rec, EXEC_STATE_PENDING, NULL);
         exec_schedule_locked(es);
         exec_wake(es); /* its first worker is watched from now on */
         snprintf(id, idlen, "%s", rec->id);
@@ -684,7 +681,7 @@ loom_error *exec_stop(exec_service *es, int64_t owner, const char *id)
     } else if (r && r->pending) {
         /* Never started: it ends here. */
         sched_service_end(es->sched, id);
-        exec_set_state(es, &r->rec, "KILLED", "stopped by request before it started");
+        exec_set_state(es, &r->rec, EXEC_STATE_KILLED, "stopped by request before it started");
         registry_release(es->reg, LOOM_KIND_FRAMEWORK, r->framework);
         unlink_running(es, r);
         exec_free_running(r);
@@ -701,9 +698,10 @@ loom_error *exec_stop(exec_service *es, int64_t owner, const char *id)
     } else if (!exec_state_is_final(rec.state)) {
         /* Recorded as running, yet nothing of it runs here (its end was
          * never recorded): settle it instead of refusing for good. */
-        exec_set_state(es, &rec, "KILLED", "stopped by request; its processes had already ended");
+        exec_set_state(es, &rec, EXEC_STATE_KILLED, "stopped by request; its processes had already ended");
     } else {
-        err = loom_err(LOOM_E_CONFLICT, "exec \"%s\" is already %s", id, rec.state);
+        err = loom_err(LOOM_E_CONFLICT, "exec \"%s\" is already %s", id,
+                       exec_state_text(rec.state));
     }
     pthread_mutex_unlock(&es->lock);
     return err;
@@ -734,7 +732,7 @@ loom_error *exec_resize(exec_service *es, int64_t owner, const char *id, int wor
                        "jobs resize",
                        id, r->framework);
     } else {
-        err = loom_err(LOOM_E_CONFLICT, "exec \"%s\" is %s", id, rec.state);
+        err = loom_err(LOOM_E_CONFLICT, "exec \"%s\" is %s", id, exec_state_text(rec.state));
     }
     pthread_mutex_unlock(&es->lock);
     return err;
@@ -769,7 +767,7 @@ loom_error *exec_delete(exec_service *es, int64_t owner, const char *id)
         err = loom_err(LOOM_E_NOT_FOUND, "no exec \"%s\"", id);
     else if (r || !exec_state_is_final(rec.state))
         err = loom_err(LOOM_E_CONFLICT, "exec \"%s\" is %s; stop it first", id,
-                       r ? r->rec.state : rec.state);
+                       exec_state_text(r ? r->rec.state : rec.state));
     else
         err = delete_record_locked(es, &rec, &folder_gone);
     pthread_mutex_unlock(&es->lock);

@@ -170,7 +170,5 @@ loom_error *exec_log_open(exec_service *es, int64_t owner, const char *id, int w
  * (the submitted code, the job's tmp/, log/python, each worker's plugin
  * marker, the PyTorch runtime's election files), which a result leaves out. */
 int exec_result_leaves_out(const void *ctx, const char *rel, int is_dir);
-/* True for FINISHED, KILLED, ERROR. */
-int exec_state_is_final(const char *state);
 
 #endif

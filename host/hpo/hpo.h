@@ -97,7 +97,7 @@ typedef struct hpo_log_part {
     size_t len;
     int64_t offset;    /* where text starts in the log */
     int64_t size;      /* the log's size when read */
-    char state[16];    /* the task's state */
+    hpo_task_state state;
 } hpo_log_part;
 
 /* A part of the task's search log, HOME/hpo/NAME/search.log (what its

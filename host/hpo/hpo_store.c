@@ -18,25 +18,6 @@ static const char schema[] =
     " metric REAL, attempts INTEGER, observed INTEGER, start_at INTEGER, end_at INTEGER,"
     " PRIMARY KEY(task, id));";
 
-static const char *const task_state_words[] = {
-    [HPO_TASK_SUBMITTED] = "SUBMITTED", [HPO_TASK_RUNNING] = "RUNNING",
-    [HPO_TASK_STOPPING] = "STOPPING",   [HPO_TASK_STOPPED] = "STOPPED",
-    [HPO_TASK_FINISHED] = "FINISHED",   [HPO_TASK_FAILED] = "FAILED",
-    [HPO_TASK_UNKNOWN] = "UNKNOWN"};
-
-hpo_task_state hpo_task_state_of(const char *word)
-{
-    for (int s = 0; s < HPO_TASK_UNKNOWN; s++)
-        if (!strcmp(word, task_state_words[s]))
-            return (hpo_task_state)s;
-    return HPO_TASK_UNKNOWN;
-}
-
-const char *hpo_task_state_word(hpo_task_state s)
-{
-    return task_state_words[s <= HPO_TASK_UNKNOWN ? s : HPO_TASK_UNKNOWN];
-}
-
 static loom_error *sql_error(store *st, const char *what)
 {
     return loom_err(LOOM_E_INTERNAL, "store: %s: %s", what, sqlite3_errmsg(store_db(st)));
@@ -112,7 +93,7 @@ static void bind_task(sqlite3_stmt *s, const hpo_task_rec *t)
     sqlite3_bind_text(s, 2, t->user, -1, SQLITE_STATIC);
     sqlite3_bind_int64(s, 3, t->user_id);
     sqlite3_bind_int(s, 4, t->is_admin);
-    sqlite3_bind_text(s, 5, t->state, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 5, hpo_task_state_text(t->state), -1, SQLITE_STATIC);
     sqlite3_bind_text(s, 6, t->message, -1, SQLITE_STATIC);
     sqlite3_bind_text(s, 7, t->task_json ? t->task_json : "", -1, SQLITE_STATIC);
     if (t->algo_state)
@@ -156,14 +137,21 @@ loom_error *hpo_store_task_update(store *st, const hpo_task_rec *t)
     return e;
 }
 
-static void read_task(sqlite3_stmt *s, hpo_task_rec *t)
+/* The state word in column i, or NULL. */
+static const char *col_word(sqlite3_stmt *s, int i)
+{
+    return (const char *)sqlite3_column_text(s, i);
+}
+
+/* Fails, naming the task, on a state this version does not know. */
+static loom_error *read_task(sqlite3_stmt *s, hpo_task_rec *t)
 {
     memset(t, 0, sizeof *t);
     col_copy(s, 0, t->name, sizeof t->name);
     col_copy(s, 1, t->user, sizeof t->user);
     t->user_id = sqlite3_column_int64(s, 2);
     t->is_admin = sqlite3_column_int(s, 3);
-    col_copy(s, 4, t->state, sizeof t->state);
+    loom_error *e = hpo_task_state_parse(col_word(s, 4), &t->state);
     col_copy(s, 5, t->message, sizeof t->message);
     t->task_json = col_dup(s, 6);
     t->algo_state = col_dup(s, 7);
@@ -172,6 +160,7 @@ static void read_task(sqlite3_stmt *s, hpo_task_rec *t)
     t->created_at = sqlite3_column_int64(s, 10);
     t->started_at = sqlite3_column_int64(s, 11);
     t->ended_at = sqlite3_column_int64(s, 12);
+    return loom_err_wrap(e, "tuning task \"%s\"", t->name);
 }
 
 loom_error *hpo_store_task_get(store *st, const char *name, hpo_task_rec *out)
@@ -184,11 +173,13 @@ loom_error *hpo_store_task_get(store *st, const char *name, hpo_task_rec *out)
     } else {
         sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
         int rc = sqlite3_step(s);
-        if (rc == SQLITE_ROW)
-            read_task(s, out);
-        else
+        if (rc == SQLITE_ROW) {
+            if ((e = read_task(s, out)) != NULL)
+                hpo_task_rec_free(out);
+        } else {
             e = rc == SQLITE_DONE ? loom_err(LOOM_E_NOT_FOUND, "no tuning task \"%s\"", name)
                                   : sql_error(st, "tuning task");
+        }
     }
     sqlite3_finalize(s);
     store_unlock(st);
@@ -218,6 +209,7 @@ loom_error *hpo_store_task_each(store *st, void (*fn)(const hpo_task_rec *, void
     hpo_task_rec *rows = NULL;
     size_t n = 0, cap = 0;
     int rc = SQLITE_ERROR;
+    loom_error *e = NULL;
     while (s && (rc = sqlite3_step(s)) == SQLITE_ROW) {
         if (n == cap) {
             cap = cap ? cap * 2 : 16;
@@ -226,9 +218,11 @@ loom_error *hpo_store_task_each(store *st, void (*fn)(const hpo_task_rec *, void
                 break;
             rows = grown;
         }
-        read_task(s, &rows[n++]);
+        if ((e = read_task(s, &rows[n++])) != NULL)
+            break;
     }
-    loom_error *e = rc == SQLITE_DONE ? NULL : sql_error(st, "tuning tasks");
+    if (!e && rc != SQLITE_DONE)
+        e = sql_error(st, "tuning tasks");
     sqlite3_finalize(s);
     store_unlock(st);
     for (size_t i = 0; i < n; i++) {
@@ -248,7 +242,7 @@ static loom_error *exp_put_locked(store *st, const hpo_exp_rec *x)
         sqlite3_bind_text(s, 1, x->task, -1, SQLITE_STATIC);
         sqlite3_bind_int64(s, 2, (sqlite3_int64)x->id);
         sqlite3_bind_text(s, 3, x->exec_id, -1, SQLITE_STATIC);
-        sqlite3_bind_text(s, 4, x->state, -1, SQLITE_STATIC);
+        sqlite3_bind_text(s, 4, hpo_exp_state_text(x->state), -1, SQLITE_STATIC);
         sqlite3_bind_text(s, 5, x->message, -1, SQLITE_STATIC);
         sqlite3_bind_text(s, 6, x->values_json ? x->values_json : "[]", -1, SQLITE_STATIC);
         sqlite3_bind_double(s, 7, x->budget);
@@ -306,7 +300,11 @@ loom_error *hpo_store_exp_list(store *st, const char *task, hpo_exp_rec **out, s
         col_copy(s, 0, x->task, sizeof x->task);
         x->id = (uint64_t)sqlite3_column_int64(s, 1);
         col_copy(s, 2, x->exec_id, sizeof x->exec_id);
-        col_copy(s, 3, x->state, sizeof x->state);
+        if ((e = hpo_exp_state_parse(col_word(s, 3), &x->state)) != NULL) {
+            e = loom_err_wrap(e, "tuning task \"%s\" experiment %llu", x->task,
+                                (unsigned long long)x->id);
+            break;
+        }
         col_copy(s, 4, x->message, sizeof x->message);
         x->values_json = col_dup(s, 5);
         x->budget = sqlite3_column_double(s, 6);

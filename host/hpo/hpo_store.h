@@ -10,30 +10,16 @@
 
 #include <stdint.h>
 
+#include "store/record_states.h"
 #include "store/store.h"
 #include "util/error.h"
-
-/* A task's state; the store and the REST replies hold its word. STOPPING:
- * a stop was acknowledged and its running experiments are being ended. */
-typedef enum hpo_task_state {
-    HPO_TASK_SUBMITTED,
-    HPO_TASK_RUNNING,
-    HPO_TASK_STOPPING,
-    HPO_TASK_STOPPED,
-    HPO_TASK_FINISHED,
-    HPO_TASK_FAILED,
-    HPO_TASK_UNKNOWN /* a word this version does not know */
-} hpo_task_state;
-
-hpo_task_state hpo_task_state_of(const char *word);
-const char *hpo_task_state_word(hpo_task_state s);
 
 typedef struct hpo_task_rec {
     char name[128];
     char user[64];
     int64_t user_id;       /* the owner's immutable id (auth): its experiments are its execs */
     int is_admin;          /* the owner submits to any plan */
-    char state[16];        /* hpo_task_state_word() */
+    hpo_task_state state;  /* its word in the database and REST replies */
     char message[512];
     char *task_json;       /* the task as submitted (malloc'd) */
     char *algo_state;      /* the algorithm's last saved state, or NULL */
@@ -46,7 +32,7 @@ typedef struct hpo_exp_rec {
     char task[128];
     uint64_t id;
     char exec_id[64];
-    char state[16];        /* NOTRUN SUBMITTED RUNNING FINISHED FAILED KILLED STOPPED ERROR */
+    hpo_exp_state state;   /* its word in the database and REST replies */
     char message[256];
     char *values_json;     /* [v1, v2, ...] in the space's order (malloc'd) */
     double budget;
