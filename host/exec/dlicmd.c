@@ -430,6 +430,20 @@ static loom_error *apply_flag(dlicmd *d, const char *flag, const char *value)
     return wmla_flag(d, flag, value);
 }
 
+loom_error *dlicmd_env_first(dlicmd *d, const char *pair)
+{
+    const char *eq = strchr(pair, '=');
+    if (!eq || eq == pair)
+        return loom_err(LOOM_E_INVALID, "--msd-env: expected KEY=VALUE, got \"%s\"", pair);
+    loom_error *e = push(&d->msd_env, &d->msd_env_count, pair);
+    if (e)
+        return e;
+    char *first = d->msd_env[d->msd_env_count - 1];
+    memmove(d->msd_env + 1, d->msd_env, (size_t)(d->msd_env_count - 1) * sizeof *d->msd_env);
+    d->msd_env[0] = first;
+    return NULL;
+}
+
 loom_error *dlicmd_parse_words(int argc, char *const *argv, dlicmd *d)
 {
     memset(d, 0, sizeof *d);

@@ -71,6 +71,11 @@ loom_error *dlicmd_parse_words(int argc, char *const *argv, dlicmd *out);
 loom_error *dlicmd_parse(const char *text, dlicmd *out);
 void dlicmd_free(dlicmd *d);
 
+/* Puts a --msd-env KEY=VALUE pair before the others, so any of the
+ * submission's own pairs for the same key come after it and win.
+ * LOOM_E_INVALID for a pair without "KEY=". */
+loom_error *dlicmd_env_first(dlicmd *d, const char *pair);
+
 /* Adds a warning for the submission's reply (NULL, or out of memory). */
 loom_error *dlicmd_warn(dlicmd *d, const char *text);
 

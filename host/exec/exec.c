@@ -604,24 +604,24 @@ loom_error *exec_prepare(exec_service *es, const exec_submission *sub, dlicmd *d
 
 loom_error *exec_submit(exec_service *es, const exec_submission *sub, char *id, size_t idlen)
 {
-    dlicmd d;
-    loom_error *err = dlicmd_parse(sub->args ? sub->args : "", &d);
-    if (err)
-        return err;
+    dlicmd *d = sub->request;
+    const char *args = sub->args ? sub->args : "";
+    if (strlen(args) > EXEC_ARGS_MAX)
+        return loom_err(LOOM_E_INVALID, "args: %zu bytes, longer than the limit of %zu",
+                        strlen(args), EXEC_ARGS_MAX);
     /* The plan and the queue bound before anything is made. */
     char plan[256];
-    err = exec_plan_of(sub, &d, plan, sizeof plan);
+    loom_error *err = exec_plan_of(sub, d, plan, sizeof plan);
     if (!err)
         err = sched_service_plan_admits(es->sched, plan, sub->user, sub->user_id, sub->is_admin);
     if (!err)
         err = exec_check_queue_bound(es, sub->user, sub->user_id);
     registry_entry fw;
     int wmla = 0;
-    const char *framework = dlicmd_framework_name(d.exec_start, &wmla);
+    const char *framework = dlicmd_framework_name(d->exec_start, &wmla);
     if (!err && registry_acquire(es->reg, LOOM_KIND_FRAMEWORK, framework, &fw) != 0)
-        err = exec_framework_missing(d.exec_start, framework, wmla);
+        err = exec_framework_missing(d->exec_start, framework, wmla);
     if (err) {
-        dlicmd_free(&d);
         return err;
     }
     running_exec *r = calloc(1, sizeof *r);
@@ -629,7 +629,6 @@ loom_error *exec_submit(exec_service *es, const exec_submission *sub, char *id, 
     if (err) {
         free(r);
         registry_release(es->reg, LOOM_KIND_FRAMEWORK, fw.name);
-        dlicmd_free(&d);
         return err;
     }
     store_exec *rec = &r->rec;
@@ -637,16 +636,16 @@ loom_error *exec_submit(exec_service *es, const exec_submission *sub, char *id, 
     rec->user_id = sub->user_id;
     snprintf(rec->framework, sizeof rec->framework, "%s", fw.name);
     snprintf(r->framework, sizeof r->framework, "%s", fw.name);
-    snprintf(rec->args, sizeof rec->args, "%s", sub->args);
+    snprintf(rec->args, sizeof rec->args, "%s", args);
     rec->created_at = time_now_ms();
     rec->state = EXEC_STATE_SUBMITTED;
 
-    err = exec_prepare(es, sub, &d, &fw, r, 0);
+    err = exec_prepare(es, sub, d, &fw, r, 0);
     /* The scheduler accepts or refuses the job before anything is stored:
      * one too large for this host is the submitter's error. */
     pthread_mutex_lock(&es->lock);
     if (!err)
-        err = exec_enqueue_locked(es, r, &d);
+        err = exec_enqueue_locked(es, r, d);
     if (!err && (err = store_exec_insert(es->st, rec)) != NULL) {
         sched_service_end(es->sched, rec->id);
         unlink_running(es, r);
@@ -657,7 +656,7 @@ loom_error *exec_submit(exec_service *es, const exec_submission *sub, char *id, 
         exec_schedule_locked(es);
         exec_wake(es); /* its first worker is watched from now on */
         snprintf(id, idlen, "%s", rec->id);
-        exec_note_warnings(es, rec->id, sub, &d);
+        exec_note_warnings(es, rec->id, sub, d);
     }
     pthread_mutex_unlock(&es->lock);
     if (err) {
@@ -666,7 +665,6 @@ loom_error *exec_submit(exec_service *es, const exec_submission *sub, char *id, 
         registry_release(es->reg, LOOM_KIND_FRAMEWORK, fw.name);
         exec_free_running(r);
     }
-    dlicmd_free(&d);
     return err;
 }
 

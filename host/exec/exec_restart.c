@@ -113,7 +113,7 @@ static void requeue_pending(exec_service *es, store_exec *e)
     } else {
         r->rec = *e;
         snprintf(r->framework, sizeof r->framework, "%s", fw.name);
-        exec_submission sub = {.user = e->user, .args = e->args};
+        exec_submission sub = {.user = e->user, .args = e->args, .request = &d};
         err = exec_prepare(es, &sub, &d, &fw, r, 1);
         pthread_mutex_lock(&es->lock);
         if (!err)

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "hpo/hpo_internal.h"
+#include "hpo/hpo_request.h"
 #include "util/fs.h"
 #include "util/job_sandbox.h"
 #include "util/log.h"
@@ -195,24 +196,17 @@ static void submit_experiment(hpo_service *svc, hpo_task *t, hpo_exp_rec *x)
     char *tar = NULL;
     size_t len = 0;
     loom_error *e = experiment_archive(t, x, &tar, &len);
-    /* The experiment's id reaches its script as SUBID, as under WMLA; the
-     * task's own --msd-env pairs come after and so win over it. An
-     * experiment with a budget may be promoted, so an elastic one also
-     * checkpoints after its last epoch; being in its arguments, that
-     * survives a host restart. */
+    /* The request is a structure (hpo_request.h); its words are only kept
+     * with the exec, so that a restarted host runs it the same way. */
     char *args = NULL;
-    if (!e && asprintf(&args, "--msd-env SUBID=%llu %s%s", (unsigned long long)x->id,
-                       x->budget > 0 ? "--msd-env EDT_CHECKPOINT_LAST=1 " : "",
-                       t->spec.args ? t->spec.args : "") < 0) {
-        args = NULL;
-        e = loom_err(LOOM_E_INTERNAL, "out of memory");
-    }
-    if (!e) {
+    dlicmd request;
+    if (!e && (e = hpo_exp_request(t->spec.args, x->id, x->budget, &request, &args)) == NULL) {
         exec_submission sub = {.user = t->rec.user, .user_id = t->rec.user_id,
-                               .is_admin = t->rec.is_admin, .args = args,
+                               .is_admin = t->rec.is_admin, .request = &request, .args = args,
                                .archive = tar, .archive_len = len,
                                .continue_from = promoted_from(t, x)};
         e = exec_submit(svc->es, &sub, x->exec_id, sizeof x->exec_id);
+        dlicmd_free(&request);
     }
     free(args);
     free(tar);
