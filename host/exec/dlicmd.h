@@ -12,13 +12,14 @@
 
 #include <stddef.h>
 
+#include "store/record_states.h"
 #include "util/error.h"
 
 typedef struct dlicmd {
     char *exec_start;   /* framework name (required) */
     char *model_dir;    /* as given by the user (client side) */
     char *model_main;
-    char *device_type;  /* "cpu" or "gpu"; default "cpu" */
+    device_kind device_type; /* --workerDeviceType; default DEVICE_KIND_CPU */
     int device_type_given; /* --workerDeviceType was on the command line */
     char *consumer;     /* resource plan (at most DLICMD_CONSUMER_MAX bytes); NULL = the
                          * user's default */

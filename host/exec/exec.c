@@ -495,7 +495,7 @@ loom_error *exec_prepare(exec_service *es, const exec_submission *sub, dlicmd *d
 {
     store_exec *rec = &r->rec;
     exec_wmla_devices(d);
-    if (strcmp(d->device_type, "gpu") == 0 && sched_cuda_device_count() == 0)
+    if (d->device_type == DEVICE_KIND_GPU && sched_cuda_device_count() == 0)
         return loom_err(LOOM_E_INVALID, "--workerDeviceType gpu: this host has no GPU");
     if (d->model_main && !user_path_text_ok(d->model_main))
         return loom_err(LOOM_E_INVALID,
@@ -568,7 +568,7 @@ loom_error *exec_prepare(exec_service *es, const exec_submission *sub, dlicmd *d
         .data_dir = r->data_dir,
         .result_dir = rec->result_dir,
         .log_dir = r->log_dir,
-        .device_type = d->device_type,
+        .device_type = device_kind_text(d->device_type), /* the SDK's words */
         .master_addr = "127.0.0.1",
         .args = (const char *const *)d->args,
         .arg_count = (uint32_t)d->arg_count,
@@ -596,7 +596,7 @@ loom_error *exec_prepare(exec_service *es, const exec_submission *sub, dlicmd *d
     }
     r->msd_env = strings_copy((const char *const *)d->msd_env, (uint32_t)d->msd_env_count);
     r->worker_device_num = d->worker_device_num;
-    r->gpu = strcmp(d->device_type, "gpu") == 0;
+    r->gpu = d->device_type == DEVICE_KIND_GPU;
     rec->num_workers = r->plan.count;
     r->devices = r->plan.count * d->worker_device_num;
     return NULL;

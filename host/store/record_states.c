@@ -1,6 +1,7 @@
 /* store/record_states.c - see record_states.h. */
 #include "store/record_states.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* One enum's words, indexed by its values. */
@@ -22,8 +23,13 @@ static loom_error *parse_word(const state_words *t, const char *text, int *out)
             *out = i;
             return NULL;
         }
-    return loom_err(LOOM_E_INVALID, "%s \"%s\" is unknown: expected %s, ... or %s", t->what,
-                    text ? text : "(none)", t->words[0], t->words[t->count - 1]);
+    char expected[160] = "";
+    size_t n = 0;
+    for (int i = 0; i < t->count && n < sizeof expected; i++)
+        n += (size_t)snprintf(expected + n, sizeof expected - n, "%s%s",
+                              i == 0 ? "" : i == t->count - 1 ? " or " : ", ", t->words[i]);
+    return loom_err(LOOM_E_INVALID, "%s \"%s\" is unknown: expected %s", t->what,
+                    text ? text : "(none)", expected);
 }
 
 /* text/parse for one enum over its table. */

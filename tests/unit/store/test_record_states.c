@@ -52,6 +52,12 @@ int main(void)
     CHECK_REFUSED(device_kind, device_kind, "tpu");
     CHECK_REFUSED(exec_state, exec_state, "");
 
+    /* the refusal lists what is known */
+    device_kind k;
+    loom_error *e = device_kind_parse("tpu", &k);
+    CHECK(e && strstr(loom_err_message(e), "expected cpu or gpu"));
+    loom_err_free(e);
+
     CHECK(exec_state_is_final(EXEC_STATE_KILLED));
     CHECK(!exec_state_is_final(EXEC_STATE_RECOVERING));
     CHECK(hpo_exp_state_is_open(HPO_EXP_NOTRUN));
