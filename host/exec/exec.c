@@ -118,8 +118,12 @@ static void start_granted_locked(exec_service *es, running_exec *r, const int32_
         return;
     }
     /* A trainer's workers still have to start and join: LAUNCHING until
-     * the trainer reports RUNNING. A launch's workers run already. */
-    exec_set_state(es, &r->rec, r->edt ? EXEC_STATE_LAUNCHING : EXEC_STATE_RUNNING, NULL);
+     * the trainer reports RUNNING (one resumed after a host restart stays
+     * RECOVERING until then). A launch's workers run already. */
+    if (!r->edt)
+        exec_set_state(es, &r->rec, EXEC_STATE_RUNNING, NULL);
+    else if (r->rec.state != EXEC_STATE_RECOVERING)
+        exec_set_state(es, &r->rec, EXEC_STATE_LAUNCHING, NULL);
     memcpy(r->given, index, sizeof(int32_t) * (size_t)n);
     r->ngiven = n;
 }
