@@ -41,6 +41,45 @@ struct loom_framework_instance {
 
 /* ---- errors ---------------------------------------------------------- */
 
+/* The exception type `name` of an imported module (sys.modules[module]),
+ * or NULL: a borrowed reference, no Python error left behind. */
+static PyObject *imported_type(const char *module, const char *name, PyObject **owned)
+{
+    PyObject *m = PyDict_GetItemString(PyImport_GetModuleDict(), module);
+    *owned = m ? PyObject_GetAttrString(m, name) : NULL;
+    PyErr_Clear();
+    return *owned && PyExceptionClass_Check(*owned) ? *owned : NULL;
+}
+
+/* Whether the exception says memory ran out, by its type: Python's
+ * MemoryError, torch.cuda.OutOfMemoryError (PyTorch 1.13 on) and
+ * torch.OutOfMemoryError (2.5 on). The one exception matched by words:
+ * PyTorch before 2.5 raises a failed CPU allocation as a plain
+ * RuntimeError, marked only by its allocator's message. */
+static int is_out_of_memory(PyObject *value)
+{
+    if (PyErr_GivenExceptionMatches(value, PyExc_MemoryError))
+        return 1;
+    static const char *const types[][2] = {{"torch.cuda", "OutOfMemoryError"},
+                                           {"torch", "OutOfMemoryError"}};
+    for (size_t i = 0; i < sizeof types / sizeof *types; i++) {
+        PyObject *owned;
+        PyObject *type = imported_type(types[i][0], types[i][1], &owned);
+        int match = type && PyErr_GivenExceptionMatches(value, type);
+        Py_XDECREF(owned);
+        if (match)
+            return 1;
+    }
+    if (!PyErr_GivenExceptionMatches(value, PyExc_RuntimeError))
+        return 0;
+    PyObject *text = PyObject_Str(value);
+    const char *msg = text ? PyUnicode_AsUTF8(text) : NULL;
+    int cpu_alloc = msg && strstr(msg, "DefaultCPUAllocator: can't allocate memory") != NULL;
+    Py_XDECREF(text);
+    PyErr_Clear();
+    return cpu_alloc;
+}
+
 /* The pending Python exception as a loom error: the adapter's own checks
  * (AdapterError) by their message, anything else with its traceback. */
 static loom_error *py_fail(const char *what)
@@ -57,16 +96,13 @@ static loom_error *py_fail(const char *what)
         code = LOOM_ERR_INVALID_ARGUMENT;
         text = PyObject_Str(value);
     } else if (value) {
-        if (PyErr_GivenExceptionMatches(value, PyExc_MemoryError))
+        if (is_out_of_memory(value))
             code = LOOM_ERR_RESOURCE_EXHAUSTED;
         text = PyObject_CallMethod(g_runtime, "format_exception", "O", value);
     }
     PyErr_Clear();
     const char *msg = text ? PyUnicode_AsUTF8(text) : NULL;
     PyErr_Clear();
-    /* torch reports a failed allocation as a RuntimeError. */
-    if (msg && code == LOOM_ERR_INTERNAL && strstr(msg, "can't allocate memory"))
-        code = LOOM_ERR_RESOURCE_EXHAUSTED;
     loom_error *e = g_host->error_newf(code, "edtPyTorch: %s: %s", what,
                                        msg ? msg : "a Python error that cannot be shown");
     Py_XDECREF(text);

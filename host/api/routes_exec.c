@@ -48,7 +48,7 @@ static cJSON *exec_json(exec_view *v)
     cJSON_AddStringToObject(o, "creator", e->user);
     cJSON_AddStringToObject(o, "framework", e->framework);
     cJSON_AddStringToObject(o, "args", e->args);
-    cJSON_AddStringToObject(o, "state", e->state);
+    cJSON_AddStringToObject(o, "state", exec_state_text(e->state));
     cJSON_AddStringToObject(o, "message", e->message);
     cJSON_AddNumberToObject(o, "numWorker", e->num_workers);
     cJSON_AddStringToObject(o, "resultDir", e->result_dir);
@@ -214,15 +214,16 @@ static void reply_submitted(loomd *d, const char *id, const char *args, const ch
     http_reply_json(res, 201, o);
 }
 
-/* The args are stored whole or refused: never cut to the record's size. */
-#define EXEC_ARGS_MAX (sizeof ((store_exec *)0)->args - 1)
-
-static loom_error *args_fit(const char *args)
+/* The user's dlicmd text as the structure exec_submit takes; text over
+ * what an exec keeps is refused before it is parsed. */
+static loom_error *parse_request(const char *args, dlicmd *out)
 {
+    memset(out, 0, sizeof *out);
     size_t n = strlen(args);
-    return n > EXEC_ARGS_MAX ? loom_err(LOOM_E_INVALID, "args: %zu bytes, longer than the limit of %zu",
-                                        n, EXEC_ARGS_MAX)
-                             : NULL;
+    if (n > EXEC_ARGS_MAX)
+        return loom_err(LOOM_E_INVALID, "args: %zu bytes, longer than the limit of %zu", n,
+                        EXEC_ARGS_MAX);
+    return dlicmd_parse(args, out);
 }
 
 static void submit(void *ctx, const http_request *req, http_response *res)
@@ -256,9 +257,24 @@ static void submit(void *ctx, const http_request *req, http_response *res)
     sub.warnings = warnings; /* the sigName warning first, kept */
     sub.warnings_len = sizeof warnings;
     char id[64];
-    loom_error *e = args_fit(sub.args);
-    if (!e)
+    dlicmd request;
+    loom_error *e = parse_request(args, &request);
+    sub.request = &request;
+    if (!e && with_plan) { /* what the stored words say too */
+        free(request.consumer);
+        request.consumer = NULL;
+        if (strlen(plan) > DLICMD_CONSUMER_MAX)
+            e = loom_err(LOOM_E_INVALID, "sigName %s: its plan %s is longer than %d bytes", sig,
+                         plan, DLICMD_CONSUMER_MAX);
+        else if (!(request.consumer = strdup(plan)))
+            e = loom_err(LOOM_E_INTERNAL, "out of memory");
+        if (e)
+            dlicmd_free(&request);
+    }
+    if (!e) {
         e = exec_submit(d->execs, &sub, id, sizeof id);
+        dlicmd_free(&request);
+    }
     if (e && with_plan && loom_err_code(e) == LOOM_E_FORBIDDEN) {
         /* A plan the user may not use is ignored, as WMLA's clients expect. */
         loom_err_free(e);
@@ -266,7 +282,10 @@ static void submit(void *ctx, const http_request *req, http_response *res)
                                             "plan %.200s; the exec runs in your default plan\n",
                  sig, plan);
         sub.args = args;
-        e = exec_submit(d->execs, &sub, id, sizeof id);
+        if (!(e = parse_request(args, &request))) {
+            e = exec_submit(d->execs, &sub, id, sizeof id);
+            dlicmd_free(&request);
+        }
     }
     if (e)
         api_reply_error(res, e);

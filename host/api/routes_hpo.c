@@ -62,7 +62,7 @@ static void list(void *ctx, const http_request *req, http_response *res)
     for (size_t i = 0; i < n; i++) {
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "hpoName", t[i].name);
-        cJSON_AddStringToObject(o, "state", t[i].state);
+        cJSON_AddStringToObject(o, "state", hpo_task_state_text(t[i].state));
         cJSON_AddStringToObject(o, "creator", t[i].user);
         cJSON_AddNumberToObject(o, "createTime", (double)t[i].created_at);
         cJSON_AddItemToArray(a, o);
@@ -76,7 +76,7 @@ static cJSON *experiment_json(const hpo_exp_view *x)
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "id", (double)x->rec.id);
     cJSON_AddStringToObject(o, "appId", x->rec.exec_id);
-    cJSON_AddStringToObject(o, "state", x->rec.state);
+    cJSON_AddStringToObject(o, "state", hpo_exp_state_text(x->rec.state));
     if (x->rec.has_metric)
         cJSON_AddNumberToObject(o, "metricVal", x->rec.metric);
     else
@@ -110,7 +110,7 @@ static void view(void *ctx, const http_request *req, http_response *res)
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "hpoName", v.rec.name);
     cJSON_AddStringToObject(o, "creator", v.rec.user);
-    cJSON_AddStringToObject(o, "state", v.rec.state);
+    cJSON_AddStringToObject(o, "state", hpo_task_state_text(v.rec.state));
     cJSON_AddStringToObject(o, "message", v.rec.message);
     cJSON_AddStringToObject(o, "algorithm", v.algorithm);
     cJSON_AddStringToObject(o, "objectiveMetric", v.objective_metric);
@@ -167,7 +167,7 @@ static void search_log(void *ctx, const http_request *req, http_response *res)
     int truncated = from < 0 ? p.offset > 0 : next < p.size;
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "hpoName", req->params[0]);
-    cJSON_AddStringToObject(o, "state", p.state);
+    cJSON_AddStringToObject(o, "state", hpo_task_state_text(p.state));
     cJSON_AddNumberToObject(o, "offset", (double)p.offset);
     cJSON_AddNumberToObject(o, "next", (double)next);
     cJSON_AddNumberToObject(o, "size", (double)p.size);

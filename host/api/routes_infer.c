@@ -44,7 +44,7 @@ static cJSON *view_json(const infer_model_view *v, int with_profile)
     cJSON_AddStringToObject(o, "owner", v->owner);
     cJSON_AddStringToObject(o, "tag", v->tag);
     cJSON_AddStringToObject(o, "runtime", v->runtime);
-    cJSON_AddStringToObject(o, "state", v->state);
+    cJSON_AddStringToObject(o, "state", model_state_text(v->state));
     cJSON_AddNumberToObject(o, "createTime", (double)v->created_at);
     cJSON *k = cJSON_AddObjectToObject(o, "kernels");
     cJSON_AddNumberToObject(k, "running", v->stats.instances);
@@ -115,7 +115,7 @@ static loom_error *stage_from_exec(loomd *d, const http_request *req, const char
             loom_err_free(e);
             e = loom_err(LOOM_E_NOT_FOUND, "fromExec: exec %s has no %s (state %s): only a "
                          "finished training exec of the native framework leaves a model",
-                         exec_id, src, v.rec.state);
+                         exec_id, src, exec_state_text(v.rec.state));
         } else if (e) {
             e = loom_err_wrap(e, "fromExec: exec %s", exec_id);
         }

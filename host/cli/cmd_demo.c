@@ -114,8 +114,9 @@ static int demo_training(const cli_globals *g, const char *home, int epochs)
         if (!v)
             return 1;
         const char *state = cli_str(v, "state");
+        exec_state s;
         const cJSON *t = cJSON_GetObjectItemCaseSensitive(v, "training");
-        if (exec_state_is_final(state) && n == 0) {
+        if (cli_reply_exec_state(v, &s) && exec_state_is_final(s) && n == 0) {
             printf("== exec %s %s%s%s\n", id, state, *cli_str(v, "message") ? ": " : "",
                    cli_str(v, "message"));
             const cJSON *tm = cJSON_GetObjectItemCaseSensitive(t, "testMetrics");
@@ -123,7 +124,7 @@ static int demo_training(const cli_globals *g, const char *home, int epochs)
             int exact = 1;
             const cJSON *e;
             cJSON_ArrayForEach(e, eps) exact &= cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "exactlyOnce"));
-            if (!strcmp(state, "FINISHED") && tm) {
+            if (s == EXEC_STATE_FINISHED && tm) {
                 printf("\n== test accuracy %.4f (loss %.4f) after %d epoch(s); every sample used once "
                        "per epoch through both resizes: %s\n",
                        cli_num(tm, "accuracy"), cli_num(tm, "loss"), cJSON_GetArraySize(eps),
@@ -197,25 +198,25 @@ static int demo_tuning(const cli_globals *g, const char *home)
     char *submit_argv[] = {"submit", task, "--model-dir", dir, NULL};
     if (cmd_hpo(4, submit_argv, g) != 0)
         return 1;
-    const char *state = "";
-    for (int i = 0; i < 1200; i++) {
+    hpo_task_state state = HPO_TASK_SUBMITTED;
+    int ended = 0;
+    for (int i = 0; i < 1200 && !ended; i++) {
         cJSON *v = cli_request(g, "GET", LOOM_ROUTE_HPO "/demo-fmnist-tuning", NULL);
         if (!v)
             return 1;
-        state = strcmp(cli_str(v, "state"), "FINISHED") == 0 ? "FINISHED"
-                : strcmp(cli_str(v, "state"), "FAILED") == 0 ? "FAILED"
-                : strcmp(cli_str(v, "state"), "STOPPED") == 0 ? "STOPPED"
-                                                              : "";
+        state = cli_reply_hpo_state(v);
         cJSON_Delete(v);
-        if (*state)
-            break;
-        usleep(100000);
+        ended = state == HPO_TASK_FINISHED || state == HPO_TASK_FAILED ||
+                state == HPO_TASK_STOPPED;
+        if (!ended)
+            usleep(100000);
     }
     printf("\n== loom hpo view demo-fmnist-tuning\n");
     char *view_argv[] = {"view", "demo-fmnist-tuning", NULL};
     cmd_hpo(2, view_argv, g);
-    if (strcmp(state, "FINISHED") != 0)
-        return cli_fail("demo: the tuning task ended %s", *state ? state : "not in time");
+    if (state != HPO_TASK_FINISHED)
+        return cli_fail("demo: the tuning task ended %s",
+                        ended ? hpo_task_state_text(state) : "not in time");
     printf("\n== loom hpo best demo-fmnist-tuning\n");
     char *best_argv[] = {"best", "demo-fmnist-tuning", NULL};
     return cmd_hpo(2, best_argv, g);

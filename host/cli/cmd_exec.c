@@ -1,6 +1,7 @@
 /* cli/cmd_exec.c - `loom exec start|list|view|logs|stop|delete|wait`,
  * dlicmd's submissions against the host's REST API. */
 #include <errno.h>
+#include <stdbool.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include "cli/commands.h"
 #include "exec/dlicmd.h"
 #include "exec/exec.h"
+#include "store/record_states.h"
 #include "util/fs.h"
 #include "util/tarball.h"
 
@@ -262,6 +264,14 @@ static cJSON *get_exec(const cli_globals *g, const char *id)
     return cli_request(g, "GET", path, NULL);
 }
 
+bool cli_reply_exec_state(const cJSON *j, exec_state *out)
+{
+    loom_error *e = exec_state_parse(cli_str(j, "state"), out);
+    bool known = e == NULL;
+    loom_err_free(e);
+    return known;
+}
+
 int exec_wait_id(const cli_globals *g, const char *id, double timeout_s, int quiet)
 {
     double waited = 0;
@@ -270,8 +280,9 @@ int exec_wait_id(const cli_globals *g, const char *id, double timeout_s, int qui
         if (!j)
             return 1;
         const char *state = cli_str(j, "state");
-        if (exec_state_is_final(state)) {
-            int ok = strcmp(state, "FINISHED") == 0;
+        exec_state s;
+        if (cli_reply_exec_state(j, &s) && exec_state_is_final(s)) {
+            int ok = s == EXEC_STATE_FINISHED;
             if (!quiet)
                 printf("exec %s %s%s%s\n", id, state, *cli_str(j, "message") ? ": " : "",
                        cli_str(j, "message"));
@@ -403,7 +414,8 @@ int exec_print_logs(const cli_globals *g, const char *id, int follow, int worker
         cJSON *j = get_exec(g, id);
         if (!j)
             return 1;
-        int final = exec_state_is_final(cli_str(j, "state"));
+        exec_state s;
+        int final = cli_reply_exec_state(j, &s) && exec_state_is_final(s);
         char state_line[640];
         snprintf(state_line, sizeof state_line, "exec %s %s%s%s", id, cli_str(j, "state"),
                  *cli_str(j, "message") ? ": " : "", cli_str(j, "message"));

@@ -8,6 +8,7 @@
 #include "cli/client.h"
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "store/record_states.h"
 #include "util/fs.h"
 #include "util/num_text.h"
 #include "util/tarball.h"
@@ -165,9 +166,38 @@ static cJSON *get_task(const char *name, const cli_globals *g)
     return cli_request(g, "GET", path, NULL);
 }
 
+/* A state word from a REST reply; one this version does not know (a newer
+ * host's) reads as SUBMITTED: not ended, waited on. */
+static hpo_task_state reply_state(const char *word)
+{
+    hpo_task_state s = HPO_TASK_SUBMITTED;
+    loom_err_free(hpo_task_state_parse(word, &s));
+    return s;
+}
+
+hpo_task_state cli_reply_hpo_state(const cJSON *reply)
+{
+    return reply_state(cli_str(reply, "state"));
+}
+
+/* How `loom hpo wait` exits for a task in state s; -1 while it goes on. */
+static int wait_code(hpo_task_state s)
+{
+    switch (s) {
+    case HPO_TASK_FINISHED:
+        return WAIT_FINISHED;
+    case HPO_TASK_STOPPED:
+        return WAIT_STOPPED;
+    case HPO_TASK_FAILED:
+        return WAIT_FAILED;
+    default:
+        return -1;
+    }
+}
+
 static int ended(const char *state)
 {
-    return !strcmp(state, "FINISHED") || !strcmp(state, "FAILED") || !strcmp(state, "STOPPED");
+    return wait_code(reply_state(state)) >= 0;
 }
 
 /* stop, restart or delete, then what the task now is, as `exec stop` says. */
@@ -186,7 +216,7 @@ static int act(const char *verb, const char *name, const cli_globals *g)
         cli_print_json(t);
     else if (del)
         printf("tuning task %s deleted\n", name);
-    else if (!strcmp(state, "STOPPING"))
+    else if (reply_state(state) == HPO_TASK_STOPPING)
         printf("tuning task %s stopping: %d running experiment(s) are being ended "
                "(loom hpo wait %s)\n", name, (int)cli_num(t, "running"), name);
     else
@@ -215,9 +245,8 @@ static int wait_task(int argc, char **argv, const cli_globals *g)
         if (!t)
             return WAIT_FAILED;
         const char *state = cli_str(t, "state");
-        if (ended(state)) {
-            int rc = !strcmp(state, "FINISHED") ? WAIT_FINISHED
-                     : !strcmp(state, "STOPPED") ? WAIT_STOPPED : WAIT_FAILED;
+        int rc = wait_code(reply_state(state));
+        if (rc >= 0) {
             printf("tuning task %s %s%s%s%s, progress %s\n", argv[1], state,
                    *cli_str(t, "message") ? " (" : "", cli_str(t, "message"),
                    *cli_str(t, "message") ? ")" : "", cli_str(t, "progress"));

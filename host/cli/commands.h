@@ -3,7 +3,10 @@
 #ifndef LOOM_CLI_COMMANDS_H
 #define LOOM_CLI_COMMANDS_H
 
+#include <stdbool.h>
+
 #include "cli/common.h"
+#include "store/record_states.h"
 
 int cmd_serve(int argc, char **argv, const cli_globals *g);
 int cmd_demo(int argc, char **argv, const cli_globals *g);
@@ -37,5 +40,11 @@ int exec_start_words(int argc, char **argv, const cli_globals *g, char *id, size
 int exec_wait_id(const cli_globals *g, const char *id, double timeout_s, int quiet);
 int exec_print_logs(const cli_globals *g, const char *id, int follow, int worker,
                     const char *stream);
+/* The state in an exec's REST reply; false for a word this version does
+ * not know (a newer host's), which callers wait on as not ended. */
+bool cli_reply_exec_state(const cJSON *reply, exec_state *out);
+/* The state in a tuning task's REST reply; a word this version does not
+ * know reads as SUBMITTED (not ended). */
+hpo_task_state cli_reply_hpo_state(const cJSON *reply);
 
 #endif

@@ -324,12 +324,10 @@ static loom_error *wmla_settle(dlicmd *d)
         return loom_err(LOOM_E_INVALID, "--data-dir and --cs-datastore-meta data_path both name "
                                         "DATA_DIR: give one");
     if (d->gpu_per_worker_given && !d->gpu_per_worker) {
-        if (d->device_type_given && !strcmp(d->device_type, "gpu"))
+        if (d->device_type_given && d->device_type == DEVICE_KIND_GPU)
             return loom_err(LOOM_E_INVALID, "--gpuPerWorker 0 (a CPU worker) and "
                                             "--workerDeviceType gpu disagree");
-        free(d->device_type);
-        if (!(d->device_type = strdup("cpu")))
-            return loom_err(LOOM_E_INTERNAL, "args: out of memory");
+        d->device_type = DEVICE_KIND_CPU;
     }
     if (d->gpu_per_worker) {
         if (d->worker_device_num != 1 && d->worker_device_num != d->gpu_per_worker)
@@ -384,9 +382,10 @@ static loom_error *apply_flag(dlicmd *d, const char *flag, const char *value)
     if (strcmp(flag, "--model-main") == 0)
         return set_string(&d->model_main, flag, value);
     if (strcmp(flag, "--workerDeviceType") == 0) {
-        e = set_choice(flag, value, "cpu", "gpu", &is_b);
+        if (d->device_type_given)
+            return loom_err(LOOM_E_INVALID, "%s given twice", flag);
         d->device_type_given = 1;
-        return e ? e : set_string(&d->device_type, flag, value);
+        return loom_err_wrap(device_kind_parse(value, &d->device_type), "%s", flag);
     }
     if (strcmp(flag, "--consumer") == 0) {
         if (strlen(value) > DLICMD_CONSUMER_MAX)
@@ -428,6 +427,20 @@ static loom_error *apply_flag(dlicmd *d, const char *flag, const char *value)
         return push(&d->msd_env, &d->msd_env_count, value);
     }
     return wmla_flag(d, flag, value);
+}
+
+loom_error *dlicmd_env_first(dlicmd *d, const char *pair)
+{
+    const char *eq = strchr(pair, '=');
+    if (!eq || eq == pair)
+        return loom_err(LOOM_E_INVALID, "--msd-env: expected KEY=VALUE, got \"%s\"", pair);
+    loom_error *e = push(&d->msd_env, &d->msd_env_count, pair);
+    if (e)
+        return e;
+    char *first = d->msd_env[d->msd_env_count - 1];
+    memmove(d->msd_env + 1, d->msd_env, (size_t)(d->msd_env_count - 1) * sizeof *d->msd_env);
+    d->msd_env[0] = first;
+    return NULL;
 }
 
 loom_error *dlicmd_parse_words(int argc, char *const *argv, dlicmd *d)
@@ -473,8 +486,6 @@ loom_error *dlicmd_parse_words(int argc, char *const *argv, dlicmd *d)
         e = loom_err(LOOM_E_INVALID, "--exec-start is required (the framework to run, e.g. command)");
     if (!e)
         e = wmla_settle(d);
-    if (!e && !d->device_type && !(d->device_type = strdup("cpu")))
-        e = loom_err(LOOM_E_INTERNAL, "args: out of memory");
     if (e)
         dlicmd_free(d);
     return e;
@@ -499,7 +510,6 @@ void dlicmd_free(dlicmd *d)
     free(d->exec_start);
     free(d->model_dir);
     free(d->model_main);
-    free(d->device_type);
     free(d->consumer);
     free(d->data_dir);
     for (int i = 0; i < d->msd_env_count; i++)

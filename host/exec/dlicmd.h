@@ -12,13 +12,14 @@
 
 #include <stddef.h>
 
+#include "store/record_states.h"
 #include "util/error.h"
 
 typedef struct dlicmd {
     char *exec_start;   /* framework name (required) */
     char *model_dir;    /* as given by the user (client side) */
     char *model_main;
-    char *device_type;  /* "cpu" or "gpu"; default "cpu" */
+    device_kind device_type; /* --workerDeviceType; default DEVICE_KIND_CPU */
     int device_type_given; /* --workerDeviceType was on the command line */
     char *consumer;     /* resource plan (at most DLICMD_CONSUMER_MAX bytes); NULL = the
                          * user's default */
@@ -70,6 +71,11 @@ void dlicmd_free_words(char **words);
 loom_error *dlicmd_parse_words(int argc, char *const *argv, dlicmd *out);
 loom_error *dlicmd_parse(const char *text, dlicmd *out);
 void dlicmd_free(dlicmd *d);
+
+/* Puts a --msd-env KEY=VALUE pair before the others, so any of the
+ * submission's own pairs for the same key come after it and win.
+ * LOOM_E_INVALID for a pair without "KEY=". */
+loom_error *dlicmd_env_first(dlicmd *d, const char *pair);
 
 /* Adds a warning for the submission's reply (NULL, or out of memory). */
 loom_error *dlicmd_warn(dlicmd *d, const char *text);

@@ -28,25 +28,21 @@
 #define MAX_DECISIONS 4096
 #define MAX_DEVICES EXEC_MAX_DEVICES
 
-int exec_state_is_final(const char *s)
+void exec_set_state(exec_service *es, store_exec *rec, exec_state state, const char *message)
 {
-    return strcmp(s, "FINISHED") == 0 || strcmp(s, "KILLED") == 0 || strcmp(s, "ERROR") == 0;
-}
-
-void exec_set_state(exec_service *es, store_exec *rec, const char *state, const char *message)
-{
-    snprintf(rec->state, sizeof rec->state, "%s", state);
+    rec->state = state;
     if (message)
         snprintf(rec->message, sizeof rec->message, "%s", message);
-    if (strcmp(state, "RUNNING") == 0 && !rec->started_at)
+    if (state == EXEC_STATE_RUNNING && !rec->started_at)
         rec->started_at = time_now_ms();
     if (exec_state_is_final(state))
         rec->ended_at = time_now_ms();
     loom_error *e = store_exec_update(es->st, rec);
     if (e)
-        log_error("exec %s: cannot record state %s: %s", rec->id, state, loom_err_message(e));
+        log_error("exec %s: cannot record state %s: %s", rec->id, exec_state_text(state),
+                  loom_err_message(e));
     loom_err_free(e);
-    log_info("exec %s: %s%s%s", rec->id, state, message ? ": " : "", message ? message : "");
+    log_info("exec %s: %s%s%s", rec->id, exec_state_text(state), message ? ": " : "", message ? message : "");
 }
 
 running_exec *exec_find_running(exec_service *es, const char *id)
@@ -116,13 +112,18 @@ static void start_granted_locked(exec_service *es, running_exec *r, const int32_
     r->pending = 0;
     if (err) {
         /* Ends at the next supervision with its reason. */
-        exec_set_state(es, &r->rec, "ERROR", loom_err_message(err));
+        exec_set_state(es, &r->rec, EXEC_STATE_ERROR, loom_err_message(err));
         loom_err_free(err);
         r->stop_requested = 1;
         return;
     }
+    /* A trainer's workers still have to start and join: LAUNCHING until
+     * the trainer reports RUNNING (one resumed after a host restart stays
+     * RECOVERING until then). A launch's workers run already. */
     if (!r->edt)
-        exec_set_state(es, &r->rec, "RUNNING", NULL);
+        exec_set_state(es, &r->rec, EXEC_STATE_RUNNING, NULL);
+    else if (r->rec.state != EXEC_STATE_RECOVERING)
+        exec_set_state(es, &r->rec, EXEC_STATE_LAUNCHING, NULL);
     memcpy(r->given, index, sizeof(int32_t) * (size_t)n);
     r->ngiven = n;
 }
@@ -283,12 +284,12 @@ loom_error *exec_enqueue_locked(exec_service *es, running_exec *r, const dlicmd 
 static void finish_launch(exec_service *es, running_exec *r)
 {
     char msg[512] = "";
-    const char *state = "FINISHED";
+    exec_state state = EXEC_STATE_FINISHED;
     for (int i = 0; i < r->nworkers; i++) {
         int st = r->workers[i].status;
         if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
             continue;
-        state = "ERROR";
+        state = EXEC_STATE_ERROR;
         if (WIFEXITED(st))
             snprintf(msg, sizeof msg, "worker %d exited with status %d (its output: loom exec "
                      "logs %s --worker %d --stderr)", i, WEXITSTATUS(st), r->rec.id, i);
@@ -300,7 +301,7 @@ static void finish_launch(exec_service *es, running_exec *r)
         break;
     }
     if (r->stop_requested) {
-        state = r->stop_error ? "ERROR" : "KILLED";
+        state = r->stop_error ? EXEC_STATE_ERROR : EXEC_STATE_KILLED;
         snprintf(msg, sizeof msg, "%s", r->stop_reason[0] ? r->stop_reason : "stopped by request");
     }
     if (r->stop_requested || msg[0]) /* it failed or was stopped: did a limit do it? */
@@ -445,7 +446,7 @@ void exec_service_destroy(exec_service *es)
         if (r->edt) {
             edt_free(r->edt);
             registry_release(es->reg, LOOM_KIND_FRAMEWORK, r->framework);
-            if (r->final_state[0]) /* it ended before the supervisor saw it */
+            if (exec_state_is_final(r->final_state)) /* it ended before the supervisor saw it */
                 exec_set_state(es, &r->rec, r->final_state, r->final_message);
         } else if (r->pending) {
             registry_release(es->reg, LOOM_KIND_FRAMEWORK, r->framework);
@@ -470,7 +471,7 @@ void exec_service_destroy(exec_service *es)
     while (es->running) { /* unkillable workers: record and let go */
         running_exec *r = es->running;
         es->running = r->next;
-        exec_set_state(es, &r->rec, "KILLED", "the host shut down; workers did not exit");
+        exec_set_state(es, &r->rec, EXEC_STATE_KILLED, "the host shut down; workers did not exit");
         exec_free_running(r);
     }
     log_pump_destroy(es->logs, 1000); /* what the workers wrote last */
@@ -498,7 +499,7 @@ loom_error *exec_prepare(exec_service *es, const exec_submission *sub, dlicmd *d
 {
     store_exec *rec = &r->rec;
     exec_wmla_devices(d);
-    if (strcmp(d->device_type, "gpu") == 0 && sched_cuda_device_count() == 0)
+    if (d->device_type == DEVICE_KIND_GPU && sched_cuda_device_count() == 0)
         return loom_err(LOOM_E_INVALID, "--workerDeviceType gpu: this host has no GPU");
     if (d->model_main && !user_path_text_ok(d->model_main))
         return loom_err(LOOM_E_INVALID,
@@ -571,7 +572,7 @@ loom_error *exec_prepare(exec_service *es, const exec_submission *sub, dlicmd *d
         .data_dir = r->data_dir,
         .result_dir = rec->result_dir,
         .log_dir = r->log_dir,
-        .device_type = d->device_type,
+        .device_type = device_kind_text(d->device_type), /* the SDK's words */
         .master_addr = "127.0.0.1",
         .args = (const char *const *)d->args,
         .arg_count = (uint32_t)d->arg_count,
@@ -599,7 +600,7 @@ loom_error *exec_prepare(exec_service *es, const exec_submission *sub, dlicmd *d
     }
     r->msd_env = strings_copy((const char *const *)d->msd_env, (uint32_t)d->msd_env_count);
     r->worker_device_num = d->worker_device_num;
-    r->gpu = strcmp(d->device_type, "gpu") == 0;
+    r->gpu = d->device_type == DEVICE_KIND_GPU;
     rec->num_workers = r->plan.count;
     r->devices = r->plan.count * d->worker_device_num;
     return NULL;
@@ -607,24 +608,24 @@ loom_error *exec_prepare(exec_service *es, const exec_submission *sub, dlicmd *d
 
 loom_error *exec_submit(exec_service *es, const exec_submission *sub, char *id, size_t idlen)
 {
-    dlicmd d;
-    loom_error *err = dlicmd_parse(sub->args ? sub->args : "", &d);
-    if (err)
-        return err;
+    dlicmd *d = sub->request;
+    const char *args = sub->args ? sub->args : "";
+    if (strlen(args) > EXEC_ARGS_MAX)
+        return loom_err(LOOM_E_INVALID, "args: %zu bytes, longer than the limit of %zu",
+                        strlen(args), EXEC_ARGS_MAX);
     /* The plan and the queue bound before anything is made. */
     char plan[256];
-    err = exec_plan_of(sub, &d, plan, sizeof plan);
+    loom_error *err = exec_plan_of(sub, d, plan, sizeof plan);
     if (!err)
         err = sched_service_plan_admits(es->sched, plan, sub->user, sub->user_id, sub->is_admin);
     if (!err)
         err = exec_check_queue_bound(es, sub->user, sub->user_id);
     registry_entry fw;
     int wmla = 0;
-    const char *framework = dlicmd_framework_name(d.exec_start, &wmla);
+    const char *framework = dlicmd_framework_name(d->exec_start, &wmla);
     if (!err && registry_acquire(es->reg, LOOM_KIND_FRAMEWORK, framework, &fw) != 0)
-        err = exec_framework_missing(d.exec_start, framework, wmla);
+        err = exec_framework_missing(d->exec_start, framework, wmla);
     if (err) {
-        dlicmd_free(&d);
         return err;
     }
     running_exec *r = calloc(1, sizeof *r);
@@ -632,7 +633,6 @@ loom_error *exec_submit(exec_service *es, const exec_submission *sub, char *id, 
     if (err) {
         free(r);
         registry_release(es->reg, LOOM_KIND_FRAMEWORK, fw.name);
-        dlicmd_free(&d);
         return err;
     }
     store_exec *rec = &r->rec;
@@ -640,27 +640,27 @@ loom_error *exec_submit(exec_service *es, const exec_submission *sub, char *id, 
     rec->user_id = sub->user_id;
     snprintf(rec->framework, sizeof rec->framework, "%s", fw.name);
     snprintf(r->framework, sizeof r->framework, "%s", fw.name);
-    snprintf(rec->args, sizeof rec->args, "%s", sub->args);
+    snprintf(rec->args, sizeof rec->args, "%s", args);
     rec->created_at = time_now_ms();
-    snprintf(rec->state, sizeof rec->state, "SUBMITTED");
+    rec->state = EXEC_STATE_SUBMITTED;
 
-    err = exec_prepare(es, sub, &d, &fw, r, 0);
+    err = exec_prepare(es, sub, d, &fw, r, 0);
     /* The scheduler accepts or refuses the job before anything is stored:
      * one too large for this host is the submitter's error. */
     pthread_mutex_lock(&es->lock);
     if (!err)
-        err = exec_enqueue_locked(es, r, &d);
+        err = exec_enqueue_locked(es, r, d);
     if (!err && (err = store_exec_insert(es->st, rec)) != NULL) {
         sched_service_end(es->sched, rec->id);
         unlink_running(es, r);
         err = loom_err_recode(err, LOOM_E_INTERNAL);
     }
     if (!err) {
-        exec_set_state(es, rec, "PENDING", NULL);
+        exec_set_state(es, rec, EXEC_STATE_PENDING, NULL);
         exec_schedule_locked(es);
         exec_wake(es); /* its first worker is watched from now on */
         snprintf(id, idlen, "%s", rec->id);
-        exec_note_warnings(es, rec->id, sub, &d);
+        exec_note_warnings(es, rec->id, sub, d);
     }
     pthread_mutex_unlock(&es->lock);
     if (err) {
@@ -669,7 +669,6 @@ loom_error *exec_submit(exec_service *es, const exec_submission *sub, char *id, 
         registry_release(es->reg, LOOM_KIND_FRAMEWORK, fw.name);
         exec_free_running(r);
     }
-    dlicmd_free(&d);
     return err;
 }
 
@@ -684,7 +683,7 @@ loom_error *exec_stop(exec_service *es, int64_t owner, const char *id)
     } else if (r && r->pending) {
         /* Never started: it ends here. */
         sched_service_end(es->sched, id);
-        exec_set_state(es, &r->rec, "KILLED", "stopped by request before it started");
+        exec_set_state(es, &r->rec, EXEC_STATE_KILLED, "stopped by request before it started");
         registry_release(es->reg, LOOM_KIND_FRAMEWORK, r->framework);
         unlink_running(es, r);
         exec_free_running(r);
@@ -701,9 +700,10 @@ loom_error *exec_stop(exec_service *es, int64_t owner, const char *id)
     } else if (!exec_state_is_final(rec.state)) {
         /* Recorded as running, yet nothing of it runs here (its end was
          * never recorded): settle it instead of refusing for good. */
-        exec_set_state(es, &rec, "KILLED", "stopped by request; its processes had already ended");
+        exec_set_state(es, &rec, EXEC_STATE_KILLED, "stopped by request; its processes had already ended");
     } else {
-        err = loom_err(LOOM_E_CONFLICT, "exec \"%s\" is already %s", id, rec.state);
+        err = loom_err(LOOM_E_CONFLICT, "exec \"%s\" is already %s", id,
+                       exec_state_text(rec.state));
     }
     pthread_mutex_unlock(&es->lock);
     return err;
@@ -734,7 +734,7 @@ loom_error *exec_resize(exec_service *es, int64_t owner, const char *id, int wor
                        "jobs resize",
                        id, r->framework);
     } else {
-        err = loom_err(LOOM_E_CONFLICT, "exec \"%s\" is %s", id, rec.state);
+        err = loom_err(LOOM_E_CONFLICT, "exec \"%s\" is %s", id, exec_state_text(rec.state));
     }
     pthread_mutex_unlock(&es->lock);
     return err;
@@ -769,7 +769,7 @@ loom_error *exec_delete(exec_service *es, int64_t owner, const char *id)
         err = loom_err(LOOM_E_NOT_FOUND, "no exec \"%s\"", id);
     else if (r || !exec_state_is_final(rec.state))
         err = loom_err(LOOM_E_CONFLICT, "exec \"%s\" is %s; stop it first", id,
-                       r ? r->rec.state : rec.state);
+                       exec_state_text(r ? r->rec.state : rec.state));
     else
         err = delete_record_locked(es, &rec, &folder_gone);
     pthread_mutex_unlock(&es->lock);

@@ -11,6 +11,7 @@
 #include <limits.h>
 #include <stddef.h>
 
+#include "exec/dlicmd.h"
 #include "plugin/registry.h"
 #include "sched/sched_service.h"
 #include "store/store.h"
@@ -66,11 +67,23 @@ loom_error *exec_service_set_data_roots(exec_service *es, const char *const *roo
  * every exec. */
 #define EXEC_ADMIN ((int64_t)0)
 
+/* The longest args an exec keeps (store_exec's field): longer is refused,
+ * never cut. */
+#define EXEC_ARGS_MAX (sizeof ((store_exec *)0)->args - 1)
+
 typedef struct exec_submission {
     const char *user;
     int64_t user_id; /* the submitter's immutable id */
     int is_admin;    /* administrators submit to any plan */
-    const char *args;    /* dlicmd syntax */
+    /* What to run, as a structure: the REST route parses the user's
+     * dlicmd text into it, tuning fills it directly. Borrowed: exec_submit
+     * settles WMLA's device flags and adds its warnings in it; the caller
+     * frees it (dlicmd_free). */
+    dlicmd *request;
+    /* The same request in dlicmd's words (at most EXEC_ARGS_MAX bytes),
+     * kept with the exec: what `exec view` shows, and what a restarted
+     * host queues again. Never parsed on submission. */
+    const char *args;
     const void *archive; /* tar of the model directory, or NULL */
     size_t archive_len;
     const char *archive_path; /* or that tar in a file (an upload spooled to disk) */
@@ -148,10 +161,12 @@ typedef struct exec_view {
     char warnings[STORE_EXEC_WARNINGS_MAX];
 } exec_view;
 
-/* Cuts the exec id out of a pending reason that names one ("reserved for
- * a larger job (ID)" becomes "reserved for a larger job") unless
- * may_see(ID, ctx) says the viewer may see that exec. */
-void exec_reason_hide_holder(char *reason, int (*may_see)(const char *id, void *ctx), void *ctx);
+/* A pending reason in words as a viewer sees it: the exec holding the
+ * reservation (or handing back devices) is named only when may_see(ID,
+ * ctx) says the viewer may see that exec (may_see NULL: an administrator,
+ * who sees every exec). */
+void exec_reason_text(const sched_reason *r, int (*may_see)(const char *id, void *ctx), void *ctx,
+                      char *buf, size_t len);
 
 /* Fills *out (free with exec_view_free), or LOOM_E_NOT_FOUND. */
 loom_error *exec_describe(exec_service *es, int64_t owner, const char *id, exec_view *out);
@@ -170,7 +185,5 @@ loom_error *exec_log_open(exec_service *es, int64_t owner, const char *id, int w
  * (the submitted code, the job's tmp/, log/python, each worker's plugin
  * marker, the PyTorch runtime's election files), which a result leaves out. */
 int exec_result_leaves_out(const void *ctx, const char *rel, int is_dir);
-/* True for FINISHED, KILLED, ERROR. */
-int exec_state_is_final(const char *state);
 
 #endif

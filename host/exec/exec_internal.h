@@ -73,8 +73,9 @@ typedef struct running_exec {
     edt_coordinator *edt;
     /* The trainer's final state, recorded only once trainer_ended has let
      * go of what the exec held (its framework adapter), so whoever sees
-     * FINISHED, KILLED or ERROR may remove that plugin at once. */
-    char final_state[16];
+     * FINISHED, KILLED or ERROR may remove that plugin at once. Not final
+     * (SUBMITTED, as zeroed) until then. */
+    exec_state final_state;
     char *final_message;
 } running_exec;
 
@@ -141,7 +142,7 @@ int exec_visible(int64_t owner, int64_t user_id);
  * record in *rec; 0 when there is none (for that owner). With es->lock. */
 int exec_lookup(exec_service *es, int64_t owner, const char *id, running_exec **r,
                 store_exec *rec);
-void exec_set_state(exec_service *es, store_exec *rec, const char *state, const char *message);
+void exec_set_state(exec_service *es, store_exec *rec, exec_state state, const char *message);
 running_exec *exec_find_running(exec_service *es, const char *id);
 void exec_free_running(running_exec *r);
 

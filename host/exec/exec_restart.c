@@ -40,7 +40,7 @@ static void collect_unfinished(const store_exec *e, void *ctx)
  * Returns 1 when it was taken over. */
 static int resume_trainer(exec_service *es, store_exec *e)
 {
-    if (!strcmp(e->state, "PENDING"))
+    if (e->state == EXEC_STATE_PENDING)
         return 0; /* never started: queued again (requeue_pending) */
     registry_entry fw;
     if (registry_acquire(es->reg, LOOM_KIND_FRAMEWORK, e->framework, &fw) != 0)
@@ -67,7 +67,7 @@ static int resume_trainer(exec_service *es, store_exec *e)
         r->devices = (int)job->settings.engines;
         job->resume = 1;
         snprintf(r->framework, sizeof r->framework, "%s", fw.name);
-        exec_set_state(es, &r->rec, "RECOVERING",
+        exec_set_state(es, &r->rec, EXEC_STATE_RECOVERING,
                        "the host restarted; resuming from the last checkpoint");
         pthread_mutex_lock(&es->lock);
         err = exec_enqueue_locked(es, r, &d);
@@ -80,7 +80,7 @@ static int resume_trainer(exec_service *es, store_exec *e)
             job = NULL; /* freed with r */
     }
     if (err) {
-        exec_set_state(es, e, "ERROR", loom_err_message(err));
+        exec_set_state(es, e, EXEC_STATE_ERROR, loom_err_message(err));
         loom_err_free(err);
         registry_release(es->reg, LOOM_KIND_FRAMEWORK, fw.name);
         if (r && r->job != job)
@@ -100,7 +100,7 @@ static void requeue_pending(exec_service *es, store_exec *e)
     registry_entry fw;
     loom_error *err = dlicmd_parse(e->args, &d);
     if (err) {
-        exec_set_state(es, e, "ERROR", loom_err_message(err));
+        exec_set_state(es, e, EXEC_STATE_ERROR, loom_err_message(err));
         loom_err_free(err);
         return;
     }
@@ -113,17 +113,17 @@ static void requeue_pending(exec_service *es, store_exec *e)
     } else {
         r->rec = *e;
         snprintf(r->framework, sizeof r->framework, "%s", fw.name);
-        exec_submission sub = {.user = e->user, .args = e->args};
+        exec_submission sub = {.user = e->user, .args = e->args, .request = &d};
         err = exec_prepare(es, &sub, &d, &fw, r, 1);
         pthread_mutex_lock(&es->lock);
         if (!err)
             err = exec_enqueue_locked(es, r, &d);
         if (!err)
-            exec_set_state(es, &r->rec, "PENDING", "queued again after the host restarted");
+            exec_set_state(es, &r->rec, EXEC_STATE_PENDING, "queued again after the host restarted");
         pthread_mutex_unlock(&es->lock);
     }
     if (err) {
-        exec_set_state(es, e, "ERROR", loom_err_message(err));
+        exec_set_state(es, e, EXEC_STATE_ERROR, loom_err_message(err));
         loom_err_free(err);
         if (r)
             registry_release(es->reg, LOOM_KIND_FRAMEWORK, fw.name);
@@ -149,7 +149,7 @@ void exec_reconcile(exec_service *es)
         qsort(l.items, (size_t)l.count, sizeof *l.items, by_creation);
     for (int i = 0; i < l.count; i++) {
         store_exec *e = &l.items[i];
-        if (!strcmp(e->state, "PENDING") || resume_trainer(es, e))
+        if (e->state == EXEC_STATE_PENDING || resume_trainer(es, e))
             continue;
         /* A launch-style program cannot be re-attached to: the previous host
          * was its parent. Stop what is left of it rather than leave it
@@ -158,14 +158,15 @@ void exec_reconcile(exec_service *es)
             kill(-e->pgid, SIGKILL);
         char msg[160];
         snprintf(msg, sizeof msg,
-                 "the host restarted while this exec was %s; its workers were stopped", e->state);
+                 "the host restarted while this exec was %s; its workers were stopped",
+                 exec_state_text(e->state));
         e->pgid = 0;
-        exec_set_state(es, e, "ERROR", msg);
+        exec_set_state(es, e, EXEC_STATE_ERROR, msg);
     }
     /* Then the queue, oldest first: the scheduler sees it in its old order
      * and gives the same head job the same reservation. */
     for (int i = 0; i < l.count; i++)
-        if (!strcmp(l.items[i].state, "PENDING"))
+        if (l.items[i].state == EXEC_STATE_PENDING)
             requeue_pending(es, &l.items[i]);
     free(l.items);
 }

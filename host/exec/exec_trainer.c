@@ -17,20 +17,20 @@
 /* The coordinator reports its state changes here, from its own thread. While
  * the host shuts down they are not recorded: the exec stays RUNNING in the
  * store and resumes from its last checkpoint when the host starts again. */
-static void trainer_state_changed(void *ctx, const char *exec_id, const char *state,
+static void trainer_state_changed(void *ctx, const char *exec_id, exec_state state,
                                   const char *message)
 {
     exec_service *es = ctx;
     pthread_mutex_lock(&es->lock);
     running_exec *r = es->stopping ? NULL : exec_find_running(es, exec_id);
-    if (r && exec_state_is_final(state) && r->stop_requested && !strcmp(state, "ERROR")) {
+    if (r && r->stop_requested && state == EXEC_STATE_ERROR) {
         /* Stopped before its workers joined: the wait for them ends in an
          * error, but the stop is why. */
-        state = "KILLED";
+        state = EXEC_STATE_KILLED;
         message = "stopped by request";
     }
     if (r && exec_state_is_final(state)) {
-        snprintf(r->final_state, sizeof r->final_state, "%s", state);
+        r->final_state = state;
         free(r->final_message);
         r->final_message = message ? strdup(message) : NULL;
     } else if (r) {
@@ -223,6 +223,6 @@ void trainer_ended(exec_service *es, running_exec *r)
     edt_free(r->edt);
     r->edt = NULL;
     registry_release(es->reg, LOOM_KIND_FRAMEWORK, r->framework);
-    if (r->final_state[0])
+    if (exec_state_is_final(r->final_state))
         exec_set_state(es, &r->rec, r->final_state, r->final_message);
 }

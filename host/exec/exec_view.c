@@ -17,18 +17,11 @@ char *exec_folder_read(const char *result_dir, const char *rel, size_t max)
     return text;
 }
 
-void exec_reason_hide_holder(char *reason, int (*may_see)(const char *id, void *ctx), void *ctx)
+void exec_reason_text(const sched_reason *r, int (*may_see)(const char *id, void *ctx), void *ctx,
+                      char *buf, size_t len)
 {
-    /* "reserved for a larger job (ID)": the one parenthesised part. */
-    size_t n = strlen(reason);
-    char *open = strrchr(reason, '(');
-    if (!open || open == reason || open[-1] != ' ' || reason[n - 1] != ')')
-        return;
-    reason[n - 1] = '\0';
-    int shown = may_see(open + 1, ctx);
-    reason[n - 1] = ')';
-    if (!shown)
-        open[-1] = '\0';
+    bool shown = r->holder[0] && (!may_see || may_see(r->holder, ctx));
+    sched_reason_text(r, shown, buf, len);
 }
 
 typedef struct reason_viewer {
@@ -50,8 +43,11 @@ static void pending_reason(exec_service *es, int64_t owner, const char *id, char
                            size_t len)
 {
     reason_viewer rv = {es, owner};
-    if (sched_service_pending_reason(es->sched, id, buf, len) && owner != EXEC_ADMIN)
-        exec_reason_hide_holder(buf, viewer_sees, &rv);
+    sched_reason r;
+    if (len)
+        buf[0] = '\0';
+    if (sched_service_pending_reason(es->sched, id, &r))
+        exec_reason_text(&r, owner == EXEC_ADMIN ? NULL : viewer_sees, &rv, buf, len);
 }
 
 /* Fills a view of the exec (running: r set) as `owner` may see it. Call

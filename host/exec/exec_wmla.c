@@ -98,7 +98,7 @@ void exec_wmla_devices(dlicmd *d)
     if (!d->gpu_per_worker || d->device_type_given)
         return;
     int gpus = sched_cuda_device_count() > 0;
-    snprintf(d->device_type, 4, "%s", gpus ? "gpu" : "cpu"); /* both were "cpu" */
+    d->device_type = gpus ? DEVICE_KIND_GPU : DEVICE_KIND_CPU;
     if (!gpus)
         loom_err_free(dlicmd_warn(d, "--gpuPerWorker: this host has no GPU; each worker gets "
                                      "that many CPU devices instead"));

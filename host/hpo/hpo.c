@@ -119,14 +119,20 @@ typedef struct resume_ctx {
 static void resume_one(const hpo_task_rec *rec, void *arg)
 {
     hpo_service *svc = ((resume_ctx *)arg)->svc;
-    hpo_task_state state = hpo_task_state_of(rec->state);
-    if (state != HPO_TASK_SUBMITTED && state != HPO_TASK_RUNNING && state != HPO_TASK_STOPPING)
-        return;
+    hpo_task_state state = rec->state;
+    switch (state) {
+    case HPO_TASK_SUBMITTED:
+    case HPO_TASK_RUNNING:
+    case HPO_TASK_STOPPING:
+        break;
+    default:
+        return; /* ended */
+    }
     hpo_task *t = NULL;
     loom_error *e = activate(svc, rec, &t);
     if (e) {
         hpo_task_rec copy = *rec;
-        snprintf(copy.state, sizeof copy.state, "FAILED");
+        copy.state = HPO_TASK_FAILED;
         loom_err_take(e, copy.message, sizeof copy.message);
         copy.ended_at = time_now_ms();
         loom_err_free(store_hpo_task_update(svc->st, &copy));
@@ -274,7 +280,7 @@ loom_error *hpo_submit(hpo_service *svc, const hpo_submission *sub, char *name, 
     hpo_task_rec *r = &t->rec;
     snprintf(r->name, sizeof r->name, "%s", t->spec.name);
     r->user_id = sub->user_id;
-    snprintf(r->state, sizeof r->state, "SUBMITTED");
+    r->state = HPO_TASK_SUBMITTED;
     r->task_json = strndup(sub->task_json, sub->task_len);
     r->next_id = 1;
     r->created_at = time_now_ms();
@@ -341,13 +347,14 @@ loom_error *hpo_stop(hpo_service *svc, const char *owner, const char *name)
     int have_rec = e == NULL;
     hpo_task *t = e ? NULL : find_active(svc, name);
     if (!e && !t) {
-        e = loom_err(LOOM_E_CONFLICT, "tuning task \"%s\" is already %s", name, rec.state);
+        e = loom_err(LOOM_E_CONFLICT, "tuning task \"%s\" is already %s", name,
+                     hpo_task_state_text(rec.state));
     } else if (t) {
         t->stopping = 1;
         for (size_t i = 0; i < t->nexps; i++) {
             hpo_exp_rec *x = &t->exps[i];
-            if (!strcmp(x->state, "NOTRUN")) {
-                snprintf(x->state, sizeof x->state, "STOPPED");
+            if (x->state == HPO_EXP_NOTRUN) {
+                x->state = HPO_EXP_STOPPED;
                 hpo_exp_save(svc, t, x);
             } else if (hpo_exp_is_live(x) && x->exec_id[0]) {
                 loom_err_free(exec_stop(svc->es, EXEC_ADMIN, x->exec_id));
@@ -355,8 +362,8 @@ loom_error *hpo_stop(hpo_service *svc, const char *owner, const char *name)
         }
         /* Seen at once: STOPPING until its experiments have ended, then
          * STOPPED (the loop's next pass). */
-        if (hpo_task_state_of(t->rec.state) != HPO_TASK_STOPPING) {
-            snprintf(t->rec.state, sizeof t->rec.state, "%s", hpo_task_state_word(HPO_TASK_STOPPING));
+        if (t->rec.state != HPO_TASK_STOPPING) {
+            t->rec.state = HPO_TASK_STOPPING;
             e = store_hpo_task_update(svc->st, &t->rec);
         }
         pthread_cond_signal(&svc->wake);
@@ -367,18 +374,30 @@ loom_error *hpo_stop(hpo_service *svc, const char *owner, const char *name)
     return e;
 }
 
+/* A task that ended by a stop or a failure carries on from its state. */
+static bool restartable(hpo_task_state s)
+{
+    switch (s) {
+    case HPO_TASK_STOPPED:
+    case HPO_TASK_FAILED:
+        return true;
+    default:
+        return false;
+    }
+}
+
 loom_error *hpo_restart(hpo_service *svc, const char *owner, const char *name)
 {
     hpo_task_rec rec;
     pthread_mutex_lock(&svc->lock);
     loom_error *e = hpo_get_visible(svc, owner, name, &rec);
     int have_rec = e == NULL;
-    if (!e && (find_active(svc, name) || (strcmp(rec.state, "STOPPED") && strcmp(rec.state, "FAILED"))))
+    if (!e && (find_active(svc, name) || !restartable(rec.state)))
         e = loom_err(LOOM_E_CONFLICT, "tuning task \"%s\" is %s; only a STOPPED or FAILED one "
-                                      "restarts", name, rec.state);
+                                      "restarts", name, hpo_task_state_text(rec.state));
     hpo_task *t = NULL;
     if (!e) {
-        snprintf(rec.state, sizeof rec.state, "RUNNING");
+        rec.state = HPO_TASK_RUNNING;
         rec.message[0] = 0;
         rec.search_finished = 0;
         rec.ended_at = 0;
@@ -425,7 +444,7 @@ loom_error *hpo_delete(hpo_service *svc, const char *owner, const char *name)
     if (!e) {
         if (find_active(svc, name))
             e = loom_err(LOOM_E_CONFLICT, "tuning task \"%s\" is %s; stop it first", name,
-                         rec.state);
+                         hpo_task_state_text(rec.state));
         else
             e = delete_locked(svc, name);
         store_hpo_task_free(&rec);
@@ -442,8 +461,8 @@ loom_error *hpo_delete_ended(hpo_service *svc, const char *owner, unsigned *coun
     loom_error *e = hpo_list(svc, owner, &all, &n);
     pthread_mutex_lock(&svc->lock);
     for (size_t i = 0; !e && i < n; i++) {
-        if (find_active(svc, all[i].name) || !strcmp(all[i].state, "SUBMITTED") ||
-            !strcmp(all[i].state, "RUNNING"))
+        if (find_active(svc, all[i].name) || all[i].state == HPO_TASK_SUBMITTED ||
+            all[i].state == HPO_TASK_RUNNING)
             continue;
         if (!(e = delete_locked(svc, all[i].name)))
             (*count)++;

@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "exec/exec.h"
-#include "hpo/hpo_store.h"
+#include "store/store_hpo.h"
 #include "plugin/registry.h"
 #include "store/store.h"
 #include "store/store_hpo.h"
@@ -98,7 +98,7 @@ typedef struct hpo_log_part {
     size_t len;
     int64_t offset;    /* where text starts in the log */
     int64_t size;      /* the log's size when read */
-    char state[16];    /* the task's state */
+    hpo_task_state state;
 } hpo_log_part;
 
 /* A part of the task's search log, HOME/hpo/NAME/search.log (what its

@@ -72,7 +72,7 @@ int hpo_tick(hpo_service *svc, hpo_task *t);
 /* Frees an active task (stopping its search child). */
 void hpo_task_free(hpo_task *t);
 /* Ends the task in `state` with `message`, stopping running experiments. */
-void hpo_end_task(hpo_service *svc, hpo_task *t, const char *state, const char *message);
+void hpo_end_task(hpo_service *svc, hpo_task *t, hpo_task_state state, const char *message);
 /* Records a change to one experiment (in memory and the store). */
 void hpo_exp_save(hpo_service *svc, hpo_task *t, hpo_exp_rec *x);
 int hpo_exp_is_live(const hpo_exp_rec *x);

@@ -59,7 +59,7 @@ loom_error *hpo_search_log(hpo_service *svc, const char *owner, const char *name
     loom_error *e = hpo_get_visible(svc, owner, name, &rec);
     if (e)
         return e;
-    snprintf(out->state, sizeof out->state, "%s", rec.state);
+    out->state = rec.state;
     store_hpo_task_free(&rec);
     char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s/hpo/%s", svc->home, rec.name);

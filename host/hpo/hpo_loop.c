@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "hpo/hpo_internal.h"
+#include "hpo/hpo_request.h"
 #include "util/fs.h"
 #include "util/job_sandbox.h"
 #include "util/log.h"
@@ -20,8 +21,7 @@
 
 int hpo_exp_is_live(const hpo_exp_rec *x)
 {
-    return !strcmp(x->state, "NOTRUN") || !strcmp(x->state, "SUBMITTED") ||
-           !strcmp(x->state, "RUNNING");
+    return hpo_exp_state_is_open(x->state);
 }
 
 void hpo_exp_save(hpo_service *svc, hpo_task *t, hpo_exp_rec *x)
@@ -44,19 +44,19 @@ static void save_task(hpo_service *svc, hpo_task *t)
     }
 }
 
-void hpo_end_task(hpo_service *svc, hpo_task *t, const char *state, const char *message)
+void hpo_end_task(hpo_service *svc, hpo_task *t, hpo_task_state state, const char *message)
 {
     for (size_t i = 0; i < t->nexps; i++) {
         hpo_exp_rec *x = &t->exps[i];
-        if (!strcmp(x->state, "NOTRUN")) {
-            snprintf(x->state, sizeof x->state, "STOPPED");
+        if (x->state == HPO_EXP_NOTRUN) {
+            x->state = HPO_EXP_STOPPED;
             x->end_at = time_now_ms();
             hpo_exp_save(svc, t, x);
         } else if (hpo_exp_is_live(x) && x->exec_id[0]) {
             loom_err_free(exec_stop(svc->es, EXEC_ADMIN, x->exec_id));
         }
     }
-    snprintf(t->rec.state, sizeof t->rec.state, "%s", state);
+    t->rec.state = state;
     snprintf(t->rec.message, sizeof t->rec.message, "%s", message ? message : "");
     t->rec.ended_at = time_now_ms();
     if (t->search) {
@@ -71,7 +71,7 @@ void hpo_end_task(hpo_service *svc, hpo_task *t, const char *state, const char *
         t->search = NULL;
     }
     loom_err_free(store_hpo_commit(svc->st, &t->rec, t->exps, t->nexps));
-    log_info("tuning task %s %s%s%s", t->rec.name, state, message && *message ? ": " : "",
+    log_info("tuning task %s %s%s%s", t->rec.name, hpo_task_state_text(state), message && *message ? ": " : "",
              message ? message : "");
 }
 
@@ -183,7 +183,7 @@ static const char *promoted_from(const hpo_task *t, const hpo_exp_rec *x)
     const hpo_exp_rec *best = NULL;
     for (size_t i = 0; x->budget > 0 && x->values_json && i < t->nexps; i++) {
         const hpo_exp_rec *p = &t->exps[i];
-        if (p != x && !strcmp(p->state, "FINISHED") && p->exec_id[0] && p->budget > 0 &&
+        if (p != x && p->state == HPO_EXP_FINISHED && p->exec_id[0] && p->budget > 0 &&
             p->budget < x->budget && p->values_json && !strcmp(p->values_json, x->values_json) &&
             (!best || p->budget > best->budget))
             best = p;
@@ -196,34 +196,27 @@ static void submit_experiment(hpo_service *svc, hpo_task *t, hpo_exp_rec *x)
     char *tar = NULL;
     size_t len = 0;
     loom_error *e = experiment_archive(t, x, &tar, &len);
-    /* The experiment's id reaches its script as SUBID, as under WMLA; the
-     * task's own --msd-env pairs come after and so win over it. An
-     * experiment with a budget may be promoted, so an elastic one also
-     * checkpoints after its last epoch; being in its arguments, that
-     * survives a host restart. */
+    /* The request is a structure (hpo_request.h); its words are only kept
+     * with the exec, so that a restarted host runs it the same way. */
     char *args = NULL;
-    if (!e && asprintf(&args, "--msd-env SUBID=%llu %s%s", (unsigned long long)x->id,
-                       x->budget > 0 ? "--msd-env EDT_CHECKPOINT_LAST=1 " : "",
-                       t->spec.args ? t->spec.args : "") < 0) {
-        args = NULL;
-        e = loom_err(LOOM_E_INTERNAL, "out of memory");
-    }
-    if (!e) {
+    dlicmd request;
+    if (!e && (e = hpo_exp_request(t->spec.args, x->id, x->budget, &request, &args)) == NULL) {
         exec_submission sub = {.user = t->rec.user, .user_id = t->rec.user_id,
-                               .is_admin = t->rec.is_admin, .args = args,
+                               .is_admin = t->rec.is_admin, .request = &request, .args = args,
                                .archive = tar, .archive_len = len,
                                .continue_from = promoted_from(t, x)};
         e = exec_submit(svc->es, &sub, x->exec_id, sizeof x->exec_id);
+        dlicmd_free(&request);
     }
     free(args);
     free(tar);
     x->attempts++;
     if (e) {
-        snprintf(x->state, sizeof x->state, "ERROR");
+        x->state = HPO_EXP_ERROR;
         loom_err_take(e, x->message, sizeof x->message);
         x->end_at = time_now_ms();
     } else {
-        snprintf(x->state, sizeof x->state, "SUBMITTED");
+        x->state = HPO_EXP_SUBMITTED;
         if (!x->start_at)
             x->start_at = time_now_ms();
     }
@@ -272,13 +265,26 @@ static int read_objective(const char *result_dir, const char *metric, double *va
 
 static void observe(hpo_service *svc, hpo_task *t, hpo_exp_rec *x, int status);
 
+/* What an experiment whose exec has not ended is: RUNNING once its exec
+ * runs (or recovers), SUBMITTED while it waits. */
+static hpo_exp_state exp_state_of_live_exec(exec_state s)
+{
+    switch (s) {
+    case EXEC_STATE_RUNNING:
+    case EXEC_STATE_RECOVERING:
+        return HPO_EXP_RUNNING;
+    default:
+        return HPO_EXP_SUBMITTED;
+    }
+}
+
 /* Follows one experiment's exec; reports it when it ended. */
 static void poll_experiment(hpo_service *svc, hpo_task *t, hpo_exp_rec *x)
 {
     exec_view v;
     loom_error *e = exec_describe(svc->es, EXEC_ADMIN, x->exec_id, &v);
     if (e) {
-        snprintf(x->state, sizeof x->state, "ERROR");
+        x->state = HPO_EXP_ERROR;
         snprintf(x->message, sizeof x->message, "its exec %s is gone: %s", x->exec_id,
                  loom_err_message(e));
         loom_err_free(e);
@@ -286,22 +292,21 @@ static void poll_experiment(hpo_service *svc, hpo_task *t, hpo_exp_rec *x)
         observe(svc, t, x, LOOM_EXPERIMENT_FAILED);
         return;
     }
-    const char *s = v.rec.state;
-    int live = !exec_state_is_final(s);
-    if (live) {
-        const char *mine = !strcmp(s, "RUNNING") || !strcmp(s, "RECOVERING") ? "RUNNING" : "SUBMITTED";
-        if (strcmp(mine, x->state)) {
-            snprintf(x->state, sizeof x->state, "%s", mine);
-            if (!strcmp(mine, "RUNNING") && v.rec.started_at)
+    exec_state s = v.rec.state;
+    if (!exec_state_is_final(s)) {
+        hpo_exp_state mine = exp_state_of_live_exec(s);
+        if (mine != x->state) {
+            x->state = mine;
+            if (mine == HPO_EXP_RUNNING && v.rec.started_at)
                 x->start_at = v.rec.started_at;
             hpo_exp_save(svc, t, x);
         }
         exec_view_free(&v);
         return;
     }
-    if (t->reconcile && strcmp(s, "FINISHED") && x->attempts < 2 && !t->stopping) {
+    if (t->reconcile && s != EXEC_STATE_FINISHED && x->attempts < 2 && !t->stopping) {
         /* Interrupted by the host's restart: run once more, same values. */
-        snprintf(x->state, sizeof x->state, "NOTRUN");
+        x->state = HPO_EXP_NOTRUN;
         snprintf(x->message, sizeof x->message, "exec %s was interrupted by a host restart "
                  "(KILLED); run again", x->exec_id);
         hpo_exp_save(svc, t, x);
@@ -310,29 +315,29 @@ static void poll_experiment(hpo_service *svc, hpo_task *t, hpo_exp_rec *x)
     }
     x->end_at = v.rec.ended_at ? v.rec.ended_at : time_now_ms();
     int status = LOOM_EXPERIMENT_FINISHED;
-    if (!strcmp(s, "FINISHED")) {
+    if (s == EXEC_STATE_FINISHED) {
         char names[256];
         loom_metric m[LOOM_MAX_METRICS];
         uint32_t nm;
         x->has_metric = read_objective(v.rec.result_dir, t->spec.objective_metric, &x->metric, m,
                                        &nm, names, sizeof names);
-        snprintf(x->state, sizeof x->state, "FINISHED");
+        x->state = HPO_EXP_FINISHED;
         if (!x->has_metric)
             snprintf(x->message, sizeof x->message,
                      "no '%s' in exec %s's val_dict_list.json (its last entry has: %s)",
                      t->spec.objective_metric, x->exec_id, names[0] ? names : "nothing");
-    } else if (t->stopping || !strcmp(s, "KILLED")) {
+    } else if (t->stopping || s == EXEC_STATE_KILLED) {
         /* Ended by its task's stop (a trainer stopped while it started
          * ends in ERROR, not KILLED): STOPPED, whatever its exec says. */
-        snprintf(x->state, sizeof x->state, "%s", t->stopping ? "STOPPED" : "KILLED");
+        x->state = t->stopping ? HPO_EXP_STOPPED : HPO_EXP_KILLED;
         if (t->stopping)
             snprintf(x->message, sizeof x->message, "stopped with its task (exec %s %s%s%s)",
-                     x->exec_id, s, v.rec.message[0] ? ": " : "", v.rec.message);
+                     x->exec_id, exec_state_text(s), v.rec.message[0] ? ": " : "", v.rec.message);
         status = LOOM_EXPERIMENT_KILLED;
     } else {
         /* The exec names where its output is; the id says which exec. */
-        snprintf(x->state, sizeof x->state, "FAILED");
-        snprintf(x->message, sizeof x->message, "exec %s %s%s%s", x->exec_id, s,
+        x->state = HPO_EXP_FAILED;
+        snprintf(x->message, sizeof x->message, "exec %s %s%s%s", x->exec_id, exec_state_text(s),
                  v.rec.message[0] ? ": " : "", v.rec.message);
         status = LOOM_EXPERIMENT_FAILED;
     }
@@ -380,7 +385,7 @@ static int flush(hpo_service *svc, hpo_task *t)
     if (e) {
         char msg[700];
         loom_err_take(e, msg, sizeof msg);
-        hpo_end_task(svc, t, "FAILED", msg);
+        hpo_end_task(svc, t, HPO_TASK_FAILED, msg);
         return -1;
     }
     if (saved) {
@@ -403,7 +408,7 @@ static int apply_outcome(hpo_service *svc, hpo_task *t, search_outcome *o)
     char why[700];
     if (o->refused[0]) {
         snprintf(why, sizeof why, "search '%s' %s", t->plugin, o->refused);
-        hpo_end_task(svc, t, "FAILED", why);
+        hpo_end_task(svc, t, HPO_TASK_FAILED, why);
         return -1;
     }
     for (uint32_t i = 0; i < o->nstops; i++) {
@@ -414,7 +419,7 @@ static int apply_outcome(hpo_service *svc, hpo_task *t, search_outcome *o)
     if (o->finished)
         t->rec.search_finished = 1;
     if (grow_exps(t, o->nproposals) != 0) {
-        hpo_end_task(svc, t, "FAILED", "out of memory");
+        hpo_end_task(svc, t, HPO_TASK_FAILED, "out of memory");
         return -1;
     }
     for (uint32_t i = 0; i < o->nproposals; i++) {
@@ -425,7 +430,7 @@ static int apply_outcome(hpo_service *svc, hpo_task *t, search_outcome *o)
                 char msg[800];
                 snprintf(msg, sizeof msg, "search '%s' proposed a value outside the space: %s",
                          t->plugin, why);
-                hpo_end_task(svc, t, "FAILED", msg);
+                hpo_end_task(svc, t, HPO_TASK_FAILED, msg);
                 return -1;
             }
         }
@@ -433,7 +438,7 @@ static int apply_outcome(hpo_service *svc, hpo_task *t, search_outcome *o)
         memset(x, 0, sizeof *x);
         snprintf(x->task, sizeof x->task, "%s", t->rec.name);
         x->id = p->id;
-        snprintf(x->state, sizeof x->state, "NOTRUN");
+        x->state = HPO_EXP_NOTRUN;
         x->budget = p->budget;
         x->values_json = values_to_json(&t->spec, p->values);
         x->dirty = 1;
@@ -473,7 +478,7 @@ static void observe(hpo_service *svc, hpo_task *t, hpo_exp_rec *x, int status)
     if (e) {
         char msg[700];
         loom_err_take(e, msg, sizeof msg);
-        hpo_end_task(svc, t, "FAILED", msg);
+        hpo_end_task(svc, t, HPO_TASK_FAILED, msg);
         return;
     }
     apply_outcome(svc, t, &out);
@@ -546,7 +551,7 @@ static void count(const hpo_task *t, uint32_t *live, uint32_t *ok, uint32_t *end
             (*live)++;
         else
             (*ended)++;
-        if (!strcmp(x->state, "FINISHED") && x->has_metric)
+        if (x->state == HPO_EXP_FINISHED && x->has_metric)
             (*ok)++;
     }
 }
@@ -558,18 +563,18 @@ static void finish_if_done(hpo_service *svc, hpo_task *t, uint32_t live, uint32_
     char msg[512];
     uint32_t reported_nothing = 0;
     for (size_t i = 0; i < t->nexps; i++)
-        reported_nothing += !strcmp(t->exps[i].state, "FINISHED") && !t->exps[i].has_metric;
+        reported_nothing += t->exps[i].state == HPO_EXP_FINISHED && !t->exps[i].has_metric;
     if (ok > 0) {
         snprintf(msg, sizeof msg, "%s", t->rec.message); /* why the search ended, if a limit */
-        hpo_end_task(svc, t, "FINISHED", msg);
+        hpo_end_task(svc, t, HPO_TASK_FINISHED, msg);
     } else if (reported_nothing > 0) {
         snprintf(msg, sizeof msg, "no experiment reported the objective metric '%s' (%s)",
                  t->spec.objective_metric, t->exps[t->nexps - 1].message);
-        hpo_end_task(svc, t, "FAILED", msg);
+        hpo_end_task(svc, t, HPO_TASK_FAILED, msg);
     } else {
         snprintf(msg, sizeof msg, "all %zu experiment(s) failed%s%s", t->nexps,
                  t->nexps ? "; the last: " : "", t->nexps ? t->exps[t->nexps - 1].message : "");
-        hpo_end_task(svc, t, "FAILED", msg);
+        hpo_end_task(svc, t, HPO_TASK_FAILED, msg);
     }
 }
 
@@ -601,24 +606,23 @@ static int check_limits(hpo_service *svc, hpo_task *t)
 /* RUNNING, or STOPPING until its experiments have ended. */
 static int task_going(const hpo_task *t)
 {
-    hpo_task_state s = hpo_task_state_of(t->rec.state);
-    return s == HPO_TASK_RUNNING || s == HPO_TASK_STOPPING;
+    return t->rec.state == HPO_TASK_RUNNING || t->rec.state == HPO_TASK_STOPPING;
 }
 
 int hpo_tick(hpo_service *svc, hpo_task *t)
 {
     /* A stopping task needs no search: nothing more is asked of it. */
-    if (!t->search && !t->stopping && strcmp(t->rec.state, "FAILED")) {
+    if (!t->search && !t->stopping && t->rec.state != HPO_TASK_FAILED) {
         loom_error *e = start_search(svc, t);
         if (e) {
             char msg[700];
             loom_err_take(e, msg, sizeof msg);
-            hpo_end_task(svc, t, "FAILED", msg);
+            hpo_end_task(svc, t, HPO_TASK_FAILED, msg);
             return 1;
         }
         t->want_suggest = 1;
-        if (hpo_task_state_of(t->rec.state) == HPO_TASK_SUBMITTED) {
-            snprintf(t->rec.state, sizeof t->rec.state, "RUNNING");
+        if (t->rec.state == HPO_TASK_SUBMITTED) {
+            t->rec.state = HPO_TASK_RUNNING;
             if (!t->rec.started_at)
                 t->rec.started_at = time_now_ms();
             save_task(svc, t);
@@ -626,9 +630,9 @@ int hpo_tick(hpo_service *svc, hpo_task *t)
     }
     for (size_t i = 0; i < t->nexps && task_going(t); i++) {
         hpo_exp_rec *x = &t->exps[i];
-        if ((!strcmp(x->state, "SUBMITTED") || !strcmp(x->state, "RUNNING")) && x->exec_id[0])
+        if ((x->state == HPO_EXP_SUBMITTED || x->state == HPO_EXP_RUNNING) && x->exec_id[0])
             poll_experiment(svc, t, x);
-        else if (!strcmp(x->state, "ERROR") && !x->observed)
+        else if (x->state == HPO_EXP_ERROR && !x->observed)
             observe(svc, t, x, LOOM_EXPERIMENT_FAILED);
     }
     t->reconcile = 0;
@@ -641,7 +645,7 @@ int hpo_tick(hpo_service *svc, hpo_task *t)
         if (flush(svc, t) != 0)
             return 1;
         if (live == 0)
-            hpo_end_task(svc, t, "STOPPED", "stopped by request");
+            hpo_end_task(svc, t, HPO_TASK_STOPPED, "stopped by request");
         return live == 0;
     }
     if (!t->rec.search_finished && !t->stopping && live < t->spec.max_parallel &&
@@ -654,7 +658,7 @@ int hpo_tick(hpo_service *svc, hpo_task *t)
         if (e) {
             char msg[700];
             loom_err_take(e, msg, sizeof msg);
-            hpo_end_task(svc, t, "FAILED", msg);
+            hpo_end_task(svc, t, HPO_TASK_FAILED, msg);
             return 1;
         }
         /* Nothing proposed means "wait": ask again after a result. */
@@ -667,7 +671,7 @@ int hpo_tick(hpo_service *svc, hpo_task *t)
     if (flush(svc, t) != 0)
         return 1;
     for (size_t i = 0; i < t->nexps; i++)
-        if (!strcmp(t->exps[i].state, "NOTRUN") && !t->stopping)
+        if (t->exps[i].state == HPO_EXP_NOTRUN && !t->stopping)
             submit_experiment(svc, t, &t->exps[i]);
     count(t, &live, &ok, &ended);
     finish_if_done(svc, t, live, ok);

@@ -106,14 +106,14 @@ loom_error *hpo_describe(hpo_service *svc, const char *owner, const char *name, 
         x->rec = xs[i];
         xs[i].values_json = NULL;
         fill_values(&spec, x);
-        const char *s = x->rec.state;
+        hpo_exp_state s = x->rec.state;
         if (hpo_exp_is_live(&x->rec))
-            out->running += strcmp(s, "NOTRUN") != 0;
-        else if (!strcmp(s, "FINISHED"))
+            out->running += s != HPO_EXP_NOTRUN;
+        else if (s == HPO_EXP_FINISHED)
             out->complete++;
         else
             out->failed++;
-        if (!strcmp(s, "FINISHED") && x->rec.has_metric &&
+        if (s == HPO_EXP_FINISHED && x->rec.has_metric &&
             (out->best < 0 || (spec.maximize ? x->rec.metric > out->exps[out->best].rec.metric
                                              : x->rec.metric < out->exps[out->best].rec.metric)))
             out->best = (int)i;

@@ -334,7 +334,7 @@ static void fill_view(infer_service *s, infer_record *rec, infer_model_view *v)
     if (r)
         router_get_stats(r->r, &v->stats);
     pthread_rwlock_unlock(&s->routes);
-    snprintf(v->state, sizeof v->state, "%s", r ? "started" : rec->started ? "starting" : "stopped");
+    v->state = r ? MODEL_STARTED : rec->started ? MODEL_STARTING : MODEL_STOPPED;
 }
 
 loom_error *infer_view(infer_service *s, const char *owner, const char *name,

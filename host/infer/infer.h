@@ -14,6 +14,7 @@
 
 #include "infer/router.h"
 #include "sched/sched_service.h"
+#include "store/record_states.h"
 #include "store/store.h"
 #include "util/error.h"
 
@@ -39,7 +40,7 @@ void infer_service_destroy(infer_service *s);
 
 typedef struct infer_model_view {
     char name[64], owner[64], tag[64], runtime[16];
-    char state[16]; /* "stopped", "starting", "started" */
+    model_state state;
     int64_t created_at;
     char *model_json;   /* malloc'd */
     char *profile_json; /* malloc'd */

@@ -173,12 +173,17 @@ static loom_error *box_error(lua_box *box, const char *what, int status,
     }
 
     /* Lua does not call the message handler for memory errors, so there is
-     * no line to report: name the script instead. */
-    if (status == LUA_ERRMEM ||
-        (box->refused_alloc && strstr(text, "not enough memory")))
+     * no line to report: name the script instead. The allocator's refusal
+     * during this call says the cap was reached, whatever the script made
+     * of the error (a pcall may catch it and raise its own words, kept). */
+    if (status == LUA_ERRMEM)
         return loom_err(LOOM_ERR_RESOURCE_EXHAUSTED,
                         "%s%s: memory limit exceeded (%g MiB)", prefix,
                         lua_box_file_name(box), (double)box->cap / (double)MIB);
+    if (box->refused_alloc)
+        return loom_err(LOOM_ERR_RESOURCE_EXHAUSTED,
+                        "%s%s: memory limit exceeded (%g MiB): %.*s", prefix,
+                        lua_box_file_name(box), (double)box->cap / (double)MIB, len, text);
     if (box->expired)
         return loom_err(LOOM_ERR_DEADLINE_EXCEEDED, "%s%.*s%s", prefix, len,
                         text,

@@ -361,8 +361,11 @@ bool sched_job_wait(const sched *s, const char *id, sched_wait *out)
     if (j->wait_plan >= 0 && (size_t)j->wait_plan < s->n_plans)
         out->plan = s->plans[j->wait_plan].path;
     for (size_t i = 0; j->wait_holder != UINT64_MAX && i < s->n_jobs; i++)
-        if (s->jobs[i]->seq == j->wait_holder)
+        if (s->jobs[i]->seq == j->wait_holder) {
             out->holder = s->jobs[i]->id;
+            out->holder_user = s->jobs[i]->user;
+            out->holder_kind = s->jobs[i]->kind;
+        }
     return true;
 }
 
@@ -388,6 +391,12 @@ int sched_wait_text(const sched_wait *w, char *buf, size_t len)
                             w->need, plan, w->limit);
         return snprintf(buf, len, "needs %d devices, more than the %d in the inventory",
                         w->need, w->limit);
+    case SCHED_WAIT_HANDBACK:
+        if (w->holder)
+            return snprintf(buf, len, "waiting for %d device(s) to be handed back by a "
+                            "shrinking job (%s)", w->count, w->holder);
+        return snprintf(buf, len, "waiting for %d device(s) to be handed back by a shrinking job",
+                        w->count);
     default:
         return snprintf(buf, len, "%s", "");
     }

@@ -198,15 +198,21 @@ typedef enum sched_wait_code {
     SCHED_WAIT_RESERVED = 4,   /* it would fit, but the devices are reserved
                                   for `holder`, a larger job (`need` free
                                   devices would delay its start) */
-    SCHED_WAIT_TOO_LARGE = 5   /* needs `need`, more than `limit` (the
+    SCHED_WAIT_TOO_LARGE = 5,  /* needs `need`, more than `limit` (the
                                   inventory, or `plan`'s cap) ever allows */
+    SCHED_WAIT_HANDBACK = 6    /* granted, but `count` of its devices are
+                                  still being handed back by `holder`, a
+                                  shrinking job (the host's service only) */
 } sched_wait_code;
 
 typedef struct sched_wait {
     int32_t code;              /* sched_wait_code */
     int32_t need, free, limit, count;
     const char *plan;          /* borrowed, like sched_job_info's strings */
-    const char *holder;        /* the job holding the reservation */
+    const char *holder;        /* the job holding the reservation (or the
+                                  devices), NULL when none or not shown */
+    const char *holder_user;   /* its user, NULL: anonymous */
+    int32_t holder_kind;       /* its sched_job_kind */
 } sched_wait;
 
 /* Fills `out` for a job; false when the job is unknown. */

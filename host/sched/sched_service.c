@@ -477,15 +477,24 @@ size_t sched_service_device_count(sched_service *ss)
     return n;
 }
 
-bool sched_service_pending_reason(sched_service *ss, const char *id, char *buf, size_t len)
+/* Copies the borrowed strings of w into out. */
+static void reason_of(const sched_wait *w, sched_reason *out)
 {
-    if (len)
-        buf[0] = '\0';
+    *out = (sched_reason){.code = w->code, .need = w->need, .free = w->free, .limit = w->limit,
+                          .count = w->count, .holder_kind = w->holder_kind};
+    snprintf(out->plan, sizeof out->plan, "%s", w->plan ? w->plan : "");
+    snprintf(out->holder, sizeof out->holder, "%s", w->holder ? w->holder : "");
+    snprintf(out->holder_user, sizeof out->holder_user, "%s", w->holder_user ? w->holder_user : "");
+}
+
+bool sched_service_pending_reason(sched_service *ss, const char *id, sched_reason *out)
+{
+    *out = (sched_reason){.code = SCHED_WAIT_NONE};
     pthread_mutex_lock(&ss->lock);
     sched_wait w;
     bool waiting = sched_job_wait(ss->core, id, &w) && w.code != SCHED_WAIT_NONE;
     if (waiting) {
-        sched_wait_text(&w, buf, len);
+        reason_of(&w, out);
     } else {
         /* Granted, but another job's workers are still leaving. */
         sched_job_info j;
@@ -498,12 +507,25 @@ bool sched_service_pending_reason(sched_service *ss, const char *id, char *buf, 
                 from = f;
             }
         }
-        if ((waiting = draining > 0))
-            snprintf(buf, len, "waiting for %d device(s) to be handed back by a shrinking job (%s)",
-                     draining, from);
+        sched_job_info holder;
+        if ((waiting = draining > 0)) {
+            w = (sched_wait){.code = SCHED_WAIT_HANDBACK, .count = draining, .holder = from};
+            if (sched_get_job(ss->core, from, &holder))
+                w.holder_kind = holder.kind;
+            reason_of(&w, out);
+        }
     }
     pthread_mutex_unlock(&ss->lock);
     return waiting;
+}
+
+int sched_reason_text(const sched_reason *r, bool show_holder, char *buf, size_t len)
+{
+    sched_wait w = {.code = r->code, .need = r->need, .free = r->free, .limit = r->limit,
+                    .count = r->count, .plan = r->plan[0] ? r->plan : NULL,
+                    .holder = show_holder && r->holder[0] ? r->holder : NULL,
+                    .holder_kind = r->holder_kind};
+    return sched_wait_text(&w, buf, len);
 }
 
 /* ---- members: who may submit to a plan ---------------------------------- */

@@ -138,10 +138,24 @@ typedef struct sched_action {
 /* Runs the policy now; copies up to `cap` decisions into out and returns
  * how many there were. */
 size_t sched_service_decide(sched_service *ss, sched_action *out, size_t cap);
-/* Why a pending job waits, in words ("waiting for 3 devices, 1 free"), as
- * of the last decision. False, with buf empty, when the job is unknown or
- * not waiting. */
-bool sched_service_pending_reason(sched_service *ss, const char *id, char *buf, size_t len);
+/* Why a pending job waits, as of the last decision: sched_wait's fields,
+ * its strings copied. */
+typedef struct sched_reason {
+    int32_t code;              /* sched_wait_code */
+    int32_t need, free, limit, count;
+    char plan[256];            /* "" when none */
+    char holder[128];          /* the job holding the reservation, or handing
+                                  back devices; "" when none */
+    char holder_user[64];      /* its user; "" when anonymous */
+    int32_t holder_kind;       /* its sched_job_kind */
+} sched_reason;
+
+/* Fills out; false, with out->code SCHED_WAIT_NONE, when the job is
+ * unknown or not waiting. */
+bool sched_service_pending_reason(sched_service *ss, const char *id, sched_reason *out);
+/* The reason in words (sched_wait_text), naming the holder only when
+ * show_holder; returns what snprintf returns. */
+int sched_reason_text(const sched_reason *r, bool show_holder, char *buf, size_t len);
 /* Devices in the inventory. */
 size_t sched_service_device_count(sched_service *ss);
 

@@ -63,7 +63,7 @@ void store_close(store *s)
         store_flush_pending(s);
         for (size_t i = 0; i < s->npending; i++)
             log_error("store: exec %s's state %s was not written: the disk is still full",
-                      s->pending[i].id, s->pending[i].state);
+                      s->pending[i].id, exec_state_text(s->pending[i].state));
     }
     free(s->pending);
     sqlite3_finalize(s->token_find);
@@ -148,7 +148,7 @@ loom_error *store_exec_insert(store *s, const store_exec *e)
     sqlite3_bind_text(st, 2, e->user, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 3, e->framework, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 4, e->args, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 5, e->state, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 5, exec_state_text(e->state), -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 6, e->message, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 7, e->result_dir, -1, SQLITE_STATIC);
     sqlite3_bind_int(st, 8, e->num_workers);
@@ -196,7 +196,8 @@ static loom_error *keep_pending(store *s, const store_exec *e)
         p = &s->pending[s->npending++];
     }
     *p = *e;
-    log_warn("store: exec %s's state %s waits in memory until the disk has room", e->id, e->state);
+    log_warn("store: exec %s's state %s waits in memory until the disk has room", e->id,
+             exec_state_text(e->state));
     return NULL;
 }
 
@@ -206,7 +207,7 @@ static void overlay_pending(store *s, store_exec *row)
     const store_exec *p = pending_of(s, row->id);
     if (!p)
         return;
-    memcpy(row->state, p->state, sizeof row->state);
+    row->state = p->state;
     memcpy(row->message, p->message, sizeof row->message);
     row->pgid = p->pgid;
     row->started_at = p->started_at;
@@ -219,7 +220,7 @@ static loom_error *write_exec_update(store *s, const store_exec *e)
                                   "started_at = ?, ended_at = ? WHERE id = ?");
     if (!st)
         return store_unavailable(s, "update an exec");
-    sqlite3_bind_text(st, 1, e->state, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 1, exec_state_text(e->state), -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, e->message, -1, SQLITE_STATIC);
     sqlite3_bind_int(st, 3, e->pgid);
     sqlite3_bind_int64(st, 4, e->started_at);
@@ -241,14 +242,15 @@ void store_flush_pending(store *s)
             loom_error *e = write_exec_update(s, &first);
             int full = e && loom_err_code(e) == LOOM_E_LIMIT;
             if (e && !full && loom_err_code(e) != LOOM_E_NOT_FOUND)
-                log_error("store: exec %s's state %s: %s", first.id, first.state,
+                log_error("store: exec %s's state %s: %s", first.id, exec_state_text(first.state),
                           loom_err_message(e));
             loom_err_free(e);
             if (full)
                 break;
             /* written, or gone for good (the row was deleted) */
             drop_pending(s, first.id);
-            log_info("store: exec %s's state %s is written", first.id, first.state);
+            log_info("store: exec %s's state %s is written", first.id,
+                     exec_state_text(first.state));
         }
         s->flushing = 0;
     }
@@ -299,8 +301,13 @@ static void read_exec(sqlite3_stmt *st, void *row)
     store_column_text(st, 1, e->user, sizeof e->user);
     store_column_text(st, 2, e->framework, sizeof e->framework);
     store_column_text(st, 3, e->args, sizeof e->args);
-    store_column_text(st, 4, e->state, sizeof e->state);
     store_column_text(st, 5, e->message, sizeof e->message);
+    loom_error *unknown = exec_state_parse((const char *)sqlite3_column_text(st, 4), &e->state);
+    if (unknown) {
+        /* Written by a later version: shown as ended, with why. */
+        e->state = EXEC_STATE_ERROR;
+        loom_err_take(unknown, e->message, sizeof e->message);
+    }
     store_column_text(st, 6, e->result_dir, sizeof e->result_dir);
     e->num_workers = sqlite3_column_int(st, 7);
     e->pgid = sqlite3_column_int(st, 8);

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "store/record_states.h"
 #include "util/error.h"
 
 typedef struct store store;
@@ -57,7 +58,8 @@ typedef struct store_exec {
     int64_t user_id;  /* the creator's immutable id (auth); what ownership is */
     char framework[64];
     char args[4096];  /* the submission's dlicmd argument string */
-    char state[16];   /* SUBMITTED PENDING LAUNCHING RUNNING RECOVERING FINISHED KILLED ERROR */
+    exec_state state; /* its word in the database; a word this version does
+                         not know reads as ERROR, the message naming it */
     char message[512];
     char result_dir[4096];
     int num_workers;

@@ -62,7 +62,7 @@ static void bind_task(sqlite3_stmt *s, const hpo_task_rec *t)
     sqlite3_bind_text(s, 2, t->user, -1, SQLITE_STATIC);
     sqlite3_bind_int64(s, 3, t->user_id);
     sqlite3_bind_int(s, 4, t->is_admin);
-    sqlite3_bind_text(s, 5, t->state, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 5, hpo_task_state_text(t->state), -1, SQLITE_STATIC);
     sqlite3_bind_text(s, 6, t->message, -1, SQLITE_STATIC);
     sqlite3_bind_text(s, 7, t->task_json ? t->task_json : "", -1, SQLITE_STATIC);
     if (t->algo_state)
@@ -106,8 +106,12 @@ static void read_task(sqlite3_stmt *s, void *row)
     store_column_text(s, 1, t->user, sizeof t->user);
     t->user_id = sqlite3_column_int64(s, 2);
     t->is_admin = sqlite3_column_int(s, 3);
-    store_column_text(s, 4, t->state, sizeof t->state);
     store_column_text(s, 5, t->message, sizeof t->message);
+    loom_error *unknown = hpo_task_state_parse((const char *)sqlite3_column_text(s, 4), &t->state);
+    if (unknown) { /* written by a later version: shown as ended, with why */
+        t->state = HPO_TASK_FAILED;
+        loom_err_take(unknown, t->message, sizeof t->message);
+    }
     t->task_json = store_column_dup(s, 6);
     t->algo_state = store_column_dup(s, 7);
     t->search_finished = sqlite3_column_int(s, 8);
@@ -181,7 +185,7 @@ static loom_error *exp_put(store *st, const hpo_exp_rec *x)
     sqlite3_bind_text(s, 1, x->task, -1, SQLITE_STATIC);
     sqlite3_bind_int64(s, 2, (sqlite3_int64)x->id);
     sqlite3_bind_text(s, 3, x->exec_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(s, 4, x->state, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 4, hpo_exp_state_text(x->state), -1, SQLITE_STATIC);
     sqlite3_bind_text(s, 5, x->message, -1, SQLITE_STATIC);
     sqlite3_bind_text(s, 6, x->values_json ? x->values_json : "[]", -1, SQLITE_STATIC);
     sqlite3_bind_double(s, 7, x->budget);
@@ -205,8 +209,12 @@ static void read_exp(sqlite3_stmt *s, void *row)
     store_column_text(s, 0, x->task, sizeof x->task);
     x->id = (uint64_t)sqlite3_column_int64(s, 1);
     store_column_text(s, 2, x->exec_id, sizeof x->exec_id);
-    store_column_text(s, 3, x->state, sizeof x->state);
     store_column_text(s, 4, x->message, sizeof x->message);
+    loom_error *unknown = hpo_exp_state_parse((const char *)sqlite3_column_text(s, 3), &x->state);
+    if (unknown) { /* written by a later version: shown as ended, with why */
+        x->state = HPO_EXP_ERROR;
+        loom_err_take(unknown, x->message, sizeof x->message);
+    }
     x->values_json = store_column_dup(s, 5);
     x->budget = sqlite3_column_double(s, 6);
     x->has_metric = sqlite3_column_int(s, 7);

@@ -3,8 +3,8 @@
  * optimizers installed on the host, in the host's database. A suggest's
  * experiments and the algorithm state after it are written in one
  * transaction (store_hpo_commit), so a host killed at any point resumes
- * without running an experiment twice. What a state means is hpo's
- * (hpo/hpo_store.h); these calls keep the rows. Errors as in store.h.
+ * without running an experiment twice. The states are
+ * store/record_states.h's; these calls keep the rows. Errors as in store.h.
  */
 #ifndef LOOM_STORE_STORE_HPO_H
 #define LOOM_STORE_STORE_HPO_H
@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "store/record_states.h"
 #include "store/store.h"
 
 typedef struct hpo_task_rec {
@@ -19,7 +20,7 @@ typedef struct hpo_task_rec {
     char user[64];
     int64_t user_id;       /* the owner's immutable id (auth): its experiments are its execs */
     int is_admin;          /* the owner submits to any plan */
-    char state[16];        /* hpo_task_state_word() */
+    hpo_task_state state;  /* its word in the database and REST replies */
     char message[512];
     char *task_json;       /* the task as submitted (malloc'd) */
     char *algo_state;      /* the algorithm's last saved state, or NULL */
@@ -32,7 +33,7 @@ typedef struct hpo_exp_rec {
     char task[128];
     uint64_t id;
     char exec_id[64];
-    char state[16];        /* NOTRUN SUBMITTED RUNNING FINISHED FAILED KILLED STOPPED ERROR */
+    hpo_exp_state state;   /* its word in the database and REST replies */
     char message[256];
     char *values_json;     /* [v1, v2, ...] in the space's order (malloc'd) */
     double budget;

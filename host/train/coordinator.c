@@ -33,7 +33,7 @@ void driver_say(edt_coordinator *c, const char *fmt, ...)
     log_info("exec %s: %s", c->job.exec_id, line);
 }
 
-static void set_state(edt_coordinator *c, const char *state, const char *message)
+static void set_state(edt_coordinator *c, exec_state state, const char *message)
 {
     if (c->job.on_state)
         c->job.on_state(c->job.ctx, c->job.exec_id, state, message);
@@ -230,7 +230,7 @@ static loom_error *begin_training(edt_coordinator *c)
     c->pr.epoch_started_ms = time_mono_ms();
     if ((e = recovery_begin(c)))
         return e;
-    set_state(c, "RUNNING", NULL);
+    set_state(c, EXEC_STATE_RUNNING, NULL);
     loom_train_info info = {.struct_size = sizeof info, .epochs = j->settings.epochs,
                             .workers = current_target(c), .batch_size = j->settings.batch_size,
                             .effective_batch_size = j->settings.effective_batch_size,
@@ -241,8 +241,9 @@ static loom_error *begin_training(edt_coordinator *c)
 
 static void *run(void *arg)
 {
-    static const char *const state[] = {
-        [EDT_END_ERROR] = "ERROR", [EDT_END_KILLED] = "KILLED", [EDT_END_FINISHED] = "FINISHED"};
+    static const exec_state state[] = {[EDT_END_ERROR] = EXEC_STATE_ERROR,
+                                       [EDT_END_KILLED] = EXEC_STATE_KILLED,
+                                       [EDT_END_FINISHED] = EXEC_STATE_FINISHED};
     static const int32_t logger_status[] = {[EDT_END_ERROR] = LOOM_TRAIN_FAILED,
                                             [EDT_END_KILLED] = LOOM_TRAIN_KILLED,
                                             [EDT_END_FINISHED] = LOOM_TRAIN_FINISHED};
@@ -262,7 +263,7 @@ static void *run(void *arg)
     recovery_end(c);
     logger_set_end(c->driver_loggers, logger_status[end], err);
     if (err[0])
-        driver_say(c, "%s: %s", state[end], err);
+        driver_say(c, "%s: %s", exec_state_text(state[end]), err);
     update_snapshot(c, 1);
     set_state(c, state[end], err[0] ? err : NULL);
     pthread_mutex_lock(&c->ctl.lock);

@@ -15,6 +15,7 @@
 #include <stddef.h>
 
 #include "plugin/registry.h"
+#include "store/record_states.h"
 #include <loom/loom.h>
 #include "train/edt_settings.h"
 #include "util/error.h"
@@ -52,7 +53,7 @@ typedef struct edt_job {
     int checkpoints_keep;          /* the newest K (and the best) stay; 0: all */
     registry *reg;                 /* the host's: driver loggers */
     /* State changes (RUNNING, FINISHED, ERROR, KILLED), from the thread. */
-    void (*on_state)(void *ctx, const char *exec_id, const char *state, const char *message);
+    void (*on_state)(void *ctx, const char *exec_id, exec_state state, const char *message);
     void *ctx;
 } edt_job;
 

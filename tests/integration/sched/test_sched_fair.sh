@@ -119,7 +119,7 @@ done
 echo "slots held, /p/a:/p/b, sampled every 1.3 s while both had jobs queued:$samples"
 expect_eq "at least 3 samples while both plans had jobs queued" "$(python3 -c "print($counted >= 3)")" "True"
 expect_eq "every such sample is 6:2 within one device" "$ok" "$counted"
-for id in $("$LOOM" --json exec list | python3 -c "import json,sys; print(' '.join(v['id'] for v in json.load(sys.stdin) if v['state'] in ('PENDING', 'RUNNING')))"); do
+for id in $("$LOOM" --json exec list | python3 -c "import json,sys; print(' '.join(v['id'] for v in json.load(sys.stdin) if v['state'] in ('PENDING', 'LAUNCHING', 'RUNNING')))"); do
     "$LOOM" exec stop "$id" >/dev/null 2>&1
 done
 stop_host TERM

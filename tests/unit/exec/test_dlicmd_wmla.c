@@ -60,7 +60,7 @@ int main(void)
      * one device per worker. */
     CHECK(parse("--exec-start PyTorch --model-main main.py --numWorker 2 --gpuPerWorker 0", &d,
                 msg, sizeof msg) == LOOM_OK);
-    CHECK_STR_EQ(d.device_type, "cpu");
+    CHECK(d.device_type == DEVICE_KIND_CPU);
     CHECK(d.worker_device_num == 1);
     CHECK(d.num_worker == 2);
     dlicmd_free(&d);
@@ -113,6 +113,12 @@ int main(void)
     CHECK(parse("--exec-start command --gpuPerWorker 0 --workerDeviceType gpu", &d, msg,
                 sizeof msg) == LOOM_E_INVALID);
     CHECK_CONTAINS(msg, "--gpuPerWorker 0");
+    CHECK(parse("--exec-start command --workerDeviceType tpu", &d, msg, sizeof msg) ==
+          LOOM_E_INVALID);
+    CHECK_CONTAINS(msg, "--workerDeviceType: device type \"tpu\" is unknown: expected cpu or gpu");
+    CHECK(parse("--exec-start command --workerDeviceType gpu --workerDeviceType cpu", &d, msg,
+                sizeof msg) == LOOM_E_INVALID);
+    CHECK_CONTAINS(msg, "--workerDeviceType given twice");
     CHECK(parse("--exec-start command --gpuPerWorker 2 --workerDeviceNum 3", &d, msg,
                 sizeof msg) == LOOM_E_INVALID);
     CHECK(parse("--exec-start command --python-version three", &d, msg, sizeof msg) ==

@@ -98,6 +98,12 @@ static void test_limits_at_load(void)
     m = open_fails_with("bad_memory.lua", &small_memory);
     CHECK_CONTAINS(m, "memory limit exceeded (8 MiB)");
     check_still_works("a memory bomb at load");
+
+    /* Known by the allocator's refusal, not by the words it ends with. */
+    m = open_fails_with("bad_memory_caught.lua", &small_memory);
+    CHECK_CONTAINS(m, "memory limit exceeded (8 MiB)");
+    CHECK_CONTAINS(m, "gave up building the table");
+    check_still_works("a memory bomb caught by the script");
 }
 
 static void test_sandbox_refusals(void)

@@ -1,6 +1,7 @@
 /*
  * tests/unit/sched/test_sched_service.c - the host's scheduler service as
- * the exec service sees it: a pending job's reason in words.
+ * the exec service sees it: a pending job's reason, as fields and in
+ * words.
  */
 #include <stdlib.h>
 #include <unistd.h>
@@ -32,12 +33,15 @@ static void test_pending_reason(void)
         CHECK(loom_err_take(sched_service_submit(ss, &b), NULL, 0) == LOOM_OK);
         sched_action actions[4];
         CHECK(sched_service_decide(ss, actions, 4) == 1);
+        sched_reason r;
         char why[128];
-        CHECK(sched_service_pending_reason(ss, "b", why, sizeof why));
+        CHECK(sched_service_pending_reason(ss, "b", &r));
+        CHECK(r.code == SCHED_WAIT_DEVICES && r.need == 2 && r.free == 0);
+        sched_reason_text(&r, true, why, sizeof why);
         CHECK_STR_EQ(why, "waiting for 2 devices, 0 free");
-        CHECK(!sched_service_pending_reason(ss, "a", why, sizeof why));
-        CHECK_STR_EQ(why, "");
-        CHECK(!sched_service_pending_reason(ss, "nobody", why, sizeof why));
+        CHECK(!sched_service_pending_reason(ss, "a", &r));
+        CHECK(r.code == SCHED_WAIT_NONE);
+        CHECK(!sched_service_pending_reason(ss, "nobody", &r));
         sched_service_destroy(ss);
     }
     store_close(st);

@@ -143,7 +143,7 @@ static void check_rows(store *st)
     CHECK(code_of(store_plugin_each(st, count_plugin, &n)) == LOOM_OK && n == 1);
     store_exec x;
     CHECK(code_of(store_exec_get(st, "dave-1", &x)) == LOOM_OK);
-    CHECK_STR_EQ(x.state, "FINISHED");
+    CHECK_STR_EQ(exec_state_text(x.state), "FINISHED");
     CHECK(x.user_id == 7 && x.num_workers == 2 && x.ended_at == 7);
     char warnings[STORE_EXEC_WARNINGS_MAX];
     CHECK(code_of(store_exec_warnings_get(st, "dave-1", warnings, sizeof warnings)) == LOOM_OK);
@@ -166,7 +166,7 @@ static void check_rows(store *st)
 
     hpo_task_rec task;
     CHECK(code_of(store_hpo_task_get(st, "t1", &task)) == LOOM_OK);
-    CHECK_STR_EQ(task.state, "RUNNING");
+    CHECK_STR_EQ(hpo_task_state_text(task.state), "RUNNING");
     CHECK_STR_EQ(task.algo_state, "S");
     CHECK(task.next_id == 3 && task.user_id == 7);
     store_hpo_task_free(&task);
