@@ -803,7 +803,7 @@ static void on_event(lane_conn *c, uint32_t events)
 
 
 /* Connections silent past the idle timeout are closed; one waiting for
- * its reply is not (the router times requests out). A request whose
+ * its reply is not (the model service times requests out). A request whose
  * headers are still coming past the header deadline is answered 408,
  * however steadily they trickle. */
 static void sweep_idle(lane_loop *lp)

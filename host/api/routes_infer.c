@@ -4,7 +4,7 @@
  * POST /dlim/v1/inference/{name}, whose body goes to the kernel as it is.
  * An inference request waits for its batch without holding a server
  * thread: the connection is suspended (http_defer) and answered from the
- * router's thread. */
+ * model service's thread. */
 #include <cjson/cJSON.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -298,7 +298,7 @@ static void put_profile(void *ctx, const http_request *req, http_response *res)
 /* A kernel's error body is its message: plain text, or a JSON object whose
  * "error" string is taken (the built-in kernels answer so), so the reply's
  * "error" is never JSON inside a string. */
-static void kernel_error(http_response *res, const router_answer *a)
+static void kernel_error(http_response *res, const model_service_answer *a)
 {
     enum { MESSAGE_MAX = 2000 }; /* a longer one is cut, and says so */
     cJSON *json = a->len && a->body[0] == '{' ? cJSON_ParseWithLength(a->body, a->len) : NULL;
@@ -312,8 +312,8 @@ static void kernel_error(http_response *res, const router_answer *a)
     cJSON_Delete(json);
 }
 
-/* The router's answer becomes the suspended connection's reply. */
-static void inference_done(void *ctx, const router_answer *a)
+/* The model service's answer becomes the suspended connection's reply. */
+static void inference_done(void *ctx, const model_service_answer *a)
 {
     http_pending *p = ctx;
     http_response res = {0};

@@ -19,7 +19,7 @@
 
 typedef struct running {
     char name[64], owner[64];
-    router *r;
+    model_service *r;
     struct running *next;
 } running;
 
@@ -221,14 +221,14 @@ static loom_error *start_locked(infer_service *s, const infer_record *rec)
         return loom_err(LOOM_E_INTERNAL, "out of memory");
     snprintf(m->name, sizeof m->name, "%s", rec->name);
     snprintf(m->owner, sizeof m->owner, "%s", rec->owner);
-    router_spec rs = {.name = rec->name, .owner = rec->owner, .binary = s->binary,
+    model_service_spec rs = {.name = rec->name, .owner = rec->owner, .binary = s->binary,
                       .model_dir = model_dir, .work_dir = work, .model = &spec,
                       .profile = &profile, .sched = s->sched};
-    e = router_start(&rs, &m->r);
+    e = model_service_start(&rs, &m->r);
     if (!e)
         e = store_model_set_started(s->st, rec->name, 1);
     if (e) {
-        router_stop(m->r, 1);
+        model_service_stop(m->r, 1);
         free(m);
         return e;
     }
@@ -267,7 +267,7 @@ static void stop_locked(infer_service *s, const char *name, int force)
         }
     pthread_rwlock_unlock(&s->routes);
     if (m) {
-        router_stop(m->r, force);
+        model_service_stop(m->r, force);
         free(m);
     }
 }
@@ -332,7 +332,7 @@ static void fill_view(infer_service *s, infer_record *rec, infer_model_view *v)
     pthread_rwlock_rdlock(&s->routes);
     running *r = find_running(s, rec->name);
     if (r)
-        router_get_stats(r->r, &v->stats);
+        model_service_get_stats(r->r, &v->stats);
     pthread_rwlock_unlock(&s->routes);
     v->state = r ? MODEL_STARTED : rec->started ? MODEL_STARTING : MODEL_STOPPED;
 }
@@ -377,7 +377,7 @@ loom_error *infer_list(infer_service *s, const char *owner, infer_model_view **o
 /* ---- requests ------------------------------------------------------------------- */
 
 loom_error *infer_request(infer_service *s, const char *owner, const char *name,
-                          const char *body, size_t len, router_done_fn done, void *ctx)
+                          const char *body, size_t len, model_service_done_fn done, void *ctx)
 {
     pthread_rwlock_rdlock(&s->routes);
     running *m = find_running(s, name);
@@ -385,7 +385,7 @@ loom_error *infer_request(infer_service *s, const char *owner, const char *name,
     if (m && owner && strcmp(owner, m->owner) != 0)
         m = NULL;
     if (m)
-        e = router_submit(m->r, body, len, done, ctx);
+        e = model_service_submit(m->r, body, len, done, ctx);
     pthread_rwlock_unlock(&s->routes);
     if (m)
         return e;
@@ -476,7 +476,7 @@ void infer_service_stop_all(infer_service *s)
     while (all) {
         running *m = all;
         all = m->next;
-        router_stop(m->r, 1);
+        model_service_stop(m->r, 1);
         free(m);
     }
     pthread_mutex_unlock(&s->admin);

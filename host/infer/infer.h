@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "infer/router.h"
+#include "infer/model_service.h"
 #include "sched/sched_service.h"
 #include "store/record_states.h"
 #include "store/store.h"
@@ -44,7 +44,7 @@ typedef struct infer_model_view {
     int64_t created_at;
     char *model_json;   /* malloc'd */
     char *profile_json; /* malloc'd */
-    router_stats stats; /* when started */
+    model_service_stats stats; /* when started */
 } infer_model_view;
 
 void infer_model_view_clear(infer_model_view *v);
@@ -67,8 +67,8 @@ loom_error *infer_set_profile(infer_service *s, const char *owner, const char *n
 /* LOOM_E_CONFLICT for a started model unless `force` (which stops it). */
 loom_error *infer_undeploy(infer_service *s, const char *owner, const char *name, int force);
 
-/* Sends a request to a started model; see router_submit. */
+/* Sends a request to a started model; see model_service_submit. */
 loom_error *infer_request(infer_service *s, const char *owner, const char *name,
-                          const char *body, size_t len, router_done_fn done, void *ctx);
+                          const char *body, size_t len, model_service_done_fn done, void *ctx);
 
 #endif

@@ -104,7 +104,7 @@ static void faults(const char *dir)
         return;
     kernel_task bad = {.body = "{\"garbage\":1}", .len = 13};
     CHECK(kernel_proc_execute(k, &bad, 1, supervise_deadline_in(10000)) == NULL);
-    CHECK(bad.status == 0 && bad.answer_len == 9); /* the router judges it */
+    CHECK(bad.status == 0 && bad.answer_len == 9); /* the model service judges it */
     kernel_task crash = {.body = "{\"crash\":1}", .len = 11};
     e = kernel_proc_execute(k, &crash, 1, supervise_deadline_in(10000));
     CHECK(loom_err_code(e) == LOOM_E_UNAVAILABLE);

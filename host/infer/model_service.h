@@ -1,11 +1,11 @@
 /*
- * infer/router.h - one started model service: a queue of requests, kernel
+ * infer/model_service.h - one started model service: a queue of requests, kernel
  * instances (each a `loom kernel run` child holding one scheduler device),
  * dynamic batching and the autoscaler.
  *
  * Batching: an idle instance takes up to task_batch_size queued requests;
  * when fewer are queued and the batch size is above 1, it waits at most
- * ROUTER_BATCH_WAIT_US for more, so low load pays at most that in latency.
+ * MODEL_SERVICE_BATCH_WAIT_US for more, so low load pays at most that in latency.
  * Scaling, re-evaluated every schedule_interval: one instance more while
  * requests wait in the queue (up to kernel_max, or as many as the plan
  * grants for -1), one fewer once capacity has been spare for
@@ -14,8 +14,8 @@
  * running (a kernel past it is killed); a kernel that dies fails its batch,
  * naming how it died, and its instance starts a new one.
  */
-#ifndef LOOM_INFER_ROUTER_H
-#define LOOM_INFER_ROUTER_H
+#ifndef LOOM_INFER_MODEL_SERVICE_H
+#define LOOM_INFER_MODEL_SERVICE_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -24,21 +24,21 @@
 #include "sched/sched_service.h"
 #include "util/error.h"
 
-#define ROUTER_BATCH_WAIT_US 1000
+#define MODEL_SERVICE_BATCH_WAIT_US 1000
 /* Requests waiting in one service's queue, at most. */
-#define ROUTER_QUEUE_LIMIT 4096
+#define MODEL_SERVICE_QUEUE_LIMIT 4096
 
 /* The answer to one request. `body` is borrowed for the call. */
-typedef struct router_answer {
+typedef struct model_service_answer {
     int32_t status; /* 0, or a loom code (the body is then the message) */
     const char *content_type;
     const char *body;
     size_t len;
-} router_answer;
+} model_service_answer;
 
-typedef void (*router_done_fn)(void *ctx, const router_answer *answer);
+typedef void (*model_service_done_fn)(void *ctx, const model_service_answer *answer);
 
-typedef struct router_spec {
+typedef struct model_service_spec {
     const char *name, *owner;
     const char *binary;    /* the loom binary */
     const char *model_dir; /* the deployed model */
@@ -46,35 +46,35 @@ typedef struct router_spec {
     const model_spec *model;
     const model_profile *profile;
     sched_service *sched;
-} router_spec;
+} model_service_spec;
 
-typedef struct router router;
+typedef struct model_service model_service;
 
 /* Starts kernel_min instances and waits until the first answers (its
  * kernel.connection_timeout); fails with the kernel's own load error. */
-loom_error *router_start(const router_spec *spec, router **out);
+loom_error *model_service_start(const model_service_spec *spec, model_service **out);
 /* Stops: with `force`, queued requests fail at once; without, the queue is
  * served first (bounded by the execution timeout). In-flight batches end
  * or are killed; every request is answered before this returns. */
-void router_stop(router *r, int force);
+void model_service_stop(model_service *r, int force);
 
 /* Queues a request (a body that is not JSON is LOOM_E_INVALID for .so and
  * Lua kernels; the others refuse it themselves); `done` is called exactly
  * once, from another thread
  * (or from this one, before returning an error: then it is not called).
  * `body` must stay valid until `done`. */
-loom_error *router_submit(router *r, const char *body, size_t len, router_done_fn done,
+loom_error *model_service_submit(model_service *r, const char *body, size_t len, model_service_done_fn done,
                           void *ctx);
 
-typedef struct router_stats {
+typedef struct model_service_stats {
     int instances;  /* running (serving) */
     int target;     /* wanted by the autoscaler */
     int busy;
     size_t queued;
     uint64_t served, failed, restarts;
     char last_error[256];
-} router_stats;
+} model_service_stats;
 
-void router_get_stats(router *r, router_stats *out);
+void model_service_get_stats(model_service *r, model_service_stats *out);
 
 #endif

@@ -1,0 +1,285 @@
+/* infer/model_service.c - see model_service.h: a service's life, its queue and submission. */
+#include "infer/model_service_internal.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util/log.h"
+
+uint64_t model_service_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void model_service_answer_error(call *c, int32_t code, const char *msg)
+{
+    model_service_answer a = {code, "text/plain", msg, strlen(msg)};
+    c->done(c->ctx, &a);
+    free(c);
+}
+
+/* Fails every call of a detached list. */
+void model_service_fail_list(call *c, int32_t code, const char *msg)
+{
+    while (c) {
+        call *next = c->next;
+        model_service_answer_error(c, code, msg);
+        c = next;
+    }
+}
+
+call *model_service_take_queue_locked(model_service *r)
+{
+    call *all = r->head;
+    r->head = r->tail = NULL;
+    r->queued = 0;
+    return all;
+}
+
+
+/* ---- the service's life ------------------------------------------------------ */
+
+static model_service *model_service_new(const model_service_spec *spec, placement place)
+{
+    model_service *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->place = place;
+    snprintf(r->name, sizeof r->name, "%s", spec->name);
+    snprintf(r->owner, sizeof r->owner, "%s", spec->owner);
+    snprintf(r->binary, sizeof r->binary, "%s", spec->binary);
+    snprintf(r->model_dir, sizeof r->model_dir, "%s", spec->model_dir);
+    snprintf(r->work_dir, sizeof r->work_dir, "%s", spec->work_dir);
+    snprintf(r->output, sizeof r->output, "%s/kernel.log", spec->work_dir);
+    r->model = *spec->model;
+    r->profile = *spec->profile;
+    r->sched = spec->sched;
+    /* One host serves every replica: `replica` groups of kernel_min to
+     * kernel_max instances are that many times the instances (the profile's
+     * check keeps the product within MODEL_KERNEL_LIMIT). */
+    r->profile.kernel_min *= r->profile.replica;
+    if (r->profile.kernel_max > 0)
+        r->profile.kernel_max *= r->profile.replica;
+    /* kernel_max -1: as many as the plan can give, one device each; instances
+     * that hold no device of their own are bounded by the cores instead. */
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int devices = r->place == PLACE_OWN_DEVICE ? (int)sched_service_device_count(spec->sched)
+                                               : (int)(cores > 0 ? cores : 1);
+    r->max_instances = r->profile.kernel_max > 0 ? r->profile.kernel_max
+                       : devices < MODEL_KERNEL_LIMIT ? (devices > 0 ? devices : 1)
+                                                      : MODEL_KERNEL_LIMIT;
+    if (r->max_instances < r->profile.kernel_min)
+        r->max_instances = r->profile.kernel_min;
+    pthread_mutex_init(&r->lock, NULL);
+    pthread_cond_init(&r->work, NULL);
+    pthread_cond_init(&r->full, NULL);
+    pthread_cond_init(&r->changed, NULL);
+    return r;
+}
+
+/* After its instances have ended. */
+static void model_service_free(model_service *r)
+{
+    if (r->shared_job[0])
+        sched_service_end(r->sched, r->shared_job);
+    pthread_mutex_destroy(&r->lock);
+    pthread_cond_destroy(&r->work);
+    pthread_cond_destroy(&r->full);
+    pthread_cond_destroy(&r->changed);
+    free(r);
+}
+
+/* Waits until an instance serves, its kernel fails to load, or the
+ * start-up bound passes. */
+static loom_error *wait_first(model_service *r)
+{
+    uint64_t bound_ns = (uint64_t)(r->profile.connection_timeout_s * 1e9);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t abs_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + bound_ns;
+    ts.tv_sec = (time_t)(abs_ns / 1000000000u);
+    ts.tv_nsec = (long)(abs_ns % 1000000000u);
+    loom_error *e = NULL;
+    pthread_mutex_lock(&r->lock);
+    while (!r->ready_once && !r->start_failed)
+        if (pthread_cond_timedwait(&r->changed, &r->lock, &ts) == ETIMEDOUT)
+            break;
+    if (r->start_failed)
+        e = loom_err(LOOM_E_INVALID, "model \"%s\": %s", r->name, r->last_error);
+    else if (!r->ready_once)
+        e = loom_err(LOOM_E_UNAVAILABLE, "model \"%s\": no kernel instance was serving within "
+                     "kernel.connection_timeout (%g s): the scheduler has granted no device "
+                     "(see `loom slots`), or the kernel is slow to load", r->name,
+                     r->profile.connection_timeout_s);
+    pthread_mutex_unlock(&r->lock);
+    return e;
+}
+
+/* The kind of device the scheduler hands out here (all of one kind). */
+static int32_t inventory_kind(sched_service *ss)
+{
+    sched_slot_view *slots = NULL;
+    size_t n = 0;
+    int32_t kind = LOOM_DEVICE_CPU;
+    loom_error *e = sched_service_slots(ss, &slots, &n);
+    if (!e && n > 0)
+        kind = slots[0].kind;
+    loom_err_free(e);
+    free(slots);
+    return kind;
+}
+
+/* kernel.gpu against this host: "no" takes CPU slots (or, where the
+ * scheduler hands out GPUs alone, no device: the CPU beside the jobs);
+ * "exclusive" one GPU per instance; "shared" one GPU for the service. */
+static loom_error *choose_placement(const model_service_spec *spec, placement *out)
+{
+    const char *gpu = spec->profile->gpu;
+    int has_gpus = inventory_kind(spec->sched) != LOOM_DEVICE_CPU;
+    if (strcmp(gpu, "no") == 0) {
+        *out = has_gpus ? PLACE_CPU_UNGRANTED : PLACE_OWN_DEVICE;
+        return NULL;
+    }
+    if (!has_gpus)
+        return loom_err(LOOM_E_INVALID, "model \"%s\": kernel.gpu \"%s\": this host has no GPU "
+                        "(its scheduler hands out CPU slots); set kernel.gpu to \"no\" to serve "
+                        "on them", spec->name, gpu);
+    *out = strcmp(gpu, "shared") == 0 ? PLACE_SHARED_GPU : PLACE_OWN_DEVICE;
+    return NULL;
+}
+
+loom_error *model_service_start(const model_service_spec *spec, model_service **out)
+{
+    *out = NULL;
+    placement place = PLACE_OWN_DEVICE;
+    loom_error *bad = choose_placement(spec, &place);
+    if (bad)
+        return bad;
+    model_service *r = model_service_new(spec, place);
+    if (!r)
+        return loom_err(LOOM_E_INTERNAL, "out of memory");
+    if (place == PLACE_SHARED_GPU) {
+        snprintf(r->shared_job, sizeof r->shared_job, "kernel/%s/shared", r->name);
+        bad = kernel_instance_device_job(r, r->shared_job);
+        if (bad) {
+            r->shared_job[0] = '\0';
+            model_service_free(r);
+            return loom_err_wrap(bad, "model \"%s\": the shared GPU", spec->name);
+        }
+    }
+    pthread_mutex_lock(&r->lock);
+    int ok = kernel_instance_spawn_locked(r) == 0;
+    pthread_mutex_unlock(&r->lock);
+    if (!ok || pthread_create(&r->control, NULL, autoscaler_main, r) != 0) {
+        if (ok) {
+            model_service_stop(r, 1);
+            return loom_err(LOOM_E_INTERNAL, "cannot start the service's thread");
+        }
+        model_service_free(r);
+        return loom_err(LOOM_E_INTERNAL, "cannot start a kernel instance's thread");
+    }
+    loom_error *e = wait_first(r);
+    if (e) {
+        model_service_stop(r, 1);
+        return e;
+    }
+    *out = r;
+    return NULL;
+}
+
+void model_service_stop(model_service *r, int force)
+{
+    if (!r)
+        return;
+    pthread_mutex_lock(&r->lock);
+    r->stopping = 1;
+    r->force = force;
+    call *dropped = force ? model_service_take_queue_locked(r) : NULL;
+    pthread_cond_broadcast(&r->work);
+    pthread_cond_broadcast(&r->full);
+    pthread_mutex_unlock(&r->lock);
+    char msg[160];
+    snprintf(msg, sizeof msg, "model \"%s\" was stopped", r->name);
+    model_service_fail_list(dropped, LOOM_E_UNAVAILABLE, msg);
+    if (r->control)
+        pthread_join(r->control, NULL);
+    for (int i = 0; i < r->max_instances; i++)
+        if (r->inst[i].state != INST_FREE)
+            pthread_join(r->inst[i].thread, NULL);
+    model_service_fail_list(model_service_take_queue_locked(r), LOOM_E_UNAVAILABLE, msg);
+    model_service_free(r);
+}
+
+/* A .so or Lua kernel may take the body as it is (an echo would hand
+ * non-JSON back); the ffi and native kernels parse it themselves and refuse
+ * what is not their JSON, so the host spares the big inputs a second
+ * parse. */
+static loom_error *check_body(const model_service *r, const char *body, size_t len)
+{
+    if (r->model.runtime != MODEL_RUNTIME_SO && r->model.runtime != MODEL_RUNTIME_LUA)
+        return NULL;
+    cJSON *j = cJSON_ParseWithLength(body, len);
+    cJSON_Delete(j);
+    return j ? NULL : loom_err(LOOM_E_INVALID, "body: expected a JSON request for model "
+                               "\"%s\"", r->name);
+}
+
+loom_error *model_service_submit(model_service *r, const char *body, size_t len, model_service_done_fn done, void *ctx)
+{
+    loom_error *bad = check_body(r, body, len);
+    if (bad)
+        return bad;
+    call *c = calloc(1, sizeof *c);
+    if (!c)
+        return loom_err(LOOM_E_INTERNAL, "out of memory");
+    *c = (call){.body = body, .len = len, .done = done, .ctx = ctx};
+    if (r->profile.execution_timeout_s > 0)
+        c->deadline_ns = model_service_now_ns() + (uint64_t)(r->profile.execution_timeout_s * 1e9);
+    pthread_mutex_lock(&r->lock);
+    loom_error *e = NULL;
+    if (r->stopping)
+        e = loom_err(LOOM_E_UNAVAILABLE, "model \"%s\" is stopping", r->name);
+    else if (r->queued >= MODEL_SERVICE_QUEUE_LIMIT)
+        e = loom_err(LOOM_E_RATE_LIMITED, "model \"%s\": %d requests already wait (the queue's "
+                     "limit): retry later", r->name, MODEL_SERVICE_QUEUE_LIMIT);
+    if (!e) {
+        if (r->tail)
+            r->tail->next = c;
+        else
+            r->head = c;
+        r->tail = c;
+        r->queued++;
+        pthread_cond_signal(&r->work); /* no system call when no instance idles */
+        if (r->queued >= (size_t)r->profile.batch_size)
+            pthread_cond_signal(&r->full);
+    }
+    pthread_mutex_unlock(&r->lock);
+    if (e)
+        free(c);
+    return e;
+}
+
+void model_service_get_stats(model_service *r, model_service_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    pthread_mutex_lock(&r->lock);
+    for (int i = 0; i < r->max_instances; i++) {
+        instance *in = &r->inst[i];
+        out->instances += in->state == INST_READY || in->state == INST_BUSY;
+        out->busy += in->state == INST_BUSY;
+        out->target += in->state != INST_FREE && in->state != INST_DONE && !in->retire;
+    }
+    out->queued = r->queued;
+    out->served = r->served;
+    out->failed = r->failed;
+    out->restarts = r->restarts;
+    snprintf(out->last_error, sizeof out->last_error, "%s", r->last_error);
+    pthread_mutex_unlock(&r->lock);
+}
