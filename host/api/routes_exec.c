@@ -12,7 +12,8 @@
 #include <unistd.h>
 
 #include "api/routes.h"
-#include "api/server.h"
+#include "api/api.h"
+#include "api/request_body.h"
 #include "exec/dlicmd.h"
 #include "util/tarball.h"
 #include "util/fs.h"
@@ -160,7 +161,7 @@ static const char *submission_args(const http_request *req, http_response *res, 
         }
         return f->data ? f->data : ""; /* an empty part has no bytes */
     }
-    *json = http_body_json(req, res);
+    *json = api_body_json(req, res);
     if (!*json)
         return NULL;
     cJSON *a = cJSON_GetObjectItemCaseSensitive(*json, "args");
@@ -499,7 +500,7 @@ static void stop(void *ctx, const http_request *req, http_response *res)
 static void resize(void *ctx, const http_request *req, http_response *res)
 {
     loomd *d = ctx;
-    cJSON *body = http_body_json(req, res);
+    cJSON *body = api_body_json(req, res);
     if (!body)
         return;
     const cJSON *w = cJSON_GetObjectItemCaseSensitive(body, "workers");

@@ -11,7 +11,8 @@
 #include <strings.h>
 
 #include "api/routes.h"
-#include "api/server.h"
+#include "api/api.h"
+#include "api/request_body.h"
 #include "hpo/hpo.h"
 #include "util/num_text.h"
 

@@ -13,7 +13,8 @@
 #include <unistd.h>
 
 #include "api/routes.h"
-#include "api/server.h"
+#include "api/api.h"
+#include "api/request_body.h"
 #include "util/fs.h"
 #include "infer/model_spec.h"
 #include "util/tarball.h"
@@ -153,7 +154,7 @@ static loom_error *stage_from_exec(loomd *d, const http_request *req, const char
 /* POST /dlim/v1/model with {"fromExec": ID, "name": NAME, "profile": {...}}. */
 static void deploy_exec_model(loomd *d, const http_request *req, http_response *res)
 {
-    cJSON *j = http_body_json(req, res);
+    cJSON *j = api_body_json(req, res);
     if (!j)
         return;
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(j, "fromExec");

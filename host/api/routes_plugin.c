@@ -12,7 +12,8 @@
 #include <unistd.h>
 
 #include "api/routes.h"
-#include "api/server.h"
+#include "api/api.h"
+#include "api/request_body.h"
 #include "plugin/lua_plugin.h"
 #include "plugin/so_loader.h"
 #include "util/fs.h"

@@ -9,7 +9,8 @@
 #include <string.h>
 
 #include "api/routes.h"
-#include "api/server.h"
+#include "api/api.h"
+#include "api/request_body.h"
 
 /* A plan path is kept in the scheduler's record whole, or refused. */
 #define PLAN_PATH_MAX (sizeof ((sched_plan_view *)0)->path - 1)
@@ -126,7 +127,7 @@ static loom_error *plan_change_parse(const cJSON *body, const char *qpath, sched
 
 static void put_plan(loomd *d, const http_request *req, http_response *res, int create)
 {
-    cJSON *body = http_body_json(req, res);
+    cJSON *body = api_body_json(req, res);
     if (!body)
         return;
     sched_plan_change change = {0};
@@ -239,7 +240,7 @@ static void list_members(void *ctx, const http_request *req, http_response *res)
 static void add_member(void *ctx, const http_request *req, http_response *res)
 {
     loomd *d = ctx;
-    cJSON *body = http_body_json(req, res);
+    cJSON *body = api_body_json(req, res);
     if (!body)
         return;
     const cJSON *user = cJSON_GetObjectItemCaseSensitive(body, "user");

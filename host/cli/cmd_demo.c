@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "api/routes.h"
-#include "api/server.h"
+#include "daemon/daemon.h"
 #include "auth/auth.h"
 #include "cli/commands.h"
 #include "util/fs.h"
@@ -330,7 +330,8 @@ int cmd_demo(int argc, char **argv, const cli_globals *g)
 
     loomd_options opt = {.home = home, .address = "127.0.0.1", .port = 0, .hysteresis = -1,
                          .admin_password = password};
-    loomd *d = loomd_start(&opt, err, sizeof err);
+    loomd *d = NULL;
+    loom_err_take(loomd_start(&opt, &d), err, sizeof err);
     if (!d || demo_logon(d, label, sizeof label) != 0) {
         loomd_stop(d);
         log_close();

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "api/server.h"
+#include "daemon/daemon.h"
 #include "auth/auth.h"
 #include "cli/commands.h"
 #include "util/fs.h"
@@ -415,10 +415,12 @@ int cmd_serve(int argc, char **argv, const cli_globals *g)
     opt.tls_cert_pem = cert_pem, opt.tls_key_pem = key_pem, opt.home = home, opt.address = addr;
     opt.port = port, opt.plugin_dir = plugin_dir, opt.hysteresis = hysteresis;
     opt.admin_password = admin_password[0] ? admin_password : NULL;
-    loomd *d = loomd_start(&opt, err, sizeof err);
+    loomd *d = NULL;
+    e = loomd_start(&opt, &d);
     free(key_pem);
     free(cert_pem);
-    if (!d) {
+    if (e) {
+        loom_err_take(e, err, sizeof err);
         log_error("start failed: %s", err);
         return cli_fail("%s", err);
     }

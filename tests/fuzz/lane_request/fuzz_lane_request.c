@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/lane_request.h"
+#include "http/lane_request.h"
 #include "fuzz_support.h"
 
 #define HEADER_LIMIT 256

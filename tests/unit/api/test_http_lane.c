@@ -27,7 +27,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "api/http.h"
+#include "http/http.h"
 #include "check.h"
 
 #include "lane_harness.h"

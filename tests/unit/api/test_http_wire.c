@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/conn_count.h"
-#include "api/http_wire.h"
+#include "http/conn_count.h"
+#include "http/http_wire.h"
 #include "check.h"
 
 static void test_unescape(void)

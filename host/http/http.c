@@ -1,5 +1,5 @@
-/* api/http.c - see http.h. */
-#include "api/http.h"
+/* http/http.c - see http.h. */
+#include "http/http.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -12,17 +12,13 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "api/http_lane_internal.h"
-#include "api/http_upload.h"
-#include "api/json_text.h"
-#include "api/mhd_dl.h"
-#include "api/routes.h"
-#include "api/status.h"
+#include "http/http_lane_internal.h"
+#include "http/http_upload.h"
+#include "http/json_text.h"
+#include "http/mhd_dl.h"
 #include "util/fs.h"
 #include "util/log.h"
 #include "util/workqueue.h"
-
-#define JSON_MAX_DEPTH 64
 
 /* libmicrohttpd, opened by http_server_start before any daemon thread
  * exists (which is what makes the plain read in the callbacks safe). */
@@ -30,7 +26,7 @@ static const mhd_api *mhd;
 
 struct http_server {
     struct MHD_Daemon *daemon;
-    http_lane *lane; /* on plain HTTP: the port is accepted there (api/http_lane_internal.h) */
+    http_lane *lane; /* on plain HTTP: the port is accepted there (http/http_lane_internal.h) */
     http_config cfg;
     int port;
     upload_slots uploads;
@@ -150,24 +146,25 @@ void http_reply_data(http_response *res, int status, const char *content_type,
     res->len = len;
 }
 
+static void reply_plain(http_response *res, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 void http_reply_json(http_response *res, int status, cJSON *json)
 {
     char *text = json ? cJSON_PrintUnformatted(json) : NULL;
     cJSON_Delete(json);
     if (!text) {
-        api_error(res, LOOM_E_INTERNAL, "cannot encode the reply");
+        reply_plain(res, 500, "cannot encode the reply");
         return;
     }
     http_reply_data(res, status, "application/json", text, strlen(text));
 }
 
-/* The transport's own refusal of a known path with another method: the one
- * status with no loom code, since no service ever gives it. */
-static void reply_method_not_allowed(http_response *res, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void reply_method_not_allowed(http_response *res, const char *fmt, ...)
+/* A reply the transport makes without the routes' error table: a known
+ * path with another method (405, which no service ever gives) and a reply
+ * that cannot be encoded (500). */
+static void reply_plain(http_response *res, int status, const char *fmt, ...)
 {
-    const int status = 405;
     char msg[1024];
     va_list ap;
     va_start(ap, fmt);
@@ -181,58 +178,19 @@ static void reply_method_not_allowed(http_response *res, const char *fmt, ...)
     http_reply_data(res, status, "application/json", text, text ? strlen(text) : 0);
 }
 
-static int json_depth_ok(const char *s, size_t n)
+void http_server_reply_error(const http_server *s, http_response *res, loom_error *err)
 {
-    int depth = 0, in_string = 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        if (in_string) {
-            if (c == '\\')
-                i++;
-            else if (c == '"')
-                in_string = 0;
-        } else if (c == '"') {
-            in_string = 1;
-        } else if (c == '{' || c == '[') {
-            if (++depth > JSON_MAX_DEPTH)
-                return 0;
-        } else if (c == '}' || c == ']') {
-            depth--;
-        }
-    }
-    return 1;
+    s->cfg.reply_error(res, err);
 }
 
-cJSON *http_body_json(const http_request *req, http_response *res)
+void http_server_fail(const http_server *s, http_response *res, int32_t code, const char *fmt, ...)
 {
-    if (!req->body || req->body_len == 0) {
-        api_error(res, LOOM_E_INVALID, "request body: expected a JSON object, got nothing");
-        return NULL;
-    }
-    /* cJSON recurses per nesting level; refuse deep input before parsing. */
-    if (!json_depth_ok(req->body, req->body_len)) {
-        api_error(res, LOOM_E_INVALID, "request body: JSON nested deeper than %d levels", JSON_MAX_DEPTH);
-        return NULL;
-    }
-    const char *end = NULL;
-    /* The body is NUL-terminated by the collector; a NUL inside it ends the
-     * parse early and is refused as trailing garbage. */
-    cJSON *json = cJSON_ParseWithOpts(req->body, &end, 1);
-    if (json && end != req->body + req->body_len) {
-        cJSON_Delete(json);
-        json = NULL;
-    }
-    if (!json) {
-        long at = end ? (long)(end - req->body) : 0;
-        api_error(res, LOOM_E_INVALID, "request body: malformed JSON near byte %ld", at);
-        return NULL;
-    }
-    if (!cJSON_IsObject(json)) {
-        cJSON_Delete(json);
-        api_error(res, LOOM_E_INVALID, "request body: expected a JSON object");
-        return NULL;
-    }
-    return json;
+    char msg[1200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    s->cfg.reply_error(res, loom_err(code, "%s", msg));
 }
 
 /* ---- routing ------------------------------------------------------------ */
@@ -277,7 +235,7 @@ int http_server_admit(http_server *srv, http_request *req, http_response *res, c
     for (const char *seg = req->path; *seg;) {
         size_t n = strcspn(seg, "/");
         if (n >= sizeof req->param_buf[0]) {
-            api_error(res, LOOM_E_INVALID, "path: a segment of %zu bytes, longer than the limit of %zu",
+            http_server_fail(srv, res, LOOM_E_INVALID, "path: a segment of %zu bytes, longer than the limit of %zu",
                       n, sizeof req->param_buf[0] - 1);
             return -1;
         }
@@ -306,26 +264,23 @@ int http_server_admit(http_server *srv, http_request *req, http_response *res, c
         int access = r->access & HTTP_ACCESS_MASK;
         if (access != HTTP_PUBLIC && !req->user) {
             if (why)
-                api_reply_error(res, why); /* refused, with the reason (rate limited, ...) */
+                http_server_reply_error(srv, res, why); /* the authenticator's reason */
             else
-                api_error(res, LOOM_E_UNAUTHENTICATED,
-                          "authentication required: log on with POST " LOOM_ROUTE_LOGON " "
-                          "(Authorization: Basic) and send Authorization: Bearer TOKEN, or send "
-                          "Authorization: Basic with every request");
+                http_server_fail(srv, res, LOOM_E_UNAUTHENTICATED, "authentication required");
             return -1;
         }
         loom_err_free(why);
         if (access == HTTP_ADMIN && !req->is_admin) {
-            api_error(res, LOOM_E_FORBIDDEN, "%s %s is for administrators only", req->method, req->path);
+            http_server_fail(srv, res, LOOM_E_FORBIDDEN, "%s %s is for administrators only", req->method, req->path);
             return -1;
         }
         *out = r;
         return 0;
     }
     if (path_known)
-        reply_method_not_allowed(res, "method %s is not allowed on %s", req->method, req->path);
+        reply_plain(res, 405, "method %s is not allowed on %s", req->method, req->path);
     else
-        api_error(res, LOOM_E_NOT_FOUND, "no route for %s %s", req->method, req->path);
+        http_server_fail(srv, res, LOOM_E_NOT_FOUND, "no route for %s %s", req->method, req->path);
     return -1;
 }
 
@@ -553,7 +508,7 @@ static enum MHD_Result reply_now(const http_server *srv, struct MHD_Connection *
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     http_response res = {0};
-    api_error(&res, code, "%s", msg);
+    http_server_fail(srv, &res, code, "%s", msg);
     return send_response(srv, conn, &res);
 }
 
@@ -628,7 +583,7 @@ static enum MHD_Result on_headers(http_server *srv, struct MHD_Connection *conn,
     if (st->multipart) {
         loom_error *e = upload_slot_take(&srv->uploads, req->user ? req->user : "");
         if (e) {
-            api_reply_error(&res, e);
+            http_server_reply_error(srv, &res, e);
             return send_response(srv, conn, &res);
         }
         st->upload_slot = 1;
@@ -646,7 +601,7 @@ static void run_slow(void *arg)
     request_state *st = arg;
     st->route->handler(st->srv->cfg.ctx, &st->req, &st->res);
     if (!st->res.status)
-        api_error(&st->res, LOOM_E_INTERNAL, "handler gave no reply");
+        http_server_fail(st->srv, &st->res, LOOM_E_INTERNAL, "handler gave no reply");
     st->done = 1;
     mhd->MHD_resume_connection(st->req.connection);
 }
@@ -696,7 +651,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         mhd->MHD_suspend_connection(conn);
         loom_error *e = workqueue_submit(srv->slow, run_slow, st);
         if (e) {
-            api_reply_error(&st->res, e);
+            http_server_reply_error(st->srv, &st->res, e);
             st->done = 1;
             mhd->MHD_resume_connection(conn);
         }
@@ -706,7 +661,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     if (st->deferred)
         return after_defer(st, conn);
     if (!st->res.status)
-        api_error(&st->res, LOOM_E_INTERNAL, "handler gave no reply");
+        http_server_fail(st->srv, &st->res, LOOM_E_INTERNAL, "handler gave no reply");
     return send_response(srv, conn, &st->res);
 }
 
@@ -826,9 +781,11 @@ int http_server_adopt(http_server *s, int fd, const struct sockaddr *addr, sockl
 loom_error *http_server_start(const http_config *cfg, http_server **out)
 {
     *out = NULL;
-    char why[256];
-    if (!(mhd = mhd_lib(why, sizeof why)))
-        return loom_err(LOOM_E_UNAVAILABLE, "%s", why);
+    if (!cfg->reply_error)
+        return loom_err(LOOM_E_INVALID, "http server: no error replier given");
+    loom_error *loaded = mhd_lib(&mhd);
+    if (loaded)
+        return loaded;
     struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)cfg->port)};
     if (inet_pton(AF_INET, cfg->address, &addr.sin_addr) != 1)
         return loom_err(LOOM_E_INVALID, "--listen: \"%s\" is not an IPv4 address", cfg->address);

@@ -1,6 +1,6 @@
-/* api/server.c - see server.h. */
+/* daemon/daemon.c - see daemon.h. */
 #include "api/routes.h"
-#include "api/server.h"
+#include "daemon/daemon.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,22 +20,6 @@
 
 #define MAX_BODY ((size_t)1 << 20)          /* JSON bodies: 1 MiB */
 #define MAX_UPLOAD ((size_t)256 << 20)      /* model directories, plugins */
-
-static void health(void *ctx, const http_request *req, http_response *res)
-{
-    (void)ctx;
-    (void)req;
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "status", "ok");
-    cJSON_AddStringToObject(o, "version", LOOM_VERSION);
-    cJSON_AddNumberToObject(o, "abiMajor", LOOM_ABI_MAJOR);
-    cJSON_AddNumberToObject(o, "abiMinor", LOOM_ABI_MINOR);
-    http_reply_json(res, 200, o);
-}
-
-static const http_route core_routes[] = {
-    {"GET", LOOM_ROUTE_HEALTH, health, HTTP_USER},
-};
 
 void loomd_default_plugin_dir(char *out, size_t outlen)
 {
@@ -119,22 +103,21 @@ static void note_holder(int fd, const char *text)
 /* One host per home: a second one would corrupt nothing (SQLite locks) but
  * would fight over the execs' processes. The lock lives as long as the
  * process (or loomd_stop); workers do not inherit it. */
-static int hold_home(loomd *d, char *err, size_t errlen)
+static loom_error *hold_home(loomd *d)
 {
     char path[PATH_MAX], holder[64];
     snprintf(path, sizeof path, "%s/loom.lock", d->home);
     d->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (d->lock_fd < 0) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        return -1;
-    }
+    if (d->lock_fd < 0)
+        return loom_err(LOOM_E_INTERNAL, "%s: cannot open: %s", path, strerror(errno));
     if (lock_held(d->lock_fd, LOCK_EX)) {
-        refusal(d->home, err, errlen);
-        return -1;
+        char why[PATH_MAX + 700];
+        refusal(d->home, why, sizeof why);
+        return loom_err(LOOM_E_CONFLICT, "%s", why);
     }
     snprintf(holder, sizeof holder, "%ld\n", (long)getpid());
     note_holder(d->lock_fd, holder);
-    return 0;
+    return NULL;
 }
 
 /* HOME/uploads, where uploads are received; once this host holds the
@@ -146,28 +129,6 @@ static loom_error *prepare_spool(loomd *d)
     if (fs_mkdir_p(d->spool_dir) != 0 || chmod(d->spool_dir, 0700) != 0)
         return loom_err(LOOM_E_INTERNAL, "%s: cannot create: %s", d->spool_dir, strerror(errno));
     return NULL;
-}
-
-/* Every subsystem's routes into one table; returns how many. */
-static size_t collect_routes(http_route *routes)
-{
-    const struct {
-        const http_route *table;
-        size_t count;
-    } parts[] = {
-        {core_routes, sizeof core_routes / sizeof *core_routes},
-        {loom_plugin_routes, loom_plugin_route_count},
-        {loom_auth_routes, loom_auth_route_count},
-        {loom_sched_routes, loom_sched_route_count},
-        {loom_exec_routes, loom_exec_route_count},
-        {loom_hpo_routes, loom_hpo_route_count},
-        {loom_infer_routes, loom_infer_route_count},
-    };
-    size_t n = 0;
-    for (size_t p = 0; p < sizeof parts / sizeof *parts; p++)
-        for (size_t i = 0; i < parts[p].count; i++)
-            routes[n++] = parts[p].table[i];
-    return n;
 }
 
 /* The plugin registry: the host's own factories and built-in plugins, then
@@ -204,13 +165,12 @@ static loom_error *open_web_front(loomd *d, const loomd_options *opt)
     return cors_policy_create(opt->cors_origins, opt->cors_origin_count, &d->cors);
 }
 
-loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
+loom_error *loomd_start(const loomd_options *opt, loomd **out)
 {
+    *out = NULL;
     loomd *d = calloc(1, sizeof *d);
-    if (!d) {
-        snprintf(err, errlen, "out of memory");
-        return NULL;
-    }
+    if (!d)
+        return loom_err(LOOM_E_INTERNAL, "out of memory");
     loom_error *e = NULL;
     d->lock_fd = -1;
     pthread_mutex_init(&d->admin_lock, NULL);
@@ -230,12 +190,7 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
     snprintf(path, sizeof path, "%s/execs", d->home);
     fs_mkdir_p(path);
 
-    char held[PATH_MAX + 128];
-    if (hold_home(d, held, sizeof held) != 0) {
-        e = loom_err(LOOM_E_CONFLICT, "%s", held);
-        goto fail_with;
-    }
-    if ((e = prepare_spool(d)) != NULL)
+    if ((e = hold_home(d)) != NULL || (e = prepare_spool(d)) != NULL)
         goto fail_with;
 
     snprintf(path, sizeof path, "%s/loom.db", d->home);
@@ -252,12 +207,7 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
         goto fail_with;
     if (opt->admin_password)
         d->generated_admin_password[0] = 0;
-    char isolation[PATH_MAX + 128];
-    if (loomd_isolate_jobs(d, opt, isolation, sizeof isolation) != 0) {
-        e = loom_err(LOOM_E_INTERNAL, "%s", isolation);
-        goto fail_with;
-    }
-    if ((e = open_registry(d)) != NULL)
+    if ((e = loomd_isolate_jobs(d, opt)) != NULL || (e = open_registry(d)) != NULL)
         goto fail_with;
     sched_service_options so = {.cpu_slots = opt->cpu_slots,
                                 .hysteresis = opt->hysteresis >= 0 ? opt->hysteresis : 5.0};
@@ -293,9 +243,10 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
         .spool_dir = d->spool_dir,
         .limits = opt->http,
         .routes = d->routes,
-        .nroutes = collect_routes(d->routes),
+        .nroutes = api_route_table(d->routes),
         .ctx = d,
         .authenticate = loomd_authenticate,
+        .reply_error = api_reply_error,
         .tls_cert_pem = opt->tls_cert_pem,
         .tls_key_pem = opt->tls_key_pem,
         .cors = d->cors,
@@ -311,11 +262,11 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
     snprintf(holder, sizeof holder, "%ld %s://%s:%d\n", (long)getpid(),
              opt->tls_cert_pem ? "https" : "http", cfg.address, http_server_port(d->http));
     note_holder(d->lock_fd, holder);
-    return d;
-fail_with:
-    loom_err_take(e, err, errlen);
-    loomd_stop(d);
+    *out = d;
     return NULL;
+fail_with:
+    loomd_stop(d);
+    return e;
 }
 
 void loomd_stop(loomd *d)

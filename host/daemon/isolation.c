@@ -1,4 +1,4 @@
-/* api/isolation.c - what the host's jobs may see (util/job_sandbox.h):
+/* daemon/isolation.c - what the host's jobs may see (util/job_sandbox.h):
  * configured at start from the serve options, with an OS account per loom
  * user when the host runs as root, and the state home's modes set to match. */
 #include <limits.h>
@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "api/server.h"
+#include "daemon/daemon.h"
 #include "util/job_sandbox.h"
 #include "util/log.h"
 #include "util/proc_group.h"
@@ -16,7 +16,7 @@ static loom_error *user_id(void *ctx, const char *user, int64_t *id)
     return auth_user_id((auth_service *)ctx, user, id);
 }
 
-int loomd_isolate_jobs(loomd *d, const loomd_options *opt, char *err, size_t errlen)
+loom_error *loomd_isolate_jobs(loomd *d, const loomd_options *opt)
 {
     unsigned first = opt->job_uid_first ? opt->job_uid_first : JOB_UID_FIRST_DEFAULT;
     unsigned last = opt->job_uid_last ? opt->job_uid_last : JOB_UID_LAST_DEFAULT;
@@ -30,10 +30,8 @@ int loomd_isolate_jobs(loomd *d, const loomd_options *opt, char *err, size_t err
     }
     job_sandbox_configure(&cfg);
     loom_error *e = job_sandbox_secure_home(d->home, cfg.accounts);
-    if (e) {
-        loom_err_take(e, err, errlen);
-        return -1;
-    }
+    if (e)
+        return e;
     char line[512];
     int complete = job_sandbox_describe(d->home, line, sizeof line);
     if (complete)
@@ -50,9 +48,7 @@ int loomd_isolate_jobs(loomd *d, const loomd_options *opt, char *err, size_t err
         log_info("%s", line);
     else
         log_warn("%s", line);
-    if (!complete && opt->require_isolation) {
-        snprintf(err, errlen, "--require-isolation: %s", line);
-        return -1;
-    }
-    return 0;
+    if (!complete && opt->require_isolation)
+        return loom_err(LOOM_E_UNAVAILABLE, "--require-isolation: %s", line);
+    return NULL;
 }

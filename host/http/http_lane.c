@@ -1,5 +1,5 @@
-/* api/http_lane.c - see http_lane_internal.h. */
-#include "api/http_lane_internal.h"
+/* http/http_lane.c - see http_lane_internal.h. */
+#include "http/http_lane_internal.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -18,12 +18,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "api/conn_count.h"
-#include "api/cors.h"
-#include "api/http_wire.h"
-#include "api/json_text.h"
-#include "api/lane_request.h"
-#include "api/status.h"
+#include "http/conn_count.h"
+#include "http/cors.h"
+#include "http/http_wire.h"
+#include "http/json_text.h"
+#include "http/lane_request.h"
 #include "util/log.h"
 
 /* Of --max-header-bytes, what the lane leaves unused, as libmicrohttpd
@@ -234,7 +233,7 @@ static void compose(lane_conn *c)
     const http_config *cfg = c->loop->lane->cfg;
     http_response *res = &c->reply;
     if (!res->status)
-        api_error(res, LOOM_E_INTERNAL, "handler gave no reply");
+        http_server_fail(c->loop->lane->srv, res, LOOM_E_INTERNAL, "handler gave no reply");
     if (res->body && (!res->content_type[0] || strncmp(res->content_type, "application/json", 16) == 0))
         res->body = json_text_repair_utf8(res->body, &res->len);
     cors_headers cors;
@@ -384,7 +383,7 @@ static int write_reply(lane_conn *c)
 static void reply_now(lane_conn *c, int32_t code, const char *what)
 {
     memset(&c->reply, 0, sizeof c->reply);
-    api_error(&c->reply, code, "%s", what);
+    http_server_fail(c->loop->lane->srv, &c->reply, code, "%s", what);
     c->keep_alive = 0;
     send_reply(c);
 }
@@ -492,7 +491,7 @@ static void dispatch(lane_conn *c)
     }
     const char *too_long = lane_request_finish(&c->in);
     if (too_long) {
-        api_error(&c->reply, LOOM_E_INVALID, "%s", too_long);
+        http_server_fail(l->srv, &c->reply, LOOM_E_INVALID, "%s", too_long);
         send_reply(c);
         return;
     }
