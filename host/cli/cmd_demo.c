@@ -266,7 +266,7 @@ static int demo_home(const cli_globals *g, char *home, size_t len, int *temporar
     if (given) {
         char why[5000];
         snprintf(home, len, "%s", given);
-        if (loomd_home_held(home, why, sizeof why))
+        if (loom_err_take(loomd_home_free(home), why, sizeof why) != LOOM_OK)
             return cli_fail("demo: %s (the demo never shares a running host's state: give it "
                             "another --home or LOOM_HOME, or neither for a temporary one)", why);
         if (fs_mkdir_p(home) != 0)

@@ -377,7 +377,7 @@ int cmd_serve(int argc, char **argv, const cli_globals *g)
     char home[4096], path[4200], why[5000];
     client_home(g->home, home, sizeof home);
     /* Refused before the log is opened: that log is the running host's. */
-    if (loomd_home_held(home, why, sizeof why))
+    if (loom_err_take(loomd_home_free(home), why, sizeof why) != LOOM_OK)
         return cli_fail("%s", why);
     if (fs_mkdir_p(home) != 0)
         return cli_fail("--home %s: cannot create: %s", home, strerror(errno));

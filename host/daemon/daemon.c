@@ -79,19 +79,21 @@ static int lock_held(int fd, int op)
     return held;
 }
 
-int loomd_home_held(const char *home, char *why, size_t whylen)
+loom_error *loomd_home_free(const char *home)
 {
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/loom.lock", home);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return 0;
+        return NULL;
     /* A shared lock is refused only while a host holds the exclusive one. */
     int held = lock_held(fd, LOCK_SH);
     close(fd);
-    if (held && why)
-        refusal(home, why, whylen);
-    return held;
+    if (!held)
+        return NULL;
+    char why[PATH_MAX + 700];
+    refusal(home, why, sizeof why);
+    return loom_err(LOOM_E_CONFLICT, "%s", why);
 }
 
 static void note_holder(int fd, const char *text)

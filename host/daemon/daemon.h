@@ -39,10 +39,10 @@ typedef struct loomd_options {
  * the home and its holder): the host keeps an flock on HOME/loom.lock while
  * it runs. */
 loom_error *loomd_start(const loomd_options *opt, loomd **out);
-/* 1 when a running host holds `home`, with `why` naming the home and that
- * host ("pid N at URL"), else 0. Opens nothing but the lock file, so a
- * caller can refuse before touching the home. */
-int loomd_home_held(const char *home, char *why, size_t whylen);
+/* NULL when no running host holds `home`, else LOOM_E_CONFLICT naming the
+ * home and that host ("pid N at URL"). Opens nothing but the lock file, so
+ * a caller can refuse before touching the home. */
+loom_error *loomd_home_free(const char *home);
 int loomd_port(const loomd *d);
 void loomd_stop(loomd *d);
 

@@ -410,7 +410,7 @@ static enum MHD_Result on_post_field(void *cls, enum MHD_ValueKind kind, const c
     return MHD_YES;
 }
 
-/* CORS headers for a browser's cross-origin call (api/cors.h). */
+/* CORS headers for a browser's cross-origin call (http/cors.h). */
 static void add_cors_headers(const http_server *srv, struct MHD_Connection *conn,
                              struct MHD_Response *r)
 {

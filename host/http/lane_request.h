@@ -1,6 +1,6 @@
 /*
  * http/lane_request.h - one HTTP request as the inference lane
- * (api/http_lane_internal.h) reads it: a connection's input buffer, parsed
+ * (http/http_lane_internal.h) reads it: a connection's input buffer, parsed
  * by http-parser into spans (the target, up to LANE_MAX_HEADERS headers,
  * the body), then the texts a route sees (NUL-terminated headers, the
  * %-decoded path, the query arguments).
