@@ -14,7 +14,6 @@
 #include "auth/auth.h"
 #include "exec/exec.h"
 #include "hpo/hpo.h"
-#include "http/cors.h"
 #include "http/http.h"
 #include "infer/infer.h"
 #include "plugin/registry.h"
@@ -24,31 +23,25 @@
 /* The most routes the table holds (api_route_table). */
 #define API_MAX_ROUTES 128
 
-typedef struct loomd {
+/* What every route handler gets as its context: the services, the home
+ * they keep their files in, and the listener's password rule. */
+typedef struct api_services {
     char home[PATH_MAX];
-    char plugin_dir[PATH_MAX];
-    char spool_dir[PATH_MAX]; /* HOME/uploads: file parts being received */
-    int lock_fd;
     store *st;
-    store *auth_st; /* the same database, the auth service's own connection */
     registry *reg;
     sched_service *sched;
     exec_service *execs;
     hpo_service *hpo;
     infer_service *infer;
     auth_service *auth;
-    /* A new home's first admin password when it was generated: shown once. */
-    char generated_admin_password[AUTH_PASSWORD_GEN_MAX];
-    http_server *http;
     /* Passwords may come over this listener (HTTPS, loopback, or allowed). */
     int basic_over_http_allowed;
-    cors_policy *cors;
-    http_route routes[API_MAX_ROUTES];
     pthread_mutex_t admin_lock; /* plugin add/remove: file, registry, store */
     unsigned upload_seq;
-} loomd;
+} api_services;
 
-/* Every subsystem's routes into routes[API_MAX_ROUTES]; returns how many. */
+/* Every subsystem's routes into routes[API_MAX_ROUTES]; returns how many.
+ * Their handlers take an api_services * as ctx. */
 size_t api_route_table(http_route *routes);
 
 /* Route tables of the subsystems (routes_*.c). */
@@ -56,25 +49,27 @@ extern const http_route loom_exec_routes[];
 extern const size_t loom_exec_route_count;
 extern const http_route loom_auth_routes[];
 extern const size_t loom_auth_route_count;
-int loomd_authenticate(void *ctx, const http_request *req, char *user, size_t userlen,
+/* The transport's authenticator (http_authenticator; ctx: api_services *):
+ * the request's token or Basic credentials checked by the auth service. */
+int api_authenticate(void *ctx, const http_request *req, char *user, size_t userlen,
                        int *is_admin, loom_error **why);
 /* Whose records an authenticated request sees: EXEC_ADMIN for an
  * administrator, else the user's immutable id (-1, nobody's, when the user
  * was removed meanwhile). */
-int64_t loomd_caller_id(loomd *d, const http_request *req);
+int64_t api_caller_id(api_services *d, const http_request *req);
 extern const http_route loom_sched_routes[];
 extern const size_t loom_sched_route_count;
 extern const http_route loom_plugin_routes[];
 extern const size_t loom_plugin_route_count;
 /* Unregisters a user plugin and removes its stored file (routes_plugin.c;
  * the tuning routes' algorithm delete uses it too). Replies. */
-void loomd_remove_plugin(loomd *d, loom_kind kind, const char *name, http_response *res);
+void api_remove_plugin(api_services *d, loom_kind kind, const char *name, http_response *res);
 extern const http_route loom_hpo_routes[];
 extern const size_t loom_hpo_route_count;
 extern const http_route loom_infer_routes[];
 extern const size_t loom_infer_route_count;
 
 /* Loads the user plugins recorded in the store (at start-up). */
-void loomd_load_user_plugins(loomd *d);
+void api_load_user_plugins(api_services *d);
 
 #endif

@@ -29,7 +29,7 @@ static const char *client_of(const http_request *req)
 /* Passwords may travel in the clear only where nobody can listen: over
  * HTTPS, on a loopback listener, from a loopback peer, or when the host
  * was started with --allow-basic-over-http. */
-static int password_may_travel(const loomd *d, const http_request *req)
+static int password_may_travel(const api_services *d, const http_request *req)
 {
     return d->basic_over_http_allowed || strncmp(client_of(req), "127.", 4) == 0 ||
            strcmp(client_of(req), "local") == 0;
@@ -59,7 +59,7 @@ static int is_logon_path(const char *path)
 
 /* Basic credentials sent with the request itself (WMLA's notebooks send
  * them on every call). */
-static int basic_identity(loomd *d, const http_request *req, const http_credentials *cred,
+static int basic_identity(api_services *d, const http_request *req, const http_credentials *cred,
                           auth_identity *who, loom_error **why)
 {
     loom_error *e = NULL;
@@ -91,10 +91,10 @@ static int inference_call(const http_request *req)
            !strchr(req->path + n, '/');
 }
 
-int loomd_authenticate(void *ctx, const http_request *req, char *user, size_t userlen,
+int api_authenticate(void *ctx, const http_request *req, char *user, size_t userlen,
                        int *is_admin, loom_error **why)
 {
-    loomd *d = ctx;
+    api_services *d = ctx;
     auth_identity who;
     http_credentials cred;
     loom_error *malformed = http_credentials_of(req, &cred);
@@ -139,7 +139,7 @@ int loomd_authenticate(void *ctx, const http_request *req, char *user, size_t us
     return 0;
 }
 
-int64_t loomd_caller_id(loomd *d, const http_request *req)
+int64_t api_caller_id(api_services *d, const http_request *req)
 {
     if (req->is_admin)
         return EXEC_ADMIN;
@@ -166,7 +166,7 @@ static loom_error *userpasswd_of(const cJSON *body, char *user, size_t ulen, cha
 }
 
 /* A log-on from the body: {"apikey": ...} or dlim's userpasswd. */
-static loom_error *logon_with_body(loomd *d, const http_request *req, const cJSON *body,
+static loom_error *logon_with_body(api_services *d, const http_request *req, const cJSON *body,
                                    char *token, size_t tlen, int64_t *expires)
 {
     const cJSON *key = cJSON_GetObjectItemCaseSensitive(body, "apikey");
@@ -193,7 +193,7 @@ static loom_error *logon_with_body(loomd *d, const http_request *req, const cJSO
  * /auth/v1/logon), user_token (dlim). */
 static void logon(void *ctx, const http_request *req, http_response *res)
 {
-    loomd *d = ctx;
+    api_services *d = ctx;
     char token[AUTH_SECRET_MAX];
     int64_t expires = 0;
     loom_error *e;
@@ -241,7 +241,7 @@ static void logon(void *ctx, const http_request *req, http_response *res)
  * in auth_check_basic keeps cheap). */
 static void conductor_logon(void *ctx, const http_request *req, http_response *res)
 {
-    loomd *d = ctx;
+    api_services *d = ctx;
     auth_identity who;
     http_credentials cred;
     loom_error *e = http_credentials_of(req, &cred);
@@ -265,7 +265,7 @@ static void conductor_logon(void *ctx, const http_request *req, http_response *r
 
 static void logout(void *ctx, const http_request *req, http_response *res)
 {
-    loomd *d = ctx;
+    api_services *d = ctx;
     http_credentials cred;
     /* The caller's token was valid a moment ago (the route needs one); one
      * revoked meanwhile is as good as logged out. */
@@ -290,7 +290,7 @@ static void add_user_item(const auth_user *u, void *ctx)
 static void list_users(void *ctx, const http_request *req, http_response *res)
 {
     (void)req;
-    loomd *d = ctx;
+    api_services *d = ctx;
     cJSON *a = cJSON_CreateArray();
     loom_error *e = auth_user_list(d->auth, add_user_item, a, NULL);
     if (e) {
@@ -303,7 +303,7 @@ static void list_users(void *ctx, const http_request *req, http_response *res)
 
 static void add_user(void *ctx, const http_request *req, http_response *res)
 {
-    loomd *d = ctx;
+    api_services *d = ctx;
     cJSON *body = api_body_json(req, res);
     if (!body)
         return;
@@ -328,7 +328,7 @@ static void add_user(void *ctx, const http_request *req, http_response *res)
 /* Model services and tuning tasks are kept by their owner's name: a user
  * who still owns any is not removed, so a user created later under the same
  * name can never inherit them. */
-static loom_error *still_owns(loomd *d, const char *user)
+static loom_error *still_owns(api_services *d, const char *user)
 {
     size_t models = 0, tasks = 0;
     infer_model_view *views = NULL;
@@ -350,7 +350,7 @@ static loom_error *still_owns(loomd *d, const char *user)
 
 static void remove_user(void *ctx, const http_request *req, http_response *res)
 {
-    loomd *d = ctx;
+    api_services *d = ctx;
     loom_error *e = still_owns(d, req->params[0]);
     if (!e)
         e = auth_user_remove(d->auth, req->params[0]);
@@ -366,7 +366,7 @@ static void remove_user(void *ctx, const http_request *req, http_response *res)
 /* A user changes their own password; an admin anyone's. */
 static void passwd(void *ctx, const http_request *req, http_response *res)
 {
-    loomd *d = ctx;
+    api_services *d = ctx;
     if (!req->is_admin && strcmp(req->user, req->params[0]) != 0) {
         api_error(res, LOOM_E_FORBIDDEN, "only an administrator changes another user's password");
         return;
@@ -392,7 +392,7 @@ static void passwd(void *ctx, const http_request *req, http_response *res)
 
 static void create_apikey(void *ctx, const http_request *req, http_response *res)
 {
-    loomd *d = ctx;
+    api_services *d = ctx;
     cJSON *body = api_body_json(req, res);
     if (!body)
         return;
@@ -446,7 +446,7 @@ static void add_apikey_item(const auth_apikey *k, void *ctx)
 /* The keys' labels and owners; the keys themselves were shown once. */
 static void list_apikeys(void *ctx, const http_request *req, http_response *res)
 {
-    loomd *d = ctx;
+    api_services *d = ctx;
     const char *user = apikey_owner(req, res, 1);
     if (!user)
         return;
@@ -462,7 +462,7 @@ static void list_apikeys(void *ctx, const http_request *req, http_response *res)
 
 static void revoke_apikey(void *ctx, const http_request *req, http_response *res)
 {
-    loomd *d = ctx;
+    api_services *d = ctx;
     const char *user = apikey_owner(req, res, 0);
     if (!user)
         return;

@@ -288,13 +288,13 @@ static int demo_logon(loomd *d, char *label, size_t labellen)
     char key[AUTH_SECRET_MAX], token[AUTH_SECRET_MAX], err[512];
     int64_t expires = 0;
     snprintf(label, labellen, "loom-demo-%ld-%lld", (long)getpid(), (long long)time_now_ms());
-    if (loom_err_take(auth_apikey_create(d->auth, "admin", label, key, sizeof key), err,
+    if (loom_err_take(auth_apikey_create(d->api.auth, "admin", label, key, sizeof key), err,
                       sizeof err) != LOOM_OK)
-        return cli_fail("demo: cannot act as admin on %s: %s", d->home, err);
-    if (loom_err_take(auth_logon_apikey(d->auth, "loom-demo", key, time_now_ms(), token,
+        return cli_fail("demo: cannot act as admin on %s: %s", d->api.home, err);
+    if (loom_err_take(auth_logon_apikey(d->api.auth, "loom-demo", key, time_now_ms(), token,
                                         sizeof token, &expires),
                       err, sizeof err) != LOOM_OK) {
-        loom_err_free(auth_apikey_revoke(d->auth, "admin", label));
+        loom_err_free(auth_apikey_revoke(d->api.auth, "admin", label));
         return cli_fail("demo: cannot log on to its own host: %s", err);
     }
     setenv("LOOM_TOKEN", token, 1);
@@ -381,7 +381,7 @@ int cmd_demo(int argc, char **argv, const cli_globals *g)
         rc = demo_training(&hg, home, epochs);
     if (rc == 0)
         rc = demo_tuning(&hg, home);
-    loom_err_free(auth_apikey_revoke(d->auth, "admin", label));
+    loom_err_free(auth_apikey_revoke(d->api.auth, "admin", label));
     loomd_stop(d);
     log_close();
     if (!keep)

@@ -8,7 +8,10 @@
 #ifndef LOOM_DAEMON_DAEMON_H
 #define LOOM_DAEMON_DAEMON_H
 
+#include <limits.h>
+
 #include "api/api.h"
+#include "http/cors.h"
 #include "http/http.h"
 
 typedef struct loomd_options {
@@ -32,6 +35,19 @@ typedef struct loomd_options {
     const char *const *cors_origins; /* origins browsers may call from (http/cors.h) */
     int cors_origin_count;
 } loomd_options;
+
+typedef struct loomd {
+    api_services api; /* what the routes serve: their context */
+    char plugin_dir[PATH_MAX];
+    char spool_dir[PATH_MAX]; /* HOME/uploads: file parts being received */
+    int lock_fd;
+    store *auth_st; /* the same database, the auth service's own connection */
+    /* A new home's first admin password when it was generated: shown once. */
+    char generated_admin_password[AUTH_PASSWORD_GEN_MAX];
+    http_server *http;
+    cors_policy *cors;
+    http_route routes[API_MAX_ROUTES];
+} loomd;
 
 
 /* Starts everything into *out, or returns why not (`loom serve` and `loom

@@ -22,25 +22,25 @@ loom_error *loomd_isolate_jobs(loomd *d, const loomd_options *opt)
     unsigned last = opt->job_uid_last ? opt->job_uid_last : JOB_UID_LAST_DEFAULT;
     job_sandbox_config cfg = {.accounts = geteuid() == 0 && !opt->no_job_accounts,
                               .uid_first = first, .uid_last = last,
-                              .user_id = user_id, .user_ctx = d->auth};
+                              .user_id = user_id, .user_ctx = d->api.auth};
     char why[PATH_MAX + 64];
-    if (cfg.accounts && !job_sandbox_reachable(d->home, why, sizeof why)) {
+    if (cfg.accounts && !job_sandbox_reachable(d->api.home, why, sizeof why)) {
         log_warn("jobs cannot run under accounts of their own: %s", why);
         cfg.accounts = 0;
     }
     job_sandbox_configure(&cfg);
-    loom_error *e = job_sandbox_secure_home(d->home, cfg.accounts);
+    loom_error *e = job_sandbox_secure_home(d->api.home, cfg.accounts);
     if (e)
         return e;
     char line[512];
-    int complete = job_sandbox_describe(d->home, line, sizeof line);
+    int complete = job_sandbox_describe(d->api.home, line, sizeof line);
     if (complete)
         log_info("%s", line);
     else
         log_warn("%s", line);
     /* Each exec, kernel and plugin call in a cgroup of its own; what a run
      * that crashed left is ended first. */
-    int ended = proc_group_setup(d->home, NULL);
+    int ended = proc_group_setup(d->api.home, NULL);
     if (ended)
         log_warn("ended %d process group(s) a previous run of this home left", ended);
     proc_group_describe(line, sizeof line);
