@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "http/http_lane_internal.h"
+#include "http/tls_gate_internal.h"
 #include "http/http_upload.h"
 #include "http/json_text.h"
 #include "http/mhd_dl.h"
@@ -27,6 +28,7 @@ static const mhd_api *mhd;
 struct http_server {
     struct MHD_Daemon *daemon;
     http_lane *lane; /* on plain HTTP: the port is accepted there (http/http_lane_internal.h) */
+    tls_gate *gate;  /* on HTTPS: the port is accepted there (http/tls_gate_internal.h) */
     http_config cfg;
     int port;
     upload_slots uploads;
@@ -554,6 +556,12 @@ static enum MHD_Result on_headers(http_server *srv, struct MHD_Connection *conn,
         return MHD_NO;
     *con_cls = st;
     st->srv = srv;
+    if (srv->gate) { /* its headers are here: the gate's deadline is met */
+        const union MHD_ConnectionInfo *fi =
+            mhd->MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (fi)
+            tls_gate_headers_done(srv->gate, fi->connect_fd);
+    }
     for (int i = 0; i < HTTP_MAX_FIELDS; i++)
         st->spool_fd[i] = -1;
     const char *origin = mhd->MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin");
@@ -736,6 +744,13 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 {
     (void)socket_context;
     http_server *s = cls;
+    if (s->gate && code == MHD_CONNECTION_NOTIFY_CLOSED) {
+        const union MHD_ConnectionInfo *fi =
+            mhd->MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (fi)
+            tls_gate_closed(s->gate, fi->connect_fd);
+        return;
+    }
     const union MHD_ConnectionInfo *ci =
         mhd->MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     if (!s->lane || !ci || !ci->client_addr || ci->client_addr->sa_family != AF_INET)
@@ -755,8 +770,12 @@ static struct MHD_Daemon *start_daemon(http_server *s, const struct sockaddr_in 
                      MHD_ALLOW_SUSPEND_RESUME;
     if (tls)
         flags |= MHD_USE_TLS;
-    if (s->lane) /* the lane accepts, and hands over what is not its own */
+    if (s->lane || s->gate) /* the lane or the gate accepts and hands over */
         flags |= MHD_USE_NO_LISTEN_SOCKET;
+    /* The gate counts and makes room; libmicrohttpd's own limit is only a
+     * backstop, above it, since a connection the gate shut down to make
+     * room is still libmicrohttpd's until it notices. */
+    unsigned mhd_limit = s->gate ? l->max_connections + l->max_connections / 4 : l->max_connections;
     /* A pool of epoll threads: an idle or slow connection costs a socket and
      * a little memory, never a thread, so many of them cannot starve the
      * others. The TLS options go last: without TLS they are left out. */
@@ -766,7 +785,7 @@ static struct MHD_Daemon *start_daemon(http_server *s, const struct sockaddr_in 
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)l->header_bytes,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection,
         s, MHD_OPTION_CONNECTION_TIMEOUT, l->idle_timeout_s, MHD_OPTION_CONNECTION_LIMIT,
-        l->max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT, l->max_connections_per_ip,
+        mhd_limit, MHD_OPTION_PER_IP_CONNECTION_LIMIT, l->max_connections_per_ip,
         tls ? MHD_OPTION_HTTPS_MEM_KEY : MHD_OPTION_END, cfg->tls_key_pem,
         MHD_OPTION_HTTPS_MEM_CERT, cfg->tls_cert_pem, MHD_OPTION_END);
 }
@@ -814,6 +833,13 @@ loom_error *http_server_start(const http_config *cfg, http_server **out)
             return loom_err_wrap(e, "cannot listen on %s:%d", cfg->address, cfg->port);
         }
         addr.sin_port = htons((uint16_t)http_lane_port(s->lane));
+    } else if (tls) {
+        loom_error *e = tls_gate_start(s, &addr, &s->gate);
+        if (e) {
+            http_server_stop(s);
+            return loom_err_wrap(e, "cannot listen on %s:%d", cfg->address, cfg->port);
+        }
+        addr.sin_port = htons((uint16_t)tls_gate_port(s->gate));
     }
     s->daemon = start_daemon(s, &addr, tls);
     if (!s->daemon) {
@@ -822,14 +848,17 @@ loom_error *http_server_start(const http_config *cfg, http_server **out)
                         cfg->address, cfg->port,
                         tls ? ", or the TLS certificate or key is not valid PEM" : "");
     }
-    loom_error *e = s->lane ? http_lane_accept(s->lane) : NULL;
+    loom_error *e = s->lane ? http_lane_accept(s->lane) : s->gate ? tls_gate_accept(s->gate) : NULL;
     if (e) {
         http_server_stop(s);
         return e;
     }
     const union MHD_DaemonInfo *info =
-        s->lane ? NULL : mhd->MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
-    s->port = s->lane ? http_lane_port(s->lane) : info ? info->port : cfg->port;
+        s->lane || s->gate ? NULL : mhd->MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    s->port = s->lane   ? http_lane_port(s->lane)
+              : s->gate ? tls_gate_port(s->gate)
+              : info    ? info->port
+                        : cfg->port;
     *out = s;
     return NULL;
 }
@@ -902,9 +931,11 @@ void http_server_stop(http_server *s)
     /* The lane stops handing connections over before the daemon stops; it
      * is freed after, since the daemon's callbacks count connections in it. */
     http_lane_halt(s->lane);
+    tls_gate_halt(s->gate);
     if (s->daemon && !stop_daemon_bounded(s->daemon))
-        return; /* its threads may still use the lane and the server */
+        return; /* its threads may still use the lane, the gate and the server */
     http_lane_stop(s->lane);
+    tls_gate_stop(s->gate);
     workqueue_destroy(s->slow);
     upload_slots_destroy(&s->uploads);
     free(s);

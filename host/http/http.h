@@ -136,7 +136,9 @@ typedef struct http_limits {
                                       * headers, in all, fit in it with about
                                       * 900 bytes to spare (else 431) */
     unsigned header_timeout_s;       /* a request's headers complete within this
-                                      * from its first byte (else 408) */
+                                      * from its first byte (else 408); over
+                                      * HTTPS, the first request's from the
+                                      * accept (else the connection closes) */
 } http_limits;
 
 #define HTTP_DEFAULT_MAX_CONNECTIONS 1024

@@ -853,6 +853,25 @@ static void *loop_main(void *arg)
 
 /* ---- start and stop ------------------------------------------------------ */
 
+loom_error *http_listen(const struct sockaddr_in *addr, int *fd, int *port)
+{
+    *fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int one = 1;
+    if (*fd < 0 || setsockopt(*fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+        bind(*fd, (const struct sockaddr *)addr, sizeof *addr) != 0 || listen(*fd, SOMAXCONN) != 0) {
+        int err = errno;
+        if (*fd >= 0)
+            close(*fd);
+        *fd = -1;
+        return loom_err(LOOM_E_UNAVAILABLE, "%s", strerror(err));
+    }
+    struct sockaddr_in bound;
+    socklen_t blen = sizeof bound;
+    getsockname(*fd, (struct sockaddr *)&bound, &blen);
+    *port = ntohs(bound.sin_port);
+    return NULL;
+}
+
 loom_error *http_lane_start(http_server *srv, const struct sockaddr_in *addr, unsigned threads,
                             http_lane **out)
 {
@@ -872,19 +891,11 @@ loom_error *http_lane_start(http_server *srv, const struct sockaddr_in *addr, un
         http_lane_stop(l);
         return loom_err(LOOM_E_INTERNAL, "out of memory");
     }
-    l->listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    int one = 1;
-    if (l->listen_fd < 0 || setsockopt(l->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
-        bind(l->listen_fd, (const struct sockaddr *)addr, sizeof *addr) != 0 ||
-        listen(l->listen_fd, SOMAXCONN) != 0) {
-        int err = errno;
+    loom_error *e = http_listen(addr, &l->listen_fd, &l->port);
+    if (e) {
         http_lane_stop(l);
-        return loom_err(LOOM_E_UNAVAILABLE, "%s", strerror(err));
+        return e;
     }
-    struct sockaddr_in bound;
-    socklen_t blen = sizeof bound;
-    getsockname(l->listen_fd, (struct sockaddr *)&bound, &blen);
-    l->port = ntohs(bound.sin_port);
     for (unsigned i = 0; i < threads; i++) {
         lane_loop *lp = &l->loops[i];
         lp->lane = l;

@@ -66,6 +66,9 @@ void http_server_fail(const http_server *s, http_response *res, int32_t code, co
 void http_server_reply_error(const http_server *s, http_response *res, loom_error *err);
 /* Gives a connection to libmicrohttpd; -1 (the socket closed) on failure. */
 int http_server_adopt(http_server *s, int fd, const struct sockaddr *addr, socklen_t len);
+/* A non-blocking listening socket on addr (SO_REUSEADDR, backlog
+ * SOMAXCONN) with the port it got; LOOM_E_UNAVAILABLE naming why not. */
+loom_error *http_listen(const struct sockaddr_in *addr, int *fd, int *port);
 /* The Date header's text for this second (cached per thread). */
 const char *http_date_now(void);
 /* Dotted quad of an address, without inet_ntop's printf. */
