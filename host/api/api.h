@@ -40,9 +40,10 @@ typedef struct api_services {
     unsigned upload_seq;
 } api_services;
 
-/* Every subsystem's routes into routes[API_MAX_ROUTES]; returns how many.
- * Their handlers take an api_services * as ctx. */
-size_t api_route_table(http_route *routes);
+/* Every subsystem's routes into routes[API_MAX_ROUTES], *count of them;
+ * LOOM_E_LIMIT when they do not fit. Their handlers take an api_services *
+ * as ctx. */
+loom_error *api_route_table(http_route *routes, size_t *count);
 
 /* Route tables of the subsystems (routes_*.c). */
 extern const http_route loom_exec_routes[];

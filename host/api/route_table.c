@@ -21,8 +21,7 @@ static const http_route core_routes[] = {
     {"GET", LOOM_ROUTE_HEALTH, health, HTTP_USER},
 };
 
-/* Every subsystem's routes into one table; returns how many. */
-size_t api_route_table(http_route *routes)
+loom_error *api_route_table(http_route *routes, size_t *count)
 {
     const struct {
         const http_route *table;
@@ -38,7 +37,12 @@ size_t api_route_table(http_route *routes)
     };
     size_t n = 0;
     for (size_t p = 0; p < sizeof parts / sizeof *parts; p++)
-        for (size_t i = 0; i < parts[p].count && n < API_MAX_ROUTES; i++)
+        for (size_t i = 0; i < parts[p].count; i++) {
+            if (n == API_MAX_ROUTES)
+                return loom_err(LOOM_E_LIMIT, "the REST API has more routes than API_MAX_ROUTES "
+                                "(%d): raise it", API_MAX_ROUTES);
             routes[n++] = parts[p].table[i];
-    return n;
+        }
+    *count = n;
+    return NULL;
 }

@@ -234,7 +234,8 @@ loom_error *loomd_start(const loomd_options *opt, loomd **out)
     if ((e = hpo_service_create(d->api.st, d->api.reg, d->api.execs, d->api.home, NULL, &d->api.hpo)) != NULL)
         goto fail_with;
 
-    if ((e = open_web_front(d, opt)) != NULL)
+    size_t nroutes = 0;
+    if ((e = open_web_front(d, opt)) != NULL || (e = api_route_table(d->routes, &nroutes)) != NULL)
         goto fail_with;
 
     http_config cfg = {
@@ -245,7 +246,7 @@ loom_error *loomd_start(const loomd_options *opt, loomd **out)
         .spool_dir = d->spool_dir,
         .limits = opt->http,
         .routes = d->routes,
-        .nroutes = api_route_table(d->routes),
+        .nroutes = nroutes,
         .ctx = &d->api,
         .authenticate = api_authenticate,
         .reply_error = api_reply_error,
