@@ -17,6 +17,7 @@
 typedef struct gate_conn {
     int fd;
     uint32_t ip;
+    uint16_t port;    /* the peer's, network order: with ip, which socket fd is */
     time_t accepted;
     int headers_done; /* its first request's headers arrived in time */
     int shut;         /* shut down by the gate: closing */
@@ -61,6 +62,34 @@ static void give_back(tls_gate *g, gate_conn *c)
     c->counted = 0;
 }
 
+/* The descriptor accept just returned was closed by whoever held it
+ * before: an entry still naming it is one libmicrohttpd closed without a
+ * word (a connection it could not set up). It goes, with its count, so the
+ * sweep never shuts the new connection down in its name. Lock held. */
+static void drop_stale(tls_gate *g, int fd)
+{
+    gate_conn *c;
+    while ((c = find(g, fd)) != NULL) {
+        give_back(g, c);
+        unlink_conn(g, c);
+        free(c);
+    }
+}
+
+/* Shuts down c's socket, if fd is still it: a connection libmicrohttpd
+ * dropped unreported leaves fd free for reuse by anything else, which must
+ * not be shut down in its name (such an entry is marked shut, and leaves at
+ * its fd's next accept). */
+static void shut(gate_conn *c)
+{
+    struct sockaddr_in peer;
+    socklen_t len = sizeof peer;
+    if (getpeername(c->fd, (struct sockaddr *)&peer, &len) == 0 && peer.sin_family == AF_INET &&
+        peer.sin_addr.s_addr == c->ip && peer.sin_port == c->port)
+        shutdown(c->fd, SHUT_RDWR);
+    c->shut = 1;
+}
+
 /* With every connection taken, one from an address that holds fewer than
  * another makes room: the unfinished connection of the address holding the
  * most that has waited longest is shut down, and its count given back now.
@@ -84,8 +113,7 @@ static int evict_for(tls_gate *g, uint32_t ip)
     }
     if (!victim)
         return 0;
-    shutdown(victim->fd, SHUT_RDWR);
-    victim->shut = 1;
+    shut(victim);
     give_back(g, victim);
     return 1;
 }
@@ -104,11 +132,12 @@ static void accept_all(tls_gate *g)
         uint32_t ip = addr.sin_addr.s_addr;
         gate_conn *c = calloc(1, sizeof *c);
         pthread_mutex_lock(&g->lock);
+        drop_stale(g, fd);
         int counted = c && (conn_count_take(g->counts, ip) ||
                             (evict_for(g, ip) && conn_count_take(g->counts, ip)));
         if (counted) {
-            *c = (gate_conn){.fd = fd, .ip = ip, .accepted = time(NULL), .counted = 1,
-                             .next = g->conns};
+            *c = (gate_conn){.fd = fd, .ip = ip, .port = addr.sin_port, .accepted = time(NULL),
+                             .counted = 1, .next = g->conns};
             if (g->conns)
                 g->conns->prev = c;
             g->conns = c;
@@ -120,12 +149,12 @@ static void accept_all(tls_gate *g)
             continue;
         }
         if (http_server_adopt(g->srv, fd, (struct sockaddr *)&addr, len) != 0) {
-            /* libmicrohttpd closed it without a word: the entry goes here */
+            /* libmicrohttpd closed it: the entry goes here, unless its
+             * close was reported meanwhile (only this thread adds entries,
+             * so one found for fd is still c) */
             pthread_mutex_lock(&g->lock);
-            give_back(g, c);
-            unlink_conn(g, c);
+            drop_stale(g, fd);
             pthread_mutex_unlock(&g->lock);
-            free(c);
         }
     }
 }
@@ -137,10 +166,8 @@ static void sweep(tls_gate *g, time_t now)
     pthread_mutex_lock(&g->lock);
     for (gate_conn *c = g->conns; c; c = c->next)
         if (!c->headers_done && !c->shut &&
-            now - c->accepted >= (time_t)g->limits->header_timeout_s) {
-            shutdown(c->fd, SHUT_RDWR);
-            c->shut = 1;
-        }
+            now - c->accepted >= (time_t)g->limits->header_timeout_s)
+            shut(c);
     pthread_mutex_unlock(&g->lock);
 }
 

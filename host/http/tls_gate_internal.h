@@ -16,8 +16,9 @@
  *
  * Threading: the gate's thread accepts and sweeps; headers_done and closed
  * come from libmicrohttpd's threads. One mutex guards the table; an entry
- * leaves it only when libmicrohttpd says the connection closed (before it
- * closes the socket), so a descriptor is never shut down after its reuse.
+ * leaves it when libmicrohttpd says the connection closed (before it closes
+ * the socket), and the gate shuts a descriptor down only while its peer is
+ * still the connection's, so a descriptor reused meanwhile is never hit.
  */
 #ifndef LOOM_HTTP_TLS_GATE_INTERNAL_H
 #define LOOM_HTTP_TLS_GATE_INTERNAL_H
