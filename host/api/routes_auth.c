@@ -2,38 +2,24 @@
  * tokens (three header spellings) or Basic credentials on any route; a
  * token for Basic credentials, an API key or dlim's userpasswd (WMLA's
  * /auth/v1/logon and dlim's /dlim/v1/auth/token); WMLA's conductor log-on;
- * logging off, users (admin), API keys (self). */
+ * logging off, users (admin), API keys (self). The transport extracts the
+ * credentials (http/credentials.h); the auth service checks them. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "api/routes.h"
-#include "api/server.h"
+#include "api/api.h"
+#include "api/request_body.h"
+#include "http/credentials.h"
 #include "util/fs.h"
 #include "util/log.h"
 
-/* The bearer token of a request (Authorization: Bearer, WMLA's
- * X-Auth-Token, or dlim's X-User-Token); 0 when it carries none. */
-static int request_token(const http_request *req, char *token, size_t len)
-{
-    const char *authz = http_header(req, "Authorization");
-    const char *headers[] = {"X-Auth-Token", "X-User-Token"};
-    if (authz) {
-        loom_error *e = auth_parse_bearer(authz, token, len);
-        if (!e)
-            return 1;
-        loom_err_free(e);
-    }
-    for (size_t i = 0; i < sizeof headers / sizeof *headers; i++) {
-        const char *x = http_header(req, headers[i]);
-        if (x && strlen(x) < len) {
-            snprintf(token, len, "%s", x);
-            return 1;
-        }
-    }
-    return 0;
-}
+/* The credentials' name and password and the auth service's buffers are
+ * the same size, so nothing extracted is cut short on its way. */
+_Static_assert(HTTP_CRED_USER_MAX == AUTH_NAME_MAX, "user names: one size");
+_Static_assert(HTTP_CRED_PASSWORD_MAX == AUTH_PASSWORD_MAX_LEN + 1, "passwords: one size");
 
 static const char *client_of(const http_request *req)
 {
@@ -43,7 +29,7 @@ static const char *client_of(const http_request *req)
 /* Passwords may travel in the clear only where nobody can listen: over
  * HTTPS, on a loopback listener, from a loopback peer, or when the host
  * was started with --allow-basic-over-http. */
-static int password_may_travel(const loomd *d, const http_request *req)
+static int password_may_travel(const api_services *d, const http_request *req)
 {
     return d->basic_over_http_allowed || strncmp(client_of(req), "127.", 4) == 0 ||
            strcmp(client_of(req), "local") == 0;
@@ -73,19 +59,18 @@ static int is_logon_path(const char *path)
 
 /* Basic credentials sent with the request itself (WMLA's notebooks send
  * them on every call). */
-static int basic_identity(loomd *d, const http_request *req, const char *authz, auth_identity *who,
-                          loom_error **why)
+static int basic_identity(api_services *d, const http_request *req, const http_credentials *cred,
+                          auth_identity *who, loom_error **why)
 {
-    char user[AUTH_NAME_MAX], password[AUTH_PASSWORD_MAX_LEN + 1];
-    loom_error *e = auth_parse_basic(authz, user, sizeof user, password, sizeof password);
-    if (!e && !password_may_travel(d, req)) {
+    loom_error *e = NULL;
+    if (!password_may_travel(d, req)) {
         log_warn("refused Basic credentials over plain HTTP from %s (see --allow-basic-over-http)",
                  client_of(req));
         e = password_refused_here();
     }
     if (!e)
-        e = auth_check_basic(d->auth, client_of(req), user, password, time_now_ms(), who);
-    explicit_bzero(password, sizeof password);
+        e = auth_check_basic(d->auth, client_of(req), cred->user, cred->password, time_now_ms(),
+                             who);
     if (e) {
         /* Wrong credentials stay a plain 401; a refusal says why. */
         if (loom_err_code(e) == LOOM_E_UNAUTHENTICATED)
@@ -106,23 +91,34 @@ static int inference_call(const http_request *req)
            !strchr(req->path + n, '/');
 }
 
-int loomd_authenticate(void *ctx, const http_request *req, char *user, size_t userlen,
+int api_authenticate(void *ctx, const http_request *req, char *user, size_t userlen,
                        int *is_admin, loom_error **why)
 {
-    loomd *d = ctx;
-    char token[AUTH_SECRET_MAX + 8];
+    api_services *d = ctx;
     auth_identity who;
-    const char *authz = http_header(req, "Authorization");
-    if (request_token(req, token, sizeof token)) {
-        loom_error *e = auth_check_token(d->auth, token, time_now_ms(), &who);
-        if (e) {
-            loom_err_free(e);
-            return -1;
-        }
-    } else if (authz && strncasecmp(authz, "Basic ", 6) == 0 && !is_logon_path(req->path)) {
-        if (basic_identity(d, req, authz, &who, why) != 0)
-            return -1;
+    http_credentials cred;
+    loom_error *malformed = http_credentials_of(req, &cred);
+    int known;
+    if (cred.has_token) {
+        known = loom_err_take(auth_check_token(d->auth, cred.token, time_now_ms(), &who), NULL,
+                              0) == LOOM_OK;
+    } else if (malformed && !is_logon_path(req->path)) {
+        *why = malformed; /* a malformed Authorization: Basic says what is wrong */
+        malformed = NULL;
+        known = 0;
+    } else if (cred.has_basic && !is_logon_path(req->path)) {
+        known = basic_identity(d, req, &cred, &who, why) == 0;
     } else {
+        known = 0;
+    }
+    loom_err_free(malformed);
+    http_credentials_clear(&cred);
+    if (!known) {
+        if (!*why)
+            *why = loom_err(LOOM_E_UNAUTHENTICATED,
+                            "authentication required: log on with POST " LOOM_ROUTE_LOGON " "
+                            "(Authorization: Basic) and send Authorization: Bearer TOKEN, or "
+                            "send Authorization: Basic with every request");
         return -1;
     }
     if (strcmp(who.scope, AUTH_SCOPE_INFERENCE) == 0) {
@@ -143,7 +139,7 @@ int loomd_authenticate(void *ctx, const http_request *req, char *user, size_t us
     return 0;
 }
 
-int64_t loomd_caller_id(loomd *d, const http_request *req)
+int64_t api_caller_id(api_services *d, const http_request *req)
 {
     if (req->is_admin)
         return EXEC_ADMIN;
@@ -164,13 +160,13 @@ static loom_error *userpasswd_of(const cJSON *body, char *user, size_t ulen, cha
     char header[2 * AUTH_PASSWORD_MAX_LEN];
     if ((size_t)snprintf(header, sizeof header, "Basic %s", up->valuestring) >= sizeof header)
         return loom_err(LOOM_E_INVALID, "userpasswd: longer than %zu characters", sizeof header - 7);
-    loom_error *e = auth_parse_basic(header, user, ulen, password, plen);
+    loom_error *e = http_parse_basic(header, user, ulen, password, plen);
     explicit_bzero(header, sizeof header);
     return e ? loom_err_wrap(e, "userpasswd") : NULL;
 }
 
 /* A log-on from the body: {"apikey": ...} or dlim's userpasswd. */
-static loom_error *logon_with_body(loomd *d, const http_request *req, const cJSON *body,
+static loom_error *logon_with_body(api_services *d, const http_request *req, const cJSON *body,
                                    char *token, size_t tlen, int64_t *expires)
 {
     const cJSON *key = cJSON_GetObjectItemCaseSensitive(body, "apikey");
@@ -197,31 +193,30 @@ static loom_error *logon_with_body(loomd *d, const http_request *req, const cJSO
  * /auth/v1/logon), user_token (dlim). */
 static void logon(void *ctx, const http_request *req, http_response *res)
 {
-    loomd *d = ctx;
-    char user[AUTH_NAME_MAX], password[AUTH_PASSWORD_MAX_LEN + 1], token[AUTH_SECRET_MAX];
+    api_services *d = ctx;
+    char token[AUTH_SECRET_MAX];
     int64_t expires = 0;
     loom_error *e;
-    const char *authz = http_header(req, "Authorization");
-    loom_error *basic = authz ? auth_parse_basic(authz, user, sizeof user, password, sizeof password)
-                              : loom_err(LOOM_E_UNAUTHENTICATED, "no Authorization header");
-    if (!basic) {
+    http_credentials cred;
+    loom_err_free(http_credentials_of(req, &cred)); /* malformed Basic: the body may hold some */
+    if (cred.has_basic) {
         e = password_may_travel(d, req)
-                ? auth_logon_password(d->auth, client_of(req), user, password, time_now_ms(), token,
-                                      sizeof token, &expires)
+                ? auth_logon_password(d->auth, client_of(req), cred.user, cred.password,
+                                      time_now_ms(), token, sizeof token, &expires)
                 : password_refused_here();
     } else if (req->body_len) {
-        loom_err_free(basic);
-        cJSON *body = http_body_json(req, res);
-        if (!body)
+        cJSON *body = api_body_json(req, res);
+        if (!body) {
+            http_credentials_clear(&cred);
             return;
+        }
         e = logon_with_body(d, req, body, token, sizeof token, &expires);
         cJSON_Delete(body);
     } else {
-        loom_err_free(basic);
         e = loom_err(LOOM_E_UNAUTHENTICATED,
                      "credentials required: Authorization: Basic, or {\"apikey\": ...}");
     }
-    explicit_bzero(password, sizeof password);
+    http_credentials_clear(&cred);
     if (e) {
         api_reply_error(res, e);
         return;
@@ -246,18 +241,18 @@ static void logon(void *ctx, const http_request *req, http_response *res)
  * in auth_check_basic keeps cheap). */
 static void conductor_logon(void *ctx, const http_request *req, http_response *res)
 {
-    loomd *d = ctx;
-    char user[AUTH_NAME_MAX], password[AUTH_PASSWORD_MAX_LEN + 1];
-    const char *authz = http_header(req, "Authorization");
+    api_services *d = ctx;
     auth_identity who;
-    loom_error *e = authz ? auth_parse_basic(authz, user, sizeof user, password, sizeof password)
-                          : loom_err(LOOM_E_UNAUTHENTICATED,
-                                     "credentials required: Authorization: Basic");
+    http_credentials cred;
+    loom_error *e = http_credentials_of(req, &cred);
+    if (!e && !cred.has_basic)
+        e = loom_err(LOOM_E_UNAUTHENTICATED, "credentials required: Authorization: Basic");
     if (!e && !password_may_travel(d, req))
         e = password_refused_here();
     if (!e)
-        e = auth_check_basic(d->auth, client_of(req), user, password, time_now_ms(), &who);
-    explicit_bzero(password, sizeof password);
+        e = auth_check_basic(d->auth, client_of(req), cred.user, cred.password, time_now_ms(),
+                             &who);
+    http_credentials_clear(&cred);
     if (e) {
         api_reply_error(res, e);
         return;
@@ -270,12 +265,14 @@ static void conductor_logon(void *ctx, const http_request *req, http_response *r
 
 static void logout(void *ctx, const http_request *req, http_response *res)
 {
-    loomd *d = ctx;
-    char token[AUTH_SECRET_MAX + 8];
+    api_services *d = ctx;
+    http_credentials cred;
     /* The caller's token was valid a moment ago (the route needs one); one
      * revoked meanwhile is as good as logged out. */
-    if (request_token(req, token, sizeof token))
-        loom_err_free(auth_logout(d->auth, token));
+    loom_err_free(http_credentials_of(req, &cred));
+    if (cred.has_token)
+        loom_err_free(auth_logout(d->auth, cred.token));
+    http_credentials_clear(&cred);
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "loggedOut", req->user);
     http_reply_json(res, 200, o);
@@ -293,7 +290,7 @@ static void add_user_item(const auth_user *u, void *ctx)
 static void list_users(void *ctx, const http_request *req, http_response *res)
 {
     (void)req;
-    loomd *d = ctx;
+    api_services *d = ctx;
     cJSON *a = cJSON_CreateArray();
     loom_error *e = auth_user_list(d->auth, add_user_item, a, NULL);
     if (e) {
@@ -306,8 +303,8 @@ static void list_users(void *ctx, const http_request *req, http_response *res)
 
 static void add_user(void *ctx, const http_request *req, http_response *res)
 {
-    loomd *d = ctx;
-    cJSON *body = http_body_json(req, res);
+    api_services *d = ctx;
+    cJSON *body = api_body_json(req, res);
     if (!body)
         return;
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(body, "name");
@@ -331,7 +328,7 @@ static void add_user(void *ctx, const http_request *req, http_response *res)
 /* Model services and tuning tasks are kept by their owner's name: a user
  * who still owns any is not removed, so a user created later under the same
  * name can never inherit them. */
-static loom_error *still_owns(loomd *d, const char *user)
+static loom_error *still_owns(api_services *d, const char *user)
 {
     size_t models = 0, tasks = 0;
     infer_model_view *views = NULL;
@@ -353,7 +350,7 @@ static loom_error *still_owns(loomd *d, const char *user)
 
 static void remove_user(void *ctx, const http_request *req, http_response *res)
 {
-    loomd *d = ctx;
+    api_services *d = ctx;
     loom_error *e = still_owns(d, req->params[0]);
     if (!e)
         e = auth_user_remove(d->auth, req->params[0]);
@@ -369,12 +366,12 @@ static void remove_user(void *ctx, const http_request *req, http_response *res)
 /* A user changes their own password; an admin anyone's. */
 static void passwd(void *ctx, const http_request *req, http_response *res)
 {
-    loomd *d = ctx;
+    api_services *d = ctx;
     if (!req->is_admin && strcmp(req->user, req->params[0]) != 0) {
         api_error(res, LOOM_E_FORBIDDEN, "only an administrator changes another user's password");
         return;
     }
-    cJSON *body = http_body_json(req, res);
+    cJSON *body = api_body_json(req, res);
     if (!body)
         return;
     const cJSON *password = cJSON_GetObjectItemCaseSensitive(body, "password");
@@ -395,8 +392,8 @@ static void passwd(void *ctx, const http_request *req, http_response *res)
 
 static void create_apikey(void *ctx, const http_request *req, http_response *res)
 {
-    loomd *d = ctx;
-    cJSON *body = http_body_json(req, res);
+    api_services *d = ctx;
+    cJSON *body = api_body_json(req, res);
     if (!body)
         return;
     const cJSON *label = cJSON_GetObjectItemCaseSensitive(body, "label");
@@ -449,7 +446,7 @@ static void add_apikey_item(const auth_apikey *k, void *ctx)
 /* The keys' labels and owners; the keys themselves were shown once. */
 static void list_apikeys(void *ctx, const http_request *req, http_response *res)
 {
-    loomd *d = ctx;
+    api_services *d = ctx;
     const char *user = apikey_owner(req, res, 1);
     if (!user)
         return;
@@ -465,7 +462,7 @@ static void list_apikeys(void *ctx, const http_request *req, http_response *res)
 
 static void revoke_apikey(void *ctx, const http_request *req, http_response *res)
 {
-    loomd *d = ctx;
+    api_services *d = ctx;
     const char *user = apikey_owner(req, res, 0);
     if (!user)
         return;

@@ -12,7 +12,8 @@
 #include <unistd.h>
 
 #include "api/routes.h"
-#include "api/server.h"
+#include "api/api.h"
+#include "api/request_body.h"
 #include "exec/dlicmd.h"
 #include "util/tarball.h"
 #include "util/fs.h"
@@ -23,7 +24,7 @@
 #define RESULT_ZIP_MAX ((size_t)256 << 20) /* a result folder's zip, held to send it */
 
 /* Users see their own execs (by immutable id); administrators see all. */
-#define OWNER(req) loomd_caller_id(ctx, req)
+#define OWNER(req) api_caller_id(ctx, req)
 
 /* text's lines as an array of strings named `name` in o. */
 static void add_lines(cJSON *o, const char *name, const char *text)
@@ -110,7 +111,7 @@ static cJSON *exec_json_in(exec_view *v, const hpo_exec_task *tasks, size_t ntas
 }
 
 /* Replies with the exec as it now is (status 200 or 201). */
-static void reply_exec(loomd *d, int64_t owner, const char *id, int status, http_response *res)
+static void reply_exec(api_services *d, int64_t owner, const char *id, int status, http_response *res)
 {
     exec_view v;
     loom_error *e = exec_describe(d->execs, owner, id, &v);
@@ -128,7 +129,7 @@ static void reply_exec(loomd *d, int64_t owner, const char *id, int status, http
 
 /* WMLA's sigName: the resource plan of that name when one exists ("NAME"
  * is the plan "/NAME"), else NULL with a warning. */
-static const char *plan_of_sig(loomd *d, const char *sig, char *plan, size_t len, char *warn,
+static const char *plan_of_sig(api_services *d, const char *sig, char *plan, size_t len, char *warn,
                                size_t wlen)
 {
     snprintf(plan, len, "%s%s", sig[0] == '/' ? "" : "/", sig);
@@ -160,7 +161,7 @@ static const char *submission_args(const http_request *req, http_response *res, 
         }
         return f->data ? f->data : ""; /* an empty part has no bytes */
     }
-    *json = http_body_json(req, res);
+    *json = api_body_json(req, res);
     if (!*json)
         return NULL;
     cJSON *a = cJSON_GetObjectItemCaseSensitive(*json, "args");
@@ -187,7 +188,7 @@ static void plan_named(const char *args, const char *user, char *out, size_t len
 
 /* The reply WMLA's clients read (id, sigId, submissionId) beside loom's
  * view of the exec and what the host did otherwise than asked. */
-static void reply_submitted(loomd *d, const char *id, const char *args, const char *user,
+static void reply_submitted(api_services *d, const char *id, const char *args, const char *user,
                             const char *warnings, http_response *res)
 {
     exec_view v;
@@ -228,7 +229,7 @@ static loom_error *parse_request(const char *args, dlicmd *out)
 
 static void submit(void *ctx, const http_request *req, http_response *res)
 {
-    loomd *d = ctx;
+    api_services *d = ctx;
     exec_submission sub = {.user = req->user, .is_admin = req->is_admin};
     loom_error *who = auth_user_id(d->auth, req->user, &sub.user_id);
     if (who) { /* removed since its token was checked */
@@ -297,7 +298,7 @@ static void submit(void *ctx, const http_request *req, http_response *res)
 
 static void list(void *ctx, const http_request *req, http_response *res)
 {
-    loomd *d = ctx;
+    api_services *d = ctx;
     exec_view *v;
     size_t n;
     loom_error *e = exec_list(d->execs, OWNER(req), &v, &n);
@@ -324,9 +325,9 @@ static void view(void *ctx, const http_request *req, http_response *res)
 /* Opens the exec's log file: ?worker=N&stream=S, or by default the
  * training driver's log for an elastic exec and worker 0's stdout
  * otherwise. Through exec_log_open: a link there is refused, not followed. */
-static loom_error *log_file(loomd *d, const http_request *req, int *fd)
+static loom_error *log_file(api_services *d, const http_request *req, int *fd)
 {
-    int64_t owner = loomd_caller_id(d, req);
+    int64_t owner = api_caller_id(d, req);
     const char *w = http_query(req, "worker");
     const char *stream = http_query(req, "stream");
     char *end;
@@ -382,7 +383,7 @@ static long long file_size(int fd)
  * else text/plain. */
 static void log_chunk(void *ctx, const http_request *req, http_response *res)
 {
-    loomd *d = ctx;
+    api_services *d = ctx;
     const char *off = http_query(req, "offset");
     const char *accept = http_header(req, "Accept");
     char *end;
@@ -424,7 +425,7 @@ static void log_chunk(void *ctx, const http_request *req, http_response *res)
  * read it to check the download). */
 static void result(void *ctx, const http_request *req, http_response *res)
 {
-    loomd *d = ctx;
+    api_services *d = ctx;
     exec_view v;
     loom_error *e = exec_describe(d->execs, OWNER(req), req->params[0], &v);
     if (e) {
@@ -465,7 +466,7 @@ static size_t tail_start(const char *buf, size_t n, long lines)
  * [?lastlines=N]: WMLA's executor n is worker n - 1. */
 static void executor_log(void *ctx, const http_request *req, http_response *res)
 {
-    loomd *d = ctx;
+    api_services *d = ctx;
     const char *ex = req->params[1], *stream = req->params[2];
     const char *last = http_query(req, "lastlines");
     char *end;
@@ -506,7 +507,7 @@ static void executor_log(void *ctx, const http_request *req, http_response *res)
 
 static void stop(void *ctx, const http_request *req, http_response *res)
 {
-    loomd *d = ctx;
+    api_services *d = ctx;
     loom_error *e = exec_stop(d->execs, OWNER(req), req->params[0]);
     if (e)
         api_reply_error(res, e);
@@ -517,8 +518,8 @@ static void stop(void *ctx, const http_request *req, http_response *res)
 /* POST .../execs/{id}/resize {"workers": N} */
 static void resize(void *ctx, const http_request *req, http_response *res)
 {
-    loomd *d = ctx;
-    cJSON *body = http_body_json(req, res);
+    api_services *d = ctx;
+    cJSON *body = api_body_json(req, res);
     if (!body)
         return;
     const cJSON *w = cJSON_GetObjectItemCaseSensitive(body, "workers");
@@ -537,7 +538,7 @@ static void resize(void *ctx, const http_request *req, http_response *res)
 
 static void delete(void *ctx, const http_request *req, http_response *res)
 {
-    loomd *d = ctx;
+    api_services *d = ctx;
     loom_error *e = exec_delete(d->execs, OWNER(req), req->params[0]);
     if (e) {
         api_reply_error(res, e);

@@ -11,7 +11,8 @@
 #include <strings.h>
 
 #include "api/routes.h"
-#include "api/server.h"
+#include "api/api.h"
+#include "api/request_body.h"
 #include "hpo/hpo.h"
 #include "util/num_text.h"
 
@@ -19,7 +20,7 @@
 
 static void submit(void *ctx, const http_request *req, http_response *res)
 {
-    loomd *d = ctx;
+    api_services *d = ctx;
     const http_field *data = http_field_get(req, "data");
     const http_field *file = http_field_get(req, "file");
     if (!data) {
@@ -50,7 +51,7 @@ static void submit(void *ctx, const http_request *req, http_response *res)
 
 static void list(void *ctx, const http_request *req, http_response *res)
 {
-    loomd *d = ctx;
+    api_services *d = ctx;
     hpo_task_rec *t;
     size_t n;
     loom_error *e = hpo_list(d->hpo, OWNER(req), &t, &n);
@@ -100,7 +101,7 @@ static cJSON *experiment_json(const hpo_exp_view *x)
 
 static void view(void *ctx, const http_request *req, http_response *res)
 {
-    loomd *d = ctx;
+    api_services *d = ctx;
     hpo_task_view v;
     loom_error *e = hpo_describe(d->hpo, OWNER(req), req->params[0], &v);
     if (e) {
@@ -147,7 +148,7 @@ static void view(void *ctx, const http_request *req, http_response *res)
  * more was asked than it holds, "next" is the offset to follow from. */
 static void search_log(void *ctx, const http_request *req, http_response *res)
 {
-    loomd *d = ctx;
+    api_services *d = ctx;
     const char *off = http_query(req, "offset");
     char *end;
     errno = 0;
@@ -194,25 +195,25 @@ static void reply_done(http_response *res, loom_error *e, const char *name)
 
 static void stop(void *ctx, const http_request *req, http_response *res)
 {
-    loomd *d = ctx;
+    api_services *d = ctx;
     reply_done(res, hpo_stop(d->hpo, OWNER(req), req->params[0]), req->params[0]);
 }
 
 static void restart(void *ctx, const http_request *req, http_response *res)
 {
-    loomd *d = ctx;
+    api_services *d = ctx;
     reply_done(res, hpo_restart(d->hpo, OWNER(req), req->params[0]), req->params[0]);
 }
 
 static void delete_one(void *ctx, const http_request *req, http_response *res)
 {
-    loomd *d = ctx;
+    api_services *d = ctx;
     reply_done(res, hpo_delete(d->hpo, OWNER(req), req->params[0]), req->params[0]);
 }
 
 static void delete_ended(void *ctx, const http_request *req, http_response *res)
 {
-    loomd *d = ctx;
+    api_services *d = ctx;
     unsigned n = 0;
     /* The caller's own ended tasks, administrators included. */
     loom_error *e = hpo_delete_ended(d->hpo, req->user, &n);
@@ -241,7 +242,7 @@ static cJSON *algorithm_json(const char *name, const char *type, const char *plu
  * search plugins and installed Python optimizers. */
 static void algorithm_list(void *ctx, const http_request *req, http_response *res)
 {
-    loomd *d = ctx;
+    api_services *d = ctx;
     const char *type = http_query(req, "type");
     if (type && strcmp(type, "BUILD_IN") && strcmp(type, "PLUGIN")) {
         api_error(res, LOOM_E_INVALID, "type: expected BUILD_IN or PLUGIN");
@@ -275,7 +276,7 @@ static void algorithm_list(void *ctx, const http_request *req, http_response *re
 
 static void algorithm_get(void *ctx, const http_request *req, http_response *res)
 {
-    loomd *d = ctx;
+    api_services *d = ctx;
     const char *name = req->params[0];
     hpo_algorithm_rec py;
     loom_error *none = hpo_algorithm_get(d->hpo, req->user, req->is_admin, name, &py);
@@ -312,7 +313,7 @@ static void algorithm_get(void *ctx, const http_request *req, http_response *res
  * (administrators, as `loom algorithm remove`). */
 static void algorithm_delete(void *ctx, const http_request *req, http_response *res)
 {
-    loomd *d = ctx;
+    api_services *d = ctx;
     loom_error *e = hpo_algorithm_remove(d->hpo, req->user, req->is_admin, req->params[0]);
     if (loom_err_code(e) != LOOM_E_NOT_FOUND) {
         reply_done(res, e, req->params[0]);
@@ -329,7 +330,7 @@ static void algorithm_delete(void *ctx, const http_request *req, http_response *
         api_error(res, LOOM_E_FORBIDDEN, "search plugin \"%s\": only administrators remove "
                                          "registered plugins", req->params[0]);
     else
-        loomd_remove_plugin(d, LOOM_KIND_SEARCH, req->params[0], res);
+        api_remove_plugin(d, LOOM_KIND_SEARCH, req->params[0], res);
 }
 
 static const char *json_str(const cJSON *o, const char *key)
@@ -340,7 +341,7 @@ static const char *json_str(const cJSON *o, const char *key)
 
 static void algorithm_install(void *ctx, const http_request *req, http_response *res)
 {
-    loomd *d = ctx;
+    api_services *d = ctx;
     const http_field *data = http_field_get(req, "data");
     const http_field *file = http_field_get(req, "file");
     cJSON *j = data && data->data ? cJSON_ParseWithLength(data->data, data->len) : NULL;
@@ -376,12 +377,12 @@ static void algorithm_install(void *ctx, const http_request *req, http_response 
  * that back (`loom algorithm publish|unpublish NAME`). */
 static void algorithm_publish(void *ctx, const http_request *req, http_response *res)
 {
-    reply_done(res, hpo_algorithm_publish(((loomd *)ctx)->hpo, req->params[0], 1), req->params[0]);
+    reply_done(res, hpo_algorithm_publish(((api_services *)ctx)->hpo, req->params[0], 1), req->params[0]);
 }
 
 static void algorithm_unpublish(void *ctx, const http_request *req, http_response *res)
 {
-    reply_done(res, hpo_algorithm_publish(((loomd *)ctx)->hpo, req->params[0], 0), req->params[0]);
+    reply_done(res, hpo_algorithm_publish(((api_services *)ctx)->hpo, req->params[0], 0), req->params[0]);
 }
 
 const http_route loom_hpo_routes[] = {

@@ -13,7 +13,8 @@
 #include <unistd.h>
 
 #include "api/routes.h"
-#include "api/server.h"
+#include "api/api.h"
+#include "api/request_body.h"
 #include "util/fs.h"
 #include "infer/model_spec.h"
 #include "util/tarball.h"
@@ -63,7 +64,7 @@ static cJSON *view_json(const infer_model_view *v, int with_profile)
     return o;
 }
 
-static void reply_view(loomd *d, const http_request *req, const char *name, int status,
+static void reply_view(api_services *d, const http_request *req, const char *name, int status,
                        http_response *res)
 {
     infer_model_view v;
@@ -78,7 +79,7 @@ static void reply_view(loomd *d, const http_request *req, const char *name, int 
 
 static void list_models(void *ctx, const http_request *req, http_response *res)
 {
-    loomd *d = ctx;
+    api_services *d = ctx;
     infer_model_view *views;
     size_t n;
     loom_error *e = infer_list(d->infer, OWNER(req), &views, &n);
@@ -97,11 +98,11 @@ static void list_models(void *ctx, const http_request *req, http_response *res)
 
 /* The model directory for a model the trainer wrote: its weights and spec
  * from RESULT_DIR/model/, and a model.json for the native kernel. */
-static loom_error *stage_from_exec(loomd *d, const http_request *req, const char *exec_id,
+static loom_error *stage_from_exec(api_services *d, const http_request *req, const char *exec_id,
                                    const char *name, const char *staged)
 {
     exec_view v;
-    loom_error *e = exec_describe(d->execs, loomd_caller_id(d, req), exec_id, &v);
+    loom_error *e = exec_describe(d->execs, api_caller_id(d, req), exec_id, &v);
     if (e)
         return loom_err_wrap(e, "fromExec");
     char src[64], dst[PATH_MAX + 64];
@@ -151,9 +152,9 @@ static loom_error *stage_from_exec(loomd *d, const http_request *req, const char
 }
 
 /* POST /dlim/v1/model with {"fromExec": ID, "name": NAME, "profile": {...}}. */
-static void deploy_exec_model(loomd *d, const http_request *req, http_response *res)
+static void deploy_exec_model(api_services *d, const http_request *req, http_response *res)
 {
-    cJSON *j = http_body_json(req, res);
+    cJSON *j = api_body_json(req, res);
     if (!j)
         return;
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(j, "fromExec");
@@ -190,7 +191,7 @@ static void deploy_exec_model(loomd *d, const http_request *req, http_response *
 
 static void deploy_model(void *ctx, const http_request *req, http_response *res)
 {
-    loomd *d = ctx;
+    api_services *d = ctx;
     if (req->nfields == 0) {
         deploy_exec_model(d, req, res);
         return;
@@ -237,7 +238,7 @@ static void view_model(void *ctx, const http_request *req, http_response *res)
 
 static void undeploy_model(void *ctx, const http_request *req, http_response *res)
 {
-    loomd *d = ctx;
+    api_services *d = ctx;
     loom_error *e = infer_undeploy(d->infer, OWNER(req), req->params[0], flag_set(req, "force"));
     if (e) {
         api_reply_error(res, e);
@@ -251,7 +252,7 @@ static void undeploy_model(void *ctx, const http_request *req, http_response *re
 
 static void start_model(void *ctx, const http_request *req, http_response *res)
 {
-    loomd *d = ctx;
+    api_services *d = ctx;
     loom_error *e = infer_start(d->infer, OWNER(req), req->params[0]);
     if (e) {
         api_reply_error(res, e);
@@ -262,7 +263,7 @@ static void start_model(void *ctx, const http_request *req, http_response *res)
 
 static void stop_model(void *ctx, const http_request *req, http_response *res)
 {
-    loomd *d = ctx;
+    api_services *d = ctx;
     loom_error *e = infer_stop(d->infer, OWNER(req), req->params[0], flag_set(req, "force"));
     if (e) {
         api_reply_error(res, e);
@@ -273,7 +274,7 @@ static void stop_model(void *ctx, const http_request *req, http_response *res)
 
 static void get_profile(void *ctx, const http_request *req, http_response *res)
 {
-    loomd *d = ctx;
+    api_services *d = ctx;
     infer_model_view v;
     loom_error *e = infer_view(d->infer, OWNER(req), req->params[0], &v);
     if (e) {
@@ -286,7 +287,7 @@ static void get_profile(void *ctx, const http_request *req, http_response *res)
 
 static void put_profile(void *ctx, const http_request *req, http_response *res)
 {
-    loomd *d = ctx;
+    api_services *d = ctx;
     loom_error *e = infer_set_profile(d->infer, OWNER(req), req->params[0], req->body);
     if (e) {
         api_reply_error(res, e);
@@ -334,7 +335,7 @@ static void inference_done(void *ctx, const model_service_answer *a)
 
 static void inference(void *ctx, const http_request *req, http_response *res)
 {
-    loomd *d = ctx;
+    api_services *d = ctx;
     (void)res; /* the reply goes through http_pending_reply */
     /* Deferred first: the answer may come before infer_request returns. */
     http_pending *p = http_defer(req);

@@ -12,7 +12,8 @@
 #include <unistd.h>
 
 #include "api/routes.h"
-#include "api/server.h"
+#include "api/api.h"
+#include "api/request_body.h"
 #include "plugin/lua_plugin.h"
 #include "plugin/so_loader.h"
 #include "util/fs.h"
@@ -66,7 +67,7 @@ static int kind_param(const char *text, http_response *res, loom_kind *kind)
 
 static void list_plugins(void *ctx, const http_request *req, http_response *res)
 {
-    loomd *d = ctx;
+    api_services *d = ctx;
     const char *k = http_query(req, "kind");
     loom_kind kind = 0;
     if (k && kind_param(k, res, &kind) != 0)
@@ -77,13 +78,13 @@ static void list_plugins(void *ctx, const http_request *req, http_response *res)
 static void list_frameworks(void *ctx, const http_request *req, http_response *res)
 {
     (void)req;
-    loomd *d = ctx;
+    api_services *d = ctx;
     http_reply_json(res, 200, list_json(d->reg, LOOM_KIND_FRAMEWORK));
 }
 
 static void show_plugin(void *ctx, const http_request *req, http_response *res)
 {
-    loomd *d = ctx;
+    api_services *d = ctx;
     loom_kind kind;
     if (kind_param(req->params[0], res, &kind) != 0)
         return;
@@ -109,7 +110,7 @@ static int store_upload(const http_field *f, const char *path)
 
 static void add_plugin(void *ctx, const http_request *req, http_response *res)
 {
-    loomd *d = ctx;
+    api_services *d = ctx;
     const http_field *kind_f = http_field_get(req, "kind");
     const http_field *name_f = http_field_get(req, "name");
     const http_field *file_f = http_field_get(req, "file");
@@ -194,7 +195,7 @@ out:
     pthread_mutex_unlock(&d->admin_lock);
 }
 
-void loomd_remove_plugin(loomd *d, loom_kind kind, const char *name, http_response *res)
+void api_remove_plugin(api_services *d, loom_kind kind, const char *name, http_response *res)
 {
     pthread_mutex_lock(&d->admin_lock);
     registry_entry e;
@@ -229,7 +230,7 @@ static void remove_plugin(void *ctx, const http_request *req, http_response *res
 {
     loom_kind kind;
     if (kind_param(req->params[0], res, &kind) == 0)
-        loomd_remove_plugin(ctx, kind, req->params[1], res);
+        api_remove_plugin(ctx, kind, req->params[1], res);
 }
 
 typedef struct user_plugin_ctx {
@@ -253,7 +254,7 @@ static void collect_row(const store_plugin *p, void *arg)
 
 /* Loads the file of rows[first] once, registering every recorded plugin
  * of that kind it provides (rows sharing the file). */
-static void load_file(loomd *d, const user_plugin_ctx *c, size_t first)
+static void load_file(api_services *d, const user_plugin_ctx *c, size_t first)
 {
     const store_plugin *p = &c->rows[first];
     loom_kind kind;
@@ -272,7 +273,7 @@ static void load_file(loomd *d, const user_plugin_ctx *c, size_t first)
     loom_err_free(refused);
 }
 
-void loomd_load_user_plugins(loomd *d)
+void api_load_user_plugins(api_services *d)
 {
     user_plugin_ctx c = {0};
     loom_error *e = store_plugin_each(d->st, collect_row, &c);

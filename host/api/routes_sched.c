@@ -9,7 +9,8 @@
 #include <string.h>
 
 #include "api/routes.h"
-#include "api/server.h"
+#include "api/api.h"
+#include "api/request_body.h"
 
 /* A plan path is kept in the scheduler's record whole, or refused. */
 #define PLAN_PATH_MAX (sizeof ((sched_plan_view *)0)->path - 1)
@@ -38,8 +39,8 @@ static cJSON *plan_json(const sched_plan_view *p)
  * whoever may see that exec (its owner, an administrator). */
 static void slots(void *ctx, const http_request *req, http_response *res)
 {
-    loomd *d = ctx;
-    int64_t caller = loomd_caller_id(d, req);
+    api_services *d = ctx;
+    int64_t caller = api_caller_id(d, req);
     sched_slot_view *v;
     size_t n;
     loom_error *e = sched_service_slots(d->sched, &v, &n);
@@ -68,7 +69,7 @@ static void slots(void *ctx, const http_request *req, http_response *res)
 static void list_plans(void *ctx, const http_request *req, http_response *res)
 {
     (void)req;
-    loomd *d = ctx;
+    api_services *d = ctx;
     sched_plan_view *v;
     size_t n;
     loom_error *e = sched_service_plans(d->sched, &v, &n);
@@ -124,9 +125,9 @@ static loom_error *plan_change_parse(const cJSON *body, const char *qpath, sched
     return NULL;
 }
 
-static void put_plan(loomd *d, const http_request *req, http_response *res, int create)
+static void put_plan(api_services *d, const http_request *req, http_response *res, int create)
 {
-    cJSON *body = http_body_json(req, res);
+    cJSON *body = api_body_json(req, res);
     if (!body)
         return;
     sched_plan_change change = {0};
@@ -153,7 +154,7 @@ static void update_plan(void *ctx, const http_request *req, http_response *res)
 
 static void show_plan(void *ctx, const http_request *req, http_response *res)
 {
-    loomd *d = ctx;
+    api_services *d = ctx;
     const char *path = http_query(req, "path");
     if (!path) {
         api_error(res, LOOM_E_INVALID, "path: expected ?path=/plan/path");
@@ -174,7 +175,7 @@ static void show_plan(void *ctx, const http_request *req, http_response *res)
 
 static void remove_plan(void *ctx, const http_request *req, http_response *res)
 {
-    loomd *d = ctx;
+    api_services *d = ctx;
     const char *path = http_query(req, "path");
     if (!path) {
         api_error(res, LOOM_E_INVALID, "path: expected ?path=/plan/path");
@@ -197,7 +198,7 @@ static void remove_plan(void *ctx, const http_request *req, http_response *res)
 
 /* The plan of ?path= and the user named (the route's segment or the body's
  * "user") resolved to their immutable id; false after replying. */
-static bool member_target(loomd *d, const http_request *req, http_response *res, const char *user,
+static bool member_target(api_services *d, const http_request *req, http_response *res, const char *user,
                           const char **plan, int64_t *user_id)
 {
     *plan = http_query(req, "path");
@@ -216,7 +217,7 @@ static bool member_target(loomd *d, const http_request *req, http_response *res,
 
 static void list_members(void *ctx, const http_request *req, http_response *res)
 {
-    loomd *d = ctx;
+    api_services *d = ctx;
     sched_plan_member *v;
     size_t n;
     loom_error *e = sched_service_plan_members(d->sched, http_query(req, "path"), &v, &n);
@@ -238,8 +239,8 @@ static void list_members(void *ctx, const http_request *req, http_response *res)
 
 static void add_member(void *ctx, const http_request *req, http_response *res)
 {
-    loomd *d = ctx;
-    cJSON *body = http_body_json(req, res);
+    api_services *d = ctx;
+    cJSON *body = api_body_json(req, res);
     if (!body)
         return;
     const cJSON *user = cJSON_GetObjectItemCaseSensitive(body, "user");
@@ -263,7 +264,7 @@ static void add_member(void *ctx, const http_request *req, http_response *res)
 
 static void remove_member(void *ctx, const http_request *req, http_response *res)
 {
-    loomd *d = ctx;
+    api_services *d = ctx;
     const char *plan;
     int64_t id;
     if (!member_target(d, req, res, req->params[0], &plan, &id))

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "api/http.h"
+#include "http/http.h"
 #include "util/error.h"
 
 typedef struct api_status_entry {

@@ -9,11 +9,14 @@
  * log on. Failed log-ons are limited per source address and per account
  * (see "the log-on limiter" below).
  *
+ * It takes credentials (user and password, token, key) as strings: reading
+ * them from a request is the HTTP transport's work (http/credentials.h).
+ *
  * Every function may be called from any thread: one mutex guards auth's
  * changes and the limiter, and the slow password hashing runs outside it.
  * Strings passed in are borrowed for the call; output buffers are the
  * caller's. Failures are loom_errors whose message names the field and what
- * was expected: LOOM_E_INVALID (malformed name, password, role, header),
+ * was expected: LOOM_E_INVALID (malformed name, password, role),
  * LOOM_E_UNAUTHENTICATED (wrong credentials; unknown or expired token: the
  * same for an unknown user and a wrong password), LOOM_E_RATE_LIMITED (too
  * many failed log-ons from this address, or on this account from addresses
@@ -208,13 +211,5 @@ loom_error *auth_check_basic(auth_service *svc, const char *client_id, const cha
 
 /* Revokes a token, or LOOM_E_NOT_FOUND when it was not valid. */
 loom_error *auth_logout(auth_service *svc, const char *token);
-
-/* ---- Authorization headers ----
- * "Basic base64(user:password)" (RFC 7617) and "Bearer token" (RFC 6750);
- * the scheme is matched ignoring case. LOOM_E_INVALID for a malformed
- * header or an output buffer too small. */
-loom_error *auth_parse_basic(const char *authorization_header, char *user, size_t user_len,
-                             char *password, size_t password_len);
-loom_error *auth_parse_bearer(const char *authorization_header, char *token, size_t len);
 
 #endif

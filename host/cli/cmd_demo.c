@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "api/routes.h"
-#include "api/server.h"
+#include "daemon/daemon.h"
 #include "auth/auth.h"
 #include "cli/commands.h"
 #include "util/fs.h"
@@ -267,7 +267,7 @@ static int demo_home(const cli_globals *g, char *home, size_t len, int *temporar
     if (given) {
         char why[5000];
         snprintf(home, len, "%s", given);
-        if (loomd_home_held(home, why, sizeof why))
+        if (loom_err_take(loomd_home_free(home), why, sizeof why) != LOOM_OK)
             return cli_fail("demo: %s (the demo never shares a running host's state: give it "
                             "another --home or LOOM_HOME, or neither for a temporary one)", why);
         if (fs_mkdir_p(home) != 0)
@@ -289,13 +289,13 @@ static int demo_logon(loomd *d, char *label, size_t labellen)
     char key[AUTH_SECRET_MAX], token[AUTH_SECRET_MAX], err[512];
     int64_t expires = 0;
     snprintf(label, labellen, "loom-demo-%ld-%lld", (long)getpid(), (long long)time_now_ms());
-    if (loom_err_take(auth_apikey_create(d->auth, "admin", label, key, sizeof key), err,
+    if (loom_err_take(auth_apikey_create(d->api.auth, "admin", label, key, sizeof key), err,
                       sizeof err) != LOOM_OK)
-        return cli_fail("demo: cannot act as admin on %s: %s", d->home, err);
-    if (loom_err_take(auth_logon_apikey(d->auth, "loom-demo", key, time_now_ms(), token,
+        return cli_fail("demo: cannot act as admin on %s: %s", d->api.home, err);
+    if (loom_err_take(auth_logon_apikey(d->api.auth, "loom-demo", key, time_now_ms(), token,
                                         sizeof token, &expires),
                       err, sizeof err) != LOOM_OK) {
-        loom_err_free(auth_apikey_revoke(d->auth, "admin", label));
+        loom_err_free(auth_apikey_revoke(d->api.auth, "admin", label));
         return cli_fail("demo: cannot log on to its own host: %s", err);
     }
     setenv("LOOM_TOKEN", token, 1);
@@ -331,7 +331,8 @@ int cmd_demo(int argc, char **argv, const cli_globals *g)
 
     loomd_options opt = {.home = home, .address = "127.0.0.1", .port = 0, .hysteresis = -1,
                          .admin_password = password};
-    loomd *d = loomd_start(&opt, err, sizeof err);
+    loomd *d = NULL;
+    loom_err_take(loomd_start(&opt, &d), err, sizeof err);
     if (!d || demo_logon(d, label, sizeof label) != 0) {
         loomd_stop(d);
         log_close();
@@ -381,7 +382,7 @@ int cmd_demo(int argc, char **argv, const cli_globals *g)
         rc = demo_training(&hg, home, epochs);
     if (rc == 0)
         rc = demo_tuning(&hg, home);
-    loom_err_free(auth_apikey_revoke(d->auth, "admin", label));
+    loom_err_free(auth_apikey_revoke(d->api.auth, "admin", label));
     loomd_stop(d);
     log_close();
     if (!keep)

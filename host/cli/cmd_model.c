@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "api/routes.h"
-#include "api/server.h"
+#include "daemon/daemon.h"
 #include "cli/commands.h"
 #include "infer/kernel_server.h"
 #include "infer/model_spec.h"

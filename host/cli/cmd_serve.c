@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "api/server.h"
+#include "daemon/daemon.h"
 #include "auth/auth.h"
 #include "cli/commands.h"
 #include "util/fs.h"
@@ -71,7 +71,8 @@ static const char serve_usage[] =
     "  --max-connections-per-ip N  from one client address (default 128)\n"
     "  --idle-timeout S    close a connection silent this long (default 15)\n"
     "  --header-timeout S  a request's headers complete within this of its first byte,\n"
-    "                      else 408 (default 10)\n"
+    "                      else 408 (over HTTPS: of the connection's accept, else it\n"
+    "                      closes; default 10)\n"
     "  --max-header-bytes B  each connection's header buffer: a request's\n"
     "                      headers must fit with about 900 bytes to spare, else\n"
     "                      431 (default 8192, at least 4096)\n"
@@ -377,7 +378,7 @@ int cmd_serve(int argc, char **argv, const cli_globals *g)
     char home[4096], path[4200], why[5000];
     client_home(g->home, home, sizeof home);
     /* Refused before the log is opened: that log is the running host's. */
-    if (loomd_home_held(home, why, sizeof why))
+    if (loom_err_take(loomd_home_free(home), why, sizeof why) != LOOM_OK)
         return cli_fail("%s", why);
     if (fs_mkdir_p(home) != 0)
         return cli_fail("--home %s: cannot create: %s", home, strerror(errno));
@@ -415,10 +416,12 @@ int cmd_serve(int argc, char **argv, const cli_globals *g)
     opt.tls_cert_pem = cert_pem, opt.tls_key_pem = key_pem, opt.home = home, opt.address = addr;
     opt.port = port, opt.plugin_dir = plugin_dir, opt.hysteresis = hysteresis;
     opt.admin_password = admin_password[0] ? admin_password : NULL;
-    loomd *d = loomd_start(&opt, err, sizeof err);
+    loomd *d = NULL;
+    e = loomd_start(&opt, &d);
     free(key_pem);
     free(cert_pem);
-    if (!d) {
+    if (e) {
+        loom_err_take(e, err, sizeof err);
         log_error("start failed: %s", err);
         return cli_fail("%s", err);
     }

@@ -1,7 +1,7 @@
 /*
  * fuzz_json_body.c - libFuzzer target for the REST layer's JSON bodies and
  * what an exec submission does with one. The input is a request body: it
- * goes through http_body_json (the depth check, cJSON, the object check)
+ * goes through api_body_json (the depth check, cJSON, the object check)
  * exactly as a handler receives it. An accepted object is then treated the
  * way a training submission is prepared (exec.c's prepare_trainer): its
  * "args" string through dlicmd_parse, and the object itself as the training
@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/http.h"
+#include "api/request_body.h"
 #include "exec/dlicmd.h"
 #include "fuzz_support.h"
 #include "train/edt_settings.h"
@@ -77,7 +77,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     req.body_len = size;
     http_response res;
     memset(&res, 0, sizeof res);
-    cJSON *json = http_body_json(&req, &res);
+    cJSON *json = api_body_json(&req, &res);
     if (json) {
         if (!cJSON_IsObject(json) || res.body)
             abort();

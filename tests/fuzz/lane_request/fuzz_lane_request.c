@@ -1,8 +1,8 @@
 /*
  * fuzz_lane_request.c - libFuzzer target for the inference lane's request
- * reader (host/api/lane_request.h): the bytes a client sends on one
+ * reader (host/http/lane_request.h): the bytes a client sends on one
  * connection, arriving in pieces, read into the lane's buffer the way
- * host/api/http_lane.c reads them (room made before each read, one request
+ * host/http/http_lane.c reads them (room made before each read, one request
  * at a time, pipelined requests left in place). The first input byte picks
  * the pieces' sizes; the rest is the stream. Small limits (256 bytes of
  * headers, 512 of body) so the fuzzer reaches them.
@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/lane_request.h"
+#include "http/lane_request.h"
 #include "fuzz_support.h"
 
 #define HEADER_LIMIT 256

@@ -125,6 +125,7 @@ http_server *start_with(const http_limits *limits, const cors_policy *cors, unsi
         .routes = lane_test_routes,
         .nroutes = LANE_TEST_NROUTES,
         .authenticate = authenticate,
+        .reply_error = api_reply_error,
         .cors = cors,
         .lane_prefix = "POST /echo/",
         .lane_threads = lane_threads,

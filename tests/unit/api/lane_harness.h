@@ -12,7 +12,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "api/http.h"
+#include "api/status.h"
+#include "http/http.h"
 
 /* Bytes the process holds on its heap (ASan keeps its own count). */
 size_t heap_in_use(void);

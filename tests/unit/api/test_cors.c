@@ -5,7 +5,7 @@
  */
 #include <string.h>
 
-#include "api/cors.h"
+#include "http/cors.h"
 #include "check.h"
 
 static const char *header(const cors_headers *h, const char *name)

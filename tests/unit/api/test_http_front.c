@@ -12,8 +12,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "api/http_upload.h"
-#include "api/json_text.h"
+#include "http/http_upload.h"
+#include "http/json_text.h"
 #include "check.h"
 #include "util/workqueue.h"
 

@@ -1,5 +1,5 @@
 /*
- * tests/unit/api/test_http_lane.c - the HTTP lane (api/http_lane_internal.h) on a
+ * tests/unit/api/test_http_lane.c - the HTTP lane (http/http_lane_internal.h) on a
  * real socket: requests under its prefix are answered by it (deferred
  * replies from another thread, kept-alive and pipelined connections,
  * Expect: 100-continue, HTTP/1.0, chunked bodies, %-decoded paths and
@@ -27,7 +27,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "api/http.h"
+#include "http/http.h"
 #include "check.h"
 
 #include "lane_harness.h"

@@ -18,7 +18,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "api/http.h"
+#include "api/status.h"
+#include "http/http.h"
 #include "check.h"
 #include "lane_harness.h"
 
@@ -123,6 +124,7 @@ static void test_start_while_clients_connect(void)
             .routes = lane_test_routes,
             .nroutes = LANE_TEST_NROUTES,
             .authenticate = authenticate,
+            .reply_error = api_reply_error,
             .lane_prefix = "POST /echo/",
         };
         http_server *s = NULL;

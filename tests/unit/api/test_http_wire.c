@@ -1,14 +1,14 @@
 /*
  * tests/unit/api/test_http_wire.c - the HTTP text the inference lane reads
- * and writes itself (api/http_wire.h): %-decoding, query arguments split
+ * and writes itself (http/http_wire.h): %-decoding, query arguments split
  * before they are decoded, a reply's head, refused when it does not fit;
- * and the connection counts (api/conn_count.h) both paths share.
+ * and the connection counts (http/conn_count.h) both paths share.
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/conn_count.h"
-#include "api/http_wire.h"
+#include "http/conn_count.h"
+#include "http/http_wire.h"
 #include "check.h"
 
 static void test_unescape(void)

@@ -1,5 +1,5 @@
 /*
- * api/http_lane_internal.h - the host's port in front of libmicrohttpd: a
+ * http/http_lane_internal.h - the host's port in front of libmicrohttpd: a
  * fast lane for the requests that wait on another thread (inference).
  *
  * The lane accepts every connection on the host's plain-HTTP port. A
@@ -22,14 +22,14 @@
  * Threading: `threads` loops, each its own epoll set; replies come from any
  * thread through http_pending_reply.
  */
-#ifndef LOOM_API_HTTP_LANE_INTERNAL_H
-#define LOOM_API_HTTP_LANE_INTERNAL_H
+#ifndef LOOM_HTTP_LANE_INTERNAL_H
+#define LOOM_HTTP_LANE_INTERNAL_H
 
 #include <stdint.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
-#include "api/http.h"
+#include "http/http.h"
 
 typedef struct http_lane http_lane;
 
@@ -53,14 +53,22 @@ void http_lane_stop(http_lane *l);
 void http_lane_hold(http_lane *l, uint32_t ipv4);
 void http_lane_release(http_lane *l, uint32_t ipv4);
 
-/* What the lane uses of the server (api/http.c). */
+/* What the lane uses of the server (http/http.c). */
 const http_config *http_server_config(const http_server *s);
 /* Route, method and caller of a request, as for libmicrohttpd's: 0 with
  * *route set, or -1 with the refusal in res. */
 int http_server_admit(http_server *s, http_request *req, http_response *res,
                       const http_route **route);
+/* A refusal through the routes' error replier (http_config.reply_error):
+ * its status comes from their table. The second frees err. */
+void http_server_fail(const http_server *s, http_response *res, int32_t code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void http_server_reply_error(const http_server *s, http_response *res, loom_error *err);
 /* Gives a connection to libmicrohttpd; -1 (the socket closed) on failure. */
 int http_server_adopt(http_server *s, int fd, const struct sockaddr *addr, socklen_t len);
+/* A non-blocking listening socket on addr (SO_REUSEADDR, backlog
+ * SOMAXCONN) with the port it got; LOOM_E_UNAVAILABLE naming why not. */
+loom_error *http_listen(const struct sockaddr_in *addr, int *fd, int *port);
 /* The Date header's text for this second (cached per thread). */
 const char *http_date_now(void);
 /* Dotted quad of an address, without inet_ntop's printf. */

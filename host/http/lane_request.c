@@ -1,12 +1,12 @@
-/* api/lane_request.c - see lane_request.h. */
-#include "api/lane_request.h"
+/* http/lane_request.c - see lane_request.h. */
+#include "http/lane_request.h"
 
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-#include "api/http_wire.h"
+#include "http/http_wire.h"
 
 void lane_request_init(lane_request *r, size_t header_limit, size_t max_body)
 {

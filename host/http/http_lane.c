@@ -1,5 +1,5 @@
-/* api/http_lane.c - see http_lane_internal.h. */
-#include "api/http_lane_internal.h"
+/* http/http_lane.c - see http_lane_internal.h. */
+#include "http/http_lane_internal.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -18,12 +18,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "api/conn_count.h"
-#include "api/cors.h"
-#include "api/http_wire.h"
-#include "api/json_text.h"
-#include "api/lane_request.h"
-#include "api/status.h"
+#include "http/conn_count.h"
+#include "http/cors.h"
+#include "http/http_wire.h"
+#include "http/json_text.h"
+#include "http/lane_request.h"
 #include "util/log.h"
 
 /* Of --max-header-bytes, what the lane leaves unused, as libmicrohttpd
@@ -234,7 +233,7 @@ static void compose(lane_conn *c)
     const http_config *cfg = c->loop->lane->cfg;
     http_response *res = &c->reply;
     if (!res->status)
-        api_error(res, LOOM_E_INTERNAL, "handler gave no reply");
+        http_server_fail(c->loop->lane->srv, res, LOOM_E_INTERNAL, "handler gave no reply");
     if (res->body && (!res->content_type[0] || strncmp(res->content_type, "application/json", 16) == 0))
         res->body = json_text_repair_utf8(res->body, &res->len);
     cors_headers cors;
@@ -384,7 +383,7 @@ static int write_reply(lane_conn *c)
 static void reply_now(lane_conn *c, int32_t code, const char *what)
 {
     memset(&c->reply, 0, sizeof c->reply);
-    api_error(&c->reply, code, "%s", what);
+    http_server_fail(c->loop->lane->srv, &c->reply, code, "%s", what);
     c->keep_alive = 0;
     send_reply(c);
 }
@@ -492,7 +491,7 @@ static void dispatch(lane_conn *c)
     }
     const char *too_long = lane_request_finish(&c->in);
     if (too_long) {
-        api_error(&c->reply, LOOM_E_INVALID, "%s", too_long);
+        http_server_fail(l->srv, &c->reply, LOOM_E_INVALID, "%s", too_long);
         send_reply(c);
         return;
     }
@@ -854,6 +853,25 @@ static void *loop_main(void *arg)
 
 /* ---- start and stop ------------------------------------------------------ */
 
+loom_error *http_listen(const struct sockaddr_in *addr, int *fd, int *port)
+{
+    *fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int one = 1;
+    if (*fd < 0 || setsockopt(*fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+        bind(*fd, (const struct sockaddr *)addr, sizeof *addr) != 0 || listen(*fd, SOMAXCONN) != 0) {
+        int err = errno;
+        if (*fd >= 0)
+            close(*fd);
+        *fd = -1;
+        return loom_err(LOOM_E_UNAVAILABLE, "%s", strerror(err));
+    }
+    struct sockaddr_in bound;
+    socklen_t blen = sizeof bound;
+    getsockname(*fd, (struct sockaddr *)&bound, &blen);
+    *port = ntohs(bound.sin_port);
+    return NULL;
+}
+
 loom_error *http_lane_start(http_server *srv, const struct sockaddr_in *addr, unsigned threads,
                             http_lane **out)
 {
@@ -873,19 +891,11 @@ loom_error *http_lane_start(http_server *srv, const struct sockaddr_in *addr, un
         http_lane_stop(l);
         return loom_err(LOOM_E_INTERNAL, "out of memory");
     }
-    l->listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    int one = 1;
-    if (l->listen_fd < 0 || setsockopt(l->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
-        bind(l->listen_fd, (const struct sockaddr *)addr, sizeof *addr) != 0 ||
-        listen(l->listen_fd, SOMAXCONN) != 0) {
-        int err = errno;
+    loom_error *e = http_listen(addr, &l->listen_fd, &l->port);
+    if (e) {
         http_lane_stop(l);
-        return loom_err(LOOM_E_UNAVAILABLE, "%s", strerror(err));
+        return e;
     }
-    struct sockaddr_in bound;
-    socklen_t blen = sizeof bound;
-    getsockname(l->listen_fd, (struct sockaddr *)&bound, &blen);
-    l->port = ntohs(bound.sin_port);
     for (unsigned i = 0; i < threads; i++) {
         lane_loop *lp = &l->loops[i];
         lp->lane = l;

@@ -1,19 +1,21 @@
 /*
- * api/http.h - the host's HTTP server: libmicrohttpd underneath, a route
+ * http/http.h - the host's HTTP transport: libmicrohttpd underneath, a route
  * table of "METHOD /path/{}/more" patterns on top, JSON replies with cJSON.
+ * It knows no service: the routes, the authenticator and the error replier
+ * are given to it (api/ gives loom's).
  * A request is admitted from its headers alone (route, method, credentials,
  * Content-Length, an upload slot) before any body byte is read; JSON bodies
  * are collected in memory up to a limit, multipart/form-data file parts are
  * written to a spool file as they arrive. Slow routes run on a work queue
  * while their connection waits, so the server's threads stay free.
  */
-#ifndef LOOM_API_HTTP_H
-#define LOOM_API_HTTP_H
+#ifndef LOOM_HTTP_H
+#define LOOM_HTTP_H
 
 #include <cjson/cJSON.h>
 #include <stddef.h>
 
-#include "api/cors.h"
+#include "http/cors.h"
 #include "util/error.h"
 
 #define HTTP_MAX_PARAMS 4
@@ -93,11 +95,9 @@ char *http_field_load(const http_field *f, size_t max);
 void http_reply_json(http_response *res, int status, cJSON *json);
 void http_reply_data(http_response *res, int status, const char *content_type,
                      char *data, size_t len);
-/* Errors go through api/status.h (api_error, api_reply_error), so their
- * status comes from the one table. */
-/* Parses the body as a JSON object (depth-limited); on failure replies 400
- * and returns NULL. */
-cJSON *http_body_json(const http_request *req, http_response *res);
+/* Errors are replied by the routes' layer (its code-to-status table,
+ * http_config.reply_error), the transport's own refusals too. */
+typedef void (*http_error_replier)(http_response *res, loom_error *err);
 
 /* A reply given later, from any thread: a handler that waits on another
  * thread (an inference batch) calls http_defer and returns without
@@ -110,7 +110,7 @@ http_pending *http_defer(const http_request *req);
 void http_pending_reply(http_pending *p, http_response *res);
 
 /* What a front end gives the routes for a request: libmicrohttpd's
- * connections (api/http.c) and the inference lane's (api/http_lane.c). */
+ * connections (http/http.c) and the inference lane's (http/http_lane.c). */
 struct http_transport {
     const char *(*header)(const http_request *req, const char *name);
     const char *(*query)(const http_request *req, const char *key);
@@ -136,7 +136,9 @@ typedef struct http_limits {
                                       * headers, in all, fit in it with about
                                       * 900 bytes to spare (else 431) */
     unsigned header_timeout_s;       /* a request's headers complete within this
-                                      * from its first byte (else 408) */
+                                      * from its first byte (else 408); over
+                                      * HTTPS, the first request's from the
+                                      * accept (else the connection closes) */
 } http_limits;
 
 #define HTTP_DEFAULT_MAX_CONNECTIONS 1024
@@ -168,11 +170,12 @@ typedef struct http_config {
     size_t nroutes;
     void *ctx;             /* passed to every handler */
     http_authenticator authenticate; /* NULL: every route is open */
+    http_error_replier reply_error;  /* required: replies a loom_error (and frees it) */
     const char *tls_cert_pem;  /* both set: HTTPS (GnuTLS) instead of HTTP */
     const char *tls_key_pem;
     const cors_policy *cors;   /* origins browsers may call from; NULL: none */
     /* Requests starting with this ("POST /dlim/v1/inference/") go through
-     * the lane (api/http_lane_internal.h) on plain HTTP; NULL: none. The routes it
+     * the lane (http/http_lane_internal.h) on plain HTTP; NULL: none. The routes it
      * reaches must never block: their handlers run on the lane's loops. */
     const char *lane_prefix;
     unsigned lane_threads;     /* 0: HTTP_DEFAULT_LANE_THREADS */

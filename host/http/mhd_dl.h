@@ -1,19 +1,21 @@
 /*
- * api/mhd_dl.h - libmicrohttpd, opened when a host starts serving.
+ * http/mhd_dl.h - libmicrohttpd, opened when a host starts serving.
  *
  * Only `loom serve` (and the demo's embedded host) needs the HTTP server;
  * linking it would make every CLI call map and relocate it and the TLS
  * stack it brings (GnuTLS and its eight libraries). The table is typed from
  * microhttpd.h. Threading: any thread; the first call loads.
  */
-#ifndef LOOM_API_MHD_DL_H
-#define LOOM_API_MHD_DL_H
+#ifndef LOOM_HTTP_MHD_DL_H
+#define LOOM_HTTP_MHD_DL_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
 
 #include <microhttpd.h>
+
+#include "util/error.h"
 
 #define MHD_FUNCTIONS(X)                                                                      \
     X(MHD_start_daemon)                                                                       \
@@ -39,8 +41,8 @@ typedef struct mhd_api {
 } mhd_api;
 #undef MHD_DL_FIELD
 
-/* The table, or NULL with err naming libmicrohttpd when it cannot be
- * loaded. */
-const mhd_api *mhd_lib(char *err, size_t errlen);
+/* Sets *out to the table, or returns why libmicrohttpd cannot be loaded
+ * (LOOM_E_UNAVAILABLE naming it). */
+loom_error *mhd_lib(const mhd_api **out);
 
 #endif

@@ -1,5 +1,5 @@
-/* api/json_text.c - see json_text.h. */
-#include "api/json_text.h"
+/* http/json_text.c - see json_text.h. */
+#include "http/json_text.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,5 @@
-/* api/http_wire.c - see http_wire.h. */
-#include "api/http_wire.h"
+/* http/http_wire.c - see http_wire.h. */
+#include "http/http_wire.h"
 
 #include <string.h>
 

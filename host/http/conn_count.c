@@ -1,5 +1,5 @@
-/* api/conn_count.c - see conn_count.h. */
-#include "api/conn_count.h"
+/* http/conn_count.c - see conn_count.h. */
+#include "http/conn_count.h"
 
 #include <pthread.h>
 #include <stdlib.h>

@@ -1,11 +1,11 @@
 /*
- * api/json_text.h - JSON text as clients receive it. cJSON copies string
+ * http/json_text.h - JSON text as clients receive it. cJSON copies string
  * bytes as they are, so text a client sent with invalid UTF-8 (an exec's
  * args, a name in an error message) would make the reply invalid JSON;
  * each invalid byte becomes the escape \ufffd (the replacement character).
  */
-#ifndef LOOM_API_JSON_TEXT_H
-#define LOOM_API_JSON_TEXT_H
+#ifndef LOOM_HTTP_JSON_TEXT_H
+#define LOOM_HTTP_JSON_TEXT_H
 
 #include <stddef.h>
 

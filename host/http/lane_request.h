@@ -1,6 +1,6 @@
 /*
- * api/lane_request.h - one HTTP request as the inference lane
- * (api/http_lane_internal.h) reads it: a connection's input buffer, parsed
+ * http/lane_request.h - one HTTP request as the inference lane
+ * (http/http_lane_internal.h) reads it: a connection's input buffer, parsed
  * by http-parser into spans (the target, up to LANE_MAX_HEADERS headers,
  * the body), then the texts a route sees (NUL-terminated headers, the
  * %-decoded path, the query arguments).
@@ -12,8 +12,8 @@
  *
  * Not thread-safe: one connection's loop uses it.
  */
-#ifndef LOOM_API_LANE_REQUEST_H
-#define LOOM_API_LANE_REQUEST_H
+#ifndef LOOM_HTTP_LANE_REQUEST_H
+#define LOOM_HTTP_LANE_REQUEST_H
 
 #include <http_parser.h>
 #include <stddef.h>

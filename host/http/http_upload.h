@@ -1,16 +1,16 @@
 /*
- * api/http_upload.h - what the HTTP server keeps of uploads: slots (how
+ * http/http_upload.h - what the HTTP server keeps of uploads: slots (how
  * many multipart uploads run, in all and per user, so a few clients cannot
  * fill the disk or the server's threads) and spool files (a file part is
  * written to disk as it arrives, never held in memory).
  */
-#ifndef LOOM_API_HTTP_UPLOAD_H
-#define LOOM_API_HTTP_UPLOAD_H
+#ifndef LOOM_HTTP_UPLOAD_H
+#define LOOM_HTTP_UPLOAD_H
 
 #include <pthread.h>
 #include <stddef.h>
 
-#include "api/http.h"
+#include "http/http.h"
 
 typedef struct upload_slots {
     pthread_mutex_t lock;

@@ -1,12 +1,12 @@
 /*
- * api/conn_count.h - open connections counted in all and per client
+ * http/conn_count.h - open connections counted in all and per client
  * address, against the server's --max-connections and
  * --max-connections-per-ip. Thread-safe: the HTTP lane's loops take and
  * give back, libmicrohttpd's threads hold and give back the connections
  * handed to them.
  */
-#ifndef LOOM_API_CONN_COUNT_H
-#define LOOM_API_CONN_COUNT_H
+#ifndef LOOM_HTTP_CONN_COUNT_H
+#define LOOM_HTTP_CONN_COUNT_H
 
 #include <stdint.h>
 

@@ -1,5 +1,5 @@
 /*
- * api/cors.h - cross-origin calls from browsers (WMLA's inference page runs
+ * http/cors.h - cross-origin calls from browsers (WMLA's inference page runs
  * on another origin). The host keeps an allow-list of origins (`loom serve
  * --cors-origin ORIGIN`, repeatable); a preflight (OPTIONS with
  * Access-Control-Request-Method) from a listed origin is answered 204 with
@@ -9,8 +9,8 @@
  * a page on another origin cannot read a reply made with the user's
  * credentials. "*" is refused: credentials never go to every origin.
  */
-#ifndef LOOM_API_CORS_H
-#define LOOM_API_CORS_H
+#ifndef LOOM_HTTP_CORS_H
+#define LOOM_HTTP_CORS_H
 
 #include <stddef.h>
 

@@ -1,8 +1,10 @@
-/* auth/auth_header.c - parsing the Authorization header's Basic (RFC 7617)
+/* http/credentials.c - parsing the Authorization header's Basic (RFC 7617)
  * and Bearer (RFC 6750) schemes. Strict: anything not in the grammar is
- * refused rather than guessed at. See auth.h. */
-#include "auth/auth_internal.h"
+ * refused rather than guessed at. See credentials.h. */
+#include "http/credentials.h"
 
+#include <sodium.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -73,7 +75,7 @@ static int decode_base64(const char *b64, size_t len, unsigned char *bin,
     return -1;
 }
 
-loom_error *auth_parse_basic(const char *authorization_header, char *user, size_t user_len,
+loom_error *http_parse_basic(const char *authorization_header, char *user, size_t user_len,
                              char *password, size_t password_len)
 {
     if (!user || !password || user_len == 0 || password_len == 0)
@@ -112,7 +114,7 @@ loom_error *auth_parse_basic(const char *authorization_header, char *user, size_
     return why ? loom_err(LOOM_E_INVALID, "Authorization: Basic: %s", why) : NULL;
 }
 
-loom_error *auth_parse_bearer(const char *authorization_header, char *token, size_t len)
+loom_error *http_parse_bearer(const char *authorization_header, char *token, size_t len)
 {
     if (!token || len == 0)
         return loom_err(LOOM_E_INVALID, "Authorization: no room for the token");
@@ -124,4 +126,33 @@ loom_error *auth_parse_bearer(const char *authorization_header, char *token, siz
     memcpy(token, t, n);
     token[n] = '\0';
     return NULL;
+}
+
+/* The token headers WMLA's clients send instead of Authorization: Bearer. */
+static const char *const token_headers[] = {"X-Auth-Token", "X-User-Token"};
+
+loom_error *http_credentials_of(const http_request *req, http_credentials *out)
+{
+    memset(out, 0, sizeof *out);
+    const char *authz = http_header(req, "Authorization");
+    loom_error *e = http_parse_bearer(authz, out->token, sizeof out->token);
+    out->has_token = !e;
+    loom_err_free(e);
+    for (size_t i = 0; !out->has_token && i < sizeof token_headers / sizeof *token_headers; i++) {
+        const char *x = http_header(req, token_headers[i]);
+        if (x && strlen(x) < sizeof out->token) {
+            snprintf(out->token, sizeof out->token, "%s", x);
+            out->has_token = 1;
+        }
+    }
+    if (!authz || strncasecmp(authz, "Basic ", 6) != 0)
+        return NULL;
+    e = http_parse_basic(authz, out->user, sizeof out->user, out->password, sizeof out->password);
+    out->has_basic = !e;
+    return e;
+}
+
+void http_credentials_clear(http_credentials *c)
+{
+    sodium_memzero(c, sizeof *c);
 }

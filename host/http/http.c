@@ -1,5 +1,5 @@
-/* api/http.c - see http.h. */
-#include "api/http.h"
+/* http/http.c - see http.h. */
+#include "http/http.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -12,17 +12,14 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "api/http_lane_internal.h"
-#include "api/http_upload.h"
-#include "api/json_text.h"
-#include "api/mhd_dl.h"
-#include "api/routes.h"
-#include "api/status.h"
+#include "http/http_lane_internal.h"
+#include "http/tls_gate_internal.h"
+#include "http/http_upload.h"
+#include "http/json_text.h"
+#include "http/mhd_dl.h"
 #include "util/fs.h"
 #include "util/log.h"
 #include "util/workqueue.h"
-
-#define JSON_MAX_DEPTH 64
 
 /* libmicrohttpd, opened by http_server_start before any daemon thread
  * exists (which is what makes the plain read in the callbacks safe). */
@@ -30,7 +27,8 @@ static const mhd_api *mhd;
 
 struct http_server {
     struct MHD_Daemon *daemon;
-    http_lane *lane; /* on plain HTTP: the port is accepted there (api/http_lane_internal.h) */
+    http_lane *lane; /* on plain HTTP: the port is accepted there (http/http_lane_internal.h) */
+    tls_gate *gate;  /* on HTTPS: the port is accepted there (http/tls_gate_internal.h) */
     http_config cfg;
     int port;
     upload_slots uploads;
@@ -150,24 +148,25 @@ void http_reply_data(http_response *res, int status, const char *content_type,
     res->len = len;
 }
 
+static void reply_plain(http_response *res, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 void http_reply_json(http_response *res, int status, cJSON *json)
 {
     char *text = json ? cJSON_PrintUnformatted(json) : NULL;
     cJSON_Delete(json);
     if (!text) {
-        api_error(res, LOOM_E_INTERNAL, "cannot encode the reply");
+        reply_plain(res, 500, "cannot encode the reply");
         return;
     }
     http_reply_data(res, status, "application/json", text, strlen(text));
 }
 
-/* The transport's own refusal of a known path with another method: the one
- * status with no loom code, since no service ever gives it. */
-static void reply_method_not_allowed(http_response *res, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void reply_method_not_allowed(http_response *res, const char *fmt, ...)
+/* A reply the transport makes without the routes' error table: a known
+ * path with another method (405, which no service ever gives) and a reply
+ * that cannot be encoded (500). */
+static void reply_plain(http_response *res, int status, const char *fmt, ...)
 {
-    const int status = 405;
     char msg[1024];
     va_list ap;
     va_start(ap, fmt);
@@ -181,58 +180,19 @@ static void reply_method_not_allowed(http_response *res, const char *fmt, ...)
     http_reply_data(res, status, "application/json", text, text ? strlen(text) : 0);
 }
 
-static int json_depth_ok(const char *s, size_t n)
+void http_server_reply_error(const http_server *s, http_response *res, loom_error *err)
 {
-    int depth = 0, in_string = 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        if (in_string) {
-            if (c == '\\')
-                i++;
-            else if (c == '"')
-                in_string = 0;
-        } else if (c == '"') {
-            in_string = 1;
-        } else if (c == '{' || c == '[') {
-            if (++depth > JSON_MAX_DEPTH)
-                return 0;
-        } else if (c == '}' || c == ']') {
-            depth--;
-        }
-    }
-    return 1;
+    s->cfg.reply_error(res, err);
 }
 
-cJSON *http_body_json(const http_request *req, http_response *res)
+void http_server_fail(const http_server *s, http_response *res, int32_t code, const char *fmt, ...)
 {
-    if (!req->body || req->body_len == 0) {
-        api_error(res, LOOM_E_INVALID, "request body: expected a JSON object, got nothing");
-        return NULL;
-    }
-    /* cJSON recurses per nesting level; refuse deep input before parsing. */
-    if (!json_depth_ok(req->body, req->body_len)) {
-        api_error(res, LOOM_E_INVALID, "request body: JSON nested deeper than %d levels", JSON_MAX_DEPTH);
-        return NULL;
-    }
-    const char *end = NULL;
-    /* The body is NUL-terminated by the collector; a NUL inside it ends the
-     * parse early and is refused as trailing garbage. */
-    cJSON *json = cJSON_ParseWithOpts(req->body, &end, 1);
-    if (json && end != req->body + req->body_len) {
-        cJSON_Delete(json);
-        json = NULL;
-    }
-    if (!json) {
-        long at = end ? (long)(end - req->body) : 0;
-        api_error(res, LOOM_E_INVALID, "request body: malformed JSON near byte %ld", at);
-        return NULL;
-    }
-    if (!cJSON_IsObject(json)) {
-        cJSON_Delete(json);
-        api_error(res, LOOM_E_INVALID, "request body: expected a JSON object");
-        return NULL;
-    }
-    return json;
+    char msg[1200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    s->cfg.reply_error(res, loom_err(code, "%s", msg));
 }
 
 /* ---- routing ------------------------------------------------------------ */
@@ -277,7 +237,7 @@ int http_server_admit(http_server *srv, http_request *req, http_response *res, c
     for (const char *seg = req->path; *seg;) {
         size_t n = strcspn(seg, "/");
         if (n >= sizeof req->param_buf[0]) {
-            api_error(res, LOOM_E_INVALID, "path: a segment of %zu bytes, longer than the limit of %zu",
+            http_server_fail(srv, res, LOOM_E_INVALID, "path: a segment of %zu bytes, longer than the limit of %zu",
                       n, sizeof req->param_buf[0] - 1);
             return -1;
         }
@@ -306,26 +266,23 @@ int http_server_admit(http_server *srv, http_request *req, http_response *res, c
         int access = r->access & HTTP_ACCESS_MASK;
         if (access != HTTP_PUBLIC && !req->user) {
             if (why)
-                api_reply_error(res, why); /* refused, with the reason (rate limited, ...) */
+                http_server_reply_error(srv, res, why); /* the authenticator's reason */
             else
-                api_error(res, LOOM_E_UNAUTHENTICATED,
-                          "authentication required: log on with POST " LOOM_ROUTE_LOGON " "
-                          "(Authorization: Basic) and send Authorization: Bearer TOKEN, or send "
-                          "Authorization: Basic with every request");
+                http_server_fail(srv, res, LOOM_E_UNAUTHENTICATED, "authentication required");
             return -1;
         }
         loom_err_free(why);
         if (access == HTTP_ADMIN && !req->is_admin) {
-            api_error(res, LOOM_E_FORBIDDEN, "%s %s is for administrators only", req->method, req->path);
+            http_server_fail(srv, res, LOOM_E_FORBIDDEN, "%s %s is for administrators only", req->method, req->path);
             return -1;
         }
         *out = r;
         return 0;
     }
     if (path_known)
-        reply_method_not_allowed(res, "method %s is not allowed on %s", req->method, req->path);
+        reply_plain(res, 405, "method %s is not allowed on %s", req->method, req->path);
     else
-        api_error(res, LOOM_E_NOT_FOUND, "no route for %s %s", req->method, req->path);
+        http_server_fail(srv, res, LOOM_E_NOT_FOUND, "no route for %s %s", req->method, req->path);
     return -1;
 }
 
@@ -455,7 +412,7 @@ static enum MHD_Result on_post_field(void *cls, enum MHD_ValueKind kind, const c
     return MHD_YES;
 }
 
-/* CORS headers for a browser's cross-origin call (api/cors.h). */
+/* CORS headers for a browser's cross-origin call (http/cors.h). */
 static void add_cors_headers(const http_server *srv, struct MHD_Connection *conn,
                              struct MHD_Response *r)
 {
@@ -553,7 +510,7 @@ static enum MHD_Result reply_now(const http_server *srv, struct MHD_Connection *
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     http_response res = {0};
-    api_error(&res, code, "%s", msg);
+    http_server_fail(srv, &res, code, "%s", msg);
     return send_response(srv, conn, &res);
 }
 
@@ -599,6 +556,12 @@ static enum MHD_Result on_headers(http_server *srv, struct MHD_Connection *conn,
         return MHD_NO;
     *con_cls = st;
     st->srv = srv;
+    if (srv->gate) { /* its headers are here: the gate's deadline is met */
+        const union MHD_ConnectionInfo *fi =
+            mhd->MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (fi)
+            tls_gate_headers_done(srv->gate, fi->connect_fd);
+    }
     for (int i = 0; i < HTTP_MAX_FIELDS; i++)
         st->spool_fd[i] = -1;
     const char *origin = mhd->MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin");
@@ -628,7 +591,7 @@ static enum MHD_Result on_headers(http_server *srv, struct MHD_Connection *conn,
     if (st->multipart) {
         loom_error *e = upload_slot_take(&srv->uploads, req->user ? req->user : "");
         if (e) {
-            api_reply_error(&res, e);
+            http_server_reply_error(srv, &res, e);
             return send_response(srv, conn, &res);
         }
         st->upload_slot = 1;
@@ -646,7 +609,7 @@ static void run_slow(void *arg)
     request_state *st = arg;
     st->route->handler(st->srv->cfg.ctx, &st->req, &st->res);
     if (!st->res.status)
-        api_error(&st->res, LOOM_E_INTERNAL, "handler gave no reply");
+        http_server_fail(st->srv, &st->res, LOOM_E_INTERNAL, "handler gave no reply");
     st->done = 1;
     mhd->MHD_resume_connection(st->req.connection);
 }
@@ -696,7 +659,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         mhd->MHD_suspend_connection(conn);
         loom_error *e = workqueue_submit(srv->slow, run_slow, st);
         if (e) {
-            api_reply_error(&st->res, e);
+            http_server_reply_error(st->srv, &st->res, e);
             st->done = 1;
             mhd->MHD_resume_connection(conn);
         }
@@ -706,7 +669,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     if (st->deferred)
         return after_defer(st, conn);
     if (!st->res.status)
-        api_error(&st->res, LOOM_E_INTERNAL, "handler gave no reply");
+        http_server_fail(st->srv, &st->res, LOOM_E_INTERNAL, "handler gave no reply");
     return send_response(srv, conn, &st->res);
 }
 
@@ -781,6 +744,13 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 {
     (void)socket_context;
     http_server *s = cls;
+    if (s->gate && code == MHD_CONNECTION_NOTIFY_CLOSED) {
+        const union MHD_ConnectionInfo *fi =
+            mhd->MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (fi)
+            tls_gate_closed(s->gate, fi->connect_fd);
+        return;
+    }
     const union MHD_ConnectionInfo *ci =
         mhd->MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     if (!s->lane || !ci || !ci->client_addr || ci->client_addr->sa_family != AF_INET)
@@ -800,8 +770,12 @@ static struct MHD_Daemon *start_daemon(http_server *s, const struct sockaddr_in 
                      MHD_ALLOW_SUSPEND_RESUME;
     if (tls)
         flags |= MHD_USE_TLS;
-    if (s->lane) /* the lane accepts, and hands over what is not its own */
+    if (s->lane || s->gate) /* the lane or the gate accepts and hands over */
         flags |= MHD_USE_NO_LISTEN_SOCKET;
+    /* The gate counts and makes room; libmicrohttpd's own limit is only a
+     * backstop, above it, since a connection the gate shut down to make
+     * room is still libmicrohttpd's until it notices. */
+    unsigned mhd_limit = s->gate ? l->max_connections + l->max_connections / 4 : l->max_connections;
     /* A pool of epoll threads: an idle or slow connection costs a socket and
      * a little memory, never a thread, so many of them cannot starve the
      * others. The TLS options go last: without TLS they are left out. */
@@ -811,7 +785,7 @@ static struct MHD_Daemon *start_daemon(http_server *s, const struct sockaddr_in 
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)l->header_bytes,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection,
         s, MHD_OPTION_CONNECTION_TIMEOUT, l->idle_timeout_s, MHD_OPTION_CONNECTION_LIMIT,
-        l->max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT, l->max_connections_per_ip,
+        mhd_limit, MHD_OPTION_PER_IP_CONNECTION_LIMIT, l->max_connections_per_ip,
         tls ? MHD_OPTION_HTTPS_MEM_KEY : MHD_OPTION_END, cfg->tls_key_pem,
         MHD_OPTION_HTTPS_MEM_CERT, cfg->tls_cert_pem, MHD_OPTION_END);
 }
@@ -826,9 +800,11 @@ int http_server_adopt(http_server *s, int fd, const struct sockaddr *addr, sockl
 loom_error *http_server_start(const http_config *cfg, http_server **out)
 {
     *out = NULL;
-    char why[256];
-    if (!(mhd = mhd_lib(why, sizeof why)))
-        return loom_err(LOOM_E_UNAVAILABLE, "%s", why);
+    if (!cfg->reply_error)
+        return loom_err(LOOM_E_INVALID, "http server: no error replier given");
+    loom_error *loaded = mhd_lib(&mhd);
+    if (loaded)
+        return loaded;
     struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)cfg->port)};
     if (inet_pton(AF_INET, cfg->address, &addr.sin_addr) != 1)
         return loom_err(LOOM_E_INVALID, "--listen: \"%s\" is not an IPv4 address", cfg->address);
@@ -857,6 +833,13 @@ loom_error *http_server_start(const http_config *cfg, http_server **out)
             return loom_err_wrap(e, "cannot listen on %s:%d", cfg->address, cfg->port);
         }
         addr.sin_port = htons((uint16_t)http_lane_port(s->lane));
+    } else if (tls) {
+        loom_error *e = tls_gate_start(s, &addr, &s->gate);
+        if (e) {
+            http_server_stop(s);
+            return loom_err_wrap(e, "cannot listen on %s:%d", cfg->address, cfg->port);
+        }
+        addr.sin_port = htons((uint16_t)tls_gate_port(s->gate));
     }
     s->daemon = start_daemon(s, &addr, tls);
     if (!s->daemon) {
@@ -865,14 +848,17 @@ loom_error *http_server_start(const http_config *cfg, http_server **out)
                         cfg->address, cfg->port,
                         tls ? ", or the TLS certificate or key is not valid PEM" : "");
     }
-    loom_error *e = s->lane ? http_lane_accept(s->lane) : NULL;
+    loom_error *e = s->lane ? http_lane_accept(s->lane) : s->gate ? tls_gate_accept(s->gate) : NULL;
     if (e) {
         http_server_stop(s);
         return e;
     }
     const union MHD_DaemonInfo *info =
-        s->lane ? NULL : mhd->MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
-    s->port = s->lane ? http_lane_port(s->lane) : info ? info->port : cfg->port;
+        s->lane || s->gate ? NULL : mhd->MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    s->port = s->lane   ? http_lane_port(s->lane)
+              : s->gate ? tls_gate_port(s->gate)
+              : info    ? info->port
+                        : cfg->port;
     *out = s;
     return NULL;
 }
@@ -945,9 +931,11 @@ void http_server_stop(http_server *s)
     /* The lane stops handing connections over before the daemon stops; it
      * is freed after, since the daemon's callbacks count connections in it. */
     http_lane_halt(s->lane);
+    tls_gate_halt(s->gate);
     if (s->daemon && !stop_daemon_bounded(s->daemon))
-        return; /* its threads may still use the lane and the server */
+        return; /* its threads may still use the lane, the gate and the server */
     http_lane_stop(s->lane);
+    tls_gate_stop(s->gate);
     workqueue_destroy(s->slow);
     upload_slots_destroy(&s->uploads);
     free(s);

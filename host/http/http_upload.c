@@ -1,5 +1,5 @@
-/* api/http_upload.c - see http_upload.h. */
-#include "api/http_upload.h"
+/* http/http_upload.c - see http_upload.h. */
+#include "http/http_upload.h"
 
 #include <errno.h>
 #include <fcntl.h>

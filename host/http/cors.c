@@ -1,5 +1,5 @@
-/* api/cors.c - see cors.h. */
-#include "api/cors.h"
+/* http/cors.c - see cors.h. */
+#include "http/cors.h"
 
 #include <ctype.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* api/isolation.c - what the host's jobs may see (util/job_sandbox.h):
+/* daemon/isolation.c - what the host's jobs may see (util/job_sandbox.h):
  * configured at start from the serve options, with an OS account per loom
  * user when the host runs as root, and the state home's modes set to match. */
 #include <limits.h>
@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "api/server.h"
+#include "daemon/daemon.h"
 #include "util/job_sandbox.h"
 #include "util/log.h"
 #include "util/proc_group.h"
@@ -16,33 +16,31 @@ static loom_error *user_id(void *ctx, const char *user, int64_t *id)
     return auth_user_id((auth_service *)ctx, user, id);
 }
 
-int loomd_isolate_jobs(loomd *d, const loomd_options *opt, char *err, size_t errlen)
+loom_error *loomd_isolate_jobs(loomd *d, const loomd_options *opt)
 {
     unsigned first = opt->job_uid_first ? opt->job_uid_first : JOB_UID_FIRST_DEFAULT;
     unsigned last = opt->job_uid_last ? opt->job_uid_last : JOB_UID_LAST_DEFAULT;
     job_sandbox_config cfg = {.accounts = geteuid() == 0 && !opt->no_job_accounts,
                               .uid_first = first, .uid_last = last,
-                              .user_id = user_id, .user_ctx = d->auth};
+                              .user_id = user_id, .user_ctx = d->api.auth};
     char why[PATH_MAX + 64];
-    if (cfg.accounts && !job_sandbox_reachable(d->home, why, sizeof why)) {
+    if (cfg.accounts && !job_sandbox_reachable(d->api.home, why, sizeof why)) {
         log_warn("jobs cannot run under accounts of their own: %s", why);
         cfg.accounts = 0;
     }
     job_sandbox_configure(&cfg);
-    loom_error *e = job_sandbox_secure_home(d->home, cfg.accounts);
-    if (e) {
-        loom_err_take(e, err, errlen);
-        return -1;
-    }
+    loom_error *e = job_sandbox_secure_home(d->api.home, cfg.accounts);
+    if (e)
+        return e;
     char line[512];
-    int complete = job_sandbox_describe(d->home, line, sizeof line);
+    int complete = job_sandbox_describe(d->api.home, line, sizeof line);
     if (complete)
         log_info("%s", line);
     else
         log_warn("%s", line);
     /* Each exec, kernel and plugin call in a cgroup of its own; what a run
      * that crashed left is ended first. */
-    int ended = proc_group_setup(d->home, NULL);
+    int ended = proc_group_setup(d->api.home, NULL);
     if (ended)
         log_warn("ended %d process group(s) a previous run of this home left", ended);
     proc_group_describe(line, sizeof line);
@@ -50,9 +48,7 @@ int loomd_isolate_jobs(loomd *d, const loomd_options *opt, char *err, size_t err
         log_info("%s", line);
     else
         log_warn("%s", line);
-    if (!complete && opt->require_isolation) {
-        snprintf(err, errlen, "--require-isolation: %s", line);
-        return -1;
-    }
-    return 0;
+    if (!complete && opt->require_isolation)
+        return loom_err(LOOM_E_UNAVAILABLE, "--require-isolation: %s", line);
+    return NULL;
 }

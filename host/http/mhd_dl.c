@@ -1,7 +1,5 @@
-/* api/mhd_dl.c - see mhd_dl.h. */
-#include "api/mhd_dl.h"
-
-#include <stdio.h>
+/* http/mhd_dl.c - see mhd_dl.h. */
+#include "http/mhd_dl.h"
 
 #include "util/dynlib.h"
 
@@ -16,12 +14,11 @@ static const dynlib_spec spec = {"libmicrohttpd", sonames, NULL, mhd_symbols,
 static mhd_api table;
 static dynlib_once once = DYNLIB_ONCE_INIT;
 
-const mhd_api *mhd_lib(char *err, size_t errlen)
+loom_error *mhd_lib(const mhd_api **out)
 {
+    *out = NULL;
     loom_error *e = dynlib_open_once(&once, &spec, &table);
-    if (e) {
-        loom_err_take(e, err, errlen);
-        return NULL;
-    }
-    return &table;
+    if (!e)
+        *out = &table;
+    return e;
 }

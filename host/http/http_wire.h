@@ -1,15 +1,15 @@
 /*
- * api/http_wire.h - the HTTP/1.1 text the inference lane (api/http_lane_internal.h)
+ * http/http_wire.h - the HTTP/1.1 text the inference lane (http/http_lane_internal.h)
  * reads and writes itself, where libmicrohttpd does it for the other
  * routes: a reply's status line and headers, and a request target's
  * %-decoding and query arguments, decoded as libmicrohttpd decodes them.
  */
-#ifndef LOOM_API_HTTP_WIRE_H
-#define LOOM_API_HTTP_WIRE_H
+#ifndef LOOM_HTTP_WIRE_H
+#define LOOM_HTTP_WIRE_H
 
 #include <stddef.h>
 
-#include "api/cors.h"
+#include "http/cors.h"
 
 typedef struct http_head {
     int status;

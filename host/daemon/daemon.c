@@ -1,6 +1,6 @@
-/* api/server.c - see server.h. */
+/* daemon/daemon.c - see daemon.h. */
 #include "api/routes.h"
-#include "api/server.h"
+#include "daemon/daemon.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,22 +20,6 @@
 
 #define MAX_BODY ((size_t)1 << 20)          /* JSON bodies: 1 MiB */
 #define MAX_UPLOAD ((size_t)256 << 20)      /* model directories, plugins */
-
-static void health(void *ctx, const http_request *req, http_response *res)
-{
-    (void)ctx;
-    (void)req;
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "status", "ok");
-    cJSON_AddStringToObject(o, "version", LOOM_VERSION);
-    cJSON_AddNumberToObject(o, "abiMajor", LOOM_ABI_MAJOR);
-    cJSON_AddNumberToObject(o, "abiMinor", LOOM_ABI_MINOR);
-    http_reply_json(res, 200, o);
-}
-
-static const http_route core_routes[] = {
-    {"GET", LOOM_ROUTE_HEALTH, health, HTTP_USER},
-};
 
 void loomd_default_plugin_dir(char *out, size_t outlen)
 {
@@ -95,19 +79,21 @@ static int lock_held(int fd, int op)
     return held;
 }
 
-int loomd_home_held(const char *home, char *why, size_t whylen)
+loom_error *loomd_home_free(const char *home)
 {
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/loom.lock", home);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return 0;
+        return NULL;
     /* A shared lock is refused only while a host holds the exclusive one. */
     int held = lock_held(fd, LOCK_SH);
     close(fd);
-    if (held && why)
-        refusal(home, why, whylen);
-    return held;
+    if (!held)
+        return NULL;
+    char why[PATH_MAX + 700];
+    refusal(home, why, sizeof why);
+    return loom_err(LOOM_E_CONFLICT, "%s", why);
 }
 
 static void note_holder(int fd, const char *text)
@@ -119,78 +105,55 @@ static void note_holder(int fd, const char *text)
 /* One host per home: a second one would corrupt nothing (SQLite locks) but
  * would fight over the execs' processes. The lock lives as long as the
  * process (or loomd_stop); workers do not inherit it. */
-static int hold_home(loomd *d, char *err, size_t errlen)
+static loom_error *hold_home(loomd *d)
 {
     char path[PATH_MAX], holder[64];
-    snprintf(path, sizeof path, "%s/loom.lock", d->home);
+    snprintf(path, sizeof path, "%s/loom.lock", d->api.home);
     d->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (d->lock_fd < 0) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        return -1;
-    }
+    if (d->lock_fd < 0)
+        return loom_err(LOOM_E_INTERNAL, "%s: cannot open: %s", path, strerror(errno));
     if (lock_held(d->lock_fd, LOCK_EX)) {
-        refusal(d->home, err, errlen);
-        return -1;
+        char why[PATH_MAX + 700];
+        refusal(d->api.home, why, sizeof why);
+        return loom_err(LOOM_E_CONFLICT, "%s", why);
     }
     snprintf(holder, sizeof holder, "%ld\n", (long)getpid());
     note_holder(d->lock_fd, holder);
-    return 0;
+    return NULL;
 }
 
 /* HOME/uploads, where uploads are received; once this host holds the
  * home, what a killed one left there is garbage. */
 static loom_error *prepare_spool(loomd *d)
 {
-    snprintf(d->spool_dir, sizeof d->spool_dir, "%s/uploads", d->home);
+    snprintf(d->spool_dir, sizeof d->spool_dir, "%s/uploads", d->api.home);
     fs_rm_rf(d->spool_dir);
     if (fs_mkdir_p(d->spool_dir) != 0 || chmod(d->spool_dir, 0700) != 0)
         return loom_err(LOOM_E_INTERNAL, "%s: cannot create: %s", d->spool_dir, strerror(errno));
     return NULL;
 }
 
-/* Every subsystem's routes into one table; returns how many. */
-static size_t collect_routes(http_route *routes)
-{
-    const struct {
-        const http_route *table;
-        size_t count;
-    } parts[] = {
-        {core_routes, sizeof core_routes / sizeof *core_routes},
-        {loom_plugin_routes, loom_plugin_route_count},
-        {loom_auth_routes, loom_auth_route_count},
-        {loom_sched_routes, loom_sched_route_count},
-        {loom_exec_routes, loom_exec_route_count},
-        {loom_hpo_routes, loom_hpo_route_count},
-        {loom_infer_routes, loom_infer_route_count},
-    };
-    size_t n = 0;
-    for (size_t p = 0; p < sizeof parts / sizeof *parts; p++)
-        for (size_t i = 0; i < parts[p].count; i++)
-            routes[n++] = parts[p].table[i];
-    return n;
-}
-
 /* The plugin registry: the host's own factories and built-in plugins, then
  * the users' (described by a child, never loaded here). */
 static loom_error *open_registry(loomd *d)
 {
-    d->reg = registry_create();
-    if (!d->reg) {
+    d->api.reg = registry_create();
+    if (!d->api.reg) {
         return loom_err(LOOM_E_INTERNAL, "plugin registry: out of memory");
     }
     /* Users' plugins are described by a child and run only in children of
      * their own: no code of theirs runs here. */
     char self[PATH_MAX];
     if (fs_self_exe(self, sizeof self))
-        registry_set_probe(d->reg, self);
-    registry_add_factory(d->reg, LOOM_KIND_KERNEL, "ffi", LOOM_VERSION,
+        registry_set_probe(d->api.reg, self);
+    registry_add_factory(d->api.reg, LOOM_KIND_KERNEL, "ffi", LOOM_VERSION,
                          "serves a plain C function named in model.json through libffi",
                          ffi_kernel_factory());
-    int builtin = registry_load_dir(d->reg, d->plugin_dir, "builtin");
+    int builtin = registry_load_dir(d->api.reg, d->plugin_dir, "builtin");
     log_info("loaded %d built-in plugin file(s) from %s", builtin, d->plugin_dir);
     /* WMLA submits elastic training as `--exec-start edt`. */
-    registry_alias(d->reg, LOOM_KIND_FRAMEWORK, "native", "edt");
-    loomd_load_user_plugins(d);
+    registry_alias(d->api.reg, LOOM_KIND_FRAMEWORK, "native", "edt");
+    api_load_user_plugins(&d->api);
     return NULL;
 }
 
@@ -199,90 +162,80 @@ static loom_error *open_registry(loomd *d)
 static loom_error *open_web_front(loomd *d, const loomd_options *opt)
 {
     const char *address = opt->address ? opt->address : "127.0.0.1";
-    d->basic_over_http_allowed = opt->allow_basic_over_http || opt->tls_cert_pem ||
+    d->api.basic_over_http_allowed = opt->allow_basic_over_http || opt->tls_cert_pem ||
                                  strncmp(address, "127.", 4) == 0;
     return cors_policy_create(opt->cors_origins, opt->cors_origin_count, &d->cors);
 }
 
-loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
+loom_error *loomd_start(const loomd_options *opt, loomd **out)
 {
+    *out = NULL;
     loomd *d = calloc(1, sizeof *d);
-    if (!d) {
-        snprintf(err, errlen, "out of memory");
-        return NULL;
-    }
+    if (!d)
+        return loom_err(LOOM_E_INTERNAL, "out of memory");
     loom_error *e = NULL;
     d->lock_fd = -1;
-    pthread_mutex_init(&d->admin_lock, NULL);
-    snprintf(d->home, sizeof d->home, "%s", opt->home);
+    pthread_mutex_init(&d->api.admin_lock, NULL);
+    snprintf(d->api.home, sizeof d->api.home, "%s", opt->home);
     if (opt->plugin_dir)
         snprintf(d->plugin_dir, sizeof d->plugin_dir, "%s", opt->plugin_dir);
     else
         loomd_default_plugin_dir(d->plugin_dir, sizeof d->plugin_dir);
 
     char path[PATH_MAX];
-    if (fs_mkdir_p(d->home) != 0) {
-        e = loom_err(LOOM_E_INVALID, "--home %s: cannot create: %s", d->home, strerror(errno));
+    if (fs_mkdir_p(d->api.home) != 0) {
+        e = loom_err(LOOM_E_INVALID, "--home %s: cannot create: %s", d->api.home, strerror(errno));
         goto fail_with;
     }
-    snprintf(path, sizeof path, "%s/plugins", d->home);
+    snprintf(path, sizeof path, "%s/plugins", d->api.home);
     fs_mkdir_p(path);
-    snprintf(path, sizeof path, "%s/execs", d->home);
+    snprintf(path, sizeof path, "%s/execs", d->api.home);
     fs_mkdir_p(path);
 
-    char held[PATH_MAX + 128];
-    if (hold_home(d, held, sizeof held) != 0) {
-        e = loom_err(LOOM_E_CONFLICT, "%s", held);
-        goto fail_with;
-    }
-    if ((e = prepare_spool(d)) != NULL)
+    if ((e = hold_home(d)) != NULL || (e = prepare_spool(d)) != NULL)
         goto fail_with;
 
-    snprintf(path, sizeof path, "%s/loom.db", d->home);
-    if ((e = store_open(path, &d->st)) != NULL)
+    snprintf(path, sizeof path, "%s/loom.db", d->api.home);
+    if ((e = store_open(path, &d->api.st)) != NULL)
         goto fail_with;
     /* Every request's token is checked in a server thread: on a connection
      * of its own, so a check reads (WAL) beside the exec service's commits
      * instead of queueing behind their fsyncs. */
     if ((e = store_open(path, &d->auth_st)) != NULL)
         goto fail_with;
-    if ((e = auth_open(d->auth_st, NULL, &d->auth)) != NULL ||
-        (e = auth_bootstrap_admin(d->auth, opt->admin_password, d->generated_admin_password,
+    if ((e = auth_open(d->auth_st, NULL, &d->api.auth)) != NULL ||
+        (e = auth_bootstrap_admin(d->api.auth, opt->admin_password, d->generated_admin_password,
                                   sizeof d->generated_admin_password, NULL)) != NULL)
         goto fail_with;
     if (opt->admin_password)
         d->generated_admin_password[0] = 0;
-    char isolation[PATH_MAX + 128];
-    if (loomd_isolate_jobs(d, opt, isolation, sizeof isolation) != 0) {
-        e = loom_err(LOOM_E_INTERNAL, "%s", isolation);
-        goto fail_with;
-    }
-    if ((e = open_registry(d)) != NULL)
+    if ((e = loomd_isolate_jobs(d, opt)) != NULL || (e = open_registry(d)) != NULL)
         goto fail_with;
     sched_service_options so = {.cpu_slots = opt->cpu_slots,
                                 .hysteresis = opt->hysteresis >= 0 ? opt->hysteresis : 5.0};
-    if ((e = sched_service_create(d->st, &so, &d->sched)) != NULL)
+    if ((e = sched_service_create(d->api.st, &so, &d->api.sched)) != NULL)
         goto fail_with;
     int swept = edt_sweep_stale_segments();
     if (swept)
         log_info("removed %d shared-memory segment(s) left by hosts that were killed", swept);
-    d->execs = exec_service_create(d->st, d->reg, d->sched, d->home);
-    if (!d->execs) {
+    d->api.execs = exec_service_create(d->api.st, d->api.reg, d->api.sched, d->api.home);
+    if (!d->api.execs) {
         e = loom_err(LOOM_E_INTERNAL, "exec service: out of memory");
         goto fail_with;
     }
-    exec_service_set_limits(d->execs, &opt->limits);
-    if ((e = exec_service_set_data_roots(d->execs, opt->data_roots, opt->data_root_count)))
+    exec_service_set_limits(d->api.execs, &opt->limits);
+    if ((e = exec_service_set_data_roots(d->api.execs, opt->data_roots, opt->data_root_count)))
         goto fail_with;
-    infer_options io = {.st = d->st, .sched = d->sched, .home = d->home,
+    infer_options io = {.st = d->api.st, .sched = d->api.sched, .home = d->api.home,
                         .plugin_dir = d->plugin_dir};
-    if ((e = infer_service_create(&io, &d->infer)) != NULL)
+    if ((e = infer_service_create(&io, &d->api.infer)) != NULL)
         goto fail_with;
 
-    if ((e = hpo_service_create(d->st, d->reg, d->execs, d->home, NULL, &d->hpo)) != NULL)
+    if ((e = hpo_service_create(d->api.st, d->api.reg, d->api.execs, d->api.home, NULL, &d->api.hpo)) != NULL)
         goto fail_with;
 
-    if ((e = open_web_front(d, opt)) != NULL)
+    size_t nroutes = 0;
+    if ((e = open_web_front(d, opt)) != NULL || (e = api_route_table(d->routes, &nroutes)) != NULL)
         goto fail_with;
 
     http_config cfg = {
@@ -293,9 +246,10 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
         .spool_dir = d->spool_dir,
         .limits = opt->http,
         .routes = d->routes,
-        .nroutes = collect_routes(d->routes),
-        .ctx = d,
-        .authenticate = loomd_authenticate,
+        .nroutes = nroutes,
+        .ctx = &d->api,
+        .authenticate = api_authenticate,
+        .reply_error = api_reply_error,
         .tls_cert_pem = opt->tls_cert_pem,
         .tls_key_pem = opt->tls_key_pem,
         .cors = d->cors,
@@ -305,17 +259,17 @@ loomd *loomd_start(const loomd_options *opt, char *err, size_t errlen)
     if ((e = http_server_start(&cfg, &d->http)) != NULL)
         goto fail_with;
     log_info("loom host %s listening on %s:%d, home %s", LOOM_VERSION, cfg.address,
-             http_server_port(d->http), d->home);
+             http_server_port(d->http), d->api.home);
     /* The lock file names its holder, for whoever is refused the home. */
     char holder[600];
     snprintf(holder, sizeof holder, "%ld %s://%s:%d\n", (long)getpid(),
              opt->tls_cert_pem ? "https" : "http", cfg.address, http_server_port(d->http));
     note_holder(d->lock_fd, holder);
-    return d;
-fail_with:
-    loom_err_take(e, err, errlen);
-    loomd_stop(d);
+    *out = d;
     return NULL;
+fail_with:
+    loomd_stop(d);
+    return e;
 }
 
 void loomd_stop(loomd *d)
@@ -324,21 +278,21 @@ void loomd_stop(loomd *d)
         return;
     /* A request waiting for a kernel holds its connection: answer them
      * all before the server stops. */
-    infer_service_stop_all(d->infer);
+    infer_service_stop_all(d->api.infer);
     http_server_stop(d->http);
-    hpo_service_destroy(d->hpo);
+    hpo_service_destroy(d->api.hpo);
     cors_policy_free(d->cors);
-    infer_service_destroy(d->infer);
-    exec_service_destroy(d->execs);
+    infer_service_destroy(d->api.infer);
+    exec_service_destroy(d->api.execs);
     proc_group_teardown(); /* whatever is left of every group */
-    job_sandbox_configure(NULL); /* its user lookup uses d->auth */
-    sched_service_destroy(d->sched);
-    registry_destroy(d->reg);
-    auth_close(d->auth);
+    job_sandbox_configure(NULL); /* its user lookup uses d->api.auth */
+    sched_service_destroy(d->api.sched);
+    registry_destroy(d->api.reg);
+    auth_close(d->api.auth);
     store_close(d->auth_st);
-    store_close(d->st);
+    store_close(d->api.st);
     if (d->lock_fd >= 0)
         close(d->lock_fd);
-    pthread_mutex_destroy(&d->admin_lock);
+    pthread_mutex_destroy(&d->api.admin_lock);
     free(d);
 }
