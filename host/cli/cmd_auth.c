@@ -58,23 +58,23 @@ int cmd_login(int argc, char **argv, const cli_globals *g)
     cli_client(g, &c);
     client_reply r;
     char err[1024];
-    int rc;
+    loom_error *e;
     if (apikey) {
         cJSON *body = cJSON_CreateObject();
         cJSON_AddStringToObject(body, "apikey", apikey);
         char *text = cJSON_PrintUnformatted(body);
         cJSON_Delete(body);
         c.token[0] = 0;
-        rc = client_call(&c, "POST", LOOM_ROUTE_LOGON, text, &r, err, sizeof err);
+        e = client_call(&c, "POST", LOOM_ROUTE_LOGON, text, &r);
         free(text);
     } else {
         char pw[1100];
         if (read_password(from_stdin, password, "Password: ", pw, sizeof pw) != 0)
             return cli_fail("login: no password given");
-        rc = client_logon_basic(&c, user, pw, &r, err, sizeof err);
+        e = client_logon_basic(&c, user, pw, &r);
     }
-    if (rc != 0)
-        return cli_fail("%s", err);
+    if (e)
+        return cli_fail_error(e);
     if (r.status != 200) {
         client_reply_error(&r, err, sizeof err);
         client_reply_free(&r);

@@ -59,6 +59,13 @@ int cli_fail(const char *fmt, ...)
     return 1;
 }
 
+int cli_fail_error(loom_error *e)
+{
+    cli_fail("%s", loom_err_message(e));
+    loom_err_free(e);
+    return 1;
+}
+
 static cJSON *finish(client_reply *r)
 {
     if (r->status >= 200 && r->status < 300) {
@@ -99,9 +106,9 @@ cJSON *cli_request(const cli_globals *g, const char *method, const char *path,
     client c;
     cli_client(g, &c);
     client_reply r;
-    char err[1024];
-    if (client_call(&c, method, path, json_body, &r, err, sizeof err) != 0) {
-        cli_fail("%s", err);
+    loom_error *e = client_call(&c, method, path, json_body, &r);
+    if (e) {
+        cli_fail_error(e);
         return NULL;
     }
     return finish(&r);
@@ -112,12 +119,13 @@ char *cli_request_text(const cli_globals *g, const char *path, size_t *len)
     client c;
     cli_client(g, &c);
     client_reply r;
-    char err[1024];
-    if (client_call(&c, "GET", path, NULL, &r, err, sizeof err) != 0) {
-        cli_fail("%s", err);
+    loom_error *e = client_call(&c, "GET", path, NULL, &r);
+    if (e) {
+        cli_fail_error(e);
         return NULL;
     }
     if (r.status != 200) {
+        char err[1024];
         client_reply_error(&r, err, sizeof err);
         client_reply_free(&r);
         cli_fail("%s", err);
@@ -132,9 +140,9 @@ cJSON *cli_upload(const cli_globals *g, const char *path, const client_part *par
     client c;
     cli_client(g, &c);
     client_reply r;
-    char err[1024];
-    if (client_upload(&c, path, parts, nparts, &r, err, sizeof err) != 0) {
-        cli_fail("%s", err);
+    loom_error *e = client_upload(&c, path, parts, nparts, &r);
+    if (e) {
+        cli_fail_error(e);
         return NULL;
     }
     return finish(&r);
@@ -260,10 +268,12 @@ int cli_wants_help(int argc, char **argv)
 
 char *curl_escape_path(const char *text)
 {
-    char unused[256];
-    const curl_api *cu = curl_lib(unused, sizeof unused);
-    if (!cu)
-        return NULL; /* the request that follows says why */
+    const curl_api *cu;
+    loom_error *unloaded = curl_lib(&cu);
+    if (unloaded) {
+        loom_err_free(unloaded); /* the request that follows says why */
+        return NULL;
+    }
     char *e = cu->curl_easy_escape(NULL, text, 0);
     char *out = e ? strdup(e) : NULL;
     cu->curl_free(e);

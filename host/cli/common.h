@@ -24,6 +24,8 @@ void cli_client(const cli_globals *g, client *c);
 
 /* Prints "loom: message" to stderr and returns 1. */
 int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* cli_fail with the error's message; frees it. */
+int cli_fail_error(loom_error *e);
 
 /* Calls the host and returns the reply's JSON (caller frees) when the
  * status is 2xx; otherwise prints the host's error and returns NULL. */
