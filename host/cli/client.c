@@ -122,14 +122,15 @@ int client_save_token(const client *c, const char *token)
     return rc;
 }
 
-/* libcurl and a fresh handle: the start every request shares. */
-static loom_error *request_begin(const curl_api **cu, CURL **curl)
+/* libcurl and a fresh handle, the start every request shares; NULL with
+ * *err set when either fails. */
+static CURL *request_begin(const curl_api **cu, loom_error **err)
 {
-    loom_error *e = curl_lib(cu);
-    if (e)
-        return e;
-    *curl = (*cu)->curl_easy_init();
-    return *curl ? NULL : loom_err(LOOM_E_INTERNAL, "cannot initialise libcurl");
+    if ((*err = curl_lib(cu)))
+        return NULL;
+    CURL *curl = (*cu)->curl_easy_init();
+    *err = curl ? NULL : loom_err(LOOM_E_INTERNAL, "cannot initialise libcurl");
+    return curl;
 }
 
 /* Sends the request set up on `curl` to the host's `path`; LOOM_E_UNAVAILABLE
@@ -175,9 +176,9 @@ loom_error *client_call(const client *c, const char *method, const char *path,
                         const char *json_body, client_reply *reply)
 {
     const curl_api *cu;
-    CURL *curl;
-    loom_error *e = request_begin(&cu, &curl);
-    if (e)
+    loom_error *e;
+    CURL *curl = request_begin(&cu, &e);
+    if (!curl)
         return e;
     struct curl_slist *headers = NULL;
     cu->curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
@@ -198,9 +199,9 @@ loom_error *client_upload(const client *c, const char *path, const client_part *
                           client_reply *reply)
 {
     const curl_api *cu;
-    CURL *curl;
-    loom_error *e = request_begin(&cu, &curl);
-    if (e)
+    loom_error *e;
+    CURL *curl = request_begin(&cu, &e);
+    if (!curl)
         return e;
     curl_mime *mime = cu->curl_mime_init(curl);
     for (int i = 0; i < nparts; i++) {
@@ -228,9 +229,9 @@ loom_error *client_logon_basic(const client *c, const char *user, const char *pa
                                client_reply *reply)
 {
     const curl_api *cu;
-    CURL *curl;
-    loom_error *e = request_begin(&cu, &curl);
-    if (e)
+    loom_error *e;
+    CURL *curl = request_begin(&cu, &e);
+    if (!curl)
         return e;
     client anonymous = *c;
     anonymous.token[0] = 0;
