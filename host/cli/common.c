@@ -160,7 +160,8 @@ void cli_print_json(const cJSON *j)
 
 struct cli_table {
     int ncols, nrows, cap;
-    char **cells; /* nrows x ncols, row 0 = headers */
+    int lost;     /* rows that found no room */
+    char **cells; /* nrows x ncols; row 0 = headers when given */
 };
 
 cli_table *cli_table_new(int ncols, const char *const *headers)
@@ -169,7 +170,8 @@ cli_table *cli_table_new(int ncols, const char *const *headers)
     if (!t)
         return NULL;
     t->ncols = ncols;
-    cli_table_add(t, headers);
+    if (headers)
+        cli_table_add(t, headers);
     return t;
 }
 
@@ -180,8 +182,10 @@ void cli_table_add(cli_table *t, const char *const *cells)
     if (t->nrows == t->cap) {
         int cap = t->cap ? t->cap * 2 : 16;
         char **grown = realloc(t->cells, (size_t)cap * (size_t)t->ncols * sizeof *grown);
-        if (!grown)
+        if (!grown) {
+            t->lost++;
             return;
+        }
         t->cells = grown;
         t->cap = cap;
     }
@@ -190,27 +194,35 @@ void cli_table_add(cli_table *t, const char *const *cells)
     t->nrows++;
 }
 
+static const char *cell_at(const cli_table *t, int r, int c)
+{
+    const char *cell = t->cells[r * t->ncols + c];
+    return cell ? cell : "?";
+}
+
 void cli_table_print(cli_table *t)
 {
     if (!t)
         return;
-    int width[32] = {0};
-    for (int r = 0; r < t->nrows; r++)
-        for (int c = 0; c < t->ncols && c < 32; c++) {
-            int w = (int)strlen(t->cells[r * t->ncols + c]);
+    int *width = calloc((size_t)t->ncols + 1, sizeof *width);
+    for (int r = 0; width && r < t->nrows; r++)
+        for (int c = 0; c < t->ncols; c++) {
+            int w = (int)strlen(cell_at(t, r, c));
             if (w > width[c])
                 width[c] = w;
         }
     for (int r = 0; r < t->nrows; r++) {
         for (int c = 0; c < t->ncols; c++) {
-            const char *cell = t->cells[r * t->ncols + c];
             if (c == t->ncols - 1)
-                printf("%s", cell);
+                printf("%s", cell_at(t, r, c));
             else
-                printf("%-*s  ", width[c], cell);
+                printf("%-*s  ", width ? width[c] : 0, cell_at(t, r, c));
         }
         putchar('\n');
     }
+    if (t->lost)
+        printf("(%d more rows: out of memory)\n", t->lost);
+    free(width);
 }
 
 void cli_table_free(cli_table *t)

@@ -39,7 +39,11 @@ cJSON *cli_upload(const cli_globals *g, const char *path, const client_part *par
 /* Prints JSON on one line to stdout. */
 void cli_print_json(const cJSON *j);
 
-/* A plain text table: columns sized to their widest cell. */
+/* The CLI's one way to print rows: a plain text table, columns sized to
+ * their widest cell (the last one left unpadded). `headers` NULL: no
+ * header row (a key/value listing). A cell that could not be copied (out
+ * of memory) prints as "?"; a row that could not be stored as a line of
+ * its own saying so, so nothing goes missing silently. */
 typedef struct cli_table cli_table;
 cli_table *cli_table_new(int ncols, const char *const *headers);
 void cli_table_add(cli_table *t, const char *const *cells);
