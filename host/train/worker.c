@@ -246,11 +246,8 @@ static int setup(worker *w)
         return fail(e, "buffers");
     if ((e = adapter_state_tensors(w->fw, w->inst, &w->views, &w->roles, &w->nviews)))
         return fail(e, "the framework's state tensors");
-    char err[1024];
-    if (tensor_stage_init(&w->stage, w->views, w->nviews, err, sizeof err) != 0) {
-        fprintf(stderr, "loom worker: %s\n", err);
-        return 1;
-    }
+    if ((e = tensor_stage_init(&w->stage, w->views, w->nviews)))
+        return fail(e, "staging the state tensors");
     if (w->params.on_device || w->grads.on_device) {
         w->params_host = malloc((size_t)w->params.nbytes + 1);
         w->grads_host = malloc((size_t)w->grads.nbytes + 1);
@@ -580,11 +577,8 @@ static loom_error *join_and_pull(worker *w, const msg_join *join, const char *lo
     loom_error *e = comm_shm_join(w->comm, join->generation, deadline);
     if (!e && w->gpu_comm)
         e = join_gpu_generation(w, join, deadline);
-    if (!e && load_path && !(e = checkpoint_load(load_path, w->stage.host, w->stage.count, NULL))) {
-        char err[1024];
-        if (tensor_stage_push(&w->stage, w->views, err, sizeof err) != 0)
-            e = loom_err(LOOM_E_INTERNAL, "%s", err);
-    }
+    if (!e && load_path && !(e = checkpoint_load(load_path, w->stage.host, w->stage.count, NULL)))
+        e = tensor_stage_push(&w->stage, w->views);
     if (e)
         return e;
     if (join->root < 0) {
@@ -606,9 +600,9 @@ static loom_error *join_and_pull(worker *w, const msg_join *join, const char *lo
 /* Saves the state (checkpoint) or the parameters (final model) to path. */
 static loom_error *save_state(worker *w, const char *path, int final, const cJSON *meta)
 {
-    char err[1024];
-    if (tensor_stage_pull(&w->stage, w->views, err, sizeof err) != 0)
-        return loom_err(LOOM_E_INTERNAL, "%s", err);
+    loom_error *e = tensor_stage_pull(&w->stage, w->views);
+    if (e)
+        return e;
     return checkpoint_save(path, w->stage.host, w->roles, w->stage.count, final, meta);
 }
 
@@ -681,10 +675,9 @@ static int serve_work(worker *w, const msg *m)
 {
     const msg_work *work = &m->u.work;
     void *into = w->params_host ? (void *)w->params_host : w->params.data;
-    char err[512];
     loom_error *e = msg_recv_blob(w->fd, m, into, (size_t)w->params.nbytes, 0);
-    if (!e && w->params_host && tensor_copy_from_host(&w->params, w->params_host, err, sizeof err) != 0)
-        e = loom_err(LOOM_E_INTERNAL, "%s", err);
+    if (!e && w->params_host)
+        e = tensor_copy_from_host(&w->params, w->params_host);
     if (e) {
         say("cannot read the weights: %s; exiting", loom_err_message(e));
         loom_err_free(e);
@@ -704,8 +697,10 @@ static int serve_work(worker *w, const msg *m)
     const void *grads = w->grads.data;
     if (w->grads_host) {
         grads = w->grads_host;
-        if (tensor_copy_to_host(w->grads_host, &w->grads, err, sizeof err) != 0) {
-            say("cannot read the gradients: %s; exiting", err);
+        loom_error *unread = tensor_copy_to_host(w->grads_host, &w->grads);
+        if (unread) {
+            say("cannot read the gradients: %s; exiting", loom_err_message(unread));
+            loom_err_free(unread);
             cJSON_Delete((cJSON *)r->train);
             loom_err_free(e);
             return 2;
