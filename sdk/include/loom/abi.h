@@ -33,8 +33,7 @@
  * (one view at a time, each with its own struct_size, so a later field in
  * loom_tensor_view changes no stride), and loom_proposal_sink gained
  * propose_experiment / stop_experiment, which follow the SDK's refusal rule
- * (loom.h). A plugin built for minor N loads into
- * any host with minor >= N.
+ * (loom.h). A plugin built for minor N loads into any host with minor >= N.
  */
 #ifndef LOOM_ABI_H
 #define LOOM_ABI_H
