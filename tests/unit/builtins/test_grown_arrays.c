@@ -27,6 +27,20 @@ static loom_framework_instance *create(const loom_framework_factory *f)
     return inst;
 }
 
+/* The adapter's state tensors through the trainer's reader: `expected` of
+ * them, the first the parameter "weight". */
+static uint32_t state_tensors(const loom_framework_factory *f, loom_framework_instance *inst,
+                              uint32_t expected, loom_tensor_view **views, int32_t **roles)
+{
+    uint32_t n = 0;
+    loom_error *err = adapter_state_tensors(f, inst, views, roles, &n);
+    CHECK_MSG(err == NULL, "%s", loom_err_message(err));
+    loom_err_free(err);
+    CHECK(n == expected);
+    CHECK(n > 0 && !strcmp((*views)[0].name, "weight") && (*roles)[0] == LOOM_TENSOR_PARAMETER);
+    return n;
+}
+
 static void grown(registry *r)
 {
     registry_entry e;
@@ -37,12 +51,8 @@ static void grown(registry *r)
 
     loom_tensor_view *views;
     int32_t *roles;
-    uint32_t n;
-    loom_error *err = adapter_state_tensors(f, inst, &views, &roles, &n);
-    CHECK_MSG(err == NULL, "%s", loom_err_message(err));
-    CHECK(n == 300);
-    CHECK_STR_EQ(views[0].name, "weight");
-    CHECK(roles[0] == LOOM_TENSOR_PARAMETER && views[0].shape[0] == 4);
+    uint32_t n = state_tensors(f, inst, 300, &views, &roles);
+    CHECK(views[0].shape[0] == 4);
     int intact = 1;
     for (uint32_t i = 1; i < n; i++) {
         char name[32];
@@ -109,11 +119,7 @@ static void old(registry *r)
     loom_framework_instance *inst = create(f);
     loom_tensor_view *views;
     int32_t *roles;
-    uint32_t n;
-    loom_error *err = adapter_state_tensors(f, inst, &views, &roles, &n);
-    CHECK_MSG(err == NULL, "%s", loom_err_message(err));
-    CHECK(n == 1);
-    CHECK_STR_EQ(views[0].name, "weight");
+    state_tensors(f, inst, 1, &views, &roles);
     free(views);
     free(roles);
     adapter_metrics m;
