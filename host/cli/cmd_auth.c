@@ -136,17 +136,9 @@ int cmd_user(int argc, char **argv, const cli_globals *g)
         if (g->json) {
             cli_print_json(j);
         } else {
-            const char *headers[] = {"NAME", "ROLE", "CREATED"};
-            cli_table *t = cli_table_new(3, headers);
-            const cJSON *u;
-            cJSON_ArrayForEach(u, j) {
-                char created[32];
-                cli_time(cli_num(u, "createTime"), created, sizeof created);
-                const char *cells[] = {cli_str(u, "name"), cli_str(u, "role"), created};
-                cli_table_add(t, cells);
-            }
-            cli_table_print(t);
-            cli_table_free(t);
+            const cli_column cols[] = {
+                {"NAME", "name", 0}, {"ROLE", "role", 0}, {"CREATED", "createTime", 1}};
+            cli_print_listing(j, cols, 3);
         }
         cJSON_Delete(j);
         return 0;
@@ -213,18 +205,9 @@ int cmd_user(int argc, char **argv, const cli_globals *g)
 
 static void print_apikeys(const cJSON *keys)
 {
-    const char *headers[] = {"USER", "LABEL", "SCOPE", "CREATED"};
-    cli_table *t = cli_table_new(4, headers);
-    const cJSON *k;
-    cJSON_ArrayForEach(k, keys) {
-        char created[32];
-        cli_time(cli_num(k, "createTime"), created, sizeof created);
-        const char *cells[] = {cli_str(k, "user"), cli_str(k, "label"), cli_str(k, "scope"),
-                               created};
-        cli_table_add(t, cells);
-    }
-    cli_table_print(t);
-    cli_table_free(t);
+    const cli_column cols[] = {{"USER", "user", 0}, {"LABEL", "label", 0}, {"SCOPE", "scope", 0},
+                               {"CREATED", "createTime", 1}};
+    cli_print_listing(keys, cols, 4);
 }
 
 /* `list` and `revoke`: the route, with ?user= when given. */

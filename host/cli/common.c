@@ -235,6 +235,36 @@ void cli_table_free(cli_table *t)
     free(t);
 }
 
+/* Columns a listing may have. */
+#define CLI_LISTING_MAX_COLS 16
+
+void cli_print_listing(const cJSON *array, const cli_column *cols, int ncols)
+{
+    if (ncols > CLI_LISTING_MAX_COLS) { /* a caller's constant table: a bug */
+        cli_fail("a listing of %d columns, more than %d", ncols, CLI_LISTING_MAX_COLS);
+        return;
+    }
+    const char *headers[CLI_LISTING_MAX_COLS], *cells[CLI_LISTING_MAX_COLS];
+    char times[CLI_LISTING_MAX_COLS][32];
+    for (int c = 0; c < ncols; c++)
+        headers[c] = cols[c].header;
+    cli_table *t = cli_table_new(ncols, headers);
+    const cJSON *row;
+    cJSON_ArrayForEach(row, array) {
+        for (int c = 0; c < ncols; c++) {
+            if (cols[c].is_time) {
+                cli_time(cli_num(row, cols[c].key), times[c], sizeof times[c]);
+                cells[c] = times[c];
+            } else {
+                cells[c] = cli_str(row, cols[c].key);
+            }
+        }
+        cli_table_add(t, cells);
+    }
+    cli_table_print(t);
+    cli_table_free(t);
+}
+
 const char *cli_str(const cJSON *o, const char *key)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);

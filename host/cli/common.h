@@ -50,6 +50,16 @@ void cli_table_add(cli_table *t, const char *const *cells);
 void cli_table_print(cli_table *t);
 void cli_table_free(cli_table *t);
 
+/* One column of a listing printed straight from a JSON array: `key` of each
+ * object, as text, or as a time (cli_time) when `is_time`. */
+typedef struct cli_column {
+    const char *header;
+    const char *key;
+    int is_time;
+} cli_column;
+/* Prints one row per object of `array` through cli_table. */
+void cli_print_listing(const cJSON *array, const cli_column *cols, int ncols);
+
 /* A string field of a JSON object, or "" */
 const char *cli_str(const cJSON *o, const char *key);
 double cli_num(const cJSON *o, const char *key);

@@ -1,7 +1,8 @@
 /*
  * tests/unit/cli/test_cli_table.c - the CLI's one table printer: columns
  * padded to their widest cell however many there are, the last unpadded,
- * and a key/value listing without a header row.
+ * a key/value listing without a header row, and a listing printed straight
+ * from a JSON array.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,14 +14,18 @@
 
 static char out_path[] = "/tmp/loom-cli-table-XXXXXX";
 
-/* Prints t into a file and returns its text (caller frees). */
-static char *printed(cli_table *t)
+/* Sends stdout to out_path until capture_end, which returns what was
+ * printed (caller frees). */
+static int capture_begin(void)
 {
     fflush(stdout);
     int saved = dup(STDOUT_FILENO);
-    FILE *f = freopen(out_path, "w", stdout);
-    CHECK(f != NULL);
-    cli_table_print(t);
+    CHECK(freopen(out_path, "w", stdout) != NULL);
+    return saved;
+}
+
+static char *capture_end(int saved)
+{
     fflush(stdout);
     dup2(saved, STDOUT_FILENO);
     close(saved);
@@ -31,6 +36,13 @@ static char *printed(cli_table *t)
     if (in)
         fclose(in);
     return text;
+}
+
+static char *printed(cli_table *t)
+{
+    int saved = capture_begin();
+    cli_table_print(t);
+    return capture_end(saved);
 }
 
 int main(void)
@@ -70,6 +82,18 @@ int main(void)
     CHECK_STR_EQ(text, want);
     free(text);
     cli_table_free(t);
+
+    /* A listing straight from JSON: text columns and a time column (no
+     * time: "-"). */
+    cJSON *rows = cJSON_Parse("[{\"name\": \"alice\", \"role\": \"admin\"},"
+                              " {\"name\": \"bo\", \"role\": \"user\", \"createTime\": 0}]");
+    const cli_column cols[] = {{"NAME", "name", 0}, {"ROLE", "role", 0}, {"CREATED", "createTime", 1}};
+    int saved = capture_begin();
+    cli_print_listing(rows, cols, 3);
+    text = capture_end(saved);
+    CHECK_STR_EQ(text, "NAME   ROLE   CREATED\nalice  admin  -\nbo     user   -\n");
+    free(text);
+    cJSON_Delete(rows);
     unlink(out_path);
     return CHECK_DONE();
 }
