@@ -390,9 +390,21 @@ int search_space_propose(const search_space *space, const double *u, loom_value 
                          const loom_proposal_sink *sink, const loom_host *host)
 {
     search_space_values(space, u, values);
+    char text[512];
+    /* ABI 1.5's propose_experiment says why; a sink without it, 0 = refused. */
+    if (LOOM_STRUCT_HAS(sink, loom_proposal_sink, propose_experiment) && sink->propose_experiment) {
+        uint64_t id = 0;
+        loom_error *refused = sink->propose_experiment(sink, values, space->count, 0, &id);
+        if (!refused)
+            return 1;
+        host->log(host, LOOM_LOG_WARN, "the host refused proposal %s: %s",
+                  search_values_text(space, values, text, sizeof text),
+                  host->error_message(refused));
+        host->error_free(refused);
+        return 0;
+    }
     if (sink->propose(sink, values, space->count, 0) != 0)
         return 1;
-    char text[512];
     host->log(host, LOOM_LOG_WARN, "the host refused proposal %s",
               search_values_text(space, values, text, sizeof text));
     return 0;

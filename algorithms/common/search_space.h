@@ -64,7 +64,8 @@ const char *search_values_text(const search_space *space, const loom_value *v,
 
 /* Maps u to values and hands them to the host as one proposal (no
  * budget). 1 when taken; 0 when the host refused it, which is logged
- * through `host` naming the values (the caller stops proposing for now: a
+ * through `host` naming the values and, through ABI 1.5's propose_experiment,
+ * the host's reason (the caller stops proposing for now: a
  * refused point is not counted, the next suggest draws a new one). */
 int search_space_propose(const search_space *space, const double *u, loom_value *values,
                          const loom_proposal_sink *sink, const loom_host *host);

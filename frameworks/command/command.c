@@ -12,6 +12,13 @@
 
 static const loom_host *command_host;
 
+static void command_env(launch_strings *env, uint32_t rank, uint32_t workers, const void *data)
+{
+    (void)data;
+    launch_strings_addf(env, "RANK=%u", rank);
+    launch_strings_addf(env, "WORLD_SIZE=%u", workers);
+}
+
 static loom_error *command_plan_launch(const loom_framework_factory *self,
                                        const loom_launch_request *request,
                                        const loom_launch_sink *sink)
@@ -24,30 +31,8 @@ static loom_error *command_plan_launch(const loom_framework_factory *self,
                                        sizeof buf, &program, &executable);
     if (err)
         return err;
-
-    uint32_t workers = launch_worker_count(request);
-    launch_strings argv = {0}, env = {0};
-    for (uint32_t rank = 0; rank < workers && !err; rank++) {
-        launch_strings_clear(&argv);
-        launch_strings_clear(&env);
-        if (!executable)
-            launch_strings_add(&argv, "/bin/sh");
-        launch_strings_add(&argv, program);
-        for (uint32_t i = 0; i < request->arg_count; i++)
-            launch_strings_add(&argv, request->args[i]);
-        launch_strings_addf(&env, "RANK=%u", rank);
-        launch_strings_addf(&env, "WORLD_SIZE=%u", workers);
-        if (argv.failed || env.failed) {
-            err = command_host->error_new(LOOM_ERR_RESOURCE_EXHAUSTED,
-                                          "command: out of memory planning workers");
-            break;
-        }
-        err = sink->add_worker(sink, (const char *const *)argv.items, argv.count,
-                               (const char *const *)env.items, env.count, NULL);
-    }
-    launch_strings_free(&argv);
-    launch_strings_free(&env);
-    return err;
+    return launch_plan_workers(command_host, "command", request, executable ? NULL : "/bin/sh",
+                               program, command_env, NULL, sink);
 }
 
 static const loom_framework_factory command_factory = {

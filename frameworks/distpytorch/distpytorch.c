@@ -12,6 +12,21 @@
 
 static const loom_host *dist_host;
 
+/* torch.distributed's env:// variables; `data` is the request. */
+static void dist_env(launch_strings *env, uint32_t rank, uint32_t workers, const void *data)
+{
+    const loom_launch_request *request = data;
+    const char *master_addr = request->master_addr && request->master_addr[0]
+                                  ? request->master_addr : "127.0.0.1";
+    launch_strings_addf(env, "MASTER_ADDR=%s", master_addr);
+    launch_strings_addf(env, "MASTER_PORT=%u", request->master_port);
+    launch_strings_addf(env, "WORLD_SIZE=%u", workers);
+    launch_strings_addf(env, "RANK=%u", rank);
+    launch_strings_addf(env, "LOCAL_RANK=%u", rank);
+    /* Print lines as they come, so the host's log capture keeps up. */
+    launch_strings_add(env, "PYTHONUNBUFFERED=1");
+}
+
 static loom_error *dist_plan_launch(const loom_framework_factory *self,
                                     const loom_launch_request *request,
                                     const loom_launch_sink *sink)
@@ -29,36 +44,8 @@ static loom_error *dist_plan_launch(const loom_framework_factory *self,
                                      "distPyTorch: master_port %u is not a "
                                      "usable TCP port for MASTER_PORT",
                                      request->master_port);
-    const char *master_addr = request->master_addr && request->master_addr[0]
-                                  ? request->master_addr : "127.0.0.1";
-
-    uint32_t workers = launch_worker_count(request);
-    launch_strings argv = {0}, env = {0};
-    for (uint32_t rank = 0; rank < workers && !err; rank++) {
-        launch_strings_clear(&argv);
-        launch_strings_clear(&env);
-        launch_strings_add(&argv, "python3");
-        launch_strings_add(&argv, script);
-        for (uint32_t i = 0; i < request->arg_count; i++)
-            launch_strings_add(&argv, request->args[i]);
-        launch_strings_addf(&env, "MASTER_ADDR=%s", master_addr);
-        launch_strings_addf(&env, "MASTER_PORT=%u", request->master_port);
-        launch_strings_addf(&env, "WORLD_SIZE=%u", workers);
-        launch_strings_addf(&env, "RANK=%u", rank);
-        launch_strings_addf(&env, "LOCAL_RANK=%u", rank);
-        /* Print lines as they come, so the host's log capture keeps up. */
-        launch_strings_add(&env, "PYTHONUNBUFFERED=1");
-        if (argv.failed || env.failed) {
-            err = dist_host->error_new(LOOM_ERR_RESOURCE_EXHAUSTED,
-                                       "distPyTorch: out of memory planning workers");
-            break;
-        }
-        err = sink->add_worker(sink, (const char *const *)argv.items, argv.count,
-                               (const char *const *)env.items, env.count, NULL);
-    }
-    launch_strings_free(&argv);
-    launch_strings_free(&env);
-    return err;
+    return launch_plan_workers(dist_host, "distPyTorch", request, "python3", script, dist_env,
+                               request, sink);
 }
 
 static const loom_framework_factory dist_factory = {

@@ -122,8 +122,21 @@ int client_save_token(const client *c, const char *token)
     return rc;
 }
 
-static int perform(const curl_api *cu, CURL *curl, const client *c, const char *path,
-                   client_reply *reply, char *err, size_t errlen)
+/* libcurl and a fresh handle, the start every request shares; NULL with
+ * *err set when either fails. */
+static CURL *request_begin(const curl_api **cu, loom_error **err)
+{
+    if ((*err = curl_lib(cu)))
+        return NULL;
+    CURL *curl = (*cu)->curl_easy_init();
+    *err = curl ? NULL : loom_err(LOOM_E_INTERNAL, "cannot initialise libcurl");
+    return curl;
+}
+
+/* Sends the request set up on `curl` to the host's `path`; LOOM_E_UNAVAILABLE
+ * when the host cannot be reached. Cleans the handle up either way. */
+static loom_error *perform(const curl_api *cu, CURL *curl, const client *c, const char *path,
+                           client_reply *reply)
 {
     char url[1024];
     snprintf(url, sizeof url, "%s%s", c->base, path);
@@ -142,31 +155,31 @@ static int perform(const curl_api *cu, CURL *curl, const client *c, const char *
         cu->curl_easy_setopt(curl, CURLOPT_HTTPAUTH, (long)CURLAUTH_BEARER);
     }
     CURLcode rc = cu->curl_easy_perform(curl);
+    loom_error *e = NULL;
     if (rc != CURLE_OK) {
-        snprintf(err, errlen, "cannot reach the loom host at %s: %s (start one with 'loom serve', or set --host / LOOM_HOST)",
-                 c->base, cu->curl_easy_strerror(rc));
+        e = loom_err(LOOM_E_UNAVAILABLE,
+                     "cannot reach the loom host at %s: %s (start one with 'loom serve', or set --host / LOOM_HOST)",
+                     c->base, cu->curl_easy_strerror(rc));
         client_reply_free(reply);
-        return -1;
+    } else {
+        cu->curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &reply->status);
+        if (!reply->body) {
+            reply->body = calloc(1, 1);
+            reply->len = 0;
+        }
     }
-    cu->curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &reply->status);
-    if (!reply->body) {
-        reply->body = calloc(1, 1);
-        reply->len = 0;
-    }
-    return 0;
+    cu->curl_easy_cleanup(curl);
+    return e;
 }
 
-int client_call(const client *c, const char *method, const char *path,
-                const char *json_body, client_reply *reply, char *err, size_t errlen)
+loom_error *client_call(const client *c, const char *method, const char *path,
+                        const char *json_body, client_reply *reply)
 {
-    const curl_api *cu = curl_lib(err, errlen);
-    if (!cu)
-        return -1;
-    CURL *curl = cu->curl_easy_init();
-    if (!curl) {
-        snprintf(err, errlen, "cannot initialise libcurl");
-        return -1;
-    }
+    const curl_api *cu;
+    loom_error *e;
+    CURL *curl = request_begin(&cu, &e);
+    if (!curl)
+        return e;
     struct curl_slist *headers = NULL;
     cu->curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
     if (json_body) {
@@ -177,23 +190,19 @@ int client_call(const client *c, const char *method, const char *path,
         cu->curl_easy_setopt(curl, CURLOPT_POSTFIELDS, "");
     }
     cu->curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-    int rc = perform(cu, curl, c, path, reply, err, errlen);
+    e = perform(cu, curl, c, path, reply);
     cu->curl_slist_free_all(headers);
-    cu->curl_easy_cleanup(curl);
-    return rc;
+    return e;
 }
 
-int client_upload(const client *c, const char *path, const client_part *parts, int nparts,
-                  client_reply *reply, char *err, size_t errlen)
+loom_error *client_upload(const client *c, const char *path, const client_part *parts, int nparts,
+                          client_reply *reply)
 {
-    const curl_api *cu = curl_lib(err, errlen);
-    if (!cu)
-        return -1;
-    CURL *curl = cu->curl_easy_init();
-    if (!curl) {
-        snprintf(err, errlen, "cannot initialise libcurl");
-        return -1;
-    }
+    const curl_api *cu;
+    loom_error *e;
+    CURL *curl = request_begin(&cu, &e);
+    if (!curl)
+        return e;
     curl_mime *mime = cu->curl_mime_init(curl);
     for (int i = 0; i < nparts; i++) {
         curl_mimepart *part = cu->curl_mime_addpart(mime);
@@ -210,24 +219,20 @@ int client_upload(const client *c, const char *path, const client_part *parts, i
     /* No "Expect: 100-continue" round trip. */
     struct curl_slist *headers = cu->curl_slist_append(NULL, "Expect:");
     cu->curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-    int rc = perform(cu, curl, c, path, reply, err, errlen);
+    e = perform(cu, curl, c, path, reply);
     cu->curl_slist_free_all(headers);
     cu->curl_mime_free(mime);
-    cu->curl_easy_cleanup(curl);
-    return rc;
+    return e;
 }
 
-int client_logon_basic(const client *c, const char *user, const char *password,
-                       client_reply *reply, char *err, size_t errlen)
+loom_error *client_logon_basic(const client *c, const char *user, const char *password,
+                               client_reply *reply)
 {
-    const curl_api *cu = curl_lib(err, errlen);
-    if (!cu)
-        return -1;
-    CURL *curl = cu->curl_easy_init();
-    if (!curl) {
-        snprintf(err, errlen, "cannot initialise libcurl");
-        return -1;
-    }
+    const curl_api *cu;
+    loom_error *e;
+    CURL *curl = request_begin(&cu, &e);
+    if (!curl)
+        return e;
     client anonymous = *c;
     anonymous.token[0] = 0;
     cu->curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, "POST");
@@ -235,9 +240,7 @@ int client_logon_basic(const client *c, const char *user, const char *password,
     cu->curl_easy_setopt(curl, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
     cu->curl_easy_setopt(curl, CURLOPT_USERNAME, user);
     cu->curl_easy_setopt(curl, CURLOPT_PASSWORD, password);
-    int rc = perform(cu, curl, &anonymous, LOOM_ROUTE_LOGON, reply, err, errlen);
-    cu->curl_easy_cleanup(curl);
-    return rc;
+    return perform(cu, curl, &anonymous, LOOM_ROUTE_LOGON, reply);
 }
 
 void client_reply_free(client_reply *r)

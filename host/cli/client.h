@@ -9,6 +9,8 @@
 #include <cjson/cJSON.h>
 #include <stddef.h>
 
+#include "util/error.h"
+
 #define LOOM_DEFAULT_PORT 9280
 
 typedef struct client {
@@ -33,15 +35,17 @@ typedef struct client_part {
 /* The home directory: --home, $LOOM_HOME, or ~/.loom. */
 void client_home(const char *flag, char *out, size_t outlen);
 void client_init(client *c, const char *host_flag);
-/* Returns 0 when the host answered (any status), -1 with err otherwise. */
-int client_call(const client *c, const char *method, const char *path,
-                const char *json_body, client_reply *reply, char *err,
-                size_t errlen);
-int client_upload(const client *c, const char *path, const client_part *parts,
-                  int nparts, client_reply *reply, char *err, size_t errlen);
-/* POST /auth/v1/logon with Basic credentials. */
-int client_logon_basic(const client *c, const char *user, const char *password,
-                       client_reply *reply, char *err, size_t errlen);
+/* NULL when the host answered (any status: see reply->status), else
+ * LOOM_E_UNAVAILABLE (the host cannot be reached, its address named, or
+ * libcurl cannot be loaded) or LOOM_E_INTERNAL. */
+loom_error *client_call(const client *c, const char *method, const char *path,
+                        const char *json_body, client_reply *reply);
+/* A multipart POST of `parts`; errors as client_call. */
+loom_error *client_upload(const client *c, const char *path, const client_part *parts,
+                          int nparts, client_reply *reply);
+/* POST /auth/v1/logon with Basic credentials; errors as client_call. */
+loom_error *client_logon_basic(const client *c, const char *user, const char *password,
+                               client_reply *reply);
 /* The token the CLI keeps for this host: $LOOM_TOKEN, else the one saved in
  * $LOOM_HOME/credentials by `loom login`. */
 void client_load_token(client *c);

@@ -58,23 +58,23 @@ int cmd_login(int argc, char **argv, const cli_globals *g)
     cli_client(g, &c);
     client_reply r;
     char err[1024];
-    int rc;
+    loom_error *e;
     if (apikey) {
         cJSON *body = cJSON_CreateObject();
         cJSON_AddStringToObject(body, "apikey", apikey);
         char *text = cJSON_PrintUnformatted(body);
         cJSON_Delete(body);
         c.token[0] = 0;
-        rc = client_call(&c, "POST", LOOM_ROUTE_LOGON, text, &r, err, sizeof err);
+        e = client_call(&c, "POST", LOOM_ROUTE_LOGON, text, &r);
         free(text);
     } else {
         char pw[1100];
         if (read_password(from_stdin, password, "Password: ", pw, sizeof pw) != 0)
             return cli_fail("login: no password given");
-        rc = client_logon_basic(&c, user, pw, &r, err, sizeof err);
+        e = client_logon_basic(&c, user, pw, &r);
     }
-    if (rc != 0)
-        return cli_fail("%s", err);
+    if (e)
+        return cli_fail_error(e);
     if (r.status != 200) {
         client_reply_error(&r, err, sizeof err);
         client_reply_free(&r);
@@ -136,17 +136,9 @@ int cmd_user(int argc, char **argv, const cli_globals *g)
         if (g->json) {
             cli_print_json(j);
         } else {
-            const char *headers[] = {"NAME", "ROLE", "CREATED"};
-            cli_table *t = cli_table_new(3, headers);
-            const cJSON *u;
-            cJSON_ArrayForEach(u, j) {
-                char created[32];
-                cli_time(cli_num(u, "createTime"), created, sizeof created);
-                const char *cells[] = {cli_str(u, "name"), cli_str(u, "role"), created};
-                cli_table_add(t, cells);
-            }
-            cli_table_print(t);
-            cli_table_free(t);
+            const cli_column cols[] = {
+                {"NAME", "name", 0}, {"ROLE", "role", 0}, {"CREATED", "createTime", 1}};
+            cli_print_listing(j, cols, 3);
         }
         cJSON_Delete(j);
         return 0;
@@ -213,18 +205,9 @@ int cmd_user(int argc, char **argv, const cli_globals *g)
 
 static void print_apikeys(const cJSON *keys)
 {
-    const char *headers[] = {"USER", "LABEL", "SCOPE", "CREATED"};
-    cli_table *t = cli_table_new(4, headers);
-    const cJSON *k;
-    cJSON_ArrayForEach(k, keys) {
-        char created[32];
-        cli_time(cli_num(k, "createTime"), created, sizeof created);
-        const char *cells[] = {cli_str(k, "user"), cli_str(k, "label"), cli_str(k, "scope"),
-                               created};
-        cli_table_add(t, cells);
-    }
-    cli_table_print(t);
-    cli_table_free(t);
+    const cli_column cols[] = {{"USER", "user", 0}, {"LABEL", "label", 0}, {"SCOPE", "scope", 0},
+                               {"CREATED", "createTime", 1}};
+    cli_print_listing(keys, cols, 4);
 }
 
 /* `list` and `revoke`: the route, with ?user= when given. */

@@ -99,14 +99,29 @@ static int list(const cli_globals *g)
     return 0;
 }
 
-static void print_values(const cJSON *x)
+/* An experiment's hyperparameters as "name=value name=value"; longer
+ * lists end in "...". */
+static void values_text(const cJSON *x, char *out, size_t len)
 {
     const cJSON *h;
-    int first = 1;
+    size_t used = 0;
+    out[0] = 0;
     cJSON_ArrayForEach(h, cJSON_GetObjectItemCaseSensitive(x, "hyperParams")) {
-        printf("%s%s=%s", first ? "" : " ", cli_str(h, "name"), cli_str(h, "fixedVal"));
-        first = 0;
+        int n = snprintf(out + used, len - used, "%s%s=%s", used ? " " : "", cli_str(h, "name"),
+                         cli_str(h, "fixedVal"));
+        if (n < 0 || (size_t)n >= len - used) {
+            snprintf(out + (len > 4 ? len - 4 : 0), len > 4 ? 4 : len, "...");
+            return;
+        }
+        used += (size_t)n;
     }
+}
+
+static void print_values(const cJSON *x)
+{
+    char text[1024];
+    values_text(x, text, sizeof text);
+    fputs(text, stdout);
 }
 
 static cJSON *get_task(const char *name, const cli_globals *g);
@@ -134,18 +149,23 @@ static int view(const char *name, int best_only, const cli_globals *g)
         printf("%s: %s%s%s%s, %s %s, progress %s, %.2f s\n", cli_str(j, "hpoName"),
                cli_str(j, "state"), *msg ? " (" : "", msg, *msg ? ")" : "", cli_str(j, "objective"),
                cli_str(j, "objectiveMetric"), cli_str(j, "progress"), cli_num(j, "duration"));
+        const char *head[] = {"ID", "STATE", "METRIC", "EXEC", "HYPERPARAMETERS"};
+        cli_table *t = cli_table_new(5, head);
         const cJSON *x;
         cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(j, "experiments")) {
             const cJSON *m = cJSON_GetObjectItemCaseSensitive(x, "metricVal");
-            printf("  %3g %-9s ", cli_num(x, "id"), cli_str(x, "state"));
-            char metric[NUM_TEXT_MAX];
+            char id[32], metric[NUM_TEXT_MAX], values[1024];
+            snprintf(id, sizeof id, "%g", cli_num(x, "id"));
             if (cJSON_IsNumber(m))
-                printf("%-10s ", num_text_double(m->valuedouble, metric, sizeof metric));
+                num_text_double(m->valuedouble, metric, sizeof metric);
             else
-                printf("%-10s ", "-");
-            print_values(x);
-            printf("  %s\n", cli_str(x, "appId"));
+                snprintf(metric, sizeof metric, "-");
+            values_text(x, values, sizeof values);
+            cli_table_add(t, (const char *const[]){id, cli_str(x, "state"), metric,
+                                                   cli_str(x, "appId"), values});
         }
+        cli_table_print(t);
+        cli_table_free(t);
     }
     cJSON_Delete(j);
     return 0;

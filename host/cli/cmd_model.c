@@ -251,10 +251,10 @@ static int model_infer(const char *name, int argc, char **argv, const cli_global
     cli_client(g, &c);
     client_reply reply = {0};
     char err[512];
-    int rc = client_call(&c, "POST", path, data, &reply, err, sizeof err);
+    loom_error *e = client_call(&c, "POST", path, data, &reply);
     free(owned);
-    if (rc != 0)
-        return cli_fail("%s", err);
+    if (e)
+        return cli_fail_error(e);
     if (reply.status < 200 || reply.status >= 300) {
         client_reply_error(&reply, err, sizeof err);
         client_reply_free(&reply);

@@ -196,9 +196,12 @@ int cmd_kind(const char *kind_word, int argc, char **argv, const cli_globals *g)
         } else if (show) {
             const char *keys[] = {"kind", "name", "version", "description", "abi", "format",
                                   "origin", "path", "state", "style", "error"};
+            cli_table *t = cli_table_new(2, NULL);
             for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
                 if (*cli_str(j, keys[i]))
-                    printf("%-12s %s\n", keys[i], cli_str(j, keys[i]));
+                    cli_table_add(t, (const char *const[]){keys[i], cli_str(j, keys[i])});
+            cli_table_print(t);
+            cli_table_free(t);
         } else {
             printf("removed %s %s\n", kind_word, argv[1]);
         }

@@ -81,17 +81,8 @@ int cmd_slots(int argc, char **argv, const cli_globals *g)
 
 static void print_members(const cJSON *array)
 {
-    const char *headers[] = {"PLAN", "USER", "ADDED"};
-    cli_table *t = cli_table_new(3, headers);
-    const cJSON *m;
-    cJSON_ArrayForEach(m, array) {
-        char added[32];
-        cli_time(cli_num(m, "addTime"), added, sizeof added);
-        const char *cells[] = {cli_str(m, "plan"), cli_str(m, "user"), added};
-        cli_table_add(t, cells);
-    }
-    cli_table_print(t);
-    cli_table_free(t);
+    const cli_column cols[] = {{"PLAN", "plan", 0}, {"USER", "user", 0}, {"ADDED", "addTime", 1}};
+    cli_print_listing(array, cols, 3);
 }
 
 /* `loom plan member VERB [PATH [USER]]`. */

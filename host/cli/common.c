@@ -59,6 +59,13 @@ int cli_fail(const char *fmt, ...)
     return 1;
 }
 
+int cli_fail_error(loom_error *e)
+{
+    cli_fail("%s", loom_err_message(e));
+    loom_err_free(e);
+    return 1;
+}
+
 static cJSON *finish(client_reply *r)
 {
     if (r->status >= 200 && r->status < 300) {
@@ -99,9 +106,9 @@ cJSON *cli_request(const cli_globals *g, const char *method, const char *path,
     client c;
     cli_client(g, &c);
     client_reply r;
-    char err[1024];
-    if (client_call(&c, method, path, json_body, &r, err, sizeof err) != 0) {
-        cli_fail("%s", err);
+    loom_error *e = client_call(&c, method, path, json_body, &r);
+    if (e) {
+        cli_fail_error(e);
         return NULL;
     }
     return finish(&r);
@@ -112,12 +119,13 @@ char *cli_request_text(const cli_globals *g, const char *path, size_t *len)
     client c;
     cli_client(g, &c);
     client_reply r;
-    char err[1024];
-    if (client_call(&c, "GET", path, NULL, &r, err, sizeof err) != 0) {
-        cli_fail("%s", err);
+    loom_error *e = client_call(&c, "GET", path, NULL, &r);
+    if (e) {
+        cli_fail_error(e);
         return NULL;
     }
     if (r.status != 200) {
+        char err[1024];
         client_reply_error(&r, err, sizeof err);
         client_reply_free(&r);
         cli_fail("%s", err);
@@ -132,9 +140,9 @@ cJSON *cli_upload(const cli_globals *g, const char *path, const client_part *par
     client c;
     cli_client(g, &c);
     client_reply r;
-    char err[1024];
-    if (client_upload(&c, path, parts, nparts, &r, err, sizeof err) != 0) {
-        cli_fail("%s", err);
+    loom_error *e = client_upload(&c, path, parts, nparts, &r);
+    if (e) {
+        cli_fail_error(e);
         return NULL;
     }
     return finish(&r);
@@ -152,7 +160,8 @@ void cli_print_json(const cJSON *j)
 
 struct cli_table {
     int ncols, nrows, cap;
-    char **cells; /* nrows x ncols, row 0 = headers */
+    int lost;     /* rows that found no room */
+    char **cells; /* nrows x ncols; row 0 = headers when given */
 };
 
 cli_table *cli_table_new(int ncols, const char *const *headers)
@@ -161,7 +170,8 @@ cli_table *cli_table_new(int ncols, const char *const *headers)
     if (!t)
         return NULL;
     t->ncols = ncols;
-    cli_table_add(t, headers);
+    if (headers)
+        cli_table_add(t, headers);
     return t;
 }
 
@@ -172,8 +182,10 @@ void cli_table_add(cli_table *t, const char *const *cells)
     if (t->nrows == t->cap) {
         int cap = t->cap ? t->cap * 2 : 16;
         char **grown = realloc(t->cells, (size_t)cap * (size_t)t->ncols * sizeof *grown);
-        if (!grown)
+        if (!grown) {
+            t->lost++;
             return;
+        }
         t->cells = grown;
         t->cap = cap;
     }
@@ -182,27 +194,35 @@ void cli_table_add(cli_table *t, const char *const *cells)
     t->nrows++;
 }
 
+static const char *cell_at(const cli_table *t, int r, int c)
+{
+    const char *cell = t->cells[r * t->ncols + c];
+    return cell ? cell : "?";
+}
+
 void cli_table_print(cli_table *t)
 {
     if (!t)
         return;
-    int width[32] = {0};
-    for (int r = 0; r < t->nrows; r++)
-        for (int c = 0; c < t->ncols && c < 32; c++) {
-            int w = (int)strlen(t->cells[r * t->ncols + c]);
+    int *width = calloc((size_t)t->ncols + 1, sizeof *width);
+    for (int r = 0; width && r < t->nrows; r++)
+        for (int c = 0; c < t->ncols; c++) {
+            int w = (int)strlen(cell_at(t, r, c));
             if (w > width[c])
                 width[c] = w;
         }
     for (int r = 0; r < t->nrows; r++) {
         for (int c = 0; c < t->ncols; c++) {
-            const char *cell = t->cells[r * t->ncols + c];
             if (c == t->ncols - 1)
-                printf("%s", cell);
+                printf("%s", cell_at(t, r, c));
             else
-                printf("%-*s  ", width[c], cell);
+                printf("%-*s  ", width ? width[c] : 0, cell_at(t, r, c));
         }
         putchar('\n');
     }
+    if (t->lost)
+        printf("(%d more rows: out of memory)\n", t->lost);
+    free(width);
 }
 
 void cli_table_free(cli_table *t)
@@ -213,6 +233,36 @@ void cli_table_free(cli_table *t)
         free(t->cells[i]);
     free(t->cells);
     free(t);
+}
+
+/* Columns a listing may have. */
+#define CLI_LISTING_MAX_COLS 16
+
+void cli_print_listing(const cJSON *array, const cli_column *cols, int ncols)
+{
+    if (ncols > CLI_LISTING_MAX_COLS) { /* a caller's constant table: a bug */
+        cli_fail("a listing of %d columns, more than %d", ncols, CLI_LISTING_MAX_COLS);
+        return;
+    }
+    const char *headers[CLI_LISTING_MAX_COLS], *cells[CLI_LISTING_MAX_COLS];
+    char times[CLI_LISTING_MAX_COLS][32];
+    for (int c = 0; c < ncols; c++)
+        headers[c] = cols[c].header;
+    cli_table *t = cli_table_new(ncols, headers);
+    const cJSON *row;
+    cJSON_ArrayForEach(row, array) {
+        for (int c = 0; c < ncols; c++) {
+            if (cols[c].is_time) {
+                cli_time(cli_num(row, cols[c].key), times[c], sizeof times[c]);
+                cells[c] = times[c];
+            } else {
+                cells[c] = cli_str(row, cols[c].key);
+            }
+        }
+        cli_table_add(t, cells);
+    }
+    cli_table_print(t);
+    cli_table_free(t);
 }
 
 const char *cli_str(const cJSON *o, const char *key)
@@ -260,10 +310,12 @@ int cli_wants_help(int argc, char **argv)
 
 char *curl_escape_path(const char *text)
 {
-    char unused[256];
-    const curl_api *cu = curl_lib(unused, sizeof unused);
-    if (!cu)
-        return NULL; /* the request that follows says why */
+    const curl_api *cu;
+    loom_error *unloaded = curl_lib(&cu);
+    if (unloaded) {
+        loom_err_free(unloaded); /* the request that follows says why */
+        return NULL;
+    }
     char *e = cu->curl_easy_escape(NULL, text, 0);
     char *out = e ? strdup(e) : NULL;
     cu->curl_free(e);

@@ -24,6 +24,8 @@ void cli_client(const cli_globals *g, client *c);
 
 /* Prints "loom: message" to stderr and returns 1. */
 int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* cli_fail with the error's message; frees it. */
+int cli_fail_error(loom_error *e);
 
 /* Calls the host and returns the reply's JSON (caller frees) when the
  * status is 2xx; otherwise prints the host's error and returns NULL. */
@@ -37,12 +39,26 @@ cJSON *cli_upload(const cli_globals *g, const char *path, const client_part *par
 /* Prints JSON on one line to stdout. */
 void cli_print_json(const cJSON *j);
 
-/* A plain text table: columns sized to their widest cell. */
+/* The CLI's one way to print rows: a plain text table, columns sized to
+ * their widest cell (the last one left unpadded). `headers` NULL: no
+ * header row (a key/value listing). A cell that could not be copied (out
+ * of memory) prints as "?"; a row that could not be stored as a line of
+ * its own saying so, so nothing goes missing silently. */
 typedef struct cli_table cli_table;
 cli_table *cli_table_new(int ncols, const char *const *headers);
 void cli_table_add(cli_table *t, const char *const *cells);
 void cli_table_print(cli_table *t);
 void cli_table_free(cli_table *t);
+
+/* One column of a listing printed straight from a JSON array: `key` of each
+ * object, as text, or as a time (cli_time) when `is_time`. */
+typedef struct cli_column {
+    const char *header;
+    const char *key;
+    int is_time;
+} cli_column;
+/* Prints one row per object of `array` through cli_table. */
+void cli_print_listing(const cJSON *array, const cli_column *cols, int ncols);
 
 /* A string field of a JSON object, or "" */
 const char *cli_str(const cJSON *o, const char *key);

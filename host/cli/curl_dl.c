@@ -16,12 +16,9 @@ static const dynlib_spec spec = {"libcurl", sonames, NULL, curl_symbols,
 static curl_api table;
 static dynlib_once once = DYNLIB_ONCE_INIT;
 
-const curl_api *curl_lib(char *err, size_t errlen)
+loom_error *curl_lib(const curl_api **out)
 {
     loom_error *e = dynlib_open_once(&once, &spec, &table);
-    if (e) {
-        loom_err_take(e, err, errlen);
-        return NULL;
-    }
-    return &table;
+    *out = e ? NULL : &table;
+    return e;
 }

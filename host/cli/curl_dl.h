@@ -12,6 +12,8 @@
 
 #include <stddef.h>
 
+#include "util/error.h"
+
 #define CURL_DISABLE_TYPECHECK
 #include <curl/curl.h>
 
@@ -40,7 +42,8 @@ typedef struct curl_api {
 } curl_api;
 #undef CURL_DL_FIELD
 
-/* The table, or NULL with err naming libcurl when it cannot be loaded. */
-const curl_api *curl_lib(char *err, size_t errlen);
+/* The table in *out, or the error naming libcurl when it cannot be loaded
+ * (*out is then NULL). */
+loom_error *curl_lib(const curl_api **out);
 
 #endif

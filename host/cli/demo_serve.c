@@ -61,11 +61,16 @@ static int classify(const cli_globals *g, const char *images, const char *labels
     for (int i = 0; i < DEMO_IMAGES && rc == 0; i++) {
         char *body = image_request(px + i * IMAGE_PIXELS), err[512];
         client_reply reply = {0};
-        rc = body ? client_call(&c, "POST", LOOM_ROUTE_INFERENCE "/fmnist-mlp", body, &reply, err,
-                                sizeof err)
-                  : -1;
+        loom_error *e = body ? client_call(&c, "POST", LOOM_ROUTE_INFERENCE "/fmnist-mlp", body,
+                                           &reply)
+                             : loom_err(LOOM_E_INTERNAL, "out of memory");
         free(body);
-        cJSON *j = rc == 0 && reply.status == 200 ? client_reply_json(&reply) : NULL;
+        if (e) {
+            rc = cli_fail("demo: inference failed: %s", loom_err_message(e));
+            loom_err_free(e);
+            break;
+        }
+        cJSON *j = reply.status == 200 ? client_reply_json(&reply) : NULL;
         const cJSON *out = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "outputs"), 1);
         const cJSON *label = cJSON_GetArrayItem(cJSON_GetObjectItem(out, "data"), 0);
         if (!cJSON_IsNumber(label) || label->valueint < 0 || label->valueint > 9) {

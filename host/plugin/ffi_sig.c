@@ -104,9 +104,8 @@ typedef struct {
 typedef struct {
     const char *src;
     size_t at;
-    token tok; /* the current token */
-    char *err;
-    size_t errlen;
+    token tok;        /* the current token */
+    loom_error *err;  /* the first failure, the parser's until handed out */
 } parser;
 
 static void next_token(parser *p)
@@ -142,12 +141,13 @@ static int tok_is(const token *t, const char *word)
            memcmp(t->text, word, t->len) == 0;
 }
 
-/* Writes "signature: <what> at position N (found 'tok')" and returns -1. */
+/* Keeps LOOM_E_INVALID "signature '...': <what> at position N (found
+ * 'tok')" as the parse's error and returns -1. */
 static int fail(parser *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int fail(parser *p, const char *fmt, ...)
 {
-    if (!p->err || p->errlen == 0)
-        return -1;
+    if (p->err)
+        return -1; /* the first failure is the one to report */
     char what[384];
     va_list ap;
     va_start(ap, fmt);
@@ -155,11 +155,11 @@ static int fail(parser *p, const char *fmt, ...)
     va_end(ap);
     const token *t = &p->tok;
     if (t->kind == TOK_END)
-        snprintf(p->err, p->errlen, "signature '%s': %s at position %zu (end of text)",
-                 p->src, what, t->pos);
+        p->err = loom_err(LOOM_E_INVALID, "signature '%s': %s at position %zu (end of text)",
+                          p->src, what, t->pos);
     else
-        snprintf(p->err, p->errlen, "signature '%s': %s at position %zu (found '%.*s')",
-                 p->src, what, t->pos, (int)(t->len > 40 ? 40 : t->len), t->text);
+        p->err = loom_err(LOOM_E_INVALID, "signature '%s': %s at position %zu (found '%.*s')",
+                          p->src, what, t->pos, (int)(t->len > 40 ? 40 : t->len), t->text);
     return -1;
 }
 
@@ -229,60 +229,53 @@ static int parse_param(parser *p, int index, ffi_sig_param *param)
     return 0;
 }
 
-static int parse_signature(const char *text, ffi_signature *out, char *err, size_t errlen)
+/* Fills *out from p's text; -1 with p->err set when it is not valid. */
+static int parse_signature(parser *p, ffi_signature *out)
 {
-    if (err && errlen)
-        err[0] = '\0';
-    if (!text || !out) {
-        if (err && errlen)
-            snprintf(err, errlen, "signature: no text given");
-        return -1;
-    }
-    parser p = {.src = text, .err = err, .errlen = errlen};
     ffi_signature sig;
     memset(&sig, 0, sizeof sig);
-    next_token(&p);
-    if (tok_is(&p.tok, "ptr"))
-        return fail(&p, "pointer return values are not supported; return type must be "
+    next_token(p);
+    if (tok_is(&p->tok, "ptr"))
+        return fail(p, "pointer return values are not supported; return type must be "
                         "a plain type");
-    if (parse_type(&p, "the return type", &sig.ret) != 0)
+    if (parse_type(p, "the return type", &sig.ret) != 0)
         return -1;
-    if (p.tok.kind != TOK_LPAREN)
-        return fail(&p, "expected '(' after the return type");
-    next_token(&p);
-    if (p.tok.kind == TOK_RPAREN) {
-        next_token(&p);
+    if (p->tok.kind != TOK_LPAREN)
+        return fail(p, "expected '(' after the return type");
+    next_token(p);
+    if (p->tok.kind == TOK_RPAREN) {
+        next_token(p);
     } else {
         for (;;) {
             if (sig.nargs == FFI_SIG_MAX_ARGS)
-                return fail(&p, "too many parameters: at most %d are supported "
+                return fail(p, "too many parameters: at most %d are supported "
                                 "(parameter %d)",
                             FFI_SIG_MAX_ARGS, sig.nargs + 1);
-            if (parse_param(&p, sig.nargs, &sig.args[sig.nargs]) != 0)
+            if (parse_param(p, sig.nargs, &sig.args[sig.nargs]) != 0)
                 return -1;
             for (int i = 0; i < sig.nargs && sig.args[sig.nargs].name[0]; i++)
                 if (strcmp(sig.args[i].name, sig.args[sig.nargs].name) == 0)
-                    return fail(&p, "parameter %d: name '%s' is already used by "
+                    return fail(p, "parameter %d: name '%s' is already used by "
                                     "parameter %d",
                                 sig.nargs + 1, sig.args[i].name, i + 1);
             sig.nargs++;
-            if (p.tok.kind == TOK_COMMA) {
-                next_token(&p);
+            if (p->tok.kind == TOK_COMMA) {
+                next_token(p);
                 continue;
             }
-            if (p.tok.kind == TOK_RPAREN) {
-                next_token(&p);
+            if (p->tok.kind == TOK_RPAREN) {
+                next_token(p);
                 break;
             }
-            if (p.tok.kind == TOK_END)
-                return fail(&p, "unbalanced parentheses: expected ',' or ')'");
-            return fail(&p, "expected ',' or ')' after parameter %d", sig.nargs);
+            if (p->tok.kind == TOK_END)
+                return fail(p, "unbalanced parentheses: expected ',' or ')'");
+            return fail(p, "expected ',' or ')' after parameter %d", sig.nargs);
         }
     }
-    if (p.tok.kind == TOK_RPAREN)
-        return fail(&p, "unbalanced parentheses: ')' without a matching '('");
-    if (p.tok.kind != TOK_END)
-        return fail(&p, "unexpected text after the closing ')'");
+    if (p->tok.kind == TOK_RPAREN)
+        return fail(p, "unbalanced parentheses: ')' without a matching '('");
+    if (p->tok.kind != TOK_END)
+        return fail(p, "unexpected text after the closing ')'");
     *out = sig;
     return 0;
 }
@@ -411,8 +404,10 @@ int ffi_sig_value_format_json(ffi_sig_type type, const void *src, char *buf, siz
 
 loom_error *ffi_sig_parse(const char *text, ffi_signature *out)
 {
-    char why[512] = "";
-    if (parse_signature(text, out, why, sizeof why) == 0)
+    if (!text || !out)
+        return loom_err(LOOM_E_INVALID, "signature: no text given");
+    parser p = {.src = text};
+    if (parse_signature(&p, out) == 0)
         return NULL;
-    return loom_err(LOOM_E_INVALID, "%s", why[0] ? why : "signature: not valid");
+    return p.err ? p.err : loom_err(LOOM_E_INVALID, "signature '%s': not valid", text);
 }

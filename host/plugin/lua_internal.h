@@ -12,6 +12,8 @@
 #include <stdint.h>
 
 #include <lauxlib.h>
+
+#include "util/error.h"
 #include <lua.h>
 
 #include "plugin/lua_plugin.h"
@@ -87,9 +89,11 @@ int lua_api_has_function(lua_State *L, int idx, const char *name);
 /* Pushes `text` decoded to Lua values (objects become tables, arrays
  * sequences, null nil); NULL pushes nil. Raises "WHAT is not valid JSON". */
 void lua_json_push(lua_State *L, const char *text, const char *what);
-/* Encodes the value at `idx`; returns malloc'd text, or NULL with a reason
- * in err. Never raises. */
-char *lua_json_encode(lua_State *L, int idx, char *err, size_t errlen);
+/* Encodes the value at `idx` into *text (malloc'd, the caller's). Never
+ * raises: LOOM_E_INVALID naming what JSON cannot hold (a NaN, a function,
+ * a mixed-key table, nesting past its limit), LOOM_E_INTERNAL out of
+ * memory; *text is NULL then. */
+loom_error *lua_json_encode(lua_State *L, int idx, char **text);
 /* Pushes a malloc'd string and frees it, even when the push fails. */
 void lua_push_owned_string(lua_State *L, char *text);
 int lua_json_encode_function(lua_State *L); /* loom.json_encode */

@@ -20,8 +20,7 @@
 /* Deeper tables are refused: this also stops reference cycles. */
 #define JSON_MAX_DEPTH 64
 
-static cJSON *to_json(lua_State *L, int idx, int depth, char *err,
-                      size_t errlen);
+static cJSON *to_json(lua_State *L, int idx, int depth, loom_error **err);
 
 /* A table whose keys are exactly the integers 1..n, n > 0. lua_next and
  * raw length never allocate, so this cannot raise. */
@@ -69,31 +68,30 @@ static int sort_members(cJSON *object)
     return 1;
 }
 
-static cJSON *table_to_json(lua_State *L, int idx, int depth, char *err,
-                            size_t errlen)
+static cJSON *table_to_json(lua_State *L, int idx, int depth, loom_error **err)
 {
     if (is_sequence(L, idx)) {
         cJSON *array = cJSON_CreateArray();
         size_t len = lua_rawlen(L, idx);
         for (size_t i = 1; array && i <= len; i++) {
             lua_rawgeti(L, idx, (lua_Integer)i);
-            cJSON *item = to_json(L, lua_gettop(L), depth + 1, err, errlen);
+            cJSON *item = to_json(L, lua_gettop(L), depth + 1, err);
             lua_pop(L, 1);
             if (!item || !cJSON_AddItemToArray(array, item)) {
                 if (item)
-                    snprintf(err, errlen, "out of memory");
+                    *err = loom_err(LOOM_E_INTERNAL, "out of memory encoding JSON");
                 cJSON_Delete(item);
                 cJSON_Delete(array);
                 return NULL;
             }
         }
         if (!array)
-            snprintf(err, errlen, "out of memory");
+            *err = loom_err(LOOM_E_INTERNAL, "out of memory encoding JSON");
         return array;
     }
     cJSON *object = cJSON_CreateObject();
     if (!object) {
-        snprintf(err, errlen, "out of memory");
+        *err = loom_err(LOOM_E_INTERNAL, "out of memory encoding JSON");
         return NULL;
     }
     lua_pushnil(L);
@@ -101,7 +99,7 @@ static cJSON *table_to_json(lua_State *L, int idx, int depth, char *err,
         /* lua_type, not lua_isstring: converting a number key in place
          * would break lua_next. */
         if (lua_type(L, -2) != LUA_TSTRING) {
-            snprintf(err, errlen,
+            *err = loom_err(LOOM_E_INVALID,
                      "cannot encode a table with a %s key (objects need "
                      "string keys, arrays keys 1..n)",
                      luaL_typename(L, -2));
@@ -109,10 +107,10 @@ static cJSON *table_to_json(lua_State *L, int idx, int depth, char *err,
             cJSON_Delete(object);
             return NULL;
         }
-        cJSON *item = to_json(L, lua_gettop(L), depth + 1, err, errlen);
+        cJSON *item = to_json(L, lua_gettop(L), depth + 1, err);
         if (!item || !cJSON_AddItemToObject(object, lua_tostring(L, -2), item)) {
             if (item)
-                snprintf(err, errlen, "out of memory");
+                *err = loom_err(LOOM_E_INTERNAL, "out of memory encoding JSON");
             cJSON_Delete(item);
             lua_pop(L, 2);
             cJSON_Delete(object);
@@ -121,18 +119,17 @@ static cJSON *table_to_json(lua_State *L, int idx, int depth, char *err,
         lua_pop(L, 1);
     }
     if (!sort_members(object)) {
-        snprintf(err, errlen, "out of memory");
+        *err = loom_err(LOOM_E_INTERNAL, "out of memory encoding JSON");
         cJSON_Delete(object);
         return NULL;
     }
     return object;
 }
 
-static cJSON *to_json(lua_State *L, int idx, int depth, char *err,
-                      size_t errlen)
+static cJSON *to_json(lua_State *L, int idx, int depth, loom_error **err)
 {
     if (depth > JSON_MAX_DEPTH || !lua_checkstack(L, 4)) {
-        snprintf(err, errlen, "nested deeper than %d levels (a cycle?)",
+        *err = loom_err(LOOM_E_INVALID, "nested deeper than %d levels (a cycle?)",
                  JSON_MAX_DEPTH);
         return NULL;
     }
@@ -155,7 +152,7 @@ static cJSON *to_json(lua_State *L, int idx, int depth, char *err,
         } else {
             double d = lua_tonumber(L, idx);
             if (!isfinite(d)) {
-                snprintf(err, errlen, "cannot encode %g (JSON has no NaN or "
+                *err = loom_err(LOOM_E_INVALID, "cannot encode %g (JSON has no NaN or "
                                       "infinity)", d);
                 return NULL;
             }
@@ -166,27 +163,36 @@ static cJSON *to_json(lua_State *L, int idx, int depth, char *err,
         item = cJSON_CreateString(lua_tostring(L, idx));
         break;
     case LUA_TTABLE:
-        return table_to_json(L, idx, depth, err, errlen);
+        return table_to_json(L, idx, depth, err);
     default:
-        snprintf(err, errlen, "cannot encode a %s value", luaL_typename(L, idx));
+        *err = loom_err(LOOM_E_INVALID, "cannot encode a %s value", luaL_typename(L, idx));
         return NULL;
     }
     if (!item)
-        snprintf(err, errlen, "out of memory");
+        *err = loom_err(LOOM_E_INTERNAL, "out of memory encoding JSON");
     return item;
 }
 
-char *lua_json_encode(lua_State *L, int idx, char *err, size_t errlen)
+loom_error *lua_json_encode(lua_State *L, int idx, char **text)
 {
     idx = lua_absindex(L, idx);
-    cJSON *root = to_json(L, idx, 0, err, errlen);
+    loom_error *err = NULL;
+    *text = NULL;
+    cJSON *root = to_json(L, idx, 0, &err);
     if (!root)
-        return NULL;
-    char *text = cJSON_PrintUnformatted(root);
+        return err ? err : loom_err(LOOM_E_INTERNAL, "encoding JSON failed");
+    *text = cJSON_PrintUnformatted(root);
     cJSON_Delete(root);
-    if (!text)
-        snprintf(err, errlen, "out of memory");
-    return text;
+    return *text ? NULL : loom_err(LOOM_E_INTERNAL, "out of memory encoding JSON");
+}
+
+/* Raises `prefix: message` for err, freeing it first (luaL_error does not
+ * return). */
+static int raise_error(lua_State *L, const char *prefix, loom_error *err)
+{
+    char why[256];
+    loom_err_take(err, why, sizeof why);
+    return luaL_error(L, "%s: %s", prefix, why);
 }
 
 static void push_json_value(lua_State *L, const cJSON *item)
@@ -284,10 +290,10 @@ int lua_json_encode_function(lua_State *L)
 {
     luaL_checkany(L, 1);
     lua_settop(L, 1);
-    char err[160];
-    char *text = lua_json_encode(L, 1, err, sizeof err);
-    if (!text)
-        return luaL_error(L, "loom.json_encode: %s", err);
+    char *text;
+    loom_error *err = lua_json_encode(L, 1, &text);
+    if (err)
+        return raise_error(L, "loom.json_encode", err);
     lua_push_owned_string(L, text);
     return 1;
 }

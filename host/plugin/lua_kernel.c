@@ -145,10 +145,13 @@ static void respond(lua_State *L, struct execute_call *call, int responses,
     const char *default_type = status == 0 ? "application/json" : "text/plain";
     int body_type = lua_getfield(L, response, "body");
     if (body_type == LUA_TTABLE) {
-        char err[160];
-        char *json = lua_json_encode(L, -1, err, sizeof err);
-        if (!json)
-            luaL_error(L, "execute: response %d: body: %s", (int)i + 1, err);
+        char *json;
+        loom_error *err = lua_json_encode(L, -1, &json);
+        if (err) {
+            char why[256]; /* copied out: luaL_error does not return */
+            loom_err_take(err, why, sizeof why);
+            luaL_error(L, "execute: response %d: body: %s", (int)i + 1, why);
+        }
         lua_push_owned_string(L, json);
         default_type = "application/json";
     } else if (body_type == LUA_TNIL) {

@@ -96,7 +96,10 @@ loom_error *loom_factory_validate(loom_kind kind, const void *factory)
             REQUIRE(loom_framework_factory, f, forward_backward);
             REQUIRE(loom_framework_factory, f, apply);
             REQUIRE(loom_framework_factory, f, evaluate);
-            REQUIRE(loom_framework_factory, f, state_tensors);
+            /* ABI 1.5: the count/get pair stands in for the array form. */
+            if (!LOOM_OPTIONAL_ENTRY(f, loom_framework_factory, state_tensor_count) ||
+                !LOOM_OPTIONAL_ENTRY(f, loom_framework_factory, state_tensor_get))
+                REQUIRE(loom_framework_factory, f, state_tensors);
         } else {
             return loom_err(LOOM_E_INVALID,
                             "loom_framework_factory.style is %d; expected 1 (launch) or 2 (trainer)",

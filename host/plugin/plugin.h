@@ -29,6 +29,12 @@ const char *loom_kind_factory_id(loom_kind kind);
 
 #define LOOM_NAME_MAX 64
 
+/* Metrics one plugin call hands over or receives: LOOM_MAX_METRICS in
+ * loom_metrics.items plus the room the host offers past them (ABI 1.5); a
+ * logger call carries as many. A list that would be longer keeps its first
+ * LOOM_HOST_MAX_METRICS (loom_metrics_add refuses the rest). */
+#define LOOM_HOST_MAX_METRICS 64
+
 /* One factory a plugin file registered. Strings and the factory live as long
  * as the loaded file does. */
 typedef struct loom_registration {

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "plugin/launch_remote.h"
+#include "plugin/plugin.h"
 #include "plugin/plugin_wire.h"
 #include "plugin/registry.h"
 #include "plugin/search_server.h"
@@ -64,7 +65,7 @@ static void load(server *s, const char *path, const char *name)
 static uint32_t get_metrics(wire_reader *r, loom_metric *m)
 {
     uint32_t n = wire_get_u32(r);
-    if (n > LOOM_MAX_METRICS) {
+    if (n > LOOM_HOST_MAX_METRICS) {
         r->bad = 1;
         return 0;
     }
@@ -113,7 +114,7 @@ static loom_error *logger_dispatch(server *s, uint8_t op, wire_reader *r)
         return logger_create(s, r);
     if (!s->inst)
         return loom_err(LOOM_E_INTERNAL, "no logger instance (create first)");
-    loom_metric m[LOOM_MAX_METRICS];
+    loom_metric m[LOOM_HOST_MAX_METRICS];
     if (op == WIRE_LOGGER_BEGIN) {
         loom_train_info info = {.struct_size = sizeof info};
         info.epochs = wire_get_u32(r);

@@ -49,13 +49,18 @@ void search_server_free(search_server *s)
     free(s);
 }
 
-static uint64_t sink_propose(const loom_proposal_sink *sink, const loom_value *values,
-                             uint32_t count, double budget)
+/* One proposal, under the SDK's refusal rule: LOOM_E_INVALID outside
+ * suggest, LOOM_E_LIMIT past its `max`, LOOM_E_INVALID for a value outside the space (also kept
+ * in out.refused for the host's log), LOOM_E_INTERNAL out of memory. */
+static loom_error *propose_checked(search_server *s, const loom_value *values, uint32_t count,
+                                   double budget, uint64_t *id)
 {
-    search_server *s = sink->host_data;
     uint32_t n = s->cfg.cfg.param_count;
-    if (!s->in_suggest || s->max == 0)
-        return 0;
+    *id = 0;
+    if (!s->in_suggest)
+        return loom_err(LOOM_E_INVALID, "propose: only inside suggest");
+    if (s->max == 0)
+        return loom_err(LOOM_E_LIMIT, "propose: this suggest's proposals are used up");
     char why[sizeof s->out.refused];
     snprintf(why, sizeof why, "%s", "");
     if (!values || count != n)
@@ -68,19 +73,19 @@ static uint64_t sink_propose(const loom_proposal_sink *sink, const loom_value *v
         if (!s->out.refused[0])
             snprintf(s->out.refused, sizeof s->out.refused, "proposed a value outside the space: %s",
                      why);
-        return 0;
+        return loom_err(LOOM_E_INVALID, "propose: %s", why);
     }
     if (s->out.nproposals == s->cap_proposals) {
         uint32_t cap = s->cap_proposals ? s->cap_proposals * 2 : 8;
         search_proposal *grown = realloc(s->out.proposals, cap * sizeof *grown);
         if (!grown)
-            return 0;
+            return loom_err(LOOM_E_INTERNAL, "propose: out of memory");
         s->out.proposals = grown;
         s->cap_proposals = cap;
     }
     loom_value *copy = calloc(n ? n : 1, sizeof *copy);
     if (!copy)
-        return 0;
+        return loom_err(LOOM_E_INTERNAL, "propose: out of memory");
     for (uint32_t i = 0; i < n; i++) {
         copy[i] = values[i];
         copy[i].s = values[i].type == LOOM_VALUE_STRING && values[i].s ? strdup(values[i].s) : NULL;
@@ -90,22 +95,55 @@ static uint64_t sink_propose(const loom_proposal_sink *sink, const loom_value *v
     p->budget = budget;
     p->values = copy;
     s->max--;
-    return p->id;
+    *id = p->id;
+    return NULL;
 }
 
-static int32_t sink_stop(const loom_proposal_sink *sink, uint64_t experiment_id)
+/* ABI 1.0's shape: the id, or 0 when refused. */
+static uint64_t sink_propose(const loom_proposal_sink *sink, const loom_value *values,
+                             uint32_t count, double budget)
 {
-    search_server *s = sink->host_data;
+    uint64_t id;
+    loom_err_free(propose_checked(sink->host_data, values, count, budget, &id));
+    return id;
+}
+
+static loom_error *sink_propose_experiment(const loom_proposal_sink *sink, const loom_value *values,
+                                           uint32_t count, double budget, uint64_t *experiment_id)
+{
+    uint64_t id;
+    loom_error *e = propose_checked(sink->host_data, values, count, budget, &id);
+    if (experiment_id)
+        *experiment_id = id;
+    return e;
+}
+
+static loom_error *stop_checked(search_server *s, uint64_t experiment_id)
+{
     if (s->out.nstops == s->cap_stops) {
         uint32_t cap = s->cap_stops ? s->cap_stops * 2 : 8;
         uint64_t *grown = realloc(s->out.stops, cap * sizeof *grown);
         if (!grown)
-            return LOOM_ERR_INTERNAL;
+            return loom_err(LOOM_E_INTERNAL, "stop: out of memory");
         s->out.stops = grown;
         s->cap_stops = cap;
     }
     s->out.stops[s->out.nstops++] = experiment_id;
-    return 0;
+    return NULL;
+}
+
+/* ABI 1.0's shape: 0, or a loom_code. */
+static int32_t sink_stop(const loom_proposal_sink *sink, uint64_t experiment_id)
+{
+    loom_error *e = stop_checked(sink->host_data, experiment_id);
+    int32_t code = e ? LOOM_ERR_INTERNAL : 0;
+    loom_err_free(e);
+    return code;
+}
+
+static loom_error *sink_stop_experiment(const loom_proposal_sink *sink, uint64_t experiment_id)
+{
+    return stop_checked(sink->host_data, experiment_id);
 }
 
 static void sink_finish(const loom_proposal_sink *sink)
@@ -123,7 +161,9 @@ static void begin_call(search_server *s, uint64_t next_id, uint32_t max, int in_
     s->in_suggest = in_suggest;
     s->sink = (loom_proposal_sink){.struct_size = sizeof s->sink, .host_data = s,
                                    .propose = sink_propose, .stop = sink_stop,
-                                   .finish = sink_finish};
+                                   .finish = sink_finish,
+                                   .propose_experiment = sink_propose_experiment,
+                                   .stop_experiment = sink_stop_experiment};
 }
 
 static int has_state_api(const search_server *s)

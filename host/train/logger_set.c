@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "plugin/plugin.h"
 #include "plugin/plugin_proc.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -260,13 +261,13 @@ logger_set *logger_set_open_owned(const char *owner, int64_t owner_id, registry 
     return s;
 }
 
-/* Up to LOOM_MAX_METRICS numbers of a JSON object, borrowed names. */
+/* Up to LOOM_HOST_MAX_METRICS numbers of a JSON object, borrowed names. */
 static uint32_t metrics_of(const cJSON *obj, loom_metric *out)
 {
     uint32_t n = 0;
     const cJSON *v;
     cJSON_ArrayForEach(v, obj) {
-        if (n < LOOM_MAX_METRICS && cJSON_IsNumber(v))
+        if (n < LOOM_HOST_MAX_METRICS && cJSON_IsNumber(v))
             out[n++] = (loom_metric){.name = v->string, .value = v->valuedouble};
     }
     return n;
@@ -323,7 +324,7 @@ void logger_set_begin(logger_set *s, const loom_train_info *info)
 void logger_set_train_json(logger_set *s, const cJSON *metrics, uint64_t iteration, uint32_t epoch,
                            uint32_t workers)
 {
-    loom_metric m[LOOM_MAX_METRICS];
+    loom_metric m[LOOM_HOST_MAX_METRICS];
     uint32_t n = metrics_of(metrics, m);
     for (int i = 0; s && i < s->count; i++) {
         one_logger *l = &s->items[i];
@@ -346,7 +347,7 @@ void logger_set_train_json(logger_set *s, const cJSON *metrics, uint64_t iterati
 
 void logger_set_test_json(logger_set *s, const cJSON *metrics, uint64_t iteration, uint32_t epoch)
 {
-    loom_metric m[LOOM_MAX_METRICS];
+    loom_metric m[LOOM_HOST_MAX_METRICS];
     uint32_t n = metrics_of(metrics, m);
     for (int i = 0; s && i < s->count; i++) {
         one_logger *l = &s->items[i];

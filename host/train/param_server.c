@@ -17,14 +17,13 @@
 #include "util/fs.h"
 #include "util/user_tree.h"
 
-#define PS_MAX_VIEWS 256
 
 typedef struct param_server {
     const loom_framework_factory *f;
     loom_framework_instance *inst;
     loom_tensor_view params, grads;
-    loom_tensor_view views[PS_MAX_VIEWS];
-    int32_t roles[PS_MAX_VIEWS];
+    loom_tensor_view *views; /* malloc'd, nviews of them */
+    int32_t *roles;
     uint32_t nviews;
     uint64_t version;
     uint64_t stale;
@@ -57,15 +56,10 @@ static loom_error *ps_open(edt_coordinator *c, param_server *ps)
     e = f->create(f, &cfg, &ps->inst);
     free(spec);
     ps->params.struct_size = ps->grads.struct_size = sizeof(loom_tensor_view);
-    for (uint32_t i = 0; i < PS_MAX_VIEWS; i++)
-        ps->views[i].struct_size = sizeof(loom_tensor_view);
     if (!e)
         e = f->buffers(ps->inst, &ps->params, &ps->grads);
     if (!e)
-        e = f->state_tensors(ps->inst, ps->views, ps->roles, PS_MAX_VIEWS, &ps->nviews);
-    if (!e && ps->nviews > PS_MAX_VIEWS)
-        e = loom_err(LOOM_E_LIMIT, "the model has %u state tensors, more than %d", ps->nviews,
-                     PS_MAX_VIEWS);
+        e = adapter_state_tensors(f, ps->inst, &ps->views, &ps->roles, &ps->nviews);
     if (e)
         return loom_err_wrap(e, "parameter server");
     if (c->load_path[0]) {
@@ -143,14 +137,17 @@ static loom_error *ps_validate(edt_coordinator *c, param_server *ps)
         return loom_err(LOOM_E_INTERNAL, "validation: out of memory");
     for (uint64_t k = 0; k < n; k++)
         idx[k] = k;
-    loom_metrics m = {.struct_size = sizeof m};
-    loom_error *e = ps->f->evaluate(ps->inst, LOOM_SPLIT_TEST, idx, (uint32_t)n, &m);
+    adapter_metrics m;
+    adapter_metrics_init(&m);
+    loom_error *e = ps->f->evaluate(ps->inst, LOOM_SPLIT_TEST, idx, (uint32_t)n, &m.list);
     free(idx);
     if (e)
         return loom_err_wrap(e, "validation");
     cJSON *metrics = cJSON_CreateObject();
-    for (uint32_t k = 0; k < m.count && k < LOOM_MAX_METRICS; k++)
-        cJSON_AddNumberToObject(metrics, m.items[k].name, m.items[k].value);
+    for (uint32_t k = 0, total = loom_metrics_total(&m.list); k < total; k++)
+        if (loom_metrics_at(&m.list, k)->name)
+            cJSON_AddNumberToObject(metrics, loom_metrics_at(&m.list, k)->name,
+                                    loom_metrics_at(&m.list, k)->value);
     record_validation(c, metrics, n);
     return NULL;
 }
@@ -332,5 +329,7 @@ edt_end run_async(edt_coordinator *c, loom_error **err)
 out:
     if (ps.inst)
         ps.f->destroy(ps.inst);
+    free(ps.views);
+    free(ps.roles);
     return end;
 }

@@ -19,24 +19,27 @@
 
 #include <loom/abi.h>
 
-/* Copies `bytes` between host memory and a view's memory. 0, or -1 with err
- * (a device view in a build without CUDA, or a CUDA error). */
-int tensor_copy_to_host(void *dst, const loom_tensor_view *src, char *err, size_t errlen);
-int tensor_copy_from_host(const loom_tensor_view *dst, const void *src, char *err, size_t errlen);
+#include "util/error.h"
+
+/* Copies a view's bytes between host memory and the view's memory.
+ * LOOM_E_UNSUPPORTED for a device view in a build without CUDA,
+ * LOOM_E_UNAVAILABLE when the CUDA runtime cannot be loaded,
+ * LOOM_E_INTERNAL for a CUDA error. */
+loom_error *tensor_copy_to_host(void *dst, const loom_tensor_view *src);
+loom_error *tensor_copy_from_host(const loom_tensor_view *dst, const void *src);
 
 typedef struct tensor_stage {
     loom_tensor_view *host; /* views of the host copies: same names, shapes */
     uint32_t count;
 } tensor_stage;
 
-/* Allocates a host copy per view. 0, or -1 with err. */
-int tensor_stage_init(tensor_stage *st, const loom_tensor_view *views, uint32_t count, char *err,
-                      size_t errlen);
-/* views -> host copies. */
-int tensor_stage_pull(tensor_stage *st, const loom_tensor_view *views, char *err, size_t errlen);
-/* host copies -> views. */
-int tensor_stage_push(const tensor_stage *st, const loom_tensor_view *views, char *err,
-                      size_t errlen);
+/* Allocates a host copy per view; LOOM_E_INTERNAL naming the tensor when
+ * memory runs out. */
+loom_error *tensor_stage_init(tensor_stage *st, const loom_tensor_view *views, uint32_t count);
+/* views -> host copies; stops at the first error (tensor_copy_to_host). */
+loom_error *tensor_stage_pull(tensor_stage *st, const loom_tensor_view *views);
+/* host copies -> views; stops at the first error. */
+loom_error *tensor_stage_push(const tensor_stage *st, const loom_tensor_view *views);
 void tensor_stage_free(tensor_stage *st);
 
 #endif

@@ -25,7 +25,6 @@
 #include "train/tensor_stage.h"
 #include "util/fs.h"
 
-#define MAX_STATE_TENSORS 256
 
 typedef struct worker {
     const char *control, *shm, *framework, *spec_path, *code_dir, *data_dir, *log_dir;
@@ -40,8 +39,8 @@ typedef struct worker {
     const loom_framework_factory *fw;
     loom_framework_instance *inst;
     loom_tensor_view params, grads;
-    loom_tensor_view views[MAX_STATE_TENSORS];
-    int32_t roles[MAX_STATE_TENSORS];
+    loom_tensor_view *views; /* malloc'd, nviews of them */
+    int32_t *roles;
     uint32_t nviews;
     tensor_stage stage; /* host copies of views: checkpoints, the final model */
     /* ASYNC on a GPU: host copies of params and grads for the parameter
@@ -245,20 +244,10 @@ static int setup(worker *w)
     w->params.struct_size = w->grads.struct_size = sizeof(loom_tensor_view);
     if ((e = w->fw->buffers(w->inst, &w->params, &w->grads)))
         return fail(e, "buffers");
-    for (uint32_t i = 0; i < MAX_STATE_TENSORS; i++)
-        w->views[i].struct_size = sizeof(loom_tensor_view);
-    if ((e = w->fw->state_tensors(w->inst, w->views, w->roles, MAX_STATE_TENSORS, &w->nviews)))
-        return fail(e, "state_tensors");
-    if (w->nviews > MAX_STATE_TENSORS) {
-        fprintf(stderr, "loom worker: the model has %u state tensors, more than %d\n", w->nviews,
-                MAX_STATE_TENSORS);
-        return 1;
-    }
-    char err[1024];
-    if (tensor_stage_init(&w->stage, w->views, w->nviews, err, sizeof err) != 0) {
-        fprintf(stderr, "loom worker: %s\n", err);
-        return 1;
-    }
+    if ((e = adapter_state_tensors(w->fw, w->inst, &w->views, &w->roles, &w->nviews)))
+        return fail(e, "the framework's state tensors");
+    if ((e = tensor_stage_init(&w->stage, w->views, w->nviews)))
+        return fail(e, "staging the state tensors");
     if (w->params.on_device || w->grads.on_device) {
         w->params_host = malloc((size_t)w->params.nbytes + 1);
         w->grads_host = malloc((size_t)w->grads.nbytes + 1);
@@ -375,8 +364,8 @@ static loom_error *apply_step(worker *w, uint32_t epoch, uint32_t epochs, uint64
 typedef struct step_sums {
     /* every metric the adapter reports, loss first; the names are the
      * adapter's, which live as long as its instance (the ABI's promise) */
-    const char *names[LOOM_MAX_METRICS];
-    double sums[LOOM_MAX_METRICS];
+    const char *names[ADAPTER_MAX_METRICS];
+    double sums[ADAPTER_MAX_METRICS];
     uint32_t count;
     uint32_t samples;
 } step_sums;
@@ -387,8 +376,8 @@ static void sums_add(step_sums *s, const char *name, double value, uint32_t samp
     while (i < s->count && strcmp(s->names[i], name))
         i++;
     if (i == s->count) {
-        if (s->count == LOOM_MAX_METRICS)
-            return;
+        if (s->count == ADAPTER_MAX_METRICS)
+            return; /* the adapter's lists hold no more */
         s->names[s->count++] = name;
     }
     s->sums[i] += value * samples;
@@ -403,16 +392,19 @@ static loom_error *compute(worker *w, const msg_batch *batch, uint32_t first, ui
     loom_error *e = w->fw->zero_grad(w->inst);
     for (uint32_t k = first; !e && k < first + n; k++) {
         uint32_t size = batch->sizes[k];
-        loom_metrics m = {.struct_size = sizeof m};
+        adapter_metrics m;
+        adapter_metrics_init(&m);
         /* Only the step's last forward_backward leaves final gradients. */
         if (overlap_deadline && k + 1 == first + n && size)
             grad_overlap_arm(w->overlap, overlap_deadline);
         e = size ? w->fw->forward_backward(w->inst, batch->samples + *at, size,
-                                           (float)batch->scales[k], &m)
+                                           (float)batch->scales[k], &m.list)
                  : NULL;
-        for (uint32_t i = 0; !e && i < m.count && i < LOOM_MAX_METRICS; i++)
-            if (m.items[i].name)
-                sums_add(sums, m.items[i].name, m.items[i].value, size);
+        for (uint32_t i = 0, total = loom_metrics_total(&m.list); !e && i < total; i++) {
+            const loom_metric *one = loom_metrics_at(&m.list, i);
+            if (one->name)
+                sums_add(sums, one->name, one->value, size);
+        }
         *at += size;
         sums->samples += size;
     }
@@ -533,11 +525,14 @@ static loom_error *do_validate(worker *w, uint64_t begin, uint64_t end, msg_repl
         return loom_err(LOOM_E_INTERNAL, "out of memory");
     for (uint32_t i = 0; i < n; i++)
         idx[i] = begin + i;
-    loom_metrics m = {.struct_size = sizeof m};
-    loom_error *e = w->fw->evaluate(w->inst, LOOM_SPLIT_TEST, idx, n, &m);
+    adapter_metrics m;
+    adapter_metrics_init(&m);
+    loom_error *e = w->fw->evaluate(w->inst, LOOM_SPLIT_TEST, idx, n, &m.list);
     free(idx);
-    for (uint32_t i = 0; !e && i < m.count && i < LOOM_MAX_METRICS; i++)
-        cJSON_AddNumberToObject(ev, m.items[i].name, m.items[i].value);
+    for (uint32_t i = 0, total = loom_metrics_total(&m.list); !e && i < total; i++)
+        if (loom_metrics_at(&m.list, i)->name)
+            cJSON_AddNumberToObject(ev, loom_metrics_at(&m.list, i)->name,
+                                    loom_metrics_at(&m.list, i)->value);
     return e;
 }
 
@@ -582,11 +577,8 @@ static loom_error *join_and_pull(worker *w, const msg_join *join, const char *lo
     loom_error *e = comm_shm_join(w->comm, join->generation, deadline);
     if (!e && w->gpu_comm)
         e = join_gpu_generation(w, join, deadline);
-    if (!e && load_path && !(e = checkpoint_load(load_path, w->stage.host, w->stage.count, NULL))) {
-        char err[1024];
-        if (tensor_stage_push(&w->stage, w->views, err, sizeof err) != 0)
-            e = loom_err(LOOM_E_INTERNAL, "%s", err);
-    }
+    if (!e && load_path && !(e = checkpoint_load(load_path, w->stage.host, w->stage.count, NULL)))
+        e = tensor_stage_push(&w->stage, w->views);
     if (e)
         return e;
     if (join->root < 0) {
@@ -608,9 +600,9 @@ static loom_error *join_and_pull(worker *w, const msg_join *join, const char *lo
 /* Saves the state (checkpoint) or the parameters (final model) to path. */
 static loom_error *save_state(worker *w, const char *path, int final, const cJSON *meta)
 {
-    char err[1024];
-    if (tensor_stage_pull(&w->stage, w->views, err, sizeof err) != 0)
-        return loom_err(LOOM_E_INTERNAL, "%s", err);
+    loom_error *e = tensor_stage_pull(&w->stage, w->views);
+    if (e)
+        return e;
     return checkpoint_save(path, w->stage.host, w->roles, w->stage.count, final, meta);
 }
 
@@ -683,10 +675,9 @@ static int serve_work(worker *w, const msg *m)
 {
     const msg_work *work = &m->u.work;
     void *into = w->params_host ? (void *)w->params_host : w->params.data;
-    char err[512];
     loom_error *e = msg_recv_blob(w->fd, m, into, (size_t)w->params.nbytes, 0);
-    if (!e && w->params_host && tensor_copy_from_host(&w->params, w->params_host, err, sizeof err) != 0)
-        e = loom_err(LOOM_E_INTERNAL, "%s", err);
+    if (!e && w->params_host)
+        e = tensor_copy_from_host(&w->params, w->params_host);
     if (e) {
         say("cannot read the weights: %s; exiting", loom_err_message(e));
         loom_err_free(e);
@@ -706,8 +697,10 @@ static int serve_work(worker *w, const msg *m)
     const void *grads = w->grads.data;
     if (w->grads_host) {
         grads = w->grads_host;
-        if (tensor_copy_to_host(w->grads_host, &w->grads, err, sizeof err) != 0) {
-            say("cannot read the gradients: %s; exiting", err);
+        loom_error *unread = tensor_copy_to_host(w->grads_host, &w->grads);
+        if (unread) {
+            say("cannot read the gradients: %s; exiting", loom_err_message(unread));
+            loom_err_free(unread);
             cJSON_Delete((cJSON *)r->train);
             loom_err_free(e);
             return 2;
@@ -723,13 +716,15 @@ static int serve_work(worker *w, const msg *m)
 static loom_error *hand_job_metrics(worker *w, const msg_plan *p)
 {
     const msg_job_metrics *j = &p->job_metrics;
-    loom_metrics m = {.struct_size = sizeof m};
+    adapter_metrics m;
+    adapter_metrics_init(&m);
     const cJSON *v;
-    cJSON_ArrayForEach(v, j->metrics) if (m.count < LOOM_MAX_METRICS)
-        m.items[m.count++] = (loom_metric){v->string, v->valuedouble};
+    cJSON_ArrayForEach(v, j->metrics) /* a full list keeps the first ADAPTER_MAX_METRICS */
+        if (loom_metrics_add(&m.list, v->string, v->valuedouble) != LOOM_OK)
+            break;
     loom_step_info si = {.struct_size = sizeof si, .epoch = j->epoch, .epochs = p->epochs,
                          .iteration = j->iteration, .steps_per_epoch = p->steps_per_epoch};
-    return adapter_job_metrics(w->fw, w->inst, j->split, &m, &si, j->workers);
+    return adapter_job_metrics(w->fw, w->inst, j->split, &m.list, &si, j->workers);
 }
 
 /* The plan's action, after its commit and join. */
@@ -868,6 +863,8 @@ int worker_main(int argc, char **argv)
     comm_close(w.gpu_comm);
     comm_close(w.comm);
     tensor_stage_free(&w.stage);
+    free(w.views);
+    free(w.roles);
     free(w.params_host);
     free(w.grads_host);
     if (w.inst)

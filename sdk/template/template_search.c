@@ -152,10 +152,16 @@ static loom_error *suggest(loom_search_instance *inst, uint32_t max,
     while (max-- > 0 && inst->proposed < inst->total) {
         for (uint32_t i = 0; i < inst->count; i++)
             inst->point[i] = sample(&inst->params[i], &inst->rng);
-        /* The host copies the values; 0 means refused: try again at the next
-         * suggest. */
-        if (sink->propose(sink, inst->point, inst->count, 0) == 0)
+        /* The host copies the values. A refusal (the SDK's rule, loom.h)
+         * says why; try again at the next suggest. A host of this SDK's
+         * minor or later always offers propose_experiment. */
+        uint64_t id;
+        loom_error *refused = sink->propose_experiment(sink, inst->point, inst->count, 0, &id);
+        if (refused) {
+            host->log(host, LOOM_LOG_INFO, "template_search: %s", host->error_message(refused));
+            host->error_free(refused);
             break;
+        }
         inst->proposed++;
     }
     if (inst->proposed >= inst->total)

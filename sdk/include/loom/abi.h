@@ -27,8 +27,13 @@
  * job_metrics (the job's mean metrics over every worker, for loggers an
  * adapter runs itself); 1.4 changed no struct: worker logger instances hear
  * on_train_begin and log_test_metrics too, and count epochs from 1 as the
- * driver's do (logger.h). A plugin built for minor N loads into any host
- * with minor >= N.
+ * driver's do (logger.h); 1.5 let the two arrays that were fixed grow:
+ * loom_metrics gained `more` (room past LOOM_MAX_METRICS the host offers)
+ * and loom_framework_factory gained state_tensor_count / state_tensor_get
+ * (one view at a time, each with its own struct_size, so a later field in
+ * loom_tensor_view changes no stride), and loom_proposal_sink gained
+ * propose_experiment / stop_experiment, which follow the SDK's refusal rule
+ * (loom.h). A plugin built for minor N loads into any host with minor >= N.
  */
 #ifndef LOOM_ABI_H
 #define LOOM_ABI_H
@@ -41,7 +46,7 @@ extern "C" {
 #endif
 
 #define LOOM_ABI_MAJOR 1
-#define LOOM_ABI_MINOR 4
+#define LOOM_ABI_MINOR 5
 
 /* Symbol visibility for the one function a plugin exports. */
 #if defined(__GNUC__)
@@ -99,16 +104,65 @@ typedef struct loom_metric {
     double value;
 } loom_metric;
 
-/* Maximum metrics one call reports; fixed so no allocation crosses the ABI. */
+/* Metrics that fit in loom_metrics.items, the whole list before ABI 1.5. */
 #define LOOM_MAX_METRICS 16
 
-/* A fixed-capacity list of metrics filled by a plugin. Names must be valid
- * for the lifetime of the instance that filled it (string literals are fine). */
+/* A list of metrics. Names must be valid for the lifetime of the instance
+ * that filled it (string literals are fine).
+ *
+ * The first LOOM_MAX_METRICS live in `items` (`count` of them); since ABI
+ * 1.5 the rest live in `more` (`more_count` of them), an array the host owns
+ * with room for `more_capacity`. Whoever fills the list fills `items` first,
+ * so an adapter or host built before 1.5 reads a correct, shorter list: the
+ * first LOOM_MAX_METRICS. The filler may leave `more` NULL (no room past
+ * items). Read and write through loom_metrics_total, loom_metrics_at and
+ * loom_metrics_add, which check struct_size. */
 typedef struct loom_metrics {
     uint32_t struct_size;
-    uint32_t count;
+    uint32_t count;      /* entries used in items, <= LOOM_MAX_METRICS */
     loom_metric items[LOOM_MAX_METRICS];
+    /* ABI 1.5 */
+    loom_metric *more;       /* metric LOOM_MAX_METRICS + i is more[i] */
+    uint32_t more_capacity;  /* entries `more` has room for */
+    uint32_t more_count;     /* entries used in more, <= more_capacity */
 } loom_metrics;
+
+/* Entries past `items` the list can reach: 0 for a pre-1.5 list. */
+static inline uint32_t loom_metrics_more_capacity(const loom_metrics *m)
+{
+    return LOOM_STRUCT_HAS(m, loom_metrics, more_count) && m->more ? m->more_capacity : 0;
+}
+
+/* How many metrics the list holds. */
+static inline uint32_t loom_metrics_total(const loom_metrics *m)
+{
+    uint32_t n = m->count < LOOM_MAX_METRICS ? m->count : LOOM_MAX_METRICS;
+    if (n == LOOM_MAX_METRICS && loom_metrics_more_capacity(m))
+        n += m->more_count < m->more_capacity ? m->more_count : m->more_capacity;
+    return n;
+}
+
+/* Metric i, i < loom_metrics_total(m). */
+static inline const loom_metric *loom_metrics_at(const loom_metrics *m, uint32_t i)
+{
+    return i < LOOM_MAX_METRICS ? &m->items[i] : &m->more[i - LOOM_MAX_METRICS];
+}
+
+/* Appends one metric: LOOM_OK, or LOOM_ERR_RESOURCE_EXHAUSTED when the list
+ * is full (then nothing changed). */
+static inline int32_t loom_metrics_add(loom_metrics *m, const char *name, double value)
+{
+    loom_metric entry = {name, value};
+    if (m->count < LOOM_MAX_METRICS) {
+        m->items[m->count++] = entry;
+        return LOOM_OK;
+    }
+    uint32_t room = loom_metrics_more_capacity(m);
+    if (!room || m->more_count >= room)
+        return LOOM_ERR_RESOURCE_EXHAUSTED;
+    m->more[m->more_count++] = entry;
+    return LOOM_OK;
+}
 
 typedef enum loom_device_kind {
     LOOM_DEVICE_CPU = 0,

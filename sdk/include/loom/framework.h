@@ -192,7 +192,8 @@ typedef struct loom_framework_factory {
      * grad_scale * d(mean loss over these samples)/d(params) into the
      * gradient buffer (the host picks grad_scale so accumulation and
      * averaging give the mean over the effective batch). Fills `out` with
-     * the batch's mean metrics (at least "loss").
+     * the batch's mean metrics (at least "loss"), through loom_metrics_add
+     * to use the room past LOOM_MAX_METRICS the host may offer.
      * [thread: instance] [owns: indices borrowed for the call; metric
      * names must live as long as the instance] */
     loom_error *(*forward_backward)(loom_framework_instance *inst,
@@ -212,7 +213,12 @@ typedef struct loom_framework_factory {
                             loom_metrics *out);
 
     /* Every tensor needed to resume (parameters, optimizer state, step
-     * counters), as views into the instance's memory. At most `capacity`;
+     * counters), as views into the instance's memory: the array form, for
+     * adapters built before ABI 1.5. A 1.5 adapter offers the pair
+     * state_tensor_count / state_tensor_get instead (or as well: the host
+     * then uses the pair), since this array's stride is the view's size the
+     * adapter was built with. Required unless the pair is there. At most
+     * `capacity`;
      * `*count` is set to the number needed even when it exceeds capacity.
      * The role of views[i] goes to roles[i] (loom_tensor_role).
      * Checkpoints, weight broadcast to joining workers and the final model
@@ -243,6 +249,20 @@ typedef struct loom_framework_factory {
     loom_error *(*job_metrics)(loom_framework_instance *inst, int32_t split,
                                const loom_metrics *metrics, const loom_step_info *step,
                                uint32_t workers);
+
+    /* ABI 1.5, the growable form of state_tensors, both or neither: how
+     * many state tensors the instance has, then each one by index in
+     * [0, count). The host sets out->struct_size to the size of the view it
+     * knows and the adapter writes only fields inside it (LOOM_STRUCT_HAS),
+     * so views gain fields without an old host or adapter misreading them.
+     * Same meaning, roles and lifetime as state_tensors; the count must not
+     * change until the instance's shapes do.
+     * [thread: instance] [owns: *count and *out written by the plugin; the
+     * memory the view points at is the instance's until destroy] */
+    loom_error *(*state_tensor_count)(loom_framework_instance *inst, uint32_t *count);
+    /* [thread: instance] [owns: as state_tensor_count] */
+    loom_error *(*state_tensor_get)(loom_framework_instance *inst, uint32_t index,
+                                    loom_tensor_view *out, int32_t *role);
 } loom_framework_factory;
 
 #ifdef __cplusplus

@@ -138,20 +138,40 @@ struct loom_proposal_sink {
      * ResourceValue), which the host writes into config.json under the
      * task's ResourceName; 0 means none. Returns the experiment id the host
      * assigned (> 0), or 0 when the proposal was refused (a value outside
-     * the space, the task's limit reached); the host logs why.
+     * the space, the task's limit reached); the host logs why. The 1.0
+     * shape, kept for the plugins built against it: since 1.5
+     * propose_experiment says why to the plugin too.
      * [thread: only inside suggest, on its thread] [owns: values borrowed;
      * the host copies them] */
     uint64_t (*propose)(const loom_proposal_sink *sink, const loom_value *values,
                         uint32_t count, double budget);
     /* Asks the host to stop a running experiment early (Hyperband's
      * losers); its observation arrives later as KILLED. Returns 0 when it
-     * was running, else an error code. [thread: only inside suggest or
-     * observe, on its thread] */
+     * was running, else an error code (1.0's shape; stop_experiment
+     * follows the SDK's rule). [thread: only inside suggest or observe, on
+     * its thread] */
     int32_t (*stop)(const loom_proposal_sink *sink, uint64_t experiment_id);
     /* Says the search has nothing more to propose, ever. May be called
      * again on later suggests (a restored search repeats it). [thread: only
      * inside suggest, on its thread] */
     void (*finish)(const loom_proposal_sink *sink);
+
+    /* ABI 1.5: propose and stop under the SDK's refusal rule (loom.h);
+     * present when LOOM_STRUCT_HAS(sink, loom_proposal_sink,
+     * stop_experiment), and then the ones to use. propose_experiment
+     * writes the assigned id (> 0) to *experiment_id and returns NULL, or
+     * returns why it refused: LOOM_ERR_INVALID_ARGUMENT for a value outside
+     * the space (naming the parameter), LOOM_ERR_RESOURCE_EXHAUSTED when
+     * this suggest's `max` or the task's limit is used up.
+     * [thread: only inside suggest, on its thread] [owns: values borrowed,
+     * the host copies them; a returned error is the plugin's to free with
+     * loom_host.error_free] */
+    loom_error *(*propose_experiment)(const loom_proposal_sink *sink, const loom_value *values,
+                                      uint32_t count, double budget, uint64_t *experiment_id);
+    /* As stop, under the rule: NULL when the stop was taken. [thread: only
+     * inside suggest or observe, on its thread] [owns: a returned error is
+     * the plugin's to free] */
+    loom_error *(*stop_experiment)(const loom_proposal_sink *sink, uint64_t experiment_id);
 };
 
 typedef struct loom_search_factory {

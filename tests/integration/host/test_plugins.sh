@@ -11,7 +11,7 @@ FIX="$(dirname "$0")/fixtures"
 # ---- plugin check, no host needed
 out=$("$LOOM" plugin check "$TP/good_thirdparty.so")
 expect_contains "check a third-party plugin" "$out" "ok: logger good_thirdparty"
-expect_contains "check prints the ABI" "$out" "ABI 1.4"
+expect_contains "check prints the ABI" "$out" "ABI 1.5"
 out=$(cd "$TP" && "$LOOM" plugin check good_thirdparty.so 2>&1)
 expect_contains "check takes a bare relative path" "$out" "ok: logger good_thirdparty"
 check_refused() { # check_refused FILE EXPECTED-TEXT
@@ -20,7 +20,7 @@ check_refused() { # check_refused FILE EXPECTED-TEXT
 }
 check_refused no_entry.so "no loom_module_entry function"
 check_refused abi_major.so "abi_major is 2; this host supports ABI major 1"
-check_refused abi_minor.so "abi_minor is 5, newer than this host's ABI 1.4"
+check_refused abi_minor.so "abi_minor is 6, newer than this host's ABI 1.5"
 check_refused abi_tag.so "abi_tag is"
 check_refused small_struct.so "loom_module.struct_size is"
 check_refused missing_entry.so "missing required entry 'observe'"
@@ -132,6 +132,20 @@ for name in old_full old_min; do
     expect_ok "$name: remove the framework" "$LOOM" framework remove $name
     expect_ok "$name: remove the logger" "$LOOM" logger remove $name
 done
+# ---- an adapter using ABI 1.5's growable arrays: 20 metrics a call (more
+# than the 16 of loom_metrics.items) and 300 state tensors handed one at a
+# time (more than the trainer's old array of 256); a two-worker job runs,
+# checkpoints them all, and the job's metrics reach the adapter whole
+expect_ok "grown_arrays: framework add" "$LOOM" framework add "$TP/grown_arrays.so"
+mkdir -p "$WORK/grown"
+echo '{"training": {"epochs": 2, "batch_size": 2}}' > "$WORK/grown/edt.json"
+out=$("$LOOM" exec start --exec-start grown_arrays --model-dir "$WORK/grown" --numWorker 2)
+id=$(echo "$out" | sed -n 's/^exec \([^ ]*\) submitted.*/\1/p')
+expect_ok "grown_arrays: the job finishes" "$LOOM" exec wait "$id" --timeout 60
+ran="$LOOM_HOME/execs/$id"
+expect_contains "grown_arrays: the job's metrics reached it whole" \
+    "$(cat "$ran/_submitted_code/grown_arrays_calls.txt")" "job_metrics 20 last m19"
+expect_ok "grown_arrays: remove" "$LOOM" framework remove grown_arrays
 expect_ok "old_launch: framework add" "$LOOM" framework add "$TP/old_launch.so"
 mkdir -p "$WORK/oldlaunch"
 printf 'echo "old rank $OLD_RANK"\n' > "$WORK/oldlaunch/main.sh"

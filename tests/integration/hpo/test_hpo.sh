@@ -173,7 +173,7 @@ expect_eq "all fail: FAILED" "$(wait_state allfail FAILED FINISHED)" FAILED
 expect_contains "the reason" "$(view allfail)" "all 3 experiment(s) failed"
 
 # ---- search plugins that misbehave ----------------------------------------
-for m in crash hang outside; do
+for m in crash hang outside refused; do
     expect_ok "algorithm add ${m}_search" "$LOOM" algorithm add "$TP/${m}_search.so"
     task "bad-$m" "${m}_search" 3 1 > "$WORK/$m.json"
     http POST /platform/rest/deeplearning/v1/hypersearch -F "data=<$WORK/$m.json" -F "file=@$WORK/model.tgz" >/dev/null
@@ -182,6 +182,8 @@ for m in crash hang outside; do
 done
 expect_contains "hang: the deadline" "$(view bad-hang)" "no answer within"
 expect_contains "outside: the value" "$(view bad-outside)" "outside"
+expect_contains "refused: propose_experiment said why, with a code" "$(view bad-refused)" \
+    "code 1: propose: "
 expect_contains "the host stays up" "$(http GET /loom/v1/health)" "200"
 
 # ---- maxRunTime; stop (PUT) and restart ------------------------------------

@@ -1,6 +1,8 @@
 /* A search algorithm that misbehaves in suggest, by SEARCH_MODE: 1 aborts,
  * 2 never returns, 3 proposes a value past the first parameter's upper
- * bound. The host must fail the task naming it and stay up. */
+ * bound through propose (1.0's shape: 0 = refused), 4 does the same through
+ * propose_experiment (ABI 1.5) and returns the refusal it gets as its own
+ * error. The host must fail the task naming it and stay up. */
 #include <loom/loom.h>
 
 #include <signal.h>
@@ -47,6 +49,19 @@ static loom_error *suggest(loom_search_instance *inst, uint32_t max,
         v[i].type = inst->type;
     v[0].d = inst->high + 1000;
     v[0].i = (int64_t)inst->high + 1000;
+    if (SEARCH_MODE == 4) {
+        if (!LOOM_STRUCT_HAS(sink, loom_proposal_sink, stop_experiment))
+            return host->error_new(LOOM_ERR_UNSUPPORTED, "no propose_experiment");
+        uint64_t id = 1;
+        loom_error *refused = sink->propose_experiment(sink, v, inst->count, 0, &id);
+        if (!refused || id != 0)
+            return host->error_new(LOOM_ERR_INTERNAL, "propose_experiment took a value outside");
+        loom_error *e = host->error_newf(host->error_code(refused), "code %d: %s",
+                                         (int)host->error_code(refused),
+                                         host->error_message(refused));
+        host->error_free(refused);
+        return e;
+    }
     sink->propose(sink, v, inst->count, 0);
     return NULL;
 }

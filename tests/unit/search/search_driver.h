@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "../../check.h"
+#include "util/error.h"
 #include "../builtins/builtin_plugin.h"
 
 typedef struct recorded {
@@ -29,6 +30,7 @@ typedef struct recorder {
     uint32_t count, cap;
     uint32_t finished;    /* finish() calls */
     uint32_t refuse_next; /* refuse this many proposals */
+    uint32_t refused_with_reason; /* of those, through propose_experiment */
     uint32_t outside;     /* proposals with a value outside the space */
     uint64_t next_id;
     uint64_t stopped[1024];
@@ -120,6 +122,19 @@ static inline int32_t recorder_stop(const loom_proposal_sink *sink, uint64_t id)
 static inline void recorder_finish(const loom_proposal_sink *sink)
 {
     ((recorder *)sink->host_data)->finished++;
+}
+
+/* ABI 1.5's form of propose, over recorder_propose: a refusal is an error
+ * (the host's own errors: the plugins run in this process). A test sets it
+ * on a recorder to take the algorithms through that path. */
+static inline loom_error *recorder_propose_experiment(const loom_proposal_sink *sink,
+                                                      const loom_value *values, uint32_t count,
+                                                      double budget, uint64_t *id)
+{
+    recorder *r = sink->host_data;
+    r->refused_with_reason += r->refuse_next > 0;
+    *id = recorder_propose(sink, values, count, budget);
+    return *id ? NULL : loom_err(LOOM_E_INVALID, "refused by the test's recorder");
 }
 
 static inline void recorder_init(recorder *r, const loom_param *params, uint32_t dim)

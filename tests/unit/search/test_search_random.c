@@ -101,8 +101,10 @@ static void test_determinism_and_finish(void)
     search_suggest(factory, a, 2, &ra);
     CHECK(ra.count == 2 && ra.finished == 0);
     ra.refuse_next = 1;
+    ra.sink.propose_experiment = recorder_propose_experiment; /* ABI 1.5's path */
     search_suggest(factory, a, 3, &ra); /* stops at the refusal: not counted */
     CHECK(ra.count == 2 && ra.finished == 0);
+    CHECK(ra.refused_with_reason == 1);
     search_suggest(factory, a, 100, &ra);
     CHECK(ra.count == 8 && ra.finished == 1);
     search_suggest(factory, a, 1, &ra); /* said again on every later suggest */

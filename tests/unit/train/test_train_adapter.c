@@ -3,6 +3,7 @@
  * call through what lies past its end, and a table missing a required
  * entry is refused with the entry's name. */
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
@@ -116,9 +117,51 @@ static void test_required_entries(void)
           LOOM_E_UNSUPPORTED);
 }
 
+/* An adapter built before 1.5 with more tensors than the host's first
+ * guess: it reports the number needed, and is asked again with that room. */
+#define MANY_VIEWS 100
+static int array_calls;
+static loom_error *many_state_tensors(loom_framework_instance *inst, loom_tensor_view *views,
+                                      int32_t *roles, uint32_t cap, uint32_t *count)
+{
+    (void)inst;
+    array_calls++;
+    *count = MANY_VIEWS;
+    for (uint32_t i = 0; i < cap && i < MANY_VIEWS; i++) {
+        views[i].name = "t";
+        views[i].nbytes = i;
+        roles[i] = LOOM_TENSOR_OTHER;
+    }
+    return NULL;
+}
+
+static void test_array_form_grows(void)
+{
+    loom_framework_factory f = full_table();
+    f.state_tensors = many_state_tensors;
+    f.struct_size = (uint32_t)offsetof(loom_framework_factory, state_tensor_count);
+    loom_tensor_view *views;
+    int32_t *roles;
+    uint32_t n;
+    CHECK(adapter_state_tensors(&f, NULL, &views, &roles, &n) == NULL);
+    CHECK(n == MANY_VIEWS);
+    CHECK(array_calls == 2);
+    CHECK(views[MANY_VIEWS - 1].nbytes == MANY_VIEWS - 1 && roles[MANY_VIEWS - 1] == LOOM_TENSOR_OTHER);
+    CHECK(views[MANY_VIEWS - 1].struct_size == sizeof(loom_tensor_view));
+    free(views);
+    free(roles);
+    /* Neither form: refused by name. */
+    char err[256];
+    f.state_tensors = NULL;
+    CHECK(loom_err_take(adapter_check_trainer(&f, "nostate.so"), err, sizeof err) ==
+          LOOM_E_UNSUPPORTED);
+    CHECK_CONTAINS(err, "no 'state_tensors (or state_tensor_count and state_tensor_get)'");
+}
+
 int main(void)
 {
     test_state_loaded();
     test_required_entries();
+    test_array_form_grows();
     return CHECK_DONE();
 }

@@ -1,7 +1,8 @@
 /*
- * frameworks/command/launch_common.h - what the launch-style frameworks
- * (command, distPyTorch) share: checking --model-main and building the
- * argv/env string lists handed to the host's launch sink.
+ * frameworks/launch_common/launch_common.h - what the launch-style
+ * frameworks (command, distPyTorch) share: checking --model-main, building
+ * the argv/env string lists and planning one worker per rank through the
+ * host's launch sink.
  */
 #ifndef LOOM_LAUNCH_COMMON_H
 #define LOOM_LAUNCH_COMMON_H
@@ -39,5 +40,19 @@ loom_error *launch_find_main(const loom_host *host, const char *framework,
 
 /* The number of workers a request asks for: num_workers, at least 1. */
 uint32_t launch_worker_count(const loom_launch_request *request);
+
+/* Adds a framework's own variables for one worker to `env`. */
+typedef void (*launch_env_fn)(launch_strings *env, uint32_t rank, uint32_t workers,
+                              const void *data);
+
+/* One worker per rank: argv is `interpreter` (when not NULL), `program`
+ * and the request's arguments; env is what env_of adds for the rank
+ * (called with `data`). Returns the sink's error, or
+ * LOOM_ERR_RESOURCE_EXHAUSTED prefixed with `framework` when memory ran
+ * out. */
+loom_error *launch_plan_workers(const loom_host *host, const char *framework,
+                                const loom_launch_request *request, const char *interpreter,
+                                const char *program, launch_env_fn env_of, const void *data,
+                                const loom_launch_sink *sink);
 
 #endif

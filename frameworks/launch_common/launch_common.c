@@ -1,4 +1,4 @@
-/* frameworks/command/launch_common.c - see launch_common.h. */
+/* frameworks/launch_common/launch_common.c - see launch_common.h. */
 #include "launch_common.h"
 
 #include <errno.h>
@@ -116,4 +116,34 @@ loom_error *launch_find_main(const loom_host *host, const char *framework,
 uint32_t launch_worker_count(const loom_launch_request *request)
 {
     return request->num_workers ? request->num_workers : 1;
+}
+
+loom_error *launch_plan_workers(const loom_host *host, const char *framework,
+                                const loom_launch_request *request, const char *interpreter,
+                                const char *program, launch_env_fn env_of, const void *data,
+                                const loom_launch_sink *sink)
+{
+    uint32_t workers = launch_worker_count(request);
+    launch_strings argv = {0}, env = {0};
+    loom_error *err = NULL;
+    for (uint32_t rank = 0; rank < workers && !err; rank++) {
+        launch_strings_clear(&argv);
+        launch_strings_clear(&env);
+        if (interpreter)
+            launch_strings_add(&argv, interpreter);
+        launch_strings_add(&argv, program);
+        for (uint32_t i = 0; i < request->arg_count; i++)
+            launch_strings_add(&argv, request->args[i]);
+        env_of(&env, rank, workers, data);
+        if (argv.failed || env.failed) {
+            err = host->error_newf(LOOM_ERR_RESOURCE_EXHAUSTED,
+                                   "%s: out of memory planning workers", framework);
+            break;
+        }
+        err = sink->add_worker(sink, (const char *const *)argv.items, argv.count,
+                               (const char *const *)env.items, env.count, NULL);
+    }
+    launch_strings_free(&argv);
+    launch_strings_free(&env);
+    return err;
 }
