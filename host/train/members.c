@@ -224,7 +224,10 @@ static int spawn_worker(edt_coordinator *c, uint32_t slot, int32_t device)
     char kind[96];
     snprintf(kind, sizeof kind, "worker-%s-%u", j->exec_id, slot);
     spawn_spec spec = {.argv = argv, .envp = envp, .cwd = j->code_dir, .stdout_fd = out_fd,
-                       .stderr_fd = err_fd, .pgid = -1, .group = &group};
+                       .stderr_fd = err_fd, .pgid = -1, .group = &group,
+                       .max_file_bytes = j->worker_max_file_bytes};
+    proc_group_limits bounds = {.max_procs = j->worker_max_procs,
+                                .max_memory_bytes = j->worker_max_memory_bytes};
     /* The worker runs confined: it reads its adapter and the loggers it
      * loads, writes its exec folder and the collective's segment. */
     char err[512] = "", shm_file[160];
@@ -236,7 +239,7 @@ static int spawn_worker(edt_coordinator *c, uint32_t slot, int32_t device)
                            .read = reads, .write = writes, .read_json = c->loggers_for_workers};
     if (!envp)
         snprintf(err, sizeof err, "out of memory");
-    else if (loom_err_take(proc_group_create(&group, kind, NULL), err, sizeof err) == LOOM_OK)
+    else if (loom_err_take(proc_group_create(&group, kind, bounds.max_procs ? &bounds : NULL), err, sizeof err) == LOOM_OK)
         loom_err_take(job_sandbox_confine_spec(&box, &spec, &held), err, sizeof err);
     pid_t pid = -1;
     if (!err[0] && loom_err_take(spawn_process(&spec, &pid), err, sizeof err) != LOOM_OK)
