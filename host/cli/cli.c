@@ -48,7 +48,8 @@ static const char usage[] =
     "  version              print the version and plugin ABI\n"
     "\n"
     "Global flags (also --host=URL, --home=DIR): --host URL (or LOOM_HOST) names\n"
-    "the host; --home DIR (or LOOM_HOME, default ~/.loom) is the state directory,\n"
+    "the host; --home DIR (or LOOM_HOME; default /var/lib/loom as root, else\n"
+    "~/.loom) is the state directory,\n"
     "whose host file the CLI reads when no host is named; --json prints\n"
     "machine-readable output.\n"
     "'loom <command> --help' explains each command.\n";

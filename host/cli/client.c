@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/curl_dl.h"
 #include "util/fs.h"
@@ -17,6 +18,8 @@ void client_home(const char *flag, char *out, size_t outlen)
         snprintf(out, outlen, "%s", flag);
     else if (env && *env)
         snprintf(out, outlen, "%s", env);
+    else if (geteuid() == 0) /* root's own home is 0700: no job account passes it */
+        snprintf(out, outlen, "%s", CLIENT_ROOT_HOME);
     else
         snprintf(out, outlen, "%s/.loom", home && *home ? home : ".");
 }

@@ -1,7 +1,8 @@
 /*
  * cli/client.h - the CLI's side of the REST API (libcurl). Where the host
  * is: --host, else $LOOM_HOST, else the address the host wrote into
- * $LOOM_HOME/host (default ~/.loom/host), else http://127.0.0.1:9280.
+ * $LOOM_HOME/host (default /var/lib/loom/host as root, else ~/.loom/host),
+ * else http://127.0.0.1:9280.
  */
 #ifndef LOOM_CLI_CLIENT_H
 #define LOOM_CLI_CLIENT_H
@@ -32,7 +33,12 @@ typedef struct client_part {
     size_t len;
 } client_part;
 
-/* The home directory: --home, $LOOM_HOME, or ~/.loom. */
+/* The home as root when none is named: a folder every job account can
+ * pass through to reach its own exec folders (~root is 0700). */
+#define CLIENT_ROOT_HOME "/var/lib/loom"
+
+/* The home directory: --home, $LOOM_HOME, else CLIENT_ROOT_HOME as root
+ * and ~/.loom for anyone else. */
 void client_home(const char *flag, char *out, size_t outlen);
 void client_init(client *c, const char *host_flag);
 /* NULL when the host answered (any status: see reply->status), else

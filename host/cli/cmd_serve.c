@@ -10,6 +10,7 @@
 
 #include "daemon/daemon.h"
 #include "auth/auth.h"
+#include "cli/client.h"
 #include "cli/commands.h"
 #include "util/fs.h"
 #include "util/job_env.h"
@@ -36,7 +37,8 @@ static const char serve_usage[] =
     "Runs the loom host: REST API, state store, plugin registry and job\n"
     "supervision. It stops cleanly on SIGTERM or SIGINT.\n"
     "\n"
-    "  --home DIR          state directory (default $LOOM_HOME or ~/.loom)\n"
+    "  --home DIR          state directory (default $LOOM_HOME, else\n"
+    "                      " CLIENT_ROOT_HOME " as root, ~/.loom otherwise)\n"
     "  --listen ADDR:PORT  address to listen on (default 127.0.0.1:9280;\n"
     "                      port 0 picks a free one)\n"
     "  --plugin-dir DIR    built-in plugins (default: next to the binary)\n"
@@ -51,7 +53,8 @@ static const char serve_usage[] =
     "                      password (else a random one is printed once)\n"
     "  --job-uid-range FIRST-LAST  when the host runs as root, each user's jobs\n"
     "                      run as uid FIRST + the user's id (default\n"
-    "                      200000-299999); none: as the host's user\n"
+    "                      200000-299999); none (not as root): as the host's\n"
+    "                      user\n"
     "  --cors-origin ORIGIN  a browser page on ORIGIN (scheme://host[:port]) may call\n"
     "                      the API with the user's credentials (repeatable)\n"
     "  --allow-basic-over-http  accept passwords (Basic, userpasswd) over plain\n"
@@ -324,6 +327,17 @@ static int python_flag(int argc, char **argv, int *i)
     return 1;
 }
 
+/* User code never runs as root: as root, jobs need accounts. */
+static int refuse_root_without_accounts(const loomd_options *jobs)
+{
+    if (!jobs->no_job_accounts || geteuid() != 0)
+        return 0;
+    return cli_fail("--job-uid-range none: refused as root, where it would run every user's "
+                    "code as root; leave the default range (%u-%u) or give uids no local "
+                    "account uses, or start loom serve as an unprivileged user, whose uid "
+                    "then runs the jobs", JOB_UID_FIRST_DEFAULT, JOB_UID_LAST_DEFAULT);
+}
+
 int cmd_serve(int argc, char **argv, const cli_globals *g)
 {
     if (cli_wants_help(argc, argv)) {
@@ -375,6 +389,8 @@ int cmd_serve(int argc, char **argv, const cli_globals *g)
             return 1;
         }
     }
+    if (refuse_root_without_accounts(&jobs))
+        return 1;
     char home[4096], path[4200], why[5000];
     client_home(g->home, home, sizeof home);
     /* Refused before the log is opened: that log is the running host's. */

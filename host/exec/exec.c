@@ -18,7 +18,6 @@
 #include "plugin/launch_remote.h"
 #include "util/error.h"
 #include "util/fs.h"
-#include "util/user_path.h"
 #include "util/log.h"
 #include "util/tarball.h"
 #include "util/user_tree.h"
@@ -501,7 +500,7 @@ loom_error *exec_prepare(exec_service *es, const exec_submission *sub, dlicmd *d
     exec_wmla_devices(d);
     if (d->device_type == DEVICE_KIND_GPU && sched_cuda_device_count() == 0)
         return loom_err(LOOM_E_INVALID, "--workerDeviceType gpu: this host has no GPU");
-    if (d->model_main && !user_path_text_ok(d->model_main))
+    if (d->model_main && !utree_name_ok(d->model_main))
         return loom_err(LOOM_E_INVALID,
                         "--model-main \"%s\": expected a path relative to the model directory, "
                         "without \"..\"",
@@ -536,7 +535,7 @@ loom_error *exec_prepare(exec_service *es, const exec_submission *sub, dlicmd *d
         return loom_err_wrap(e, "model directory");
     if (d->model_main) {
         char main_path[PATH_MAX];
-        if (user_path_resolve(r->code_dir, d->model_main, 1, main_path, sizeof main_path) != 0)
+        if (utree_resolve_named(r->code_dir, d->model_main, 1, main_path, sizeof main_path) != 0)
             return loom_err(LOOM_E_INVALID, "--model-main \"%s\": %s", d->model_main,
                             errno == EXDEV ? "expected a path relative to the model directory, "
                                              "without \"..\""

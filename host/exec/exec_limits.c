@@ -1,4 +1,4 @@
-/* exec/exec_limits.c - what a launch-style exec's processes may take: the
+/* exec/exec_limits.c - what an exec's processes may take: the
  * limits computed from the administrator's settings (loom serve
  * --job-max-procs, --job-max-memory, --job-max-disk), the disk its
  * RESULT_DIR takes, measured by the supervisor, and the words that name a
@@ -82,6 +82,10 @@ static void stop_over_disk(exec_service *es, running_exec *r, uint64_t bytes)
     r->stop_requested = 1;
     r->stop_error = 1;
     r->kill_at_ms = time_mono_ms();
+    if (r->edt) { /* the trainer ends its workers and says ERROR (exec_trainer) */
+        edt_stop(r->edt);
+        return;
+    }
     if (r->rec.pgid > 0)
         kill(-r->rec.pgid, SIGKILL);
     proc_group_kill(&r->group, 0);
@@ -95,7 +99,7 @@ void exec_check_disk(exec_service *es)
     int64_t now = time_mono_ms();
     pthread_mutex_lock(&es->lock);
     for (running_exec *r = es->running; r && !limit; r = r->next)
-        if (!r->pending && !r->edt && r->nworkers > 0 && !r->stop_requested &&
+        if (!r->pending && (r->edt || r->nworkers > 0) && !r->stop_requested &&
             r->limits.max_disk_bytes && now - r->disk_checked_ms >= DISK_CHECK_MS) {
             r->disk_checked_ms = now;
             limit = r->limits.max_disk_bytes;

@@ -23,7 +23,11 @@ static void trainer_state_changed(void *ctx, const char *exec_id, exec_state sta
     exec_service *es = ctx;
     pthread_mutex_lock(&es->lock);
     running_exec *r = es->stopping ? NULL : exec_find_running(es, exec_id);
-    if (r && r->stop_requested && state == EXEC_STATE_ERROR) {
+    if (r && exec_state_is_final(state) && r->stop_requested && r->stop_error) {
+        /* The host stopped it for a reason of its own (a limit). */
+        state = EXEC_STATE_ERROR;
+        message = r->stop_reason;
+    } else if (r && r->stop_requested && state == EXEC_STATE_ERROR) {
         /* Stopped before its workers joined: the wait for them ends in an
          * error, but the stop is why. */
         state = EXEC_STATE_KILLED;
@@ -194,7 +198,19 @@ loom_error *trainer_continue_from(exec_service *es, const store_exec *rec, const
 loom_error *trainer_start(exec_service *es, running_exec *r, const int32_t *devices, int count,
                           int32_t kind)
 {
-    (void)es;
+    /* The exec's limits, shown by exec view; each worker's cgroup gets the
+     * process limit and its part of the memory (one slot's share, or the
+     * exec's --job-max-memory over its most workers), and no file may grow
+     * past the disk limit, which the supervisor measures as for launch
+     * execs (exec_check_disk). */
+    exec_job_limits one;
+    uint32_t most = r->job->settings.engines ? r->job->settings.engines : 1;
+    exec_job_limits_for(es, count, &r->limits);
+    exec_job_limits_for(es, 1, &one);
+    r->job->worker_max_procs = r->limits.max_procs;
+    r->job->worker_max_memory_bytes =
+        r->limits.memory_is_share ? one.max_memory_bytes : r->limits.max_memory_bytes / most;
+    r->job->worker_max_file_bytes = r->limits.max_disk_bytes;
     r->job->initial_workers = (uint32_t)count;
     r->job->device_kind = kind;
     r->job->ndevices = count > 0 && count <= EDT_MAX_WORKERS ? (uint32_t)count : 0;

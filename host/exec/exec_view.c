@@ -78,8 +78,9 @@ static void describe(exec_service *es, int64_t owner, const store_exec *e,
         v->training = text ? cJSON_Parse(text) : NULL;
         free(text);
     }
-    /* Launch-style: what it runs under, or as the host sets it now. */
-    if (r && !r->edt && !r->job && r->nworkers > 0) {
+    /* What it runs under (launch-style and elastic), or as the host sets
+     * it now. */
+    if (r && !r->job && (r->edt || r->nworkers > 0)) {
         v->limits = r->limits;
         v->has_limits = 1;
     } else if (!r && !v->training) {

@@ -10,7 +10,7 @@
 #include "plugin/ffi_call.h"
 #include "plugin/plugin.h"
 #include "util/fs.h"
-#include "util/user_path.h"
+#include "util/user_tree.h"
 
 static const char *const runtime_names[] = {"so", "lua", "ffi", "native"};
 
@@ -42,7 +42,7 @@ static int string_field(const cJSON *o, const char *key, const char **out, const
 static loom_error *inside_dir(const char *dir, const char *rel, const char *field, char *out,
                               size_t outlen)
 {
-    if (user_path_resolve(dir, rel, 1, out, outlen) == 0)
+    if (utree_resolve_named(dir, rel, 1, out, outlen) == 0)
         return NULL;
     if (errno == EXDEV)
         return loom_err(LOOM_E_INVALID,

@@ -17,6 +17,7 @@
 #include "train/coordinator_internal.h"
 #include "util/fs.h"
 #include "util/log.h"
+#include "util/job_sandbox.h"
 #include "util/user_tree.h"
 
 void driver_say(edt_coordinator *c, const char *fmt, ...)
@@ -134,6 +135,13 @@ static loom_error *prepare(edt_coordinator *c)
         e = msg_listen(c->m.ctl_name, &c->m.listen_fd);
     if (e)
         return e;
+    /* The socket is abstract (any local process may connect): only the
+     * uid the workers run as is heard (members.c's accept_hellos). */
+    gid_t gid;
+    loom_error *no_account = job_sandbox_account(j->user, j->user_id, &c->m.worker_uid, &gid);
+    if (no_account)
+        c->m.worker_uid = geteuid(); /* no accounts: the host's own user */
+    loom_err_free(no_account);
     /* The exec folder is the job's: made and opened beneath it, never by
      * path (util/user_tree). The model folder is made before the workers
      * start, so a worker under its user's own uid is given it too (where it

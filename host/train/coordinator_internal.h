@@ -80,6 +80,7 @@ typedef struct edt_members {
     char shm_name[96];
     char ctl_name[128];
     int listen_fd;
+    uid_t worker_uid; /* the only uid whose connections the socket takes */
     edt_slot slots[MAX_SLOTS];
     uint32_t nslots;
     uint32_t generation;

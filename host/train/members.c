@@ -224,7 +224,10 @@ static int spawn_worker(edt_coordinator *c, uint32_t slot, int32_t device)
     char kind[96];
     snprintf(kind, sizeof kind, "worker-%s-%u", j->exec_id, slot);
     spawn_spec spec = {.argv = argv, .envp = envp, .cwd = j->code_dir, .stdout_fd = out_fd,
-                       .stderr_fd = err_fd, .pgid = -1, .group = &group};
+                       .stderr_fd = err_fd, .pgid = -1, .group = &group,
+                       .max_file_bytes = j->worker_max_file_bytes};
+    proc_group_limits bounds = {.max_procs = j->worker_max_procs,
+                                .max_memory_bytes = j->worker_max_memory_bytes};
     /* The worker runs confined: it reads its adapter and the loggers it
      * loads, writes its exec folder and the collective's segment. */
     char err[512] = "", shm_file[160];
@@ -236,7 +239,7 @@ static int spawn_worker(edt_coordinator *c, uint32_t slot, int32_t device)
                            .read = reads, .write = writes, .read_json = c->loggers_for_workers};
     if (!envp)
         snprintf(err, sizeof err, "out of memory");
-    else if (loom_err_take(proc_group_create(&group, kind, NULL), err, sizeof err) == LOOM_OK)
+    else if (loom_err_take(proc_group_create(&group, kind, bounds.max_procs ? &bounds : NULL), err, sizeof err) == LOOM_OK)
         loom_err_take(job_sandbox_confine_spec(&box, &spec, &held), err, sizeof err);
     pid_t pid = -1;
     if (!err[0] && loom_err_take(spawn_process(&spec, &pid), err, sizeof err) != LOOM_OK)
@@ -311,6 +314,31 @@ int reap(edt_coordinator *c)
     return lost;
 }
 
+/* The control socket is abstract, so any local process can connect: only
+ * a worker this coordinator started is heard. The kernel says who is at
+ * the other end (SO_PEERCRED): its uid must be the workers' (the exec's
+ * account), and its pid one of the starting workers' (`loom confine`
+ * execs the worker in place, keeping the pid), so neither another user
+ * nor another exec of the same user gets in; they are refused before a
+ * byte is read, so none can hold the coordinator up either. */
+static loom_error *check_peer(const edt_coordinator *c, int fd, pid_t *pid)
+{
+    struct ucred cred;
+    socklen_t len = sizeof cred;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
+        return loom_err(LOOM_E_INTERNAL, "cannot tell who connected: %s", strerror(errno));
+    if (cred.uid != c->m.worker_uid)
+        return loom_err(LOOM_E_FORBIDDEN, "from uid %u (pid %d): the exec's workers run as uid %u",
+                        (unsigned)cred.uid, (int)cred.pid, (unsigned)c->m.worker_uid);
+    for (uint32_t i = 0; i < c->m.nslots; i++)
+        if (c->m.slots[i].state == SLOT_STARTING && c->m.slots[i].pid == cred.pid) {
+            *pid = cred.pid;
+            return NULL;
+        }
+    return loom_err(LOOM_E_FORBIDDEN, "from pid %d, none of the exec's starting workers",
+                    (int)cred.pid);
+}
+
 void accept_hellos(edt_coordinator *c, int wait_ms)
 {
     struct pollfd p = {.fd = c->m.listen_fd, .events = POLLIN};
@@ -319,8 +347,11 @@ void accept_hellos(edt_coordinator *c, int wait_ms)
         int fd = accept4(c->m.listen_fd, NULL, NULL, SOCK_CLOEXEC);
         if (fd < 0)
             break;
-        msg hello;
-        loom_error *e = msg_recv(fd, time_mono_ms() + 5000, &hello);
+        msg hello = {0};
+        pid_t peer = 0;
+        loom_error *e = check_peer(c, fd, &peer);
+        if (!e)
+            e = msg_recv(fd, time_mono_ms() + 5000, &hello);
         if (!e && hello.kind != MSG_HELLO)
             e = loom_err(LOOM_E_INVALID, "a %s message where a hello was due",
                          msg_kind_name(hello.kind));
@@ -328,6 +359,9 @@ void accept_hellos(edt_coordinator *c, int wait_ms)
                    c->m.slots[hello.u.hello.slot].state != SLOT_STARTING))
             e = loom_err(LOOM_E_CONFLICT, "a hello from slot %u, which started no worker",
                          hello.u.hello.slot);
+        if (!e && c->m.slots[hello.u.hello.slot].pid != peer)
+            e = loom_err(LOOM_E_FORBIDDEN, "a hello for slot %u from pid %d, not its worker",
+                         hello.u.hello.slot, (int)peer);
         if (e) {
             driver_say(c, "refused a control connection: %s", loom_err_message(e));
             loom_err_free(e);

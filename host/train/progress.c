@@ -3,9 +3,11 @@
  * driver's loggers) and the snapshot edt_describe answers with. Both the
  * synchronous loop and the parameter server report here, so the two modes
  * record an epoch the same way. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "train/checkpoint.h"
 #include "train/coordinator_internal.h"
@@ -170,6 +172,25 @@ void note_val_list_file(edt_coordinator *c)
     val_file_signature(path, c->pr.val_file_sig);
 }
 
+/* A file the trainer wrote in the exec folder is the job's to rewrite
+ * (WMLA's scripts write val_dict_list.json themselves, in place): given,
+ * through its descriptor, to the account the workers run as. */
+static void give_to_job(edt_coordinator *c, const char *rel)
+{
+    if (c->m.worker_uid == geteuid())
+        return;
+    int fd = -1;
+    loom_error *e = utree_open_read_in(c->job.result_dir, rel, &fd);
+    if (!e && fchown(fd, c->m.worker_uid, (gid_t)-1) != 0)
+        e = loom_err(LOOM_E_INTERNAL, "%s: cannot give it to uid %u: %s", rel,
+                     (unsigned)c->m.worker_uid, strerror(errno));
+    if (fd >= 0)
+        close(fd);
+    if (e)
+        driver_say(c, "%s", loom_err_message(e));
+    loom_err_free(e);
+}
+
 /* Writes val_dict_list.json, unless the job wrote one of its own (a user's
  * callback, as WMLA's scripts do): then that file stays as it is. */
 static void write_val_list(edt_coordinator *c)
@@ -192,8 +213,11 @@ static void write_val_list(edt_coordinator *c)
     char *text = shown ? cJSON_Print(shown) : NULL;
     cJSON_Delete(shown);
     if (text) { /* the exec folder is the job's: written beneath it */
-        loom_err_free(utree_write_file_in(c->job.result_dir, "val_dict_list.json", text,
-                                          strlen(text), 0644));
+        loom_error *e = utree_write_file_in(c->job.result_dir, "val_dict_list.json", text,
+                                            strlen(text), 0644);
+        if (!e)
+            give_to_job(c, "val_dict_list.json");
+        loom_err_free(e);
         free(text);
         val_file_signature(path, c->pr.val_file_sig);
     }

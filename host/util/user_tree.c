@@ -58,19 +58,25 @@ static loom_error *fail(const char *what, const char *rel, int err)
     return e;
 }
 
-/* Refuses what no path in a user's tree may be: absolute, or with a ".."
- * component (openat2 refuses both too: this names the fault first). */
-static loom_error *check_rel(const char *rel)
+/* What no path in a user's tree may be: absolute, or with a ".."
+ * component. 1 when rel is one of them. */
+static int check_rel_quiet(const char *rel)
 {
     if (rel[0] == '/')
-        return fail("resolve", rel, EXDEV);
+        return 1;
     for (const char *p = rel; *p;) {
         size_t n = strcspn(p, "/");
         if (n == 2 && p[0] == '.' && p[1] == '.')
-            return fail("resolve", rel, EXDEV);
+            return 1;
         p += n + (p[n] == '/');
     }
-    return NULL;
+    return 0;
+}
+
+/* Refuses those (openat2 refuses both too: this names the fault first). */
+static loom_error *check_rel(const char *rel)
+{
+    return check_rel_quiet(rel) ? fail("resolve", rel, EXDEV) : NULL;
 }
 
 /* openat2 beneath root; the descriptor or -1 with errno. */
@@ -619,4 +625,44 @@ const char *utree_rel_of(const char *dir, const char *path)
     if (strncmp(path, dir, n) != 0 || path[n] != '/')
         return NULL;
     return path + n + 1;
+}
+
+int utree_name_ok(const char *rel)
+{
+    return rel && rel[0] && !check_rel_quiet(rel);
+}
+
+int utree_resolve_named(const char *dir, const char *rel, int want_file, char *out, size_t len)
+{
+    if (!utree_name_ok(rel)) {
+        errno = EXDEV;
+        return -1;
+    }
+    int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return -1;
+    /* Links inside the tree are the user's own: followed, never out. */
+    struct open_how how = {.flags = O_PATH | O_CLOEXEC,
+                           .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS};
+    int fd = (int)syscall(SYS_openat2, dfd, rel, &how, sizeof how);
+    int saved = errno;
+    close(dfd);
+    if (fd < 0) {
+        errno = saved;
+        return -1;
+    }
+    struct stat st;
+    char self[64];
+    snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+    ssize_t n = fstat(fd, &st) == 0 ? readlink(self, out, len) : -1;
+    saved = n < 0 ? errno : (size_t)n >= len ? ENAMETOOLONG
+                          : want_file && S_ISDIR(st.st_mode) ? EISDIR
+                          : want_file && !S_ISREG(st.st_mode) ? EINVAL : 0;
+    close(fd);
+    if (saved) {
+        errno = saved;
+        return -1;
+    }
+    out[n] = 0;
+    return 0;
 }

@@ -111,6 +111,24 @@ loom_error *utree_unlink_in(const char *dir, const char *rel);
  * beneath to_dir (written beside it, then renamed over it). */
 loom_error *utree_copy_file_in(const char *from_dir, const char *from, const char *to_dir,
                                const char *to, mode_t mode);
+/* A path a user names inside their own tree (--model-main, model.json's
+ * kernel_path, weight_path, ffi.library), checked by the host with root's
+ * powers, so the check tells nothing about files outside the tree. The
+ * one difference from the rest of this module: links that stay inside the
+ * tree are followed (a model directory may ship its own), so the path is
+ * resolved with RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS alone; a link or
+ * ".." leading out fails the same way whether or not its target exists.
+ * Its answer is a path, for the job or kernel to open later under its own
+ * uid, and errors come as errno (callers word them for their own field). */
+/* 1 when rel is non-empty, relative and has no ".." component. */
+int utree_name_ok(const char *rel);
+/* rel resolved beneath dir into out (an absolute path inside dir's real
+ * path). 0, or -1 with errno: EXDEV when rel leaves dir (by its text or
+ * through a link, whether or not the target exists), ENOENT when it is
+ * missing inside dir, EISDIR/ENOTDIR/ENAMETOOLONG and others as found.
+ * want_file: a regular file is required (EISDIR or EINVAL otherwise). */
+int utree_resolve_named(const char *dir, const char *rel, int want_file, char *out, size_t len);
+
 /* Opens the file at `path` for appending (created with mode; positioned at
  * its end) beneath its folder: neither the file nor its folder may be a
  * link. For a file the host names by a full path inside a user's tree. */

@@ -7,6 +7,10 @@ set -u
 PASSED=0
 FAILED=0
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/loom-it-XXXXXX")
+# A host started as root runs jobs under accounts of their own, which must
+# pass through every folder above the home (mktemp's 0700 would keep them
+# out, and the host refuses such a home): reachable, not listable.
+chmod 0711 "$WORK"
 HOST_PID=
 export LOOM_HOME="$WORK/home"
 unset LOOM_HOST

@@ -5,7 +5,7 @@
 # host and read its environment; every attempt fails and alice stays a user. Run with the host
 # as root (jobs under accounts of their own) and, when this runs as root,
 # again with the host as an unprivileged user (jobs under that same user:
-# Landlock alone). --require-isolation refuses a host without isolation.
+# Landlock alone). Root without accounts is refused.
 LOOM=$1
 TP=$2
 . "$(dirname "$0")/../lib.sh"
@@ -136,11 +136,11 @@ if [ "$(id -u)" = 0 ]; then
     expect_contains "under a uid per user" "$(stat -c %u "$WORK"/demo-home/execs/*/model)" "2000"
 fi
 
-# ---- --require-isolation: refused without accounts when root
+# ---- root without accounts is refused (test_root_home has the rest)
 if [ "$(id -u)" = 0 ]; then
-    expect_fails "root without accounts and --require-isolation" \
+    expect_fails "root without accounts" \
         timeout 20 "$LOOM" serve --listen 127.0.0.1:0 --job-uid-range none --require-isolation
-    expect_contains "the refusal says why" "$(cat "$WORK/out")" "require-isolation"
+    expect_contains "the refusal says why" "$(cat "$WORK/out")" "--job-uid-range none: refused as root"
 fi
 expect_fails "a bad uid range" timeout 20 "$LOOM" serve --job-uid-range 5-1
 expect_contains "the range is named" "$(cat "$WORK/out")" "--job-uid-range"

@@ -6,6 +6,7 @@
  * openat2 the calls fail naming it. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <stddef.h>
@@ -258,6 +259,35 @@ static void test_remove_all(int root)
     CHECK(loom_err_take(utree_delete(tree), NULL, 0) == LOOM_OK); /* gone: fine */
 }
 
+/* A path a user names (utree_resolve_named): links that stay inside the
+ * tree are followed, one leading out fails as EXDEV whether or not its
+ * target exists (no existence oracle), and only inside is ENOENT told. */
+static void test_resolve_named(void)
+{
+    char path[PATH_MAX], at[256], want[PATH_MAX];
+    snprintf(at, sizeof at, "%s/inner/model.bin", tree);
+    put(at, "weights\n");
+    CHECK(planted("inner/model.bin", "named-in") == 0);
+    CHECK(planted(secret, "named-out") == 0);
+    CHECK(planted("../outside/no-such-file", "named-missing-out") == 0);
+    CHECK(realpath(at, want) != NULL);
+    CHECK(utree_resolve_named(tree, "named-in", 1, path, sizeof path) == 0);
+    CHECK_STR_EQ(path, want);
+    CHECK(utree_resolve_named(tree, "named-out", 1, path, sizeof path) != 0 && errno == EXDEV);
+    CHECK(utree_resolve_named(tree, "named-missing-out", 1, path, sizeof path) != 0 &&
+          errno == EXDEV);
+    CHECK(utree_resolve_named(tree, "../outside/secret", 1, path, sizeof path) != 0 &&
+          errno == EXDEV);
+    CHECK(utree_resolve_named(tree, secret, 1, path, sizeof path) != 0 && errno == EXDEV);
+    CHECK(utree_resolve_named(tree, "inner/none", 1, path, sizeof path) != 0 &&
+          errno == ENOENT);
+    CHECK(utree_resolve_named(tree, "inner", 1, path, sizeof path) != 0 && errno == EISDIR);
+    CHECK(utree_resolve_named(tree, "inner", 0, path, sizeof path) == 0);
+    CHECK(!utree_name_ok("") && !utree_name_ok("a/../b") && !utree_name_ok("/a"));
+    CHECK(utree_name_ok("a/b..c") && utree_name_ok("./a"));
+    outside_untouched();
+}
+
 int main(void)
 {
     snprintf(base, sizeof base, "/tmp/loom-utree-XXXXXX");
@@ -283,6 +313,7 @@ int main(void)
     test_ordinary_use(root);
     test_append_path();
     test_no_openat2();
+    test_resolve_named();
     test_remove_all(root);
     close(root);
     /* The root itself may not be a link either. */
