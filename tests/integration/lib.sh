@@ -25,7 +25,9 @@ fail() {
     echo "FAIL: $*" >&2
     if [ -n "$HOST_PID" ] && ! kill -0 "$HOST_PID" 2>/dev/null; then
         echo "the host (pid $HOST_PID) is gone; its last output:" >&2
-        tail -n 20 "$WORK/serve.out" >&2
+        # a sanitizer's report from its first line: its tail is a legend
+        grep -m1 -A40 -E "ERROR: (LeakSanitizer|AddressSanitizer)|runtime error:" "$WORK/serve.out" >&2 ||
+            tail -n 20 "$WORK/serve.out" >&2
         exit 1
     fi
 }
