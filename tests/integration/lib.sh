@@ -29,7 +29,9 @@ fail() {
     echo "FAIL: $*" >&2
     if [ -n "$HOST_PID" ] && ! kill -0 "$HOST_PID" 2>/dev/null; then
         echo "the host (pid $HOST_PID) is gone; its last output:" >&2
-        tail -n 20 "$WORK/serve.out" >&2
+        # a sanitizer's report from its first line: its tail is a legend
+        grep -m1 -A40 -E "ERROR: (LeakSanitizer|AddressSanitizer)|runtime error:" "$WORK/serve.out" >&2 ||
+            tail -n 20 "$WORK/serve.out" >&2
         exit 1
     fi
 }
@@ -52,6 +54,24 @@ expect_fails() { # expect_fails WHAT COMMAND... ; leaves the output in $WORK/out
     if "$@" >"$WORK/out" 2>&1; then fail "$what: succeeded, expected failure"; else pass; fi
 }
 
+# wait_until SECONDS COMMAND...: runs COMMAND every 50 ms until it succeeds
+# or SECONDS have passed, and returns its last status. Tests wait for what
+# they need this way, never for a fixed time, which a busy machine outlasts
+# (scripts/check-test-sleeps lists every other sleep in tests/ and why).
+wait_until() {
+    local end=$((SECONDS + $1))
+    shift
+    while ! "$@"; do
+        [ "$SECONDS" -lt "$end" ] || { "$@"; return; }
+        sleep 0.05
+    done
+}
+# output_is TEXT COMMAND...: true when COMMAND prints TEXT (for wait_until:
+# `wait_until 10 output_is 0 slots_owned "$id"` runs slots_owned each time).
+output_is() {
+    [ "$("${@:2}")" = "$1" ]
+}
+
 ADMIN_PASSWORD=admin-password-for-tests
 printf '%s\n' "$ADMIN_PASSWORD" > "$WORK/admin.pw"
 
@@ -61,11 +81,7 @@ start_host() {
     rm -f "$LOOM_HOME/host"
     "$LOOM" serve --listen 127.0.0.1:0 --admin-password-file "$WORK/admin.pw" "$@" >"$WORK/serve.out" 2>&1 &
     HOST_PID=$!
-    for _ in $(seq 1 100); do
-        [ -s "$LOOM_HOME/host" ] && break
-        sleep 0.05
-    done
-    if [ ! -s "$LOOM_HOME/host" ]; then
+    if ! wait_until 30 test -s "$LOOM_HOME/host"; then
         echo "host did not start: $(cat "$WORK/serve.out")" >&2
         exit 1
     fi
@@ -109,7 +125,23 @@ missing_from() {
     echo "$n"
 }
 
+# skip REASON: the test cannot run here. It exits 77, which ctest shows as
+# skipped (SKIP_RETURN_CODE 77 in the test's CMakeLists.txt), never passed.
+skip() {
+    echo "SKIP: $*"
+    exit 77
+}
+# skip_part REASON: a part of the test cannot run here; the rest runs, and
+# finish then reports the whole test skipped (77), naming every part left
+# out, unless a check failed. A test that passes ran all of its parts.
+SKIPPED_PARTS=
+skip_part() {
+    echo "SKIP (part): $*"
+    SKIPPED_PARTS="$SKIPPED_PARTS${SKIPPED_PARTS:+; }$*"
+}
+
 finish() {
     echo "$PASSED passed, $FAILED failed"
-    [ "$FAILED" -eq 0 ] && [ "$PASSED" -gt 0 ]
+    [ "$FAILED" -eq 0 ] && [ "$PASSED" -gt 0 ] || return 1
+    [ -z "$SKIPPED_PARTS" ] || skip "parts not run here: $SKIPPED_PARTS"
 }

@@ -6,6 +6,7 @@ Debian's python3 does."""
 import argparse
 import base64
 import json
+import os
 import resource
 import select
 import socket
@@ -79,10 +80,14 @@ def multipart_head(args, size):
 
 
 def push(host, port, path, size, token=None, args="--exec-start command --model-main x",
-         src=None, rate=0.0):  # rate: bytes per second, 0 for as fast as it goes
+         src=None, rate=0.0, expect_continue=False):
     """Sends a multipart upload with a file part of `size` bytes, streamed
-    (never held here), until the host answers or closes. Returns (status,
-    bytes sent, seconds)."""
+    (never held here), until the host answers or closes; at `rate` bytes per
+    second (0: as fast as it goes). With `expect_continue` the body waits for
+    the host's "100 Continue", so a refusal from the headers is read before
+    any body byte is sent (a host closing on unread bytes resets the
+    connection, which can drop its reply). Returns (status, bytes sent,
+    seconds, body)."""
     pre, post = multipart_head(args, size)
     t0 = time.monotonic()
     s = connect(host, port, src, timeout=60)
@@ -91,10 +96,20 @@ def push(host, port, path, size, token=None, args="--exec-start command --model-
             % (path, host, port, BOUNDARY, len(pre) + size + len(post)))
     if token:
         head += "Authorization: Bearer %s\r\n" % token
+    if expect_continue:
+        head += "Expect: 100-continue\r\n"
     sent = 0
     zeros = b"\0" * CHUNK
     try:
-        s.sendall(head.encode() + b"\r\n" + pre)
+        if expect_continue:
+            s.sendall(head.encode() + b"\r\n")
+            status, body = read_reply(s)
+            if status != 100:
+                s.close()
+                return status, 0, time.monotonic() - t0, body
+            s.sendall(pre)
+        else:
+            s.sendall(head.encode() + b"\r\n" + pre)
         s.setblocking(False)
         left = size
         poller = select.poll()
@@ -184,6 +199,8 @@ def main():
     p.add_argument("--token")
     p.add_argument("--parallel", type=int, default=1)
     p.add_argument("--args", default="--exec-start command --model-main x")
+    p.add_argument("--expect-continue", action="store_true",
+                   help="send the body only after the host's 100 Continue")
     p = sub.add_parser("idle")
     p.add_argument("--token")
     p.add_argument("--src", action="append", help="a loopback address to open them from "
@@ -196,7 +213,8 @@ def main():
     p.add_argument("--count", type=int, default=20)
     p = sub.add_parser("hold-uploads")
     p.add_argument("--token", action="append", required=True)
-    p.add_argument("--seconds", type=float, default=5)
+    p.add_argument("--seconds", type=float, default=5, help="at most this long")
+    p.add_argument("--until", help="a file: stop holding once it exists")
     a = ap.parse_args()
     hostport = a.url.split("://", 1)[1].rstrip("/")
     host, port = hostport.rsplit(":", 1)
@@ -206,7 +224,8 @@ def main():
         results = [None] * a.parallel
 
         def one(i):
-            results[i] = push(host, port, a.path, a.size, a.token, a.args)
+            results[i] = push(host, port, a.path, a.size, a.token, a.args,
+                              expect_continue=a.expect_continue)
         ts = [threading.Thread(target=one, args=(i,)) for i in range(a.parallel)]
         for t in ts:
             t.start()
@@ -247,19 +266,25 @@ def main():
                           "max_ms": round(max(ok) if ok else float("nan"), 1)}))
     elif a.cmd == "hold-uploads":
         # One upload per --token, each sending a byte at a time: the host
-        # holds a slot for each until they end.
+        # holds a slot for each until they end. "holding" is printed once
+        # the host has said "100 Continue" to each, so their slots are taken.
         socks = []
         for tok in a.token:
             pre, _ = multipart_head("--exec-start command --model-main x", 1 << 20)
             s = connect(host, port)
             s.sendall(("POST /platform/rest/deeplearning/v1/execs HTTP/1.1\r\nHost: x\r\n"
-                       "Authorization: Bearer %s\r\nConnection: close\r\n"
+                       "Authorization: Bearer %s\r\nConnection: close\r\nExpect: 100-continue\r\n"
                        "Content-Type: multipart/form-data; boundary=%s\r\nContent-Length: %d\r\n\r\n"
-                       % (tok, BOUNDARY, len(pre) + (1 << 20) + 32)).encode() + pre)
+                       % (tok, BOUNDARY, len(pre) + (1 << 20) + 32)).encode())
+            status, body = read_reply(s)
+            if status != 100:
+                print("refused %d %s" % (status, body.decode("utf-8", "replace")), flush=True)
+                return 1
+            s.sendall(pre)
             socks.append(s)
         print("holding %d" % len(socks), flush=True)
         end = time.monotonic() + a.seconds
-        while time.monotonic() < end:
+        while time.monotonic() < end and not (a.until and os.path.exists(a.until)):
             for s in socks:
                 try:
                     s.send(b"\0")

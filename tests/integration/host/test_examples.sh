@@ -7,7 +7,8 @@
 # steps (an epoch takes a minute), then stopped; the two-worker command job
 # to FINISHED. With "distpytorch" as the fifth argument only the
 # distPyTorch example runs (one epoch on 2,000 samples), skipped (77)
-# without PyTorch.
+# when the Python its job runs has no PyTorch. An example that cannot run
+# here (no PyTorch, no Fashion-MNIST) makes the test skipped, not passed.
 LOOM=$1
 SRC=$3
 ONLY=${5:-}
@@ -31,8 +32,20 @@ for d in "$SRC"/examples/*/; do
         *) fail "no README command submits examples/$(basename "$d")" ;;
     esac
 done
+# The python3 a launch-style job runs: loom serve's --python (LOOM_PYTHON),
+# else the first on the jobs' PATH (LOOM_JOB_PATH, else the default in
+# host/util/job_env.h), not the python3 on this shell's PATH.
+job_python() {
+    if [ -n "${LOOM_PYTHON:-}" ]; then echo "$LOOM_PYTHON"; return; fi
+    local dir IFS=:
+    for dir in ${LOOM_JOB_PATH:-/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin}; do
+        [ -x "$dir/python3" ] && { echo "$dir/python3"; return; }
+    done
+}
 if [ "$ONLY" = distpytorch ]; then
-    python3 -c 'import torch' 2>/dev/null || { echo "SKIP: python3 cannot import torch"; exit 77; }
+    py=$(job_python)
+    [ -n "$py" ] || skip "no python3 on the jobs' PATH"
+    "$py" -c 'import torch' 2>/dev/null || skip "the jobs' python3 ($py) cannot import torch"
     commands=$(printf '%s\n' "$commands" | grep -- '--exec-start distPyTorch')
 else
     commands=$(printf '%s\n' "$commands" | grep -v -- '--exec-start distPyTorch')
@@ -51,10 +64,10 @@ while read -r line; do
     extra= ; budget=finish
     case "$line" in
         *"--exec-start edtPyTorch"*)
-            /usr/bin/python3 -c 'import torch' 2>/dev/null || { echo "skipping $dir: no torch"; continue; }
+            /usr/bin/python3 -c 'import torch' 2>/dev/null || { skip_part "$dir: /usr/bin/python3 has no torch"; continue; }
             extra=" --epochs 1 --train-samples 6000 --test-samples 1000" ;;
         *"--exec-start edt"*)
-            [ -r "$FMNIST/train-images-idx3-ubyte.gz" ] || { echo "skipping $dir: no Fashion-MNIST"; continue; }
+            [ -r "$FMNIST/train-images-idx3-ubyte.gz" ] || { skip_part "$dir: no Fashion-MNIST in $FMNIST"; continue; }
             extra=" --epochs 1"
             case "$dir" in *cnn*) budget=steps ;; esac ;;
         *"--exec-start distPyTorch"*) extra=" --epochs 1 --limit 2000" ;;

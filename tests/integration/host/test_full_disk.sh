@@ -79,7 +79,7 @@ expect_ok "  with its folder" test ! -e "$LOOM_HOME/execs/$B"
 # Space returns: what waited is written, and the reserve is made again.
 rm -f "$LOOM_HOME"/fill-*
 # (the store makes the reserve again only once nothing waits to be written)
-for _ in $(seq 1 200); do [ -e "$LOOM_HOME/loom.db-reserve" ] && break; sleep 0.05; done
+wait_until 10 test -e "$LOOM_HOME/loom.db-reserve"
 expect_ok "the reserve is back, after the waiting state was written" test -e "$LOOM_HOME/loom.db-reserve"
 stop_host KILL
 start_host --cpu-slots 4

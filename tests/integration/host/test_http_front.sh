@@ -46,31 +46,38 @@ out=$($PY "$CLIENT" "$URL" push --size $((250 * MB)) --token "$TOKEN")
 expect_contains "a 250 MB upload was read and answered" "$out" "400 $((250 * MB)) "
 grown=$(( $(hwm) - base ))
 expect_eq "the upload did not grow the peak RSS by 64 MiB (grew $grown KiB)" "$((grown < 65536))" "1"
-sleep 0.2
+spool_empty() { [ -z "$(ls -A "$LOOM_HOME/uploads")" ]; }
+wait_until 10 spool_empty
 expect_eq "the spool file is gone" "$(ls "$LOOM_HOME/uploads" | wc -l)" "0"
 
-# ---- upload slots: 2 per user, 4 in all
+# ---- upload slots: 2 per user, 4 in all (the small pushes wait for the
+# host's "100 Continue", so a refusal is read before any body byte is sent)
+holding() { grep -q holding "$1" 2>/dev/null; }
 "$LOOM" user add alice -p alice-password >/dev/null
 "$LOOM" user add bob -p bob-password-1 >/dev/null
 alice=$(logon alice alice-password)
 bob=$(logon bob bob-password-1)
-$PY "$CLIENT" "$URL" hold-uploads --token "$TOKEN" --token "$TOKEN" --seconds 4 > "$WORK/hold" &
+$PY "$CLIENT" "$URL" hold-uploads --token "$TOKEN" --token "$TOKEN" --seconds 120 \
+    --until "$WORK/release" > "$WORK/hold" &
 hold=$!
-for _ in $(seq 1 50); do grep -q holding "$WORK/hold" 2>/dev/null && break; sleep 0.1; done
-sleep 0.3
-out=$($PY "$CLIENT" "$URL" push --size 1000 --token "$TOKEN")
+expect_ok "two uploads hold their slots" wait_until 30 holding "$WORK/hold"
+out=$($PY "$CLIENT" "$URL" push --size 1000 --token "$TOKEN" --expect-continue)
 expect_contains "a third upload by one user is 429" "$out" "429 "
 expect_contains "429 names the flag" "$out" "--max-uploads-per-user"
-$PY "$CLIENT" "$URL" hold-uploads --token "$alice" --token "$alice" --seconds 3 > "$WORK/hold2" &
+$PY "$CLIENT" "$URL" hold-uploads --token "$alice" --token "$alice" --seconds 120 \
+    --until "$WORK/release" > "$WORK/hold2" &
 hold2=$!
-for _ in $(seq 1 50); do grep -q holding "$WORK/hold2" 2>/dev/null && break; sleep 0.1; done
-sleep 0.3
-out=$($PY "$CLIENT" "$URL" push --size 1000 --token "$bob")
+expect_ok "two more hold theirs" wait_until 30 holding "$WORK/hold2"
+out=$($PY "$CLIENT" "$URL" push --size 1000 --token "$bob" --expect-continue)
 expect_contains "an upload past the host's limit is 503" "$out" "503 "
 expect_contains "503 names the flag" "$out" "--max-uploads"
+touch "$WORK/release"
 wait "$hold" "$hold2"
-sleep 0.5
-out=$($PY "$CLIENT" "$URL" push --size 1000 --token "$bob")
+slot_given_back() {
+    out=$($PY "$CLIENT" "$URL" push --size 1000 --token "$bob" --expect-continue)
+    case "$out" in 503\ *) return 1 ;; esac
+}
+wait_until 10 slot_given_back
 expect_not_contains "slots are given back when uploads end" "$out" "503 "
 
 # ---- 1,000 idle sockets from each of 127.0.0.2 and .3; health from 127.0.0.1

@@ -38,18 +38,14 @@ submit() { # submit SCRIPT N: prints the exec id
 alive() { pgrep -f "sleep 1000\.$NONCE$1\$" | wc -l; }
 # gone WHAT N: passes when job N's detached sleep is gone within 10 s.
 gone() {
-    for _ in $(seq 1 200); do
-        [ "$(alive "$2")" = 0 ] && break
-        sleep 0.05
-    done
+    wait_until 10 output_is 0 alive "$2"
     expect_eq "$1: its detached process is gone" "$(alive "$2")" "0"
 }
-started() { # started N: waits until job N's detached sleep runs
-    for _ in $(seq 1 200); do
-        [ "$(alive "$1")" -ge 1 ] && return 0
-        sleep 0.05
-    done
-    fail "job $1's detached sleep never started"
+running_detached() { [ "$(alive "$1")" -ge 1 ]; }
+# started N: waits until job N's detached sleep runs (a tuning task's
+# optimizer starts a Python first: a minute, for a busy machine)
+started() {
+    wait_until 60 running_detached "$1" || fail "job $1's detached sleep never started within 60 s"
 }
 state() { "$LOOM" --json exec view "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])'; }
 

@@ -135,9 +135,10 @@ expect_fails "view deleted" "$LOOM" exec view "$lid"
 expect_contains "view deleted is not found" "$(cat "$WORK/out")" "no exec"
 
 # ---- clean shutdown stops running jobs and keeps the record
+job_started() { [ -s "$LOOM_HOME/execs/$1/pid" ]; } # long.sh wrote its pid
 out=$("$LOOM" exec start --exec-start command --model-dir "$WORK/model" --model-main long.sh)
 sid=$(echo "$out" | sed -n 's/^exec \([^ ]*\) submitted.*/\1/p')
-sleep 0.3
+expect_ok "the job to stop by shutdown runs" wait_until 30 job_started "$sid"
 stop_host TERM
 expect_ok "host removed its address file" test ! -e "$LOOM_HOME/host"
 start_host
@@ -150,7 +151,7 @@ expect_contains "finished job kept across restart" "$r" '"state":"FINISHED"'
 # ---- a host killed while a job runs: the job is reconciled on restart
 out=$("$LOOM" exec start --exec-start command --model-dir "$WORK/model" --model-main long.sh)
 kid=$(echo "$out" | sed -n 's/^exec \([^ ]*\) submitted.*/\1/p')
-sleep 0.3
+expect_ok "the job to orphan runs" wait_until 30 job_started "$kid"
 stop_host KILL
 start_host
 r=$("$LOOM" --json exec view "$kid")
@@ -171,7 +172,8 @@ expect_contains "second host says why" "$(cat "$WORK/out")" "another loom host i
 stop_host KILL
 flock -x "$LOOM_HOME/loom.lock" sleep 0.5 &
 holder=$!
-for _ in $(seq 1 100); do flock -n -x "$LOOM_HOME/loom.lock" true || break; sleep 0.01; done
+lock_taken() { ! flock -n -x "$LOOM_HOME/loom.lock" true; }
+wait_until 10 lock_taken
 start_host
 expect_ok "a host starts once a lock held a moment is let go" test -n "$URL"
 wait "$holder"

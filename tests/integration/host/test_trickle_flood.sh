@@ -14,10 +14,10 @@ start_host
 PORT=${URL##*:}
 python3 "$(dirname "$0")/trickle_flood.py" "$PORT" 128 9 5 120 "$WORK/flood.ready" &
 FLOOD=$!
-for _ in $(seq 1 1200); do [ -s "$WORK/flood.ready" ] && break; sleep 0.05; done
+wait_until 60 test -s "$WORK/flood.ready"
 expect_eq "the flood's connections were attempted" "$(cat "$WORK/flood.ready" 2>/dev/null)" "1152"
 # header lines arrive while the host runs: wait for the flood's first round
-for _ in $(seq 1 400); do [ -s "$WORK/flood.ready.rounds" ] && break; sleep 0.05; done
+wait_until 20 test -s "$WORK/flood.ready.rounds"
 expect_ok "the flood trickles header lines" test -s "$WORK/flood.ready.rounds"
 
 slow=0
@@ -29,11 +29,9 @@ expect_eq "/health from 127.0.0.1 answers within 1 s, 5 of 5 times, during the f
 
 pid=$HOST_PID
 kill -TERM "$pid"
+host_gone() { ! kill -0 "$1" 2>/dev/null; }
 stopped=0
-for _ in $(seq 1 400); do # 20 s
-    kill -0 "$pid" 2>/dev/null || { stopped=1; break; }
-    sleep 0.05
-done
+wait_until 20 host_gone "$pid" && stopped=1
 expect_eq "the host stopped within 20 s of SIGTERM" "$stopped" 1
 if [ "$stopped" = 1 ]; then
     stop_host TERM # collects the exit status and checks for sanitizer reports

@@ -196,7 +196,8 @@ expect_eq "maxRunTime ends an open-ended task" "$(wait_state timed FINISHED FAIL
 expect_contains "saying why" "$(view timed)" '"message":"maxRunTime 1s reached"'
 task stopme Random 3 1 > "$WORK/stopme.json"
 http POST /platform/rest/deeplearning/v1/hypersearch -F "data=<$WORK/stopme.json" -F "file=@$WORK/model-short.tgz" >/dev/null
-for _ in $(seq 1 100); do view stopme | grep -q '"state":"RUNNING","metricVal"' && break; sleep 0.05; done
+experiment_running() { view "$1" | grep -q '"state":"RUNNING","metricVal"'; }
+wait_until 10 experiment_running stopme
 expect_eq "PUT stops" "$(http PUT /platform/rest/deeplearning/v1/hypersearch/stopme)" '200 "stopme"'
 expect_eq "STOPPED" "$(wait_state stopme STOPPED)" STOPPED
 expect_contains "its running experiment STOPPED" "$(view stopme)" '"state":"STOPPED"'

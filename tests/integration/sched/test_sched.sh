@@ -105,7 +105,7 @@ rm "$LOOM_HOME/execs/$dd/_submitted_code/train.csv"   # replacements cannot star
 pkill -9 -f "worker .*--exec-id $dd "
 expect_fails "D fails" "$LOOM" exec wait "$dd" --timeout 120
 expect_contains "D says why" "$(cat "$WORK/out")" "ERROR"
-for _ in $(seq 1 50); do [ "$(slots_owned "$dd")" = "0" ] && break; sleep 0.1; done
+wait_until 10 output_is 0 slots_owned "$dd"
 expect_eq "D's devices went back" "$(slots_owned "$dd")" "0"
 a=$(submit --model-dir "$WORK/a" --numWorker 4)
 expect_ok "A again" wait_for "$a" 'v["state"] == "RUNNING"' 60
@@ -113,7 +113,7 @@ expect_ok "A again" wait_for "$a" 'v["state"] == "RUNNING"' 60
 # ---- the host restarted with a job running: no device handed out twice
 c=$(submit --model-dir "$WORK/b" --numWorker 4 --consumer /proj/training)
 expect_ok "C runs" wait_for "$c" 'v["state"] == "RUNNING" and v["training"]["iteration"] > 5' 60
-for _ in $(seq 1 100); do [ "$(slots_owned "$c")" = 2 ] && break; sleep 0.1; done
+wait_until 10 output_is 2 slots_owned "$c"
 expect_eq "C's plan caps it at 2" "$(slots_owned "$c")" "2"
 sleep 1.5   # past the hysteresis: the cap still holds
 expect_eq "and keeps it at 2" "$(slots_owned "$c")" "2"
@@ -128,7 +128,7 @@ expect_ok "stop A" "$LOOM" exec stop "$a"
 expect_ok "stop C" "$LOOM" exec stop "$c"
 "$LOOM" exec wait "$a" --timeout 60 >/dev/null 2>&1
 "$LOOM" exec wait "$c" --timeout 60 >/dev/null 2>&1
-for _ in $(seq 1 50); do [ "$(slots_free)" = "4" ] && break; sleep 0.1; done
+wait_until 10 output_is 4 slots_free
 expect_eq "devices go back when jobs end" "$(slots_free)" "4"
 
 stop_host TERM

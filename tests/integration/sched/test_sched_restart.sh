@@ -78,7 +78,8 @@ expect_contains "the refusal says why" "$(cat "$WORK/out")" "/c"
 expect_eq "the waiting job still waits" "$(state "$waiting")" "PENDING"
 expect_ok "stop the running one" "$LOOM" exec stop "$run"
 expect_ok "the waiting job runs once there is room" wait_state "$waiting" FINISHED 30
-for _ in $(seq 1 50); do "$LOOM" plan remove /c >/dev/null 2>&1 && break; sleep 0.1; done
+remove_c() { "$LOOM" plan remove /c >/dev/null 2>&1; }
+wait_until 5 remove_c
 expect_fails "an emptied plan can be removed" "$LOOM" --json plan show /c
 
 stop_host TERM

@@ -65,7 +65,8 @@ expect_ok "pull job runs" wait_for "$id" 'v["training"]["iteration"] > 20' 60
 expect_ok "shrink to 1" "$LOOM" exec resize "$id" --workers 1
 expect_ok "shrunk" wait_for "$id" 'v["training"]["workers"] == 1' 30
 expect_ok "grow to 2" "$LOOM" exec resize "$id" --workers 2
-for _ in $(seq 1 300); do grep -qs PULL_FAILED "$LOOM_HOME/execs/$id"/log/worker-*/stdout && break; sleep 0.1; done
+pull_failed() { grep -qs PULL_FAILED "$LOOM_HOME/execs/$1"/log/worker-*/stdout; }
+wait_until 30 pull_failed "$id"
 expect_contains "the late joiner was stopped with PULL_FAILED" \
     "$(cat "$LOOM_HOME/execs/$id"/log/worker-*/stdout)" "PULL_FAILED: could not pull the weights within 1 s, 2 time(s)"
 expect_eq "training went on" "$(field "$id" 'v["state"]')" "RUNNING"

@@ -16,7 +16,20 @@ PLUGINS=$2
 
 accuracy() { field "$1" 'v["training"]["testMetrics"]["accuracy"]'; }
 driver_log() { cat "$LOOM_HOME/execs/$1/log/driver/stdout"; }
-worker_pids() { pgrep -f "worker .*--exec-id $1 " | tr '\n' ' '; }
+# workers_running ID COUNT: true once COUNT workers of the exec run (one
+# being replaced is missing for a moment); their pids are in $WORK/pids.
+workers_running() {
+    pgrep -f "worker .*--exec-id $1 " > "$WORK/pids"
+    [ "$(grep -c . "$WORK/pids")" -ge "$2" ]
+}
+kill_workers() { # kill_workers WHAT ID COUNT: SIGKILLs the exec's COUNT workers once they run
+    if wait_until 60 workers_running "$2" "$3"; then
+        pass
+        kill -9 $(cat "$WORK/pids")
+    else
+        fail "$1: $3 worker(s) of exec $2 never ran at once (found: $(tr '\n' ' ' < "$WORK/pids"))"
+    fi
+}
 mid_epoch='v["training"]["epoch"] >= 1 and v["training"]["epochSamplesDone"] > v["training"]["epochSamples"] // 3'
 
 start_host --cpu-slots 8
@@ -33,9 +46,7 @@ for ck in 0 1; do
     id=$(submit --model-dir "$WORK/m" --numWorker 1 --msd-env EDT_RECOVERY_INTERVAL_MS=300 \
          -- --checkpoint-freq $ck)
     expect_ok "checkpoints $ck: mid-epoch" wait_for "$id" "$mid_epoch" 120
-    pids=$(worker_pids "$id")
-    expect_ok "checkpoints $ck: found the worker" test -n "$pids"
-    kill -9 $pids
+    kill_workers "checkpoints $ck: found the worker" "$id" 1
     expect_ok "checkpoints $ck: finishes" "$LOOM" exec wait "$id" --timeout 300
     expect_eq "checkpoints $ck: every sample once per epoch" "$(field "$id" "$every_epoch_once")" "True"
     expect_eq "checkpoints $ck: accuracy within 0.5 point of the uninterrupted run ($ref_acc)" \
@@ -50,8 +61,7 @@ done
 # ---- every worker of a 2-worker job killed at once
 id=$(submit --model-dir "$WORK/m" --numWorker 2 --msd-env EDT_RECOVERY_INTERVAL_MS=300)
 expect_ok "2 workers: mid-epoch" wait_for "$id" "$mid_epoch and v[\"training\"][\"workers\"] == 2" 120
-pids=$(worker_pids "$id")
-kill -9 $pids
+kill_workers "2 workers: found both" "$id" 2
 expect_ok "2 workers: finishes" "$LOOM" exec wait "$id" --timeout 300
 expect_eq "2 workers: every sample once per epoch" "$(field "$id" "$every_epoch_once")" "True"
 expect_eq "2 workers: learns as well (accuracy within 1 point of the 1-worker run)" \
@@ -64,7 +74,7 @@ expect_contains "2 workers: the rewind is reported" "$(driver_log "$id")" "after
 id=$(submit --model-dir "$WORK/m" --numWorker 2 --msd-env EDT_RECOVERY_INTERVAL_MS=600000 \
      -- --checkpoint-freq 1)
 expect_ok "after epoch 1: mid-epoch 2" wait_for "$id" "$mid_epoch and v[\"training\"][\"workers\"] == 2" 120
-kill -9 $(worker_pids "$id")
+kill_workers "after epoch 1: found both workers" "$id" 2
 expect_ok "after epoch 1: finishes" "$LOOM" exec wait "$id" --timeout 300
 expect_contains "after epoch 1: rewound to the epoch's end" "$(driver_log "$id")" "to epoch 2, step"
 tests_per_epoch=$(python3 -c "
@@ -105,12 +115,9 @@ expect_contains "the refusal names the setting" "$(cat "$WORK/out")" "EDT_RECOVE
 wide_model "$WORK/h" 6000 4
 id=$(submit --model-dir "$WORK/h" --numWorker 2)
 expect_ok "restart: training" wait_for "$id" 'v["training"]["epoch"] >= 2 and v["training"]["workers"] == 2' 120
-pids=$(worker_pids "$id")
-kill -9 $pids
-for _ in $(seq 1 100); do
-    grep -q "killed by signal 9" "$LOOM_HOME/execs/$id/log/driver/stdout" && break
-    sleep 0.02
-done
+kill_workers "restart: found both workers" "$id" 2
+# the host killed once the driver saw the loss, while it replaces them
+wait_until 10 grep -q "killed by signal 9" "$LOOM_HOME/execs/$id/log/driver/stdout"
 stop_host KILL
 pkill -9 -f "worker .*--exec-id $id " 2>/dev/null
 start_host --cpu-slots 8

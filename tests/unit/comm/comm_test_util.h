@@ -20,6 +20,7 @@
 
 #include "comm.h"
 #include "plugin/host_api.h"
+#include "wait.h"
 
 /* What one worker tells the parent, in memory shared across fork. */
 typedef struct worker_report {
@@ -78,14 +79,8 @@ static inline int wait_worker(pid_t pid)
 /* Waits (bounded) until a worker's report reaches `stage`. */
 static inline int wait_stage(worker_report *r, int32_t stage, uint32_t timeout_ms)
 {
-    uint64_t deadline = comm_deadline_after_ms(timeout_ms);
-    while (atomic_load(&r->stage) < stage) {
-        if (comm_now_ns() > deadline)
-            return 0;
-        struct timespec ts = {0, 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
-    return 1;
+    WAIT_UNTIL(atomic_load(&r->stage) >= stage, timeout_ms);
+    return atomic_load(&r->stage) >= stage;
 }
 
 static inline void segment_name(char *out, size_t size, const char *tag)

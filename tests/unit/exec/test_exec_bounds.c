@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "wait.h"
 #include "train/checkpoint.h"
 #include "util/fs.h"
 #include "util/log_pump.h"
@@ -43,8 +44,7 @@ static void test_log_pump(void)
     total += 10;
     close(fds[1]);
     /* Generous: a loaded machine may leave the pump's thread waiting. */
-    for (int i = 0; i < 1500 && log_pump_streams(p) > 0; i++)
-        usleep(20000);
+    WAIT_UNTIL(log_pump_streams(p) == 0, 30000);
     CHECK(log_pump_streams(p) == 0); /* the pipe's end closed its stream */
     size_t len = 0;
     char *text = fs_read_file(path, 1 << 20, &len);

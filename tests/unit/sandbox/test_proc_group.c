@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "../../check.h"
+#include "../../wait.h"
 #include "util/fs.h"
 #include "util/proc_group.h"
 #include "util/spawn.h"
@@ -38,26 +39,25 @@ static int running(pid_t pid)
 /* Waits up to 5 s for pid to stop running. */
 static int ends(pid_t pid)
 {
-    for (int i = 0; i < 500 && running(pid); i++) {
-        struct timespec t = {0, 10 * 1000 * 1000};
-        nanosleep(&t, NULL);
-    }
+    WAIT_UNTIL(!running(pid), 5000);
     return !running(pid);
 }
 
-/* The pid a child wrote into `path` (polls up to 5 s). */
+/* The pid a child wrote into `path`, once the line is whole; 0 before. */
+static pid_t pid_in(const char *path)
+{
+    char *text = fs_read_file(path, 64, NULL);
+    pid_t pid = text && strchr(text, '\n') ? (pid_t)atoi(text) : 0;
+    free(text);
+    return pid;
+}
+
+/* The pid a child wrote into `path` (waits up to 5 s). */
 static pid_t pid_written(const char *path)
 {
-    for (int i = 0; i < 500; i++) {
-        char *text = fs_read_file(path, 64, NULL);
-        pid_t pid = text && strchr(text, '\n') ? (pid_t)atoi(text) : 0;
-        free(text);
-        if (pid > 0)
-            return pid;
-        struct timespec t = {0, 10 * 1000 * 1000};
-        nanosleep(&t, NULL);
-    }
-    return 0;
+    pid_t pid = 0;
+    WAIT_UNTIL((pid = pid_in(path)) > 0, 5000);
+    return pid;
 }
 
 /* A supervised child that detaches a grandchild, records its pid and

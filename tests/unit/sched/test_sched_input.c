@@ -232,7 +232,15 @@ static void test_inventory(void)
     s = sched_create(NULL);
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     CHECK(sched_add_local_devices(s, 0, false) == (int32_t)cores);
-    CHECK(sched_cuda_device_count() >= 0);
+    sched_free(s);
+
+    /* CUDA asked for but hidden (CUDA_VISIBLE_DEVICES="", set in main before
+     * the driver is first asked): no CUDA device, the CPU slots instead. */
+    CHECK(sched_cuda_device_count() == 0);
+    s = sched_create(NULL);
+    CHECK(sched_add_local_devices(s, 2, true) == 2);
+    CHECK(sched_device(s, 0, &d) && d.kind == LOOM_DEVICE_CPU);
+    CHECK(sched_find_device(s, LOOM_DEVICE_CUDA, 0, NULL) == -1);
     sched_free(s);
 }
 
@@ -255,6 +263,7 @@ static void test_waterfill(void)
 
 int main(void)
 {
+    setenv("CUDA_VISIBLE_DEVICES", "", 1); /* test_inventory's hidden GPUs */
     test_bad_plans();
     test_bad_jobs();
     test_restore();

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "wait.h"
 #include "util/fs.h"
 #include "util/log_pump.h"
 #include "util/tarball.h"
@@ -58,8 +59,7 @@ static void test_trim_through_link(void)
         CHECK(write(fds[1], line, (size_t)n) == n);
     }
     close(fds[1]);
-    for (int i = 0; i < 1500 && log_pump_streams(p) > 0; i++)
-        usleep(20000); /* bounded wait for the pump to reach the pipe's end */
+    WAIT_UNTIL(log_pump_streams(p) == 0, 30000); /* the pump reaches the pipe's end */
     CHECK(log_pump_streams(p) == 0);
     secret_untouched();
     char path[192];
