@@ -18,7 +18,7 @@ start_host --tls-cert "$WORK/cert.pem" --tls-key "$WORK/key.pem" --header-timeou
 PORT=${URL##*:}
 python3 "$(dirname "$0")/trickle_flood.py" "$PORT" 128 8 5 120 "$WORK/flood.ready" tls &
 FLOOD=$!
-for _ in $(seq 1 1200); do [ -s "$WORK/flood.ready" ] && break; sleep 0.05; done
+wait_until 60 test -s "$WORK/flood.ready"
 expect_eq "the flood's connections were attempted" "$(cat "$WORK/flood.ready" 2>/dev/null)" "1024"
 
 slow=0
