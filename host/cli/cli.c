@@ -93,7 +93,7 @@ int cli_main(int argc, char **argv)
     if (strcmp(cmd, "plugin-host") == 0)
         return cmd_plugin_host(n - 1, args + 1);
     if (strcmp(cmd, "worker") == 0)
-        return worker_main(n - 1, args + 1);
+        return train_worker_main(n - 1, args + 1);
     if (strcmp(cmd, "serve") == 0)
         return cmd_serve(n - 1, args + 1, &g);
     if (strcmp(cmd, "demo") == 0)

@@ -10,7 +10,7 @@
 #include "cli/curl_dl.h"
 #include "util/fs.h"
 
-void client_home(const char *flag, char *out, size_t outlen)
+void cli_client_home(const char *flag, char *out, size_t outlen)
 {
     const char *env = getenv("LOOM_HOME");
     const char *home = getenv("HOME");
@@ -24,14 +24,14 @@ void client_home(const char *flag, char *out, size_t outlen)
         snprintf(out, outlen, "%s/.loom", home && *home ? home : ".");
 }
 
-void client_init(client *c, const char *host_flag)
+void cli_client_init(client *c, const char *host_flag)
 {
     const char *env = getenv("LOOM_HOST");
     const char *host = host_flag && *host_flag ? host_flag : env && *env ? env : NULL;
     char from_file[512] = "";
     if (!host) {
         char home[4096], path[4200];
-        client_home(NULL, home, sizeof home);
+        cli_client_home(NULL, home, sizeof home);
         snprintf(path, sizeof path, "%s/host", home);
         char *text = fs_read_file(path, sizeof from_file - 1, NULL);
         if (text) {
@@ -44,7 +44,7 @@ void client_init(client *c, const char *host_flag)
     }
     if (!host) {
         snprintf(c->base, sizeof c->base, "http://127.0.0.1:%d", LOOM_DEFAULT_PORT);
-        client_load_token(c);
+        cli_client_load_token(c);
         return;
     }
     if (strncmp(host, "http://", 7) == 0 || strncmp(host, "https://", 8) == 0)
@@ -54,7 +54,7 @@ void client_init(client *c, const char *host_flag)
     size_t n = strlen(c->base);
     while (n > 0 && c->base[n - 1] == '/')
         c->base[--n] = 0;
-    client_load_token(c);
+    cli_client_load_token(c);
 }
 
 static size_t collect(char *data, size_t size, size_t nmemb, void *arg)
@@ -74,11 +74,11 @@ static size_t collect(char *data, size_t size, size_t nmemb, void *arg)
 static void credentials_path(char *out, size_t len)
 {
     char home[4096];
-    client_home(NULL, home, sizeof home);
+    cli_client_home(NULL, home, sizeof home);
     snprintf(out, len, "%s/credentials", home);
 }
 
-void client_load_token(client *c)
+void cli_client_load_token(client *c)
 {
     c->token[0] = 0;
     const char *env = getenv("LOOM_TOKEN");
@@ -98,7 +98,7 @@ void client_load_token(client *c)
     free(text);
 }
 
-int client_save_token(const client *c, const char *token)
+int cli_client_save_token(const client *c, const char *token)
 {
     char path[4200];
     credentials_path(path, sizeof path);
@@ -116,7 +116,7 @@ int client_save_token(const client *c, const char *token)
     if (token)
         snprintf(out + used, cap - used, "%s %s\n", c->base, token);
     char home[4096];
-    client_home(NULL, home, sizeof home);
+    cli_client_home(NULL, home, sizeof home);
     fs_mkdir_p(home);
     /* Written whole with mode 0600: the token is a secret. */
     int rc = fs_write_file_atomic(path, out, strlen(out), 0600);
@@ -129,7 +129,7 @@ int client_save_token(const client *c, const char *token)
  * *err set when either fails. */
 static CURL *request_begin(const curl_api **cu, loom_error **err)
 {
-    if ((*err = curl_lib(cu)))
+    if ((*err = cli_curl_lib(cu)))
         return NULL;
     CURL *curl = (*cu)->curl_easy_init();
     *err = curl ? NULL : loom_err(LOOM_E_INTERNAL, "cannot initialise libcurl");
@@ -163,7 +163,7 @@ static loom_error *perform(const curl_api *cu, CURL *curl, const client *c, cons
         e = loom_err(LOOM_E_UNAVAILABLE,
                      "cannot reach the loom host at %s: %s (start one with 'loom serve', or set --host / LOOM_HOST)",
                      c->base, cu->curl_easy_strerror(rc));
-        client_reply_free(reply);
+        cli_client_reply_free(reply);
     } else {
         cu->curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &reply->status);
         if (!reply->body) {
@@ -175,7 +175,7 @@ static loom_error *perform(const curl_api *cu, CURL *curl, const client *c, cons
     return e;
 }
 
-loom_error *client_call(const client *c, const char *method, const char *path,
+loom_error *cli_client_call(const client *c, const char *method, const char *path,
                         const char *json_body, client_reply *reply)
 {
     const curl_api *cu;
@@ -198,7 +198,7 @@ loom_error *client_call(const client *c, const char *method, const char *path,
     return e;
 }
 
-loom_error *client_upload(const client *c, const char *path, const client_part *parts, int nparts,
+loom_error *cli_client_upload(const client *c, const char *path, const client_part *parts, int nparts,
                           client_reply *reply)
 {
     const curl_api *cu;
@@ -228,7 +228,7 @@ loom_error *client_upload(const client *c, const char *path, const client_part *
     return e;
 }
 
-loom_error *client_logon_basic(const client *c, const char *user, const char *password,
+loom_error *cli_client_logon_basic(const client *c, const char *user, const char *password,
                                client_reply *reply)
 {
     const curl_api *cu;
@@ -246,21 +246,21 @@ loom_error *client_logon_basic(const client *c, const char *user, const char *pa
     return perform(cu, curl, &anonymous, LOOM_ROUTE_LOGON, reply);
 }
 
-void client_reply_free(client_reply *r)
+void cli_client_reply_free(client_reply *r)
 {
     free(r->body);
     r->body = NULL;
     r->len = 0;
 }
 
-cJSON *client_reply_json(const client_reply *r)
+cJSON *cli_client_reply_json(const client_reply *r)
 {
     return r->body ? cJSON_ParseWithLength(r->body, r->len) : NULL;
 }
 
-void client_reply_error(const client_reply *r, char *out, size_t outlen)
+void cli_client_reply_error(const client_reply *r, char *out, size_t outlen)
 {
-    cJSON *j = client_reply_json(r);
+    cJSON *j = cli_client_reply_json(r);
     cJSON *e = cJSON_GetObjectItemCaseSensitive(j, "error");
     if (cJSON_IsString(e))
         snprintf(out, outlen, "%s", e->valuestring);

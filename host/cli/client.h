@@ -39,29 +39,29 @@ typedef struct client_part {
 
 /* The home directory: --home, $LOOM_HOME, else CLIENT_ROOT_HOME as root
  * and ~/.loom for anyone else. */
-void client_home(const char *flag, char *out, size_t outlen);
-void client_init(client *c, const char *host_flag);
+void cli_client_home(const char *flag, char *out, size_t outlen);
+void cli_client_init(client *c, const char *host_flag);
 /* NULL when the host answered (any status: see reply->status), else
  * LOOM_E_UNAVAILABLE (the host cannot be reached, its address named, or
  * libcurl cannot be loaded) or LOOM_E_INTERNAL. */
-loom_error *client_call(const client *c, const char *method, const char *path,
+loom_error *cli_client_call(const client *c, const char *method, const char *path,
                         const char *json_body, client_reply *reply);
-/* A multipart POST of `parts`; errors as client_call. */
-loom_error *client_upload(const client *c, const char *path, const client_part *parts,
+/* A multipart POST of `parts`; errors as cli_client_call. */
+loom_error *cli_client_upload(const client *c, const char *path, const client_part *parts,
                           int nparts, client_reply *reply);
-/* POST /auth/v1/logon with Basic credentials; errors as client_call. */
-loom_error *client_logon_basic(const client *c, const char *user, const char *password,
+/* POST /auth/v1/logon with Basic credentials; errors as cli_client_call. */
+loom_error *cli_client_logon_basic(const client *c, const char *user, const char *password,
                                client_reply *reply);
 /* The token the CLI keeps for this host: $LOOM_TOKEN, else the one saved in
  * $LOOM_HOME/credentials by `loom login`. */
-void client_load_token(client *c);
+void cli_client_load_token(client *c);
 /* Saves (token non-NULL) or forgets this host's token in the credentials
  * file, which is created with mode 0600. 0 or -1. */
-int client_save_token(const client *c, const char *token);
-void client_reply_free(client_reply *r);
+int cli_client_save_token(const client *c, const char *token);
+void cli_client_reply_free(client_reply *r);
 /* The reply's JSON, or NULL. */
-cJSON *client_reply_json(const client_reply *r);
+cJSON *cli_client_reply_json(const client_reply *r);
 /* One line for a failed reply: the host's "error" text, or the status. */
-void client_reply_error(const client_reply *r, char *out, size_t outlen);
+void cli_client_reply_error(const client_reply *r, char *out, size_t outlen);
 
 #endif

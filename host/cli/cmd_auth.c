@@ -65,25 +65,25 @@ int cmd_login(int argc, char **argv, const cli_globals *g)
         char *text = cJSON_PrintUnformatted(body);
         cJSON_Delete(body);
         c.token[0] = 0;
-        e = client_call(&c, "POST", LOOM_ROUTE_LOGON, text, &r);
+        e = cli_client_call(&c, "POST", LOOM_ROUTE_LOGON, text, &r);
         free(text);
     } else {
         char pw[1100];
         if (read_password(from_stdin, password, "Password: ", pw, sizeof pw) != 0)
             return cli_fail("login: no password given");
-        e = client_logon_basic(&c, user, pw, &r);
+        e = cli_client_logon_basic(&c, user, pw, &r);
     }
     if (e)
         return cli_fail_error(e);
     if (r.status != 200) {
-        client_reply_error(&r, err, sizeof err);
-        client_reply_free(&r);
+        cli_client_reply_error(&r, err, sizeof err);
+        cli_client_reply_free(&r);
         return cli_fail("login refused: %s", err);
     }
-    cJSON *j = client_reply_json(&r);
-    client_reply_free(&r);
+    cJSON *j = cli_client_reply_json(&r);
+    cli_client_reply_free(&r);
     const char *token = cli_str(j, "token");
-    if (!*token || client_save_token(&c, token) != 0) {
+    if (!*token || cli_client_save_token(&c, token) != 0) {
         cJSON_Delete(j);
         return cli_fail("cannot save the token");
     }
@@ -101,7 +101,7 @@ int cmd_logout(int argc, char **argv, const cli_globals *g)
     cJSON_Delete(j);
     client c;
     cli_client(g, &c);
-    client_save_token(&c, NULL);
+    cli_client_save_token(&c, NULL);
     printf("logged out of %s\n", c.base);
     return 0;
 }
@@ -225,8 +225,8 @@ static int apikey_manage(int argc, char **argv, const cli_globals *g)
     }
     if (!list && !label)
         return cli_fail("usage: loom apikey revoke LABEL [--user NAME]");
-    char *elabel = label ? curl_escape_path(label) : NULL;
-    char *euser = user ? curl_escape_path(user) : NULL;
+    char *elabel = label ? cli_curl_escape_path(label) : NULL;
+    char *euser = user ? cli_curl_escape_path(user) : NULL;
     char path[512];
     snprintf(path, sizeof path, LOOM_ROUTE_APIKEYS "%s%s%s%s", label ? "/" : "",
              label ? (elabel ? elabel : label) : "", user ? "?user=" : "",

@@ -94,7 +94,7 @@ static int demo_training(const cli_globals *g, const char *home, int epochs)
            epochs);
     char *argv[] = {"--exec-start", "edt", "--model-dir", dir, "--numWorker", "2",
                     "--", "--epochs", epochs_arg, NULL};
-    if (exec_start_words(9, argv, g, id, sizeof id) != 0)
+    if (cli_exec_start_words(9, argv, g, id, sizeof id) != 0)
         return 1;
     long long offset = 0;
     int phase = 0, rc = 1;
@@ -131,7 +131,7 @@ static int demo_training(const cli_globals *g, const char *home, int epochs)
                        exact ? "yes" : "NO");
                 rc = exact ? 0 : 1;
                 if (rc == 0)
-                    rc = demo_serving(g, id, FMNIST_DIR);
+                    rc = cli_demo_serving(g, id, FMNIST_DIR);
             }
             cJSON_Delete(v);
             return rc;
@@ -359,14 +359,14 @@ int cmd_demo(int argc, char **argv, const cli_globals *g)
         char *start_argv[] = {"--exec-start", "command", "--model-dir", model_dir,
                               "--model-main", "fit.sh", "--numWorker", "2",
                               "--msd-env", "EPOCHS=5", NULL};
-        rc = exec_start_words(10, start_argv, &hg, id, sizeof id);
+        rc = cli_exec_start_words(10, start_argv, &hg, id, sizeof id);
     }
     if (rc == 0) {
         printf("\n== loom exec logs %s -f\n", id);
-        rc = exec_print_logs(&hg, id, 1, -1, "stdout");
+        rc = cli_exec_print_logs(&hg, id, 1, -1, "stdout");
     }
     if (rc == 0)
-        rc = exec_wait_id(&hg, id, 60, 1);
+        rc = cli_exec_wait_id(&hg, id, 60, 1);
     if (rc == 0) {
         printf("\n== results (WMLA's val_dict_list.json per worker)\n");
         for (int w = 0; w < 2; w++) {

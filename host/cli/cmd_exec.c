@@ -105,7 +105,7 @@ static void model_dir_name(const char *dir, char *out, size_t len)
         out[0] = 0;
 }
 
-int exec_start_words(int argc, char **argv, const cli_globals *g, char *id, size_t idlen)
+int cli_exec_start_words(int argc, char **argv, const cli_globals *g, char *id, size_t idlen)
 {
     dlicmd d;
     char err[1024];
@@ -272,7 +272,7 @@ bool cli_reply_exec_state(const cJSON *j, exec_state *out)
     return known;
 }
 
-int exec_wait_id(const cli_globals *g, const char *id, double timeout_s, int quiet)
+int cli_exec_wait_id(const cli_globals *g, const char *id, double timeout_s, int quiet)
 {
     double waited = 0;
     for (;;) {
@@ -372,7 +372,7 @@ static void print_progress(const cJSON *t)
         fprintf(stderr, "[progress] %s\n", cli_str(t, "progress"));
 }
 
-int exec_print_logs(const cli_globals *g, const char *id, int follow, int worker,
+int cli_exec_print_logs(const cli_globals *g, const char *id, int follow, int worker,
                     const char *stream)
 {
     cJSON *e = get_exec(g, id);
@@ -489,7 +489,7 @@ int cmd_exec(int argc, char **argv, const cli_globals *g)
     const char *verb = argv[0];
     if (strcmp(verb, "start") == 0) {
         char id[128];
-        return exec_start_words(argc - 1, argv + 1, g, id, sizeof id);
+        return cli_exec_start_words(argc - 1, argv + 1, g, id, sizeof id);
     }
     if (strcmp(verb, "list") == 0) {
         cJSON *j = cli_request(g, "GET", LOOM_ROUTE_EXECS, NULL);
@@ -556,7 +556,7 @@ int cmd_exec(int argc, char **argv, const cli_globals *g)
             else
                 return cli_fail("exec wait: unexpected \"%s\"", argv[i]);
         }
-        return exec_wait_id(g, id, timeout, 0);
+        return cli_exec_wait_id(g, id, timeout, 0);
     }
     if (strcmp(verb, "logs") == 0) {
         int follow = 0, worker = -1;
@@ -571,7 +571,7 @@ int cmd_exec(int argc, char **argv, const cli_globals *g)
             else
                 return cli_fail("exec logs: unexpected \"%s\"", argv[i]);
         }
-        return exec_print_logs(g, id, follow, worker, stream);
+        return cli_exec_print_logs(g, id, follow, worker, stream);
     }
     fputs(exec_usage, stderr);
     return cli_fail("exec: unknown command \"%s\"", verb);

@@ -173,7 +173,7 @@ static int view(const char *name, int best_only, const cli_globals *g)
 
 static void task_path(char *path, size_t len, const char *name, const char *suffix)
 {
-    char *esc = curl_escape_path(name);
+    char *esc = cli_curl_escape_path(name);
     snprintf(path, len, LOOM_ROUTE_HPO "/%s%s", esc ? esc : name, suffix);
     free(esc);
 }
@@ -335,7 +335,7 @@ static int logs(int argc, char **argv, const cli_globals *g)
     return 0;
 }
 
-int hpo_algorithm_add_dir(const char *dir, const char *name, const char *conda_home,
+int cli_hpo_algorithm_add_dir(const char *dir, const char *name, const char *conda_home,
                           const char *conda_env, const cli_globals *g)
 {
     char path[4200];

@@ -47,7 +47,7 @@ static const char model_usage[] =
 
 static char *model_path(const char *name, const char *tail)
 {
-    char *esc = curl_escape_path(name);
+    char *esc = cli_curl_escape_path(name);
     if (!esc)
         return NULL;
     size_t n = strlen(LOOM_ROUTE_MODELS) + strlen(esc) + strlen(tail) + 2;
@@ -243,7 +243,7 @@ static int model_infer(const char *name, int argc, char **argv, const cli_global
             return cli_fail("model infer: -d %s: cannot read the file", data);
         data = owned;
     }
-    char *esc = curl_escape_path(name);
+    char *esc = cli_curl_escape_path(name);
     char path[512];
     snprintf(path, sizeof path, "%s/%s", LOOM_ROUTE_INFERENCE, esc ? esc : "");
     free(esc);
@@ -251,19 +251,19 @@ static int model_infer(const char *name, int argc, char **argv, const cli_global
     cli_client(g, &c);
     client_reply reply = {0};
     char err[512];
-    loom_error *e = client_call(&c, "POST", path, data, &reply);
+    loom_error *e = cli_client_call(&c, "POST", path, data, &reply);
     free(owned);
     if (e)
         return cli_fail_error(e);
     if (reply.status < 200 || reply.status >= 300) {
-        client_reply_error(&reply, err, sizeof err);
-        client_reply_free(&reply);
+        cli_client_reply_error(&reply, err, sizeof err);
+        cli_client_reply_free(&reply);
         return cli_fail("%s", err);
     }
     fwrite(reply.body ? reply.body : "", 1, reply.len, stdout);
     if (reply.len && reply.body[reply.len - 1] != '\n')
         putchar('\n');
-    client_reply_free(&reply);
+    cli_client_reply_free(&reply);
     return 0;
 }
 

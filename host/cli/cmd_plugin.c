@@ -238,7 +238,7 @@ int cmd_kind(const char *kind_word, int argc, char **argv, const cli_globals *g)
             return cli_fail("usage: loom %s add PATH [--name NAME]", kind_word);
         /* A folder with optimizer.py: WMLA's plugin optimizer. */
         if (kind == LOOM_KIND_SEARCH && fs_is_dir(file))
-            return hpo_algorithm_add_dir(file, name, conda_home, conda_env, g);
+            return cli_hpo_algorithm_add_dir(file, name, conda_home, conda_env, g);
         size_t len;
         char *data = fs_read_file(file, PLUGIN_FILE_MAX, &len);
         if (!data)

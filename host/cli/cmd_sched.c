@@ -95,8 +95,8 @@ static int plan_member(int argc, char **argv, const cli_globals *g)
         return cli_fail("usage: loom plan member add|remove PATH USER, or loom plan member list "
                         "[PATH]");
     const char *plan = argc > 2 ? argv[2] : NULL, *user = argc > 3 ? argv[3] : NULL;
-    char *eplan = plan ? curl_escape_path(plan) : NULL;
-    char *euser = user ? curl_escape_path(user) : NULL;
+    char *eplan = plan ? cli_curl_escape_path(plan) : NULL;
+    char *euser = user ? cli_curl_escape_path(user) : NULL;
     char url[1024];
     snprintf(url, sizeof url, LOOM_ROUTE_PLAN_MEMBERS "%s%s%s%s",
              !strcmp(verb, "remove") ? "/" : "", !strcmp(verb, "remove") && euser ? euser : "",
@@ -148,7 +148,7 @@ int cmd_plan(int argc, char **argv, const cli_globals *g)
         return cli_fail("usage: loom plan %s PATH (see loom plan --help)", verb);
     const char *path = argv[1];
     char url[512];
-    char *escaped = curl_escape_path(path);
+    char *escaped = cli_curl_escape_path(path);
     snprintf(url, sizeof url, LOOM_ROUTE_PLAN "?path=%s", escaped ? escaped : path);
     free(escaped);
     if (!strcmp(verb, "show") || !strcmp(verb, "remove")) {

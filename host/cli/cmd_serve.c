@@ -392,7 +392,7 @@ int cmd_serve(int argc, char **argv, const cli_globals *g)
     if (refuse_root_without_accounts(&jobs))
         return 1;
     char home[4096], path[4200], why[5000];
-    client_home(g->home, home, sizeof home);
+    cli_client_home(g->home, home, sizeof home);
     /* Refused before the log is opened: that log is the running host's. */
     if (loom_err_take(loomd_home_free(home), why, sizeof why) != LOOM_OK)
         return cli_fail("%s", why);

@@ -16,7 +16,7 @@ int cmd_kind(const char *kind, int argc, char **argv, const cli_globals *g);
 int cmd_exec(int argc, char **argv, const cli_globals *g);
 int cmd_hpo(int argc, char **argv, const cli_globals *g);
 /* `loom algorithm add DIR`: installs a WMLA plugin optimizer folder. */
-int hpo_algorithm_add_dir(const char *dir, const char *name, const char *conda_home,
+int cli_hpo_algorithm_add_dir(const char *dir, const char *name, const char *conda_home,
                           const char *conda_env, const cli_globals *g);
 int cmd_login(int argc, char **argv, const cli_globals *g);
 int cmd_logout(int argc, char **argv, const cli_globals *g);
@@ -33,12 +33,12 @@ int cmd_confine(int argc, char **argv);
 int cmd_plugin_host(int argc, char **argv);
 
 /* The demo's serving step (demo_serve.c). */
-int demo_serving(const cli_globals *g, const char *exec_id, const char *dataset_dir);
+int cli_demo_serving(const cli_globals *g, const char *exec_id, const char *dataset_dir);
 
 /* Shared by exec and demo. */
-int exec_start_words(int argc, char **argv, const cli_globals *g, char *id, size_t idlen);
-int exec_wait_id(const cli_globals *g, const char *id, double timeout_s, int quiet);
-int exec_print_logs(const cli_globals *g, const char *id, int follow, int worker,
+int cli_exec_start_words(int argc, char **argv, const cli_globals *g, char *id, size_t idlen);
+int cli_exec_wait_id(const cli_globals *g, const char *id, double timeout_s, int quiet);
+int cli_exec_print_logs(const cli_globals *g, const char *id, int follow, int worker,
                     const char *stream);
 /* The state in an exec's REST reply; false for a word this version does
  * not know (a newer host's), which callers wait on as not ended. */

@@ -69,16 +69,16 @@ int cli_fail_error(loom_error *e)
 static cJSON *finish(client_reply *r)
 {
     if (r->status >= 200 && r->status < 300) {
-        cJSON *j = client_reply_json(r);
+        cJSON *j = cli_client_reply_json(r);
         if (!j)
             j = cJSON_CreateString(r->body ? r->body : "");
-        client_reply_free(r);
+        cli_client_reply_free(r);
         return j;
     }
     char msg[1024];
-    client_reply_error(r, msg, sizeof msg);
+    cli_client_reply_error(r, msg, sizeof msg);
     cli_fail("%s", msg);
-    client_reply_free(r);
+    cli_client_reply_free(r);
     return NULL;
 }
 
@@ -90,14 +90,14 @@ void cli_client(const cli_globals *g, client *c)
         const char *env = getenv("LOOM_HOME");
         snprintf(prev, sizeof prev, "%s", env ? env : "");
         setenv("LOOM_HOME", g->home, 1);
-        client_init(c, NULL);
+        cli_client_init(c, NULL);
         if (env)
             setenv("LOOM_HOME", prev, 1);
         else
             unsetenv("LOOM_HOME");
         return;
     }
-    client_init(c, g->host);
+    cli_client_init(c, g->host);
 }
 
 cJSON *cli_request(const cli_globals *g, const char *method, const char *path,
@@ -106,7 +106,7 @@ cJSON *cli_request(const cli_globals *g, const char *method, const char *path,
     client c;
     cli_client(g, &c);
     client_reply r;
-    loom_error *e = client_call(&c, method, path, json_body, &r);
+    loom_error *e = cli_client_call(&c, method, path, json_body, &r);
     if (e) {
         cli_fail_error(e);
         return NULL;
@@ -119,15 +119,15 @@ char *cli_request_text(const cli_globals *g, const char *path, size_t *len)
     client c;
     cli_client(g, &c);
     client_reply r;
-    loom_error *e = client_call(&c, "GET", path, NULL, &r);
+    loom_error *e = cli_client_call(&c, "GET", path, NULL, &r);
     if (e) {
         cli_fail_error(e);
         return NULL;
     }
     if (r.status != 200) {
         char err[1024];
-        client_reply_error(&r, err, sizeof err);
-        client_reply_free(&r);
+        cli_client_reply_error(&r, err, sizeof err);
+        cli_client_reply_free(&r);
         cli_fail("%s", err);
         return NULL;
     }
@@ -140,7 +140,7 @@ cJSON *cli_upload(const cli_globals *g, const char *path, const client_part *par
     client c;
     cli_client(g, &c);
     client_reply r;
-    loom_error *e = client_upload(&c, path, parts, nparts, &r);
+    loom_error *e = cli_client_upload(&c, path, parts, nparts, &r);
     if (e) {
         cli_fail_error(e);
         return NULL;
@@ -308,10 +308,10 @@ int cli_wants_help(int argc, char **argv)
     return 0;
 }
 
-char *curl_escape_path(const char *text)
+char *cli_curl_escape_path(const char *text)
 {
     const curl_api *cu;
-    loom_error *unloaded = curl_lib(&cu);
+    loom_error *unloaded = cli_curl_lib(&cu);
     if (unloaded) {
         loom_err_free(unloaded); /* the request that follows says why */
         return NULL;

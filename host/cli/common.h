@@ -67,7 +67,7 @@ double cli_num(const cJSON *o, const char *key);
 void cli_time(double ms, char *out, size_t outlen);
 
 /* `text` escaped for a URL query value (caller frees), or NULL. */
-char *curl_escape_path(const char *text);
+char *cli_curl_escape_path(const char *text);
 
 /* True when argv[i] is -h or --help. */
 int cli_wants_help(int argc, char **argv);

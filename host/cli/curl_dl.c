@@ -16,7 +16,7 @@ static const dynlib_spec spec = {"libcurl", sonames, NULL, curl_symbols,
 static curl_api table;
 static dynlib_once once = DYNLIB_ONCE_INIT;
 
-loom_error *curl_lib(const curl_api **out)
+loom_error *cli_curl_lib(const curl_api **out)
 {
     loom_error *e = dynlib_open_once(&once, &spec, &table);
     *out = e ? NULL : &table;

@@ -44,6 +44,6 @@ typedef struct curl_api {
 
 /* The table in *out, or the error naming libcurl when it cannot be loaded
  * (*out is then NULL). */
-loom_error *curl_lib(const curl_api **out);
+loom_error *cli_curl_lib(const curl_api **out);
 
 #endif

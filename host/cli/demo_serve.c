@@ -61,7 +61,7 @@ static int classify(const cli_globals *g, const char *images, const char *labels
     for (int i = 0; i < DEMO_IMAGES && rc == 0; i++) {
         char *body = image_request(px + i * IMAGE_PIXELS), err[512];
         client_reply reply = {0};
-        loom_error *e = body ? client_call(&c, "POST", LOOM_ROUTE_INFERENCE "/fmnist-mlp", body,
+        loom_error *e = body ? cli_client_call(&c, "POST", LOOM_ROUTE_INFERENCE "/fmnist-mlp", body,
                                            &reply)
                              : loom_err(LOOM_E_INTERNAL, "out of memory");
         free(body);
@@ -70,11 +70,11 @@ static int classify(const cli_globals *g, const char *images, const char *labels
             loom_err_free(e);
             break;
         }
-        cJSON *j = reply.status == 200 ? client_reply_json(&reply) : NULL;
+        cJSON *j = reply.status == 200 ? cli_client_reply_json(&reply) : NULL;
         const cJSON *out = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "outputs"), 1);
         const cJSON *label = cJSON_GetArrayItem(cJSON_GetObjectItem(out, "data"), 0);
         if (!cJSON_IsNumber(label) || label->valueint < 0 || label->valueint > 9) {
-            client_reply_error(&reply, err, sizeof err);
+            cli_client_reply_error(&reply, err, sizeof err);
             rc = cli_fail("demo: inference failed: %s", err);
         } else {
             int p = label->valueint;
@@ -83,7 +83,7 @@ static int classify(const cli_globals *g, const char *images, const char *labels
                    class_names[truth[i]], p == truth[i] ? "" : "(wrong)");
         }
         cJSON_Delete(j);
-        client_reply_free(&reply);
+        cli_client_reply_free(&reply);
     }
     if (rc == 0)
         printf("== %d of %d right, through the REST endpoint\n", right, DEMO_IMAGES);
@@ -91,7 +91,7 @@ static int classify(const cli_globals *g, const char *images, const char *labels
     return rc;
 }
 
-int demo_serving(const cli_globals *g, const char *exec_id, const char *dataset_dir)
+int cli_demo_serving(const cli_globals *g, const char *exec_id, const char *dataset_dir)
 {
     printf("\n== loom model deploy --from-exec %s --name fmnist-mlp; loom model start "
            "fmnist-mlp\n", exec_id);

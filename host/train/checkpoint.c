@@ -17,22 +17,22 @@
 loom_error *checkpoint_save(const char *path, const loom_tensor_view *views, const int32_t *roles,
                             uint32_t n, int params_only, const cJSON *meta)
 {
-    st_writer *w = st_writer_new();
+    st_writer *w = safetensors_writer_new();
     if (!w)
         return loom_err(LOOM_E_INTERNAL, "%s: out of memory", path);
     loom_error *e = NULL;
     for (uint32_t i = 0; i < n && !e; i++)
         if (!params_only || roles[i] == LOOM_TENSOR_PARAMETER)
-            e = st_writer_add_view(w, &views[i]);
+            e = safetensors_writer_add_view(w, &views[i]);
     if (!e && meta) {
         char *text = cJSON_PrintUnformatted(meta);
-        if (!text || st_writer_set_metadata(w, CHECKPOINT_META_KEY, text) != 0)
+        if (!text || safetensors_writer_set_metadata(w, CHECKPOINT_META_KEY, text) != 0)
             e = loom_err(LOOM_E_INTERNAL, "%s: cannot record the trainer position", path);
         free(text);
     }
     if (!e)
-        e = st_writer_commit(w, path);
-    st_writer_free(w);
+        e = safetensors_writer_commit(w, path);
+    safetensors_writer_free(w);
     return e;
 }
 
@@ -40,12 +40,12 @@ loom_error *checkpoint_load(const char *path, loom_tensor_view *views, uint32_t 
                             cJSON **meta_out)
 {
     st_file *f;
-    loom_error *e = st_open(path, CHECKPOINT_MAX_BYTES, &f);
+    loom_error *e = safetensors_open(path, CHECKPOINT_MAX_BYTES, &f);
     if (e)
         return e;
     for (uint32_t i = 0; i < n && !e; i++) {
         st_tensor_info t;
-        if (st_find(f, views[i].name, &t) != 0)
+        if (safetensors_find(f, views[i].name, &t) != 0)
             e = loom_err(LOOM_E_INVALID, "%s: no tensor '%s' (the checkpoint is of another model)",
                          path, views[i].name);
         else if (t.dtype != views[i].dtype || t.nbytes != views[i].nbytes ||
@@ -57,10 +57,10 @@ loom_error *checkpoint_load(const char *path, loom_tensor_view *views, uint32_t 
             memcpy(views[i].data, t.data, t.nbytes);
     }
     if (!e && meta_out) {
-        const char *text = st_metadata(f, CHECKPOINT_META_KEY);
+        const char *text = safetensors_metadata(f, CHECKPOINT_META_KEY);
         *meta_out = text ? cJSON_Parse(text) : NULL;
     }
-    st_close(f);
+    safetensors_close(f);
     return e;
 }
 
@@ -72,12 +72,12 @@ static loom_error *inspect_beneath(int dir, const char *name, const char *label,
     loom_error *e = utree_open_read(dir, name, &fd);
     st_file *f = NULL;
     if (!e)
-        e = st_open_fd(fd, label, CHECKPOINT_MAX_BYTES, &f);
+        e = safetensors_open_fd(fd, label, CHECKPOINT_MAX_BYTES, &f);
     if (e)
         return loom_err_wrap(e, "%s", label);
-    const char *text = st_metadata(f, CHECKPOINT_META_KEY);
+    const char *text = safetensors_metadata(f, CHECKPOINT_META_KEY);
     cJSON *m = text ? cJSON_Parse(text) : NULL;
-    st_close(f);
+    safetensors_close(f);
     if (!cJSON_IsObject(m)) {
         cJSON_Delete(m);
         return loom_err(LOOM_E_INVALID, "%s: no trainer position (metadata '%s')", label,

@@ -20,7 +20,7 @@
 #include "util/job_sandbox.h"
 #include "util/user_tree.h"
 
-void driver_say(edt_coordinator *c, const char *fmt, ...)
+void train_driver_say(edt_coordinator *c, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -40,7 +40,7 @@ static void set_state(edt_coordinator *c, exec_state state, const char *message)
         c->job.on_state(c->job.ctx, c->job.exec_id, state, message);
 }
 
-uint32_t current_target(edt_coordinator *c)
+uint32_t train_current_target(edt_coordinator *c)
 {
     pthread_mutex_lock(&c->ctl.lock);
     uint32_t t = c->ctl.target;
@@ -48,7 +48,7 @@ uint32_t current_target(edt_coordinator *c)
     return t;
 }
 
-int stop_asked(edt_coordinator *c)
+int train_stop_asked(edt_coordinator *c)
 {
     pthread_mutex_lock(&c->ctl.lock);
     int stop = c->ctl.stop_requested;
@@ -56,7 +56,7 @@ int stop_asked(edt_coordinator *c)
     return stop;
 }
 
-uint32_t current_grant(edt_coordinator *c, int32_t *granted, uint32_t *ngranted)
+uint32_t train_current_grant(edt_coordinator *c, int32_t *granted, uint32_t *ngranted)
 {
     pthread_mutex_lock(&c->ctl.lock);
     uint32_t t = c->ctl.target;
@@ -66,7 +66,7 @@ uint32_t current_grant(edt_coordinator *c, int32_t *granted, uint32_t *ngranted)
     return t;
 }
 
-void publish_held(edt_coordinator *c)
+void train_publish_held(edt_coordinator *c)
 {
     int32_t held[MAX_SLOTS];
     uint32_t n = 0;
@@ -132,11 +132,11 @@ static loom_error *prepare(edt_coordinator *c)
     shm_unlink(c->m.shm_name);
     loom_error *e = comm_shm_create(c->m.shm_name, &cfg, &c->m.seg);
     if (!e)
-        e = msg_listen(c->m.ctl_name, &c->m.listen_fd);
+        e = train_msg_listen(c->m.ctl_name, &c->m.listen_fd);
     if (e)
         return e;
     /* The socket is abstract (any local process may connect): only the
-     * uid the workers run as is heard (members.c's accept_hellos). */
+     * uid the workers run as is heard (members.c's train_accept_hellos). */
     gid_t gid;
     loom_error *no_account = job_sandbox_account(j->user, j->user_id, &c->m.worker_uid, &gid);
     if (no_account)
@@ -181,12 +181,12 @@ static void find_resume_point(edt_coordinator *c)
     if (checkpoint_find_latest(dir, c->load_path, sizeof c->load_path, &epoch, &meta, skipped,
                                sizeof skipped) != 0) {
         c->load_path[0] = 0;
-        driver_say(c, "no usable checkpoint%s%s: starting from the beginning",
+        train_driver_say(c, "no usable checkpoint%s%s: starting from the beginning",
                    skipped[0] ? "; refused: " : "", skipped);
         return;
     }
     if (skipped[0])
-        driver_say(c, "refused: %s", skipped);
+        train_driver_say(c, "refused: %s", skipped);
     c->pr.epoch = (uint32_t)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(meta, "epoch"));
     c->pr.iteration = (uint64_t)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(meta, "iteration"));
     cJSON_Delete(meta);
@@ -199,11 +199,11 @@ static void find_resume_point(edt_coordinator *c)
     if (cJSON_IsArray(old)) {
         cJSON_Delete(c->pr.val_list);
         c->pr.val_list = old;
-        note_val_list_file(c);
+        train_note_val_list_file(c);
     } else {
         cJSON_Delete(old);
     }
-    driver_say(c, "resuming from %s (epoch %u done)", c->load_path, c->pr.epoch);
+    train_driver_say(c, "resuming from %s (epoch %u done)", c->load_path, c->pr.epoch);
 }
 
 /* Everything before the first round: the job's files and sockets, the
@@ -216,15 +216,15 @@ static loom_error *begin_training(edt_coordinator *c)
         return e;
     if (j->resume)
         find_resume_point(c);
-    driver_say(c, "training: %u epoch(s), batch %u per worker, effective batch %u, up to %u worker(s), "
+    train_driver_say(c, "training: %u epoch(s), batch %u per worker, effective batch %u, up to %u worker(s), "
                   "starting %u", j->settings.epochs, j->settings.batch_size,
-               j->settings.effective_batch_size, j->settings.engines, current_target(c));
+               j->settings.effective_batch_size, j->settings.engines, train_current_target(c));
     int32_t granted[MAX_SLOTS];
     uint32_t ngranted;
-    uint32_t target = current_grant(c, granted, &ngranted);
-    start_workers(c, target, granted, ngranted);
-    update_snapshot(c, 0);
-    if ((e = wait_for_first_workers(c)))
+    uint32_t target = train_current_grant(c, granted, &ngranted);
+    train_start_workers(c, target, granted, ngranted);
+    train_update_snapshot(c, 0);
+    if ((e = train_wait_for_first_workers(c)))
         return e;
     if (j->settings.batch_size > c->m.ntrain)
         return loom_err(LOOM_E_INVALID, "the batch size %u is larger than the data set (%llu samples)",
@@ -240,7 +240,7 @@ static loom_error *begin_training(edt_coordinator *c)
         return e;
     set_state(c, EXEC_STATE_RUNNING, NULL);
     loom_train_info info = {.struct_size = sizeof info, .epochs = j->settings.epochs,
-                            .workers = current_target(c), .batch_size = j->settings.batch_size,
+                            .workers = train_current_target(c), .batch_size = j->settings.batch_size,
                             .effective_batch_size = j->settings.effective_batch_size,
                             .exec_id = j->exec_id};
     logger_set_begin(c->driver_loggers, &info);
@@ -259,20 +259,20 @@ static void *run(void *arg)
     edt_end end = EDT_END_ERROR;
     loom_error *e = begin_training(c);
     if (!e)
-        end = c->job.settings.async ? run_async(c, &e) : run_sync(c, &e);
+        end = c->job.settings.async ? train_run_async(c, &e) : train_run_sync(c, &e);
     c->pr.finished = end == EDT_END_FINISHED;
-    update_snapshot(c, 1);
+    train_update_snapshot(c, 1);
     char err[1024] = "";
     if (end != EDT_END_FINISHED)
         loom_err_take(e, err, sizeof err);
     else
         loom_err_free(e);
-    finish_workers(c, end == EDT_END_FINISHED ? "finished" : "the job ended");
+    train_finish_workers(c, end == EDT_END_FINISHED ? "finished" : "the job ended");
     recovery_end(c);
     logger_set_end(c->driver_loggers, logger_status[end], err);
     if (err[0])
-        driver_say(c, "%s: %s", exec_state_text(state[end]), err);
-    update_snapshot(c, 1);
+        train_driver_say(c, "%s: %s", exec_state_text(state[end]), err);
+    train_update_snapshot(c, 1);
     set_state(c, state[end], err[0] ? err : NULL);
     pthread_mutex_lock(&c->ctl.lock);
     c->ctl.done = 1;
@@ -310,7 +310,7 @@ loom_error *edt_start(edt_job *job, edt_coordinator **out)
     if (ctl->target > job->settings.engines)
         ctl->target = job->settings.engines;
     pthread_mutex_init(&ctl->lock, NULL);
-    update_snapshot(c, 0);
+    train_update_snapshot(c, 0);
     if (pthread_create(&c->thread, NULL, run, c) != 0) {
         edt_free(c);
         return loom_err(LOOM_E_UNAVAILABLE, "cannot start the coordinator thread");
@@ -326,7 +326,7 @@ loom_error *edt_set_devices(edt_coordinator *c, const int32_t *devices, uint32_t
         return loom_err(LOOM_E_INVALID, "devices: expected 1 to %u (the job's engines), got %u",
                         c->job.settings.engines, count);
     for (uint32_t k = 0; k < count; k++)
-        if (devices[k] < 0 || device_in(devices[k], devices, k))
+        if (devices[k] < 0 || train_device_in(devices[k], devices, k))
             return loom_err(LOOM_E_INVALID, "devices: device %d is negative or named twice",
                             devices[k]);
     edt_control *ctl = &c->ctl;
@@ -375,7 +375,7 @@ void edt_free(edt_coordinator *c)
         if (c->m.slots[i].fd >= 0)
             close(c->m.slots[i].fd);
         free(c->m.slots[i].inflight);
-        msg_free(&c->m.slots[i].reply);
+        train_msg_free(&c->m.slots[i].reply);
     }
     if (c->m.listen_fd >= 0)
         close(c->m.listen_fd);

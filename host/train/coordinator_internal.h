@@ -192,78 +192,78 @@ struct edt_coordinator {
 };
 
 /* coordinator.c */
-void driver_say(edt_coordinator *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-int stop_asked(edt_coordinator *c);
-uint32_t current_target(edt_coordinator *c);
+void train_driver_say(edt_coordinator *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int train_stop_asked(edt_coordinator *c);
+uint32_t train_current_target(edt_coordinator *c);
 /* The target and, when the scheduler named them, the granted devices. */
-uint32_t current_grant(edt_coordinator *c, int32_t *granted, uint32_t *ngranted);
+uint32_t train_current_grant(edt_coordinator *c, int32_t *granted, uint32_t *ngranted);
 /* Publishes the devices worker processes are on (edt_devices_held); call
  * whenever a slot's device or process changes. */
-void publish_held(edt_coordinator *c);
+void train_publish_held(edt_coordinator *c);
 
 /* members.c */
-int is_gpu_job(const edt_coordinator *c);
-int device_in(int32_t device, const int32_t *list, uint32_t n);
-uint32_t count_in(edt_coordinator *c, slot_state st);
+int train_is_gpu_job(const edt_coordinator *c);
+int train_device_in(int32_t device, const int32_t *list, uint32_t n);
+uint32_t train_count_in(edt_coordinator *c, slot_state st);
 /* Forgets a worker that failed or hung, killing it if it still runs. */
-void drop_slot(edt_coordinator *c, uint32_t i, const char *why);
+void train_drop_slot(edt_coordinator *c, uint32_t i, const char *why);
 /* A round went well: the deaths counted so far were not in a row. */
-void note_progress(edt_coordinator *c);
+void train_note_progress(edt_coordinator *c);
 /* Tells a worker to exit; it is LEAVING from now on. */
-void send_exit(edt_coordinator *c, uint32_t i, const char *reason, int code);
+void train_send_exit(edt_coordinator *c, uint32_t i, const char *reason, int code);
 /* Reaps workers that ended. Returns how many members were lost. */
-int reap(edt_coordinator *c);
+int train_reap(edt_coordinator *c);
 /* Takes new connections and their hellos (waiting at most wait_ms). */
-void accept_hellos(edt_coordinator *c, int wait_ms);
+void train_accept_hellos(edt_coordinator *c, int wait_ms);
 /* Starts workers until members + starting ones reach `want`. */
-void start_workers(edt_coordinator *c, uint32_t want, const int32_t *granted, uint32_t ngranted);
+void train_start_workers(edt_coordinator *c, uint32_t want, const int32_t *granted, uint32_t ngranted);
 /* Workers on devices the scheduler took back leave. Returns how many
  * members left. */
-uint32_t release_revoked(edt_coordinator *c, const int32_t *granted, uint32_t ngranted);
+uint32_t train_release_revoked(edt_coordinator *c, const int32_t *granted, uint32_t ngranted);
 /* A worker becoming a member; on CPU it now counts against a granted slot. */
-void make_member(edt_coordinator *c, uint32_t i, const int32_t *granted, uint32_t ngranted);
+void train_make_member(edt_coordinator *c, uint32_t i, const int32_t *granted, uint32_t ngranted);
 /* Synchronous membership at a step boundary: 1 when a new generation was
  * formed (*root: the rank to pull the state from, -1: none), 0 when the
  * members stay, an error when none are left or they keep dying
  * (LOOM_E_LIMIT) . */
-loom_error *plan_membership(edt_coordinator *c, int force_new, int *join, int *root);
-loom_error *wait_for_first_workers(edt_coordinator *c);
+loom_error *train_plan_membership(edt_coordinator *c, int force_new, int *join, int *root);
+loom_error *train_wait_for_first_workers(edt_coordinator *c);
 /* Tells every worker to exit and waits (then kills) until they are gone. */
-void finish_workers(edt_coordinator *c, const char *reason);
+void train_finish_workers(edt_coordinator *c, const char *reason);
 
 /* How a job ended; anything but FINISHED comes with an error. */
 typedef enum edt_end { EDT_END_ERROR = 0, EDT_END_KILLED, EDT_END_FINISHED } edt_end;
 
 /* sync_round.c: the synchronous loop. */
-edt_end run_sync(edt_coordinator *c, loom_error **err);
+edt_end train_run_sync(edt_coordinator *c, loom_error **err);
 /* param_server.c: the ASYNC loop. */
-edt_end run_async(edt_coordinator *c, loom_error **err);
+edt_end train_run_async(edt_coordinator *c, loom_error **err);
 
 /* progress.c */
 /* What edt_describe answers, from where training stands; `ended`: the
  * coordinator is done (finished or not). */
-void update_snapshot(edt_coordinator *c, int ended);
+void train_update_snapshot(edt_coordinator *c, int ended);
 /* The epoch clock starts at its first step. */
-void start_epoch_clock(edt_coordinator *c);
+void train_start_epoch_clock(edt_coordinator *c);
 /* Adds a step's mean training metrics over n samples to the epoch's. */
-void add_train_metrics(edt_coordinator *c, const cJSON *train, uint64_t n);
+void train_add_metrics(edt_coordinator *c, const cJSON *train, uint64_t n);
 /* An epoch's last step committed: record it, then queue validation and a
  * checkpoint as the settings ask. */
-void end_epoch(edt_coordinator *c);
+void train_end_epoch(edt_coordinator *c);
 /* The val_dict_list.json now in the result directory is the trainer's own
  * (a resumed job's, read back). */
-void note_val_list_file(edt_coordinator *c);
+void train_note_val_list_file(edt_coordinator *c);
 /* Records validation metrics over n test samples (val_dict_list.json,
  * loggers, the snapshot); takes `metrics` over. */
-void record_validation(edt_coordinator *c, cJSON *metrics, uint64_t n);
+void train_record_validation(edt_coordinator *c, cJSON *metrics, uint64_t n);
 /* Keeps the job's mean metrics of a round for the next plan (taking
  * `metrics` over); the last kept, if any, are dropped. */
-void keep_job_metrics(edt_coordinator *c, int32_t split, cJSON *metrics, uint32_t epoch);
+void train_keep_job_metrics(edt_coordinator *c, int32_t split, cJSON *metrics, uint32_t epoch);
 /* A checkpoint was written: says so, and keeps only the configured number
  * of them (and the best). */
 void checkpoint_saved(edt_coordinator *c, const char *path);
 /* Copies the spec next to the final model. */
-void save_model_spec(edt_coordinator *c);
+void train_save_model_spec(edt_coordinator *c);
 void progress_mark(const edt_coordinator *c, edt_progress_mark *m);
 /* Back to m: later epochs are forgotten and trained again; validations,
  * checkpoints and the driver loggers' epoch lines already given are not

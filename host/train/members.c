@@ -25,12 +25,12 @@
 #define STARTUP_TIMEOUT_MS 120000
 #define EXIT_GRACE_MS 5000
 
-int is_gpu_job(const edt_coordinator *c)
+int train_is_gpu_job(const edt_coordinator *c)
 {
     return c->job.device_kind == LOOM_DEVICE_CUDA;
 }
 
-int device_in(int32_t device, const int32_t *list, uint32_t n)
+int train_device_in(int32_t device, const int32_t *list, uint32_t n)
 {
     for (uint32_t k = 0; k < n; k++)
         if (list[k] == device)
@@ -43,7 +43,7 @@ static int is_live(slot_state st)
     return st == SLOT_STARTING || st == SLOT_READY || st == SLOT_MEMBER;
 }
 
-uint32_t count_in(edt_coordinator *c, slot_state st)
+uint32_t train_count_in(edt_coordinator *c, slot_state st)
 {
     uint32_t n = 0;
     for (uint32_t i = 0; i < c->m.nslots; i++)
@@ -60,14 +60,14 @@ static void close_slot(edt_coordinator *c, uint32_t i)
     proc_group_destroy(&s->group); /* what the worker left running */
     if (s->fd >= 0)
         close(s->fd);
-    msg_free(&s->reply);
+    train_msg_free(&s->reply);
     memset(s, 0, sizeof *s);
     s->fd = -1;
     s->device = -1;
     s->state = SLOT_FREE;
     if (c->m.seg)
         comm_shm_mark_dead(c->m.seg, i);
-    publish_held(c);
+    train_publish_held(c);
 }
 
 /* "killed by signal 9 (Killed)", "exited with status 1 (see ...)". */
@@ -103,13 +103,13 @@ static void note_death(edt_coordinator *c, uint32_t i, const char *how, char *ou
                  m->death_streak[i], out);
 }
 
-void note_progress(edt_coordinator *c)
+void train_note_progress(edt_coordinator *c)
 {
     c->m.deaths_since_progress = 0;
     memset(c->m.death_streak, 0, sizeof c->m.death_streak);
 }
 
-void drop_slot(edt_coordinator *c, uint32_t i, const char *why)
+void train_drop_slot(edt_coordinator *c, uint32_t i, const char *why)
 {
     edt_slot *s = &c->m.slots[i];
     char how[96] = "";
@@ -133,22 +133,22 @@ void drop_slot(edt_coordinator *c, uint32_t i, const char *why)
     }
     char cause[256];
     note_death(c, i, how[0] ? how : "dropped", cause, sizeof cause);
-    driver_say(c, "worker %u %s: %s", i, cause, why);
+    train_driver_say(c, "worker %u %s: %s", i, cause, why);
     close_slot(c, i);
 }
 
-void send_exit(edt_coordinator *c, uint32_t i, const char *reason, int code)
+void train_send_exit(edt_coordinator *c, uint32_t i, const char *reason, int code)
 {
     edt_slot *s = &c->m.slots[i];
     msg m = {.kind = MSG_EXIT, .u.exit = {.reason = reason, .code = code}};
     /* A worker that cannot hear it is reaped when its process ends. */
     if (s->fd >= 0)
-        loom_err_free(msg_send(s->fd, &m, NULL, 0));
+        loom_err_free(train_msg_send(s->fd, &m, NULL, 0));
     s->state = SLOT_LEAVING;
     s->started_ms = time_mono_ms();
 }
 
-/* ---- workers: start, hello, reap ---------------------------------------- */
+/* ---- workers: start, hello, reap --------------------------------------------- */
 
 /* The worker's environment: the job's fixed base (util/job_env.h), the
  * job's folders and ids, one BLAS thread, then the job's msd-env pairs.
@@ -162,7 +162,7 @@ static char **worker_env(edt_coordinator *c, int32_t device, char job_env[6][PAT
     snprintf(job_env[3], PATH_MAX + 32, "DLI_EXECID=%s", j->exec_id);
     snprintf(job_env[5], PATH_MAX + 32, "TRAINING_ID=%s", j->exec_id); /* WMLA's name for it */
     /* A GPU worker sees its own device only; a CPU worker none. */
-    if (is_gpu_job(c) && device >= 0)
+    if (train_is_gpu_job(c) && device >= 0)
         snprintf(job_env[4], PATH_MAX + 32, "CUDA_VISIBLE_DEVICES=%d", device);
     else
         snprintf(job_env[4], PATH_MAX + 32, "CUDA_VISIBLE_DEVICES=");
@@ -192,7 +192,7 @@ static int spawn_worker(edt_coordinator *c, uint32_t slot, int32_t device)
     if (!opened)
         opened = utree_open_append_in(j->result_dir, errp, 0644, &err_fd);
     if (opened) {
-        driver_say(c, "cannot start worker %u: %s", slot, loom_err_message(opened));
+        train_driver_say(c, "cannot start worker %u: %s", slot, loom_err_message(opened));
         loom_err_free(opened);
         if (out_fd >= 0)
             close(out_fd);
@@ -217,7 +217,7 @@ static int spawn_worker(edt_coordinator *c, uint32_t slot, int32_t device)
                     "--overlap-reduce", j->settings.overlap_reduce ? "1" : "0",
                     "--in-place-reduce", j->settings.in_place_reduce ? "1" : "0",
                     "--loggers", c->loggers_for_workers,
-                    "--device", is_gpu_job(c) ? "cuda" : "cpu", NULL};
+                    "--device", train_is_gpu_job(c) ? "cuda" : "cpu", NULL};
     char job_env[6][PATH_MAX + 32];
     char **envp = worker_env(c, device, job_env);
     proc_group group = PROC_GROUP_NONE;
@@ -250,7 +250,7 @@ static int spawn_worker(edt_coordinator *c, uint32_t slot, int32_t device)
     close(err_fd);
     if (pid < 0) {
         proc_group_destroy(&group);
-        driver_say(c, "cannot start worker %u: %s", slot, err);
+        train_driver_say(c, "cannot start worker %u: %s", slot, err);
         return -1;
     }
     edt_slot *s = &c->m.slots[slot];
@@ -261,7 +261,7 @@ static int spawn_worker(edt_coordinator *c, uint32_t slot, int32_t device)
     s->device = device;
     s->state = SLOT_STARTING;
     s->started_ms = time_mono_ms();
-    publish_held(c);
+    train_publish_held(c);
     return 0;
 }
 
@@ -288,7 +288,7 @@ static void last_stderr_line(edt_coordinator *c, uint32_t slot, char *out, size_
     free(text);
 }
 
-int reap(edt_coordinator *c)
+int train_reap(edt_coordinator *c)
 {
     int lost = 0;
     for (uint32_t i = 0; i < c->m.nslots; i++) {
@@ -305,7 +305,7 @@ int reap(edt_coordinator *c)
             char how[96], cause[256];
             describe_exit(status, i, how, sizeof how);
             note_death(c, i, how, cause, sizeof cause);
-            driver_say(c, "worker %u %s", i, cause);
+            train_driver_say(c, "worker %u %s", i, cause);
             lost += s->state == SLOT_MEMBER;
         }
         s->pid = 0;
@@ -339,7 +339,7 @@ static loom_error *check_peer(const edt_coordinator *c, int fd, pid_t *pid)
                     (int)cred.pid);
 }
 
-void accept_hellos(edt_coordinator *c, int wait_ms)
+void train_accept_hellos(edt_coordinator *c, int wait_ms)
 {
     struct pollfd p = {.fd = c->m.listen_fd, .events = POLLIN};
     while (poll(&p, 1, wait_ms) > 0) {
@@ -351,10 +351,10 @@ void accept_hellos(edt_coordinator *c, int wait_ms)
         pid_t peer = 0;
         loom_error *e = check_peer(c, fd, &peer);
         if (!e)
-            e = msg_recv(fd, time_mono_ms() + 5000, &hello);
+            e = train_msg_recv(fd, time_mono_ms() + 5000, &hello);
         if (!e && hello.kind != MSG_HELLO)
             e = loom_err(LOOM_E_INVALID, "a %s message where a hello was due",
-                         msg_kind_name(hello.kind));
+                         train_msg_kind_name(hello.kind));
         if (!e && (hello.u.hello.slot >= c->m.nslots ||
                    c->m.slots[hello.u.hello.slot].state != SLOT_STARTING))
             e = loom_err(LOOM_E_CONFLICT, "a hello from slot %u, which started no worker",
@@ -363,9 +363,9 @@ void accept_hellos(edt_coordinator *c, int wait_ms)
             e = loom_err(LOOM_E_FORBIDDEN, "a hello for slot %u from pid %d, not its worker",
                          hello.u.hello.slot, (int)peer);
         if (e) {
-            driver_say(c, "refused a control connection: %s", loom_err_message(e));
+            train_driver_say(c, "refused a control connection: %s", loom_err_message(e));
             loom_err_free(e);
-            msg_free(&hello);
+            train_msg_free(&hello);
             close(fd);
             continue;
         }
@@ -374,24 +374,24 @@ void accept_hellos(edt_coordinator *c, int wait_ms)
         s->fd = fd;
         s->state = SLOT_READY;
         msg_hello h = hello.u.hello;
-        msg_free(&hello);
+        train_msg_free(&hello);
         if (c->m.params == 0) {
             c->m.params = h.params;
             c->m.ntrain = h.ntrain;
             c->m.ntest = h.ntest;
         } else if (h.params != c->m.params || h.ntrain != c->m.ntrain) {
-            drop_slot(c, i, "its model or data set differs from the others'");
+            train_drop_slot(c, i, "its model or data set differs from the others'");
         }
     }
 }
 
-loom_error *wait_for_first_workers(edt_coordinator *c)
+loom_error *train_wait_for_first_workers(edt_coordinator *c)
 {
     int64_t deadline = time_mono_ms() + STARTUP_TIMEOUT_MS;
     for (;;) {
-        accept_hellos(c, 100);
-        reap(c);
-        uint32_t starting = count_in(c, SLOT_STARTING), ready = count_in(c, SLOT_READY);
+        train_accept_hellos(c, 100);
+        train_reap(c);
+        uint32_t starting = train_count_in(c, SLOT_STARTING), ready = train_count_in(c, SLOT_READY);
         if (starting == 0 && ready > 0)
             return NULL;
         if (starting == 0 && ready == 0) {
@@ -405,19 +405,19 @@ loom_error *wait_for_first_workers(edt_coordinator *c)
             return loom_err(LOOM_E_DEADLINE, "no worker was ready within %d s",
                             STARTUP_TIMEOUT_MS / 1000);
         }
-        if (stop_asked(c))
+        if (train_stop_asked(c))
             return loom_err(LOOM_E_UNAVAILABLE, "stopped by request");
     }
 }
 
-void finish_workers(edt_coordinator *c, const char *reason)
+void train_finish_workers(edt_coordinator *c, const char *reason)
 {
     for (uint32_t i = 0; i < c->m.nslots; i++)
         if (c->m.slots[i].state == SLOT_MEMBER || c->m.slots[i].state == SLOT_READY)
-            send_exit(c, i, reason, 0);
+            train_send_exit(c, i, reason, 0);
     int64_t deadline = time_mono_ms() + EXIT_GRACE_MS;
     for (;;) {
-        reap(c);
+        train_reap(c);
         int alive = 0;
         for (uint32_t i = 0; i < c->m.nslots; i++)
             alive += c->m.slots[i].pid > 0;
@@ -442,7 +442,7 @@ static int32_t free_device(edt_coordinator *c, const int32_t *granted, uint32_t 
         int held = 0;
         for (uint32_t i = 0; i < c->m.nslots && !held; i++)
             held = c->m.slots[i].device == granted[k] &&
-                   (is_gpu_job(c) ? is_live(c->m.slots[i].state)
+                   (train_is_gpu_job(c) ? is_live(c->m.slots[i].state)
                                   : c->m.slots[i].state == SLOT_MEMBER);
         if (!held)
             return granted[k];
@@ -451,14 +451,14 @@ static int32_t free_device(edt_coordinator *c, const int32_t *granted, uint32_t 
 }
 
 /* A GPU worker starts only on a granted device no one holds. */
-void start_workers(edt_coordinator *c, uint32_t want, const int32_t *granted, uint32_t ngranted)
+void train_start_workers(edt_coordinator *c, uint32_t want, const int32_t *granted, uint32_t ngranted)
 {
-    uint32_t have = count_in(c, SLOT_MEMBER) + count_in(c, SLOT_STARTING) + count_in(c, SLOT_READY);
+    uint32_t have = train_count_in(c, SLOT_MEMBER) + train_count_in(c, SLOT_STARTING) + train_count_in(c, SLOT_READY);
     for (uint32_t i = 0; i < c->m.nslots && have < want; i++) {
         if (c->m.slots[i].state != SLOT_FREE)
             continue;
-        int32_t device = is_gpu_job(c) ? free_device(c, granted, ngranted) : -1;
-        if (is_gpu_job(c) && ngranted && device < 0)
+        int32_t device = train_is_gpu_job(c) ? free_device(c, granted, ngranted) : -1;
+        if (train_is_gpu_job(c) && ngranted && device < 0)
             break;
         if (spawn_worker(c, i, device) == 0)
             have++;
@@ -466,26 +466,26 @@ void start_workers(edt_coordinator *c, uint32_t want, const int32_t *granted, ui
 }
 
 /* Members leave at this step boundary. */
-uint32_t release_revoked(edt_coordinator *c, const int32_t *granted, uint32_t ngranted)
+uint32_t train_release_revoked(edt_coordinator *c, const int32_t *granted, uint32_t ngranted)
 {
     uint32_t left = 0;
     for (uint32_t i = 0; ngranted && i < c->m.nslots; i++) {
         edt_slot *s = &c->m.slots[i];
-        if (!is_live(s->state) || s->device < 0 || device_in(s->device, granted, ngranted))
+        if (!is_live(s->state) || s->device < 0 || train_device_in(s->device, granted, ngranted))
             continue;
         left += s->state == SLOT_MEMBER;
-        send_exit(c, i, "leaving: the scheduler gave its device to another job", 0);
+        train_send_exit(c, i, "leaving: the scheduler gave its device to another job", 0);
     }
     return left;
 }
 
-void make_member(edt_coordinator *c, uint32_t i, const int32_t *granted, uint32_t ngranted)
+void train_make_member(edt_coordinator *c, uint32_t i, const int32_t *granted, uint32_t ngranted)
 {
     edt_slot *s = &c->m.slots[i];
-    if (!is_gpu_job(c))
+    if (!train_is_gpu_job(c))
         s->device = free_device(c, granted, ngranted);
     s->state = SLOT_MEMBER;
-    publish_held(c);
+    train_publish_held(c);
 }
 
 /* How GPU members form the next generation's communicator: when members
@@ -520,26 +520,26 @@ static int resize_members(edt_coordinator *c, uint32_t *members)
 {
     int32_t granted[MAX_SLOTS];
     uint32_t ngranted;
-    uint32_t target = current_grant(c, granted, &ngranted);
-    int changed = release_revoked(c, granted, ngranted) > 0;
-    *members = count_in(c, SLOT_MEMBER);
+    uint32_t target = train_current_grant(c, granted, &ngranted);
+    int changed = train_release_revoked(c, granted, ngranted) > 0;
+    *members = train_count_in(c, SLOT_MEMBER);
     /* On CPU, one warm spare beyond the target while the job may still
      * grow: it starts and loads its data while idle, so a grow only waits
      * for the next step boundary and the weights. A GPU holds no spare: it
      * would sit on a device the job was not granted. */
-    uint32_t want = target < c->m.nslots && !is_gpu_job(c) ? target + 1 : target;
-    start_workers(c, want, granted, ngranted);
+    uint32_t want = target < c->m.nslots && !train_is_gpu_job(c) ? target + 1 : target;
+    train_start_workers(c, want, granted, ngranted);
     /* Shrink: the highest slots leave. */
     for (uint32_t i = c->m.nslots; i-- > 0 && *members > target;)
         if (c->m.slots[i].state == SLOT_MEMBER) {
-            send_exit(c, i, "leaving: the job was resized", 0);
+            train_send_exit(c, i, "leaving: the job was resized", 0);
             (*members)--;
             changed = 1;
         }
     /* Grow: workers that said hello join at this boundary. */
     for (uint32_t i = 0; i < c->m.nslots; i++)
         if (c->m.slots[i].state == SLOT_READY && *members < target) {
-            make_member(c, i, granted, ngranted);
+            train_make_member(c, i, granted, ngranted);
             c->m.slots[i].has_state = 0;
             (*members)++;
             changed = 1;
@@ -574,7 +574,7 @@ static loom_error *form_generation(edt_coordinator *c, int force_new, int *root)
         c->m.slots[root_slot].has_state = 1;
         anyone_fresh = n > 1;
     }
-    loom_error *e = is_gpu_job(c) ? plan_gpu_generation(c, list, n, force_new) : NULL;
+    loom_error *e = train_is_gpu_job(c) ? plan_gpu_generation(c, list, n, force_new) : NULL;
     if (!e)
         e = comm_shm_publish(c->m.seg, list, n, &c->m.generation);
     if (e)
@@ -586,14 +586,14 @@ static loom_error *form_generation(edt_coordinator *c, int force_new, int *root)
         for (uint32_t r = 0; r < n; r++)
             if ((int)list[r] == root_slot)
                 *root = (int)r;
-    driver_say(c, "generation %u: %u worker(s)%s", c->m.generation, n,
+    train_driver_say(c, "generation %u: %u worker(s)%s", c->m.generation, n,
                *root >= 0 ? ", pulling the weights from the others" : "");
     return NULL;
 }
 
 /* A new generation forms when the members change, or after a failed round,
  * since a failed collective leaves the old generation unusable. */
-loom_error *plan_membership(edt_coordinator *c, int force_new, int *join, int *root)
+loom_error *train_plan_membership(edt_coordinator *c, int force_new, int *join, int *root)
 {
     *join = 0;
     if (c->m.failing[0])

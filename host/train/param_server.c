@@ -81,16 +81,16 @@ static void ps_assign(edt_coordinator *c, param_server *ps, uint32_t i)
     s->ninflight = s->inflight ? sampler_take(&c->pr.smp, s->inflight, b) : 0;
     if (s->ninflight == 0)
         return;
-    start_epoch_clock(c);
+    train_start_epoch_clock(c);
     s->version = ps->version;
     uint32_t size = (uint32_t)s->ninflight;
     double scale = 1.0;
     msg m = {.kind = MSG_WORK,
              .u.work = {.version = ps->version, .epoch = c->pr.epoch,
-                        .iteration = c->pr.iteration, .workers = count_in(c, SLOT_MEMBER),
+                        .iteration = c->pr.iteration, .workers = train_count_in(c, SLOT_MEMBER),
                         .batch = {.samples = s->inflight, .sizes = &size, .scales = &scale,
                                   .count = 1}}};
-    loom_error *e = msg_send(s->fd, &m, ps->params.data, (size_t)ps->params.nbytes);
+    loom_error *e = train_msg_send(s->fd, &m, ps->params.data, (size_t)ps->params.nbytes);
     if (e) {
         /* Noticed when its process ends; its samples go back then. */
         loom_err_free(e);
@@ -103,18 +103,18 @@ static loom_error *async_membership(edt_coordinator *c)
 {
     int32_t granted[MAX_SLOTS];
     uint32_t ngranted;
-    uint32_t target = current_grant(c, granted, &ngranted);
-    release_revoked(c, granted, ngranted);
-    start_workers(c, target, granted, ngranted);
-    uint32_t members = count_in(c, SLOT_MEMBER);
-    uint32_t coming = count_in(c, SLOT_STARTING) + count_in(c, SLOT_READY);
+    uint32_t target = train_current_grant(c, granted, &ngranted);
+    train_release_revoked(c, granted, ngranted);
+    train_start_workers(c, target, granted, ngranted);
+    uint32_t members = train_count_in(c, SLOT_MEMBER);
+    uint32_t coming = train_count_in(c, SLOT_STARTING) + train_count_in(c, SLOT_READY);
     for (uint32_t i = 0; i < c->m.nslots; i++) {
         edt_slot *s = &c->m.slots[i];
         if (s->state == SLOT_READY && members < target) {
-            make_member(c, i, granted, ngranted);
+            train_make_member(c, i, granted, ngranted);
             members++;
         } else if (s->state == SLOT_MEMBER && members > target && s->ninflight == 0) {
-            send_exit(c, i, "leaving: the job was resized", 0);
+            train_send_exit(c, i, "leaving: the job was resized", 0);
             members--;
         }
     }
@@ -148,7 +148,7 @@ static loom_error *ps_validate(edt_coordinator *c, param_server *ps)
         if (loom_metrics_at(&m.list, k)->name)
             cJSON_AddNumberToObject(metrics, loom_metrics_at(&m.list, k)->name,
                                     loom_metrics_at(&m.list, k)->value);
-    record_validation(c, metrics, n);
+    train_record_validation(c, metrics, n);
     return NULL;
 }
 
@@ -163,7 +163,7 @@ static void ps_checkpoint(edt_coordinator *c, param_server *ps)
     if (!e)
         checkpoint_saved(c, path);
     else
-        driver_say(c, "checkpoint failed: %s", loom_err_message(e));
+        train_driver_say(c, "checkpoint failed: %s", loom_err_message(e));
     loom_err_free(e);
     cJSON_Delete(meta);
 }
@@ -176,8 +176,8 @@ static loom_error *ps_finish(edt_coordinator *c, param_server *ps)
     loom_error *e = checkpoint_save(path, ps->views, ps->roles, ps->nviews, 1, NULL);
     if (e)
         return e;
-    save_model_spec(c);
-    driver_say(c, "finished: model in %s/model (%llu stale gradient(s) dropped)",
+    train_save_model_spec(c);
+    train_driver_say(c, "finished: model in %s/model (%llu stale gradient(s) dropped)",
                c->job.result_dir, (unsigned long long)ps->stale);
     return NULL;
 }
@@ -193,7 +193,7 @@ static int ps_epoch_boundary(edt_coordinator *c, param_server *ps, loom_error **
     if (sampler_remaining(&c->pr.smp) != 0 || inflight != 0 ||
         c->pr.epoch >= c->job.settings.epochs)
         return 0;
-    end_epoch(c);
+    train_end_epoch(c);
     if (c->pr.pending_validate && c->m.ntest && (*err = ps_validate(c, ps)))
         return -1;
     c->pr.pending_validate = 0;
@@ -230,15 +230,15 @@ static loom_error *ps_take_gradient(edt_coordinator *c, param_server *ps, uint32
     edt_slot *s = &c->m.slots[i];
     int64_t deadline = time_mono_ms() + c->job.settings.step_timeout_ms;
     msg reply;
-    loom_error *e = msg_recv(s->fd, deadline, &reply);
+    loom_error *e = train_msg_recv(s->fd, deadline, &reply);
     if (!e && reply.kind != MSG_REPLY)
-        e = loom_err(LOOM_E_INVALID, "a %s message where a reply was due", msg_kind_name(reply.kind));
+        e = loom_err(LOOM_E_INVALID, "a %s message where a reply was due", train_msg_kind_name(reply.kind));
     if (!e)
-        e = msg_recv_blob(s->fd, &reply, ps->grads.data, (size_t)ps->grads.nbytes, deadline);
+        e = train_msg_recv_blob(s->fd, &reply, ps->grads.data, (size_t)ps->grads.nbytes, deadline);
     if (e) {
         loom_err_free(e);
-        msg_free(&reply);
-        drop_slot(c, i, "its control connection closed (the process died)");
+        train_msg_free(&reply);
+        train_drop_slot(c, i, "its control connection closed (the process died)");
         return NULL;
     }
     int ok = reply.u.reply.ok;
@@ -252,19 +252,19 @@ static loom_error *ps_take_gradient(edt_coordinator *c, param_server *ps, uint32
                              .epochs = c->job.settings.epochs, .iteration = c->pr.iteration,
                              .steps_per_epoch = c->pr.steps_per_epoch};
         if ((e = ps->f->apply(ps->inst, &si))) {
-            msg_free(&reply);
+            train_msg_free(&reply);
             return loom_err_wrap(e, "parameter server");
         }
         ps->version++;
         c->pr.iteration++;
-        note_progress(c);
+        train_note_progress(c);
         sampler_commit(&c->pr.smp, s->inflight, s->ninflight);
-        add_train_metrics(c, reply.u.reply.train, s->ninflight);
+        train_add_metrics(c, reply.u.reply.train, s->ninflight);
     } else {
         sampler_give_back(&c->pr.smp, s->inflight, s->ninflight);
     }
     s->ninflight = 0;
-    msg_free(&reply);
+    train_msg_free(&reply);
     return NULL;
 }
 
@@ -283,7 +283,7 @@ static loom_error *ps_exchange(edt_coordinator *c, param_server *ps)
             who[n++] = i;
         }
     if (n == 0) {
-        accept_hellos(c, 50);
+        train_accept_hellos(c, 50);
         return NULL;
     }
     if (poll(fds, n, 50) <= 0)
@@ -295,27 +295,27 @@ static loom_error *ps_exchange(edt_coordinator *c, param_server *ps)
         if (e)
             return e;
     }
-    update_snapshot(c, 0);
+    train_update_snapshot(c, 0);
     return NULL;
 }
 
-edt_end run_async(edt_coordinator *c, loom_error **err)
+edt_end train_run_async(edt_coordinator *c, loom_error **err)
 {
     param_server ps;
     memset(&ps, 0, sizeof ps);
     edt_end end = EDT_END_ERROR;
     if ((*err = ps_open(c, &ps)))
         goto out;
-    driver_say(c, "ASYNC: a parameter server in the host; gradients staler than %u updates are dropped",
+    train_driver_say(c, "ASYNC: a parameter server in the host; gradients staler than %u updates are dropped",
                c->job.settings.max_staleness);
     for (;;) {
-        if (stop_asked(c)) {
+        if (train_stop_asked(c)) {
             end = EDT_END_KILLED;
             *err = loom_err(LOOM_E_UNAVAILABLE, "stopped by request");
             break;
         }
-        reap(c);
-        accept_hellos(c, 0);
+        train_reap(c);
+        train_accept_hellos(c, 0);
         if ((*err = async_membership(c)))
             break;
         int r = ps_epoch_boundary(c, &ps, err);

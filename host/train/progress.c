@@ -77,27 +77,27 @@ static void add_progress_line(cJSON *o, const edt_coordinator *c, progress_stage
     cJSON_AddStringToObject(o, "progress", line);
 }
 
-void update_snapshot(edt_coordinator *c, int ended)
+void train_update_snapshot(edt_coordinator *c, int ended)
 {
     const edt_progress *p = &c->pr;
     pthread_mutex_lock(&c->ctl.lock);
     int64_t resize_latency_ms = c->ctl.resize_latency_ms;
     pthread_mutex_unlock(&c->ctl.lock);
     progress_stage stage = current_stage(c, ended);
-    uint32_t members = count_in(c, SLOT_MEMBER);
-    uint32_t starting = count_in(c, SLOT_STARTING) + count_in(c, SLOT_READY);
+    uint32_t members = train_count_in(c, SLOT_MEMBER);
+    uint32_t starting = train_count_in(c, SLOT_STARTING) + train_count_in(c, SLOT_READY);
     double rate = epoch_rate(p);
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "phase", stage_names[stage]);
     add_progress_line(o, c, stage, rate, ended ? 0 : starting, ended ? 0 : members);
     cJSON_AddNumberToObject(o, "epochSamplesPerSecond", rate);
-    cJSON_AddNumberToObject(o, "workers", count_in(c, SLOT_MEMBER));
-    cJSON_AddStringToObject(o, "deviceKind", is_gpu_job(c) ? "gpu" : "cpu");
+    cJSON_AddNumberToObject(o, "workers", train_count_in(c, SLOT_MEMBER));
+    cJSON_AddStringToObject(o, "deviceKind", train_is_gpu_job(c) ? "gpu" : "cpu");
     cJSON *devices = cJSON_AddArrayToObject(o, "workerDevices");
     for (uint32_t i = 0; i < c->m.nslots; i++)
         if (c->m.slots[i].state == SLOT_MEMBER && c->m.slots[i].device >= 0)
             cJSON_AddItemToArray(devices, cJSON_CreateNumber(c->m.slots[i].device));
-    cJSON_AddNumberToObject(o, "targetWorkers", current_target(c));
+    cJSON_AddNumberToObject(o, "targetWorkers", train_current_target(c));
     cJSON_AddNumberToObject(o, "maxWorkers", c->job.settings.engines);
     cJSON_AddNumberToObject(o, "generation", c->m.generation);
     cJSON_AddNumberToObject(o, "epoch", p->epoch);
@@ -130,7 +130,7 @@ void update_snapshot(edt_coordinator *c, int ended)
     pthread_mutex_unlock(&c->ctl.lock);
 }
 
-void start_epoch_clock(edt_coordinator *c)
+void train_start_epoch_clock(edt_coordinator *c)
 {
     if (c->pr.epoch_clock_pending) {
         c->pr.epoch_started_ms = time_mono_ms();
@@ -138,7 +138,7 @@ void start_epoch_clock(edt_coordinator *c)
     }
 }
 
-void add_train_metrics(edt_coordinator *c, const cJSON *train, uint64_t n)
+void train_add_metrics(edt_coordinator *c, const cJSON *train, uint64_t n)
 {
     const cJSON *loss = cJSON_GetObjectItemCaseSensitive(train, "loss");
     const cJSON *acc = cJSON_GetObjectItemCaseSensitive(train, "accuracy");
@@ -165,7 +165,7 @@ static void val_file_signature(const char *path, uint64_t sig[4])
     }
 }
 
-void note_val_list_file(edt_coordinator *c)
+void train_note_val_list_file(edt_coordinator *c)
 {
     char path[PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/val_dict_list.json", c->job.result_dir);
@@ -187,7 +187,7 @@ static void give_to_job(edt_coordinator *c, const char *rel)
     if (fd >= 0)
         close(fd);
     if (e)
-        driver_say(c, "%s", loom_err_message(e));
+        train_driver_say(c, "%s", loom_err_message(e));
     loom_err_free(e);
 }
 
@@ -201,7 +201,7 @@ static void write_val_list(edt_coordinator *c)
     val_file_signature(path, now);
     if (!c->pr.val_file_theirs && memcmp(now, c->pr.val_file_sig, sizeof now) != 0) {
         c->pr.val_file_theirs = 1;
-        driver_say(c, "val_dict_list.json was written by the job itself; the trainer leaves it "
+        train_driver_say(c, "val_dict_list.json was written by the job itself; the trainer leaves it "
                       "as it is");
     }
     if (c->pr.val_file_theirs)
@@ -239,7 +239,7 @@ static cJSON *epoch_record(edt_progress *p, double secs, cJSON *train)
     return e;
 }
 
-void end_epoch(edt_coordinator *c)
+void train_end_epoch(edt_coordinator *c)
 {
     edt_progress *p = &c->pr;
     double secs = (double)(time_mono_ms() - p->epoch_started_ms) / 1000.0;
@@ -255,18 +255,18 @@ void end_epoch(edt_coordinator *c)
     if (p->rewinds)
         snprintf(rewound, sizeof rewound, "; rewound %llu step(s) after losing every worker",
                  (unsigned long long)p->rewound_steps);
-    driver_say(c, "epoch %u/%u: %llu of %llu samples, each once: %s; %.2f s, %.0f samples/s, "
+    train_driver_say(c, "epoch %u/%u: %llu of %llu samples, each once: %s; %.2f s, %.0f samples/s, "
                   "train loss %.4f, %u worker(s)%s",
                p->epoch + 1, c->job.settings.epochs, (unsigned long long)p->smp.committed,
                (unsigned long long)p->smp.n, sampler_epoch_complete(&p->smp) ? "yes" : "NO", secs,
                p->last_rate, p->loss_n ? p->loss_sum / (double)p->loss_n : 0,
-               count_in(c, SLOT_MEMBER), rewound);
+               train_count_in(c, SLOT_MEMBER), rewound);
     p->rewound_steps = 0;
     p->rewinds = 0;
     uint32_t done = p->epoch + 1;
     if (done > p->logged_through) {
         logger_set_train_json(c->driver_loggers, train, p->iteration, done,
-                              count_in(c, SLOT_MEMBER));
+                              train_count_in(c, SLOT_MEMBER));
         p->logged_through = done;
     }
     const edt_settings *s = &c->job.settings;
@@ -286,16 +286,16 @@ void end_epoch(edt_coordinator *c)
     }
 }
 
-void keep_job_metrics(edt_coordinator *c, int32_t split, cJSON *metrics, uint32_t epoch)
+void train_keep_job_metrics(edt_coordinator *c, int32_t split, cJSON *metrics, uint32_t epoch)
 {
     cJSON_Delete(c->job_metrics_doc);
     c->job_metrics_doc = metrics;
     c->job_metrics = (msg_job_metrics){.present = metrics != NULL, .split = split,
-                                       .epoch = epoch, .workers = count_in(c, SLOT_MEMBER),
+                                       .epoch = epoch, .workers = train_count_in(c, SLOT_MEMBER),
                                        .iteration = c->pr.iteration, .metrics = metrics};
 }
 
-void record_validation(edt_coordinator *c, cJSON *metrics, uint64_t n)
+void train_record_validation(edt_coordinator *c, cJSON *metrics, uint64_t n)
 {
     edt_progress *p = &c->pr;
     cJSON *entry = cJSON_CreateObject();
@@ -307,13 +307,13 @@ void record_validation(edt_coordinator *c, cJSON *metrics, uint64_t n)
     write_val_list(c);
     logger_set_test_json(c->driver_loggers, metrics, p->iteration, p->epoch);
     /* the epoch validated, counted from 0 as the adapters count it */
-    keep_job_metrics(c, LOOM_SPLIT_TEST, cJSON_Duplicate(metrics, 1), p->epoch ? p->epoch - 1 : 0);
+    train_keep_job_metrics(c, LOOM_SPLIT_TEST, cJSON_Duplicate(metrics, 1), p->epoch ? p->epoch - 1 : 0);
     char line[256] = "";
     cJSON_ArrayForEach(v, metrics) {
         size_t used = strlen(line);
         snprintf(line + used, sizeof line - used, " %s %.4f", v->string, v->valuedouble);
     }
-    driver_say(c, "validation after epoch %u on %llu test samples:%s", p->epoch,
+    train_driver_say(c, "validation after epoch %u on %llu test samples:%s", p->epoch,
                (unsigned long long)n, line);
     cJSON_Delete(p->last_test);
     p->last_test = metrics;
@@ -322,7 +322,7 @@ void record_validation(edt_coordinator *c, cJSON *metrics, uint64_t n)
 void checkpoint_saved(edt_coordinator *c, const char *path)
 {
     c->pr.checkpointed_through = c->pr.epoch;
-    driver_say(c, "checkpoint %s", path);
+    train_driver_say(c, "checkpoint %s", path);
     if (c->job.checkpoints_keep <= 0)
         return;
     char dir[PATH_MAX + 16];
@@ -330,12 +330,12 @@ void checkpoint_saved(edt_coordinator *c, const char *path)
     int best = checkpoint_best_epoch(c->pr.val_list);
     int removed = checkpoint_prune(dir, c->job.checkpoints_keep, best);
     if (removed)
-        driver_say(c, "removed %d older checkpoint(s): the newest %d%s are kept (loom serve "
+        train_driver_say(c, "removed %d older checkpoint(s): the newest %d%s are kept (loom serve "
                       "--checkpoints-keep)",
                    removed, c->job.checkpoints_keep, best >= 0 ? " and the best" : "");
 }
 
-void save_model_spec(edt_coordinator *c)
+void train_save_model_spec(edt_coordinator *c)
 {
     /* Within the exec folder, the job's: copied beneath it. */
     char spec_copy[PATH_MAX + 32];
@@ -345,7 +345,7 @@ void save_model_spec(edt_coordinator *c)
                                              spec_copy, 0644)
                         : NULL;
     if (e)
-        driver_say(c, "the training spec was not kept beside the model: %s",
+        train_driver_say(c, "the training spec was not kept beside the model: %s",
                    loom_err_message(e));
     loom_err_free(e);
 }

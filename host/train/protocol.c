@@ -23,7 +23,7 @@ static socklen_t abstract_addr(const char *name, struct sockaddr_un *a)
     return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
 }
 
-loom_error *msg_listen(const char *name, int *out)
+loom_error *train_msg_listen(const char *name, int *out)
 {
     struct sockaddr_un a;
     socklen_t len = abstract_addr(name, &a);
@@ -38,7 +38,7 @@ loom_error *msg_listen(const char *name, int *out)
     return NULL;
 }
 
-loom_error *msg_connect(const char *name, int *out)
+loom_error *train_msg_connect(const char *name, int *out)
 {
     struct sockaddr_un a;
     socklen_t len = abstract_addr(name, &a);
@@ -102,29 +102,29 @@ static loom_error *read_all(int fd, void *buf, size_t n, int64_t deadline_ms)
     return NULL;
 }
 
-loom_error *msg_send(int fd, const msg *m, const void *blob, size_t len)
+loom_error *train_msg_send(int fd, const msg *m, const void *blob, size_t len)
 {
-    cJSON *doc = msg_encode(m);
+    cJSON *doc = train_msg_encode(m);
     if (doc && blob)
         cJSON_AddNumberToObject(doc, "blob", (double)len);
     char *text = doc ? cJSON_PrintUnformatted(doc) : NULL;
     cJSON_Delete(doc);
     if (!text)
-        return loom_err(LOOM_E_INTERNAL, "out of memory encoding a %s message", msg_kind_name(m->kind));
+        return loom_err(LOOM_E_INTERNAL, "out of memory encoding a %s message", train_msg_kind_name(m->kind));
     size_t n = strlen(text);
     unsigned char head[4] = {(unsigned char)n, (unsigned char)(n >> 8), (unsigned char)(n >> 16),
                              (unsigned char)(n >> 24)};
     loom_error *e = NULL;
     if (n > MSG_MAX_BYTES)
         e = loom_err(LOOM_E_TOO_LARGE, "a %s message of %zu bytes is over the limit",
-                     msg_kind_name(m->kind), n);
+                     train_msg_kind_name(m->kind), n);
     else if (write_all(fd, head, 4) || write_all(fd, text, n) || (blob && write_all(fd, blob, len)))
         e = loom_err(LOOM_E_UNAVAILABLE, "control connection lost: %s", strerror(errno));
     free(text);
     return e;
 }
 
-loom_error *msg_recv(int fd, int64_t deadline_ms, msg *out)
+loom_error *train_msg_recv(int fd, int64_t deadline_ms, msg *out)
 {
     memset(out, 0, sizeof *out);
     unsigned char head[4];
@@ -147,10 +147,10 @@ loom_error *msg_recv(int fd, int64_t deadline_ms, msg *out)
     free(text);
     if (!doc)
         return loom_err(LOOM_E_INVALID, "malformed message: not JSON");
-    return msg_decode(doc, out);
+    return train_msg_decode(doc, out);
 }
 
-loom_error *msg_recv_blob(int fd, const msg *m, void *buf, size_t len, int64_t deadline_ms)
+loom_error *train_msg_recv_blob(int fd, const msg *m, void *buf, size_t len, int64_t deadline_ms)
 {
     if (m->blob != len)
         return loom_err(LOOM_E_INVALID, "expected %zu bytes after the message, it announces %llu",

@@ -7,7 +7,7 @@
  * and the gradients follow its REPLY as raw bytes (the "blob").
  *
  * The schema is declared here once: every message names its kind in "t",
- * and msg_encode/msg_decode (protocol_codec.c), which msg_send/msg_recv
+ * and train_msg_encode/train_msg_decode (protocol_codec.c), which train_msg_send/train_msg_recv
  * call, are the only places that turn them into JSON and back. A kind or a
  * field this side does not know is refused with its name, so the two sides
  * can never silently disagree.
@@ -51,8 +51,8 @@ typedef enum plan_action {
 } plan_action;
 
 /* "hello", "plan", ... / "step", "validate", ... (NULL for no such value). */
-const char *msg_kind_name(msg_kind kind);
-const char *plan_action_name(plan_action action);
+const char *train_msg_kind_name(msg_kind kind);
+const char *train_plan_action_name(plan_action action);
 
 typedef struct msg_hello {
     uint32_t slot;
@@ -63,7 +63,7 @@ typedef struct msg_hello {
 
 /* A step's samples on one worker, in micro-batches: sizes[k] samples of
  * `samples` (in order) each, its gradient scaled by scales[k]. Encoding
- * reads the arrays; decoding allocates them (msg_free releases them). */
+ * reads the arrays; decoding allocates them (train_msg_free releases them). */
 typedef struct msg_batch {
     uint64_t *samples;
     uint32_t *sizes;
@@ -160,32 +160,32 @@ typedef struct msg {
 } msg;
 
 /* Listens on abstract socket `name`; the fd in *fd. */
-loom_error *msg_listen(const char *name, int *fd);
+loom_error *train_msg_listen(const char *name, int *fd);
 /* Connects to abstract socket `name`; the fd in *fd. */
-loom_error *msg_connect(const char *name, int *fd);
+loom_error *train_msg_connect(const char *name, int *fd);
 
 /* Encodes and sends one message, then `len` bytes of `blob` after it (0:
  * none). LOOM_E_UNAVAILABLE when the peer is gone. */
-loom_error *msg_send(int fd, const msg *m, const void *blob, size_t len);
+loom_error *train_msg_send(int fd, const msg *m, const void *blob, size_t len);
 
 /* Receives and decodes one message, waiting at most until deadline_ms
  * (time_mono_ms clock; 0 = forever). Codes: LOOM_E_UNAVAILABLE (the peer
  * closed the connection), LOOM_E_DEADLINE, LOOM_E_INVALID (malformed, an
- * unknown kind or a missing field, named). Free *out with msg_free. */
-loom_error *msg_recv(int fd, int64_t deadline_ms, msg *out);
+ * unknown kind or a missing field, named). Free *out with train_msg_free. */
+loom_error *train_msg_recv(int fd, int64_t deadline_ms, msg *out);
 
 /* Reads the bytes a received message announced into buf (exactly `len`;
  * LOOM_E_INVALID when it announced another count). */
-loom_error *msg_recv_blob(int fd, const msg *m, void *buf, size_t len, int64_t deadline_ms);
+loom_error *train_msg_recv_blob(int fd, const msg *m, void *buf, size_t len, int64_t deadline_ms);
 
-/* Frees a message msg_recv or msg_decode filled. */
-void msg_free(msg *m);
+/* Frees a message train_msg_recv or train_msg_decode filled. */
+void train_msg_free(msg *m);
 
 /* The encoding and decoding alone (no socket): the wire JSON of `m`, and
- * back. msg_decode takes `doc` over (on failure too, freeing it and
- * anything it allocated). msg_free is for decoded messages only: one built
+ * back. train_msg_decode takes `doc` over (on failure too, freeing it and
+ * anything it allocated). train_msg_free is for decoded messages only: one built
  * to send keeps the caller's own arrays and strings. */
-cJSON *msg_encode(const msg *m);
-loom_error *msg_decode(cJSON *doc, msg *out);
+cJSON *train_msg_encode(const msg *m);
+loom_error *train_msg_decode(cJSON *doc, msg *out);
 
 #endif

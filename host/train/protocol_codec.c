@@ -18,12 +18,12 @@ static const char *const action_names[] = {
 };
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
-const char *msg_kind_name(msg_kind kind)
+const char *train_msg_kind_name(msg_kind kind)
 {
     return kind > 0 && (size_t)kind < COUNT(kind_names) ? kind_names[kind] : NULL;
 }
 
-const char *plan_action_name(plan_action action)
+const char *train_plan_action_name(plan_action action)
 {
     return action > 0 && (size_t)action < COUNT(action_names) ? action_names[action] : NULL;
 }
@@ -108,7 +108,7 @@ static void encode_plan(cJSON *o, const msg_plan *p)
         encode_join(o, &p->join);
     if (p->has_join && p->load)
         cJSON_AddStringToObject(o, "load", p->load);
-    cJSON_AddStringToObject(o, "do", plan_action_name(p->action));
+    cJSON_AddStringToObject(o, "do", train_plan_action_name(p->action));
     if (p->job_metrics.present) {
         cJSON *j = cJSON_AddObjectToObject(o, "job_metrics");
         cJSON_AddNumberToObject(j, "split", p->job_metrics.split);
@@ -148,9 +148,9 @@ static void encode_reply(cJSON *o, const msg_reply *r)
         cJSON_AddItemToObject(o, "eval", cJSON_Duplicate(r->eval, 1));
 }
 
-cJSON *msg_encode(const msg *m)
+cJSON *train_msg_encode(const msg *m)
 {
-    const char *kind = msg_kind_name(m->kind);
+    const char *kind = train_msg_kind_name(m->kind);
     if (!kind)
         return NULL;
     cJSON *o = cJSON_CreateObject();
@@ -511,7 +511,7 @@ static loom_error *decode_body(const cJSON *o, msg *m)
     return NULL;
 }
 
-loom_error *msg_decode(cJSON *doc, msg *out)
+loom_error *train_msg_decode(cJSON *doc, msg *out)
 {
     memset(out, 0, sizeof *out);
     out->doc = doc;
@@ -528,14 +528,14 @@ loom_error *msg_decode(cJSON *doc, msg *out)
         e = loom_err(LOOM_E_INVALID, "unknown message kind \"%s\" (expected hello, plan, work, exit or reply)",
                      t->valuestring);
     if (!e)
-        e = known_fields_only(doc, msg_kind_name(out->kind), kind_fields[out->kind]);
+        e = known_fields_only(doc, train_msg_kind_name(out->kind), kind_fields[out->kind]);
     if (!e)
-        e = get_u64(doc, msg_kind_name(out->kind), "blob", 0, &out->blob);
+        e = get_u64(doc, train_msg_kind_name(out->kind), "blob", 0, &out->blob);
     if (!e)
         e = decode_body(doc, out);
 out:
     if (e)
-        msg_free(out);
+        train_msg_free(out);
     return e;
 }
 
@@ -547,7 +547,7 @@ static void batch_free(msg_batch *b)
     free(b->step_mbs);
 }
 
-void msg_free(msg *m)
+void train_msg_free(msg *m)
 {
     if (!m)
         return;

@@ -112,7 +112,7 @@ loom_error *recovery_rewind(edt_coordinator *c)
     c->pr.rewinds++;
     c->commit_next = 0; /* the reduced step died with its workers */
     snprintf(c->load_path, sizeof c->load_path, "%s", r->path);
-    driver_say(c, "every worker holding the state was lost: rewound %llu step(s) to epoch %u, "
+    train_driver_say(c, "every worker holding the state was lost: rewound %llu step(s) to epoch %u, "
                   "step %llu (%s)", (unsigned long long)lost, r->pr.epoch + 1,
                (unsigned long long)r->pr.iteration,
                r->path[0] ? r->path : "the initial weights");

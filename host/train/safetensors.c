@@ -19,7 +19,7 @@
 
 
 /* Every byte-sized dtype the format defines; loom's own five come first so
- * st_dtype_name finds them. Sub-byte ones (F4, F6_E2M3, F6_E3M2) are left
+ * safetensors_dtype_name finds them. Sub-byte ones (F4, F6_E2M3, F6_E3M2) are left
  * out on purpose: their sizes are not whole bytes per element. */
 static const st_dtype_desc st_dtypes[] = {
     {"F32", LOOM_DTYPE_F32, 4},      {"F64", LOOM_DTYPE_F64, 8},
@@ -34,7 +34,7 @@ static const st_dtype_desc st_dtypes[] = {
 };
 #define ST_NDTYPES (sizeof st_dtypes / sizeof st_dtypes[0])
 
-const st_dtype_desc *st_dtype_by_loom(int32_t dtype)
+const st_dtype_desc *safetensors_dtype_by_loom(int32_t dtype)
 {
     if (dtype == ST_DTYPE_OTHER)
         return NULL;
@@ -44,7 +44,7 @@ const st_dtype_desc *st_dtype_by_loom(int32_t dtype)
     return NULL;
 }
 
-const st_dtype_desc *st_dtype_by_name(const char *name)
+const st_dtype_desc *safetensors_dtype_by_name(const char *name)
 {
     for (size_t i = 0; i < ST_NDTYPES; i++)
         if (strcmp(st_dtypes[i].name, name) == 0)
@@ -52,21 +52,21 @@ const st_dtype_desc *st_dtype_by_name(const char *name)
     return NULL;
 }
 
-const char *st_dtype_name(int32_t dtype)
+const char *safetensors_dtype_name(int32_t dtype)
 {
-    const st_dtype_desc *d = st_dtype_by_loom(dtype);
+    const st_dtype_desc *d = safetensors_dtype_by_loom(dtype);
     return d ? d->name : NULL;
 }
 
-uint32_t st_dtype_size(int32_t dtype)
+uint32_t safetensors_dtype_size(int32_t dtype)
 {
-    const st_dtype_desc *d = st_dtype_by_loom(dtype);
+    const st_dtype_desc *d = safetensors_dtype_by_loom(dtype);
     return d ? d->size : 0;
 }
 
 /* ---- small helpers ---- */
 
-char *st_dup_str(const char *s)
+char *safetensors_dup_str(const char *s)
 {
     size_t n = strlen(s) + 1;
     char *p = malloc(n);
@@ -75,7 +75,7 @@ char *st_dup_str(const char *s)
     return p;
 }
 
-int st_byte_count(uint32_t elem_size, const int64_t *shape, uint32_t ndim, uint64_t *out)
+int safetensors_byte_count(uint32_t elem_size, const int64_t *shape, uint32_t ndim, uint64_t *out)
 {
     for (uint32_t i = 0; i < ndim; i++) {
         if (shape[i] == 0) {
@@ -94,7 +94,7 @@ int st_byte_count(uint32_t elem_size, const int64_t *shape, uint32_t ndim, uint6
     return 0;
 }
 
-const char *st_format_shape(const int64_t *shape, uint32_t ndim, char *buf, size_t len)
+const char *safetensors_format_shape(const int64_t *shape, uint32_t ndim, char *buf, size_t len)
 {
     size_t used = (size_t)snprintf(buf, len, "[");
     for (uint32_t i = 0; i < ndim && used < len; i++)
@@ -105,7 +105,7 @@ const char *st_format_shape(const int64_t *shape, uint32_t ndim, char *buf, size
     return buf;
 }
 
-size_t st_utf8_invalid_at(const uint8_t *s, size_t len)
+size_t safetensors_utf8_invalid_at(const uint8_t *s, size_t len)
 {
     size_t i = 0;
     while (i < len) {
@@ -144,9 +144,9 @@ size_t st_utf8_invalid_at(const uint8_t *s, size_t len)
     return len;
 }
 
-int st_utf8_valid_str(const char *s)
+int safetensors_utf8_valid_str(const char *s)
 {
     size_t n = strlen(s);
-    return st_utf8_invalid_at((const uint8_t *)s, n) == n;
+    return safetensors_utf8_invalid_at((const uint8_t *)s, n) == n;
 }
 

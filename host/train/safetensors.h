@@ -15,7 +15,7 @@
  * multiple of its element size (the safetensors library's own layout); the
  * header padded with spaces so the data section starts 8-byte aligned.
  *
- * Reader: st_open validates the whole file before returning (header size and
+ * Reader: safetensors_open validates the whole file before returning (header size and
  * JSON, every entry's types, dtypes, shapes, offsets, sizes, overlaps, gaps,
  * metadata) so callers can trust every st_tensor_info it hands out. Every
  * error message starts with the file's path (or the buffer's label) and says
@@ -28,7 +28,7 @@
  * tensor can still be opened for its F32 ones. Sub-byte dtypes (F4, F6_*)
  * and unknown names are refused. Little-endian hosts only, like the format.
  *
- * Threads: an st_file is read-only after st_open and may be read from any
+ * Threads: an st_file is read-only after safetensors_open and may be read from any
  * number of threads; an st_writer belongs to one thread at a time.
  */
 #ifndef LOOM_TRAIN_SAFETENSORS_H
@@ -53,46 +53,46 @@
 typedef struct st_writer st_writer;
 
 /* NULL only when out of memory. */
-st_writer *st_writer_new(void);
+st_writer *safetensors_writer_new(void);
 
 /* Adds one tensor. `dtype` is a loom_dtype; `shape` has `ndim` (at most
  * LOOM_MAX_DIMS) non-negative dims; `nbytes` must equal the dtype's size
  * times the product of the shape. `data` (host memory, little-endian) is
  * REFERENCED, not copied: it must stay valid and unchanged until
- * st_writer_commit returns (or st_writer_free). `name` is copied; it must be
+ * safetensors_writer_commit returns (or safetensors_writer_free). `name` is copied; it must be
  * non-empty UTF-8, not "__metadata__", and unique in this writer.
  * LOOM_E_INVALID naming the tensor otherwise (nothing added). */
-loom_error *st_writer_add(st_writer *w, const char *name, int32_t dtype, const int64_t *shape,
+loom_error *safetensors_writer_add(st_writer *w, const char *name, int32_t dtype, const int64_t *shape,
                           uint32_t ndim, const void *data, uint64_t nbytes);
 
-/* st_writer_add for a plugin's tensor view (name, dtype, shape, data,
+/* safetensors_writer_add for a plugin's tensor view (name, dtype, shape, data,
  * nbytes). Refuses device memory (on_device = 1): copy it to the host first. */
-loom_error *st_writer_add_view(st_writer *w, const loom_tensor_view *view);
+loom_error *safetensors_writer_add_view(st_writer *w, const loom_tensor_view *view);
 
 /* Sets (or replaces) one "__metadata__" entry; key and value are copied and
  * must be UTF-8. 0, or -1 on a NULL/invalid string or out of memory. */
-int st_writer_set_metadata(st_writer *w, const char *key, const char *value);
+int safetensors_writer_set_metadata(st_writer *w, const char *key, const char *value);
 
 /* Writes everything added so far to `path`: a temporary file in the same
  * directory, fsync, rename over `path`, fsync the directory. On failure the
  * temporary file is removed and `path` is untouched. The writer stays
  * usable (commit again, add more). */
-loom_error *st_writer_commit(st_writer *w, const char *path);
+loom_error *safetensors_writer_commit(st_writer *w, const char *path);
 
-void st_writer_free(st_writer *w);
+void safetensors_writer_free(st_writer *w);
 
 /* ---- reader ---- */
 
 typedef struct st_file st_file;
 
 typedef struct st_tensor_info {
-    const char *name;       /* valid until st_close */
+    const char *name;       /* valid until safetensors_close */
     int32_t dtype;          /* loom_dtype, or ST_DTYPE_OTHER */
     const char *dtype_name; /* the file's dtype: "F32", "BF16", ... (static) */
     uint32_t elem_size;     /* bytes per element */
     uint32_t ndim;
     int64_t shape[LOOM_MAX_DIMS]; /* dims past ndim are 0 */
-    /* nbytes bytes, valid until st_close. The data section starts 8-byte
+    /* nbytes bytes, valid until safetensors_close. The data section starts 8-byte
      * aligned, so a tensor is aligned for its type when the writer laid
      * tensors out largest element first (loom, the safetensors library);
      * for other files check (uintptr_t)data % elem_size or memcpy. */
@@ -107,37 +107,37 @@ typedef struct st_tensor_info {
  * NULL and the error names the file: LOOM_E_NOT_FOUND (no such file),
  * LOOM_E_TOO_LARGE (over max_bytes or a limit of the format),
  * LOOM_E_INVALID (not a valid safetensors file), LOOM_E_INTERNAL. */
-loom_error *st_open(const char *path, uint64_t max_bytes, st_file **out);
+loom_error *safetensors_open(const char *path, uint64_t max_bytes, st_file **out);
 /* The same from a file already open (taken: closed also on failure), for
  * a file opened through util/user_tree; `label` names it in errors. */
-loom_error *st_open_fd(int fd, const char *label, uint64_t max_bytes, st_file **out);
+loom_error *safetensors_open_fd(int fd, const char *label, uint64_t max_bytes, st_file **out);
 
 /* The same on memory: `data` is only read during the call (the tensors are
  * copied). `label` names the buffer in messages (NULL: "<buffer>"). */
-loom_error *st_open_buffer(const void *data, size_t len, const char *label, st_file **out);
+loom_error *safetensors_open_buffer(const void *data, size_t len, const char *label, st_file **out);
 
 /* Number of tensors. Index order is name order (byte-wise strcmp). */
-uint32_t st_count(const st_file *f);
+uint32_t safetensors_count(const st_file *f);
 /* Fills *out for tensor i. 0, or -1 when i is out of range. */
-int st_tensor(const st_file *f, uint32_t i, st_tensor_info *out);
+int safetensors_tensor(const st_file *f, uint32_t i, st_tensor_info *out);
 /* Fills *out for the tensor called `name`. 0, or -1 when there is none. */
-int st_find(const st_file *f, const char *name, st_tensor_info *out);
+int safetensors_find(const st_file *f, const char *name, st_tensor_info *out);
 
-/* A "__metadata__" value, or NULL. Valid until st_close. */
-const char *st_metadata(const st_file *f, const char *key);
-uint32_t st_metadata_count(const st_file *f);
+/* A "__metadata__" value, or NULL. Valid until safetensors_close. */
+const char *safetensors_metadata(const st_file *f, const char *key);
+uint32_t safetensors_metadata_count(const st_file *f);
 /* Entry i in key order. 0, or -1 when i is out of range. */
-int st_metadata_at(const st_file *f, uint32_t i, const char **key,
+int safetensors_metadata_at(const st_file *f, uint32_t i, const char **key,
                    const char **value);
 
-/* The file's label (path or buffer label) as given to st_open*. */
-const char *st_label(const st_file *f);
+/* The file's label (path or buffer label) as given to safetensors_open*. */
+const char *safetensors_label(const st_file *f);
 
-void st_close(st_file *f);
+void safetensors_close(st_file *f);
 
 /* "F32", ... for a loom_dtype, or NULL. */
-const char *st_dtype_name(int32_t dtype);
+const char *safetensors_dtype_name(int32_t dtype);
 /* Bytes per element of a loom_dtype, or 0. */
-uint32_t st_dtype_size(int32_t dtype);
+uint32_t safetensors_dtype_size(int32_t dtype);
 
 #endif

@@ -32,18 +32,18 @@ typedef struct st_wmeta {
 } st_wmeta;
 
 /* The table entry of a loom_dtype / a safetensors dtype name, or NULL. */
-const st_dtype_desc *st_dtype_by_loom(int32_t dtype);
-const st_dtype_desc *st_dtype_by_name(const char *name);
+const st_dtype_desc *safetensors_dtype_by_loom(int32_t dtype);
+const st_dtype_desc *safetensors_dtype_by_name(const char *name);
 
-char *st_dup_str(const char *s);
+char *safetensors_dup_str(const char *s);
 /* elem_size * product(shape) into *out; -1 when it does not fit 64 bits.
  * A zero dimension makes the count 0 however large the others are. */
-int st_byte_count(uint32_t elem_size, const int64_t *shape, uint32_t ndim, uint64_t *out);
+int safetensors_byte_count(uint32_t elem_size, const int64_t *shape, uint32_t ndim, uint64_t *out);
 /* "[20, 20]" into buf (truncated if needed). */
-const char *st_format_shape(const int64_t *shape, uint32_t ndim, char *buf, size_t len);
+const char *safetensors_format_shape(const int64_t *shape, uint32_t ndim, char *buf, size_t len);
 /* Offset of the first byte that breaks UTF-8 (overlong forms, surrogates and
  * code points past U+10FFFF included), or len when all is well. */
-size_t st_utf8_invalid_at(const uint8_t *s, size_t len);
-int st_utf8_valid_str(const char *s);
+size_t safetensors_utf8_invalid_at(const uint8_t *s, size_t len);
+int safetensors_utf8_valid_str(const char *s);
 
 #endif

@@ -49,7 +49,7 @@ struct st_file {
  * never arithmetic on NULL. */
 static const uint64_t st_empty_data[1];
 
-void st_close(st_file *f)
+void safetensors_close(st_file *f)
 {
     if (!f)
         return;
@@ -122,7 +122,7 @@ static loom_error *parse_tensor(const char *label, const cJSON *entry, st_rtenso
     if (!cJSON_IsString(dtype))
         return loom_err(LOOM_E_INVALID, "%s: tensor '%s': \"dtype\" must be a string, got %s", label,
                         name, json_type_name(dtype));
-    t->dtype = st_dtype_by_name(dtype->valuestring);
+    t->dtype = safetensors_dtype_by_name(dtype->valuestring);
     if (!t->dtype)
         return loom_err(LOOM_E_INVALID, "%s: tensor '%s': unsupported dtype '%s' (expected F32, F64, I32, I64, U8 or another byte-sized safetensors dtype)",
                         label, name, dtype->valuestring);
@@ -173,13 +173,13 @@ static loom_error *parse_tensor(const char *label, const cJSON *entry, st_rtenso
                         label, name, t->begin, t->end, data_len);
     char shape_text[256];
     uint64_t need;
-    if (st_byte_count(t->dtype->size, t->shape, t->ndim, &need) != 0)
+    if (safetensors_byte_count(t->dtype->size, t->shape, t->ndim, &need) != 0)
         return loom_err(LOOM_E_INVALID, "%s: tensor '%s': %s %s overflows a 64-bit byte count", label, name,
-                        t->dtype->name, st_format_shape(t->shape, t->ndim, shape_text, sizeof shape_text));
+                        t->dtype->name, safetensors_format_shape(t->shape, t->ndim, shape_text, sizeof shape_text));
     if (need != t->end - t->begin)
         return loom_err(LOOM_E_INVALID, "%s: tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 "] hold %" PRIu64 " bytes, %s %s needs %" PRIu64,
                         label, name, t->begin, t->end, t->end - t->begin, t->dtype->name,
-                        st_format_shape(t->shape, t->ndim, shape_text, sizeof shape_text), need);
+                        safetensors_format_shape(t->shape, t->ndim, shape_text, sizeof shape_text), need);
     return NULL;
 }
 
@@ -198,9 +198,9 @@ static loom_error *parse_metadata(const char *label, const cJSON *obj, st_file *
             return loom_err(LOOM_E_INVALID, "%s: \"__metadata__\" value for '%s' must be a string, got %s",
                         label, item->string, json_type_name(item));
         st_wmeta *m = &f->meta[f->meta_count];
-        m->key = st_dup_str(item->string);
-        m->value = st_dup_str(item->valuestring);
-        f->meta_count++; /* counted before the check so st_close frees both */
+        m->key = safetensors_dup_str(item->string);
+        m->value = safetensors_dup_str(item->valuestring);
+        f->meta_count++; /* counted before the check so safetensors_close frees both */
         if (!m->key || !m->value)
             return loom_err(LOOM_E_INTERNAL, "%s: out of memory", label);
     }
@@ -283,7 +283,7 @@ static loom_error *parse_header(const char *label, const uint8_t *buf, size_t le
                         label, *header_len, len - 8);
     const uint8_t *header = buf + 8;
     size_t hlen = (size_t)*header_len;
-    size_t bad = st_utf8_invalid_at(header, hlen);
+    size_t bad = safetensors_utf8_invalid_at(header, hlen);
     if (bad < hlen)
         return loom_err(LOOM_E_INVALID, "%s: header is not valid UTF-8 (byte %zu)", label, bad);
     /* JSON allows no raw control characters, and a NUL would cut names short. */
@@ -340,7 +340,7 @@ static loom_error *parse_entries(st_file *f, const cJSON *root, uint64_t data_le
             continue;
         }
         st_rtensor *t = &f->tensors[f->count];
-        t->name = st_dup_str(item->string);
+        t->name = safetensors_dup_str(item->string);
         if (!t->name)
             return loom_err(LOOM_E_INTERNAL, "%s: out of memory", label);
         f->count++;
@@ -383,7 +383,7 @@ static loom_error *file_new(const char *label, st_file **out)
 {
     st_file *f = calloc(1, sizeof *f);
     if (f)
-        f->label = st_dup_str(label);
+        f->label = safetensors_dup_str(label);
     if (!f || !f->label) {
         free(f);
         return loom_err(LOOM_E_INTERNAL, "%s: out of memory", label);
@@ -411,7 +411,7 @@ static loom_error *copy_data(st_file *f, const uint8_t *src)
     return NULL;
 }
 
-loom_error *st_open_buffer(const void *data, size_t len, const char *label, st_file **out)
+loom_error *safetensors_open_buffer(const void *data, size_t len, const char *label, st_file **out)
 {
     *out = NULL;
     if (!label)
@@ -424,7 +424,7 @@ loom_error *st_open_buffer(const void *data, size_t len, const char *label, st_f
         return e;
     uint64_t off;
     if ((e = parse_file(f, data, len, &off)) || (e = copy_data(f, (const uint8_t *)data + off))) {
-        st_close(f);
+        safetensors_close(f);
         return e;
     }
     *out = f;
@@ -478,7 +478,7 @@ static loom_error *open_mapped(const char *path, void *map, size_t size, st_file
     f->map_len = size;
     uint64_t off;
     if ((e = parse_file(f, map, size, &off))) {
-        st_close(f);
+        safetensors_close(f);
         return e;
     }
     if (off % ST_DATA_ALIGN == 0) {
@@ -487,7 +487,7 @@ static loom_error *open_mapped(const char *path, void *map, size_t size, st_file
         /* A writer that did not pad its header: copy so every tensor is
          * aligned for its element type, then let the mapping go. */
         if ((e = copy_data(f, (const uint8_t *)map + off))) {
-            st_close(f);
+            safetensors_close(f);
             return e;
         }
         munmap(f->map, f->map_len);
@@ -497,19 +497,19 @@ static loom_error *open_mapped(const char *path, void *map, size_t size, st_file
     return NULL;
 }
 
-loom_error *st_open(const char *path, uint64_t max_bytes, st_file **out)
+loom_error *safetensors_open(const char *path, uint64_t max_bytes, st_file **out)
 {
     *out = NULL;
     if (!path || !*path)
-        return loom_err(LOOM_E_INVALID, "st_open: no path given");
+        return loom_err(LOOM_E_INVALID, "safetensors_open: no path given");
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return loom_err(errno == ENOENT ? LOOM_E_NOT_FOUND : LOOM_E_INVALID, "%s: cannot open: %s",
                         path, strerror(errno));
-    return st_open_fd(fd, path, max_bytes, out);
+    return safetensors_open_fd(fd, path, max_bytes, out);
 }
 
-loom_error *st_open_fd(int fd, const char *label, uint64_t max_bytes, st_file **out)
+loom_error *safetensors_open_fd(int fd, const char *label, uint64_t max_bytes, st_file **out)
 {
     *out = NULL;
     void *map = NULL;
@@ -518,7 +518,7 @@ loom_error *st_open_fd(int fd, const char *label, uint64_t max_bytes, st_file **
     return e ? e : open_mapped(label, map, size, out);
 }
 
-uint32_t st_count(const st_file *f)
+uint32_t safetensors_count(const st_file *f)
 {
     return f ? f->count : 0;
 }
@@ -537,7 +537,7 @@ static void fill_info(const st_file *f, const st_rtensor *t, st_tensor_info *out
     out->nbytes = t->end - t->begin;
 }
 
-int st_tensor(const st_file *f, uint32_t i, st_tensor_info *out)
+int safetensors_tensor(const st_file *f, uint32_t i, st_tensor_info *out)
 {
     if (!f || !out || i >= f->count)
         return -1;
@@ -545,7 +545,7 @@ int st_tensor(const st_file *f, uint32_t i, st_tensor_info *out)
     return 0;
 }
 
-int st_find(const st_file *f, const char *name, st_tensor_info *out)
+int safetensors_find(const st_file *f, const char *name, st_tensor_info *out)
 {
     if (!f || !name || !out || f->count == 0)
         return -1;
@@ -558,7 +558,7 @@ int st_find(const st_file *f, const char *name, st_tensor_info *out)
     return 0;
 }
 
-const char *st_metadata(const st_file *f, const char *key)
+const char *safetensors_metadata(const st_file *f, const char *key)
 {
     if (!f || !key || f->meta_count == 0)
         return NULL;
@@ -567,12 +567,12 @@ const char *st_metadata(const st_file *f, const char *key)
     return m ? m->value : NULL;
 }
 
-uint32_t st_metadata_count(const st_file *f)
+uint32_t safetensors_metadata_count(const st_file *f)
 {
     return f ? f->meta_count : 0;
 }
 
-int st_metadata_at(const st_file *f, uint32_t i, const char **key, const char **value)
+int safetensors_metadata_at(const st_file *f, uint32_t i, const char **key, const char **value)
 {
     if (!f || i >= f->meta_count)
         return -1;
@@ -583,7 +583,7 @@ int st_metadata_at(const st_file *f, uint32_t i, const char **key, const char **
     return 0;
 }
 
-const char *st_label(const st_file *f)
+const char *safetensors_label(const st_file *f)
 {
     return f ? f->label : NULL;
 }

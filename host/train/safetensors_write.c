@@ -31,7 +31,7 @@ typedef struct st_wtensor {
     int64_t shape[LOOM_MAX_DIMS];
     const void *data;
     uint64_t nbytes;
-    uint64_t offset; /* in the data section; set by st_writer_commit */
+    uint64_t offset; /* in the data section; set by safetensors_writer_commit */
 } st_wtensor;
 
 struct st_writer {
@@ -41,12 +41,12 @@ struct st_writer {
     uint32_t meta_count, meta_cap;
 };
 
-st_writer *st_writer_new(void)
+st_writer *safetensors_writer_new(void)
 {
     return calloc(1, sizeof(st_writer));
 }
 
-void st_writer_free(st_writer *w)
+void safetensors_writer_free(st_writer *w)
 {
     if (!w)
         return;
@@ -61,16 +61,16 @@ void st_writer_free(st_writer *w)
     free(w);
 }
 
-loom_error *st_writer_add(st_writer *w, const char *name, int32_t dtype, const int64_t *shape,
+loom_error *safetensors_writer_add(st_writer *w, const char *name, int32_t dtype, const int64_t *shape,
                           uint32_t ndim, const void *data, uint64_t nbytes)
 {
     if (!w || !name || !*name)
-        return loom_err(LOOM_E_INVALID, "st_writer_add: a tensor needs a non-empty name");
-    if (!st_utf8_valid_str(name))
+        return loom_err(LOOM_E_INVALID, "safetensors_writer_add: a tensor needs a non-empty name");
+    if (!safetensors_utf8_valid_str(name))
         return loom_err(LOOM_E_INVALID, "tensor '%s': name is not valid UTF-8", name);
     if (strcmp(name, "__metadata__") == 0)
         return loom_err(LOOM_E_INVALID, "tensor '__metadata__': name is reserved for the metadata");
-    const st_dtype_desc *dt = st_dtype_by_loom(dtype);
+    const st_dtype_desc *dt = safetensors_dtype_by_loom(dtype);
     if (!dt)
         return loom_err(LOOM_E_INVALID, "tensor '%s': dtype %" PRId32 " is not a loom_dtype (F32, F64, I32, I64 or U8)",
                         name, dtype);
@@ -85,12 +85,12 @@ loom_error *st_writer_add(st_writer *w, const char *name, int32_t dtype, const i
     }
     char shape_text[256];
     uint64_t need;
-    if (st_byte_count(dt->size, shape, ndim, &need) != 0)
+    if (safetensors_byte_count(dt->size, shape, ndim, &need) != 0)
         return loom_err(LOOM_E_INVALID, "tensor '%s': %s %s overflows a 64-bit byte count", name,
-                        dt->name, st_format_shape(shape, ndim, shape_text, sizeof shape_text));
+                        dt->name, safetensors_format_shape(shape, ndim, shape_text, sizeof shape_text));
     if (need != nbytes)
         return loom_err(LOOM_E_INVALID, "tensor '%s': %" PRIu64 " bytes given, %s %s needs %" PRIu64,
-                        name, nbytes, dt->name, st_format_shape(shape, ndim, shape_text, sizeof shape_text),
+                        name, nbytes, dt->name, safetensors_format_shape(shape, ndim, shape_text, sizeof shape_text),
                         need);
     if (nbytes > 0 && !data)
         return loom_err(LOOM_E_INVALID, "tensor '%s': data is NULL for %" PRIu64 " bytes", name, nbytes);
@@ -108,7 +108,7 @@ loom_error *st_writer_add(st_writer *w, const char *name, int32_t dtype, const i
     }
     st_wtensor *t = &w->tensors[w->count];
     memset(t, 0, sizeof *t);
-    t->name = st_dup_str(name);
+    t->name = safetensors_dup_str(name);
     if (!t->name)
         return loom_err(LOOM_E_INTERNAL, "tensor '%s': out of memory", name);
     t->dtype = dt;
@@ -121,22 +121,22 @@ loom_error *st_writer_add(st_writer *w, const char *name, int32_t dtype, const i
     return NULL;
 }
 
-loom_error *st_writer_add_view(st_writer *w, const loom_tensor_view *view)
+loom_error *safetensors_writer_add_view(st_writer *w, const loom_tensor_view *view)
 {
     if (!view)
-        return loom_err(LOOM_E_INVALID, "st_writer_add_view: view is NULL");
+        return loom_err(LOOM_E_INVALID, "safetensors_writer_add_view: view is NULL");
     if (view->on_device)
         return loom_err(LOOM_E_INVALID, "tensor '%s': data is in device memory; copy it to the host first",
                         view->name ? view->name : "(unnamed)");
-    return st_writer_add(w, view->name, view->dtype, view->shape, view->ndim, view->data,
+    return safetensors_writer_add(w, view->name, view->dtype, view->shape, view->ndim, view->data,
                          view->nbytes);
 }
 
-int st_writer_set_metadata(st_writer *w, const char *key, const char *value)
+int safetensors_writer_set_metadata(st_writer *w, const char *key, const char *value)
 {
-    if (!w || !key || !value || !st_utf8_valid_str(key) || !st_utf8_valid_str(value))
+    if (!w || !key || !value || !safetensors_utf8_valid_str(key) || !safetensors_utf8_valid_str(value))
         return -1;
-    char *v = st_dup_str(value);
+    char *v = safetensors_dup_str(value);
     if (!v)
         return -1;
     for (uint32_t i = 0; i < w->meta_count; i++) {
@@ -146,7 +146,7 @@ int st_writer_set_metadata(st_writer *w, const char *key, const char *value)
             return 0;
         }
     }
-    char *k = st_dup_str(key);
+    char *k = safetensors_dup_str(key);
     if (!k) {
         free(v);
         return -1;
@@ -275,9 +275,9 @@ static int sync_parent_dir(const char *path)
     const char *slash = strrchr(path, '/');
     char *dir;
     if (!slash)
-        dir = st_dup_str(".");
+        dir = safetensors_dup_str(".");
     else if (slash == path)
-        dir = st_dup_str("/");
+        dir = safetensors_dup_str("/");
     else {
         size_t n = (size_t)(slash - path);
         dir = malloc(n + 1);
@@ -299,10 +299,10 @@ static int sync_parent_dir(const char *path)
     return rc;
 }
 
-loom_error *st_writer_commit(st_writer *w, const char *path)
+loom_error *safetensors_writer_commit(st_writer *w, const char *path)
 {
     if (!w || !path || !*path)
-        return loom_err(LOOM_E_INVALID, "st_writer_commit: no path given");
+        return loom_err(LOOM_E_INVALID, "safetensors_writer_commit: no path given");
     /* order: the header's entries, by name; order + count: the data
      * section's layout, by element size then name. Both deterministic. */
     st_wtensor **order = malloc((w->count ? 2 * (size_t)w->count : 1) * sizeof *order);

@@ -46,7 +46,7 @@ static msg_plan common_plan(edt_coordinator *c, const round_plan *p)
 {
     msg_plan m = {.round = c->round, .commit = c->commit_next, .epoch = c->pr.epoch,
                   .epochs = c->job.settings.epochs, .iteration = c->pr.iteration,
-                  .steps_per_epoch = c->pr.steps_per_epoch, .workers = count_in(c, SLOT_MEMBER),
+                  .steps_per_epoch = c->pr.steps_per_epoch, .workers = train_count_in(c, SLOT_MEMBER),
                   .timeout_ms = c->job.settings.step_timeout_ms, .action = p->action,
                   .has_join = p->join};
     if (p->join) {
@@ -55,11 +55,11 @@ static msg_plan common_plan(edt_coordinator *c, const round_plan *p)
         j->root = p->root;
         j->timeout_ms = p->root >= 0 ? c->job.settings.pull_timeout_s * 1000
                                      : c->job.settings.step_timeout_ms;
-        j->shrink = is_gpu_job(c) && c->m.nccl_shrink;
+        j->shrink = train_is_gpu_job(c) && c->m.nccl_shrink;
         if (j->shrink) {
             j->nexclude = c->m.nccl_nexclude;
             memcpy(j->exclude, c->m.nccl_exclude, sizeof(uint32_t) * j->nexclude);
-        } else if (is_gpu_job(c)) {
+        } else if (train_is_gpu_job(c)) {
             memcpy(j->nccl_id, c->m.nccl_id_hex, sizeof j->nccl_id);
         }
     }
@@ -101,7 +101,7 @@ static void send_plans(edt_coordinator *c, const round_plan *p)
     msg_plan *plan = &m.u.plan;
     plan->job_metrics = c->job_metrics; /* dropped once sent: each round's go once */
     uint32_t world = plan->workers, rank = 0, b = c->job.settings.batch_size;
-    if (world == 0) /* plan_membership refuses an empty generation */
+    if (world == 0) /* train_plan_membership refuses an empty generation */
         return;
     size_t most = p->ntaken / world + 2 * (size_t)p->nsteps + 2;
     uint64_t *samples = malloc(sizeof(uint64_t) * most);
@@ -128,7 +128,7 @@ static void send_plans(edt_coordinator *c, const round_plan *p)
                                   .step_mbs = step_mbs};
         if (have_memory && p->action == PLAN_STEP)
             member_batch(p, world, rank, b, &plan->batch);
-        loom_error *e = have_memory ? msg_send(s->fd, &m, NULL, 0)
+        loom_error *e = have_memory ? train_msg_send(s->fd, &m, NULL, 0)
                                     : loom_err(LOOM_E_INTERNAL, "out of memory");
         if (e) {
             loom_err_free(e);
@@ -139,7 +139,7 @@ static void send_plans(edt_coordinator *c, const round_plan *p)
         rank++;
     }
     cJSON_Delete(meta);
-    keep_job_metrics(c, 0, NULL, 0);
+    train_keep_job_metrics(c, 0, NULL, 0);
     free(samples);
     free(sizes);
     free(step_mbs);
@@ -154,10 +154,10 @@ static int read_reply(edt_coordinator *c, uint32_t i)
 {
     edt_slot *s = &c->m.slots[i];
     msg reply;
-    loom_error *e = msg_recv(s->fd, time_mono_ms() + 5000, &reply);
+    loom_error *e = train_msg_recv(s->fd, time_mono_ms() + 5000, &reply);
     if (!e && reply.kind != MSG_REPLY) {
-        e = loom_err(LOOM_E_INVALID, "a %s message where a reply was due", msg_kind_name(reply.kind));
-        msg_free(&reply);
+        e = loom_err(LOOM_E_INVALID, "a %s message where a reply was due", train_msg_kind_name(reply.kind));
+        train_msg_free(&reply);
     }
     if (e) {
         char why[512];
@@ -166,7 +166,7 @@ static int read_reply(edt_coordinator *c, uint32_t i)
         else
             snprintf(why, sizeof why, "its control connection closed (the process died)");
         loom_err_free(e);
-        drop_slot(c, i, why);
+        train_drop_slot(c, i, why);
         return 0;
     }
     s->reply = reply;
@@ -180,14 +180,14 @@ static void note_failure(edt_coordinator *c, uint32_t i)
 {
     edt_slot *s = &c->m.slots[i];
     const msg_reply *r = &s->reply.u.reply;
-    driver_say(c, "worker %u: %s", i, r->error ? r->error : "failed");
+    train_driver_say(c, "worker %u: %s", i, r->error ? r->error : "failed");
     if (r->pull_failed && !s->has_state && ++s->pull_failures >= (int)c->job.settings.pull_limit) {
         char reason[256];
         snprintf(reason, sizeof reason,
                  "PULL_FAILED: could not pull the weights within %u s, %d time(s); stopping",
                  c->job.settings.pull_timeout_s, s->pull_failures);
-        driver_say(c, "worker %u %s", i, reason);
-        send_exit(c, i, reason, 3);
+        train_driver_say(c, "worker %u %s", i, reason);
+        train_send_exit(c, i, reason, 3);
     }
 }
 
@@ -227,7 +227,7 @@ static int collect_replies(edt_coordinator *c, int64_t deadline)
         int64_t left = deadline - time_mono_ms();
         if (left <= 0) {
             for (uint32_t k = 0; k < n; k++)
-                drop_slot(c, who[k], "no reply within the step deadline");
+                train_drop_slot(c, who[k], "no reply within the step deadline");
             all_ok = 0;
             lost = 1;
             break;
@@ -239,9 +239,9 @@ static int collect_replies(edt_coordinator *c, int64_t deadline)
             if ((fds[k].revents & (POLLIN | POLLHUP | POLLERR)) && !read_reply(c, who[k]))
                 all_ok = 0, lost = 1;
         /* A member that died without closing its socket yet. */
-        if (reap(c) > 0)
+        if (train_reap(c) > 0)
             all_ok = 0, lost = 1;
-        accept_hellos(c, 0);
+        train_accept_hellos(c, 0);
     }
     int reported = -1;
     for (uint32_t i = 0; i < c->m.nslots; i++) {
@@ -260,7 +260,7 @@ static int collect_replies(edt_coordinator *c, int64_t deadline)
 static void clear_replies(edt_coordinator *c)
 {
     for (uint32_t i = 0; i < c->m.nslots; i++) {
-        msg_free(&c->m.slots[i].reply);
+        train_msg_free(&c->m.slots[i].reply);
         c->m.slots[i].has_reply = 0;
     }
 }
@@ -337,7 +337,7 @@ static void choose_action(edt_coordinator *c, round_plan *p)
             p->step_taken[p->nsteps++] = n;
             p->ntaken += n;
         } while (p->nsteps < want && sampler_remaining(&c->pr.smp) > 0);
-        start_epoch_clock(c);
+        train_start_epoch_clock(c);
     }
 }
 
@@ -356,7 +356,7 @@ static void print_profile(edt_coordinator *c)
     round_profile *f = &c->prof;
     if (f->steps) {
         double n = (double)f->steps, ms = 1e6;
-        driver_say(c, "profile epoch %u: %llu steps in %llu rounds; per step ms: sampling %.3f, "
+        train_driver_say(c, "profile epoch %u: %llu steps in %llu rounds; per step ms: sampling %.3f, "
                    "sending plans %.3f, waiting for replies %.3f, recording %.3f",
                    c->pr.epoch + 1, (unsigned long long)f->steps, (unsigned long long)f->rounds,
                    (double)f->sample_ns / n / ms, (double)f->send_ns / n / ms,
@@ -383,13 +383,13 @@ static void commit_steps(edt_coordinator *c, const round_plan *p, uint32_t n, in
     c->prof.steps += n;
     if (!whole) {
         if (n > 0 && sampler_remaining(&c->pr.smp) == 0)
-            end_epoch(c);
+            train_end_epoch(c);
         return;
     }
     uint64_t count;
     cJSON *m = combine(c, 0, &count);
-    add_train_metrics(c, m, count);
-    keep_job_metrics(c, LOOM_SPLIT_TRAIN, m, c->pr.epoch);
+    train_add_metrics(c, m, count);
+    train_keep_job_metrics(c, LOOM_SPLIT_TRAIN, m, c->pr.epoch);
     c->commit_next = 1;
     members_hold_state(c);
     pthread_mutex_lock(&c->ctl.lock);
@@ -401,11 +401,11 @@ static void commit_steps(edt_coordinator *c, const round_plan *p, uint32_t n, in
     int64_t latency = c->ctl.resize_latency_ms;
     pthread_mutex_unlock(&c->ctl.lock);
     if (measured)
-        driver_say(c, "resize applied: first step with the new workers %lld ms after the request",
+        train_driver_say(c, "resize applied: first step with the new workers %lld ms after the request",
                    (long long)latency);
     if (sampler_remaining(&c->pr.smp) == 0) {
         print_profile(c);
-        end_epoch(c);
+        train_end_epoch(c);
     }
 }
 
@@ -430,7 +430,7 @@ static void settle_failed_round(edt_coordinator *c, const round_plan *p)
         if (c->m.slots[i].state == SLOT_MEMBER && applied[i] < most)
             c->m.slots[i].has_state = 0;
     if (most > 0)
-        driver_say(c, "a round failed after %u of its %u steps; those %u count", most, p->nsteps,
+        train_driver_say(c, "a round failed after %u of its %u steps; those %u count", most, p->nsteps,
                    most);
     commit_steps(c, p, most, 0);
 }
@@ -449,7 +449,7 @@ static int record_round(edt_coordinator *c, const round_plan *p, int ok)
     } else if (ok && p->action == PLAN_VALIDATE) {
         uint64_t n;
         cJSON *metrics = combine(c, 1, &n);
-        record_validation(c, metrics, n);
+        train_record_validation(c, metrics, n);
         c->pr.pending_validate = 0;
     } else if (p->recovery) {
         if (ok)
@@ -460,8 +460,8 @@ static int record_round(edt_coordinator *c, const round_plan *p, int ok)
         checkpoint_saved(c, p->path);
         c->pr.pending_checkpoint = 0;
     } else if (ok && p->action == PLAN_FINISH) {
-        save_model_spec(c);
-        driver_say(c, "finished: model in %s/model", c->job.result_dir);
+        train_save_model_spec(c);
+        train_driver_say(c, "finished: model in %s/model", c->job.result_dir);
         return 1;
     }
     if (ok && p->join)
@@ -473,10 +473,10 @@ static int record_round(edt_coordinator *c, const round_plan *p, int ok)
  * when training finished, 0 to go on, -1 with *err to end. */
 static int one_round(edt_coordinator *c, uint64_t *taken, int *failed_round, loom_error **err)
 {
-    reap(c);
-    accept_hellos(c, 0);
+    train_reap(c);
+    train_accept_hellos(c, 0);
     int join = 0, root = -1;
-    loom_error *e = plan_membership(c, *failed_round, &join, &root);
+    loom_error *e = train_plan_membership(c, *failed_round, &join, &root);
     if (e && loom_err_code(e) == LOOM_E_LIMIT) {
         *err = e;
         return -1;
@@ -484,9 +484,9 @@ static int one_round(edt_coordinator *c, uint64_t *taken, int *failed_round, loo
     if (e) {
         loom_err_free(e);
         /* Nobody left now; replacements may still be starting. */
-        if (count_in(c, SLOT_STARTING) + count_in(c, SLOT_READY) > 0) {
-            update_snapshot(c, 0);
-            accept_hellos(c, 100);
+        if (train_count_in(c, SLOT_STARTING) + train_count_in(c, SLOT_READY) > 0) {
+            train_update_snapshot(c, 0);
+            train_accept_hellos(c, 100);
             return 0;
         }
         *err = loom_err(LOOM_E_UNAVAILABLE, "every worker died; the job cannot go on");
@@ -512,7 +512,7 @@ static int one_round(edt_coordinator *c, uint64_t *taken, int *failed_round, loo
     int64_t t3 = (int64_t)comm_now_ns();
     *failed_round = !ok;
     if (ok)
-        note_progress(c);
+        train_note_progress(c);
     if (p.action == PLAN_STEP) { /* before recording: the epoch may end there */
         c->prof.rounds++;
         c->prof.sample_ns += t1 - t0;
@@ -522,13 +522,13 @@ static int one_round(edt_coordinator *c, uint64_t *taken, int *failed_round, loo
     int finished = record_round(c, &p, ok);
     clear_replies(c);
     if (!finished) /* the coordinator's end says finished */
-        update_snapshot(c, 0);
+        train_update_snapshot(c, 0);
     if (p.action == PLAN_STEP)
         c->prof.record_ns += (int64_t)comm_now_ns() - t3;
     return finished;
 }
 
-edt_end run_sync(edt_coordinator *c, loom_error **err)
+edt_end train_run_sync(edt_coordinator *c, loom_error **err)
 {
     uint64_t *taken = malloc(sizeof(uint64_t) * c->job.settings.effective_batch_size *
                              c->job.settings.steps_per_round);
@@ -539,7 +539,7 @@ edt_end run_sync(edt_coordinator *c, loom_error **err)
     edt_end end = EDT_END_ERROR;
     int failed_round = 0;
     for (;;) {
-        if (stop_asked(c)) {
+        if (train_stop_asked(c)) {
             end = EDT_END_KILLED;
             *err = loom_err(LOOM_E_UNAVAILABLE, "stopped by request");
             break;

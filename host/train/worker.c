@@ -282,7 +282,7 @@ static int setup(worker *w)
             return 1;
         }
     }
-    if ((e = msg_connect(w->control, &w->fd)))
+    if ((e = train_msg_connect(w->control, &w->fd)))
         return fail(e, "control");
     name_loggers(w);
     w->marker_fd = plugin_marker_open(w->log_dir);
@@ -618,7 +618,7 @@ static int send_hello(worker *w)
                  .u.hello = {.slot = w->slot, .pid = getpid(),
                              .params = w->params.nbytes / sizeof(float), .ntrain = ntrain,
                              .ntest = ntest}};
-    loom_err_free(msg_send(w->fd, &hello, NULL, 0)); /* a lost coordinator shows at the next read */
+    loom_err_free(train_msg_send(w->fd, &hello, NULL, 0)); /* a lost coordinator shows at the next read */
     say("worker %u ready: %llu parameters, %llu training and %llu test samples", w->slot,
         (unsigned long long)(w->params.nbytes / sizeof(float)), (unsigned long long)ntrain,
         (unsigned long long)ntest);
@@ -629,7 +629,7 @@ static int send_hello(worker *w)
  * when the coordinator is gone. */
 static int send_reply(worker *w, msg *reply, const void *blob, size_t len)
 {
-    loom_error *e = msg_send(w->fd, reply, blob, len);
+    loom_error *e = train_msg_send(w->fd, reply, blob, len);
     cJSON_Delete((cJSON *)reply->u.reply.train);
     cJSON_Delete((cJSON *)reply->u.reply.eval);
     if (e) {
@@ -675,7 +675,7 @@ static int serve_work(worker *w, const msg *m)
 {
     const msg_work *work = &m->u.work;
     void *into = w->params_host ? (void *)w->params_host : w->params.data;
-    loom_error *e = msg_recv_blob(w->fd, m, into, (size_t)w->params.nbytes, 0);
+    loom_error *e = train_msg_recv_blob(w->fd, m, into, (size_t)w->params.nbytes, 0);
     if (!e && w->params_host)
         e = tensor_copy_from_host(&w->params, w->params_host);
     if (e) {
@@ -813,7 +813,7 @@ static int serve(worker *w)
     int finished = 0; /* the finish round is done */
     for (rc = -1; rc < 0;) {
         msg m;
-        loom_error *e = msg_recv(w->fd, 0, &m);
+        loom_error *e = train_msg_recv(w->fd, 0, &m);
         if (e) {
             /* A message this worker cannot read leaves the coordinator's
              * plan unknown: leaving is the only safe answer. */
@@ -834,15 +834,15 @@ static int serve(worker *w)
             in_loggers(w, 0);
         } else {
             say("a %s message from the coordinator, which sends plans, work and exits; exiting",
-                msg_kind_name(m.kind));
+                train_msg_kind_name(m.kind));
             rc = 2;
         }
-        msg_free(&m);
+        train_msg_free(&m);
     }
     return rc;
 }
 
-int worker_main(int argc, char **argv)
+int train_worker_main(int argc, char **argv)
 {
     signal(SIGPIPE, SIG_IGN);
     worker w;

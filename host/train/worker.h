@@ -7,6 +7,6 @@
 #ifndef LOOM_TRAIN_WORKER_H
 #define LOOM_TRAIN_WORKER_H
 
-int worker_main(int argc, char **argv);
+int train_worker_main(int argc, char **argv);
 
 #endif

@@ -1,6 +1,6 @@
 /*
  * fuzz_safetensors.c - libFuzzer target for the safetensors reader: any
- * input is opened with st_open_buffer; when accepted, every tensor and
+ * input is opened with safetensors_open_buffer; when accepted, every tensor and
  * metadata entry is walked and every data byte read, so a reader that let a
  * bad offset through shows up as an ASan out-of-bounds report.
  *
@@ -22,16 +22,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char err[512];
     err[0] = 0;
     st_file *f;
-    if (loom_err_take(st_open_buffer(data, size, "fuzz", &f), err, sizeof err) != LOOM_OK) {
+    if (loom_err_take(safetensors_open_buffer(data, size, "fuzz", &f), err, sizeof err) != LOOM_OK) {
         /* Every refusal must say something, prefixed by the label. */
         if (strncmp(err, "fuzz: ", 6) != 0)
             abort();
         return 0;
     }
     uint8_t sum = 0;
-    for (uint32_t i = 0; i < st_count(f); i++) {
+    for (uint32_t i = 0; i < safetensors_count(f); i++) {
         st_tensor_info info;
-        if (st_tensor(f, i, &info) != 0 || !info.name || !info.data)
+        if (safetensors_tensor(f, i, &info) != 0 || !info.name || !info.data)
             abort();
         uint64_t elems = 1;
         for (uint32_t d = 0; d < info.ndim; d++)
@@ -41,15 +41,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         for (uint64_t b = 0; b < info.nbytes; b++)
             sum ^= ((const uint8_t *)info.data)[b];
         st_tensor_info again;
-        if (st_find(f, info.name, &again) != 0 || again.data != info.data)
+        if (safetensors_find(f, info.name, &again) != 0 || again.data != info.data)
             abort();
     }
-    for (uint32_t i = 0; i < st_metadata_count(f); i++) {
+    for (uint32_t i = 0; i < safetensors_metadata_count(f); i++) {
         const char *key, *value;
-        if (st_metadata_at(f, i, &key, &value) != 0 || st_metadata(f, key) != value)
+        if (safetensors_metadata_at(f, i, &key, &value) != 0 || safetensors_metadata(f, key) != value)
             abort();
     }
-    st_close(f);
+    safetensors_close(f);
     /* Keep the data reads from being optimised away. */
     volatile uint8_t sink = sum;
     (void)sink;

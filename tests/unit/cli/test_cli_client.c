@@ -23,12 +23,12 @@ static void unreachable(loom_error *e, const client_reply *r, const char *what)
 int main(void)
 {
     client c;
-    client_init(&c, NOBODY);
+    cli_client_init(&c, NOBODY);
     client_reply r;
-    unreachable(client_call(&c, "GET", "/loom/v1/health", NULL, &r), &r, "call");
-    unreachable(client_call(&c, "POST", "/loom/v1/x", "{}", &r), &r, "call with a body");
+    unreachable(cli_client_call(&c, "GET", "/loom/v1/health", NULL, &r), &r, "call");
+    unreachable(cli_client_call(&c, "POST", "/loom/v1/x", "{}", &r), &r, "call with a body");
     client_part part = {.name = "data", .value = "{}"};
-    unreachable(client_upload(&c, "/loom/v1/x", &part, 1, &r), &r, "upload");
-    unreachable(client_logon_basic(&c, "alice", "secret", &r), &r, "logon");
+    unreachable(cli_client_upload(&c, "/loom/v1/x", &part, 1, &r), &r, "upload");
+    unreachable(cli_client_logon_basic(&c, "alice", "secret", &r), &r, "logon");
     return CHECK_DONE();
 }

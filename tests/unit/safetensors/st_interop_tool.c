@@ -24,28 +24,28 @@ static int write_reference(const char *path)
     static const int64_t sw[2] = {2, 3}, sb[1] = {3}, si[2] = {2, 2}, sl[1] = {3}, su[1] = {5},
                          se[2] = {0, 4};
     char err[512];
-    st_writer *wr = st_writer_new();
-    int rc = loom_err_take(st_writer_add(wr, "layer.weight", LOOM_DTYPE_F32, sw, 2, w, sizeof w), err, sizeof err);
+    st_writer *wr = safetensors_writer_new();
+    int rc = loom_err_take(safetensors_writer_add(wr, "layer.weight", LOOM_DTYPE_F32, sw, 2, w, sizeof w), err, sizeof err);
     if (rc == 0)
-        rc = loom_err_take(st_writer_add(wr, "layer.bias", LOOM_DTYPE_F64, sb, 1, b, sizeof b), err, sizeof err);
+        rc = loom_err_take(safetensors_writer_add(wr, "layer.bias", LOOM_DTYPE_F64, sb, 1, b, sizeof b), err, sizeof err);
     if (rc == 0)
-        rc = loom_err_take(st_writer_add(wr, "counts", LOOM_DTYPE_I32, si, 2, i, sizeof i), err, sizeof err);
+        rc = loom_err_take(safetensors_writer_add(wr, "counts", LOOM_DTYPE_I32, si, 2, i, sizeof i), err, sizeof err);
     if (rc == 0)
-        rc = loom_err_take(st_writer_add(wr, "ids", LOOM_DTYPE_I64, sl, 1, l, sizeof l), err, sizeof err);
+        rc = loom_err_take(safetensors_writer_add(wr, "ids", LOOM_DTYPE_I64, sl, 1, l, sizeof l), err, sizeof err);
     if (rc == 0)
-        rc = loom_err_take(st_writer_add(wr, "bytes", LOOM_DTYPE_U8, su, 1, u, sizeof u), err, sizeof err);
+        rc = loom_err_take(safetensors_writer_add(wr, "bytes", LOOM_DTYPE_U8, su, 1, u, sizeof u), err, sizeof err);
     if (rc == 0)
-        rc = loom_err_take(st_writer_add(wr, "empty", LOOM_DTYPE_F32, se, 2, NULL, 0), err, sizeof err);
+        rc = loom_err_take(safetensors_writer_add(wr, "empty", LOOM_DTYPE_F32, se, 2, NULL, 0), err, sizeof err);
     if (rc == 0)
-        rc = loom_err_take(st_writer_add(wr, "step", LOOM_DTYPE_I64, NULL, 0, &l[2], 8), err, sizeof err);
+        rc = loom_err_take(safetensors_writer_add(wr, "step", LOOM_DTYPE_I64, NULL, 0, &l[2], 8), err, sizeof err);
     if (rc == 0)
-        rc = st_writer_set_metadata(wr, "format", "pt") == 0 &&
-                     st_writer_set_metadata(wr, "epoch", "7") == 0
+        rc = safetensors_writer_set_metadata(wr, "format", "pt") == 0 &&
+                     safetensors_writer_set_metadata(wr, "epoch", "7") == 0
                  ? 0
                  : -1;
     if (rc == 0)
-        rc = loom_err_take(st_writer_commit(wr, path), err, sizeof err);
-    st_writer_free(wr);
+        rc = loom_err_take(safetensors_writer_commit(wr, path), err, sizeof err);
+    safetensors_writer_free(wr);
     if (rc != 0)
         fprintf(stderr, "write: %s\n", err);
     return rc == 0 ? 0 : 1;
@@ -55,13 +55,13 @@ static int dump(const char *path)
 {
     char err[1024];
     st_file *f;
-    if (loom_err_take(st_open(path, 0, &f), err, sizeof err) != LOOM_OK) {
+    if (loom_err_take(safetensors_open(path, 0, &f), err, sizeof err) != LOOM_OK) {
         fprintf(stderr, "%s\n", err);
         return 1;
     }
-    for (uint32_t k = 0; k < st_count(f); k++) {
+    for (uint32_t k = 0; k < safetensors_count(f); k++) {
         st_tensor_info t;
-        st_tensor(f, k, &t);
+        safetensors_tensor(f, k, &t);
         printf("tensor %s %s ", t.name, t.dtype_name);
         if (t.ndim == 0)
             printf("-");
@@ -72,12 +72,12 @@ static int dump(const char *path)
             printf("%02x", ((const uint8_t *)t.data)[b]);
         printf("%s\n", t.nbytes ? "" : "-");
     }
-    for (uint32_t k = 0; k < st_metadata_count(f); k++) {
+    for (uint32_t k = 0; k < safetensors_metadata_count(f); k++) {
         const char *key, *value;
-        st_metadata_at(f, k, &key, &value);
+        safetensors_metadata_at(f, k, &key, &value);
         printf("meta %s %s\n", key, value);
     }
-    st_close(f);
+    safetensors_close(f);
     return 0;
 }
 

@@ -28,7 +28,7 @@ static inline int st_test_fail(loom_error *e, char *err, size_t len)
 static inline st_file *st_test_open(const char *path, uint64_t max, char *err, size_t len)
 {
     st_file *f;
-    st_test_fail(st_open(path, max, &f), err, len);
+    st_test_fail(safetensors_open(path, max, &f), err, len);
     return f;
 }
 
@@ -36,7 +36,7 @@ static inline st_file *st_test_open_buffer(const void *data, size_t n, const cha
                                            char *err, size_t len)
 {
     st_file *f;
-    st_test_fail(st_open_buffer(data, n, label, &f), err, len);
+    st_test_fail(safetensors_open_buffer(data, n, label, &f), err, len);
     return f;
 }
 
@@ -44,17 +44,17 @@ static inline int st_test_add(st_writer *w, const char *name, int32_t dtype, con
                               uint32_t ndim, const void *data, uint64_t nbytes, char *err,
                               size_t len)
 {
-    return st_test_fail(st_writer_add(w, name, dtype, shape, ndim, data, nbytes), err, len);
+    return st_test_fail(safetensors_writer_add(w, name, dtype, shape, ndim, data, nbytes), err, len);
 }
 
 static inline int st_test_add_view(st_writer *w, const loom_tensor_view *view, char *err, size_t len)
 {
-    return st_test_fail(st_writer_add_view(w, view), err, len);
+    return st_test_fail(safetensors_writer_add_view(w, view), err, len);
 }
 
 static inline int st_test_commit(st_writer *w, const char *path, char *err, size_t len)
 {
-    return st_test_fail(st_writer_commit(w, path), err, len);
+    return st_test_fail(safetensors_writer_commit(w, path), err, len);
 }
 
 /* A fresh directory under $TMPDIR (or /tmp); path into buf. 0 or -1. */

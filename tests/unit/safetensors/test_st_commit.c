@@ -2,7 +2,7 @@
  * test_st_commit.c - atomic commits and the file reader: an existing file
  * is replaced whole, no temporary file is left behind on success or
  * failure, a write that fails half way (file size limit) leaves the old file
- * intact, and st_open names the file in every refusal.
+ * intact, and safetensors_open names the file in every refusal.
  */
 #include "check.h"
 #include "st_test_util.h"
@@ -20,13 +20,13 @@ static int write_checkpoint(const char *path, float fill, size_t count, char *er
     for (size_t i = 0; i < count; i++)
         w[i] = fill + (float)i;
     int64_t shape[1] = {(int64_t)count};
-    st_writer *wr = st_writer_new();
+    st_writer *wr = safetensors_writer_new();
     int rc = st_test_add(wr, "w", LOOM_DTYPE_F32, shape, 1, w, count * sizeof *w, err, errlen);
     if (rc == 0)
-        rc = st_writer_set_metadata(wr, "fill", fill == 1.0f ? "one" : "two");
+        rc = safetensors_writer_set_metadata(wr, "fill", fill == 1.0f ? "one" : "two");
     if (rc == 0)
         rc = st_test_commit(wr, path, err, errlen);
-    st_writer_free(wr);
+    safetensors_writer_free(wr);
     free(w);
     return rc;
 }
@@ -41,11 +41,11 @@ static int holds(const char *path, float fill, size_t count)
         return 0;
     }
     st_tensor_info info;
-    int ok = st_count(f) == 1 && st_find(f, "w", &info) == 0 &&
+    int ok = safetensors_count(f) == 1 && safetensors_find(f, "w", &info) == 0 &&
              info.nbytes == count * sizeof(float);
     for (size_t i = 0; ok && i < count; i++)
         ok = ((const float *)info.data)[i] == fill + (float)i;
-    st_close(f);
+    safetensors_close(f);
     return ok;
 }
 
@@ -149,7 +149,7 @@ static void test_open_errors(const char *dir)
     CHECK(st_test_code == LOOM_E_TOO_LARGE);
     st_file *f = st_test_open(path, 1 << 20, err, sizeof err);
     CHECK_MSG(f != NULL, "%s", err);
-    st_close(f);
+    safetensors_close(f);
 
     snprintf(path, sizeof path, "%s/short.safetensors", dir);
     CHECK(st_test_write(path, "\x05\0\0", 3) == 0);
@@ -190,12 +190,12 @@ static void test_unaligned_file(const char *dir)
     st_file *f = st_test_open(path, 0, err, sizeof err);
     CHECK_MSG(f != NULL, "%s", err);
     st_tensor_info info;
-    if (f && st_find(f, "d", &info) == 0) {
+    if (f && safetensors_find(f, "d", &info) == 0) {
         CHECK((uintptr_t)info.data % 8 == 0);
         CHECK(memcmp(info.data, values, sizeof values) == 0);
         CHECK(((const double *)info.data)[0] == 3.25);
     }
-    st_close(f);
+    safetensors_close(f);
     unlink(path);
 }
 

@@ -32,7 +32,7 @@ static void expect_error_raw(const uint8_t *buf, size_t len, const char *want, i
     char err[1024] = "";
     st_file *f = st_test_open_buffer(buf, len, LABEL, err, sizeof err);
     CHECK_MSG(f == NULL, "line %d: accepted, expected \"%s\"", line, want);
-    st_close(f);
+    safetensors_close(f);
     CHECK_MSG(strncmp(err, LABEL ": ", strlen(LABEL) + 2) == 0,
               "line %d: message does not start with the label: %s", line, err);
     CHECK_MSG(strstr(err, want) != NULL, "line %d: \"%s\" does not contain \"%s\"", line, err,
@@ -176,48 +176,48 @@ static void test_valid_edges(void)
 {
     st_tensor_info info;
     st_file *f = expect_ok("{}", 0);
-    CHECK(f && st_count(f) == 0);
-    st_close(f);
+    CHECK(f && safetensors_count(f) == 0);
+    safetensors_close(f);
 
     /* Spaces, tabs and newlines as padding; a scalar; a zero-size tensor
      * at the end; unknown fields ignored. */
     f = expect_ok("{\n \"s\": {\"dtype\": \"F32\", \"shape\": [], \"data_offsets\": [0, 4], \"x\": 1},\n"
                   " \"z\": {\"dtype\": \"I64\", \"shape\": [3, 0], \"data_offsets\": [4, 4]}}   \t\n",
                   4);
-    CHECK(f && st_count(f) == 2);
-    if (f && st_find(f, "s", &info) == 0) {
+    CHECK(f && safetensors_count(f) == 2);
+    if (f && safetensors_find(f, "s", &info) == 0) {
         CHECK(info.ndim == 0 && info.nbytes == 4 && info.dtype == LOOM_DTYPE_F32);
         CHECK(memcmp(info.data, "\x11\x22\x33\x44", 4) == 0);
     }
-    if (f && st_find(f, "z", &info) == 0)
+    if (f && safetensors_find(f, "z", &info) == 0)
         CHECK(info.ndim == 2 && info.shape[0] == 3 && info.shape[1] == 0 && info.nbytes == 0 &&
               info.data != NULL);
-    st_close(f);
+    safetensors_close(f);
 
     /* Other byte-sized dtypes are accepted as ST_DTYPE_OTHER; the header
      * here is 8-unaligned (no padding), so the data is copied aligned. */
     f = expect_ok("{\"__metadata__\":{\"format\":\"pt\"}," T("h", "BF16", "[2]", 8, 12) "," T("b", "BOOL", "[3]", 12, 15) "," T("u", "U64", "[1]", 0, 8) "}", 15);
-    CHECK(f && st_count(f) == 3);
-    if (f && st_find(f, "h", &info) == 0) {
+    CHECK(f && safetensors_count(f) == 3);
+    if (f && safetensors_find(f, "h", &info) == 0) {
         CHECK(info.dtype == ST_DTYPE_OTHER && info.elem_size == 2);
         CHECK_STR_EQ(info.dtype_name, "BF16");
         CHECK(memcmp(info.data, "\x99\xaa\xbb\xcc", 4) == 0);
     }
-    if (f && st_find(f, "u", &info) == 0) {
+    if (f && safetensors_find(f, "u", &info) == 0) {
         CHECK(info.dtype == ST_DTYPE_OTHER && info.elem_size == 8);
         CHECK((uintptr_t)info.data % 8 == 0);
     }
     if (f) {
-        CHECK_STR_EQ(st_metadata(f, "format"), "pt");
-        CHECK_STR_EQ(st_label(f), LABEL);
+        CHECK_STR_EQ(safetensors_metadata(f, "format"), "pt");
+        CHECK_STR_EQ(safetensors_label(f), LABEL);
     }
-    st_close(f);
+    safetensors_close(f);
 
     /* Non-ASCII names survive; escaped JSON names are decoded. */
     f = expect_ok("{" T("gewicht.ü", "U8", "[1]", 0, 1) "," T("a\\\"b", "U8", "[1]", 1, 2) "}", 2);
-    CHECK(f && st_find(f, "gewicht.ü", &info) == 0 && info.nbytes == 1);
-    CHECK(f && st_find(f, "a\"b", &info) == 0);
-    st_close(f);
+    CHECK(f && safetensors_find(f, "gewicht.ü", &info) == 0 && info.nbytes == 1);
+    CHECK(f && safetensors_find(f, "a\"b", &info) == 0);
+    safetensors_close(f);
 
     char err[64];
     CHECK(st_test_open_buffer(NULL, 10, NULL, err, sizeof err) == NULL);
@@ -234,12 +234,12 @@ static void test_truncation_and_corruption(const char *dir)
     float w[6] = {1, 2, 3, 4, 5, 6};
     uint8_t u[3] = {7, 8, 9};
     int64_t sw[2] = {2, 3}, su[1] = {3};
-    st_writer *wr = st_writer_new();
+    st_writer *wr = safetensors_writer_new();
     CHECK(st_test_add(wr, "w", LOOM_DTYPE_F32, sw, 2, w, sizeof w, err, sizeof err) == 0);
     CHECK(st_test_add(wr, "u", LOOM_DTYPE_U8, su, 1, u, sizeof u, err, sizeof err) == 0);
-    CHECK(st_writer_set_metadata(wr, "step", "10") == 0);
+    CHECK(safetensors_writer_set_metadata(wr, "step", "10") == 0);
     CHECK_MSG(st_test_commit(wr, path, err, sizeof err) == 0, "%s", err);
-    st_writer_free(wr);
+    safetensors_writer_free(wr);
     size_t len;
     uint8_t *full = st_test_read(path, &len);
     CHECK(full != NULL);
@@ -257,7 +257,7 @@ static void test_truncation_and_corruption(const char *dir)
         st_file *f = st_test_open_buffer(prefix, n, "cut", err, sizeof err);
         if (!f && strncmp(err, "cut: ", 5) == 0)
             refused++;
-        st_close(f);
+        safetensors_close(f);
         free(prefix);
         /* And the same through the file reader (mmap path). */
         if (st_test_write(cut, full, n) == 0) {
@@ -265,7 +265,7 @@ static void test_truncation_and_corruption(const char *dir)
             f = st_test_open(cut, 0, err, sizeof err);
             if (!f && strncmp(err, cut, strlen(cut)) == 0)
                 refused_file++;
-            st_close(f);
+            safetensors_close(f);
         }
     }
     CHECK_MSG(refused == (int)len, "%d of %zu prefixes refused", refused, len);
@@ -298,12 +298,12 @@ static void test_truncation_and_corruption(const char *dir)
                 accepted++;
                 st_tensor_info info;
                 unsigned sum = 0;
-                for (uint32_t i = 0; i < st_count(f); i++)
-                    if (st_tensor(f, i, &info) == 0)
+                for (uint32_t i = 0; i < safetensors_count(f); i++)
+                    if (safetensors_tensor(f, i, &info) == 0)
                         for (uint64_t b = 0; b < info.nbytes; b++)
                             sum += ((const uint8_t *)info.data)[b];
                 (void)sum;
-                st_close(f);
+                safetensors_close(f);
             }
             free(mut);
         }

@@ -41,7 +41,7 @@ static const tensor_case cases[] = {
 
 static st_writer *make_writer(int reverse)
 {
-    st_writer *w = st_writer_new();
+    st_writer *w = safetensors_writer_new();
     char err[256];
     for (size_t k = 0; k < NCASES; k++) {
         const tensor_case *c = &cases[reverse ? NCASES - 1 - k : k];
@@ -50,14 +50,14 @@ static st_writer *make_writer(int reverse)
                   "%s", err);
     }
     if (reverse) {
-        CHECK(st_writer_set_metadata(w, "note", "ünïcode ✓") == 0);
-        CHECK(st_writer_set_metadata(w, "epoch", "2") == 0);
-        CHECK(st_writer_set_metadata(w, "epoch", "3") == 0); /* replaces */
-        CHECK(st_writer_set_metadata(w, "format", "pt") == 0);
+        CHECK(safetensors_writer_set_metadata(w, "note", "ünïcode ✓") == 0);
+        CHECK(safetensors_writer_set_metadata(w, "epoch", "2") == 0);
+        CHECK(safetensors_writer_set_metadata(w, "epoch", "3") == 0); /* replaces */
+        CHECK(safetensors_writer_set_metadata(w, "format", "pt") == 0);
     } else {
-        CHECK(st_writer_set_metadata(w, "format", "pt") == 0);
-        CHECK(st_writer_set_metadata(w, "epoch", "3") == 0);
-        CHECK(st_writer_set_metadata(w, "note", "ünïcode ✓") == 0);
+        CHECK(safetensors_writer_set_metadata(w, "format", "pt") == 0);
+        CHECK(safetensors_writer_set_metadata(w, "epoch", "3") == 0);
+        CHECK(safetensors_writer_set_metadata(w, "note", "ünïcode ✓") == 0);
     }
     return w;
 }
@@ -68,32 +68,32 @@ static void test_round_trip(const char *dir)
     snprintf(path, sizeof path, "%s/ckpt.safetensors", dir);
     st_writer *w = make_writer(0);
     CHECK_MSG(st_test_commit(w, path, err, sizeof err) == 0, "%s", err);
-    st_writer_free(w);
+    safetensors_writer_free(w);
 
     st_file *f = st_test_open(path, 0, err, sizeof err);
     CHECK_MSG(f != NULL, "%s", err);
     if (!f)
         return;
-    CHECK(st_count(f) == NCASES);
-    CHECK_STR_EQ(st_label(f), path);
+    CHECK(safetensors_count(f) == NCASES);
+    CHECK_STR_EQ(safetensors_label(f), path);
 
     /* Index order is name order. */
     const char *sorted[] = {"adam.step", "empty", "fc1.bias", "fc1.weight", "hist", "idx", "mask"};
     for (uint32_t i = 0; i < NCASES; i++) {
         st_tensor_info info;
-        CHECK(st_tensor(f, i, &info) == 0);
+        CHECK(safetensors_tensor(f, i, &info) == 0);
         CHECK_STR_EQ(info.name, sorted[i]);
     }
     st_tensor_info info;
-    CHECK(st_tensor(f, (uint32_t)NCASES, &info) == -1);
+    CHECK(safetensors_tensor(f, (uint32_t)NCASES, &info) == -1);
 
     for (size_t k = 0; k < NCASES; k++) {
         const tensor_case *c = &cases[k];
-        CHECK_MSG(st_find(f, c->name, &info) == 0, "tensor %s", c->name);
+        CHECK_MSG(safetensors_find(f, c->name, &info) == 0, "tensor %s", c->name);
         CHECK_STR_EQ(info.name, c->name);
         CHECK(info.dtype == c->dtype);
-        CHECK_STR_EQ(info.dtype_name, st_dtype_name(c->dtype));
-        CHECK(info.elem_size == st_dtype_size(c->dtype));
+        CHECK_STR_EQ(info.dtype_name, safetensors_dtype_name(c->dtype));
+        CHECK(info.elem_size == safetensors_dtype_size(c->dtype));
         CHECK(info.ndim == c->ndim);
         for (uint32_t d = 0; d < c->ndim; d++)
             CHECK(info.shape[d] == c->shape[d]);
@@ -104,19 +104,19 @@ static void test_round_trip(const char *dir)
         /* Every tensor is aligned for its element type. */
         CHECK_MSG((uintptr_t)info.data % info.elem_size == 0, "tensor %s misaligned", c->name);
     }
-    CHECK(st_find(f, "fc2.weight", &info) == -1);
-    CHECK(st_find(f, "", &info) == -1);
+    CHECK(safetensors_find(f, "fc2.weight", &info) == -1);
+    CHECK(safetensors_find(f, "", &info) == -1);
 
-    CHECK(st_metadata_count(f) == 3);
-    CHECK_STR_EQ(st_metadata(f, "format"), "pt");
-    CHECK_STR_EQ(st_metadata(f, "epoch"), "3");
-    CHECK_STR_EQ(st_metadata(f, "note"), "ünïcode ✓");
-    CHECK(st_metadata(f, "missing") == NULL);
+    CHECK(safetensors_metadata_count(f) == 3);
+    CHECK_STR_EQ(safetensors_metadata(f, "format"), "pt");
+    CHECK_STR_EQ(safetensors_metadata(f, "epoch"), "3");
+    CHECK_STR_EQ(safetensors_metadata(f, "note"), "ünïcode ✓");
+    CHECK(safetensors_metadata(f, "missing") == NULL);
     const char *key, *value;
-    CHECK(st_metadata_at(f, 0, &key, &value) == 0);
+    CHECK(safetensors_metadata_at(f, 0, &key, &value) == 0);
     CHECK_STR_EQ(key, "epoch");
-    CHECK(st_metadata_at(f, 3, &key, &value) == -1);
-    st_close(f);
+    CHECK(safetensors_metadata_at(f, 3, &key, &value) == -1);
+    safetensors_close(f);
 
     /* The raw layout: padded header, data section 8-byte aligned, header
      * entries in name order with the metadata first. */
@@ -145,9 +145,9 @@ static void test_round_trip(const char *dir)
     st_file *m = st_test_open_buffer(raw, len, "mem", err, sizeof err);
     CHECK_MSG(m != NULL, "%s", err);
     if (m) {
-        CHECK(st_find(m, "hist", &info) == 0 && memcmp(info.data, hist, sizeof hist) == 0);
-        CHECK_STR_EQ(st_label(m), "mem");
-        st_close(m);
+        CHECK(safetensors_find(m, "hist", &info) == 0 && memcmp(info.data, hist, sizeof hist) == 0);
+        CHECK_STR_EQ(safetensors_label(m), "mem");
+        safetensors_close(m);
     }
     free(raw);
 }
@@ -183,28 +183,28 @@ static void test_determinism(const char *dir)
     CHECK(ra && rc && la == lc && memcmp(ra, rc, la) != 0);
     free(ra);
     free(rc);
-    st_writer_free(w1);
-    st_writer_free(w2);
+    safetensors_writer_free(w1);
+    safetensors_writer_free(w2);
 }
 
 static void test_empty_file(const char *dir)
 {
     char path[4200], err[512];
     snprintf(path, sizeof path, "%s/empty.safetensors", dir);
-    st_writer *w = st_writer_new();
+    st_writer *w = safetensors_writer_new();
     CHECK_MSG(st_test_commit(w, path, err, sizeof err) == 0, "%s", err);
-    st_writer_free(w);
+    safetensors_writer_free(w);
     size_t len;
     uint8_t *raw = st_test_read(path, &len);
     CHECK(raw && len == 16 && raw[0] == 8 && memcmp(raw + 8, "{}      ", 8) == 0);
     free(raw);
     st_file *f = st_test_open(path, 0, err, sizeof err);
     CHECK_MSG(f != NULL, "%s", err);
-    CHECK(st_count(f) == 0);
-    CHECK(st_metadata_count(f) == 0);
+    CHECK(safetensors_count(f) == 0);
+    CHECK(safetensors_metadata_count(f) == 0);
     st_tensor_info info;
-    CHECK(st_tensor(f, 0, &info) == -1);
-    st_close(f);
+    CHECK(safetensors_tensor(f, 0, &info) == -1);
+    safetensors_close(f);
 }
 
 static void expect_add_error(st_writer *w, const char *name, int32_t dtype, const int64_t *shape,
@@ -217,7 +217,7 @@ static void expect_add_error(st_writer *w, const char *name, int32_t dtype, cons
 
 static void test_writer_errors(void)
 {
-    st_writer *w = st_writer_new();
+    st_writer *w = safetensors_writer_new();
     float buf[16] = {0};
     int64_t s22[2] = {2, 2}, neg[2] = {2, -2}, huge[3] = {INT64_C(1) << 40, INT64_C(1) << 40, 1 << 20};
     int64_t nine[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
@@ -244,16 +244,16 @@ static void test_writer_errors(void)
     view.on_device = 0;
     CHECK_MSG(st_test_add_view(w, &view, err, sizeof err) == 0, "%s", err);
 
-    CHECK(st_writer_set_metadata(w, "k", NULL) == -1);
-    CHECK(st_writer_set_metadata(w, "k\xc3", "v") == -1);
+    CHECK(safetensors_writer_set_metadata(w, "k", NULL) == -1);
+    CHECK(safetensors_writer_set_metadata(w, "k\xc3", "v") == -1);
     CHECK(st_test_commit(w, "", err, sizeof err) == -1);
-    st_writer_free(w);
+    safetensors_writer_free(w);
 
-    CHECK_STR_EQ(st_dtype_name(LOOM_DTYPE_I64), "I64");
-    CHECK(st_dtype_name(42) == NULL);
-    CHECK(st_dtype_size(LOOM_DTYPE_F64) == 8);
-    CHECK(st_dtype_size(LOOM_DTYPE_U8) == 1);
-    CHECK(st_dtype_size(0) == 0);
+    CHECK_STR_EQ(safetensors_dtype_name(LOOM_DTYPE_I64), "I64");
+    CHECK(safetensors_dtype_name(42) == NULL);
+    CHECK(safetensors_dtype_size(LOOM_DTYPE_F64) == 8);
+    CHECK(safetensors_dtype_size(LOOM_DTYPE_U8) == 1);
+    CHECK(safetensors_dtype_size(0) == 0);
 }
 
 int main(void)

@@ -15,21 +15,21 @@
 /* m through the wire format and back into *out. */
 static loom_error *round_trip(const msg *m, msg *out)
 {
-    cJSON *doc = msg_encode(m);
+    cJSON *doc = train_msg_encode(m);
     char *text = cJSON_PrintUnformatted(doc);
     cJSON_Delete(doc);
     cJSON *back = cJSON_Parse(text);
     free(text);
-    return msg_decode(back, out);
+    return train_msg_decode(back, out);
 }
 
 /* The text decoded; the error's message into err, its code returned. */
 static int32_t decode_text(const char *text, char *err, size_t len)
 {
     msg m;
-    int32_t code = loom_err_take(msg_decode(cJSON_Parse(text), &m), err, len);
+    int32_t code = loom_err_take(train_msg_decode(cJSON_Parse(text), &m), err, len);
     if (code == LOOM_OK)
-        msg_free(&m);
+        train_msg_free(&m);
     return code;
 }
 
@@ -42,13 +42,13 @@ static void test_hello_and_exit(void)
     CHECK(out.kind == MSG_HELLO && out.u.hello.slot == 7 && out.u.hello.pid == 4242 &&
           out.u.hello.params == 1234567 && out.u.hello.ntrain == 60000 &&
           out.u.hello.ntest == 10000);
-    msg_free(&out);
+    train_msg_free(&out);
 
     msg x = {.kind = MSG_EXIT, .u.exit = {.reason = "leaving: the job was resized", .code = 3}};
     CHECK(round_trip(&x, &out) == NULL);
     CHECK(out.kind == MSG_EXIT && out.u.exit.code == 3);
     CHECK_STR_EQ(out.u.exit.reason, "leaving: the job was resized");
-    msg_free(&out);
+    train_msg_free(&out);
 }
 
 static void test_plan(void)
@@ -79,7 +79,7 @@ static void test_plan(void)
     CHECK(q->batch.count == 2 && q->batch.sizes[0] == 3 && q->batch.sizes[1] == 2 &&
           q->batch.scales[0] == 1.5 && q->batch.scales[1] == 1.0);
     CHECK(memcmp(q->batch.samples, samples, sizeof samples) == 0);
-    msg_free(&out);
+    train_msg_free(&out);
 
     /* A checkpoint carries its path and metadata; a validation its range. */
     p.u.plan.action = PLAN_CHECKPOINT;
@@ -89,14 +89,14 @@ static void test_plan(void)
     CHECK(out.u.plan.action == PLAN_CHECKPOINT && !out.u.plan.has_join && !out.u.plan.load);
     CHECK_STR_EQ(out.u.plan.path, "/ck/epoch-4.safetensors");
     CHECK(cJSON_GetNumberValue(cJSON_GetObjectItem(out.u.plan.meta, "epoch")) == 4);
-    msg_free(&out);
+    train_msg_free(&out);
     p.u.plan.action = PLAN_VALIDATE;
     p.u.plan.begin = 300;
     p.u.plan.end = 600;
     CHECK(round_trip(&p, &out) == NULL);
     CHECK(out.u.plan.action == PLAN_VALIDATE && out.u.plan.begin == 300 && out.u.plan.end == 600);
     CHECK(!out.u.plan.job_metrics.present);
-    msg_free(&out);
+    train_msg_free(&out);
 
     /* The job's mean metrics of the round before, for the adapters. */
     cJSON *means = cJSON_CreateObject();
@@ -109,7 +109,7 @@ static void test_plan(void)
     CHECK(j->present && j->split == 1 && j->epoch == 3 && j->workers == 2 && j->iteration == 750);
     CHECK(cJSON_GetNumberValue(cJSON_GetObjectItem(j->metrics, "worker_pid")) == 1234.5 &&
           cJSON_GetArraySize(j->metrics) == 2);
-    msg_free(&out);
+    train_msg_free(&out);
     cJSON_Delete(means);
     cJSON_Delete(meta);
 }
@@ -131,16 +131,16 @@ static void test_multi_step_plan(void)
     const msg_batch *b = &out.u.plan.batch;
     CHECK(b->nsteps == 3 && b->step_mbs[0] == 1 && b->step_mbs[1] == 0 && b->step_mbs[2] == 2);
     CHECK(b->count == 3 && memcmp(b->samples, samples, sizeof samples) == 0);
-    msg_free(&out);
+    train_msg_free(&out);
     /* One step: no "steps" on the wire, as before rounds had several. */
     p.u.plan.batch.nsteps = 1;
-    cJSON *wire = msg_encode(&p);
+    cJSON *wire = train_msg_encode(&p);
     CHECK(cJSON_GetObjectItem(wire, "steps") == NULL);
     cJSON_Delete(wire);
     msg r = {.kind = MSG_REPLY, .u.reply = {.round = 3, .ok = 0, .error = "peer died", .steps = 2}};
     CHECK(round_trip(&r, &out) == NULL);
     CHECK(out.u.reply.steps == 2 && !out.u.reply.ok);
-    msg_free(&out);
+    train_msg_free(&out);
 
     char err[512], text[512];
     const char *plan = "{\"t\": \"plan\", \"round\": 1, \"epoch\": 0, \"epochs\": 1, "
@@ -173,7 +173,7 @@ static void test_work_and_reply(void)
     CHECK(out.kind == MSG_WORK && out.u.work.version == 41 && out.u.work.epoch == 2 &&
           out.u.work.iteration == 80 && out.u.work.workers == 3 && out.u.work.batch.count == 1 &&
           out.u.work.batch.samples[2] == 7);
-    msg_free(&out);
+    train_msg_free(&out);
 
     cJSON *train = cJSON_CreateObject();
     cJSON_AddNumberToObject(train, "loss", 0.25);
@@ -185,7 +185,7 @@ static void test_work_and_reply(void)
           out.u.reply.pull_failed && out.u.reply.count == 48 && !out.u.reply.eval);
     CHECK_STR_EQ(out.u.reply.error, "pull timed out");
     CHECK(cJSON_GetNumberValue(cJSON_GetObjectItem(out.u.reply.train, "loss")) == 0.25);
-    msg_free(&out);
+    train_msg_free(&out);
     cJSON_Delete(train);
 }
 
@@ -251,22 +251,22 @@ static void test_socket(void)
     msg w = {.kind = MSG_WORK,
              .u.work = {.version = 1, .batch = {.samples = &sample, .sizes = &size, .scales = &scale,
                                                 .count = 1}}};
-    CHECK(msg_send(sv[0], &w, weights, sizeof weights) == NULL);
+    CHECK(train_msg_send(sv[0], &w, weights, sizeof weights) == NULL);
     msg in;
-    CHECK(msg_recv(sv[1], time_mono_ms() + 5000, &in) == NULL);
+    CHECK(train_msg_recv(sv[1], time_mono_ms() + 5000, &in) == NULL);
     CHECK(in.kind == MSG_WORK && in.blob == sizeof weights);
     char err[256];
-    CHECK(loom_err_take(msg_recv_blob(sv[1], &in, got, 3 * sizeof(float), 0), err, sizeof err) ==
+    CHECK(loom_err_take(train_msg_recv_blob(sv[1], &in, got, 3 * sizeof(float), 0), err, sizeof err) ==
           LOOM_E_INVALID);
     CHECK_CONTAINS(err, "expected 12 bytes after the message, it announces 16");
-    CHECK(msg_recv_blob(sv[1], &in, got, sizeof got, time_mono_ms() + 5000) == NULL);
+    CHECK(train_msg_recv_blob(sv[1], &in, got, sizeof got, time_mono_ms() + 5000) == NULL);
     CHECK(memcmp(got, weights, sizeof got) == 0);
-    msg_free(&in);
+    train_msg_free(&in);
 
-    CHECK(loom_err_take(msg_recv(sv[1], time_mono_ms() + 50, &in), err, sizeof err) ==
+    CHECK(loom_err_take(train_msg_recv(sv[1], time_mono_ms() + 50, &in), err, sizeof err) ==
           LOOM_E_DEADLINE);
     close(sv[0]);
-    CHECK(loom_err_take(msg_recv(sv[1], time_mono_ms() + 5000, &in), err, sizeof err) ==
+    CHECK(loom_err_take(train_msg_recv(sv[1], time_mono_ms() + 5000, &in), err, sizeof err) ==
           LOOM_E_UNAVAILABLE);
     CHECK_STR_EQ(err, "closed");
     close(sv[1]);
