@@ -6,9 +6,9 @@
  * bound and after it is drained.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -16,6 +16,7 @@
 #include "http/json_text.h"
 #include "check.h"
 #include "util/workqueue.h"
+#include "wait.h"
 
 static char *repaired(const char *text, size_t *len)
 {
@@ -91,10 +92,17 @@ static void record(void *arg)
     pthread_mutex_unlock(&s->o->lock);
 }
 
-static void nap(void *arg)
+/* A job that runs until the test lets it end, counting its starts. */
+typedef struct gate {
+    atomic_int started;
+    atomic_int open;
+} gate;
+
+static void hold(void *arg)
 {
-    (void)arg;
-    usleep(200 * 1000);
+    gate *g = arg;
+    atomic_fetch_add(&g->started, 1);
+    WAIT_UNTIL(atomic_load(&g->open), 10 * 1000);
 }
 
 static void test_workqueue(void)
@@ -121,19 +129,26 @@ static void test_workqueue(void)
     workqueue_destroy(q);
 
     /* Bounded: one job runs, two wait, the next is refused. */
+    gate g = {0};
     q = workqueue_create("small queue", 1, 2);
-    CHECK((e = workqueue_submit(q, nap, NULL)) == NULL);
+    CHECK((e = workqueue_submit(q, hold, &g)) == NULL);
     loom_err_free(e);
-    usleep(50 * 1000); /* the worker takes it */
-    CHECK((e = workqueue_submit(q, nap, NULL)) == NULL);
+    WAIT_UNTIL(atomic_load(&g.started) == 1, 5000);
+    CHECK_MSG(atomic_load(&g.started) == 1, "the worker took the first job");
+    CHECK((e = workqueue_submit(q, hold, &g)) == NULL);
     loom_err_free(e);
-    CHECK((e = workqueue_submit(q, nap, NULL)) == NULL);
+    CHECK((e = workqueue_submit(q, hold, &g)) == NULL);
     loom_err_free(e);
-    e = workqueue_submit(q, nap, NULL);
+    e = workqueue_submit(q, hold, &g);
     CHECK_MSG(e && loom_err_code(e) == LOOM_E_UNAVAILABLE && strstr(loom_err_message(e), "limit"),
               "past its bound the queue refuses, naming the limit");
     loom_err_free(e);
+    CHECK_MSG(atomic_load(&g.started) == 1, "the first job still runs: %d started",
+              atomic_load(&g.started));
+    atomic_store(&g.open, 1);
     workqueue_destroy(q);
+    CHECK_MSG(atomic_load(&g.started) == 3, "the two queued ran before the queue was freed: %d started",
+              atomic_load(&g.started));
 }
 
 int main(void)

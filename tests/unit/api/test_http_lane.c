@@ -29,6 +29,7 @@
 
 #include "http/http.h"
 #include "check.h"
+#include "wait.h"
 
 #include "lane_harness.h"
 
@@ -86,11 +87,10 @@ static void test_pipelined(int port)
     char *now = echo_request("now", "{}", NULL);
     snprintf(both, sizeof both, "%sPOST /", now);
     says(c, both);
-    usleep(100 * 1000);
-    says(c, "other HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n");
-    r1 = hear(c);
-    r2 = hear(c);
+    r1 = hear(c); /* answered: the rest comes in a later read than "POST /" */
     CHECK(r1.status == 200);
+    says(c, "other HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n");
+    r2 = hear(c);
     CHECK_MSG(r2.status == 400, "a pipelined request for another route that began like the prefix: %d",
               r2.status);
     CHECK_CONTAINS(r2.body, "pipelined");
@@ -325,13 +325,17 @@ static void test_client_gone(int port)
      * connection already closed, and the server goes on */
     for (int i = 0; i < 5; i++) {
         client *c = dial(port);
+        long before = atomic_load(&requests_handled);
         char *req = echo_request("slow", "{}", NULL);
         says(c, req);
         free(req);
-        usleep(20 * 1000);
+        WAIT_UNTIL(atomic_load(&requests_handled) > before, 5000);
+        CHECK_MSG(atomic_load(&requests_handled) > before, "slow request %d reached its handler", i);
         hang_up(c);
     }
-    usleep(500 * 1000);
+    WAIT_UNTIL(atomic_load(&waiting_replies) == 0, 5000);
+    CHECK_MSG(atomic_load(&waiting_replies) == 0, "the five slow replies were given: %d left",
+              atomic_load(&waiting_replies));
     client *c = dial(port);
     char *req = echo_request("a", "{}", NULL);
     says(c, req);
@@ -505,9 +509,13 @@ static void test_fair_turns(void)
     flood f = {.fd = a->fd, .requests = 400000};
     counted k = {.fd = a->fd};
     pthread_t sender, reader;
+    long start = atomic_load(&requests_handled);
     pthread_create(&sender, NULL, send_flood, &f);
     pthread_create(&reader, NULL, count_in_background, &k);
-    usleep(500 * 1000); /* past the pipeline's first (slow) reply */
+    /* past the pipeline's first (slow) reply, a few turns into the rest */
+    WAIT_UNTIL(atomic_load(&requests_handled) - start > 4 * 64, 10 * 1000);
+    CHECK_MSG(atomic_load(&requests_handled) - start > 4 * 64, "the pipeline is being answered: %ld",
+              atomic_load(&requests_handled) - start);
     client *b = dial(port);
     long before = atomic_load(&requests_handled);
     char *probe = echo_request("probe", "{}", NULL);
@@ -518,8 +526,8 @@ static void test_fair_turns(void)
     long waited = cJSON_IsNumber(seen) ? (long)seen->valuedouble - before : -1;
     CHECK_MSG(r.status == 200 && waited >= 0 && waited < 2000,
               "a request beside a long pipeline waited for %ld of its requests", waited);
-    CHECK_MSG(before < f.requests - 2000, "the pipeline was still going when the probe came (%ld handled)",
-              before);
+    CHECK_MSG(before - start < f.requests - 2000,
+              "the pipeline was still going when the probe came (%ld handled)", before - start);
     forget(&r);
     hang_up(b);
     pthread_join(sender, NULL);
@@ -582,7 +590,8 @@ static void test_close_while_forked(int port)
     CHECK_MSG(r.status == 400, "a malformed request is refused and the connection closed: %d", r.status);
     forget(&r);
     says(c, "more bytes after the close");
-    usleep(200 * 1000);
+    /* they wait in the socket the child holds; it ends with the child */
+    CHECK_MSG(closed_by_server(c), "the connection ends once the child's copy is gone");
     hang_up(c);
     waitpid(child, NULL, 0);
     c = dial(port);

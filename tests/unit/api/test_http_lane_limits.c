@@ -22,6 +22,7 @@
 #include "http/http.h"
 #include "check.h"
 #include "lane_harness.h"
+#include "wait.h"
 
 /* Headers that trickle in, one line at a time, are answered 408 once the
  * header deadline passes, on both paths (the lane's own requests and those
@@ -196,6 +197,29 @@ static void test_cors(void)
     cors_policy_free(p);
 }
 
+/* Whether a new connection is answered (a place is free for it). */
+static int new_one_answered(int port)
+{
+    client *d = dial(port);
+    int ok = answered(d, "now");
+    hang_up(d);
+    return ok;
+}
+
+/* Two new connections, both answered, kept in *a and *b: 0 (none kept)
+ * while the places of connections closed a moment ago are still counted. */
+static int two_answered(int port, client **a, client **b)
+{
+    *a = dial(port);
+    *b = dial(port);
+    if (answered(*a, "now") && answered(*b, "now"))
+        return 1;
+    hang_up(*a);
+    hang_up(*b);
+    *a = *b = NULL;
+    return 0;
+}
+
 static void test_limits(void)
 {
     http_limits lim = {.max_connections_per_ip = 3, .idle_timeout_s = 1};
@@ -221,20 +245,21 @@ static void test_limits(void)
     /* one of them closed: its place is given back */
     hang_up(c[0]);
     int ok = 0;
-    for (int i = 0; i < 20 && !ok; i++) {
-        usleep(50 * 1000);
-        client *d = dial(port);
-        ok = answered(d, "now");
-        hang_up(d);
-    }
+    WAIT_UNTIL((ok = new_one_answered(port)) != 0, 5000);
     CHECK_MSG(ok, "a connection closed gives its place back");
     hang_up(c[1]);
     hang_up(c[2]);
 
-    /* idle: a silent connection is closed after the timeout; one waiting
-     * for a slow reply is not */
-    usleep(200 * 1000);
-    client *idle = dial(port), *waiting = dial(port);
+    /* idle: a connection silent after its reply is closed after the
+     * timeout; one waiting for a slow reply is not (two new connections,
+     * once the closed ones' places are given back) */
+    client *idle = NULL, *waiting = NULL;
+    WAIT_UNTIL(two_answered(port, &idle, &waiting), 5000);
+    CHECK_MSG(idle && waiting, "two places free again once three connections closed");
+    if (!idle || !waiting) {
+        stop(s);
+        return;
+    }
     char *req = echo_request("slower", "{}", NULL);
     says(waiting, req);
     free(req);
