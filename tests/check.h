@@ -55,6 +55,15 @@ static inline int check_contains(const char *hay, const char *needle)
               "\"%s\" does not contain \"%s\"", check_text(hay),               \
               check_text(needle))
 
+/* expr gives a loom_error * (util/error.h): passes when NULL, else prints
+ * its message; frees it either way. */
+#define CHECK_OK(expr)                                                         \
+    do {                                                                       \
+        loom_error *check_err_ = (expr);                                       \
+        CHECK_MSG(check_err_ == NULL, "%s", loom_err_message(check_err_));    \
+        loom_err_free(check_err_);                                             \
+    } while (0)
+
 #define CHECK_DONE()                                                           \
     (printf("%d passed, %d failed\n", check_passed, check_failed),             \
      check_failed == 0 && check_passed > 0 ? 0 : 1)

@@ -81,11 +81,9 @@ int main(int argc, char **argv)
         return 1;
     const loom_framework_factory *f = mod->get_factory(LOOM_FRAMEWORK_FACTORY_ID);
 
-    char *spec_text = spec_path ? fs_read_file(spec_path, 16u << 20, NULL) : NULL;
-    if (spec_path && !spec_text) {
-        fprintf(stderr, "bench_native: cannot read the spec %s\n", spec_path);
+    char *spec_text = NULL;
+    if (spec_path && check(fs_read_file(spec_path, 16u << 20, &spec_text, NULL), "the spec"))
         return 1;
-    }
     loom_trainer_config cfg = {.struct_size = sizeof cfg, .seed = 1,
                                .device = {.struct_size = sizeof(loom_device),
                                           .kind = LOOM_DEVICE_CPU},

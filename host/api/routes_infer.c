@@ -145,8 +145,8 @@ static loom_error *stage_from_exec(api_services *d, const http_request *req, con
     char *text = cJSON_Print(m);
     cJSON_Delete(m);
     snprintf(dst, sizeof dst, "%s/model.json", staged);
-    if (!text || fs_write_file_atomic(dst, text, strlen(text), 0644) != 0)
-        e = loom_err(LOOM_E_INTERNAL, "cannot write %s", dst);
+    e = text ? fs_write_file_atomic(dst, text, strlen(text), 0644)
+             : loom_err(LOOM_E_INTERNAL, "cannot write %s: out of memory", dst);
     free(text);
     return e;
 }
@@ -172,14 +172,17 @@ static void deploy_exec_model(api_services *d, const http_request *req, http_res
     char staged[PATH_MAX];
     snprintf(staged, sizeof staged, "%s/models/.staged-exec-%ld-%u", d->home, (long)getpid(),
              atomic_fetch_add(&seq, 1));
-    fs_rm_rf(staged);
     char *profile = pf ? cJSON_PrintUnformatted(pf) : NULL;
-    loom_error *e = fs_mkdir_p(staged) ? loom_err(LOOM_E_INTERNAL, "cannot create %s", staged)
-                                       : stage_from_exec(d, req, id->valuestring, name, staged);
+    loom_error *e = fs_rm_rf(staged);
+    if (!e)
+        e = fs_mkdir_p(staged);
+    e = loom_err_recode(e, LOOM_E_INTERNAL);
+    if (!e)
+        e = stage_from_exec(d, req, id->valuestring, name, staged);
     char deployed[64] = "";
     if (!e)
         e = infer_deploy(d->infer, req->user, staged, profile, deployed, sizeof deployed);
-    fs_rm_rf(staged);
+    loom_err_free(fs_rm_rf(staged)); /* best effort: a leftover costs only space */
     free(profile);
     cJSON_Delete(j);
     if (e) {
@@ -207,10 +210,10 @@ static void deploy_model(void *ctx, const http_request *req, http_response *res)
     char staged[PATH_MAX];
     snprintf(staged, sizeof staged, "%s/models/.staged-%ld-%u", d->home, (long)getpid(),
              atomic_fetch_add(&seq, 1));
-    fs_rm_rf(staged);
-    loom_error *e = NULL;
-    if (fs_mkdir_p(staged) != 0)
-        e = loom_err(LOOM_E_INTERNAL, "cannot create %s", staged);
+    loom_error *e = fs_rm_rf(staged);
+    if (!e)
+        e = fs_mkdir_p(staged);
+    e = loom_err_recode(e, LOOM_E_INTERNAL);
     if (!e)
         e = loom_err_wrap(file->path ? tarball_unpack_file(file->path, staged, MODEL_UNPACKED_MAX)
                                      : tarball_unpack(file->data, file->len, staged,
@@ -223,7 +226,7 @@ static void deploy_model(void *ctx, const http_request *req, http_response *res)
     if (!e)
         e = infer_deploy(d->infer, req->user, staged, profile_text, name, sizeof name);
     free(profile_text);
-    fs_rm_rf(staged);
+    loom_err_free(fs_rm_rf(staged)); /* best effort: a leftover costs only space */
     if (e) {
         api_reply_error(res, e);
         return;

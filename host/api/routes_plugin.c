@@ -98,14 +98,19 @@ static void show_plugin(void *ctx, const http_request *req, http_response *res)
 }
 
 /* Moves the uploaded file (spooled under the home, as plugins/ is) to
- * `path`, or writes it there when it was held in memory. 0 or -1 (errno). */
-static int store_upload(const http_field *f, const char *path)
+ * `path`, or writes it there when it was held in memory. The error names
+ * the plugin file, not the host's path, which means nothing to the user. */
+static loom_error *store_upload(const http_field *f, const char *path)
 {
-    if (!f->path)
-        return fs_write_file_atomic(path, f->data, f->len, 0644);
-    if (rename(f->path, path) != 0)
-        return -1;
-    return chmod(path, 0644);
+    int errnum = 0;
+    if (!f->path) {
+        loom_error *e = fs_write_file_atomic(path, f->data, f->len, 0644);
+        errnum = loom_err_errno(e);
+        loom_err_free(e);
+    } else if (rename(f->path, path) != 0 || chmod(path, 0644) != 0) {
+        errnum = errno;
+    }
+    return errnum ? loom_err_sys(LOOM_E_INTERNAL, errnum, "cannot store the plugin file") : NULL;
 }
 
 static void add_plugin(void *ctx, const http_request *req, http_response *res)
@@ -135,8 +140,9 @@ static void add_plugin(void *ctx, const http_request *req, http_response *res)
     char path[PATH_MAX], err[1024];
     snprintf(path, sizeof path, "%s/plugins/%s-%lld-%u.%s", d->home, loom_kind_name(kind),
              (long long)time_now_ms(), ++d->upload_seq, ext);
-    if (store_upload(file_f, path) != 0) {
-        api_error(res, LOOM_E_INTERNAL, "cannot store the plugin file: %s", strerror(errno));
+    loom_error *unstored = store_upload(file_f, path);
+    if (unstored) {
+        api_reply_error(res, unstored);
         goto out;
     }
     loom_error *refused = registry_load(d->reg, path, "user", rename, (int)kind, 0);

@@ -33,7 +33,8 @@ void cli_client_init(client *c, const char *host_flag)
         char home[4096], path[4200];
         cli_client_home(NULL, home, sizeof home);
         snprintf(path, sizeof path, "%s/host", home);
-        char *text = fs_read_file(path, sizeof from_file - 1, NULL);
+        char *text; /* none, or unreadable: the default host */
+        loom_err_free(fs_read_file(path, sizeof from_file - 1, &text, NULL));
         if (text) {
             snprintf(from_file, sizeof from_file, "%s", text);
             from_file[strcspn(from_file, "\r\n")] = 0;
@@ -88,7 +89,8 @@ void cli_client_load_token(client *c)
     }
     char path[4200];
     credentials_path(path, sizeof path);
-    char *text = fs_read_file(path, 1u << 20, NULL);
+    char *text; /* none, or unreadable: no token, and the host says so */
+    loom_err_free(fs_read_file(path, 1u << 20, &text, NULL));
     if (!text)
         return;
     size_t blen = strlen(c->base);
@@ -98,16 +100,20 @@ void cli_client_load_token(client *c)
     free(text);
 }
 
-int cli_client_save_token(const client *c, const char *token)
+loom_error *cli_client_save_token(const client *c, const char *token)
 {
     char path[4200];
     credentials_path(path, sizeof path);
-    char *old = fs_read_file(path, 1u << 20, NULL);
+    char *old;
+    loom_error *e = fs_read_file(path, 1u << 20, &old, NULL);
+    if (e && loom_err_code(e) != LOOM_E_NOT_FOUND)
+        return e;
+    loom_err_free(e);
     size_t cap = (old ? strlen(old) : 0) + strlen(c->base) + (token ? strlen(token) : 0) + 8;
     char *out = calloc(1, cap);
     if (!out) {
         free(old);
-        return -1;
+        return loom_err(LOOM_E_INTERNAL, "%s: out of memory", path);
     }
     size_t blen = strlen(c->base), used = 0;
     for (char *line = old ? strtok(old, "\n") : NULL; line; line = strtok(NULL, "\n"))
@@ -117,12 +123,13 @@ int cli_client_save_token(const client *c, const char *token)
         snprintf(out + used, cap - used, "%s %s\n", c->base, token);
     char home[4096];
     cli_client_home(NULL, home, sizeof home);
-    fs_mkdir_p(home);
+    e = fs_mkdir_p(home);
     /* Written whole with mode 0600: the token is a secret. */
-    int rc = fs_write_file_atomic(path, out, strlen(out), 0600);
+    if (!e)
+        e = fs_write_file_atomic(path, out, strlen(out), 0600);
     free(out);
     free(old);
-    return rc;
+    return e;
 }
 
 /* libcurl and a fresh handle, the start every request shares; NULL with

@@ -56,8 +56,8 @@ loom_error *cli_client_logon_basic(const client *c, const char *user, const char
  * $LOOM_HOME/credentials by `loom login`. */
 void cli_client_load_token(client *c);
 /* Saves (token non-NULL) or forgets this host's token in the credentials
- * file, which is created with mode 0600. 0 or -1. */
-int cli_client_save_token(const client *c, const char *token);
+ * file, which is created with mode 0600. */
+loom_error *cli_client_save_token(const client *c, const char *token);
 void cli_client_reply_free(client_reply *r);
 /* The reply's JSON, or NULL. */
 cJSON *cli_client_reply_json(const client_reply *r);

@@ -83,9 +83,13 @@ int cmd_login(int argc, char **argv, const cli_globals *g)
     cJSON *j = cli_client_reply_json(&r);
     cli_client_reply_free(&r);
     const char *token = cli_str(j, "token");
-    if (!*token || cli_client_save_token(&c, token) != 0) {
+    loom_error *unsaved = *token ? cli_client_save_token(&c, token)
+                                 : loom_err(LOOM_E_INTERNAL, "the host sent no token");
+    if (unsaved) {
         cJSON_Delete(j);
-        return cli_fail("cannot save the token");
+        int rc = cli_fail("cannot save the token: %s", loom_err_message(unsaved));
+        loom_err_free(unsaved);
+        return rc;
     }
     printf("logged in to %s as %s (%s)\n", c.base, cli_str(j, "user"), cli_str(j, "role"));
     cJSON_Delete(j);
@@ -101,7 +105,12 @@ int cmd_logout(int argc, char **argv, const cli_globals *g)
     cJSON_Delete(j);
     client c;
     cli_client(g, &c);
-    cli_client_save_token(&c, NULL);
+    loom_error *e = cli_client_save_token(&c, NULL);
+    if (e) {
+        int rc = cli_fail("logged out of %s, but the token stays: %s", c.base, loom_err_message(e));
+        loom_err_free(e);
+        return rc;
+    }
     printf("logged out of %s\n", c.base);
     return 0;
 }

@@ -87,8 +87,11 @@ static int demo_training(const cli_globals *g, const char *home, int epochs)
     char dir[4200], path[4300], epochs_arg[32], id[128] = "";
     snprintf(dir, sizeof dir, "%s/fmnist-mlp", home);
     snprintf(path, sizeof path, "%s/edt.json", dir);
-    if (fs_mkdir_p(dir) != 0 || fs_write_file_atomic(path, demo_spec, strlen(demo_spec), 0644) != 0)
-        return cli_fail("cannot write the demo model directory %s", dir);
+    loom_error *e = fs_mkdir_p(dir);
+    if (!e)
+        e = fs_write_file_atomic(path, demo_spec, strlen(demo_spec), 0644);
+    if (e)
+        return cli_fail_error(loom_err_wrap(e, "the demo model directory"));
     snprintf(epochs_arg, sizeof epochs_arg, "%d", epochs);
     printf("\n== loom exec start --exec-start edt --model-dir %s --numWorker 2 -- --epochs %d\n", dir,
            epochs);
@@ -190,9 +193,13 @@ static int demo_tuning(const cli_globals *g, const char *home)
     snprintf(dir, sizeof dir, "%s/fmnist-tune", home);
     snprintf(path, sizeof path, "%s/edt.json", dir);
     snprintf(task, sizeof task, "%s/fmnist-tuning.json", home);
-    if (fs_mkdir_p(dir) != 0 || fs_write_file_atomic(path, tune_spec, strlen(tune_spec), 0644) != 0 ||
-        fs_write_file_atomic(task, tune_task, strlen(tune_task), 0644) != 0)
-        return cli_fail("cannot write the tuning demo's files under %s", home);
+    loom_error *e = fs_mkdir_p(dir);
+    if (!e)
+        e = fs_write_file_atomic(path, tune_spec, strlen(tune_spec), 0644);
+    if (!e)
+        e = fs_write_file_atomic(task, tune_task, strlen(tune_task), 0644);
+    if (e)
+        return cli_fail_error(loom_err_wrap(e, "the tuning demo's files"));
     printf("\n== loom hpo submit %s --model-dir %s\n%s", task, dir, tune_task);
     fflush(stdout);
     char *submit_argv[] = {"submit", task, "--model-dir", dir, NULL};
@@ -247,11 +254,12 @@ static const char demo_script[] =
     "    printf \"%s{\\\"step\\\": %d, \\\"loss\\\": %.6f}\", (e > 1 ? \", \" : \"\"), e, loss >> out }\n"
     "  printf \"]\\n\" >> out }'\n";
 
-static int write_demo_model(const char *dir)
+static loom_error *write_demo_model(const char *dir)
 {
     char path[4200];
-    if (fs_mkdir_p(dir) != 0)
-        return -1;
+    loom_error *e = fs_mkdir_p(dir);
+    if (e)
+        return e;
     snprintf(path, sizeof path, "%s/fit.sh", dir);
     return fs_write_file_atomic(path, demo_script, strlen(demo_script), 0755);
 }
@@ -270,8 +278,9 @@ static int demo_home(const cli_globals *g, char *home, size_t len, int *temporar
         if (loom_err_take(loomd_home_free(home), why, sizeof why) != LOOM_OK)
             return cli_fail("demo: %s (the demo never shares a running host's state: give it "
                             "another --home or LOOM_HOME, or neither for a temporary one)", why);
-        if (fs_mkdir_p(home) != 0)
-            return cli_fail("demo: --home %s: cannot create: %s", home, strerror(errno));
+        loom_error *e = fs_mkdir_p(home);
+        if (e)
+            return cli_fail_error(loom_err_wrap(e, "demo: --home"));
         return 0;
     }
     const char *tmp = getenv("TMPDIR");
@@ -337,7 +346,7 @@ int cmd_demo(int argc, char **argv, const cli_globals *g)
         loomd_stop(d);
         log_close();
         if (!keep)
-            fs_rm_rf(home);
+            loom_err_free(fs_rm_rf(home)); /* a temporary folder: best effort */
         return d ? 1 : cli_fail("demo host: %s", err);
     }
     char url[64];
@@ -351,8 +360,9 @@ int cmd_demo(int argc, char **argv, const cli_globals *g)
 
     char model_dir[4200], id[128] = "";
     snprintf(model_dir, sizeof model_dir, "%s/demo-model", home);
-    if (rc == 0 && write_demo_model(model_dir) != 0)
-        rc = cli_fail("cannot write the demo model directory %s", model_dir);
+    loom_error *unwritten = rc == 0 ? write_demo_model(model_dir) : NULL;
+    if (unwritten)
+        rc = cli_fail_error(loom_err_wrap(unwritten, "the demo model directory"));
     if (rc == 0) {
         printf("\n== loom exec start --exec-start command --model-dir %s --model-main fit.sh "
                "--numWorker 2 --msd-env EPOCHS=5\n", model_dir);
@@ -371,8 +381,10 @@ int cmd_demo(int argc, char **argv, const cli_globals *g)
         printf("\n== results (WMLA's val_dict_list.json per worker)\n");
         for (int w = 0; w < 2; w++) {
             snprintf(path, sizeof path, "%s/execs/%s/val_dict_list-worker%d.json", home, id, w);
-            char *text = fs_read_file(path, 1 << 20, NULL);
-            printf("worker %d: %s", w, text ? text : "(missing)\n");
+            char *text;
+            loom_error *e = fs_read_file(path, 1 << 20, &text, NULL);
+            printf("worker %d: %s%s", w, text ? text : loom_err_message(e), text ? "" : "\n");
+            loom_err_free(e);
             if (!text)
                 rc = 1;
             free(text);
@@ -386,7 +398,7 @@ int cmd_demo(int argc, char **argv, const cli_globals *g)
     loomd_stop(d);
     log_close();
     if (!keep)
-        fs_rm_rf(home);
+        loom_err_free(fs_rm_rf(home)); /* a temporary folder: best effort */
     else
         printf("\nstate kept in %s\n", home);
     printf("\n== demo %s\n", rc == 0 ? "finished" : "FAILED");

@@ -469,10 +469,10 @@ static int exec_result(const cli_globals *g, int argc, char **argv)
     char *zip = cli_request_text(g, path, &n);
     if (!zip)
         return 1;
-    int rc = fs_write_file_atomic(out, zip, n, 0644);
+    loom_error *e = fs_write_file_atomic(out, zip, n, 0644);
     free(zip);
-    if (rc != 0)
-        return cli_fail("%s: cannot write: %s", out, strerror(errno));
+    if (e)
+        return cli_fail_error(e);
     printf("%s: %zu bytes\n", out, n);
     return 0;
 }

@@ -49,12 +49,13 @@ static int submit(int argc, char **argv, const cli_globals *g)
     if (!task || !model_dir)
         return cli_fail("hpo submit: expected TASK.json and --model-dir DIR");
     size_t len = 0;
-    char *json = fs_read_file(task, TASK_MAX_BYTES, &len);
-    if (!json)
-        return cli_fail("hpo submit: cannot read %s (at most %u bytes)", task, TASK_MAX_BYTES);
+    char *json;
+    loom_error *e = fs_read_file(task, TASK_MAX_BYTES, &json, &len);
+    if (e)
+        return cli_fail_error(loom_err_wrap(e, "hpo submit"));
     char *archive = NULL, err[512];
     size_t archive_len = 0;
-    loom_error *e = tarball_pack_dir(model_dir, &archive, &archive_len);
+    e = tarball_pack_dir(model_dir, &archive, &archive_len);
     if (e) {
         free(json);
         loom_err_take(e, err, sizeof err);

@@ -104,9 +104,14 @@ static int deploy_from_exec(const char *exec_id, const char *name, const char *p
     if (name)
         cJSON_AddStringToObject(body, "name", name);
     if (profile_file) {
-        char *text = fs_read_file(profile_file, MODEL_JSON_MAX, NULL);
+        char *text;
+        loom_error *e = fs_read_file(profile_file, MODEL_JSON_MAX, &text, NULL);
         cJSON *p = text ? cJSON_Parse(text) : NULL;
         free(text);
+        if (e) {
+            cJSON_Delete(body);
+            return cli_fail_error(loom_err_wrap(e, "model deploy: --profile"));
+        }
         if (!p) {
             cJSON_Delete(body);
             return cli_fail("model deploy: --profile %s: cannot read it as JSON", profile_file);
@@ -151,8 +156,10 @@ static int model_deploy(int argc, char **argv, const cli_globals *g)
     if (loom_err_take(model_spec_read(dir, &spec, NULL), err, sizeof err))
         return cli_fail("model deploy: %s", err);
     char *profile = NULL;
-    if (profile_file && !(profile = fs_read_file(profile_file, MODEL_JSON_MAX, NULL)))
-        return cli_fail("model deploy: --profile %s: cannot read it", profile_file);
+    loom_error *unread = profile_file ? fs_read_file(profile_file, MODEL_JSON_MAX, &profile, NULL)
+                                      : NULL;
+    if (unread)
+        return cli_fail_error(loom_err_wrap(unread, "model deploy: --profile"));
     char *archive = NULL;
     size_t len = 0;
     if (loom_err_take(tarball_pack_dir(dir, &archive, &len), err, sizeof err)) {
@@ -238,9 +245,9 @@ static int model_infer(const char *name, int argc, char **argv, const cli_global
         return cli_fail("model infer: -d JSON (or -d @FILE) is required");
     char *owned = NULL;
     if (data[0] == '@') {
-        owned = fs_read_file(data + 1, BODY_FILE_MAX, NULL);
-        if (!owned)
-            return cli_fail("model infer: -d %s: cannot read the file", data);
+        loom_error *e = fs_read_file(data + 1, BODY_FILE_MAX, &owned, NULL);
+        if (e)
+            return cli_fail_error(loom_err_wrap(e, "model infer: -d"));
         data = owned;
     }
     char *esc = cli_curl_escape_path(name);
@@ -300,9 +307,10 @@ static int model_profile_update(const char *name, int argc, char **argv, const c
     const char *file = flag_value(argc, argv, "-f");
     if (!file)
         return cli_fail("model updateprofile: -f profile.json is required");
-    char *text = fs_read_file(file, MODEL_JSON_MAX, NULL);
-    if (!text)
-        return cli_fail("model updateprofile: -f %s: cannot read it", file);
+    char *text;
+    loom_error *e = fs_read_file(file, MODEL_JSON_MAX, &text, NULL);
+    if (e)
+        return cli_fail_error(loom_err_wrap(e, "model updateprofile: -f"));
     cJSON *j = on_model(g, "PUT", name, LOOM_ROUTE_APPPROFILE, text);
     free(text);
     if (!j)

@@ -240,9 +240,10 @@ int cmd_kind(const char *kind_word, int argc, char **argv, const cli_globals *g)
         if (kind == LOOM_KIND_SEARCH && fs_is_dir(file))
             return cli_hpo_algorithm_add_dir(file, name, conda_home, conda_env, g);
         size_t len;
-        char *data = fs_read_file(file, PLUGIN_FILE_MAX, &len);
-        if (!data)
-            return cli_fail("%s: cannot read the plugin file", file);
+        char *data;
+        loom_error *unread = fs_read_file(file, PLUGIN_FILE_MAX, &data, &len);
+        if (unread)
+            return cli_fail_error(loom_err_wrap(unread, "the plugin file"));
         const char *base = strrchr(file, '/');
         client_part parts[3] = {
             {.name = "kind", .value = api_kind},

@@ -307,10 +307,10 @@ static int web_flag(int argc, char **argv, int *i, loomd_options *o)
 static int python_flag(int argc, char **argv, int *i)
 {
     if (strcmp(argv[*i], "--job-path") == 0 && *i + 1 < argc) {
-        char why[160];
         const char *dirs = argv[++*i];
-        if (!job_env_path_valid(dirs, why, sizeof why)) {
-            cli_fail("--job-path: %s", why);
+        loom_error *invalid = job_env_path_valid(dirs);
+        if (invalid) {
+            cli_fail_error(loom_err_wrap(invalid, "--job-path"));
             return -1;
         }
         setenv("LOOM_JOB_PATH", dirs, 1);
@@ -396,8 +396,9 @@ int cmd_serve(int argc, char **argv, const cli_globals *g)
     /* Refused before the log is opened: that log is the running host's. */
     if (loom_err_take(loomd_home_free(home), why, sizeof why) != LOOM_OK)
         return cli_fail("%s", why);
-    if (fs_mkdir_p(home) != 0)
-        return cli_fail("--home %s: cannot create: %s", home, strerror(errno));
+    loom_error *e = fs_mkdir_p(home);
+    if (e)
+        return cli_fail_error(loom_err_wrap(e, "--home"));
     snprintf(path, sizeof path, "%s/loom.log", home);
     if (log_open(path) != 0)
         return cli_fail("%s: cannot open the log: %s", path, strerror(errno));
@@ -412,7 +413,7 @@ int cmd_serve(int argc, char **argv, const cli_globals *g)
     signal(SIGPIPE, SIG_IGN);
 
     char err[1024], admin_password[AUTH_PASSWORD_MAX_LEN + 1] = "";
-    loom_error *e = admin_password_file ? auth_read_password_file(admin_password_file, admin_password,
+    e = admin_password_file ? auth_read_password_file(admin_password_file, admin_password,
                                                                   sizeof admin_password)
                                         : NULL;
     if (e) {
@@ -421,13 +422,12 @@ int cmd_serve(int argc, char **argv, const cli_globals *g)
     }
     if (!tls_cert != !tls_key)
         return cli_fail("--tls-cert and --tls-key go together");
-    char *cert_pem = tls_cert ? fs_read_file(tls_cert, 1u << 20, NULL) : NULL;
-    char *key_pem = tls_key ? fs_read_file(tls_key, 1u << 20, NULL) : NULL;
-    if (tls_cert && (!cert_pem || !key_pem)) {
+    char *cert_pem = NULL, *key_pem = NULL;
+    if (tls_cert && (e = fs_read_file(tls_cert, 1u << 20, &cert_pem, NULL)) == NULL &&
+        (e = fs_read_file(tls_key, 1u << 20, &key_pem, NULL)) != NULL)
         free(cert_pem);
-        free(key_pem);
-        return cli_fail("cannot read %s", !cert_pem ? tls_cert : tls_key);
-    }
+    if (e)
+        return cli_fail_error(loom_err_wrap(e, "--tls-cert/--tls-key"));
     loomd_options opt = jobs; /* isolation, numeric and web flags, then the rest */
     opt.tls_cert_pem = cert_pem, opt.tls_key_pem = key_pem, opt.home = home, opt.address = addr;
     opt.port = port, opt.plugin_dir = plugin_dir, opt.hysteresis = hysteresis;
@@ -444,7 +444,10 @@ int cmd_serve(int argc, char **argv, const cli_globals *g)
     char url[300];
     snprintf(url, sizeof url, "%s://%s:%d\n", tls_cert ? "https" : "http", addr, loomd_port(d));
     snprintf(path, sizeof path, "%s/host", home);
-    fs_write_file_atomic(path, url, strlen(url), 0600); /* the home's files are its own */
+    e = fs_write_file_atomic(path, url, strlen(url), 0600); /* the home's files are its own */
+    if (e) /* clients then need --host or LOOM_HOST */
+        log_warn("%s", loom_err_message(e));
+    loom_err_free(e);
     print_started(d, url, home);
 
     int sig = 0;

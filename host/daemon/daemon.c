@@ -52,7 +52,8 @@ static void refusal(const char *home, char *out, size_t outlen)
     char path[PATH_MAX], url[512] = "", holder[600] = "its pid is not recorded";
     long pid = 0;
     snprintf(path, sizeof path, "%s/loom.lock", home);
-    char *text = fs_read_file(path, 1024, NULL);
+    char *text;
+    loom_err_free(fs_read_file(path, 1024, &text, NULL)); /* unreadable: not recorded */
     int n = text ? sscanf(text, "%ld %511s", &pid, url) : 0;
     free(text);
     if (n >= 1 && pid > 0)
@@ -127,10 +128,12 @@ static loom_error *hold_home(loomd *d)
 static loom_error *prepare_spool(loomd *d)
 {
     snprintf(d->spool_dir, sizeof d->spool_dir, "%s/uploads", d->api.home);
-    fs_rm_rf(d->spool_dir);
-    if (fs_mkdir_p(d->spool_dir) != 0 || chmod(d->spool_dir, 0700) != 0)
-        return loom_err(LOOM_E_INTERNAL, "%s: cannot create: %s", d->spool_dir, strerror(errno));
-    return NULL;
+    loom_error *e = fs_rm_rf(d->spool_dir);
+    if (!e)
+        e = fs_mkdir_p(d->spool_dir);
+    if (!e && chmod(d->spool_dir, 0700) != 0)
+        e = loom_err_sys(LOOM_E_INTERNAL, errno, "cannot chmod %s", d->spool_dir);
+    return loom_err_recode(e, LOOM_E_INTERNAL);
 }
 
 /* The plugin registry: the host's own factories and built-in plugins, then
@@ -183,14 +186,15 @@ loom_error *loomd_start(const loomd_options *opt, loomd **out)
         loomd_default_plugin_dir(d->plugin_dir, sizeof d->plugin_dir);
 
     char path[PATH_MAX];
-    if (fs_mkdir_p(d->api.home) != 0) {
-        e = loom_err(LOOM_E_INVALID, "--home %s: cannot create: %s", d->api.home, strerror(errno));
+    if ((e = fs_mkdir_p(d->api.home)) != NULL) {
+        e = loom_err_recode(loom_err_wrap(e, "--home"), LOOM_E_INVALID);
         goto fail_with;
     }
+    /* Under a home just made: a failure shows where they are written. */
     snprintf(path, sizeof path, "%s/plugins", d->api.home);
-    fs_mkdir_p(path);
+    loom_err_free(fs_mkdir_p(path));
     snprintf(path, sizeof path, "%s/execs", d->api.home);
-    fs_mkdir_p(path);
+    loom_err_free(fs_mkdir_p(path));
 
     if ((e = hold_home(d)) != NULL || (e = prepare_spool(d)) != NULL)
         goto fail_with;

@@ -23,14 +23,17 @@ loom_error *loomd_isolate_jobs(loomd *d, const loomd_options *opt)
     job_sandbox_config cfg = {.accounts = geteuid() == 0 && !opt->no_job_accounts,
                               .uid_first = first, .uid_last = last,
                               .user_id = user_id, .user_ctx = d->api.auth};
-    char why[PATH_MAX + 64];
     /* Never jobs as root for want of a path: refused, saying what to do. */
-    if (cfg.accounts && !job_sandbox_reachable(d->api.home, why, sizeof why))
-        return loom_err(LOOM_E_INVALID,
-                        "home %s: jobs run under accounts of their own, which cannot reach it: "
-                        "%s; give a home they can pass through (as root the default is "
-                        "/var/lib/loom) or let others search that folder (chmod o+x)",
-                        d->api.home, why);
+    loom_error *unreachable = cfg.accounts ? job_sandbox_reachable(d->api.home) : NULL;
+    if (unreachable) {
+        loom_error *e = loom_err(LOOM_E_INVALID,
+                                 "home %s: jobs run under accounts of their own, which cannot "
+                                 "reach it: %s; give a home they can pass through (as root the "
+                                 "default is /var/lib/loom) or let others search that folder "
+                                 "(chmod o+x)", d->api.home, loom_err_message(unreachable));
+        loom_err_free(unreachable);
+        return e;
+    }
     job_sandbox_configure(&cfg);
     loom_error *e = job_sandbox_secure_home(d->api.home, cfg.accounts);
     if (e)

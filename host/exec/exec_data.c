@@ -104,9 +104,9 @@ static loom_error *given_data_dir(const exec_service *es, const char *dir, char 
  * 400, and nothing is made outside it. */
 static loom_error *make_store_folder(const char *store_root, const char *data_path)
 {
-    if (fs_mkdir_p(store_root) != 0)
-        return loom_err(LOOM_E_INTERNAL, "cannot create the data store %s: %s", store_root,
-                        strerror(errno));
+    loom_error *made = fs_mkdir_p(store_root);
+    if (made)
+        return loom_err_recode(loom_err_wrap(made, "the data store"), LOOM_E_INTERNAL);
     if (!data_path)
         return NULL;
     int root = -1;

@@ -83,9 +83,11 @@ static int id_taken(exec_service *es, const char *id)
 loom_error *exec_claim_id(exec_service *es, const char *user, store_exec *rec)
 {
     char execs[PATH_MAX];
-    if ((size_t)snprintf(execs, sizeof execs, "%s/execs", es->home) >= sizeof execs ||
-        fs_mkdir_p(execs) != 0)
-        return loom_err(LOOM_E_INTERNAL, "cannot create %s: %s", execs, strerror(errno));
+    if ((size_t)snprintf(execs, sizeof execs, "%s/execs", es->home) >= sizeof execs)
+        return loom_err(LOOM_E_INTERNAL, "home %s: path over PATH_MAX", es->home);
+    loom_error *made = fs_mkdir_p(execs);
+    if (made)
+        return loom_err_recode(made, LOOM_E_INTERNAL);
     int ulen = (int)strnlen(user, EXEC_ID_USER_MAX);
     for (int attempt = 0; attempt < EXEC_ID_TRIES; attempt++) {
         pthread_mutex_lock(&es->lock);

@@ -232,9 +232,10 @@ static loom_error *prepare_dir(const char *dir, const hpo_submission *sub)
 {
     char model[PATH_MAX + 16], path[PATH_MAX + 64];
     snprintf(model, sizeof model, "%s/model", dir);
-    if (fs_mkdir_p(model) != 0)
-        return loom_err(LOOM_E_INTERNAL, "cannot create %s: %s", model, strerror(errno));
-    loom_error *e = sub->archive_path
+    loom_error *e = fs_mkdir_p(model);
+    if (e)
+        return loom_err_recode(e, LOOM_E_INTERNAL);
+    e = sub->archive_path
                         ? tarball_unpack_file(sub->archive_path, model, MODEL_MAX_BYTES)
                         : tarball_unpack(sub->archive, sub->archive_len, model, MODEL_MAX_BYTES);
     if (e)
@@ -248,14 +249,14 @@ static loom_error *prepare_dir(const char *dir, const hpo_submission *sub)
         snprintf(inner, sizeof inner, "%s/%s", tmp, only);
         if (rename(model, tmp) != 0 || rename(inner, model) != 0)
             return loom_err(LOOM_E_INTERNAL, "cannot move %s up: %s", only, strerror(errno));
-        fs_rm_rf(tmp);
+        loom_err_free(fs_rm_rf(tmp)); /* the empty shell left: only space */
     }
     snprintf(path, sizeof path, "%s/edt.json", model);
     if (fs_is_file(path)) {
         char tmpl[PATH_MAX + 64];
         snprintf(tmpl, sizeof tmpl, "%s/edt.template.json", dir);
-        if (fs_copy_file(path, tmpl, 0644) != 0)
-            return loom_err(LOOM_E_INTERNAL, "cannot copy %s: %s", path, strerror(errno));
+        if ((e = fs_copy_file(path, tmpl, 0644)) != NULL)
+            return loom_err_recode(e, LOOM_E_INTERNAL);
     }
     return NULL;
 }
@@ -298,12 +299,13 @@ loom_error *hpo_submit(hpo_service *svc, const hpo_submission *sub, char *name, 
         e = found; /* the store failed: not a free name */
         found = NULL;
     } else {
-        fs_rm_rf(t->dir);
-        e = prepare_dir(t->dir, sub);
+        e = loom_err_recode(fs_rm_rf(t->dir), LOOM_E_INTERNAL); /* a failed submit's leftovers */
+        if (!e)
+            e = prepare_dir(t->dir, sub);
         if (!e)
             e = store_hpo_task_insert(svc->st, r);
         if (e)
-            fs_rm_rf(t->dir);
+            loom_err_free(fs_rm_rf(t->dir)); /* removed again by the next submit of the name */
     }
     loom_err_free(found);
     if (!e) {
@@ -431,7 +433,10 @@ static loom_error *delete_locked(hpo_service *svc, const char *name)
     if (!e) {
         char dir[PATH_MAX + 160];
         snprintf(dir, sizeof dir, "%s/hpo/%s", svc->home, name);
-        fs_rm_rf(dir);
+        loom_error *left = fs_rm_rf(dir); /* the record is gone: only space */
+        if (left)
+            log_warn("tuning task %s: %s", name, loom_err_message(left));
+        loom_err_free(left);
     }
     return e;
 }

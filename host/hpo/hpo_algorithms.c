@@ -14,6 +14,7 @@
 #include "hpo/hpo_internal.h"
 #include "util/fs.h"
 #include "util/job_sandbox.h"
+#include "util/log.h"
 #include "util/tarball.h"
 
 #define OPTIMIZER_MAX_BYTES ((uint64_t)256 << 20)
@@ -129,8 +130,8 @@ static loom_error *copy_in(const hpo_algorithm_install *in, const char *dir)
             return loom_err(LOOM_E_INVALID, "path: %s is no folder on the host", in->path);
         e = tarball_pack_dir(in->path, &tar, &len);
     }
-    if (!e && fs_mkdir_p(dir) != 0)
-        e = loom_err(LOOM_E_INTERNAL, "cannot create %s: %s", dir, strerror(errno));
+    if (!e)
+        e = loom_err_recode(fs_mkdir_p(dir), LOOM_E_INTERNAL);
     if (!e)
         e = !tar && in->archive_path
                 ? tarball_unpack_file(in->archive_path, dir, OPTIMIZER_MAX_BYTES)
@@ -146,7 +147,7 @@ static loom_error *copy_in(const hpo_algorithm_install *in, const char *dir)
         snprintf(inner, sizeof inner, "%s/%s", tmp, only);
         if (rename(dir, tmp) != 0 || rename(inner, dir) != 0)
             return loom_err(LOOM_E_INTERNAL, "cannot move %s up: %s", only, strerror(errno));
-        fs_rm_rf(tmp);
+        loom_err_free(fs_rm_rf(tmp)); /* the empty shell left: only space */
     }
     snprintf(path, sizeof path, "%s/optimizer.py", dir);
     if (!fs_is_file(path))
@@ -211,15 +212,16 @@ loom_error *hpo_algorithm_add(hpo_service *svc, const hpo_algorithm_install *in)
         e = loom_err(LOOM_E_CONFLICT, "name: a plugin optimizer \"%s\" is installed", in->name);
     } else {
         loom_err_free(absent); /* the name is free: install it */
-        fs_rm_rf(a.dir);
-        e = copy_in(in, a.dir);
+        e = loom_err_recode(fs_rm_rf(a.dir), LOOM_E_INTERNAL); /* a failed install's leftovers */
+        if (!e)
+            e = copy_in(in, a.dir);
         if (!e)
             e = open_to_searches(&a);
     }
     if (!e)
         e = store_hpo_algorithm_insert(svc->st, &a);
     if (e && loom_err_code(e) != LOOM_E_CONFLICT)
-        fs_rm_rf(a.dir);
+        loom_err_free(fs_rm_rf(a.dir)); /* removed again by the next install of the name */
     pthread_mutex_unlock(&svc->lock);
     return e;
 }
@@ -241,8 +243,10 @@ loom_error *hpo_algorithm_remove(hpo_service *svc, const char *user, int is_admi
                          name, t->rec.name);
     if (!e)
         e = store_hpo_algorithm_delete(svc->st, name);
-    if (!e)
-        fs_rm_rf(a.dir);
+    loom_error *left = e ? NULL : fs_rm_rf(a.dir); /* the record is gone: only space */
+    if (left)
+        log_warn("plugin optimizer \"%s\": %s", name, loom_err_message(left));
+    loom_err_free(left);
     pthread_mutex_unlock(&svc->lock);
     return e;
 }

@@ -161,7 +161,9 @@ static loom_error *experiment_archive(hpo_task *t, const hpo_exp_rec *x, char **
     snprintf(path, sizeof path, "%s/config.json", model);
     loom_error *e = write_json(path, config);
     snprintf(path, sizeof path, "%s/edt.template.json", t->dir);
-    char *tmpl = !e && fs_is_file(path) ? fs_read_file(path, 1 << 20, NULL) : NULL;
+    char *tmpl = NULL;
+    if (!e && fs_is_file(path))
+        e = fs_read_file(path, 1 << 20, &tmpl, NULL);
     if (tmpl) {
         cJSON *spec = cJSON_Parse(tmpl);
         substitute(spec, config);
@@ -426,10 +428,12 @@ static int apply_outcome(hpo_service *svc, hpo_task *t, search_outcome *o)
         const search_proposal *p = &o->proposals[i];
         for (uint32_t k = 0; k < t->spec.param_count; k++) {
             /* Check again here: the child's word is not proof. */
-            if (!hpo_value_in_space(&t->spec.params[k], &p->values[k], why, sizeof why)) {
+            loom_error *outside = hpo_value_in_space(&t->spec.params[k], &p->values[k]);
+            if (outside) {
                 char msg[800];
                 snprintf(msg, sizeof msg, "search '%s' proposed a value outside the space: %s",
-                         t->plugin, why);
+                         t->plugin, loom_err_message(outside));
+                loom_err_free(outside);
                 hpo_end_task(svc, t, HPO_TASK_FAILED, msg);
                 return -1;
             }
@@ -523,8 +527,9 @@ static loom_error *start_search(hpo_service *svc, hpo_task *t)
      * writing only its own folder (user code, a Python optimizer, above all). */
     char work[PATH_MAX + 32];
     snprintf(work, sizeof work, "%s/search", t->dir);
-    if (fs_mkdir_p(work) != 0)
-        return loom_err(LOOM_E_INTERNAL, "%s: cannot create the search's folder", work);
+    loom_error *unmade = fs_mkdir_p(work);
+    if (unmade)
+        return loom_err_recode(loom_err_wrap(unmade, "the search's folder"), LOOM_E_INTERNAL);
     /* its owner's account passes through the task's folder to its own */
     loom_error *shared = job_sandbox_share(t->dir, t->rec.user, t->rec.user_id);
     if (shared)

@@ -398,7 +398,9 @@ static int fixed_value(const loom_param *p, const cJSON *fixed, loom_value *out)
     } else {
         out->d = x;
     }
-    return hpo_value_in_space(p, out, NULL, 0);
+    loom_error *outside = hpo_value_in_space(p, out);
+    loom_err_free(outside); /* the caller names the field */
+    return outside == NULL;
 }
 
 /* Without hyperParams the space is the experiments' own: one choice per
@@ -554,9 +556,9 @@ loom_error *wmla_task_parse(const char *json, size_t len, hpo_task_spec *out)
 
 /* ---- values --------------------------------------------------------------- */
 
-int hpo_value_in_space(const loom_param *p, const loom_value *v, char *why, size_t whylen)
+loom_error *hpo_value_in_space(const loom_param *p, const loom_value *v)
 {
-    return search_value_fits(p, v, why, whylen);
+    return search_value_fits(p, v);
 }
 
 cJSON *hpo_value_to_json(const loom_value *v)

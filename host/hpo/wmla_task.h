@@ -52,8 +52,8 @@ void hpo_task_spec_free(hpo_task_spec *t);
 
 /* Checks that v is a value of p: its type, inside the bounds (for a log
  * scale, between log_base^low and log_base^high), an integer for INT, one of
- * the choices for CHOICE. Returns 1, or 0 with why (may be NULL). */
-int hpo_value_in_space(const loom_param *p, const loom_value *v, char *why, size_t whylen);
+ * the choices for CHOICE. NULL, or LOOM_E_INVALID saying why. */
+loom_error *hpo_value_in_space(const loom_param *p, const loom_value *v);
 
 /* A value as JSON (a number or a string), and back: hpo_value_from_json
  * checks the type against p; a string value points into p's choices. */

@@ -101,8 +101,11 @@ char *http_field_load(const http_field *f, size_t max)
 {
     if (f->len > max)
         return NULL;
-    if (f->path)
-        return fs_read_file(f->path, max, NULL);
+    if (f->path) {
+        char *text;
+        loom_err_free(fs_read_file(f->path, max, &text, NULL)); /* NULL says it */
+        return text;
+    }
     char *copy = malloc(f->len + 1);
     if (copy) {
         if (f->len)

@@ -87,8 +87,11 @@ static loom_error *keep_private(const infer_service *s, const char *name, const 
 {
     char dir[PATH_MAX], model[PATH_MAX], work[PATH_MAX];
     model_paths(s, name, dir, model, work);
-    if (fs_mkdir_p(work) != 0 || chmod(work, 0700) != 0 || chmod(dir, 0711) != 0)
-        return loom_err(LOOM_E_INTERNAL, "%s: %s", work, strerror(errno));
+    loom_error *e = fs_mkdir_p(work);
+    if (e)
+        return loom_err_recode(e, LOOM_E_INTERNAL);
+    if (chmod(work, 0700) != 0 || chmod(dir, 0711) != 0)
+        return loom_err_sys(LOOM_E_INTERNAL, errno, "cannot chmod %s", work);
     return job_sandbox_share(model, owner, 0);
 }
 
@@ -155,9 +158,10 @@ loom_error *infer_deploy(infer_service *s, const char *user, const char *staged,
     } else {
         loom_err_free(absent);
         remove_model_dir(dir); /* left by a deploy that failed half-way */
-        if (fs_mkdir_p(work) != 0 || rename(staged, model) != 0)
-            e = loom_err(LOOM_E_INTERNAL, "cannot place the model in %s: %s", dir,
-                         strerror(errno));
+        if ((e = fs_mkdir_p(work)) != NULL)
+            e = loom_err_recode(loom_err_wrap(e, "cannot place the model"), LOOM_E_INTERNAL);
+        else if (rename(staged, model) != 0)
+            e = loom_err_sys(LOOM_E_INTERNAL, errno, "cannot place the model in %s", dir);
         else if ((e = keep_private(s, spec.name, user)) == NULL)
             e = store_model_insert(s->st, &rec);
         if (e)
@@ -452,7 +456,10 @@ loom_error *infer_service_create(const infer_options *opt, infer_service **out)
     }
     char models[PATH_MAX + 8];
     snprintf(models, sizeof models, "%s/models", s->home);
-    fs_mkdir_p(models);
+    loom_error *unmade = fs_mkdir_p(models); /* each deploy then says why it fails */
+    if (unmade)
+        log_warn("%s", loom_err_message(unmade));
+    loom_err_free(unmade);
     chmod(models, 0711);
     pthread_mutex_init(&s->admin, NULL);
     pthread_rwlock_init(&s->routes, NULL);

@@ -78,9 +78,9 @@ static loom_error *load_kernel(loaded_kernel *k, const kernel_server_spec *spec)
         return e;
     char path[PATH_MAX + 16];
     snprintf(path, sizeof path, "%s/model.json", spec->model_dir);
-    char *json = fs_read_file(path, MODEL_JSON_MAX, NULL);
-    if (!json)
-        return loom_err(LOOM_E_NOT_FOUND, "%s: %s", path, strerror(errno));
+    char *json;
+    if ((e = fs_read_file(path, MODEL_JSON_MAX, &json, NULL)) != NULL)
+        return loom_err_recode(e, LOOM_E_NOT_FOUND);
     loom_kernel_model_config cfg = {.struct_size = sizeof cfg, .model_dir = spec->model_dir,
                                     .model_json = json, .weight_path = spec->weight_path};
     e = k->factory->load_model(k->factory, &cfg, &k->model);

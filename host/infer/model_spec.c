@@ -182,13 +182,16 @@ loom_error *model_spec_read(const char *dir, model_spec *out, char **json_out)
     char path[PATH_MAX + 16];
     snprintf(path, sizeof path, "%s/model.json", dir);
     size_t len = 0;
-    errno = 0;
-    char *text = fs_read_file(path, MODEL_JSON_MAX, &len);
-    if (!text)
-        return loom_err(errno == ENOENT ? LOOM_E_NOT_FOUND : LOOM_E_INVALID,
-                        "%s: %s", path, errno == ENOENT ? "missing (every model directory "
-                        "holds a model.json)" : errno == EFBIG ? "larger than 1 MiB"
-                        : strerror(errno));
+    char *text;
+    loom_error *unread = fs_read_file(path, MODEL_JSON_MAX, &text, &len);
+    if (unread && loom_err_errno(unread) == ENOENT) {
+        loom_err_free(unread);
+        return loom_err(LOOM_E_NOT_FOUND, "%s: missing (every model directory holds a "
+                        "model.json)", path);
+    }
+    if (unread) /* too large keeps its code; the rest is a bad directory */
+        return loom_err_code(unread) == LOOM_E_TOO_LARGE ? unread
+                                                          : loom_err_recode(unread, LOOM_E_INVALID);
     const char *where = NULL;
     cJSON *root = cJSON_ParseWithOpts(text, &where, 1);
     loom_error *e = NULL;

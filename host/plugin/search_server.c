@@ -61,19 +61,19 @@ static loom_error *propose_checked(search_server *s, const loom_value *values, u
         return loom_err(LOOM_E_INVALID, "propose: only inside suggest");
     if (s->max == 0)
         return loom_err(LOOM_E_LIMIT, "propose: this suggest's proposals are used up");
-    char why[sizeof s->out.refused];
-    snprintf(why, sizeof why, "%s", "");
+    loom_error *bad = NULL;
     if (!values || count != n)
-        snprintf(why, sizeof why, "a proposal of %u values for a space of %u parameters", count, n);
-    for (uint32_t i = 0; !why[0] && i < n; i++)
-        search_value_fits(&s->cfg.params[i], &values[i], why, sizeof why);
-    if (!why[0] && !(budget >= 0 && budget < 1e15))
-        snprintf(why, sizeof why, "budget %g: expected 0 or a positive number", budget);
-    if (why[0]) {
+        bad = loom_err(LOOM_E_INVALID, "a proposal of %u values for a space of %u parameters",
+                       count, n);
+    for (uint32_t i = 0; !bad && i < n; i++)
+        bad = search_value_fits(&s->cfg.params[i], &values[i]);
+    if (!bad && !(budget >= 0 && budget < 1e15))
+        bad = loom_err(LOOM_E_INVALID, "budget %g: expected 0 or a positive number", budget);
+    if (bad) {
         if (!s->out.refused[0])
             snprintf(s->out.refused, sizeof s->out.refused, "proposed a value outside the space: %s",
-                     why);
-        return loom_err(LOOM_E_INVALID, "propose: %s", why);
+                     loom_err_message(bad));
+        return loom_err_wrap(bad, "propose");
     }
     if (s->out.nproposals == s->cap_proposals) {
         uint32_t cap = s->cap_proposals ? s->cap_proposals * 2 : 8;

@@ -19,31 +19,25 @@ static const char *type_name(int32_t t)
     return t == LOOM_VALUE_DOUBLE ? "DOUBLE" : t == LOOM_VALUE_INT ? "INT" : "STR";
 }
 
-int search_value_fits(const loom_param *p, const loom_value *v, char *why, size_t whylen)
+loom_error *search_value_fits(const loom_param *p, const loom_value *v)
 {
-    char tmp[1], a[NUM_TEXT_MAX], b[NUM_TEXT_MAX], c[NUM_TEXT_MAX];
-    if (!why)
-        why = tmp, whylen = sizeof tmp;
-    if (v->type != p->type) {
-        snprintf(why, whylen, "'%s': a value of type %d for a %s parameter", p->name, (int)v->type,
-                 type_name(p->type));
-        return 0;
-    }
+    char a[NUM_TEXT_MAX], b[NUM_TEXT_MAX], c[NUM_TEXT_MAX];
+    if (v->type != p->type)
+        return loom_err(LOOM_E_INVALID, "'%s': a value of type %d for a %s parameter", p->name,
+                        (int)v->type, type_name(p->type));
     if (p->kind == LOOM_PARAM_CHOICE) {
         for (uint32_t c = 0; c < p->choice_count; c++) {
             if ((p->type == LOOM_VALUE_DOUBLE && p->choice_doubles[c] == v->d) ||
                 (p->type == LOOM_VALUE_INT && p->choice_ints[c] == v->i) ||
                 (p->type == LOOM_VALUE_STRING && v->s && !strcmp(p->choice_strings[c], v->s)))
-                return 1;
+                return NULL;
         }
         if (p->type == LOOM_VALUE_STRING)
-            snprintf(why, whylen, "'%s': \"%.64s\" is not one of its %u values", p->name,
-                     v->s ? v->s : "(null)", p->choice_count);
-        else
-            snprintf(why, whylen, "'%s': %s is not one of its %u values", p->name,
-                     num_text_double(p->type == LOOM_VALUE_INT ? (double)v->i : v->d, a, sizeof a),
-                     p->choice_count);
-        return 0;
+            return loom_err(LOOM_E_INVALID, "'%s': \"%.64s\" is not one of its %u values",
+                            p->name, v->s ? v->s : "(null)", p->choice_count);
+        return loom_err(LOOM_E_INVALID, "'%s': %s is not one of its %u values", p->name,
+                        num_text_double(p->type == LOOM_VALUE_INT ? (double)v->i : v->d, a, sizeof a),
+                        p->choice_count);
     }
     double x = p->type == LOOM_VALUE_INT ? (double)v->i : v->d;
     double lo = p->log_base > 1 ? pow(p->log_base, p->low) : p->low;
@@ -51,13 +45,11 @@ int search_value_fits(const loom_param *p, const loom_value *v, char *why, size_
     if (p->type == LOOM_VALUE_INT && p->log_base > 1)
         lo = ceil(lo - 1e-9), hi = floor(hi + 1e-9);
     double slack = 1e-9 * (fabs(lo) + fabs(hi));
-    if (!isfinite(x) || x < lo - slack || x > hi + slack) {
-        snprintf(why, whylen, "'%s': %s is outside [%s, %s]", p->name,
-                 num_text_double(x, a, sizeof a), num_text_double(lo, b, sizeof b),
-                 num_text_double(hi, c, sizeof c));
-        return 0;
-    }
-    return 1;
+    if (!isfinite(x) || x < lo - slack || x > hi + slack)
+        return loom_err(LOOM_E_INVALID, "'%s': %s is outside [%s, %s]", p->name,
+                        num_text_double(x, a, sizeof a), num_text_double(lo, b, sizeof b),
+                        num_text_double(hi, c, sizeof c));
+    return NULL;
 }
 
 /* ---- config -------------------------------------------------------------- */

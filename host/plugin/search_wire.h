@@ -17,6 +17,7 @@
 #include <loom/search.h>
 
 #include "plugin/plugin_wire.h"
+#include "util/error.h"
 
 /* A config decoded from a frame, owning all it points at. */
 typedef struct search_config_copy {
@@ -61,8 +62,8 @@ void search_wire_put_outcome(wire_buf *b, const search_outcome *o, uint32_t para
 int search_wire_get_outcome(wire_reader *r, uint32_t param_count, search_outcome *out);
 void search_outcome_free(search_outcome *o, uint32_t param_count);
 
-/* The check both ends make on a proposed value (hpo repeats it). 1 when v
- * is a value of p, else 0 with the reason. */
-int search_value_fits(const loom_param *p, const loom_value *v, char *why, size_t whylen);
+/* The check both ends make on a proposed value (hpo repeats it). NULL when
+ * v is a value of p, else LOOM_E_INVALID with the reason. */
+loom_error *search_value_fits(const loom_param *p, const loom_value *v);
 
 #endif

@@ -232,8 +232,8 @@ logger_set *logger_set_open_owned(const char *owner, int64_t owner_id, registry 
     s->owner_id = owner_id;
     if (!reg)
         s->own = registry_create();
-    if (log_dir)
-        fs_mkdir_p(log_dir);
+    if (log_dir) /* a folder that cannot be made: the loggers say so */
+        loom_err_free(fs_mkdir_p(log_dir));
     /* The driver's log is its folder's stdout, which the coordinator
      * writes too: whole lines, appended, interleave cleanly. */
     char driver_log[PATH_MAX];

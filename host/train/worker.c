@@ -216,9 +216,10 @@ static int setup(worker *w)
         loom_err_free(e);
         return 1;
     }
-    char *spec = fs_read_file(w->spec_path, 16u << 20, NULL);
-    if (!spec) {
-        fprintf(stderr, "loom worker: cannot read the spec %s\n", w->spec_path);
+    char *spec;
+    if ((e = fs_read_file(w->spec_path, 16u << 20, &spec, NULL)) != NULL) {
+        fprintf(stderr, "loom worker: the spec: %s\n", loom_err_message(e));
+        loom_err_free(e);
         return 1;
     }
     loom_trainer_config cfg = {

@@ -1,6 +1,7 @@
 /* util/error.c - see error.h. */
 #include "util/error.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,11 +9,13 @@
 
 struct loom_error {
     int32_t code;
+    int errnum; /* the errno it was made from, or 0 */
     char *message;
 };
 
 /* Handed out when an error cannot be allocated; never freed. */
-static struct loom_error out_of_memory = {LOOM_E_INTERNAL, (char *)"out of memory"};
+static struct loom_error out_of_memory = {LOOM_E_INTERNAL, ENOMEM,
+                                             (char *)"out of memory"};
 
 static loom_error *err_vmake(int32_t code, const char *fmt, va_list ap)
 {
@@ -20,6 +23,7 @@ static loom_error *err_vmake(int32_t code, const char *fmt, va_list ap)
     if (!e)
         return &out_of_memory;
     e->code = code == LOOM_OK ? LOOM_E_INTERNAL : code;
+    e->errnum = 0;
     if (vasprintf(&e->message, fmt, ap) < 0)
         e->message = NULL;
     return e;
@@ -32,6 +36,28 @@ loom_error *loom_err(int32_t code, const char *fmt, ...)
     loom_error *e = err_vmake(code, fmt, ap);
     va_end(ap);
     return e;
+}
+
+loom_error *loom_err_sys(int32_t code, int errnum, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    loom_error *e = err_vmake(code, fmt, ap);
+    va_end(ap);
+    if (e == &out_of_memory)
+        return e;
+    e->errnum = errnum;
+    char *joined = NULL;
+    if (e->message && asprintf(&joined, "%s: %s", e->message, strerror(errnum)) >= 0) {
+        free(e->message);
+        e->message = joined;
+    }
+    return e;
+}
+
+int loom_err_errno(const loom_error *err)
+{
+    return err ? err->errnum : 0;
 }
 
 int32_t loom_err_code(const loom_error *err)

@@ -8,6 +8,13 @@
  * host's "not found"); codes the host alone gives start at 64. Callers
  * decide by code, never by message text. Only api/ turns a code into an
  * HTTP status (api/status.c holds the one table).
+ *
+ * A failed system call keeps its errno inside the error (loom_err_sys), for
+ * the callers that must tell ENOENT from EACCES; no host function reports
+ * through a bare errno or a caller's text buffer. The one exception is
+ * util/fs.h's fd_write_all/fd_read_all: primitives at write(2)'s level,
+ * called inside loops that frame bytes on pipes and sockets, which answer
+ * 0 or -1 with errno like the calls they wrap.
  */
 #ifndef LOOM_UTIL_ERROR_H
 #define LOOM_UTIL_ERROR_H
@@ -35,6 +42,13 @@ enum {
  * runs out it returns a shared "out of memory" error that loom_err_free
  * ignores, so a failure is never mistaken for success. */
 loom_error *loom_err(int32_t code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* An error from a failed system call: the message gets ": strerror(errnum)"
+ * appended and errnum is kept for loom_err_errno. Never returns NULL. */
+loom_error *loom_err_sys(int32_t code, int errnum, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* The errno an error was made from (loom_err_sys; ENOMEM for the shared
+ * out-of-memory error); 0 for NULL and for errors not made from one. */
+int loom_err_errno(const loom_error *err);
 /* Code of an error; LOOM_OK for NULL. */
 int32_t loom_err_code(const loom_error *err);
 /* Message of an error; "ok" for NULL. Valid until the error is freed. */

@@ -12,24 +12,51 @@
 #include <time.h>
 #include <unistd.h>
 
-int fs_mkdir_p(const char *path)
+/* The code an errno gives (see fs.h). */
+static int32_t fs_code(int errnum)
+{
+    switch (errnum) {
+    case ENOENT:
+    case ENOTDIR: return LOOM_E_NOT_FOUND;
+    case EEXIST: return LOOM_E_CONFLICT;
+    case ENAMETOOLONG: return LOOM_E_INVALID;
+    default: return LOOM_E_INTERNAL;
+    }
+}
+
+/* An error for the failed `op` on path, from errno as it is now. */
+static loom_error *fs_fail(const char *op, const char *path)
+{
+    int errnum = errno;
+    return loom_err_sys(fs_code(errnum), errnum, "cannot %s %s", op, path);
+}
+
+static loom_error *fs_too_long(const char *path)
+{
+    return loom_err_sys(LOOM_E_INVALID, ENAMETOOLONG, "path %.64s... over PATH_MAX (%d)",
+                        path, PATH_MAX);
+}
+
+loom_error *fs_mkdir_p(const char *path)
 {
     char buf[PATH_MAX];
-    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
+        return fs_too_long(path);
     for (char *p = buf + 1; *p; p++) {
         if (*p != '/')
             continue;
         *p = 0;
         if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-            return -1;
+            return fs_fail("create directory", buf);
         *p = '/';
     }
     if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-        return -1;
-    return fs_is_dir(buf) ? 0 : -1;
+        return fs_fail("create directory", buf);
+    if (!fs_is_dir(buf)) {
+        errno = ENOTDIR;
+        return fs_fail("create directory", buf);
+    }
+    return NULL;
 }
 
 static int remove_entry(const char *path, const struct stat *st, int flag,
@@ -41,85 +68,104 @@ static int remove_entry(const char *path, const struct stat *st, int flag,
     return remove(path);
 }
 
-int fs_rm_rf(const char *path)
+loom_error *fs_rm_rf(const char *path)
 {
     struct stat st;
     if (lstat(path, &st) != 0)
-        return errno == ENOENT ? 0 : -1;
-    return nftw(path, remove_entry, 32, FTW_DEPTH | FTW_PHYS);
+        return errno == ENOENT ? NULL : fs_fail("remove", path);
+    return nftw(path, remove_entry, 32, FTW_DEPTH | FTW_PHYS) != 0 ? fs_fail("remove", path)
+                                                                   : NULL;
 }
 
-char *fs_read_file(const char *path, size_t max_bytes, size_t *len)
+loom_error *fs_read_file(const char *path, size_t max_bytes, char **out, size_t *len)
 {
+    *out = NULL;
     FILE *f = fopen(path, "rb");
     if (!f)
-        return NULL;
+        return fs_fail("open", path);
     struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (fstat(fileno(f), &st) != 0) {
+        loom_error *e = fs_fail("stat", path);
         fclose(f);
-        errno = EINVAL;
-        return NULL;
+        return e;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        fclose(f);
+        return loom_err_sys(LOOM_E_INVALID, EINVAL, "cannot read %s: not a regular file", path);
     }
     if ((size_t)st.st_size > max_bytes) {
         fclose(f);
-        errno = EFBIG;
-        return NULL;
+        return loom_err_sys(LOOM_E_TOO_LARGE, EFBIG, "cannot read %s: %lld bytes, over its limit of %zu",
+                            path, (long long)st.st_size, max_bytes);
     }
     char *buf = malloc((size_t)st.st_size + 1);
-    size_t n = buf ? fread(buf, 1, (size_t)st.st_size, f) : 0;
+    if (!buf) {
+        fclose(f);
+        return loom_err_sys(LOOM_E_INTERNAL, ENOMEM, "cannot read %s", path);
+    }
+    size_t n = fread(buf, 1, (size_t)st.st_size, f);
+    loom_error *e = ferror(f) ? fs_fail("read", path) : NULL;
     fclose(f);
-    if (!buf)
-        return NULL;
+    if (e) {
+        free(buf);
+        return e;
+    }
     buf[n] = 0;
     if (len)
         *len = n;
-    return buf;
+    *out = buf;
+    return NULL;
 }
 
-int fs_write_file_atomic(const char *path, const void *data, size_t len, int mode)
+/* Opens path's temporary sibling as a new file (never one that is there
+ * already, a link someone put in its place: an old one is removed first). */
+static int open_new_temp(const char *tmp, int mode)
 {
-    char tmp[PATH_MAX];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof tmp) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    /* A new file, never one that is there already (a link someone put in
-     * its place): an old one is removed first, not opened. */
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
     if (fd < 0 && errno == EEXIST && unlink(tmp) == 0)
         fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
-    if (fd < 0)
-        return -1;
-    const char *p = data;
-    size_t left = len;
-    while (left > 0) {
-        ssize_t w = write(fd, p, left);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            close(fd);
-            unlink(tmp);
-            return -1;
-        }
-        p += w;
-        left -= (size_t)w;
-    }
-    if (fsync(fd) != 0 || close(fd) != 0 || rename(tmp, path) != 0) {
-        unlink(tmp);
-        return -1;
-    }
-    return 0;
+    return fd;
 }
 
-int fs_copy_file(const char *src, const char *dst, int mode)
+loom_error *fs_write_file_atomic(const char *path, const void *data, size_t len, int mode)
+{
+    char tmp[PATH_MAX];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof tmp)
+        return fs_too_long(path);
+    int fd = open_new_temp(tmp, mode);
+    if (fd < 0)
+        return fs_fail("create", tmp);
+    errno = 0;
+    if (fd_write_all(fd, data, len) != 0) {
+        if (errno == 0)
+            errno = EIO;
+        loom_error *e = fs_fail("write", tmp);
+        close(fd);
+        unlink(tmp);
+        return e;
+    }
+    const char *op = fsync(fd) != 0 ? "sync" : NULL;
+    if (close(fd) != 0 && !op)
+        op = "close";
+    if (!op && rename(tmp, path) != 0)
+        op = "rename into place";
+    if (op) {
+        loom_error *e = fs_fail(op, op[0] == 'r' ? path : tmp);
+        unlink(tmp);
+        return e;
+    }
+    return NULL;
+}
+
+loom_error *fs_copy_file(const char *src, const char *dst, int mode)
 {
     size_t len;
-    char *data = fs_read_file(src, (size_t)1 << 31, &len);
-    if (!data)
-        return -1;
-    int rc = fs_write_file_atomic(dst, data, len, mode);
+    char *data;
+    loom_error *e = fs_read_file(src, (size_t)1 << 31, &data, &len);
+    if (!e)
+        e = fs_write_file_atomic(dst, data, len, mode);
     free(data);
-    return rc;
+    return e;
 }
 
 int fs_is_dir(const char *path)

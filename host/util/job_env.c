@@ -19,27 +19,23 @@
 const char *job_env_path(void)
 {
     const char *configured = getenv("LOOM_JOB_PATH");
-    char why[8];
-    return configured && job_env_path_valid(configured, why, sizeof why) ? configured
-                                                                         : JOB_ENV_PATH;
+    loom_error *invalid = configured ? job_env_path_valid(configured) : NULL;
+    loom_err_free(invalid); /* loom serve refused it already */
+    return configured && !invalid ? configured : JOB_ENV_PATH;
 }
 
-int job_env_path_valid(const char *dirs, char *why, size_t len)
+loom_error *job_env_path_valid(const char *dirs)
 {
-    if (strlen(dirs) > JOB_ENV_PATH_MAX) {
-        snprintf(why, len, "more than %d bytes", JOB_ENV_PATH_MAX);
-        return 0;
-    }
+    if (strlen(dirs) > JOB_ENV_PATH_MAX)
+        return loom_err(LOOM_E_LIMIT, "more than %d bytes", JOB_ENV_PATH_MAX);
     for (const char *p = dirs;; p++) {
         size_t n = strcspn(p, ":");
-        if (n == 0 || *p != '/') {
-            snprintf(why, len, "expected absolute folders separated by ':', got \"%.*s\"",
-                     (int)n, p);
-            return 0;
-        }
+        if (n == 0 || *p != '/')
+            return loom_err(LOOM_E_INVALID, "expected absolute folders separated by ':', got "
+                            "\"%.*s\"", (int)n, p);
         p += n;
         if (!*p)
-            return 1;
+            return NULL;
     }
 }
 

@@ -7,6 +7,8 @@
 
 #include <stddef.h>
 
+#include "util/error.h"
+
 /* The PATH every job starts with unless the administrator sets another
  * (loom serve --job-path, carried in LOOM_JOB_PATH); a job may set its own
  * with --msd-env. */
@@ -16,9 +18,9 @@
 /* The PATH jobs start with: LOOM_JOB_PATH when set, else JOB_ENV_PATH. */
 const char *job_env_path(void);
 
-/* Whether dirs can be the jobs' PATH: absolute folders separated by ':',
- * none empty, at most JOB_ENV_PATH_MAX bytes; else 0 and *why says why. */
-int job_env_path_valid(const char *dirs, char *why, size_t len);
+/* NULL when dirs can be the jobs' PATH: absolute folders separated by ':',
+ * none empty, at most JOB_ENV_PATH_MAX bytes; else an error saying why. */
+loom_error *job_env_path_valid(const char *dirs);
 #define JOB_ENV_LANG "C.UTF-8"
 
 /* PATH=job_env_path(), LANG=JOB_ENV_LANG, HOME=home (the exec folder), then

@@ -362,27 +362,26 @@ loom_error *job_sandbox_share(const char *dir, const char *user, int64_t user_id
     return e;
 }
 
-int job_sandbox_reachable(const char *home, char *why, size_t whylen)
+loom_error *job_sandbox_reachable(const char *home)
 {
     char path[PATH_MAX];
-    if (!realpath(home, path)) {
-        snprintf(why, whylen, "%s: %s", home, strerror(errno));
-        return 0;
-    }
+    if (!realpath(home, path))
+        return loom_err_sys(errno == ENOENT ? LOOM_E_NOT_FOUND : LOOM_E_INTERNAL, errno, "%s",
+                            home);
     /* Each folder above the home (the home itself gets 0711). */
     for (char *slash = strrchr(path, '/'); slash; slash = strrchr(path, '/')) {
         *slash = 0;
         const char *dir = path[0] ? path : "/";
         struct stat st;
-        if (stat(dir, &st) != 0 || !(st.st_mode & S_IXOTH)) {
-            snprintf(why, whylen, "%s (mode %04o) keeps other users out", dir,
-                     (unsigned)(st.st_mode & 07777));
-            return 0;
-        }
+        if (stat(dir, &st) != 0)
+            return loom_err_sys(LOOM_E_INTERNAL, errno, "%s", dir);
+        if (!(st.st_mode & S_IXOTH))
+            return loom_err(LOOM_E_FORBIDDEN, "%s (mode %04o) keeps other users out", dir,
+                            (unsigned)(st.st_mode & 07777));
         if (!path[0])
             break;
     }
-    return 1;
+    return NULL;
 }
 
 /* ---- what the host says at start ----------------------------------------- */
@@ -429,10 +428,10 @@ int job_sandbox_describe(const char *home, char *out, size_t outlen)
         snprintf(out + used, outlen - (size_t)used,
                  "; run as this host's user (not root: no accounts of their own)");
     else {
-        char why[PATH_MAX + 64] = "--job-uid-range none";
-        job_sandbox_reachable(home, why, sizeof why);
-        snprintf(out + used, outlen - (size_t)used,
-                 "; run as root, no accounts of their own: %s", why);
+        loom_error *unreachable = job_sandbox_reachable(home);
+        snprintf(out + used, outlen - (size_t)used, "; run as root, no accounts of their own: %s",
+                 unreachable ? loom_err_message(unreachable) : "--job-uid-range none");
+        loom_err_free(unreachable);
     }
     return abi > 0 && !exposed && (accounts || geteuid() != 0);
 }

@@ -99,10 +99,10 @@ loom_error *job_sandbox_secure_home(const char *home, int accounts);
  * keeps for a user and their jobs read (a deployed model's files). */
 loom_error *job_sandbox_share(const char *dir, const char *user, int64_t user_id);
 
-/* Whether other uids can reach beneath home (every folder above it
+/* NULL when other uids can reach beneath home (every folder above it
  * searchable by others): jobs under accounts of their own need that. When
- * not, *why names the folder that stops them. */
-int job_sandbox_reachable(const char *home, char *why, size_t whylen);
+ * not, the error names the folder that stops them. */
+loom_error *job_sandbox_reachable(const char *home);
 
 /* One line on the isolation jobs get, for the start-up message; returns
  * whether it is complete: Landlock, the home outside every path jobs may

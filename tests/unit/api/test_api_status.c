@@ -55,7 +55,8 @@ static int readme_status(const char *readme, const char *name)
 
 static void test_readme_says_the_same(void)
 {
-    char *readme = fs_read_file(LOOM_README, 1u << 22, NULL);
+    char *readme = NULL;
+    CHECK_OK(fs_read_file(LOOM_README, 1u << 22, &readme, NULL));
     CHECK(readme != NULL);
     if (!readme)
         return;

@@ -47,7 +47,8 @@ static void test_log_pump(void)
     WAIT_UNTIL(log_pump_streams(p) == 0, 30000);
     CHECK(log_pump_streams(p) == 0); /* the pipe's end closed its stream */
     size_t len = 0;
-    char *text = fs_read_file(path, 1 << 20, &len);
+    char *text = NULL;
+    CHECK_OK(fs_read_file(path, 1 << 20, &text, &len));
     CHECK(text != NULL);
     CHECK(len <= 4096);
     CHECK_CONTAINS(text, "[loom: this log passed its limit of 4096 bytes (loom serve --log-max-bytes)");
@@ -71,30 +72,30 @@ static void test_archive_bounds(void)
 {
     char src[96], dest[96], name[160];
     snprintf(src, sizeof src, "%s/model", dir);
-    CHECK(fs_mkdir_p(src) == 0);
+    CHECK_OK(fs_mkdir_p(src));
     for (int i = 0; i < 30; i++) {
         snprintf(name, sizeof name, "%s/f%d", src, i);
-        CHECK(fs_write_file_atomic(name, "0123456789", 10, 0644) == 0);
+        CHECK_OK(fs_write_file_atomic(name, "0123456789", 10, 0644));
     }
     char *tar = NULL;
     size_t tar_len = 0;
     CHECK(loom_err_take(tarball_pack_dir(src, &tar, &tar_len), NULL, 0) == LOOM_OK);
     char err[512];
     snprintf(dest, sizeof dest, "%s/few", dir);
-    CHECK(fs_mkdir_p(dest) == 0);
+    CHECK_OK(fs_mkdir_p(dest));
     tarball_limits few = {.max_bytes = 1 << 20, .max_entries = 10};
     CHECK(loom_err_take(tarball_unpack_bounded(tar, tar_len, dest, &few), err, sizeof err) ==
           LOOM_E_TOO_LARGE);
     CHECK_CONTAINS(err, "more than 10 entries");
     CHECK_CONTAINS(err, "--archive-max-entries");
     snprintf(dest, sizeof dest, "%s/small", dir);
-    CHECK(fs_mkdir_p(dest) == 0);
+    CHECK_OK(fs_mkdir_p(dest));
     tarball_limits small = {.max_bytes = 100, .max_entries = 1000};
     CHECK(loom_err_take(tarball_unpack_bounded(tar, tar_len, dest, &small), err, sizeof err) ==
           LOOM_E_TOO_LARGE);
     CHECK_CONTAINS(err, "limit of 100 bytes unpacked");
     snprintf(dest, sizeof dest, "%s/fits", dir);
-    CHECK(fs_mkdir_p(dest) == 0);
+    CHECK_OK(fs_mkdir_p(dest));
     tarball_limits fits = {.max_bytes = 300, .max_entries = 31};
     CHECK(loom_err_take(tarball_unpack_bounded(tar, tar_len, dest, &fits), err, sizeof err) ==
           LOOM_OK);
@@ -127,13 +128,13 @@ static void test_checkpoints_kept(void)
 
     char ckpt[96], path[160];
     snprintf(ckpt, sizeof ckpt, "%s/checkpoint", dir);
-    CHECK(fs_mkdir_p(ckpt) == 0);
+    CHECK_OK(fs_mkdir_p(ckpt));
     for (int e = 1; e <= 201; e++) {
         snprintf(path, sizeof path, "%s/epoch-%d.safetensors", ckpt, e);
-        CHECK(fs_write_file_atomic(path, "x", 1, 0644) == 0);
+        CHECK_OK(fs_write_file_atomic(path, "x", 1, 0644));
     }
     snprintf(path, sizeof path, "%s/model.safetensors", ckpt);
-    CHECK(fs_write_file_atomic(path, "x", 1, 0644) == 0);
+    CHECK_OK(fs_write_file_atomic(path, "x", 1, 0644));
     CHECK(checkpoint_prune(ckpt, 3, 7) == 197);
     CHECK(exists(ckpt, 201) && exists(ckpt, 200) && exists(ckpt, 199));
     CHECK(exists(ckpt, 7));   /* the best */
@@ -148,10 +149,11 @@ static void test_checkpoints_kept(void)
     char outside[96], job[96], link[128];
     snprintf(outside, sizeof outside, "%s/outside", dir);
     snprintf(job, sizeof job, "%s/job", dir);
-    CHECK(fs_mkdir_p(outside) == 0 && fs_mkdir_p(job) == 0);
+    CHECK_OK(fs_mkdir_p(outside));
+    CHECK_OK(fs_mkdir_p(job));
     for (int e = 1; e <= 5; e++) {
         snprintf(path, sizeof path, "%s/epoch-%d.safetensors", outside, e);
-        CHECK(fs_write_file_atomic(path, "x", 1, 0644) == 0);
+        CHECK_OK(fs_write_file_atomic(path, "x", 1, 0644));
     }
     snprintf(link, sizeof link, "%s/checkpoint", job);
     CHECK(symlink(outside, link) == 0);
@@ -171,7 +173,8 @@ static void test_checkpoint_link_skipped(void)
     char ckpt[96], other[96], path[192], found[256] = "", why[1024];
     snprintf(ckpt, sizeof ckpt, "%s/resume/checkpoint", dir);
     snprintf(other, sizeof other, "%s/someone-else", dir);
-    CHECK(fs_mkdir_p(ckpt) == 0 && fs_mkdir_p(other) == 0);
+    CHECK_OK(fs_mkdir_p(ckpt));
+    CHECK_OK(fs_mkdir_p(other));
     cJSON *meta = cJSON_Parse("{\"epoch\": 3}");
     snprintf(path, sizeof path, "%s/epoch-3.safetensors", ckpt);
     CHECK(loom_err_take(checkpoint_save(path, &v, &role, 1, 0, meta), NULL, 0) == LOOM_OK);
@@ -200,6 +203,6 @@ int main(void)
     test_archive_bounds();
     test_checkpoints_kept();
     test_checkpoint_link_skipped();
-    fs_rm_rf(dir);
+    CHECK_OK(fs_rm_rf(dir));
     return CHECK_DONE();
 }

@@ -15,9 +15,11 @@ static hpo_task_spec parse_file(const char *name)
     char path[512];
     snprintf(path, sizeof path, "%s/%s", WMLA_DIR, name);
     size_t len = 0;
-    char *text = fs_read_file(path, 1 << 20, &len);
+    char *text;
     hpo_task_spec t;
-    loom_error *e = text ? wmla_task_parse(text, len, &t) : loom_err(LOOM_E_NOT_FOUND, "%s", path);
+    loom_error *e = fs_read_file(path, 1 << 20, &text, &len);
+    if (!e)
+        e = wmla_task_parse(text, len, &t);
     CHECK_MSG(e == NULL, "%s: %s", name, loom_err_message(e));
     loom_err_free(e);
     free(text);

@@ -34,7 +34,7 @@ int main(void)
     char tree[600], path[700];
     snprintf(tree, sizeof tree, "%s/tree", dir);
     snprintf(path, sizeof path, "%s/tree/a/b", dir);
-    fs_mkdir_p(path);
+    CHECK_OK(fs_mkdir_p(path));
     snprintf(path, sizeof path, "%s/tree/a/b/two", dir);
     write_mib(path, 2);
     snprintf(path, sizeof path, "%s/tree/one", dir);
@@ -60,6 +60,6 @@ int main(void)
     CHECK(u.entries == 2);
 
     CHECK(disk_usage_measure(link, 1000, &u) == -1); /* the top is not followed either */
-    fs_rm_rf(dir);
+    CHECK_OK(fs_rm_rf(dir));
     return CHECK_DONE();
 }

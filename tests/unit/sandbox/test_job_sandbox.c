@@ -130,9 +130,9 @@ static void test_secure_home(void)
     chmod(home, 0755);
     char path[512];
     snprintf(path, sizeof path, "%s/plugins", home);
-    fs_mkdir_p(path);
+    CHECK_OK(fs_mkdir_p(path));
     snprintf(path, sizeof path, "%s/execs", home);
-    fs_mkdir_p(path);
+    CHECK_OK(fs_mkdir_p(path));
     touch(home, "loom.db", 0644);
     touch(home, "loom.log", 0644);
     touch(home, "credentials", 0644);
@@ -193,18 +193,20 @@ static void test_secure_home(void)
     job_sandbox_configure(&cfg);
     CHECK(job_sandbox_describe(home, line, sizeof line) == (abi > 0 && geteuid() != 0));
     /* Jobs under their own uid cannot pass a 0700 folder above the home. */
-    char inner[600], why[700];
+    char inner[600];
     chmod(home, 0755);
     snprintf(inner, sizeof inner, "%s/closed/home", home);
-    fs_mkdir_p(inner);
-    CHECK(job_sandbox_reachable(inner, why, sizeof why) == 1);
+    CHECK_OK(fs_mkdir_p(inner));
+    CHECK_OK(job_sandbox_reachable(inner));
     snprintf(inner, sizeof inner, "%s/closed", home);
     chmod(inner, 0700);
     snprintf(inner, sizeof inner, "%s/closed/home", home);
-    CHECK(job_sandbox_reachable(inner, why, sizeof why) == 0);
-    CHECK_CONTAINS(why, "/closed (mode 0700)");
+    loom_error *unreachable = job_sandbox_reachable(inner);
+    CHECK(loom_err_code(unreachable) == LOOM_E_FORBIDDEN);
+    CHECK_CONTAINS(loom_err_message(unreachable), "/closed (mode 0700)");
+    loom_err_free(unreachable);
     job_sandbox_configure(NULL);
-    fs_rm_rf(home);
+    CHECK_OK(fs_rm_rf(home));
 }
 
 int main(void)

@@ -193,6 +193,6 @@ int main(void)
     waitpid(pid, &status, 0);
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 
-    fs_rm_rf(root);
+    CHECK_OK(fs_rm_rf(root));
     return CHECK_DONE();
 }

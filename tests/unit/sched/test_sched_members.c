@@ -103,6 +103,6 @@ int main(void)
     CHECK_CONTAINS(err, "not a member");
     sched_service_destroy(ss);
     store_close(st);
-    fs_rm_rf(dir);
+    CHECK_OK(fs_rm_rf(dir));
     return CHECK_DONE();
 }

@@ -27,7 +27,7 @@ static char base[64], tree[96], outside[96], secret[128], outdir[128];
 
 static void put(const char *path, const char *text)
 {
-    CHECK(fs_write_file_atomic(path, text, strlen(text), 0644) == 0);
+    CHECK_OK(fs_write_file_atomic(path, text, strlen(text), 0644));
 }
 
 static int planted(const char *target, const char *rel)
@@ -42,7 +42,8 @@ static int planted(const char *target, const char *rel)
 static void outside_untouched(void)
 {
     size_t n = 0;
-    char *text = fs_read_file(secret, 4096, &n);
+    char *text = NULL;
+    CHECK_OK(fs_read_file(secret, 4096, &text, &n));
     CHECK_STR_EQ(text, "the administrator's token\n");
     free(text);
     CHECK(fs_is_dir(outdir));
@@ -198,7 +199,8 @@ static void test_append_path(void)
         if (fd >= 0)
             close(fd);
     }
-    char *text = fs_read_file(path, 100, NULL);
+    char *text = NULL;
+    CHECK_OK(fs_read_file(path, 100, &text, NULL));
     CHECK_STR_EQ(text, "line\nline\n");
     free(text);
 }
@@ -297,10 +299,11 @@ int main(void)
     snprintf(outside, sizeof outside, "%s/outside", base);
     snprintf(secret, sizeof secret, "%s/secret", outside);
     snprintf(outdir, sizeof outdir, "%s/dir", outside);
-    CHECK(fs_mkdir_p(tree) == 0 && fs_mkdir_p(outdir) == 0);
+    CHECK_OK(fs_mkdir_p(tree));
+    CHECK_OK(fs_mkdir_p(outdir));
     char inner[160], kept[192];
     snprintf(inner, sizeof inner, "%s/inner", tree);
-    CHECK(fs_mkdir_p(inner) == 0);
+    CHECK_OK(fs_mkdir_p(inner));
     put(secret, "the administrator's token\n");
     snprintf(kept, sizeof kept, "%s/kept", outdir);
     put(kept, "kept\n");
@@ -323,6 +326,6 @@ int main(void)
     CHECK(symlink(outside, link_root) == 0);
     int code = loom_err_take(utree_root(link_root, &root), msg, sizeof msg);
     CHECK_MSG(code == LOOM_E_FORBIDDEN, "%d %s", code, msg);
-    fs_rm_rf(base);
+    CHECK_OK(fs_rm_rf(base));
     return CHECK_DONE();
 }

@@ -23,7 +23,7 @@ static const char secret_text[] = "root:the-administrator's-token\n";
 
 static void put(const char *path, const char *text)
 {
-    CHECK(fs_write_file_atomic(path, text, strlen(text), 0600) == 0);
+    CHECK_OK(fs_write_file_atomic(path, text, strlen(text), 0600));
 }
 
 static void plant(const char *target, const char *rel)
@@ -35,7 +35,8 @@ static void plant(const char *target, const char *rel)
 
 static void secret_untouched(void)
 {
-    char *text = fs_read_file(secret, 1 << 20, NULL);
+    char *text = NULL;
+    CHECK_OK(fs_read_file(secret, 1 << 20, &text, NULL));
     CHECK_STR_EQ(text, secret_text);
     free(text);
 }
@@ -46,7 +47,7 @@ static void test_trim_through_link(void)
 {
     char logdir[160];
     snprintf(logdir, sizeof logdir, "%s/log", job);
-    CHECK(fs_mkdir_p(logdir) == 0);
+    CHECK_OK(fs_mkdir_p(logdir));
     plant(secret, "log/stdout.trim");
     log_pump *p = log_pump_create(4096);
     int fds[2];
@@ -65,7 +66,8 @@ static void test_trim_through_link(void)
     char path[192];
     snprintf(path, sizeof path, "%s/stdout", logdir);
     size_t len = 0;
-    char *text = fs_read_file(path, 1 << 20, &len);
+    char *text = NULL;
+    CHECK_OK(fs_read_file(path, 1 << 20, &text, &len));
     CHECK(text && len <= 4096);
     CHECK_CONTAINS(text, "passed its limit of 4096 bytes");
     CHECK_CONTAINS(text, "the job chose this text 1999\n");
@@ -107,7 +109,7 @@ static void test_zip_leaves_links_out(void)
     snprintf(path, sizeof path, "%s/model.txt", job);
     put(path, "the job's own result\n");
     snprintf(path, sizeof path, "%s/hidden", job);
-    CHECK(fs_mkdir_p(path) == 0);
+    CHECK_OK(fs_mkdir_p(path));
     snprintf(path, sizeof path, "%s/hidden/inside", job);
     put(path, "left out by the filter\n");
     plant(secret, "abs-file");
@@ -144,9 +146,10 @@ static void test_atomic_write_temp(void)
     snprintf(path, sizeof path, "%s/val_dict_list.json", job);
     snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
     CHECK(symlink(secret, tmp) == 0);
-    CHECK(fs_write_file_atomic(path, "[]", 2, 0644) == 0);
+    CHECK_OK(fs_write_file_atomic(path, "[]", 2, 0644));
     secret_untouched();
-    char *text = fs_read_file(path, 100, NULL);
+    char *text = NULL;
+    CHECK_OK(fs_read_file(path, 100, &text, NULL));
     CHECK_STR_EQ(text, "[]");
     free(text);
 }
@@ -159,7 +162,8 @@ int main(void)
     snprintf(job, sizeof job, "%s/job", base);
     snprintf(secret, sizeof secret, "%s/outside/secret", base);
     snprintf(outdir, sizeof outdir, "%s/outside/dir", base);
-    CHECK(fs_mkdir_p(job) == 0 && fs_mkdir_p(outdir) == 0);
+    CHECK_OK(fs_mkdir_p(job));
+    CHECK_OK(fs_mkdir_p(outdir));
     put(secret, secret_text);
     char path[192];
     snprintf(path, sizeof path, "%s/file", outdir);
@@ -167,6 +171,6 @@ int main(void)
     test_trim_through_link();
     test_zip_leaves_links_out();
     test_atomic_write_temp();
-    fs_rm_rf(base);
+    CHECK_OK(fs_rm_rf(base));
     return CHECK_DONE();
 }
