@@ -66,6 +66,11 @@ static cJSON *exec_json(exec_view *v)
         cJSON_AddNumberToObject(l, "memoryBytes", (double)v->limits.max_memory_bytes);
         cJSON_AddBoolToObject(l, "memoryIsShare", v->limits.memory_is_share);
         cJSON_AddNumberToObject(l, "diskBytes", (double)v->limits.max_disk_bytes);
+        /* The plan that set each, where one did (else the host's flag). */
+        static const char *const from[SCHED_LIMITS] = {"processesPlan", "memoryPlan", "diskPlan"};
+        for (int i = 0; i < SCHED_LIMITS; i++)
+            if (v->limits.plan[i][0])
+                cJSON_AddStringToObject(l, from[i], v->limits.plan[i]);
     }
     if (v->pending_reason[0])
         cJSON_AddStringToObject(o, "pendingReason", v->pending_reason);

@@ -32,6 +32,8 @@ static cJSON *plan_json(const sched_plan_view *p)
     cJSON_AddNumberToObject(o, "min", p->min_devices);
     cJSON_AddNumberToObject(o, "cap", p->cap_devices);
     cJSON_AddStringToObject(o, "policy", sched_policy_name(p->policy));
+    for (int i = 0; i < SCHED_LIMITS; i++)
+        cJSON_AddNumberToObject(o, sched_limit_infos[i].field, (double)p->job_limits[i]);
     return o;
 }
 
@@ -84,8 +86,31 @@ static void list_plans(void *ctx, const http_request *req, http_response *res)
     http_reply_json(res, 200, a);
 }
 
-/* Reads {"path", "share", "min", "cap", "policy"} (all optional but the
- * path, which ?path= may give) into a change; NULL, or the field at fault. */
+/* The job limits of a plan body ("max_procs", "max_memory", "max_disk"):
+ * whole numbers, 0 to inherit; their bounds are the scheduler's to check. */
+static loom_error *plan_limits_parse(const cJSON *body, sched_plan_change *c)
+{
+    for (int i = 0; i < SCHED_LIMITS; i++) {
+        const sched_limit_info *l = &sched_limit_infos[i];
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, l->field);
+        if (!v)
+            continue;
+        if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) ||
+            v->valuedouble < 0 || v->valuedouble > (double)l->max)
+            return loom_err(LOOM_E_INVALID,
+                            "plan \"%s\": %s: expected 0 (the host's %s) or a whole number%s "
+                            "from %llu to %llu",
+                            c->path, l->field, l->serve_flag, l->bytes ? " of bytes" : "",
+                            (unsigned long long)l->min, (unsigned long long)l->max);
+        c->has_limit[i] = 1;
+        c->job_limits[i] = (uint64_t)v->valuedouble;
+    }
+    return NULL;
+}
+
+/* Reads {"path", "share", "min", "cap", "policy", "max_procs", "max_memory",
+ * "max_disk"} (all optional but the path, which ?path= may give) into a
+ * change; NULL, or the field at fault. */
 static loom_error *plan_change_parse(const cJSON *body, const char *qpath, sched_plan_change *c)
 {
     const cJSON *path = cJSON_GetObjectItemCaseSensitive(body, "path");
@@ -122,7 +147,7 @@ static loom_error *plan_change_parse(const cJSON *body, const char *qpath, sched
         return loom_err(LOOM_E_INVALID, "plan \"%s\": policy: expected \"fair\" or \"priority\"",
                         c->path);
     c->has_policy = v != NULL;
-    return NULL;
+    return plan_limits_parse(body, c);
 }
 
 static void put_plan(api_services *d, const http_request *req, http_response *res, int create)

@@ -199,15 +199,20 @@ static void print_exec(const cJSON *e)
     cJSON_ArrayForEach(warning, cJSON_GetObjectItemCaseSensitive(e, "warnings"))
         printf("warning     %s\n", cJSON_IsString(warning) ? warning->valuestring : "");
     const cJSON *limits = cJSON_GetObjectItemCaseSensitive(e, "limits");
-    if (cJSON_IsObject(limits))
-        printf("limits      %.0f processes and threads (--job-max-procs), %.0f MiB memory "
-               "(--job-max-memory%s), %.0f MiB disk under RESULT_DIR and per file "
-               "(--job-max-disk)\n",
-               cli_num(limits, "processes"), cli_num(limits, "memoryBytes") / 1048576.0,
-               cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(limits, "memoryIsShare"))
+    if (cJSON_IsObject(limits)) {
+        /* Each limit's source: the plan that set it, else the serve flag. */
+        const char *procs = cli_str(limits, "processesPlan"), *memory = cli_str(limits, "memoryPlan"),
+                   *disk = cli_str(limits, "diskPlan");
+        printf("limits      %.0f processes and threads (%s%s), %.0f MiB memory (%s%s%s), %.0f MiB "
+               "disk under RESULT_DIR and per file (%s%s)\n",
+               cli_num(limits, "processes"), *procs ? "plan " : "--job-max-procs", procs,
+               cli_num(limits, "memoryBytes") / 1048576.0, *memory ? "plan " : "--job-max-memory",
+               memory,
+               !*memory && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(limits, "memoryIsShare"))
                    ? ": its share of the machine"
                    : "",
-               cli_num(limits, "diskBytes") / 1048576.0);
+               cli_num(limits, "diskBytes") / 1048576.0, *disk ? "plan " : "--job-max-disk", disk);
+    }
     printf("result dir  %s\n", cli_str(e, "resultDir"));
     printf("created     %s\nstarted     %s\nended       %s\n", t1, t2, t3);
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(e, "training");

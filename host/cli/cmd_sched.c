@@ -7,10 +7,13 @@
 
 #include "api/routes.h"
 #include "cli/commands.h"
+#include "sched/sched.h"
+#include "util/num_text.h"
 
 static const char plan_usage[] =
     "usage: loom plan add PATH [--share W] [--min N] [--cap N] [--policy fair|priority]\n"
-    "       loom plan update PATH [--share W] [--min N] [--cap N] [--policy fair|priority]\n"
+    "                          [--max-procs N] [--max-memory B] [--max-disk B]\n"
+    "       loom plan update PATH [same options as add]\n"
     "       loom plan list [--json]\n"
     "       loom plan show PATH [--json]\n"
     "       loom plan remove PATH\n"
@@ -26,19 +29,48 @@ static const char plan_usage[] =
     "with --consumer; without one a job runs in its user's plan \"/USER\",\n"
     "made with their first job. A user submits only to their own plan and to\n"
     "plans they are a member of (and the plans beneath those); administrators\n"
-    "create plans and manage members, and submit anywhere.\n";
+    "create plans and manage members, and submit anywhere.\n"
+    "\n"
+    "--max-procs, --max-memory and --max-disk bound what each exec in the plan\n"
+    "(or beneath it) may take, over loom serve's --job-max-procs, --job-max-memory\n"
+    "and --job-max-disk: the nearest plan up the tree that sets one wins; 0\n"
+    "inherits. B takes a K, M or G suffix (powers of 1024).\n";
+
+/* A plan's job limit as a cell: "-" when it inherits. */
+static void limit_cell(const cJSON *p, int which, char *out, size_t len)
+{
+    double v = cli_num(p, sched_limit_infos[which].field);
+    if (v <= 0)
+        snprintf(out, len, "-");
+    else if (!sched_limit_infos[which].bytes)
+        snprintf(out, len, "%.0f", v);
+    else { /* in the unit that shows it whole, as the flags take it */
+        unsigned long long n = (unsigned long long)v;
+        int u = 0;
+        while (u < 3 && n % 1024 == 0) {
+            n /= 1024;
+            u++;
+        }
+        snprintf(out, len, "%llu%s", n, (const char *[]){"", "K", "M", "G"}[u]);
+    }
+}
 
 static void print_plans(const cJSON *array)
 {
-    const char *headers[] = {"PATH", "SHARE", "MIN", "CAP", "POLICY"};
-    cli_table *t = cli_table_new(5, headers);
+    const char *headers[] = {"PATH", "SHARE", "MIN", "CAP", "POLICY", "MAX PROCS", "MAX MEMORY",
+                             "MAX DISK"};
+    cli_table *t = cli_table_new(8, headers);
     const cJSON *p;
     cJSON_ArrayForEach(p, array) {
-        char share[32], min[16], cap[16];
+        char share[32], min[16], cap[16], limit[SCHED_LIMITS][32];
         snprintf(share, sizeof share, "%g", cli_num(p, "share"));
         snprintf(min, sizeof min, "%d", (int)cli_num(p, "min"));
         snprintf(cap, sizeof cap, "%d", (int)cli_num(p, "cap"));
-        const char *cells[] = {cli_str(p, "path"), share, min, cap, cli_str(p, "policy")};
+        for (int i = 0; i < SCHED_LIMITS; i++)
+            limit_cell(p, i, limit[i], sizeof limit[i]);
+        const char *cells[] = {cli_str(p, "path"), share, min, cap, cli_str(p, "policy"),
+                               limit[SCHED_LIMIT_PROCS], limit[SCHED_LIMIT_MEMORY],
+                               limit[SCHED_LIMIT_DISK]};
         cli_table_add(t, cells);
     }
     cli_table_print(t);
@@ -125,6 +157,33 @@ static int plan_member(int argc, char **argv, const cli_globals *g)
     return 0;
 }
 
+/* --max-procs N, --max-memory B, --max-disk B into the body's max_procs,
+ * max_memory, max_disk (the host checks their bounds): 1 when `flag` was
+ * one, 0 when it is another, -1 after saying what is wrong. */
+static int plan_limit_flag(cJSON *body, const char *verb, const char *flag, const char *value)
+{
+    for (int i = 0; i < SCHED_LIMITS; i++) {
+        const sched_limit_info *l = &sched_limit_infos[i];
+        /* "max_memory" is "--max-memory" */
+        char name[32];
+        snprintf(name, sizeof name, "--%s", l->field);
+        name[5] = '-';
+        if (strcmp(flag, name) != 0)
+            continue;
+        uint64_t v;
+        if (num_text_amount(value, l->bytes, 0, l->max, &v) != 0) {
+            cli_fail("plan %s: %s: expected 0 (the host's %s) or a whole number%s up to %llu, "
+                     "got \"%s\"",
+                     verb, flag, l->serve_flag, l->bytes ? " of bytes (K, M or G allowed)" : "",
+                     (unsigned long long)l->max, value);
+            return -1;
+        }
+        cJSON_AddNumberToObject(body, l->field, (double)v);
+        return 1;
+    }
+    return 0;
+}
+
 int cmd_plan(int argc, char **argv, const cli_globals *g)
 {
     int usage_rc = cli_verb_usage(argc, argv, plan_usage);
@@ -180,7 +239,13 @@ int cmd_plan(int argc, char **argv, const cli_globals *g)
             const char *value = argv[++i];
             char *end;
             double v = strtod(value, &end);
-            if (!strcmp(flag, "--policy")) {
+            int limit = plan_limit_flag(body, verb, flag, value);
+            if (limit < 0) {
+                cJSON_Delete(body);
+                return 1;
+            } else if (limit) {
+                continue;
+            } else if (!strcmp(flag, "--policy")) {
                 cJSON_AddStringToObject(body, "policy", value);
             } else if ((!strcmp(flag, "--share") || !strcmp(flag, "--min") || !strcmp(flag, "--cap")) &&
                        !*end && end != value) {
@@ -199,10 +264,16 @@ int cmd_plan(int argc, char **argv, const cli_globals *g)
             return 1;
         if (g->json)
             cli_print_json(j);
-        else
-            printf("%s plan %s: share %g, min %d, cap %d, %s\n", add ? "added" : "updated",
-                   cli_str(j, "path"), cli_num(j, "share"), (int)cli_num(j, "min"),
-                   (int)cli_num(j, "cap"), cli_str(j, "policy"));
+        else {
+            char limit[SCHED_LIMITS][32];
+            for (int i = 0; i < SCHED_LIMITS; i++)
+                limit_cell(j, i, limit[i], sizeof limit[i]);
+            printf("%s plan %s: share %g, min %d, cap %d, %s, max procs %s, max memory %s, "
+                   "max disk %s\n",
+                   add ? "added" : "updated", cli_str(j, "path"), cli_num(j, "share"),
+                   (int)cli_num(j, "min"), (int)cli_num(j, "cap"), cli_str(j, "policy"),
+                   limit[SCHED_LIMIT_PROCS], limit[SCHED_LIMIT_MEMORY], limit[SCHED_LIMIT_DISK]);
+        }
         cJSON_Delete(j);
         return 0;
     }

@@ -17,6 +17,7 @@
 #include "util/job_sandbox.h"
 #include "util/log.h"
 #include "util/log_pump.h"
+#include "util/num_text.h"
 #include "util/proc_group.h"
 
 static const char serve_usage[] =
@@ -109,17 +110,7 @@ static const char serve_usage[] =
  * -1 when it is not one. */
 static int parse_amount(const char *text, int sizes, uint64_t min, uint64_t max, uint64_t *out)
 {
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(text, &end, 10);
-    int shift = !sizes || !*end ? 0 : *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : -1;
-    if (shift > 0)
-        end++;
-    if (end == text || *end || shift < 0 || errno || text[0] == '-' || v > (max >> shift) ||
-        (v << shift) < min)
-        return -1;
-    *out = (uint64_t)v << shift;
-    return 0;
+    return num_text_amount(text, sizes, min, max, out);
 }
 
 /* The bounds on execs (exec_limits): 1 when argv[*i] was one (its value

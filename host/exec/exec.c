@@ -292,11 +292,13 @@ static void finish_launch(exec_service *es, running_exec *r)
         if (WIFEXITED(st))
             snprintf(msg, sizeof msg, "worker %d exited with status %d (its output: loom exec "
                      "logs %s --worker %d --stderr)", i, WEXITSTATUS(st), r->rec.id, i);
-        else if (WIFSIGNALED(st))
-            snprintf(msg, sizeof msg, "worker %d was killed by signal %d%s", i, WTERMSIG(st),
-                     WTERMSIG(st) == SIGXFSZ ? ": a file reached the size limit (loom serve "
-                                               "--job-max-disk)"
-                                             : "");
+        else if (WIFSIGNALED(st)) {
+            char source[300];
+            exec_limit_source(&r->limits, SCHED_LIMIT_DISK, source, sizeof source);
+            snprintf(msg, sizeof msg, "worker %d was killed by signal %d%s%s%s", i, WTERMSIG(st),
+                     WTERMSIG(st) == SIGXFSZ ? ": a file reached the size limit (" : "",
+                     WTERMSIG(st) == SIGXFSZ ? source : "", WTERMSIG(st) == SIGXFSZ ? ")" : "");
+        }
         break;
     }
     if (r->stop_requested) {

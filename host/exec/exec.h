@@ -129,6 +129,10 @@ typedef struct exec_job_limits {
     uint64_t max_memory_bytes; /* 0: none (no memory controller) */
     uint64_t max_disk_bytes;   /* RESULT_DIR, and any one file */
     int memory_is_share;       /* the default: its share of the machine */
+    /* Where each came from (SCHED_LIMIT_PROCS, _MEMORY, _DISK): the plan
+     * that set it (`loom plan update --max-...`), "" for the host's
+     * `loom serve --job-max-...`. */
+    char plan[SCHED_LIMITS][256];
 } exec_job_limits;
 
 typedef struct exec_view {

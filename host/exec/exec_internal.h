@@ -67,7 +67,7 @@ typedef struct running_exec {
     int64_t disk_checked_ms;
     int stop_requested;
     int64_t kill_at_ms;
-    char stop_reason[200];
+    char stop_reason[400]; /* room for a plan path (exec_limit_source) */
     /* trainer style */
     edt_job *job;          /* prepared, until it starts */
     edt_coordinator *edt;
@@ -99,8 +99,12 @@ struct exec_service {
 };
 
 /* exec_limits.c: what a launch-style exec's processes may take. */
-/* The limits of an exec on ndev devices. Call with es->lock. */
-void exec_job_limits_for(exec_service *es, int ndev, exec_job_limits *out);
+/* The limits of exec `rec` on ndev devices: its plan's (the nearest plan
+ * up the tree that sets each), else the host's. Call with es->lock. */
+void exec_job_limits_for(exec_service *es, const store_exec *rec, int ndev, exec_job_limits *out);
+/* The words that name where limit `which` (SCHED_LIMIT_*) came from:
+ * "plan /teamA" or "loom serve --job-max-procs". */
+void exec_limit_source(const exec_job_limits *l, int which, char *out, size_t len);
 /* Appends to msg ("; " between) the limits that ended the exec, if any. */
 void exec_limit_note(const running_exec *r, char *msg, size_t len);
 /* Measures one running exec's RESULT_DIR when due and stops it with ERROR

@@ -171,7 +171,7 @@ loom_error *launch_start(exec_service *es, running_exec *r, const int32_t *devic
     snprintf(job_env[6], sizeof job_env[6], "TRAINING_ID=%s", rec->id); /* WMLA's name for it */
     char kind[sizeof rec->id + 8];
     snprintf(kind, sizeof kind, "exec-%s", rec->id);
-    exec_job_limits_for(es, ndev, &r->limits);
+    exec_job_limits_for(es, &r->rec, ndev, &r->limits);
     proc_group_limits cg = {.max_procs = r->limits.max_procs,
                             .max_memory_bytes = r->limits.max_memory_bytes};
     /* The exec folder is the job's to change: its logs are made and opened

@@ -1,5 +1,6 @@
 /* exec/exec_limits.c - what an exec's processes may take: the
- * limits computed from the administrator's settings (loom serve
+ * limits computed from the administrator's settings (its plan's max_procs,
+ * max_memory, max_disk where a plan up the tree sets them, else loom serve
  * --job-max-procs, --job-max-memory, --job-max-disk), the disk its
  * RESULT_DIR takes, measured by the supervisor, and the words that name a
  * limit when one ended the exec. Processes and memory are enforced by the
@@ -20,11 +21,36 @@
 #define DISK_CHECK_MS 1000
 #define DISK_MAX_ENTRIES 200000
 
-void exec_job_limits_for(exec_service *es, int ndev, exec_job_limits *out)
+/* The plan exec `rec` runs in: its --consumer, else "/USER" (the root's
+ * limits apply to a record whose words no longer parse). */
+static void record_plan(const store_exec *rec, char *plan, size_t len)
 {
-    out->max_procs = es->limits.job_max_procs;
-    out->max_disk_bytes = es->limits.job_max_disk_bytes;
-    out->max_memory_bytes = es->limits.job_max_memory_bytes;
+    dlicmd d;
+    loom_error *e = dlicmd_parse(rec->args, &d);
+    if (!e) {
+        exec_submission owner = {.user = rec->user};
+        e = exec_plan_of(&owner, &d, plan, len);
+        dlicmd_free(&d);
+    }
+    if (e)
+        snprintf(plan, len, "/");
+    loom_err_free(e);
+}
+
+void exec_job_limits_for(exec_service *es, const store_exec *rec, int ndev, exec_job_limits *out)
+{
+    char plan[256];
+    record_plan(rec, plan, sizeof plan);
+    const uint64_t host[SCHED_LIMITS] = {
+        [SCHED_LIMIT_PROCS] = es->limits.job_max_procs,
+        [SCHED_LIMIT_MEMORY] = es->limits.job_max_memory_bytes,
+        [SCHED_LIMIT_DISK] = es->limits.job_max_disk_bytes};
+    sched_job_limits set;
+    sched_service_plan_limits(es->sched, plan, host, &set);
+    *out = (exec_job_limits){.max_procs = set.value[SCHED_LIMIT_PROCS],
+                             .max_memory_bytes = set.value[SCHED_LIMIT_MEMORY],
+                             .max_disk_bytes = set.value[SCHED_LIMIT_DISK]};
+    memcpy(out->plan, set.from, sizeof out->plan);
     out->memory_is_share = out->max_memory_bytes == 0;
     if (!out->memory_is_share)
         return;
@@ -33,6 +59,14 @@ void exec_job_limits_for(exec_service *es, int ndev, exec_job_limits *out)
     size_t slots = sched_service_device_count(es->sched);
     uint64_t share = slots ? machine / slots * (uint64_t)(ndev > 0 ? ndev : 1) : machine;
     out->max_memory_bytes = share < machine ? share : machine;
+}
+
+void exec_limit_source(const exec_job_limits *l, int which, char *out, size_t len)
+{
+    if (l->plan[which][0])
+        snprintf(out, len, "plan %s", l->plan[which]);
+    else
+        snprintf(out, len, "loom serve %s", sched_limit_infos[which].serve_flag);
 }
 
 /* "20 GiB", "300 MiB", "4096 bytes": the unit that shows it whole. */
@@ -53,31 +87,33 @@ void exec_size_text(uint64_t bytes, char *out, size_t outlen)
 void exec_limit_note(const running_exec *r, char *msg, size_t len)
 {
     size_t used = strlen(msg);
-    char size[32];
+    char size[32], source[300];
     if (r->over_memory && used < len) {
         exec_size_text(r->limits.max_memory_bytes, size, sizeof size);
+        exec_limit_source(&r->limits, SCHED_LIMIT_MEMORY, source, sizeof source);
         used += (size_t)snprintf(msg + used, len - used,
-                                 "%sits processes went over the memory limit, %s (loom serve "
-                                 "--job-max-memory)",
-                                 used ? "; " : "", size);
+                                 "%sits processes went over the memory limit, %s (%s)",
+                                 used ? "; " : "", size, source);
     }
-    if (r->procs_refused && used < len)
+    if (r->procs_refused && used < len) {
+        exec_limit_source(&r->limits, SCHED_LIMIT_PROCS, source, sizeof source);
         snprintf(msg + used, len - used,
                  "%sforks were refused at the process limit, %" PRIu64
-                 " processes and threads (loom serve --job-max-procs)",
-                 used ? "; " : "", r->limits.max_procs);
+                 " processes and threads (%s)",
+                 used ? "; " : "", r->limits.max_procs, source);
+    }
 }
 
 /* Stops an exec whose RESULT_DIR went over its disk limit. Call with
  * es->lock. */
 static void stop_over_disk(exec_service *es, running_exec *r, uint64_t bytes)
 {
-    char took[32], limit[32];
+    char took[32], limit[32], source[300];
     exec_size_text(bytes, took, sizeof took);
     exec_size_text(r->limits.max_disk_bytes, limit, sizeof limit);
+    exec_limit_source(&r->limits, SCHED_LIMIT_DISK, source, sizeof source);
     snprintf(r->stop_reason, sizeof r->stop_reason,
-             "RESULT_DIR took %s, over the disk limit of %s (loom serve --job-max-disk)", took,
-             limit);
+             "RESULT_DIR took %s, over the disk limit of %s (%s)", took, limit, source);
     log_warn("exec %s: %s", r->rec.id, r->stop_reason);
     r->stop_requested = 1;
     r->stop_error = 1;

@@ -205,8 +205,8 @@ loom_error *trainer_start(exec_service *es, running_exec *r, const int32_t *devi
      * execs (exec_check_disk). */
     exec_job_limits one;
     uint32_t most = r->job->settings.engines ? r->job->settings.engines : 1;
-    exec_job_limits_for(es, count, &r->limits);
-    exec_job_limits_for(es, 1, &one);
+    exec_job_limits_for(es, &r->rec, count, &r->limits);
+    exec_job_limits_for(es, &r->rec, 1, &one);
     r->job->worker_max_procs = r->limits.max_procs;
     r->job->worker_max_memory_bytes =
         r->limits.memory_is_share ? one.max_memory_bytes : r->limits.max_memory_bytes / most;

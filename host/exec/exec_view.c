@@ -84,7 +84,7 @@ static void describe(exec_service *es, int64_t owner, const store_exec *e,
         v->limits = r->limits;
         v->has_limits = 1;
     } else if (!r && !v->training) {
-        exec_job_limits_for(es, e->num_workers, &v->limits);
+        exec_job_limits_for(es, e, e->num_workers, &v->limits);
         v->has_limits = 1;
     }
     if (r && !r->edt && r->workers && r->nworkers > 0) {

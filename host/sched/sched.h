@@ -106,6 +106,10 @@ typedef enum sched_policy {
     SCHED_POLICY_PRIORITY = 1
 } sched_policy;
 
+/* The per-plan job limits, their field names and bounds (those of the serve
+ * flags they override). */
+enum { SCHED_LIMIT_PROCS, SCHED_LIMIT_MEMORY, SCHED_LIMIT_DISK, SCHED_LIMITS };
+
 typedef struct sched_plan_spec {
     const char *path;     /* "/proj/training": '/'-separated, no empty parts */
     const char *parent;   /* NULL: derived from the path ("/proj"; "/" for "/proj") */
@@ -113,7 +117,27 @@ typedef struct sched_plan_spec {
     int32_t min_devices;  /* guaranteed minimum when the plan can use it, >= 0 */
     int32_t cap_devices;  /* at most this many devices, >= 0; 0: no cap */
     int32_t policy;       /* sched_policy for the plan's own jobs */
+    /* What each exec in the plan (or beneath it) may take, set by an
+     * administrator over the host's `loom serve --job-max-*`; 0: inherit
+     * (the nearest plan up the tree that sets it, else the host's). */
+    uint64_t job_limits[SCHED_LIMITS];
 } sched_plan_spec;
+
+typedef struct sched_limit_info {
+    const char *field;      /* "max_procs", "max_memory", "max_disk" */
+    const char *serve_flag; /* the host's default: "--job-max-procs" */
+    uint64_t min, max;      /* a value other than 0 lies in [min, max] */
+    int bytes;              /* a size in bytes (K, M, G on the command line) */
+} sched_limit_info;
+extern const sched_limit_info sched_limit_infos[SCHED_LIMITS];
+
+/* The limits an exec in plan `path` runs under: each from the nearest plan
+ * up the tree that sets it, starting at `path` or, when that is no plan, at
+ * its nearest ancestor path that is; else host[i]. from[i] names the plan
+ * that set value[i], NULL when it is the host's (borrowed until the plans
+ * change). */
+void sched_plan_limits(const sched *s, const char *path, const uint64_t host[SCHED_LIMITS],
+                       uint64_t value[SCHED_LIMITS], const char *from[SCHED_LIMITS]);
 
 /* Errors name the plan and the field: LOOM_ERR_INVALID_ARGUMENT for a bad
  * path, a weight <= 0, a negative minimum or cap, an unknown policy, a cycle

@@ -61,6 +61,7 @@ typedef struct sched_plan_node {
     int32_t parent;           /* index, -1 for the root */
     double weight;
     int32_t min_devices, cap_devices, policy;
+    uint64_t job_limits[SCHED_LIMITS]; /* 0: inherit */
 
     /* the tree, rebuilt by sched_plans_reindex() */
     int32_t first_child, child_count;   /* into sched.child_index */

@@ -14,6 +14,13 @@
 
 #define PLAN_PATH_MAX 256
 
+const sched_limit_info sched_limit_infos[SCHED_LIMITS] = {
+    [SCHED_LIMIT_PROCS] = {"max_procs", "--job-max-procs", 16, (uint64_t)1 << 22, 0},
+    [SCHED_LIMIT_MEMORY] = {"max_memory", "--job-max-memory", (uint64_t)16 << 20,
+                            (uint64_t)1 << 50, 1},
+    [SCHED_LIMIT_DISK] = {"max_disk", "--job-max-disk", (uint64_t)1 << 20, (uint64_t)1 << 50, 1},
+};
+
 int32_t sched_plan_find(const sched *s, const char *path)
 {
     for (size_t i = 0; i < s->n_plans; i++)
@@ -88,6 +95,17 @@ static loom_error *spec_check_fields(const sched_plan_spec *spec)
         return loom_err(LOOM_ERR_INVALID_ARGUMENT,
                         "plan '%s': policy: expected fair (%d) or priority (%d), got %d",
                         p, SCHED_POLICY_FAIR, SCHED_POLICY_PRIORITY, spec->policy);
+    for (int i = 0; i < SCHED_LIMITS; i++) {
+        const sched_limit_info *l = &sched_limit_infos[i];
+        uint64_t v = spec->job_limits[i];
+        if (v && (v < l->min || v > l->max))
+            return loom_err(LOOM_ERR_INVALID_ARGUMENT,
+                            "plan '%s': %s: expected 0 (the host's %s) or a whole number%s "
+                            "from %llu to %llu, got %llu",
+                            p, l->field, l->serve_flag, l->bytes ? " of bytes" : "",
+                            (unsigned long long)l->min, (unsigned long long)l->max,
+                            (unsigned long long)v);
+    }
     if (spec->parent && strcmp(p, "/") == 0)
         return loom_err(LOOM_ERR_INVALID_ARGUMENT,
                         "plan '/': parent: the root plan has no parent");
@@ -171,6 +189,7 @@ static loom_error *plan_insert(sched *s, const sched_plan_spec *spec, int32_t pa
     node->min_devices = spec->min_devices;
     node->cap_devices = spec->cap_devices;
     node->policy = spec->policy;
+    memcpy(node->job_limits, spec->job_limits, sizeof node->job_limits);
     s->n_plans++;
     return NULL;
 }
@@ -278,6 +297,7 @@ loom_error *sched_update_plan(sched *s, const sched_plan_spec *spec)
     node->min_devices = spec->min_devices;
     node->cap_devices = spec->cap_devices;
     node->policy = spec->policy;
+    memcpy(node->job_limits, spec->job_limits, sizeof node->job_limits);
     if (old_parent != parent && !sched_plans_reindex(s)) {
         node->parent = old_parent;
         return loom_err(LOOM_ERR_RESOURCE_EXHAUSTED, "plan '%s': out of memory",
@@ -451,5 +471,34 @@ bool sched_get_plan(const sched *s, const char *path, sched_plan_spec *out)
         .cap_devices = p->cap_devices,
         .policy = p->policy,
     };
+    memcpy(out->job_limits, p->job_limits, sizeof out->job_limits);
     return true;
+}
+
+void sched_plan_limits(const sched *s, const char *path, const uint64_t host[SCHED_LIMITS],
+                       uint64_t value[SCHED_LIMITS], const char *from[SCHED_LIMITS])
+{
+    for (int i = 0; i < SCHED_LIMITS; i++) {
+        value[i] = host[i];
+        from[i] = NULL;
+    }
+    /* The plan itself, else its nearest ancestor path that is a plan
+     * (a user's own plan may be gone); the root when none is. */
+    char at[PLAN_PATH_MAX];
+    snprintf(at, sizeof at, "%s", path && path[0] == '/' ? path : "/");
+    int32_t idx = sched_plan_find(s, at);
+    while (idx < 0 && strcmp(at, "/") != 0) {
+        char up[PLAN_PATH_MAX];
+        path_dirname(at, up);
+        memcpy(at, up, sizeof at);
+        idx = sched_plan_find(s, at);
+    }
+    int unset = SCHED_LIMITS;
+    for (int32_t p = idx; p >= 0 && unset > 0; p = s->plans[p].parent)
+        for (int i = 0; i < SCHED_LIMITS; i++)
+            if (!from[i] && s->plans[p].job_limits[i]) {
+                value[i] = s->plans[p].job_limits[i];
+                from[i] = s->plans[p].path;
+                unset--;
+            }
 }

@@ -68,8 +68,12 @@ static void collect_plan(const store_plan *p, void *ctx)
     snprintf(l->paths[l->n], sizeof l->paths[l->n], "%s", p->path);
     int32_t policy = SCHED_POLICY_FAIR;
     sched_policy_parse(p->policy, &policy);
-    l->specs[l->n] = (sched_plan_spec){.weight = p->weight, .min_devices = p->min_devices,
-                                       .cap_devices = p->cap_devices, .policy = policy};
+    l->specs[l->n] = (sched_plan_spec){
+        .weight = p->weight, .min_devices = p->min_devices, .cap_devices = p->cap_devices,
+        .policy = policy,
+        .job_limits = {[SCHED_LIMIT_PROCS] = (uint64_t)p->max_procs,
+                       [SCHED_LIMIT_MEMORY] = (uint64_t)p->max_memory,
+                       [SCHED_LIMIT_DISK] = (uint64_t)p->max_disk}};
     l->n++;
 }
 
@@ -140,12 +144,16 @@ static void plan_view(const sched_plan_spec *p, sched_plan_view *out)
     out->min_devices = p->min_devices;
     out->cap_devices = p->cap_devices;
     out->policy = p->policy;
+    memcpy(out->job_limits, p->job_limits, sizeof out->job_limits);
 }
 
 static loom_error *record_plan(sched_service *ss, const sched_plan_spec *spec)
 {
     store_plan rec = {.weight = spec->weight, .min_devices = spec->min_devices,
-                      .cap_devices = spec->cap_devices};
+                      .cap_devices = spec->cap_devices,
+                      .max_procs = (int64_t)spec->job_limits[SCHED_LIMIT_PROCS],
+                      .max_memory = (int64_t)spec->job_limits[SCHED_LIMIT_MEMORY],
+                      .max_disk = (int64_t)spec->job_limits[SCHED_LIMIT_DISK]};
     snprintf(rec.path, sizeof rec.path, "%s", spec->path);
     snprintf(rec.policy, sizeof rec.policy, "%s", sched_policy_name(spec->policy));
     return store_plan_put(ss->st, &rec);
@@ -166,6 +174,8 @@ static loom_error *plan_apply_locked(sched_service *ss, const sched_plan_change 
     spec->min_devices = exists ? cur.min_devices : 0;
     spec->cap_devices = exists ? cur.cap_devices : 0;
     spec->policy = exists ? cur.policy : SCHED_POLICY_FAIR;
+    for (int i = 0; i < SCHED_LIMITS; i++)
+        spec->job_limits[i] = c->has_limit[i] ? c->job_limits[i] : exists ? cur.job_limits[i] : 0;
     if (c->has_weight)
         spec->weight = c->weight;
     if (c->has_min)
@@ -255,6 +265,17 @@ loom_error *sched_service_plans(sched_service *ss, sched_plan_view **out, size_t
     *out = l.items;
     *count = l.n;
     return NULL;
+}
+
+void sched_service_plan_limits(sched_service *ss, const char *path,
+                               const uint64_t host[SCHED_LIMITS], sched_job_limits *out)
+{
+    const char *from[SCHED_LIMITS];
+    pthread_mutex_lock(&ss->lock);
+    sched_plan_limits(ss->core, path, host, out->value, from);
+    for (int i = 0; i < SCHED_LIMITS; i++)
+        snprintf(out->from[i], sizeof out->from[i], "%s", from[i] ? from[i] : "");
+    pthread_mutex_unlock(&ss->lock);
 }
 
 loom_error *sched_service_plan(sched_service *ss, const char *path, sched_plan_view *out)

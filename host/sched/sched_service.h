@@ -33,6 +33,7 @@ typedef struct sched_plan_view {
     double weight;
     int32_t min_devices, cap_devices;
     int32_t policy; /* SCHED_POLICY_* */
+    uint64_t job_limits[SCHED_LIMITS]; /* sched_plan_spec's; 0: inherit */
 } sched_plan_view;
 
 /* A plan to create or change: the fields whose has_ flag is set are taken,
@@ -43,6 +44,8 @@ typedef struct sched_plan_change {
     int has_weight, has_min, has_cap, has_policy;
     double weight;
     int32_t min_devices, cap_devices, policy;
+    int has_limit[SCHED_LIMITS]; /* job_limits[i] is taken (0: inherit) */
+    uint64_t job_limits[SCHED_LIMITS];
 } sched_plan_change;
 
 /* Plans. Errors name the plan and field: LOOM_E_INVALID, LOOM_E_NOT_FOUND
@@ -56,6 +59,15 @@ loom_error *sched_service_plan_remove(sched_service *ss, const char *path);
 loom_error *sched_service_plans(sched_service *ss, sched_plan_view **out, size_t *count);
 /* One plan, or LOOM_E_NOT_FOUND. */
 loom_error *sched_service_plan(sched_service *ss, const char *path, sched_plan_view *out);
+/* What an exec in plan `path` may take (sched_plan_limits): host[i] where
+ * no plan up the tree sets limit i; from[i] the plan that set value[i],
+ * "" for the host's. */
+typedef struct sched_job_limits {
+    uint64_t value[SCHED_LIMITS];
+    char from[SCHED_LIMITS][256];
+} sched_job_limits;
+void sched_service_plan_limits(sched_service *ss, const char *path,
+                               const uint64_t host[SCHED_LIMITS], sched_job_limits *out);
 /* "fair" or "priority"; sched_policy_parse: 0, or -1 for another name. */
 const char *sched_policy_name(int32_t policy);
 int sched_policy_parse(const char *text, int32_t *out);

@@ -441,7 +441,8 @@ loom_error *store_exec_each(store *s, void (*fn)(const store_exec *, void *), vo
 loom_error *store_plan_put(store *s, const store_plan *p)
 {
     sqlite3_stmt *st = store_prepare(s, "INSERT OR REPLACE INTO plans(path, weight, min_devices, "
-                                  "cap_devices, policy) VALUES(?,?,?,?,?)");
+                                  "cap_devices, policy, max_procs, max_memory, max_disk) "
+                                  "VALUES(?,?,?,?,?,?,?,?)");
     if (!st)
         return store_unavailable(s, "record a plan");
     sqlite3_bind_text(st, 1, p->path, -1, SQLITE_STATIC);
@@ -449,6 +450,9 @@ loom_error *store_plan_put(store *s, const store_plan *p)
     sqlite3_bind_int(st, 3, p->min_devices);
     sqlite3_bind_int(st, 4, p->cap_devices);
     sqlite3_bind_text(st, 5, p->policy, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 6, p->max_procs);
+    sqlite3_bind_int64(st, 7, p->max_memory);
+    sqlite3_bind_int64(st, 8, p->max_disk);
     char what[300];
     snprintf(what, sizeof what, "plan \"%s\"", p->path);
     return store_finish_write(s, st, what, 0);
@@ -481,6 +485,9 @@ static void read_plan(sqlite3_stmt *st, void *row)
     p->min_devices = sqlite3_column_int(st, 2);
     p->cap_devices = sqlite3_column_int(st, 3);
     store_column_text(st, 4, p->policy, sizeof p->policy);
+    p->max_procs = sqlite3_column_int64(st, 5);
+    p->max_memory = sqlite3_column_int64(st, 6);
+    p->max_disk = sqlite3_column_int64(st, 7);
 }
 
 typedef struct plan_visit {
@@ -497,8 +504,8 @@ static void visit_plan(const void *row, void *arg)
 loom_error *store_plan_each(store *s, void (*fn)(const store_plan *, void *), void *ctx)
 {
     plan_visit v = {fn, ctx};
-    return each_row(s, "SELECT path, weight, min_devices, cap_devices, policy FROM plans "
-                       "ORDER BY path",
+    return each_row(s, "SELECT path, weight, min_devices, cap_devices, policy, max_procs, "
+                       "max_memory, max_disk FROM plans ORDER BY path",
                     sizeof(store_plan), read_plan, visit_plan, &v);
 }
 

@@ -97,6 +97,9 @@ typedef struct store_plan {
     double weight;
     int min_devices, cap_devices;
     char policy[16]; /* "fair" or "priority" */
+    /* What each exec in it may take (processes and threads, bytes of
+     * memory, bytes of disk); 0: inherit (rows from before read 0). */
+    int64_t max_procs, max_memory, max_disk;
 } store_plan;
 
 /* Inserts or replaces the plan at p->path. */

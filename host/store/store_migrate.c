@@ -37,6 +37,14 @@ static const store_step core_steps[] = {
      * line (store_exec_warnings_set). */
     {.version = 3, .table = "execs", .column = "warnings",
      .definition = "TEXT NOT NULL DEFAULT ''"},
+    /* A plan's job limits set by an administrator (store_plan); 0: the
+     * plan inherits. */
+    {.version = 4, .table = "plans", .column = "max_procs",
+     .definition = "INTEGER NOT NULL DEFAULT 0"},
+    {.version = 5, .table = "plans", .column = "max_memory",
+     .definition = "INTEGER NOT NULL DEFAULT 0"},
+    {.version = 6, .table = "plans", .column = "max_disk",
+     .definition = "INTEGER NOT NULL DEFAULT 0"},
 };
 
 const store_family store_family_core = {"core", core_steps,

@@ -2,6 +2,7 @@
 #include "util/num_text.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,4 +35,19 @@ void num_text_json_shortest(cJSON *node)
         }
         num_text_json_shortest(node->child);
     }
+}
+
+int num_text_amount(const char *text, int sizes, uint64_t min, uint64_t max, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    int shift = !sizes || !*end ? 0 : *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : -1;
+    if (shift > 0)
+        end++;
+    if (end == text || *end || shift < 0 || errno || text[0] == '-' || v > (max >> shift) ||
+        (v << shift) < min)
+        return -1;
+    *out = (uint64_t)v << shift;
+    return 0;
 }

@@ -5,6 +5,7 @@
 #define LOOM_UTIL_NUM_TEXT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* The longest text num_text_double writes, with its NUL. */
 #define NUM_TEXT_MAX 32
@@ -21,5 +22,10 @@ char *num_text_double(double d, char *buf, size_t len);
  * raw JSON text. NaN and infinities stay numbers (cJSON prints null). */
 struct cJSON;
 void num_text_json_shortest(struct cJSON *node);
+
+/* A whole number from min to max, with an optional K, M or G suffix
+ * (powers of 1024) when `sizes`: what the command line takes for a count or
+ * a size in bytes. 0, or -1 when the text is not one. */
+int num_text_amount(const char *text, int sizes, uint64_t min, uint64_t max, uint64_t *out);
 
 #endif

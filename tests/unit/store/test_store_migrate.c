@@ -130,6 +130,21 @@ static void count_member(const store_plan_member *m, void *ctx)
         ++*(int *)ctx;
 }
 
+/* The plan old_tables wrote, from before plans had job limits: they read 0
+ * (inherit). */
+static void count_plan(const store_plan *p, void *ctx)
+{
+    if (!strcmp(p->path, "/dave") && p->weight == 2.5 && p->cap_devices == 4 &&
+        p->max_procs == 0 && p->max_memory == 0 && p->max_disk == 0)
+        ++*(int *)ctx;
+}
+
+static void find_limited_plan(const store_plan *p, void *ctx)
+{
+    if (!strcmp(p->path, "/limited"))
+        *(store_plan *)ctx = *p;
+}
+
 static void count_key(const store_apikey *k, void *ctx)
 {
     if (!strcmp(k->label, "ci") && !strcmp(k->scope, "inference") && k->user_id == 7)
@@ -150,6 +165,8 @@ static void check_rows(store *st)
     CHECK_STR_EQ(warnings, "one warning");
     n = 0;
     CHECK(code_of(store_plan_member_each(st, NULL, count_member, &n)) == LOOM_OK && n == 1);
+    n = 0;
+    CHECK(code_of(store_plan_each(st, count_plan, &n)) == LOOM_OK && n == 1);
 
     store_user u;
     CHECK(code_of(store_user_by_name(st, "DAVE", &u)) == LOOM_OK);
@@ -199,6 +216,15 @@ static void test_old_database_keeps_its_rows(const char *path)
     CHECK(code_of(store_user_insert(st, &erin)) == LOOM_OK);
     CHECK(code_of(store_user_by_name(st, "erin", &erin)) == LOOM_OK);
     CHECK(erin.id == 8);
+    /* The new columns take a plan's job limits. */
+    store_plan limited = {.path = "/limited", .weight = 1, .policy = "fair", .max_procs = 32,
+                          .max_memory = (int64_t)2 << 30, .max_disk = (int64_t)10 << 30};
+    CHECK(code_of(store_plan_put(st, &limited)) == LOOM_OK);
+    store_plan back;
+    memset(&back, 0, sizeof back);
+    CHECK(code_of(store_plan_each(st, find_limited_plan, &back)) == LOOM_OK);
+    CHECK(back.max_procs == 32 && back.max_memory == (int64_t)2 << 30 &&
+          back.max_disk == (int64_t)10 << 30);
     /* A removed user leaves its plans (the trigger came along). */
     CHECK(code_of(store_user_delete(st, "erin")) == LOOM_OK);
     store_close(st);
