@@ -314,7 +314,15 @@ loom_error *infer_undeploy(infer_service *s, const char *owner, const char *name
 
 /* ---- views ---------------------------------------------------------------------- */
 
-static void fill_view(infer_service *s, infer_record *rec, infer_model_view *v)
+/* The scheduler's reason as `viewer` (NULL: an administrator) may see it. */
+static void reason_for(const sched_reason *why, const char *viewer, char *buf, size_t len)
+{
+    bool show = !viewer || (why->holder_user[0] && strcmp(why->holder_user, viewer) == 0);
+    sched_reason_text(why, show, buf, len);
+}
+
+static void fill_view(infer_service *s, const char *viewer, infer_record *rec,
+                      infer_model_view *v)
 {
     memset(v, 0, sizeof *v);
     snprintf(v->name, sizeof v->name, "%s", rec->name);
@@ -334,7 +342,12 @@ static void fill_view(infer_service *s, infer_record *rec, infer_model_view *v)
     if (r)
         model_service_get_stats(r->r, &v->stats);
     pthread_rwlock_unlock(&s->routes);
-    v->state = r ? MODEL_STARTED : rec->started ? MODEL_STARTING : MODEL_STOPPED;
+    v->state = !r                     ? (rec->started ? MODEL_STARTING : MODEL_STOPPED)
+               : v->stats.start_failed ? MODEL_FAILED
+               : v->stats.serving_once ? MODEL_STARTED
+                                       : MODEL_STARTING;
+    if (r && v->stats.waiting)
+        reason_for(&v->stats.wait_reason, viewer, v->pending_reason, sizeof v->pending_reason);
 }
 
 loom_error *infer_view(infer_service *s, const char *owner, const char *name,
@@ -344,7 +357,7 @@ loom_error *infer_view(infer_service *s, const char *owner, const char *name,
     loom_error *e = lookup(s, owner, name, &rec);
     if (e)
         return e;
-    fill_view(s, &rec, out);
+    fill_view(s, owner, &rec, out);
     return NULL;
 }
 
@@ -361,7 +374,7 @@ loom_error *infer_list(infer_service *s, const char *owner, infer_model_view **o
         e = loom_err(LOOM_E_INTERNAL, "out of memory");
     for (size_t i = 0; i < n; i++) {
         if (!e && visible(owner, &all[i]))
-            fill_view(s, &all[i], &views[k++]);
+            fill_view(s, owner, &all[i], &views[k++]);
         store_model_clear(&all[i]);
     }
     free(all);

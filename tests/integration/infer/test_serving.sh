@@ -19,7 +19,7 @@ expect_ok "model check echo-ffi" "$LOOM" model check "$EX/echo-ffi"
 
 for way in so lua ffi; do
     expect_ok "deploy echo-$way" "$LOOM" model deploy -p "$EX/echo-$way"
-    expect_ok "start echo-$way" "$LOOM" model start "echo-$way"
+    expect_ok "start echo-$way" "$LOOM" model start "echo-$way" --wait 90
 done
 expect_eq "echo-so over REST" "$(post echo-so '{"id":1,"data":"aGVsbG8="}')" 200
 expect_eq "echo-so body as is" "$(cat "$WORK/body")" '{"id":1,"data":"aGVsbG8="}'
@@ -89,7 +89,7 @@ expect_ok "updateprofile stopped" "$LOOM" model updateprofile echo-so -f "$WORK/
 out=$("$LOOM" model viewprofile echo-so -j 2>&1)
 expect_contains "unknown field kept" "$out" '"my_field"'
 expect_contains "stream field kept" "$out" '"stream_discard_slow_tasks"'
-expect_ok "start again" "$LOOM" model start echo-so
+expect_ok "start again" "$LOOM" model start echo-so --wait 90
 expect_eq "answers after restart" "$(post echo-so '{"b":2}')" 200
 
 # Undeploy of a started model needs -f.
