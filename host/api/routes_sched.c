@@ -35,8 +35,28 @@ static cJSON *plan_json(const sched_plan_view *p)
     return o;
 }
 
-/* Every device and whether it is held; the exec holding it is named only to
- * whoever may see that exec (its owner, an administrator). */
+/* A held slot's owner to a caller who may not see its holder. */
+#define SLOT_HOLDER_HIDDEN "another user's"
+
+/* What holds a slot, in a word. */
+static const char *holder_kind(int32_t kind)
+{
+    return kind == SCHED_JOB_KERNEL ? "model" : kind == SCHED_JOB_EXPERIMENT ? "tuning" : "exec";
+}
+
+/* Whether the caller may see who holds a slot: an administrator, the
+ * holder's own user, or whoever may see the exec holding it. */
+static int holder_visible(api_services *d, const http_request *req, int64_t caller,
+                          const sched_slot_view *v)
+{
+    if (req->is_admin || (v->owner_user[0] && req->user && strcmp(v->owner_user, req->user) == 0))
+        return 1;
+    return v->owner_kind != SCHED_JOB_KERNEL && exec_visible_to(d->execs, caller, v->owner);
+}
+
+/* Every device and whether it is held: the exec, tuning experiment or
+ * model's kernel instance holding it, its kind and its user, named only to
+ * whoever may see it; to others a held slot is "another user's". */
 static void slots(void *ctx, const http_request *req, http_response *res)
 {
     api_services *d = ctx;
@@ -56,10 +76,15 @@ static void slots(void *ctx, const http_request *req, http_response *res)
         cJSON_AddNumberToObject(o, "index", v[i].index);
         cJSON_AddStringToObject(o, "node", v[i].node);
         cJSON_AddBoolToObject(o, "held", v[i].owner[0] != 0);
-        if (v[i].owner[0] && exec_visible_to(d->execs, caller, v[i].owner))
-            cJSON_AddStringToObject(o, "owner", v[i].owner);
-        else
+        if (!v[i].owner[0]) {
             cJSON_AddNullToObject(o, "owner");
+        } else if (holder_visible(d, req, caller, &v[i])) {
+            cJSON_AddStringToObject(o, "owner", v[i].owner);
+            cJSON_AddStringToObject(o, "holder", holder_kind(v[i].owner_kind));
+            cJSON_AddStringToObject(o, "user", v[i].owner_user);
+        } else {
+            cJSON_AddStringToObject(o, "owner", SLOT_HOLDER_HIDDEN);
+        }
         cJSON_AddItemToArray(a, o);
     }
     free(v);

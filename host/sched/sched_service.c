@@ -281,6 +281,11 @@ loom_error *sched_service_slots(sched_service *ss, sched_slot_view **out, size_t
         v[k] = (sched_slot_view){.slot = (int32_t)i, .kind = d.kind, .index = d.index};
         snprintf(v[k].node, sizeof v[k].node, "%s", d.node ? d.node : "local");
         snprintf(v[k].owner, sizeof v[k].owner, "%s", d.owner ? d.owner : "");
+        sched_job_info j;
+        if (d.owner && sched_get_job(ss->core, d.owner, &j)) {
+            snprintf(v[k].owner_user, sizeof v[k].owner_user, "%s", j.user ? j.user : "");
+            v[k].owner_kind = j.kind;
+        }
         k++;
     }
     pthread_mutex_unlock(&ss->lock);
