@@ -170,21 +170,38 @@ loom_error *infer_deploy(infer_service *s, const char *user, const char *staged,
     return e;
 }
 
+/* The stored profile `stored` with `patch` merged in, checked, as text. */
+static loom_error *merged_profile(const char *stored, const char *patch_json, char **out)
+{
+    *out = NULL;
+    cJSON *patch = cJSON_Parse(patch_json);
+    if (!patch)
+        return loom_err(LOOM_E_INVALID, "profile: not JSON");
+    cJSON *profile = cJSON_Parse(stored);
+    loom_error *e = profile ? model_profile_merge(profile, patch, "profile")
+                            : loom_err(LOOM_E_INTERNAL, "the stored profile is not JSON");
+    model_profile checked;
+    if (!e)
+        e = model_profile_parse(profile, "profile", &checked);
+    if (!e && !(*out = cJSON_PrintUnformatted(profile)))
+        e = loom_err(LOOM_E_INTERNAL, "out of memory");
+    cJSON_Delete(profile);
+    cJSON_Delete(patch);
+    return e;
+}
+
 loom_error *infer_set_profile(infer_service *s, const char *owner, const char *name,
                               const char *profile_json)
 {
     char *profile = NULL;
-    loom_error *e = check_profile_text(profile_json, "profile", &profile);
-    if (e)
-        return e;
     infer_record rec;
     pthread_mutex_lock(&s->admin);
-    e = lookup(s, owner, name, &rec);
+    loom_error *e = lookup(s, owner, name, &rec);
     if (!e) {
         if (rec.started || find_running(s, name))
             e = loom_err(LOOM_E_CONFLICT, "model \"%s\" is started: stop it before changing "
                          "its profile", name);
-        else
+        else if ((e = merged_profile(rec.profile_json, profile_json, &profile)) == NULL)
             e = store_model_set_profile(s->st, name, profile);
         store_model_clear(&rec);
     }

@@ -68,7 +68,9 @@ loom_error *infer_view(infer_service *s, const char *owner, const char *name,
  * starting until an instance serves (see infer_model_view). */
 loom_error *infer_start(infer_service *s, const char *owner, const char *name);
 loom_error *infer_stop(infer_service *s, const char *owner, const char *name, int force);
-/* Replaces the profile (LOOM_E_CONFLICT while the model is started). */
+/* Merges `profile_json` into the profile: the fields given change, the
+ * others keep their values; an unknown field is LOOM_E_INVALID naming it
+ * (LOOM_E_CONFLICT while the model is started). */
 loom_error *infer_set_profile(infer_service *s, const char *owner, const char *name,
                               const char *profile_json);
 /* LOOM_E_CONFLICT for a started model unless `force` (which stops it). */
