@@ -54,9 +54,24 @@ static int holder_visible(api_services *d, const http_request *req, int64_t call
     return v->owner_kind != SCHED_JOB_KERNEL && exec_visible_to(d->execs, caller, v->owner);
 }
 
-/* Every device and whether it is held: the exec, tuning experiment or
- * model's kernel instance holding it, its kind and its user, named only to
- * whoever may see it; to others a held slot is "another user's". */
+/* A held slot's holder, to a caller who may see it: what it is (a tuning
+ * task's experiment is an exec the task submitted), its id and user. */
+static void add_holder(cJSON *o, const sched_slot_view *v, const hpo_exec_task *tasks,
+                       size_t ntasks)
+{
+    const hpo_exec_task *t = v->owner_kind == SCHED_JOB_KERNEL
+                                 ? NULL
+                                 : hpo_exec_task_find(tasks, ntasks, v->owner);
+    cJSON_AddStringToObject(o, "owner", v->owner);
+    cJSON_AddStringToObject(o, "holder", t ? "tuning" : holder_kind(v->owner_kind));
+    if (t)
+        cJSON_AddStringToObject(o, "hpoName", t->task);
+    cJSON_AddStringToObject(o, "user", v->owner_user);
+}
+
+/* Every device and whether it is held: the exec, tuning task's experiment
+ * or model's kernel instance holding it, its kind and its user, named only
+ * to whoever may see it; to others a held slot is "another user's". */
 static void slots(void *ctx, const http_request *req, http_response *res)
 {
     api_services *d = ctx;
@@ -68,6 +83,9 @@ static void slots(void *ctx, const http_request *req, http_response *res)
         api_reply_error(res, e);
         return;
     }
+    hpo_exec_task *tasks = NULL;
+    size_t ntasks = 0;
+    loom_err_free(hpo_exec_tasks(d->hpo, &tasks, &ntasks)); /* without: no task named */
     cJSON *a = cJSON_CreateArray();
     for (size_t i = 0; i < n; i++) {
         cJSON *o = cJSON_CreateObject();
@@ -76,17 +94,15 @@ static void slots(void *ctx, const http_request *req, http_response *res)
         cJSON_AddNumberToObject(o, "index", v[i].index);
         cJSON_AddStringToObject(o, "node", v[i].node);
         cJSON_AddBoolToObject(o, "held", v[i].owner[0] != 0);
-        if (!v[i].owner[0]) {
+        if (!v[i].owner[0])
             cJSON_AddNullToObject(o, "owner");
-        } else if (holder_visible(d, req, caller, &v[i])) {
-            cJSON_AddStringToObject(o, "owner", v[i].owner);
-            cJSON_AddStringToObject(o, "holder", holder_kind(v[i].owner_kind));
-            cJSON_AddStringToObject(o, "user", v[i].owner_user);
-        } else {
+        else if (holder_visible(d, req, caller, &v[i]))
+            add_holder(o, &v[i], tasks, ntasks);
+        else
             cJSON_AddStringToObject(o, "owner", SLOT_HOLDER_HIDDEN);
-        }
         cJSON_AddItemToArray(a, o);
     }
+    free(tasks);
     free(v);
     http_reply_json(res, 200, a);
 }

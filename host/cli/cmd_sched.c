@@ -68,8 +68,10 @@ int cmd_slots(int argc, char **argv, const cli_globals *g)
             char slot[16], index[16];
             snprintf(slot, sizeof slot, "%d", (int)cli_num(s, "slot"));
             snprintf(index, sizeof index, "%d", (int)cli_num(s, "index"));
-            const char *owner = cli_str(s, "owner"), *holder = cli_str(s, "holder");
-            const char *user = cli_str(s, "user");
+            const char *owner = cli_str(s, "owner"), *user = cli_str(s, "user");
+            char holder[192];
+            snprintf(holder, sizeof holder, "%s%s%s", cli_str(s, "holder"),
+                     *cli_str(s, "hpoName") ? " " : "", cli_str(s, "hpoName"));
             const char *cells[] = {slot, cli_str(s, "kind"), index, cli_str(s, "node"),
                                    *holder ? holder : "-", *owner ? owner : "-",
                                    *user ? user : "-"};

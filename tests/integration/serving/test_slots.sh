@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# `loom slots` names every holder as the caller may see it: the exec or the
-# model's kernel instance on each slot, what it is and its user. An
+# `loom slots` names every holder as the caller may see it: the exec, the
+# tuning task's experiment or the model's kernel instance on each slot,
+# what it is and its user. An
 # administrator's own model is theirs, not "another user's"; a user sees
 # their own exec and another user's model only as "another user's"; a held
 # slot's owner is never null.
@@ -50,6 +51,24 @@ expect_contains "alice's table" "$(LOOM_TOKEN=$alice "$LOOM" slots)" "another us
 
 touch "$LOOM_HOME/execs/$job/go"
 expect_ok "alice's exec ends" wait_until 60 output_is FINISHED exec_state "$job"
+
+# A tuning task's experiment holds the freed slot: named with its task.
+mkdir -p "$WORK/tune"
+printf '#!/bin/sh\nwhile [ ! -e "$RESULT_DIR/go" ]; do sleep 0.05; done\necho "[{\\"loss\\": 1}]" > "$RESULT_DIR/val_dict_list.json"\n' > "$WORK/tune/train.sh"
+chmod +x "$WORK/tune/train.sh"
+cat > "$WORK/task.json" <<'JSON'
+{"hpoName": "tune1", "modelSpec": {"args": "--exec-start command --model-dir tune --model-main train.sh"},
+ "algoDef": {"algorithm": "Random", "maxJobNum": 1, "maxParalleJobNum": 1, "objectiveMetric": "loss",
+             "objective": "minimize"},
+ "hyperParams": [{"name": "x", "type": "Range", "dataType": "DOUBLE", "minDbVal": 0, "maxDbVal": 1}]}
+JSON
+expect_ok "a tuning task" "$LOOM" hpo submit "$WORK/task.json" --model-dir "$WORK/tune"
+expect_ok "its experiment holds a slot" wait_until 60 output_is tuning slot_of "$TOKEN" "d['held'] and d.get('holder') == 'tuning'" holder
+expect_eq "named with its task" "$(slot_of "$TOKEN" "d.get('holder') == 'tuning'" hpoName)" tune1
+expect_contains "the table names the task" "$("$LOOM" slots)" "tuning tune1"
+experiment=$(slot_of "$TOKEN" "d.get('holder') == 'tuning'" owner)
+touch "$LOOM_HOME/execs/$experiment/go"
+"$LOOM" hpo wait tune1 --timeout 60 >/dev/null 2>&1
 expect_ok "stop echo-so" "$LOOM" model stop echo-so
 stop_host
 finish
