@@ -124,7 +124,7 @@ median() { tr ' ' '\n' | grep . | sort -g | awk '{v[NR] = $1} END {print NR % 2 
 profile 32 1 1
 for way in so lua ffi; do
     "$LOOM" model deploy -p "$EX/echo-$way" --profile "$WORK/profile.json" >/dev/null
-    "$LOOM" model start "echo-$way" >/dev/null
+    "$LOOM" model start "echo-$way" --wait 90 >/dev/null
     body=$WORK/echo.json; [ $way = ffi ] && body=$WORK/ffi.json
     ngs="" looms="" ratios="" p99s="" errs=0 ticks=0 requests=0
     for _ in $(seq "$TURNS"); do
@@ -166,7 +166,7 @@ PY
     for batch in 1 32; do
         profile $batch 1 1
         "$LOOM" model deploy -p "$WORK/mlp" --profile "$WORK/profile.json" >/dev/null
-        "$LOOM" model start mlp >/dev/null
+        "$LOOM" model start mlp --wait 90 >/dev/null
         read -r rps p50 p99 err <<< "$(wrk_post "$URL/dlim/v1/inference/mlp" "$WORK/image.json" 64)"
         read -r lrps lp50 lp99 lerr <<< "$(wrk_post "$URL/dlim/v1/inference/mlp" "$WORK/image.json" 1)"
         printf 'task_batch_size %-3s  64 connections: %8s req/s  p99 %7s ms  errors %s | 1 connection: p50 %6s ms\n' \
@@ -186,7 +186,7 @@ cp -r "$build/tests/integration/infer/fault" "$WORK/slow"
 sed -i 's/"name": "fault"/"name": "slow"/' "$WORK/slow/model.json"
 profile 1 1 4 1 3
 "$LOOM" model deploy -p "$WORK/slow" --profile "$WORK/profile.json" >/dev/null
-"$LOOM" model start slow >/dev/null
+"$LOOM" model start slow --wait 90 >/dev/null
 echo '{"sleep":1}' > "$WORK/sleep.json"
 start=$(date +%s.%N)
 ( BODY_FILE=$WORK/sleep.json TOKEN=$TOKEN wrk -t2 -c8 -d8s -s "$WORK/post.lua" "$URL/dlim/v1/inference/slow" > "$WORK/step.out" ) &

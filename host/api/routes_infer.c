@@ -56,6 +56,8 @@ static cJSON *view_json(const infer_model_view *v, int with_profile)
     cJSON_AddNumberToObject(r, "queued", (double)v->stats.queued);
     cJSON_AddNumberToObject(r, "served", (double)v->stats.served);
     cJSON_AddNumberToObject(r, "failed", (double)v->stats.failed);
+    if (v->pending_reason[0])
+        cJSON_AddStringToObject(o, "pendingReason", v->pending_reason);
     if (v->stats.last_error[0])
         cJSON_AddStringToObject(o, "lastError", v->stats.last_error);
     cJSON_AddItemToObject(o, "model", parsed_or_string(v->model_json));

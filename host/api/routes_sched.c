@@ -37,8 +37,43 @@ static cJSON *plan_json(const sched_plan_view *p)
     return o;
 }
 
-/* Every device and whether it is held; the exec holding it is named only to
- * whoever may see that exec (its owner, an administrator). */
+/* A held slot's owner to a caller who may not see its holder. */
+#define SLOT_HOLDER_HIDDEN "another user's"
+
+/* What holds a slot, in a word. */
+static const char *holder_kind(int32_t kind)
+{
+    return kind == SCHED_JOB_KERNEL ? "model" : kind == SCHED_JOB_EXPERIMENT ? "tuning" : "exec";
+}
+
+/* Whether the caller may see who holds a slot: an administrator, the
+ * holder's own user, or whoever may see the exec holding it. */
+static int holder_visible(api_services *d, const http_request *req, int64_t caller,
+                          const sched_slot_view *v)
+{
+    if (req->is_admin || (v->owner_user[0] && req->user && strcmp(v->owner_user, req->user) == 0))
+        return 1;
+    return v->owner_kind != SCHED_JOB_KERNEL && exec_visible_to(d->execs, caller, v->owner);
+}
+
+/* A held slot's holder, to a caller who may see it: what it is (a tuning
+ * task's experiment is an exec the task submitted), its id and user. */
+static void add_holder(cJSON *o, const sched_slot_view *v, const hpo_exec_task *tasks,
+                       size_t ntasks)
+{
+    const hpo_exec_task *t = v->owner_kind == SCHED_JOB_KERNEL
+                                 ? NULL
+                                 : hpo_exec_task_find(tasks, ntasks, v->owner);
+    cJSON_AddStringToObject(o, "owner", v->owner);
+    cJSON_AddStringToObject(o, "holder", t ? "tuning" : holder_kind(v->owner_kind));
+    if (t)
+        cJSON_AddStringToObject(o, "hpoName", t->task);
+    cJSON_AddStringToObject(o, "user", v->owner_user);
+}
+
+/* Every device and whether it is held: the exec, tuning task's experiment
+ * or model's kernel instance holding it, its kind and its user, named only
+ * to whoever may see it; to others a held slot is "another user's". */
 static void slots(void *ctx, const http_request *req, http_response *res)
 {
     api_services *d = ctx;
@@ -50,6 +85,9 @@ static void slots(void *ctx, const http_request *req, http_response *res)
         api_reply_error(res, e);
         return;
     }
+    hpo_exec_task *tasks = NULL;
+    size_t ntasks = 0;
+    loom_err_free(hpo_exec_tasks(d->hpo, &tasks, &ntasks)); /* without: no task named */
     cJSON *a = cJSON_CreateArray();
     for (size_t i = 0; i < n; i++) {
         cJSON *o = cJSON_CreateObject();
@@ -58,12 +96,15 @@ static void slots(void *ctx, const http_request *req, http_response *res)
         cJSON_AddNumberToObject(o, "index", v[i].index);
         cJSON_AddStringToObject(o, "node", v[i].node);
         cJSON_AddBoolToObject(o, "held", v[i].owner[0] != 0);
-        if (v[i].owner[0] && exec_visible_to(d->execs, caller, v[i].owner))
-            cJSON_AddStringToObject(o, "owner", v[i].owner);
-        else
+        if (!v[i].owner[0])
             cJSON_AddNullToObject(o, "owner");
+        else if (holder_visible(d, req, caller, &v[i]))
+            add_holder(o, &v[i], tasks, ntasks);
+        else
+            cJSON_AddStringToObject(o, "owner", SLOT_HOLDER_HIDDEN);
         cJSON_AddItemToArray(a, o);
     }
+    free(tasks);
     free(v);
     http_reply_json(res, 200, a);
 }

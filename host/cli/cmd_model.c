@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "api/routes.h"
 #include "daemon/daemon.h"
@@ -23,7 +24,7 @@ static const char model_usage[] =
     "       loom model deploy --from-exec ID [--name NAME] [--profile FILE]\n"
     "       loom model list\n"
     "       loom model view NAME [-s [-a]]\n"
-    "       loom model start NAME\n"
+    "       loom model start NAME [--wait [SECONDS]]\n"
     "       loom model stop NAME [-f]\n"
     "       loom model viewprofile NAME -j\n"
     "       loom model updateprofile NAME -f FILE\n"
@@ -37,6 +38,9 @@ static const char model_usage[] =
     "              (RESULT_DIR/model/) with the native kernel\n"
     "view          the model; -s adds its service's state (kernels, requests),\n"
     "              -a everything, the profile included\n"
+    "start         returns at once with the model's state (starting, and why\n"
+    "              while its kernel waits for a device); --wait blocks until it\n"
+    "              serves (exit 0), fails to start (1) or SECONDS pass (3)\n"
     "stop          serves what is queued first; -f fails it at once\n"
     "viewprofile   prints the profile as JSON (-j)\n"
     "updateprofile replaces the profile (the model must be stopped)\n"
@@ -63,6 +67,10 @@ static void print_model(const cJSON *m, int status, int all)
     printf("Name:     %s\nOwner:    %s\nTag:      %s\nRuntime:  %s\nState:    %s\n",
            cli_str(m, "name"), cli_str(m, "owner"), cli_str(m, "tag"), cli_str(m, "runtime"),
            cli_str(m, "state"));
+    if (*cli_str(m, "pendingReason"))
+        printf("Waiting:  %s\n", cli_str(m, "pendingReason"));
+    else if (!strcmp(cli_str(m, "state"), "failed") && !status)
+        printf("Failure:  %s\n", cli_str(m, "lastError"));
     if (status) {
         const cJSON *k = cJSON_GetObjectItem(m, "kernels");
         const cJSON *r = cJSON_GetObjectItem(m, "requests");
@@ -323,6 +331,80 @@ static int model_profile_update(const char *name, int argc, char **argv, const c
     return 0;
 }
 
+enum { START_SERVED = 0, START_FAILED = 1, START_TIMEOUT = 3 };
+
+/* One line on a model's state, with why it waits or how it failed. */
+static void print_state(const char *name, const cJSON *m)
+{
+    const char *why = *cli_str(m, "pendingReason") ? cli_str(m, "pendingReason")
+                      : !strcmp(cli_str(m, "state"), "failed") ? cli_str(m, "lastError")
+                                                               : "";
+    printf("model %s: %s%s%s%s\n", name, cli_str(m, "state"), *why ? " (" : "", why,
+           *why ? ")" : "");
+}
+
+/* `--wait [SECONDS]`: polls the model until it serves, fails to start or
+ * the time passes (0: no bound). */
+static int wait_started(const char *name, double timeout, const cli_globals *g)
+{
+    int64_t until = time_mono_ms() + (int64_t)(timeout * 1000);
+    for (;;) {
+        cJSON *m = on_model(g, "GET", name, "", NULL);
+        if (!m)
+            return START_FAILED;
+        const char *state = cli_str(m, "state");
+        int rc = !strcmp(state, "started") ? START_SERVED
+                 : !strcmp(state, "starting") ? -1
+                                              : START_FAILED;
+        if (rc < 0 && timeout > 0 && time_mono_ms() >= until)
+            rc = START_TIMEOUT;
+        if (rc >= 0) {
+            if (g->json)
+                cli_print_json(m);
+            else
+                print_state(name, m);
+            if (rc == START_TIMEOUT)
+                cli_fail("model start: model %s did not serve within %g s", name, timeout);
+        }
+        cJSON_Delete(m);
+        if (rc >= 0)
+            return rc;
+        usleep(200000);
+    }
+}
+
+/* `loom model start NAME [--wait [SECONDS]]`. */
+static int model_start(const char *name, int argc, char **argv, const cli_globals *g)
+{
+    int wait = 0;
+    double timeout = 0;
+    for (int i = 0; i < argc; i++) {
+        char *end;
+        if (!strcmp(argv[i], "--wait") && !wait) {
+            wait = 1;
+            if (i + 1 < argc && (timeout = strtod(argv[i + 1], &end)) >= 0 && *end == 0 &&
+                end != argv[i + 1])
+                i++;
+            else
+                timeout = 0;
+        } else {
+            return cli_fail("model start: unexpected \"%s\" (usage: loom model start NAME "
+                            "[--wait [SECONDS]])", argv[i]);
+        }
+    }
+    cJSON *j = on_model(g, "POST", name, LOOM_ROUTE_OP_START, "{}");
+    if (!j)
+        return 1;
+    if (!wait) {
+        if (g->json)
+            cli_print_json(j);
+        else
+            print_state(name, j);
+    }
+    cJSON_Delete(j);
+    return wait ? wait_started(name, timeout, g) : 0;
+}
+
 static int model_simple(const char *verb, const char *name, int argc, char **argv,
                         const cli_globals *g)
 {
@@ -332,9 +414,7 @@ static int model_simple(const char *verb, const char *name, int argc, char **arg
         return print_reply(on_model(g, "GET", name, "", NULL), g,
                            has_flag(argc, argv, "-s") || has_flag(argc, argv, "-a"),
                            has_flag(argc, argv, "-a"));
-    if (!strcmp(verb, "start"))
-        j = on_model(g, "POST", name, LOOM_ROUTE_OP_START, "{}");
-    else if (!strcmp(verb, "stop"))
+    if (!strcmp(verb, "stop"))
         j = on_model(g, "POST", name, force ? LOOM_ROUTE_OP_STOP "?force=true" : LOOM_ROUTE_OP_STOP,
                      "{}");
     else if (!strcmp(verb, "undeploy"))
@@ -379,6 +459,8 @@ int cmd_model(int argc, char **argv, const cli_globals *g)
         return model_infer(argv[1], argc - 2, argv + 2, g);
     if (!strcmp(verb, "updateprofile"))
         return model_profile_update(argv[1], argc - 2, argv + 2, g);
+    if (!strcmp(verb, "start"))
+        return model_start(argv[1], argc - 2, argv + 2, g);
     return model_simple(verb, argv[1], argc - 2, argv + 2, g);
 }
 

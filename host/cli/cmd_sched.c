@@ -80,7 +80,9 @@ static void print_plans(const cJSON *array)
 int cmd_slots(int argc, char **argv, const cli_globals *g)
 {
     if (cli_wants_help(argc, argv)) {
-        puts("usage: loom slots [--json]\n\nEvery device the host hands out and the exec holding it.");
+        puts("usage: loom slots [--json]\n\nEvery device the host hands out and what holds it: "
+             "an exec,\na tuning experiment or a model's kernel instance, and its user (a "
+             "holder you may\nnot see is \"another user's\").");
         return 0;
     }
     if (argc > 0)
@@ -91,17 +93,20 @@ int cmd_slots(int argc, char **argv, const cli_globals *g)
     if (g->json) {
         cli_print_json(j);
     } else {
-        const char *headers[] = {"SLOT", "KIND", "INDEX", "NODE", "OWNER"};
-        cli_table *t = cli_table_new(5, headers);
+        const char *headers[] = {"SLOT", "KIND", "INDEX", "NODE", "HOLDER", "OWNER", "USER"};
+        cli_table *t = cli_table_new(7, headers);
         const cJSON *s;
         cJSON_ArrayForEach(s, j) {
             char slot[16], index[16];
             snprintf(slot, sizeof slot, "%d", (int)cli_num(s, "slot"));
             snprintf(index, sizeof index, "%d", (int)cli_num(s, "index"));
-            const char *owner = cli_str(s, "owner");
-            const cJSON *held = cJSON_GetObjectItemCaseSensitive(s, "held");
+            const char *owner = cli_str(s, "owner"), *user = cli_str(s, "user");
+            char holder[192];
+            snprintf(holder, sizeof holder, "%s%s%s", cli_str(s, "holder"),
+                     *cli_str(s, "hpoName") ? " " : "", cli_str(s, "hpoName"));
             const char *cells[] = {slot, cli_str(s, "kind"), index, cli_str(s, "node"),
-                                   *owner ? owner : cJSON_IsTrue(held) ? "(another user's)" : "-"};
+                                   *holder ? holder : "-", *owner ? owner : "-",
+                                   *user ? user : "-"};
             cli_table_add(t, cells);
         }
         cli_table_print(t);

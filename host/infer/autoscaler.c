@@ -55,6 +55,8 @@ static void scale_locked(model_service *r, uint64_t now)
     }
     if (r->head || busy >= serving)
         r->spare_since_ns = now;
+    if (r->start_failed)
+        return; /* its kernel does not load: no instance more until stopped */
     if (active < r->profile.kernel_min) {
         kernel_instance_spawn_locked(r);
         return;

@@ -174,21 +174,38 @@ loom_error *infer_deploy(infer_service *s, const char *user, const char *staged,
     return e;
 }
 
+/* The stored profile `stored` with `patch` merged in, checked, as text. */
+static loom_error *merged_profile(const char *stored, const char *patch_json, char **out)
+{
+    *out = NULL;
+    cJSON *patch = cJSON_Parse(patch_json);
+    if (!patch)
+        return loom_err(LOOM_E_INVALID, "profile: not JSON");
+    cJSON *profile = cJSON_Parse(stored);
+    loom_error *e = profile ? model_profile_merge(profile, patch, "profile")
+                            : loom_err(LOOM_E_INTERNAL, "the stored profile is not JSON");
+    model_profile checked;
+    if (!e)
+        e = model_profile_parse(profile, "profile", &checked);
+    if (!e && !(*out = cJSON_PrintUnformatted(profile)))
+        e = loom_err(LOOM_E_INTERNAL, "out of memory");
+    cJSON_Delete(profile);
+    cJSON_Delete(patch);
+    return e;
+}
+
 loom_error *infer_set_profile(infer_service *s, const char *owner, const char *name,
                               const char *profile_json)
 {
     char *profile = NULL;
-    loom_error *e = check_profile_text(profile_json, "profile", &profile);
-    if (e)
-        return e;
     infer_record rec;
     pthread_mutex_lock(&s->admin);
-    e = lookup(s, owner, name, &rec);
+    loom_error *e = lookup(s, owner, name, &rec);
     if (!e) {
         if (rec.started || find_running(s, name))
             e = loom_err(LOOM_E_CONFLICT, "model \"%s\" is started: stop it before changing "
                          "its profile", name);
-        else
+        else if ((e = merged_profile(rec.profile_json, profile_json, &profile)) == NULL)
             e = store_model_set_profile(s->st, name, profile);
         store_model_clear(&rec);
     }
@@ -318,7 +335,15 @@ loom_error *infer_undeploy(infer_service *s, const char *owner, const char *name
 
 /* ---- views ---------------------------------------------------------------------- */
 
-static void fill_view(infer_service *s, infer_record *rec, infer_model_view *v)
+/* The scheduler's reason as `viewer` (NULL: an administrator) may see it. */
+static void reason_for(const sched_reason *why, const char *viewer, char *buf, size_t len)
+{
+    bool show = !viewer || (why->holder_user[0] && strcmp(why->holder_user, viewer) == 0);
+    sched_reason_text(why, show, buf, len);
+}
+
+static void fill_view(infer_service *s, const char *viewer, infer_record *rec,
+                      infer_model_view *v)
 {
     memset(v, 0, sizeof *v);
     snprintf(v->name, sizeof v->name, "%s", rec->name);
@@ -338,7 +363,12 @@ static void fill_view(infer_service *s, infer_record *rec, infer_model_view *v)
     if (r)
         model_service_get_stats(r->r, &v->stats);
     pthread_rwlock_unlock(&s->routes);
-    v->state = r ? MODEL_STARTED : rec->started ? MODEL_STARTING : MODEL_STOPPED;
+    v->state = !r                     ? (rec->started ? MODEL_STARTING : MODEL_STOPPED)
+               : v->stats.start_failed ? MODEL_FAILED
+               : v->stats.serving_once ? MODEL_STARTED
+                                       : MODEL_STARTING;
+    if (r && v->stats.waiting)
+        reason_for(&v->stats.wait_reason, viewer, v->pending_reason, sizeof v->pending_reason);
 }
 
 loom_error *infer_view(infer_service *s, const char *owner, const char *name,
@@ -348,7 +378,7 @@ loom_error *infer_view(infer_service *s, const char *owner, const char *name,
     loom_error *e = lookup(s, owner, name, &rec);
     if (e)
         return e;
-    fill_view(s, &rec, out);
+    fill_view(s, owner, &rec, out);
     return NULL;
 }
 
@@ -365,7 +395,7 @@ loom_error *infer_list(infer_service *s, const char *owner, infer_model_view **o
         e = loom_err(LOOM_E_INTERNAL, "out of memory");
     for (size_t i = 0; i < n; i++) {
         if (!e && visible(owner, &all[i]))
-            fill_view(s, &all[i], &views[k++]);
+            fill_view(s, owner, &all[i], &views[k++]);
         store_model_clear(&all[i]);
     }
     free(all);

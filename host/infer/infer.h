@@ -45,6 +45,11 @@ typedef struct infer_model_view {
     char *model_json;   /* malloc'd */
     char *profile_json; /* malloc'd */
     model_service_stats stats; /* when started */
+    /* While no instance serves and one waits for a device: the scheduler's
+     * reason, in the words of a pending exec's, naming the holder only
+     * when the viewer may see it (an administrator, or the holder's own
+     * user); "" otherwise. */
+    char pending_reason[512];
 } infer_model_view;
 
 void infer_model_view_clear(infer_model_view *v);
@@ -59,9 +64,13 @@ loom_error *infer_list(infer_service *s, const char *owner, infer_model_view **o
                        size_t *count);
 loom_error *infer_view(infer_service *s, const char *owner, const char *name,
                        infer_model_view *out);
+/* Starts the model's service and returns at once: its state is then
+ * starting until an instance serves (see infer_model_view). */
 loom_error *infer_start(infer_service *s, const char *owner, const char *name);
 loom_error *infer_stop(infer_service *s, const char *owner, const char *name, int force);
-/* Replaces the profile (LOOM_E_CONFLICT while the model is started). */
+/* Merges `profile_json` into the profile: the fields given change, the
+ * others keep their values; an unknown field is LOOM_E_INVALID naming it
+ * (LOOM_E_CONFLICT while the model is started). */
 loom_error *infer_set_profile(infer_service *s, const char *owner, const char *name,
                               const char *profile_json);
 /* LOOM_E_CONFLICT for a started model unless `force` (which stops it). */

@@ -92,12 +92,27 @@ loom_error *kernel_instance_device_job(model_service *r, const char *job)
     return sched_service_submit(r->sched, &js);
 }
 
+void kernel_instance_job_name(const model_service *r, const instance *in, char *job, size_t len)
+{
+    snprintf(job, len, "kernel/%s/%u", r->name, in->seq);
+}
+
+/* Whether the service has given up: its kernel failed to load before any
+ * instance served, so starting it again would fail the same way. */
+static int start_failed(model_service *r)
+{
+    pthread_mutex_lock(&r->lock);
+    int failed = r->start_failed;
+    pthread_mutex_unlock(&r->lock);
+    return failed;
+}
+
 static void *instance_main(void *arg)
 {
     instance *in = arg;
     model_service *r = in->r;
     char job[128];
-    snprintf(job, sizeof job, "kernel/%s/%u", r->name, in->seq);
+    kernel_instance_job_name(r, in, job, sizeof job);
     batch *two = calloc(2, sizeof *two); /* too large for a thread's stack */
     if (!two) {
         note_failure(r, loom_err(LOOM_E_INTERNAL, "out of memory"), "a kernel instance");
@@ -125,6 +140,8 @@ static void *instance_main(void *arg)
         e = kernel_proc_start(&ks, &k);
         if (e) {
             note_failure(r, e, "the kernel could not start");
+            if (start_failed(r))
+                break;
             set_state(r, in, INST_WAITING);
             usleep(RESTART_BACKOFF_US);
             continue;

@@ -96,30 +96,23 @@ static void model_service_free(model_service *r)
     free(r);
 }
 
-/* Waits until an instance serves, its kernel fails to load, or the
- * start-up bound passes. */
-static loom_error *wait_first(model_service *r)
+/* Waits, at most MODEL_SERVICE_SETTLE_MS, until the first instance has
+ * its device (its kernel loading or serving), has failed, or waits for
+ * the scheduler with a reason, so the start's reply can say which. */
+static void settle(model_service *r)
 {
-    uint64_t bound_ns = (uint64_t)(r->profile.connection_timeout_s * 1e9);
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    uint64_t abs_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + bound_ns;
-    ts.tv_sec = (time_t)(abs_ns / 1000000000u);
-    ts.tv_nsec = (long)(abs_ns % 1000000000u);
-    loom_error *e = NULL;
-    pthread_mutex_lock(&r->lock);
-    while (!r->ready_once && !r->start_failed)
-        if (pthread_cond_timedwait(&r->changed, &r->lock, &ts) == ETIMEDOUT)
-            break;
-    if (r->start_failed)
-        e = loom_err(LOOM_E_INVALID, "model \"%s\": %s", r->name, r->last_error);
-    else if (!r->ready_once)
-        e = loom_err(LOOM_E_UNAVAILABLE, "model \"%s\": no kernel instance was serving within "
-                     "kernel.connection_timeout (%g s): the scheduler has granted no device "
-                     "(see `loom slots`), or the kernel is slow to load", r->name,
-                     r->profile.connection_timeout_s);
-    pthread_mutex_unlock(&r->lock);
-    return e;
+    for (int waited = 0; waited < MODEL_SERVICE_SETTLE_MS * 1000; waited += DEVICE_POLL_US) {
+        model_service_stats st;
+        model_service_get_stats(r, &st);
+        pthread_mutex_lock(&r->lock);
+        int loading = 0;
+        for (int i = 0; i < r->max_instances; i++)
+            loading += r->inst[i].state == INST_STARTING;
+        pthread_mutex_unlock(&r->lock);
+        if (loading || st.serving_once || st.start_failed || st.waiting)
+            return;
+        usleep(DEVICE_POLL_US);
+    }
 }
 
 /* The kind of device the scheduler hands out here (all of one kind). */
@@ -185,11 +178,7 @@ loom_error *model_service_start(const model_service_spec *spec, model_service **
         model_service_free(r);
         return loom_err(LOOM_E_INTERNAL, "cannot start a kernel instance's thread");
     }
-    loom_error *e = wait_first(r);
-    if (e) {
-        model_service_stop(r, 1);
-        return e;
-    }
+    settle(r);
     *out = r;
     return NULL;
 }
@@ -246,6 +235,12 @@ loom_error *model_service_submit(model_service *r, const char *body, size_t len,
     loom_error *e = NULL;
     if (r->stopping)
         e = loom_err(LOOM_E_UNAVAILABLE, "model \"%s\" is stopping", r->name);
+    else if (r->start_failed)
+        e = loom_err(LOOM_E_UNAVAILABLE, "model \"%s\" failed to start: %s", r->name,
+                     r->last_error);
+    else if (!r->ready_once)
+        e = loom_err(LOOM_E_UNAVAILABLE, "model \"%s\" is starting: no kernel instance serves "
+                     "it yet; try again shortly (loom model view %s)", r->name, r->name);
     else if (r->queued >= MODEL_SERVICE_QUEUE_LIMIT)
         e = loom_err(LOOM_E_RATE_LIMITED, "model \"%s\": %d requests already wait (the queue's "
                      "limit): retry later", r->name, MODEL_SERVICE_QUEUE_LIMIT);
@@ -266,9 +261,29 @@ loom_error *model_service_submit(model_service *r, const char *body, size_t len,
     return e;
 }
 
+/* The scheduler job an instance waits on for its device, if one waits.
+ * Call with r->lock. */
+static int waiting_job_locked(const model_service *r, char *job, size_t len)
+{
+    for (int i = 0; i < r->max_instances; i++) {
+        const instance *in = &r->inst[i];
+        if (in->state != INST_WAITING || in->retire)
+            continue;
+        if (r->place == PLACE_SHARED_GPU)
+            snprintf(job, len, "%s", r->shared_job);
+        else if (r->place == PLACE_OWN_DEVICE)
+            kernel_instance_job_name(r, in, job, len);
+        else
+            continue;
+        return 1;
+    }
+    return 0;
+}
+
 void model_service_get_stats(model_service *r, model_service_stats *out)
 {
     memset(out, 0, sizeof *out);
+    char job[128];
     pthread_mutex_lock(&r->lock);
     for (int i = 0; i < r->max_instances; i++) {
         instance *in = &r->inst[i];
@@ -280,6 +295,12 @@ void model_service_get_stats(model_service *r, model_service_stats *out)
     out->served = r->served;
     out->failed = r->failed;
     out->restarts = r->restarts;
+    out->serving_once = r->ready_once;
+    out->start_failed = r->start_failed;
     snprintf(out->last_error, sizeof out->last_error, "%s", r->last_error);
+    int waits = !r->ready_once && waiting_job_locked(r, job, sizeof job);
     pthread_mutex_unlock(&r->lock);
+    /* The scheduler has a lock of its own: asked without the service's. */
+    if (waits)
+        out->waiting = sched_service_pending_reason(r->sched, job, &out->wait_reason);
 }

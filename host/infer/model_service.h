@@ -17,6 +17,7 @@
 #ifndef LOOM_INFER_MODEL_SERVICE_H
 #define LOOM_INFER_MODEL_SERVICE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -25,6 +26,9 @@
 #include "util/error.h"
 
 #define MODEL_SERVICE_BATCH_WAIT_US 1000
+/* How long a start waits, at most, to tell whether its first instance got
+ * a device, waits for one (and why) or failed. */
+#define MODEL_SERVICE_SETTLE_MS 2000
 /* Requests waiting in one service's queue, at most. */
 #define MODEL_SERVICE_QUEUE_LIMIT 4096
 
@@ -50,8 +54,13 @@ typedef struct model_service_spec {
 
 typedef struct model_service model_service;
 
-/* Starts kernel_min instances and waits until the first answers (its
- * kernel.connection_timeout); fails with the kernel's own load error. */
+/* Starts kernel_min instances and returns at once (once the first has its
+ * device or the scheduler's reason, MODEL_SERVICE_SETTLE_MS at most): they
+ * wait for their
+ * devices and load their kernels in the background (the stats say how far
+ * they are). Requests are refused until one serves; a kernel that fails to
+ * load before any served makes the service give up (stats.start_failed,
+ * the kernel's error in last_error) until it is stopped. */
 loom_error *model_service_start(const model_service_spec *spec, model_service **out);
 /* Stops: with `force`, queued requests fail at once; without, the queue is
  * served first (bounded by the execution timeout). In-flight batches end
@@ -72,6 +81,10 @@ typedef struct model_service_stats {
     int busy;
     size_t queued;
     uint64_t served, failed, restarts;
+    int serving_once;  /* an instance has served since the start */
+    int start_failed;  /* the kernel failed to load before any served */
+    bool waiting;      /* no instance served yet and one waits for a device: */
+    sched_reason wait_reason; /* the scheduler's reason */
     char last_error[256];
 } model_service_stats;
 

@@ -106,6 +106,8 @@ int batching_serve(model_service *r, instance *in, kernel_proc *k, batch *two);
 /* kernel_instance.c: starts one more instance (r->lock held; 0 or -1), and
  * submits the scheduler job holding one device for `job`. */
 int kernel_instance_spawn_locked(model_service *r);
+/* The scheduler job holding an instance's own device. */
+void kernel_instance_job_name(const model_service *r, const instance *in, char *job, size_t len);
 loom_error *kernel_instance_device_job(model_service *r, const char *job);
 
 /* autoscaler.c: the control thread's body (arg: the service). */

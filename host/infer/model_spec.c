@@ -338,3 +338,82 @@ loom_error *model_profile_parse(const cJSON *json, const char *source, model_pro
                         out->replica * most, MODEL_KERNEL_LIMIT);
     return NULL;
 }
+
+/* ---- a partial profile merged into one ---------------------------------------- */
+
+/* The profile's fields, WMLA's included (README: the profile), by object:
+ * "" the top level. A field outside these objects is not checked. */
+static const struct {
+    const char *object, *fields[10];
+} profile_fields[] = {
+    {"", {"schema_version", "type", "name", "replica", "policy", "kernel",
+          "resource_allocation"}},
+    {"policy", {"name", "schedule_interval", "kernel_min", "kernel_max",
+                "kernel_delay_release_time", "task_execution_timeout", "task_batch_size",
+                "stream_number_per_group", "stream_discard_slow_tasks"}},
+    {"kernel", {"connection_timeout", "gpu", "envs"}},
+};
+
+/* Whether `key` may appear in the object at `path` ("" or "policy"...):
+ * 1 known, 0 unknown, -1 an object whose fields are not checked. */
+static int known_field(const char *path, const char *key)
+{
+    for (size_t i = 0; i < sizeof profile_fields / sizeof profile_fields[0]; i++) {
+        if (strcmp(profile_fields[i].object, path) != 0)
+            continue;
+        for (size_t f = 0; f < 10 && profile_fields[i].fields[f]; f++)
+            if (strcmp(profile_fields[i].fields[f], key) == 0)
+                return 1;
+        return 0;
+    }
+    return -1;
+}
+
+/* Checks every field of `patch` (at `path`) before anything changes. */
+static loom_error *check_patch(const cJSON *into, const cJSON *patch, const char *path,
+                               const char *source)
+{
+    const cJSON *f;
+    cJSON_ArrayForEach(f, patch) {
+        const cJSON *have = cJSON_GetObjectItemCaseSensitive(into, f->string);
+        if (!have && known_field(path, f->string) == 0)
+            return loom_err(LOOM_E_INVALID, "%s: %s%s%s: not a profile field", source, path,
+                            *path ? "." : "", f->string);
+        if (cJSON_IsObject(f) && cJSON_IsObject(have) && !*path) {
+            loom_error *e = check_patch(have, f, f->string, source);
+            if (e)
+                return e;
+        }
+    }
+    return NULL;
+}
+
+static loom_error *merge_into(cJSON *into, const cJSON *patch)
+{
+    const cJSON *f;
+    cJSON_ArrayForEach(f, patch) {
+        cJSON *have = cJSON_GetObjectItemCaseSensitive(into, f->string);
+        if (cJSON_IsObject(f) && cJSON_IsObject(have)) {
+            loom_error *e = merge_into(have, f);
+            if (e)
+                return e;
+            continue;
+        }
+        cJSON *copy = cJSON_Duplicate(f, 1);
+        if (!copy)
+            return loom_err(LOOM_E_INTERNAL, "out of memory");
+        if (have)
+            cJSON_ReplaceItemViaPointer(into, have, copy);
+        else
+            cJSON_AddItemToObject(into, f->string, copy);
+    }
+    return NULL;
+}
+
+loom_error *model_profile_merge(cJSON *profile, const cJSON *patch, const char *source)
+{
+    if (!cJSON_IsObject(profile) || !cJSON_IsObject(patch))
+        return loom_err(LOOM_E_INVALID, "%s: expected a JSON object", source);
+    loom_error *e = check_patch(profile, patch, "", source);
+    return e ? e : merge_into(profile, patch);
+}

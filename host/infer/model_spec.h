@@ -79,5 +79,11 @@ cJSON *model_profile_default_json(const char *name);
  * are allowed: the caller keeps the JSON whole. `source` names it in
  * errors ("profile.json"). */
 loom_error *model_profile_parse(const cJSON *json, const char *source, model_profile *out);
+/* `patch` merged into `profile` in place: each field given replaces the
+ * one there (objects merge field by field), every other field keeps its
+ * value. A field neither the profile's (WMLA's own, or one `profile`
+ * already has) nor an object's known field is refused, naming it; nothing
+ * is changed then. */
+loom_error *model_profile_merge(cJSON *profile, const cJSON *patch, const char *source);
 
 #endif

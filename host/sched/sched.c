@@ -374,6 +374,13 @@ int sched_wait_text(const sched_wait *w, char *buf, size_t len)
     const char *plan = w->plan ? w->plan : "/";
     switch (w->code) {
     case SCHED_WAIT_DEVICES:
+        if (w->holder && w->count > 1)
+            return snprintf(buf, len, "waiting for %d device%s, %d free (held by %s and %d "
+                            "other job%s)", w->need, w->need == 1 ? "" : "s", w->free,
+                            w->holder, w->count - 1, w->count == 2 ? "" : "s");
+        if (w->holder)
+            return snprintf(buf, len, "waiting for %d device%s, %d free (held by %s)", w->need,
+                            w->need == 1 ? "" : "s", w->free, w->holder);
         return snprintf(buf, len, "waiting for %d device%s, %d free", w->need,
                         w->need == 1 ? "" : "s", w->free);
     case SCHED_WAIT_CAP:
@@ -410,6 +417,7 @@ bool sched_get_job(const sched *s, const char *id, sched_job_info *out)
     *out = (sched_job_info){
         .id = j->id,
         .plan = s->plans[j->plan].path,
+        .user = j->user,
         .kind = j->kind,
         .state = j->state,
         .elastic = j->elastic,

@@ -248,6 +248,7 @@ int sched_wait_text(const sched_wait *w, char *buf, size_t len);
 typedef struct sched_job_info {
     const char *id;
     const char *plan;
+    const char *user;            /* its user, NULL: anonymous */
     int32_t kind, state;         /* sched_job_kind, sched_job_state */
     bool elastic;
     int32_t min_devices, max_devices, priority;

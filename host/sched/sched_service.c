@@ -302,6 +302,11 @@ loom_error *sched_service_slots(sched_service *ss, sched_slot_view **out, size_t
         v[k] = (sched_slot_view){.slot = (int32_t)i, .kind = d.kind, .index = d.index};
         snprintf(v[k].node, sizeof v[k].node, "%s", d.node ? d.node : "local");
         snprintf(v[k].owner, sizeof v[k].owner, "%s", d.owner ? d.owner : "");
+        sched_job_info j;
+        if (d.owner && sched_get_job(ss->core, d.owner, &j)) {
+            snprintf(v[k].owner_user, sizeof v[k].owner_user, "%s", j.user ? j.user : "");
+            v[k].owner_kind = j.kind;
+        }
         k++;
     }
     pthread_mutex_unlock(&ss->lock);
@@ -508,6 +513,36 @@ static void reason_of(const sched_wait *w, sched_reason *out)
     snprintf(out->holder_user, sizeof out->holder_user, "%s", w->holder_user ? w->holder_user : "");
 }
 
+/* A job waiting for devices: the job holding the first device held by
+ * another, and how many jobs hold devices, so its reason names who has
+ * them. Call with ss->lock. */
+static void name_device_holders(sched_service *ss, const char *id, sched_wait *w)
+{
+    const char *seen[64];
+    int n = 0;
+    size_t devices = sched_device_count(ss->core);
+    w->count = 0;
+    for (size_t i = 0; i < devices; i++) {
+        sched_device_info d;
+        if (!sched_device(ss->core, (int32_t)i, &d) || !d.owner || strcmp(d.owner, id) == 0)
+            continue;
+        int known = 0;
+        for (int k = 0; k < n && !known; k++)
+            known = strcmp(seen[k], d.owner) == 0;
+        if (known)
+            continue;
+        if (n < (int)(sizeof seen / sizeof seen[0]))
+            seen[n++] = d.owner;
+        w->count++;
+    }
+    sched_job_info holder;
+    if (n > 0 && sched_get_job(ss->core, seen[0], &holder)) {
+        w->holder = holder.id;
+        w->holder_user = holder.user;
+        w->holder_kind = holder.kind;
+    }
+}
+
 bool sched_service_pending_reason(sched_service *ss, const char *id, sched_reason *out)
 {
     *out = (sched_reason){.code = SCHED_WAIT_NONE};
@@ -515,6 +550,8 @@ bool sched_service_pending_reason(sched_service *ss, const char *id, sched_reaso
     sched_wait w;
     bool waiting = sched_job_wait(ss->core, id, &w) && w.code != SCHED_WAIT_NONE;
     if (waiting) {
+        if (w.code == SCHED_WAIT_DEVICES && !w.holder)
+            name_device_holders(ss, id, &w);
         reason_of(&w, out);
     } else {
         /* Granted, but another job's workers are still leaving. */

@@ -79,6 +79,9 @@ typedef struct sched_slot_view {
     int32_t index; /* CUDA ordinal or CPU slot number */
     char node[64]; /* "local" for this host */
     char owner[64]; /* the job holding it; "" when free */
+    char owner_user[64]; /* that job's user; "" when free or anonymous */
+    int32_t owner_kind;  /* that job's sched_job_kind (an exec, a tuning
+                            experiment, a model's kernel instance) */
 } sched_slot_view;
 
 /* Every device: a malloc'd array the caller frees. */

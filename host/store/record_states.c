@@ -65,7 +65,8 @@ STATE_WORDS(hpo_exp_state, hpo_exp_state, "experiment state",
             [HPO_EXP_STOPPED] = "STOPPED", [HPO_EXP_ERROR] = "ERROR")
 
 STATE_WORDS(model_state, model_state, "model state", [MODEL_STOPPED] = "stopped",
-            [MODEL_STARTING] = "starting", [MODEL_STARTED] = "started")
+            [MODEL_STARTING] = "starting", [MODEL_STARTED] = "started",
+            [MODEL_FAILED] = "failed")
 
 STATE_WORDS(device_kind, device_kind, "device type", [DEVICE_KIND_CPU] = "cpu",
             [DEVICE_KIND_GPU] = "gpu")

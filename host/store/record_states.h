@@ -70,12 +70,14 @@ loom_error *hpo_exp_state_parse(const char *text, hpo_exp_state *out);
 /* NOTRUN, SUBMITTED or RUNNING: its outcome is still to come. */
 bool hpo_exp_state_is_open(hpo_exp_state s);
 
-/* A deployed model: stopped, starting (marked started, its service not
- * up yet) or started. */
+/* A deployed model: stopped, starting (marked started, no kernel instance
+ * serving yet), started (one has served), or failed (its kernel failed to
+ * load before any served; it stays so until stopped). */
 typedef enum model_state {
     MODEL_STOPPED,
     MODEL_STARTING,
     MODEL_STARTED,
+    MODEL_FAILED,
     MODEL_STATE_COUNT
 } model_state;
 

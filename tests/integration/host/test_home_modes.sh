@@ -54,7 +54,7 @@ for _ in $(seq 1 300); do
 done
 expect_contains "the tuning task finished" "$(http GET /platform/rest/deeplearning/v1/hypersearch/erintask)" '"state":"FINISHED"'
 expect_ok "a model deployed" "$LOOM" model deploy -p "$SRC/examples/serving/echo-lua"
-expect_ok "and started" "$LOOM" model start echo-lua
+expect_ok "and started" "$LOOM" model start echo-lua --wait 90
 expect_contains "its kernel reads its files" \
     "$(curl -s -H "Authorization: Bearer $TOKEN" -X POST -H 'Content-Type: application/json' \
         --data-binary '{"x":[1]}' "$URL/dlim/v1/inference/echo-lua")" '{"x":[1]}'

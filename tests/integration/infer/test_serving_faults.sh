@@ -17,7 +17,7 @@ cat > "$WORK/profile.json" <<'P'
 {"policy": {"task_execution_timeout": 1, "kernel_min": 1, "kernel_max": 1}}
 P
 expect_ok "deploy fault" "$LOOM" model deploy -p "$WORK/fault" --profile "$WORK/profile.json"
-expect_ok "start fault" "$LOOM" model start fault
+expect_ok "start fault" "$LOOM" model start fault --wait 90
 expect_eq "echo first" "$(post fault '{"ok":1}')" 200
 post fault '{"crash":1}' >/dev/null
 expect_contains "crash fails its batch" "$(cat "$WORK/body")" "killed by signal 6"
@@ -38,7 +38,7 @@ printf '{"name":"badlua","runtime":"lua","kernel_path":"k.lua"}' > "$WORK/badlua
 expect_fails "model check refuses it" "$LOOM" model check "$WORK/badlua"
 expect_contains "check: why" "$(cat "$WORK/out")" "boom at load"
 expect_ok "deploy badlua" "$LOOM" model deploy -p "$WORK/badlua"
-expect_fails "start badlua" "$LOOM" model start badlua
+expect_fails "start badlua" "$LOOM" model start badlua --wait 90
 expect_contains "start: the kernel's reason" "$(cat "$WORK/out")" "boom at load"
 
 # libffi: a missing symbol is refused by check and at start.

@@ -37,18 +37,18 @@ export LOOM_FAKE_CUDA_DEVICES=0
 start_host --cpu-slots 4
 for mode in exclusive shared; do
     deploy $mode 1 1 1
-    expect_fails "gpu $mode without a GPU" "$LOOM" model start echo-so
+    expect_fails "gpu $mode without a GPU" "$LOOM" model start echo-so --wait 90
     expect_contains "gpu $mode: refused by name" "$(cat "$WORK/out")" \
         "kernel.gpu \"$mode\": this host has no GPU"
 done
 expect_eq "nothing held after the refusals" "$(held)" ""
 deploy no 1 1 1
-expect_ok "gpu no starts" "$LOOM" model start echo-so
+expect_ok "gpu no starts" "$LOOM" model start echo-so --wait 90
 expect_eq "gpu no: the instance holds a CPU slot" "$(held)" "cpu"
 expect_ok "stop" "$LOOM" model stop echo-so
 expect_eq "the slot is given back" "$(held)" ""
 deploy no 2 1 1
-expect_ok "replica 2 starts" "$LOOM" model start echo-so
+expect_ok "replica 2 starts" "$LOOM" model start echo-so --wait 90
 wait_running echo-so 2
 expect_eq "replica 2 x kernel_min 1: two instances" "$(running echo-so)" 2
 expect_eq "replica 2: two CPU slots" "$(held | wc -l)" 2
@@ -63,13 +63,13 @@ stop_host
 export LOOM_FAKE_CUDA_DEVICES=2
 start_host
 deploy exclusive 1 2 2
-expect_ok "gpu exclusive starts" "$LOOM" model start echo-so
+expect_ok "gpu exclusive starts" "$LOOM" model start echo-so --wait 90
 wait_running echo-so 2
 expect_eq "exclusive: one GPU per instance" "$(held)" "$(printf 'gpu\ngpu')"
 expect_eq "exclusive answers" "$(post echo-so '{"g":1}')" 200
 expect_ok "stop" "$LOOM" model stop echo-so
 deploy shared 1 3 3
-expect_ok "gpu shared starts" "$LOOM" model start echo-so
+expect_ok "gpu shared starts" "$LOOM" model start echo-so --wait 90
 wait_running echo-so 3
 expect_eq "shared: three instances" "$(running echo-so)" 3
 expect_eq "shared: one GPU for them all" "$(held)" "gpu"
@@ -77,7 +77,7 @@ expect_eq "shared answers" "$(post echo-so '{"g":2}')" 200
 expect_ok "stop" "$LOOM" model stop echo-so
 expect_eq "the shared GPU is given back" "$(held)" ""
 deploy no 1 1 1
-expect_ok "gpu no on a GPU host starts" "$LOOM" model start echo-so
+expect_ok "gpu no on a GPU host starts" "$LOOM" model start echo-so --wait 90
 expect_eq "gpu no: no GPU taken" "$(held)" ""
 expect_eq "gpu no answers" "$(post echo-so '{"g":3}')" 200
 stop_host

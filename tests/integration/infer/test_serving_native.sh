@@ -29,7 +29,7 @@ cat > "$M/model.json" <<'J'
 J
 expect_ok "model check tiny" "$LOOM" model check "$M"
 expect_ok "deploy tiny" "$LOOM" model deploy -p "$M"
-expect_ok "start tiny" "$LOOM" model start tiny
+expect_ok "start tiny" "$LOOM" model start tiny --wait 90
 post() { curl -s -o "$WORK/body" -w '%{http_code}' -H "Authorization: Bearer $TOKEN" -X POST \
          -H 'Content-Type: application/json' --data-binary "$1" "$URL/dlim/v1/inference/tiny"; }
 
@@ -51,7 +51,7 @@ expect_eq "a string datatype" "$(post '{"inputs":[{"name":"x","shape":[1,4],"dat
 expect_ok "stop" "$LOOM" model stop tiny
 printf '{"policy": {"task_batch_size": 8}}' > "$WORK/p.json"
 expect_ok "batch 8" "$LOOM" model updateprofile tiny -f "$WORK/p.json"
-expect_ok "start again" "$LOOM" model start tiny
+expect_ok "start again" "$LOOM" model start tiny --wait 90
 pids=
 for i in $(seq 0 15); do
     curl -s -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \

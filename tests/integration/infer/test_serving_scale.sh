@@ -15,7 +15,7 @@ cat > "$WORK/profile.json" <<'P'
             "kernel_delay_release_time": 1, "task_execution_timeout": 30, "task_batch_size": 1}}
 P
 expect_ok "deploy slow" "$LOOM" model deploy -p "$WORK/slow" --profile "$WORK/profile.json"
-expect_ok "start slow" "$LOOM" model start slow
+expect_ok "start slow" "$LOOM" model start slow --wait 90
 view() { curl -s -H "Authorization: Bearer $TOKEN" "$URL/dlim/v1/model/slow" |
          /usr/bin/python3 -c "import json,sys; v=json.load(sys.stdin); print($1)"; }
 expect_eq "one instance at rest" "$(view 'v["kernels"]["running"]')" 1

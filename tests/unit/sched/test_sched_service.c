@@ -37,7 +37,12 @@ static void test_pending_reason(void)
         char why[128];
         CHECK(sched_service_pending_reason(ss, "b", &r));
         CHECK(r.code == SCHED_WAIT_DEVICES && r.need == 2 && r.free == 0);
+        /* It names the job holding the devices, to whoever may see it. */
+        CHECK_STR_EQ(r.holder, "a");
+        CHECK_STR_EQ(r.holder_user, "alice");
         sched_reason_text(&r, true, why, sizeof why);
+        CHECK_STR_EQ(why, "waiting for 2 devices, 0 free (held by a)");
+        sched_reason_text(&r, false, why, sizeof why);
         CHECK_STR_EQ(why, "waiting for 2 devices, 0 free");
         CHECK(!sched_service_pending_reason(ss, "a", &r));
         CHECK(r.code == SCHED_WAIT_NONE);
