@@ -345,7 +345,7 @@ static void print_state(const char *name, const cJSON *m)
 
 /* `--wait [SECONDS]`: polls the model until it serves, fails to start or
  * the time passes (0: no bound). */
-static int wait_started(const char *name, double timeout, const cli_globals *g)
+int cli_model_wait_started(const char *name, double timeout, const cli_globals *g)
 {
     int64_t until = time_mono_ms() + (int64_t)(timeout * 1000);
     for (;;) {
@@ -402,7 +402,7 @@ static int model_start(const char *name, int argc, char **argv, const cli_global
             print_state(name, j);
     }
     cJSON_Delete(j);
-    return wait ? wait_started(name, timeout, g) : 0;
+    return wait ? cli_model_wait_started(name, timeout, g) : 0;
 }
 
 static int model_simple(const char *verb, const char *name, int argc, char **argv,

@@ -25,6 +25,9 @@ int cmd_apikey(int argc, char **argv, const cli_globals *g);
 int cmd_slots(int argc, char **argv, const cli_globals *g);
 int cmd_plan(int argc, char **argv, const cli_globals *g);
 int cmd_model(int argc, char **argv, const cli_globals *g);
+/* Polls model NAME until it serves (0), fails to start (1) or timeout
+ * seconds pass (3; 0: no bound), printing its state as it ends. */
+int cli_model_wait_started(const char *name, double timeout, const cli_globals *g);
 /* Hidden: `loom kernel run`, the process a kernel instance runs in. */
 int cmd_kernel_run(int argc, char **argv);
 /* Hidden: the confinement step the host runs every job process through. */

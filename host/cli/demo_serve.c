@@ -11,6 +11,8 @@
 #include "cli/commands.h"
 
 #define DEMO_IMAGES 8
+/* How long the demo waits for the model's first instance to serve. */
+#define DEMO_MODEL_START_S 120
 #define IMAGE_PIXELS 784
 
 static const char *const class_names[10] = {"T-shirt/top", "Trouser", "Pullover", "Dress",
@@ -105,6 +107,9 @@ int cli_demo_serving(const cli_globals *g, const char *exec_id, const char *data
     if (!j)
         return 1;
     cJSON_Delete(j);
+    /* A start returns at once; the images go once an instance serves. */
+    if (cli_model_wait_started("fmnist-mlp", DEMO_MODEL_START_S, g) != 0)
+        return 1;
     printf("== POST %s/fmnist-mlp with test images as KServe v2 JSON\n", LOOM_ROUTE_INFERENCE);
     snprintf(images, sizeof images, "%s/t10k-images-idx3-ubyte.gz", dataset_dir);
     snprintf(labels, sizeof labels, "%s/t10k-labels-idx1-ubyte.gz", dataset_dir);
