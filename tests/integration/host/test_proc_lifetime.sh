@@ -103,7 +103,15 @@ class PluginOptimizer(BasePluginOptimizer):
     def search(self, number_samples, last_exp_results):
         return [{"x": 0.5} for _ in range(number_samples)]
 PY
-printf '#!/bin/sh\necho "[{\\"step\\": 1, \\"loss\\": 1.0}]" > "$RESULT_DIR/val_dict_list.json"\n' > "$MODEL/train.sh"
+# The experiment holds the task open until the test has seen the optimizer's
+# child (a task of one quick experiment ends, and its child with it, sooner
+# than a poll can look).
+cat > "$MODEL/train.sh" <<SH
+#!/bin/sh
+i=0
+while [ ! -e "$WORK/go6" ] && [ \$i -lt 1200 ]; do sleep 0.05; i=\$((i + 1)); done
+echo '[{"step": 1, "loss": 1.0}]' > "\$RESULT_DIR/val_dict_list.json"
+SH
 chmod +x "$MODEL/train.sh"
 start_host
 expect_ok "algorithm add" "$LOOM" algorithm add "$OPT"
@@ -116,6 +124,7 @@ JSON
 tar -C "$WORK" -czf "$WORK/model.tgz" model
 http POST /platform/rest/deeplearning/v1/hypersearch -F "data=<$WORK/task.json" -F "file=@$WORK/model.tgz" >/dev/null
 started 6
+touch "$WORK/go6"
 for _ in $(seq 1 300); do
     st=$(http GET /platform/rest/deeplearning/v1/hypersearch/detach | sed -n 's/.*"state":"\([A-Z]*\)","message".*/\1/p')
     case "$st" in FINISHED|FAILED) break ;; esac
