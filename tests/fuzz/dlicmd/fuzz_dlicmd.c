@@ -16,9 +16,9 @@
 
 static void check_parsed(const dlicmd *d)
 {
-    if (!d->exec_start || !d->exec_start[0] || !d->device_type)
+    if (!d->exec_start || !d->exec_start[0])
         abort();
-    if (strcmp(d->device_type, "cpu") != 0 && strcmp(d->device_type, "gpu") != 0)
+    if (d->device_type != DEVICE_KIND_CPU && d->device_type != DEVICE_KIND_GPU)
         abort();
     if (d->num_worker < 1 || d->num_worker > 1024 || d->worker_device_num < 1 ||
         d->worker_device_num > 64 || d->priority < -1000 || d->priority > 1000)
