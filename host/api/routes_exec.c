@@ -81,6 +81,10 @@ static cJSON *exec_json(exec_view *v)
             cJSON_AddStringToObject(h, "from", v->handover_from);
     }
     if (v->running) {
+        /* How many workers it has now: an elastic exec runs on what the
+         * scheduler grants, which may be fewer than numWorker. */
+        if (e->state == EXEC_STATE_RUNNING)
+            cJSON_AddNumberToObject(o, "workersNow", v->nslots);
         cJSON *slots = cJSON_AddArrayToObject(o, "slots");
         for (int i = 0; i < v->nslots; i++)
             cJSON_AddItemToArray(slots, cJSON_CreateNumber(v->slots[i]));

@@ -147,6 +147,18 @@ int cli_exec_start_words(int argc, char **argv, const cli_globals *g, char *id, 
     return 0;
 }
 
+/* numWorker, or NOW/numWorker while a running exec has fewer (an elastic
+ * exec the scheduler has shrunk, or not yet grown). */
+static void workers_text(const cJSON *e, char *buf, size_t len)
+{
+    int max = (int)cli_num(e, "numWorker");
+    const cJSON *now = cJSON_GetObjectItemCaseSensitive(e, "workersNow");
+    if (cJSON_IsNumber(now) && now->valueint != max)
+        snprintf(buf, len, "%d/%d", now->valueint, max);
+    else
+        snprintf(buf, len, "%d", max);
+}
+
 static void print_exec_table(cJSON *array)
 {
     const char *headers[] = {"ID", "FRAMEWORK", "STATE", "WORKERS", "TASK", "CREATED", "MESSAGE"};
@@ -154,7 +166,7 @@ static void print_exec_table(cJSON *array)
     const cJSON *e;
     cJSON_ArrayForEach(e, array) {
         char workers[16], created[32], task[160] = "-";
-        snprintf(workers, sizeof workers, "%d", (int)cli_num(e, "numWorker"));
+        workers_text(e, workers, sizeof workers);
         /* A tuning task's experiment: TASK#EXPERIMENT. */
         if (*cli_str(e, "hpoName"))
             snprintf(task, sizeof task, "%s#%.0f", cli_str(e, "hpoName"), cli_num(e, "experimentId"));
@@ -192,7 +204,9 @@ static void print_exec(const cJSON *e)
     printf("framework   %s\n", cli_str(e, "framework"));
     printf("creator     %s\n", cli_str(e, "creator"));
     printf("args        %s\n", cli_str(e, "args"));
-    printf("workers     %d\n", (int)cli_num(e, "numWorker"));
+    char workers[48];
+    workers_text(e, workers, sizeof workers);
+    printf("workers     %s\n", workers);
     if (*cli_str(e, "python"))
         printf("python      %s\n", cli_str(e, "python"));
     const cJSON *warning;

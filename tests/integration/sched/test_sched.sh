@@ -34,6 +34,11 @@ echo "arrival of B -> A stepping on 2 workers: $(echo "$t1 - $t0" | bc) s"
 expect_ok "B runs on 2" wait_for "$b" 'v["state"] == "RUNNING" and v["training"]["workers"] == 2 and v["training"]["iteration"] > 10' 30
 expect_eq "A holds 2 slots" "$(slots_owned "$a")" "2"
 expect_eq "B holds 2 slots" "$(slots_owned "$b")" "2"
+# What the user is shown: 2 of its 4 workers, not the 4 it asked for.
+expect_eq "exec list says A runs on 2 of 4" \
+    "$("$LOOM" exec list | awk -v id="$a" '$1 == id {print $4}')" "2/4"
+expect_contains "exec view says so too" "$("$LOOM" exec view "$a")" "workers     2/4"
+expect_eq "and the JSON" "$("$LOOM" --json exec view "$a" | python3 -c 'import json,sys; print(json.load(sys.stdin)["workersNow"])')" "2"
 expect_ok "A's workers are on the devices A holds" on_granted_devices "$a"
 expect_ok "B's workers are on the devices B holds" on_granted_devices "$b"
 expect_eq "A and B share no device" "$(python3 -c "print(set($(slot_indices "$a")) & set($(slot_indices "$b")))")" "set()"
