@@ -52,6 +52,8 @@ static cJSON *exec_json(exec_view *v)
     cJSON_AddStringToObject(o, "state", exec_state_text(e->state));
     cJSON_AddStringToObject(o, "message", e->message);
     cJSON_AddNumberToObject(o, "numWorker", e->num_workers);
+    if (e->plan[0])
+        cJSON_AddStringToObject(o, "plan", e->plan);
     cJSON_AddStringToObject(o, "resultDir", e->result_dir);
     cJSON_AddNumberToObject(o, "createTime", (double)e->created_at);
     cJSON_AddNumberToObject(o, "startTime", (double)e->started_at);

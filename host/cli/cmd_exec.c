@@ -203,6 +203,8 @@ static void print_exec(const cJSON *e)
                cli_str(e, "hpoName"));
     printf("framework   %s\n", cli_str(e, "framework"));
     printf("creator     %s\n", cli_str(e, "creator"));
+    if (*cli_str(e, "plan"))
+        printf("plan        %s\n", cli_str(e, "plan"));
     printf("args        %s\n", cli_str(e, "args"));
     char workers[48];
     workers_text(e, workers, sizeof workers);

@@ -642,6 +642,7 @@ loom_error *exec_submit(exec_service *es, const exec_submission *sub, char *id, 
     snprintf(rec->framework, sizeof rec->framework, "%s", fw.name);
     snprintf(r->framework, sizeof r->framework, "%s", fw.name);
     snprintf(rec->args, sizeof rec->args, "%s", args);
+    snprintf(rec->plan, sizeof rec->plan, "%s", plan);
     rec->created_at = time_now_ms();
     rec->state = EXEC_STATE_SUBMITTED;
 

@@ -21,10 +21,15 @@
 #define DISK_CHECK_MS 1000
 #define DISK_MAX_ENTRIES 200000
 
-/* The plan exec `rec` runs in: its --consumer, else "/USER" (the root's
- * limits apply to a record whose words no longer parse). */
+/* The plan exec `rec` runs in, as recorded; a record from before plans
+ * were kept: its --consumer, else "/USER" (the root's limits apply to one
+ * whose words no longer parse). */
 static void record_plan(const store_exec *rec, char *plan, size_t len)
 {
+    if (rec->plan[0]) {
+        snprintf(plan, len, "%s", rec->plan);
+        return;
+    }
     dlicmd d;
     loom_error *e = dlicmd_parse(rec->args, &d);
     if (!e) {

@@ -137,11 +137,11 @@ loom_error *store_plugin_each(store *s, void (*fn)(const store_plugin *, void *)
 
 #define EXEC_COLUMNS                                                           \
     "id, user, framework, args, state, message, result_dir, num_workers, "     \
-    "pgid, created_at, started_at, ended_at, user_id"
+    "pgid, created_at, started_at, ended_at, user_id, plan"
 
 loom_error *store_exec_insert(store *s, const store_exec *e)
 {
-    sqlite3_stmt *st = store_prepare(s, "INSERT INTO execs(" EXEC_COLUMNS ") VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    sqlite3_stmt *st = store_prepare(s, "INSERT INTO execs(" EXEC_COLUMNS ") VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     if (!st)
         return store_unavailable(s, "record an exec");
     sqlite3_bind_text(st, 1, e->id, -1, SQLITE_STATIC);
@@ -157,6 +157,7 @@ loom_error *store_exec_insert(store *s, const store_exec *e)
     sqlite3_bind_int64(st, 11, e->started_at);
     sqlite3_bind_int64(st, 12, e->ended_at);
     sqlite3_bind_int64(st, 13, e->user_id);
+    sqlite3_bind_text(st, 14, e->plan, -1, SQLITE_STATIC);
     char what[96];
     snprintf(what, sizeof what, "exec \"%s\"", e->id);
     return store_finish_write(s, st, what, 0);
@@ -315,6 +316,7 @@ static void read_exec(sqlite3_stmt *st, void *row)
     e->started_at = sqlite3_column_int64(st, 10);
     e->ended_at = sqlite3_column_int64(st, 11);
     e->user_id = sqlite3_column_int64(st, 12);
+    store_column_text(st, 13, e->plan, sizeof e->plan);
 }
 
 /* Runs sql (its one parameter: the exec's id) and hands the row to read;

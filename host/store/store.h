@@ -65,6 +65,8 @@ typedef struct store_exec {
     int num_workers;
     int pgid;         /* process group of the workers, 0 when none */
     int64_t created_at, started_at, ended_at; /* unix ms; 0 = not yet */
+    char plan[256];   /* the plan it was submitted to; "" in a record made
+                         before plans were kept with execs */
 } store_exec;
 
 loom_error *store_exec_insert(store *s, const store_exec *e);

@@ -45,6 +45,9 @@ static const store_step core_steps[] = {
      .definition = "INTEGER NOT NULL DEFAULT 0"},
     {.version = 6, .table = "plans", .column = "max_disk",
      .definition = "INTEGER NOT NULL DEFAULT 0"},
+    /* The plan an exec was submitted to ('' in older rows). */
+    {.version = 7, .table = "execs", .column = "plan",
+     .definition = "TEXT NOT NULL DEFAULT ''"},
 };
 
 const store_family store_family_core = {"core", core_steps,

@@ -67,6 +67,8 @@ expect_eq "one sleep in /teamA/sub" "$(ends "$id")" FINISHED
 view=$("$LOOM" exec view "$id")
 expect_contains "the process limit inherited from /teamA" "$view" "32 processes and threads (plan /teamA)"
 expect_contains "the memory limit from /teamA/sub" "$view" "256 MiB memory (plan /teamA/sub)"
+expect_contains "exec view names the plan it was submitted to" "$view" "plan        /teamA/sub"
+expect_eq "--json too" "$(field "$id" '["plan"]')" /teamA/sub
 
 # ---- the administrator's own plan, which sets none: the host's
 id=$(submit /admin forks.sh 100)

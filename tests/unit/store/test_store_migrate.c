@@ -160,6 +160,7 @@ static void check_rows(store *st)
     CHECK(code_of(store_exec_get(st, "dave-1", &x)) == LOOM_OK);
     CHECK_STR_EQ(exec_state_text(x.state), "FINISHED");
     CHECK(x.user_id == 7 && x.num_workers == 2 && x.ended_at == 7);
+    CHECK_STR_EQ(x.plan, ""); /* recorded before plans were kept */
     char warnings[STORE_EXEC_WARNINGS_MAX];
     CHECK(code_of(store_exec_warnings_get(st, "dave-1", warnings, sizeof warnings)) == LOOM_OK);
     CHECK_STR_EQ(warnings, "one warning");
@@ -225,6 +226,15 @@ static void test_old_database_keeps_its_rows(const char *path)
     CHECK(code_of(store_plan_each(st, find_limited_plan, &back)) == LOOM_OK);
     CHECK(back.max_procs == 32 && back.max_memory == (int64_t)2 << 30 &&
           back.max_disk == (int64_t)10 << 30);
+    /* An exec recorded now keeps its plan. */
+    store_exec ex = {.id = "erin-1", .user = "erin", .user_id = 8, .framework = "command",
+                     .state = EXEC_STATE_PENDING, .num_workers = 1, .created_at = 17,
+                     .plan = "/limited"};
+    CHECK(code_of(store_exec_insert(st, &ex)) == LOOM_OK);
+    store_exec exback;
+    CHECK(code_of(store_exec_get(st, "erin-1", &exback)) == LOOM_OK);
+    CHECK_STR_EQ(exback.plan, "/limited");
+    CHECK(code_of(store_exec_delete(st, "erin-1")) == LOOM_OK);
     /* A removed user leaves its plans (the trigger came along). */
     CHECK(code_of(store_user_delete(st, "erin")) == LOOM_OK);
     store_close(st);
