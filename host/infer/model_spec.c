@@ -84,6 +84,10 @@ static loom_error *pairs(const cJSON *o, const char *field, const char *keyname,
             if (strchr(k->valuestring, '=') || strlen(k->valuestring) >= sizeof env->name)
                 return loom_err(LOOM_E_INVALID, "%s: %s[%d]: name \"%s\" is not a variable name",
                                 source, field, i, k->valuestring);
+            if (cJSON_IsString(v) && strlen(v->valuestring) >= sizeof env->value)
+                return loom_err(LOOM_E_LIMIT, "%s: %s[%d]: the value of \"%s\" is %zu bytes, "
+                                "more than the limit of %zu", source, field, i, k->valuestring,
+                                strlen(v->valuestring), sizeof env->value - 1);
             model_env *e = &env[(*nenv)++];
             snprintf(e->name, sizeof e->name, "%s", k->valuestring);
             if (cJSON_IsString(v))
@@ -146,6 +150,9 @@ static loom_error *read_fields(const cJSON *root, const char *dir, model_spec *o
         return loom_err(LOOM_E_INVALID,
                         "model.json: name: expected 1-63 of A-Z a-z 0-9 _ . -, got \"%s\"",
                         name ? name : "(missing)");
+    if (tag && strlen(tag) >= sizeof out->tag)
+        return loom_err(LOOM_E_INVALID, "model.json: tag: %zu bytes, more than the limit of %zu",
+                        strlen(tag), sizeof out->tag - 1);
     snprintf(out->name, sizeof out->name, "%s", name);
     snprintf(out->tag, sizeof out->tag, "%s", tag ? tag : "");
     if ((e = parse_runtime(runtime, &out->runtime)) != NULL)

@@ -56,6 +56,17 @@ static void test_model_json(void)
     refused("ffi-sig", "{\"name\":\"m\",\"runtime\":\"ffi\",\"ffi\":{\"library\":\"kernel.lua\","
             "\"symbol\":\"f\",\"signature\":\"int32(ptr q32 in x)\"}}", LOOM_E_INVALID,
             "ffi.signature");
+    /* Nothing cut to fit: a tag or a variable's value past its limit is refused. */
+    char long_json[2400], long_text[1100];
+    memset(long_text, 'v', 1024);
+    long_text[1024] = 0;
+    snprintf(long_json, sizeof long_json, "{\"name\":\"m\",\"runtime\":\"lua\",\"kernel_path\":"
+             "\"kernel.lua\",\"mk_environments\":[{\"name\":\"A\",\"value\":\"%s\"}]}", long_text);
+    refused("long-env", long_json, LOOM_E_LIMIT, "mk_environments[0]: the value of \"A\" is 1024 bytes");
+    long_text[64] = 0;
+    snprintf(long_json, sizeof long_json, "{\"name\":\"m\",\"runtime\":\"lua\",\"kernel_path\":"
+             "\"kernel.lua\",\"tag\":\"%s\"}", long_text);
+    refused("long-tag", long_json, LOOM_E_INVALID, "tag: 64 bytes, more than the limit of 63");
     refused("ffi-flat", "{\"name\":\"m\",\"runtime\":\"ffi\",\"library\":\"kernel.lua\"}",
             LOOM_E_INVALID, "ffi: runtime \"ffi\" needs an object");
     model_spec s;
