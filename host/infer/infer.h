@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <cjson/cJSON.h>
+
 #include "infer/model_service.h"
 #include "sched/sched_service.h"
 #include "store/record_states.h"
@@ -75,6 +77,13 @@ loom_error *infer_set_profile(infer_service *s, const char *owner, const char *n
                               const char *profile_json);
 /* LOOM_E_CONFLICT for a started model unless `force` (which stops it). */
 loom_error *infer_undeploy(infer_service *s, const char *owner, const char *name, int force);
+
+/* The model's metadata in the Open Inference Protocol v2's shape, *out
+ * (the caller's): {"name", "versions": [], "platform": "loom-RUNTIME",
+ * "inputs": [{"name", "datatype", "shape"}], "outputs": [...]}, from
+ * model.json's "inputs"/"outputs" declarations ([] for a "protocol": "raw"
+ * model or one that declares none). */
+loom_error *infer_metadata(infer_service *s, const char *owner, const char *name, cJSON **out);
 
 /* Sends a request to a started model; see model_service_submit. */
 loom_error *infer_request(infer_service *s, const char *owner, const char *name,
