@@ -45,6 +45,15 @@ expect_eq "reg-b answers" "$(post reg-b "$BOB" '{"m":"b"}')" 200
 expect_eq "reg-b: the kernel's answer" "$(cat "$WORK/body")" '{"m":"b"}'
 expect_eq "one registration for both" "$("$LOOM" --json kernel list | python3 -c "import json,sys; print(sum(1 for k in json.load(sys.stdin) if k['name'] == 'shared-echo'))")" 1
 
+# A Lua kernel registers and serves the same way.
+expect_ok "register a Lua kernel" "$LOOM" kernel add "$EX/echo-lua/echo.lua" --name shared-lua
+model_dir reg-lua shared-lua
+expect_ok "deploy reg-lua" "$LOOM" model deploy -p "$WORK/reg-lua"
+expect_ok "start reg-lua" "$LOOM" model start reg-lua --wait 90
+expect_eq "reg-lua answers" "$(post reg-lua "$TOKEN" '{"m":"lua"}')" 200
+expect_eq "reg-lua: the Lua kernel's answer" "$(cat "$WORK/body")" '{"m":"lua"}'
+expect_ok "stop reg-lua" "$LOOM" model stop reg-lua
+
 # Each kernel runs as its deployer's account, not as root.
 kernel_uid() { # the uid of the kernel process serving model $1
     local pid
@@ -68,7 +77,7 @@ expect_contains "saying why" "$(cat "$WORK/out")" "in use"
 model_dir reg-x no-such-kernel
 expect_fails "an unknown registered kernel at deploy" "$LOOM" model deploy -p "$WORK/reg-x"
 expect_contains "names model.json's runtime" "$(cat "$WORK/out")" 'model.json: runtime: "no-such-kernel"'
-expect_contains "and what is registered" "$(cat "$WORK/out")" "registered kernels: shared-echo"
+expect_contains "and what is registered" "$(cat "$WORK/out")" "registered kernels: shared-echo, shared-lua"
 expect_fails "model check of an unknown registered kernel" "$LOOM" model check "$WORK/reg-x"
 expect_contains "names it" "$(cat "$WORK/out")" 'runtime "no-such-kernel" names a kernel registered with a host'
 model_dir reg-y shared-echo ',"kernel_path":"weights.bin"'
