@@ -73,6 +73,13 @@ fi
 expect_fails "a registered kernel in use cannot be removed" "$LOOM" kernel remove shared-echo
 expect_contains "saying why" "$(cat "$WORK/out")" "in use"
 
+# A host restarted starts them again: the registered kernels are loaded
+# before the started models are resolved.
+stop_host
+start_host --cpu-slots 4
+expect_ok "reg-a serves again after a host restart" wait_until 90 output_is 200 post reg-a "$TOKEN" '{"m":"again"}'
+expect_ok "reg-b too" wait_until 90 output_is 200 post reg-b "$BOB" '{"m":"again"}'
+
 # Unknown names and a kernel_path beside a registered name are refused.
 model_dir reg-x no-such-kernel
 expect_fails "an unknown registered kernel at deploy" "$LOOM" model deploy -p "$WORK/reg-x"
