@@ -69,6 +69,12 @@ extern const http_route loom_hpo_routes[];
 extern const size_t loom_hpo_route_count;
 extern const http_route loom_infer_routes[];
 extern const size_t loom_infer_route_count;
+/* POST /dlim/v1/inference/{name} (routes_infer.c), which the v2 infer
+ * route is too: the body to the model named by params[0], answered when
+ * its batch is. */
+void api_inference(void *ctx, const http_request *req, http_response *res);
+extern const http_route loom_v2_routes[];
+extern const size_t loom_v2_route_count;
 
 /* Loads the user plugins recorded in the store (at start-up). */
 void api_load_user_plugins(api_services *d);

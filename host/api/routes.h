@@ -39,6 +39,14 @@
 #define LOOM_ROUTE_OP_UNPUBLISH "/unpublish"
 #define LOOM_ROUTE_APPPROFILE "/appprofile"
 
+/* The Open Inference Protocol v2 (KServe's, Triton's): /{name} (metadata),
+ * /{name}/ready, /{name}/infer; the health checks /live and /ready. */
+#define LOOM_ROUTE_V2_MODELS "/v2/models"
+#define LOOM_ROUTE_V2_HEALTH "/v2/health"
+#define LOOM_ROUTE_V2_INFER "/infer"
+#define LOOM_ROUTE_V2_READY "/ready"
+#define LOOM_ROUTE_V2_LIVE "/live"
+
 /* What follows an object's segment. */
 #define LOOM_ROUTE_LOG "/log"
 #define LOOM_ROUTE_RESULT "/result"

@@ -82,13 +82,20 @@ static int basic_identity(api_services *d, const http_request *req, const http_c
     return 0;
 }
 
-/* POST /dlim/v1/inference/{name}: what an inference-scoped key may call. */
+/* POST /dlim/v1/inference/{name} and POST /v2/models/{name}/infer: what
+ * an inference-scoped key may call. */
 static int inference_call(const http_request *req)
 {
+    if (strcmp(req->method, "POST") != 0)
+        return 0;
     size_t n = strlen(LOOM_ROUTE_INFERENCE "/");
-    return strcmp(req->method, "POST") == 0 &&
-           strncmp(req->path, LOOM_ROUTE_INFERENCE "/", n) == 0 && req->path[n] &&
-           !strchr(req->path + n, '/');
+    if (strncmp(req->path, LOOM_ROUTE_INFERENCE "/", n) == 0)
+        return req->path[n] && !strchr(req->path + n, '/');
+    n = strlen(LOOM_ROUTE_V2_MODELS "/");
+    if (strncmp(req->path, LOOM_ROUTE_V2_MODELS "/", n) != 0)
+        return 0;
+    const char *name = req->path + n, *slash = strchr(name, '/');
+    return slash && slash > name && strcmp(slash, LOOM_ROUTE_V2_INFER) == 0;
 }
 
 int api_authenticate(void *ctx, const http_request *req, char *user, size_t userlen,
@@ -127,7 +134,8 @@ int api_authenticate(void *ctx, const http_request *req, char *user, size_t user
         if (!inference_call(req)) {
             *why = loom_err(LOOM_E_FORBIDDEN, "this token comes from an API key of scope \""
                             AUTH_SCOPE_INFERENCE "\": it may call only POST "
-                            LOOM_ROUTE_INFERENCE "/{name}, not %s %s", req->method, req->path);
+                            LOOM_ROUTE_INFERENCE "/{name} and POST " LOOM_ROUTE_V2_MODELS
+                            "/{name}" LOOM_ROUTE_V2_INFER ", not %s %s", req->method, req->path);
             return -1;
         }
         snprintf(user, userlen, "%s", who.user);

@@ -338,7 +338,7 @@ static void inference_done(void *ctx, const model_service_answer *a)
     http_pending_reply(p, &res);
 }
 
-static void inference(void *ctx, const http_request *req, http_response *res)
+void api_inference(void *ctx, const http_request *req, http_response *res)
 {
     api_services *d = ctx;
     (void)res; /* the reply goes through http_pending_reply */
@@ -365,6 +365,6 @@ const http_route loom_infer_routes[] = {
     {"POST", LOOM_ROUTE_MODELS "/{}" LOOM_ROUTE_OP_STOP, stop_model, HTTP_USER | HTTP_SLOW},
     {"GET", LOOM_ROUTE_MODELS "/{}" LOOM_ROUTE_APPPROFILE, get_profile, HTTP_USER},
     {"PUT", LOOM_ROUTE_MODELS "/{}" LOOM_ROUTE_APPPROFILE, put_profile, HTTP_USER},
-    {"POST", LOOM_ROUTE_INFERENCE "/{}", inference, HTTP_USER},
+    {"POST", LOOM_ROUTE_INFERENCE "/{}", api_inference, HTTP_USER},
 };
 const size_t loom_infer_route_count = sizeof loom_infer_routes / sizeof *loom_infer_routes;

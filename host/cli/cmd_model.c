@@ -47,7 +47,9 @@ static const char model_usage[] =
     "undeploy      removes the model; -f stops it first when it is started\n"
     "infer         sends one request (JSON, or @FILE) and prints the answer\n"
     "check         checks DIR here, without a host: model.json and its files,\n"
-    "              then loads the kernel and creates one instance\n";
+    "              then loads the kernel and creates one instance; a runtime\n"
+    "              naming a registered kernel asks the host (--host URL, or the\n"
+    "              one logged on to) whether it holds that kernel\n";
 
 static char *model_path(const char *name, const char *tail)
 {
@@ -282,12 +284,40 @@ static int model_infer(const char *name, int argc, char **argv, const cli_global
     return 0;
 }
 
+/* A registered kernel lives with a host: this asks the host the CLI talks
+ * to (--host, LOOM_HOST, or the one logged on to) whether it holds one of
+ * that name, which is what deploy resolves. */
+static int check_registered(const model_spec *spec, const cli_globals *g)
+{
+    char *esc = cli_curl_escape_path(spec->kernel_name);
+    char path[512];
+    snprintf(path, sizeof path, "%s/kernel/%s", LOOM_ROUTE_PLUGINS, esc ? esc : "");
+    free(esc);
+    cJSON *k = cli_request(g, "GET", path, NULL);
+    if (!k)
+        return cli_fail("model %s refused: model.json: runtime \"%s\" names a kernel "
+                        "registered with a host, and the host asked (--host URL, LOOM_HOST, or "
+                        "the one logged on to) has none it can show (above)", spec->name,
+                        spec->kernel_name);
+    if (g->json)
+        printf("{\"name\":\"%s\",\"runtime\":\"%s\",\"registered\":true,\"ok\":true}\n",
+               spec->name, spec->kernel_name);
+    else
+        printf("model %s: runtime %s, a kernel registered with the host (%s %s, version %s): "
+               "ok; the host loads it at start\n", spec->name, spec->kernel_name,
+               cli_str(k, "format"), cli_str(k, "origin"), cli_str(k, "version"));
+    cJSON_Delete(k);
+    return 0;
+}
+
 static int model_check(const char *dir, const cli_globals *g)
 {
     model_spec spec;
     char err[1024];
     if (loom_err_take(model_spec_read(dir, &spec, NULL), err, sizeof err))
         return cli_fail("model refused: %s", err);
+    if (spec.runtime == MODEL_RUNTIME_REGISTERED)
+        return check_registered(&spec, g);
     char native[PATH_MAX + 16];
     if (spec.runtime == MODEL_RUNTIME_NATIVE) { /* the trainer's own kernel */
         char plugins[PATH_MAX];

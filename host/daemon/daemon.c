@@ -231,7 +231,7 @@ loom_error *loomd_start(const loomd_options *opt, loomd **out)
     if ((e = exec_service_set_data_roots(d->api.execs, opt->data_roots, opt->data_root_count)))
         goto fail_with;
     infer_options io = {.st = d->api.st, .sched = d->api.sched, .home = d->api.home,
-                        .plugin_dir = d->plugin_dir};
+                        .plugin_dir = d->plugin_dir, .reg = d->api.reg};
     if ((e = infer_service_create(&io, &d->api.infer)) != NULL)
         goto fail_with;
 

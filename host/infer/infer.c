@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -19,6 +20,7 @@
 
 typedef struct running {
     char name[64], owner[64];
+    char kernel[LOOM_NAME_MAX]; /* the registered kernel it pins, or "" */
     model_service *r;
     struct running *next;
 } running;
@@ -26,6 +28,7 @@ typedef struct running {
 struct infer_service {
     store *st;
     sched_service *sched;
+    registry *reg;
     char home[PATH_MAX], binary[PATH_MAX], plugin_dir[PATH_MAX];
     pthread_mutex_t admin;   /* deploy, start, stop, undeploy, profile: one at a time */
     pthread_rwlock_t routes; /* the running list: requests read, start/stop write */
@@ -95,6 +98,92 @@ static loom_error *keep_private(const infer_service *s, const char *name, const 
     return job_sandbox_share(model, owner, 0);
 }
 
+/* ---- registered kernels ------------------------------------------------------------ */
+
+/* so, lua, ffi, native: a kernel registered under one of these names
+ * (the native one is) is reached by that runtime, not by name. */
+static int reserved_runtime(const char *name)
+{
+    for (int r = 0; r < MODEL_RUNTIME_REGISTERED; r++)
+        if (strcasecmp(name, model_runtime_name((model_runtime)r)) == 0)
+            return 1;
+    return 0;
+}
+
+/* "a, b, c": the registered kernels' names, for an error that says what
+ * model.json's runtime may name. */
+static void registered_names(registry *reg, char *buf, size_t len)
+{
+    size_t n = reg ? registry_list(reg, LOOM_KIND_KERNEL, NULL, 0) : 0;
+    registry_entry *all = n ? calloc(n, sizeof *all) : NULL;
+    n = all ? registry_list(reg, LOOM_KIND_KERNEL, all, n) : 0;
+    size_t used = 0;
+    buf[0] = 0;
+    for (size_t i = 0; i < n && used < len; i++)
+        if (all[i].loaded && !reserved_runtime(all[i].name) &&
+            (strcmp(all[i].format, "so") == 0 || strcmp(all[i].format, "lua") == 0))
+            used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? ", " : "",
+                                     all[i].name);
+    if (!buf[0])
+        snprintf(buf, len, "none");
+    free(all);
+}
+
+/* How many kernels the file at `path` registered: `loom kernel run` serves
+ * a file that registers one. */
+static size_t kernels_in_file(registry *reg, const char *path)
+{
+    size_t n = registry_list(reg, LOOM_KIND_KERNEL, NULL, 0), in_file = 0;
+    registry_entry *all = n ? calloc(n, sizeof *all) : NULL;
+    n = all ? registry_list(reg, LOOM_KIND_KERNEL, all, n) : 0;
+    for (size_t i = 0; i < n; i++)
+        in_file += strcmp(all[i].path, path) == 0;
+    free(all);
+    return in_file;
+}
+
+/* A registered kernel's name (model.json's runtime) resolved to its file:
+ * spec becomes a so or lua model of that file, and the entry stays pinned
+ * (registry_release(s->reg, LOOM_KIND_KERNEL, pinned)) so the kernel cannot
+ * be removed while a model serves it. Refused with what is registered. */
+static loom_error *resolve_registered(infer_service *s, model_spec *spec, char *pinned,
+                                      size_t pinned_len)
+{
+    registry_entry k;
+    if (reserved_runtime(spec->kernel_name))
+        return loom_err(LOOM_E_INVALID, "model.json: runtime: \"%s\": runtimes are spelt in "
+                        "lower case (so, lua, ffi, native)", spec->kernel_name);
+    if (!s->reg || registry_acquire(s->reg, LOOM_KIND_KERNEL, spec->kernel_name, &k) != 0) {
+        char names[1024];
+        registered_names(s->reg, names, sizeof names);
+        return loom_err(LOOM_E_INVALID, "model.json: runtime: \"%s\" is neither so, lua, ffi "
+                        "nor native, and no kernel of that name is registered (registered "
+                        "kernels: %s; loom kernel add FILE registers one)",
+                        spec->kernel_name, names);
+    }
+    loom_error *e = NULL;
+    int lua = strcmp(k.format, "lua") == 0;
+    if (!lua && strcmp(k.format, "so") != 0)
+        e = loom_err(LOOM_E_INVALID, "model.json: runtime: \"%s\" is the host's own %s "
+                     "kernel: say runtime \"%s\" with its fields", spec->kernel_name, k.format,
+                     k.name);
+    else if (kernels_in_file(s->reg, k.path) != 1)
+        e = loom_err(LOOM_E_INVALID, "model.json: runtime: kernel \"%s\"'s file registers "
+                     "%zu kernels; a model is served by a file that registers one",
+                     spec->kernel_name, kernels_in_file(s->reg, k.path));
+    if (e) {
+        registry_release(s->reg, LOOM_KIND_KERNEL, k.name);
+        return e;
+    }
+    spec->runtime = lua ? MODEL_RUNTIME_LUA : MODEL_RUNTIME_SO;
+    snprintf(spec->kernel_path, sizeof spec->kernel_path, "%s", k.path);
+    if (pinned)
+        snprintf(pinned, pinned_len, "%s", k.name);
+    else
+        registry_release(s->reg, LOOM_KIND_KERNEL, k.name);
+    return NULL;
+}
+
 /* ---- deploy, profile, undeploy --------------------------------------------------- */
 
 /* A model's folder holds its kernels' work/ folder, which they write as the
@@ -129,6 +218,8 @@ loom_error *infer_deploy(infer_service *s, const char *user, const char *staged,
     model_spec spec;
     char *model_json = NULL, *profile = NULL;
     loom_error *e = model_spec_read(staged, &spec, &model_json);
+    if (!e && spec.runtime == MODEL_RUNTIME_REGISTERED)
+        e = resolve_registered(s, &spec, NULL, 0);
     if (!e && profile_json)
         e = check_profile_text(profile_json, "profile", &profile);
     if (!e && !profile) {
@@ -216,6 +307,14 @@ loom_error *infer_set_profile(infer_service *s, const char *owner, const char *n
 
 /* ---- start and stop ------------------------------------------------------------- */
 
+/* Frees a running entry taken out of the list, unpinning its kernel. */
+static void release_running(infer_service *s, running *m)
+{
+    if (m->kernel[0])
+        registry_release(s->reg, LOOM_KIND_KERNEL, m->kernel);
+    free(m);
+}
+
 /* Starts the service of `rec`. Call with s->admin. */
 static loom_error *start_locked(infer_service *s, const infer_record *rec)
 {
@@ -230,16 +329,24 @@ static loom_error *start_locked(infer_service *s, const infer_record *rec)
         return e;
     if (spec.runtime == MODEL_RUNTIME_NATIVE) /* the trainer's own kernel */
         snprintf(spec.kernel_path, sizeof spec.kernel_path, "%s/native.so", s->plugin_dir);
+    char pinned[LOOM_NAME_MAX] = "";
+    if (spec.runtime == MODEL_RUNTIME_REGISTERED &&
+        (e = resolve_registered(s, &spec, pinned, sizeof pinned)) != NULL)
+        return e;
     cJSON *pj = cJSON_Parse(rec->profile_json);
     e = model_profile_parse(pj, "profile", &profile);
     cJSON_Delete(pj);
-    if (e)
+    if (!e)
+        e = keep_private(s, rec->name, rec->owner); /* an older home's too */
+    running *m = e ? NULL : calloc(1, sizeof *m);
+    if (!e && !m)
+        e = loom_err(LOOM_E_INTERNAL, "out of memory");
+    if (e) {
+        if (pinned[0])
+            registry_release(s->reg, LOOM_KIND_KERNEL, pinned);
         return e;
-    if ((e = keep_private(s, rec->name, rec->owner)) != NULL) /* an older home's too */
-        return e;
-    running *m = calloc(1, sizeof *m);
-    if (!m)
-        return loom_err(LOOM_E_INTERNAL, "out of memory");
+    }
+    snprintf(m->kernel, sizeof m->kernel, "%s", pinned);
     snprintf(m->name, sizeof m->name, "%s", rec->name);
     snprintf(m->owner, sizeof m->owner, "%s", rec->owner);
     model_service_spec rs = {.name = rec->name, .owner = rec->owner, .binary = s->binary,
@@ -250,7 +357,7 @@ static loom_error *start_locked(infer_service *s, const infer_record *rec)
         e = store_model_set_started(s->st, rec->name, 1);
     if (e) {
         model_service_stop(m->r, 1);
-        free(m);
+        release_running(s, m);
         return e;
     }
     pthread_rwlock_wrlock(&s->routes);
@@ -289,7 +396,7 @@ static void stop_locked(infer_service *s, const char *name, int force)
     pthread_rwlock_unlock(&s->routes);
     if (m) {
         model_service_stop(m->r, force);
-        free(m);
+        release_running(s, m);
     }
 }
 
@@ -379,6 +486,52 @@ loom_error *infer_view(infer_service *s, const char *owner, const char *name,
     if (e)
         return e;
     fill_view(s, owner, &rec, out);
+    return NULL;
+}
+
+/* model.json's declarations ("inputs" or "outputs") as v2 metadata: each
+ * {"name", "datatype", "shape"}, nothing else of them. */
+static cJSON *tensor_declarations(const cJSON *model, const char *key)
+{
+    cJSON *out = cJSON_CreateArray();
+    const cJSON *protocol = cJSON_GetObjectItemCaseSensitive(model, "protocol");
+    if (cJSON_IsString(protocol) && strcmp(protocol->valuestring, "raw") == 0)
+        return out;
+    const cJSON *t;
+    cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(model, key))
+    {
+        cJSON *o = cJSON_CreateObject();
+        const char *fields[] = {"name", "datatype", "shape"};
+        for (int i = 0; i < 3; i++) {
+            const cJSON *f = cJSON_GetObjectItemCaseSensitive(t, fields[i]);
+            if (f)
+                cJSON_AddItemToObject(o, fields[i], cJSON_Duplicate(f, 1));
+        }
+        cJSON_AddItemToArray(out, o);
+    }
+    return out;
+}
+
+loom_error *infer_metadata(infer_service *s, const char *owner, const char *name, cJSON **out)
+{
+    *out = NULL;
+    infer_record rec;
+    loom_error *e = lookup(s, owner, name, &rec);
+    if (e)
+        return e;
+    cJSON *model = cJSON_Parse(rec.model_json);
+    const cJSON *rt = cJSON_GetObjectItemCaseSensitive(model, "runtime");
+    char platform[96];
+    snprintf(platform, sizeof platform, "loom-%s", cJSON_IsString(rt) ? rt->valuestring : "");
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", rec.name);
+    cJSON_AddArrayToObject(o, "versions");
+    cJSON_AddStringToObject(o, "platform", platform);
+    cJSON_AddItemToObject(o, "inputs", tensor_declarations(model, "inputs"));
+    cJSON_AddItemToObject(o, "outputs", tensor_declarations(model, "outputs"));
+    cJSON_Delete(model);
+    store_model_clear(&rec);
+    *out = o;
     return NULL;
 }
 
@@ -476,6 +629,7 @@ loom_error *infer_service_create(const infer_options *opt, infer_service **out)
         return loom_err(LOOM_E_INTERNAL, "out of memory");
     s->st = opt->st;
     s->sched = opt->sched;
+    s->reg = opt->reg;
     snprintf(s->home, sizeof s->home, "%s", opt->home);
     snprintf(s->plugin_dir, sizeof s->plugin_dir, "%s", opt->plugin_dir ? opt->plugin_dir : "");
     if (opt->binary) {
@@ -514,7 +668,7 @@ void infer_service_stop_all(infer_service *s)
         running *m = all;
         all = m->next;
         model_service_stop(m->r, 1);
-        free(m);
+        release_running(s, m);
     }
     pthread_mutex_unlock(&s->admin);
 }

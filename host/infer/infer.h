@@ -12,7 +12,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <cjson/cJSON.h>
+
 #include "infer/model_service.h"
+#include "plugin/registry.h"
 #include "sched/sched_service.h"
 #include "store/record_states.h"
 #include "store/store.h"
@@ -26,6 +29,10 @@ typedef struct infer_options {
     const char *home;   /* models live in HOME/models/NAME/{model,work} */
     const char *binary; /* the loom binary (NULL: this executable) */
     const char *plugin_dir; /* built-in plugins: the native kernel is native.so there */
+    /* The host's plugins: a model.json "runtime" that names none of so,
+     * lua, ffi, native is a registered kernel's name, looked up here at
+     * deploy and at start (NULL: no registered kernel serves). */
+    registry *reg;
 } infer_options;
 
 /* Opens the service and starts, in the background, the models that were
@@ -39,7 +46,7 @@ void infer_service_stop_all(infer_service *s);
 void infer_service_destroy(infer_service *s);
 
 typedef struct infer_model_view {
-    char name[64], owner[64], tag[64], runtime[16];
+    char name[64], owner[64], tag[64], runtime[64]; /* runtime: a registered kernel's name too */
     model_state state;
     int64_t created_at;
     char *model_json;   /* malloc'd */
@@ -75,6 +82,13 @@ loom_error *infer_set_profile(infer_service *s, const char *owner, const char *n
                               const char *profile_json);
 /* LOOM_E_CONFLICT for a started model unless `force` (which stops it). */
 loom_error *infer_undeploy(infer_service *s, const char *owner, const char *name, int force);
+
+/* The model's metadata in the Open Inference Protocol v2's shape, *out
+ * (the caller's): {"name", "versions": [], "platform": "loom-RUNTIME",
+ * "inputs": [{"name", "datatype", "shape"}], "outputs": [...]}, from
+ * model.json's "inputs"/"outputs" declarations ([] for a "protocol": "raw"
+ * model or one that declares none). */
+loom_error *infer_metadata(infer_service *s, const char *owner, const char *name, cJSON **out);
 
 /* Sends a request to a started model; see model_service_submit. */
 loom_error *infer_request(infer_service *s, const char *owner, const char *name,

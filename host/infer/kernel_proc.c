@@ -189,7 +189,9 @@ loom_error *kernel_proc_start(const kernel_proc_spec *spec, kernel_proc **out)
         return loom_err(LOOM_E_INTERNAL, "out of memory");
     }
     build_argv(spec, argv, num, env);
-    const char *read[] = {spec->model_dir, NULL};
+    /* A registered kernel's file lies outside the model (HOME/plugins/). */
+    const char *read[] = {spec->model_dir,
+                          spec->model->kernel_path[0] ? spec->model->kernel_path : NULL, NULL};
     job_sandbox_job box = {.user = spec->user, .exec_dir = spec->work_dir, .read = read};
     char **confined = NULL;
     /* A job's environment (util/job_env.h), not the host's; the model's

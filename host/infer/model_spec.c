@@ -12,11 +12,11 @@
 #include "util/fs.h"
 #include "util/user_tree.h"
 
-static const char *const runtime_names[] = {"so", "lua", "ffi", "native"};
+static const char *const runtime_names[] = {"so", "lua", "ffi", "native", "registered"};
 
 const char *model_runtime_name(model_runtime r)
 {
-    return (unsigned)r < 4 ? runtime_names[r] : "unknown";
+    return (unsigned)r <= MODEL_RUNTIME_REGISTERED ? runtime_names[r] : "unknown";
 }
 
 /* A string field: NULL when absent; -1 (err set) when present but not a
@@ -84,6 +84,10 @@ static loom_error *pairs(const cJSON *o, const char *field, const char *keyname,
             if (strchr(k->valuestring, '=') || strlen(k->valuestring) >= sizeof env->name)
                 return loom_err(LOOM_E_INVALID, "%s: %s[%d]: name \"%s\" is not a variable name",
                                 source, field, i, k->valuestring);
+            if (cJSON_IsString(v) && strlen(v->valuestring) >= sizeof env->value)
+                return loom_err(LOOM_E_LIMIT, "%s: %s[%d]: the value of \"%s\" is %zu bytes, "
+                                "more than the limit of %zu", source, field, i, k->valuestring,
+                                strlen(v->valuestring), sizeof env->value - 1);
             model_env *e = &env[(*nenv)++];
             snprintf(e->name, sizeof e->name, "%s", k->valuestring);
             if (cJSON_IsString(v))
@@ -119,15 +123,23 @@ static loom_error *check_ffi(const cJSON *root, const char *dir)
     return loom_err_wrap(ffi_sig_parse(signature, &sig), "model.json: ffi.signature");
 }
 
-static loom_error *parse_runtime(const char *text, model_runtime *out)
+/* so, lua, ffi, native, or any other plugin name: a registered kernel's,
+ * which only a host can resolve (infer.c). */
+static loom_error *parse_runtime(const char *text, model_spec *out)
 {
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < MODEL_RUNTIME_REGISTERED; i++)
         if (text && strcmp(text, runtime_names[i]) == 0) {
-            *out = (model_runtime)i;
+            out->runtime = (model_runtime)i;
             return NULL;
         }
+    if (text && loom_name_valid(text) && strcmp(text, "registered") != 0) {
+        out->runtime = MODEL_RUNTIME_REGISTERED;
+        snprintf(out->kernel_name, sizeof out->kernel_name, "%s", text);
+        return NULL;
+    }
     return loom_err(LOOM_E_INVALID,
-                    "model.json: runtime: expected so, lua, ffi or native, got \"%s\"",
+                    "model.json: runtime: expected so, lua, ffi, native or a registered "
+                    "kernel's name (1-63 of A-Z a-z 0-9 _ . -), got \"%s\"",
                     text ? text : "(missing)");
 }
 
@@ -146,10 +158,18 @@ static loom_error *read_fields(const cJSON *root, const char *dir, model_spec *o
         return loom_err(LOOM_E_INVALID,
                         "model.json: name: expected 1-63 of A-Z a-z 0-9 _ . -, got \"%s\"",
                         name ? name : "(missing)");
+    if (tag && strlen(tag) >= sizeof out->tag)
+        return loom_err(LOOM_E_INVALID, "model.json: tag: %zu bytes, more than the limit of %zu",
+                        strlen(tag), sizeof out->tag - 1);
     snprintf(out->name, sizeof out->name, "%s", name);
     snprintf(out->tag, sizeof out->tag, "%s", tag ? tag : "");
-    if ((e = parse_runtime(runtime, &out->runtime)) != NULL)
+    if ((e = parse_runtime(runtime, out)) != NULL)
         return e;
+    if (out->runtime == MODEL_RUNTIME_REGISTERED && kernel && kernel[0])
+        return loom_err(LOOM_E_INVALID, "model.json: kernel_path: runtime \"%s\" names a "
+                        "registered kernel, whose file the host holds: leave kernel_path out "
+                        "(or say runtime \"so\" or \"lua\" to serve a kernel in the "
+                        "directory)", runtime);
 
     if (kernel && kernel[0] &&
         (e = inside_dir(dir, kernel, "kernel_path", out->kernel_path, sizeof out->kernel_path)))

@@ -27,7 +27,11 @@ typedef enum model_runtime {
     MODEL_RUNTIME_SO = 0,     /* a loom.kernel/1 plugin (.so) */
     MODEL_RUNTIME_LUA = 1,    /* a Lua script registering a kernel */
     MODEL_RUNTIME_FFI = 2,    /* a plain C function called through libffi */
-    MODEL_RUNTIME_NATIVE = 3  /* the built-in kernel for a model loom trained */
+    MODEL_RUNTIME_NATIVE = 3, /* the built-in kernel for a model loom trained */
+    /* A kernel registered with the host (`loom kernel add`), named by
+     * "runtime": the host resolves the name to the registered file (then
+     * served as so or lua) at deploy and at start. */
+    MODEL_RUNTIME_REGISTERED = 4
 } model_runtime;
 
 const char *model_runtime_name(model_runtime r);
@@ -41,6 +45,7 @@ typedef struct model_spec {
     char name[MODEL_NAME_MAX];
     char tag[64];
     model_runtime runtime;
+    char kernel_name[MODEL_NAME_MAX]; /* runtime "NAME": the registered kernel's name */
     char kernel_path[PATH_MAX]; /* absolute, inside the directory; "" when none (native:
                                  * the host sets the native adapter's .so) */
     char weight_path[PATH_MAX]; /* absolute, inside the directory; "" when none */
@@ -49,8 +54,10 @@ typedef struct model_spec {
 } model_spec;
 
 /* Reads DIR/model.json and checks it: name (1-63 of [A-Za-z0-9_.-]),
- * runtime (so, lua, ffi or native), kernel_path (required for so and lua;
- * a file inside DIR), weight_path (a file inside DIR when given; required
+ * runtime (so, lua, ffi, native, or a registered kernel's name, which
+ * this reads without a host: kernel_name), kernel_path (required for so
+ * and lua; a file inside DIR; refused with a registered kernel's name,
+ * whose file the host holds), weight_path (a file inside DIR when given; required
  * for native), attributes [{key, value}], mk_environments [{name, value}],
  * ffi {library, symbol, signature} for ffi. *json_out (may be NULL) gets
  * the file's text (caller frees). */

@@ -46,8 +46,11 @@ static void test_model_json(void)
     refused("malformed", "{\"name\": ", LOOM_E_INVALID, "not a JSON object");
     refused("outside", "{\"name\":\"m\",\"runtime\":\"lua\",\"kernel_path\":\"../../../../../../../../etc/passwd\"}",
             LOOM_E_INVALID, "outside the model directory");
-    refused("unknown-runtime", "{\"name\":\"m\",\"runtime\":\"tensorflow\"}", LOOM_E_INVALID,
-            "runtime: expected so, lua, ffi or native");
+    refused("unknown-runtime", "{\"name\":\"m\",\"runtime\":\"tensor flow\"}", LOOM_E_INVALID,
+            "runtime: expected so, lua, ffi, native or a registered kernel's name");
+    refused("registered-with-file", "{\"name\":\"m\",\"runtime\":\"echo\","
+            "\"kernel_path\":\"kernel.lua\"}", LOOM_E_INVALID,
+            "kernel_path: runtime \"echo\" names a registered kernel");
     refused("no-kernel", "{\"name\":\"m\",\"runtime\":\"so\"}", LOOM_E_INVALID, "kernel_path");
     refused("bad-name", "{\"name\":\"a b\",\"runtime\":\"lua\",\"kernel_path\":\"kernel.lua\"}",
             LOOM_E_INVALID, "name");
@@ -56,10 +59,31 @@ static void test_model_json(void)
     refused("ffi-sig", "{\"name\":\"m\",\"runtime\":\"ffi\",\"ffi\":{\"library\":\"kernel.lua\","
             "\"symbol\":\"f\",\"signature\":\"int32(ptr q32 in x)\"}}", LOOM_E_INVALID,
             "ffi.signature");
+    /* Nothing cut to fit: a tag or a variable's value past its limit is refused. */
+    char long_json[2400], long_text[1100];
+    memset(long_text, 'v', 1024);
+    long_text[1024] = 0;
+    snprintf(long_json, sizeof long_json, "{\"name\":\"m\",\"runtime\":\"lua\",\"kernel_path\":"
+             "\"kernel.lua\",\"mk_environments\":[{\"name\":\"A\",\"value\":\"%s\"}]}", long_text);
+    refused("long-env", long_json, LOOM_E_LIMIT, "mk_environments[0]: the value of \"A\" is 1024 bytes");
+    long_text[64] = 0;
+    snprintf(long_json, sizeof long_json, "{\"name\":\"m\",\"runtime\":\"lua\",\"kernel_path\":"
+             "\"kernel.lua\",\"tag\":\"%s\"}", long_text);
+    refused("long-tag", long_json, LOOM_E_INVALID, "tag: 64 bytes, more than the limit of 63");
     refused("ffi-flat", "{\"name\":\"m\",\"runtime\":\"ffi\",\"library\":\"kernel.lua\"}",
             LOOM_E_INVALID, "ffi: runtime \"ffi\" needs an object");
     model_spec s;
-    loom_error *e = model_spec_read(dir_with("good", "{\"name\":\"m\",\"tag\":\"v1\","
+    /* Any other plugin name is a registered kernel's: only a host
+     * resolves it, so the file's reader keeps the name. */
+    loom_error *e = model_spec_read(dir_with("registered", "{\"name\":\"m\",\"runtime\":"
+                                             "\"tensorflow\",\"weight_path\":\"kernel.lua\"}"),
+                                    &s, NULL);
+    CHECK(e == NULL);
+    CHECK(s.runtime == MODEL_RUNTIME_REGISTERED && !s.kernel_path[0]);
+    CHECK_STR_EQ(s.kernel_name, "tensorflow");
+    CHECK_STR_EQ(model_runtime_name(s.runtime), "registered");
+    loom_err_free(e);
+    e = model_spec_read(dir_with("good", "{\"name\":\"m\",\"tag\":\"v1\","
                                              "\"runtime\":\"lua\",\"kernel_path\":\"kernel.lua\","
                                              "\"attributes\":[{\"key\":\"k\",\"value\":\"v\"}],"
                                              "\"mk_environments\":[{\"name\":\"A\",\"value\":\"1\"}]}"),
