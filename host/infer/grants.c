@@ -16,9 +16,14 @@
 void grants_range(const model_service *r, int target, int *min, int *max)
 {
     /* An elastic job's minimum is at least one device: a service allowed
-     * none (kernel_min 0) ends its job instead, when it wants none. */
+     * none (kernel_min 0) ends its job instead, when it wants none. A
+     * minimum above the host's devices would never start: the service
+     * serves on what there is. */
+    int devices = (int)sched_service_device_count(r->sched);
     *max = target > 0 ? target : 1;
     *min = r->profile.kernel_min > 0 ? r->profile.kernel_min : 1;
+    if (*min > devices && devices > 0)
+        *min = devices;
     if (*min > *max)
         *min = *max;
 }
