@@ -52,16 +52,19 @@ expect_eq "by the kernel" "$(cat "$WORK/answer.echo-so")" '{"cold":1}'
 expect_ok "and the slot goes again" wait_until 30 output_is 0 held_by model/echo-so
 
 # ---- slow under load grows onto both slots
+load() { # load STOPFILE CODES: 4 clients of 50 ms requests until STOPFILE exists (60 s at most)
+    local end=$((SECONDS + 60))
+    while [ ! -e "$1" ] && [ $SECONDS -lt $end ]; do
+        for _ in 1 2 3 4; do ( code=$(post slow '{"sleep":1}'); echo "$code" >> "$2" ) & done
+        wait
+    done
+}
 : > "$WORK/codes"
-( end=$((SECONDS + 60))
-  while [ ! -e "$WORK/stop" ] && [ $SECONDS -lt $end ]; do
-      for _ in 1 2 3 4; do ( code=$(post slow '{"sleep":1}'); echo "$code" >> "$WORK/codes" ) & done
-      wait
-  done ) &
-load=$!
+load "$WORK/stop" "$WORK/codes" &
+loader=$!
 expect_ok "slow grows to both slots under load" wait_until 30 output_is 2 held_by model/slow
 touch "$WORK/stop"
-wait $load
+wait $loader
 
 # ---- two requests running on both instances; bob's job takes one slot back
 expect_ok "both instances ready" wait_until 30 output_is 2 kernels slow running
@@ -70,6 +73,10 @@ l1=$!
 ( post slow '{"linger":2}' > "$WORK/linger2" ) &
 l2=$!
 expect_ok "both instances busy" wait_until 10 output_is 2 kernels slow busy
+# Requests queued behind them while an instance is taken back: the other serves them.
+: > "$WORK/codes2"
+load "$WORK/stop2" "$WORK/codes2" &
+loader=$!
 mkdir -p "$WORK/hold"
 printf '#!/bin/sh\nwhile [ ! -e "$RESULT_DIR/go" ]; do sleep 0.05; done\n' > "$WORK/hold/run.sh"
 chmod +x "$WORK/hold/run.sh"
@@ -81,6 +88,11 @@ expect_ok "bob's job starts while the models run" wait_until 15 output_is RUNNIN
 echo "bob's job started after $(( SECONDS - t0 )) s"
 wait $l1 $l2
 expect_eq "the request on the instance taken back is answered" "$(cat "$WORK/linger1") $(cat "$WORK/linger2")" "200 200"
+touch "$WORK/stop2"
+wait $loader
+expect_eq "requests queued across the take-back: none failed or lost (codes other than 200)" \
+    "$(grep -v '^200$' "$WORK/codes2" | sort | uniq -c | tr -s ' \n' ' ')" ""
+expect_eq "and some were sent" "$(( $(wc -l < "$WORK/codes2") > 0 ))" 1
 expect_eq "slow keeps its minimum" "$(held_by model/slow)" 1
 expect_eq "bob's job holds the other" "$(held_by "$job")" 1
 expect_eq "slow still serves" "$(post slow '{"after":1}')" 200
