@@ -46,6 +46,23 @@ loom_error *grants_submit(model_service *r, int min, int max, int elastic)
     return NULL;
 }
 
+/* A scaled-to-zero service whose job the scheduler refused: the requests
+ * waiting for it fail with the reason, and the next one tries again. */
+static void refused(model_service *r, loom_error *e)
+{
+    char msg[sizeof r->last_error];
+    snprintf(msg, sizeof msg, "model \"%s\": no instance could start: %s", r->name,
+             loom_err_message(e));
+    loom_err_free(e);
+    log_warn("%s", msg);
+    pthread_mutex_lock(&r->lock);
+    r->target = 0;
+    snprintf(r->last_error, sizeof r->last_error, "%s", msg);
+    call *stranded = model_service_take_queue_locked(r);
+    pthread_mutex_unlock(&r->lock);
+    model_service_fail_list(stranded, LOOM_E_UNAVAILABLE, msg);
+}
+
 /* The job's range follows the autoscaler's target; a service scaled to
  * zero submits its job again. Returns whether the job is live. */
 static int follow_target(model_service *r, int target)
@@ -56,9 +73,11 @@ static int follow_target(model_service *r, int target)
     int live = r->job_live, same = min == r->job_min && max == r->job_max;
     pthread_mutex_unlock(&r->lock);
     loom_error *e = NULL;
-    if (!live && target > 0)
-        e = grants_submit(r, min, max, 1);
-    else if (live && target > 0 && !same) {
+    if (!live && target > 0 && (e = grants_submit(r, min, max, 1))) {
+        refused(r, e);
+        return 0;
+    }
+    if (live && target > 0 && !same) {
         e = sched_service_set_range(r->sched, r->job, min, max);
         if (!e) {
             pthread_mutex_lock(&r->lock);
