@@ -67,8 +67,7 @@ static int wait_device(model_service *r, instance *in, const char *job, int32_t 
 
 /* The device an instance serves on: 0 with its kind and index, -1 when
  * the instance is to leave first. */
-static int instance_device(model_service *r, instance *in, const char *job, int32_t *kind,
-                           int32_t *index)
+static int instance_device(model_service *r, instance *in, int32_t *kind, int32_t *index)
 {
     switch (r->place) {
     case PLACE_CPU_UNGRANTED:
@@ -76,25 +75,12 @@ static int instance_device(model_service *r, instance *in, const char *job, int3
         *index = 0;
         return leaving(r, in) ? -1 : 0;
     case PLACE_SHARED_GPU:
-        return wait_device(r, in, r->shared_job, kind, index);
-    default:
-        return wait_device(r, in, job, kind, index);
+        return wait_device(r, in, r->job, kind, index);
+    default: /* granted before the instance started */
+        *kind = in->device_kind;
+        *index = in->device_index;
+        return leaving(r, in) ? -1 : 0;
     }
-}
-
-/* Submits the scheduler job holding the device(s) of `job` (one device). */
-loom_error *kernel_instance_device_job(model_service *r, const char *job)
-{
-    char plan[80];
-    snprintf(plan, sizeof plan, "/%s", r->owner);
-    sched_job_spec js = {.id = job, .plan = plan, .kind = SCHED_JOB_KERNEL, .max_devices = 1,
-                         .min_devices = 1, .user = r->owner, .wait_if_too_large = true};
-    return sched_service_submit(r->sched, &js);
-}
-
-void kernel_instance_job_name(const model_service *r, const instance *in, char *job, size_t len)
-{
-    snprintf(job, len, "kernel/%s/%u", r->name, in->seq);
 }
 
 /* Whether the service has given up: its kernel failed to load before any
@@ -111,24 +97,15 @@ static void *instance_main(void *arg)
 {
     instance *in = arg;
     model_service *r = in->r;
-    char job[128];
-    kernel_instance_job_name(r, in, job, sizeof job);
     batch *two = calloc(2, sizeof *two); /* too large for a thread's stack */
     if (!two) {
         note_failure(r, loom_err(LOOM_E_INTERNAL, "out of memory"), "a kernel instance");
         set_state(r, in, INST_DONE);
         return NULL;
     }
-    int own_job = r->place == PLACE_OWN_DEVICE;
-    loom_error *e = own_job ? kernel_instance_device_job(r, job) : NULL;
-    if (e) {
-        note_failure(r, e, "no device for a kernel instance");
-        free(two);
-        set_state(r, in, INST_DONE);
-        return NULL;
-    }
+    loom_error *e = NULL;
     int32_t kind = LOOM_DEVICE_CPU, index = 0;
-    while (instance_device(r, in, job, &kind, &index) == 0) {
+    while (instance_device(r, in, &kind, &index) == 0) {
         set_state(r, in, INST_STARTING);
         kernel_proc_spec ks = {.binary = r->binary, .model_dir = r->model_dir,
                                .work_dir = r->work_dir, .user = r->owner, .output = r->output,
@@ -159,15 +136,23 @@ static void *instance_main(void *arg)
         in->state = INST_WAITING;
         pthread_mutex_unlock(&r->lock);
     }
-    if (own_job)
-        sched_service_end(r->sched, job);
     free(two);
     set_state(r, in, INST_DONE);
     return NULL;
 }
 
+int kernel_instance_count_locked(const model_service *r, int counting_retired)
+{
+    int n = 0;
+    for (int i = 0; i < r->max_instances; i++) {
+        const instance *in = &r->inst[i];
+        n += in->state != INST_FREE && in->state != INST_DONE && (counting_retired || !in->retire);
+    }
+    return n;
+}
+
 /* Starts one more instance. Call with r->lock; 0 or -1. */
-int kernel_instance_spawn_locked(model_service *r)
+int kernel_instance_spawn_locked(model_service *r, int32_t kind, int32_t index)
 {
     for (int i = 0; i < r->max_instances; i++) {
         instance *in = &r->inst[i];
@@ -176,6 +161,8 @@ int kernel_instance_spawn_locked(model_service *r)
         in->r = r;
         in->retire = 0;
         in->seq = r->seq++;
+        in->device_kind = kind;
+        in->device_index = index;
         in->state = INST_WAITING;
         if (pthread_create(&in->thread, NULL, instance_main, in) != 0) {
             in->state = INST_FREE;

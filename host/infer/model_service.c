@@ -87,8 +87,8 @@ static model_service *model_service_new(const model_service_spec *spec, placemen
 /* After its instances have ended. */
 static void model_service_free(model_service *r)
 {
-    if (r->shared_job[0])
-        sched_service_end(r->sched, r->shared_job);
+    if (r->job_live)
+        sched_service_end(r->sched, r->job);
     pthread_mutex_destroy(&r->lock);
     pthread_cond_destroy(&r->work);
     pthread_cond_destroy(&r->full);
@@ -158,17 +158,23 @@ loom_error *model_service_start(const model_service_spec *spec, model_service **
     model_service *r = model_service_new(spec, place);
     if (!r)
         return loom_err(LOOM_E_INTERNAL, "out of memory");
-    if (place == PLACE_SHARED_GPU) {
-        snprintf(r->shared_job, sizeof r->shared_job, "kernel/%s/shared", r->name);
-        bad = kernel_instance_device_job(r, r->shared_job);
-        if (bad) {
-            r->shared_job[0] = '\0';
-            model_service_free(r);
-            return loom_err_wrap(bad, "model \"%s\": the shared GPU", spec->name);
-        }
+    snprintf(r->job, sizeof r->job, "model/%s", r->name);
+    int min = 1, max = 1;
+    if (place == PLACE_OWN_DEVICE) {
+        /* At least one instance to start with: a service allowed none
+         * serves once, then lets its device go when idle. */
+        r->target = r->profile.kernel_min > 0 ? r->profile.kernel_min : 1;
+        grants_range(r, r->target, &min, &max);
     }
+    bad = place == PLACE_CPU_UNGRANTED ? NULL : grants_submit(r, min, max, place == PLACE_OWN_DEVICE);
+    if (bad) {
+        model_service_free(r);
+        return loom_err_wrap(bad, "model \"%s\": its scheduler job", spec->name);
+    }
+    /* Instances on devices of their own start as the scheduler grants
+     * them (the control thread); the others start here. */
     pthread_mutex_lock(&r->lock);
-    int ok = kernel_instance_spawn_locked(r) == 0;
+    int ok = place == PLACE_OWN_DEVICE || kernel_instance_spawn_locked(r, LOOM_DEVICE_CPU, 0) == 0;
     pthread_mutex_unlock(&r->lock);
     if (!ok || pthread_create(&r->control, NULL, autoscaler_main, r) != 0) {
         if (ok) {
@@ -267,14 +273,14 @@ static int waiting_job_locked(const model_service *r, char *job, size_t len)
 {
     for (int i = 0; i < r->max_instances; i++) {
         const instance *in = &r->inst[i];
-        if (in->state != INST_WAITING || in->retire)
+        if (in->state != INST_WAITING || in->retire || r->place != PLACE_SHARED_GPU)
             continue;
-        if (r->place == PLACE_SHARED_GPU)
-            snprintf(job, len, "%s", r->shared_job);
-        else if (r->place == PLACE_OWN_DEVICE)
-            kernel_instance_job_name(r, in, job, len);
-        else
-            continue;
+        snprintf(job, len, "%s", r->job);
+        return 1;
+    }
+    /* Its own devices: the service's job waits while no instance has one. */
+    if (r->place == PLACE_OWN_DEVICE && r->job_live && !kernel_instance_count_locked(r, 1)) {
+        snprintf(job, len, "%s", r->job);
         return 1;
     }
     return 0;
@@ -289,8 +295,8 @@ void model_service_get_stats(model_service *r, model_service_stats *out)
         instance *in = &r->inst[i];
         out->instances += in->state == INST_READY || in->state == INST_BUSY;
         out->busy += in->state == INST_BUSY;
-        out->target += in->state != INST_FREE && in->state != INST_DONE && !in->retire;
     }
+    out->target = r->place == PLACE_OWN_DEVICE ? r->target : kernel_instance_count_locked(r, 0);
     out->queued = r->queued;
     out->served = r->served;
     out->failed = r->failed;

@@ -1,15 +1,18 @@
 /*
  * infer/model_service.h - one started model service: a queue of requests, kernel
- * instances (each a `loom kernel run` child holding one scheduler device),
- * dynamic batching and the autoscaler.
+ * instances (each a `loom kernel run` child on one device of the service's
+ * elastic scheduler job, "model/NAME"), dynamic batching and the autoscaler.
  *
  * Batching: an idle instance takes up to task_batch_size queued requests;
  * when fewer are queued and the batch size is above 1, it waits at most
  * MODEL_SERVICE_BATCH_WAIT_US for more, so low load pays at most that in latency.
- * Scaling, re-evaluated every schedule_interval: one instance more while
- * requests wait in the queue (up to kernel_max, or as many as the plan
- * grants for -1), one fewer once capacity has been spare for
- * kernel_delay_release_time (down to kernel_min). Faults: a request older
+ * Scaling, re-evaluated every schedule_interval: one instance more asked of
+ * the scheduler while requests wait in the queue (up to kernel_max, or as
+ * many as the plan grants for -1), one fewer once capacity has been spare
+ * for kernel_delay_release_time (down to kernel_min; with 0, none, and the
+ * next request starts one). The scheduler grants the instances above
+ * kernel_min by fair share and priority, and takes them back the same way:
+ * an instance whose device is taken back leaves after its batch. Faults: a request older
  * than task_execution_timeout is failed with a deadline error, queued or
  * running (a kernel past it is killed); a kernel that dies fails its batch,
  * naming how it died, and its instance starts a new one.
@@ -54,7 +57,7 @@ typedef struct model_service_spec {
 
 typedef struct model_service model_service;
 
-/* Starts kernel_min instances and returns at once (once the first has its
+/* Starts kernel_min instances (at least one) and returns at once (once the first has its
  * device or the scheduler's reason, MODEL_SERVICE_SETTLE_MS at most): they
  * wait for their
  * devices and load their kernels in the background (the stats say how far

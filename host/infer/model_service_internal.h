@@ -46,11 +46,13 @@ typedef struct instance {
     inst_state state;
     int retire;
     unsigned seq;
+    int32_t device_kind, device_index; /* PLACE_OWN_DEVICE: the device granted */
 } instance;
 
 /* Where a service's instances run (kernel.gpu against the inventory). */
 typedef enum placement {
-    PLACE_OWN_DEVICE = 0, /* each instance holds one scheduler device of its own */
+    PLACE_OWN_DEVICE = 0, /* one instance per device the service's elastic
+                           * job is granted (grants.c) */
     PLACE_SHARED_GPU,     /* all hold the one GPU of the service's shared job */
     PLACE_CPU_UNGRANTED   /* "no" where the scheduler hands out only GPUs */
 } placement;
@@ -63,7 +65,12 @@ struct model_service {
     sched_service *sched;
     int max_instances;
     placement place;
-    char shared_job[128]; /* PLACE_SHARED_GPU: the job holding the GPU */
+    /* The service's scheduler job ("model/NAME"): PLACE_OWN_DEVICE, elastic,
+     * one device per instance; PLACE_SHARED_GPU, the one GPU of them all. */
+    char job[128];
+    int job_live;          /* submitted and not ended */
+    int job_min, job_max;  /* its range as last set */
+    int target;            /* PLACE_OWN_DEVICE: the instances the autoscaler wants */
 
     pthread_mutex_t lock;
     pthread_cond_t work;    /* a request queued, or stop/retire */
@@ -103,12 +110,24 @@ call *model_service_take_queue_locked(model_service *r);
 /* batching.c: serves until told to leave (0) or the kernel fails (-1). */
 int batching_serve(model_service *r, instance *in, kernel_proc *k, batch *two);
 
-/* kernel_instance.c: starts one more instance (r->lock held; 0 or -1), and
- * submits the scheduler job holding one device for `job`. */
-int kernel_instance_spawn_locked(model_service *r);
-/* The scheduler job holding an instance's own device. */
-void kernel_instance_job_name(const model_service *r, const instance *in, char *job, size_t len);
-loom_error *kernel_instance_device_job(model_service *r, const char *job);
+/* kernel_instance.c: starts one more instance (r->lock held; 0 or -1) on
+ * the device given (PLACE_OWN_DEVICE; ignored otherwise). */
+int kernel_instance_spawn_locked(model_service *r, int32_t kind, int32_t index);
+/* Live instances: not ended, and not leaving when `counting_retired` is 0.
+ * Call with r->lock. */
+int kernel_instance_count_locked(const model_service *r, int counting_retired);
+
+/* grants.c: the service's elastic job and the instances following its
+ * grant. Submits r->job with [min, max] (max >= 1; elastic only when
+ * asked). */
+loom_error *grants_submit(model_service *r, int min, int max, int elastic);
+/* One pass, without r->lock: the job's range follows r->target, an
+ * instance starts on each device granted and ready, one whose device was
+ * taken back leaves (after its batch), and the devices left are handed
+ * back; with target 0 and no instance left, the job ends. */
+void grants_follow(model_service *r);
+/* The job's range for `target` instances. */
+void grants_range(const model_service *r, int target, int *min, int *max);
 
 /* autoscaler.c: the control thread's body (arg: the service). */
 void *autoscaler_main(void *arg);

@@ -282,10 +282,13 @@ static loom_error *read_policy(const cJSON *pol, const char *source, model_profi
         (e = number(pol, "policy.", "task_execution_timeout", &p->execution_timeout_s)) ||
         (e = number(pol, "policy.", "task_batch_size", &batch)))
         return loom_err_wrap(e, "%s", source);
-    if ((e = rule(min > 0 && min == floor(min) && min <= MODEL_KERNEL_LIMIT, source,
-                  "policy.kernel_min", "a whole number from 1 to 64", min)) ||
-        (e = rule(max == -1 || (max == floor(max) && max >= min && max <= MODEL_KERNEL_LIMIT),
-                  source, "policy.kernel_max", "-1 or a whole number from kernel_min to 64", max)) ||
+    /* kernel_min 0: the service holds no device while idle (scale to zero). */
+    if ((e = rule(min >= 0 && min == floor(min) && min <= MODEL_KERNEL_LIMIT, source,
+                  "policy.kernel_min", "a whole number from 0 to 64", min)) ||
+        (e = rule(max == -1 || (max == floor(max) && max >= min && max >= 1 &&
+                                max <= MODEL_KERNEL_LIMIT),
+                  source, "policy.kernel_max", "-1 or a whole number from kernel_min (and 1) "
+                  "to 64", max)) ||
         (e = rule(p->delay_release_s > 0, source, "policy.kernel_delay_release_time",
                   "seconds > 0", p->delay_release_s)) ||
         (e = rule(p->schedule_interval_s > 0, source, "policy.schedule_interval",

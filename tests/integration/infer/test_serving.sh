@@ -77,13 +77,13 @@ expect_eq "inference needs a token" "$code" 401
 out=$("$LOOM" model viewprofile echo-so -j 2>&1)
 expect_contains "viewprofile" "$out" '"kernel_min"'
 cat > "$WORK/bad.json" <<'P'
-{"policy": {"kernel_min": 0, "kernel_max": 2}}
+{"policy": {"kernel_min": -1, "kernel_max": 2}}
 P
 expect_fails "updateprofile while started" "$LOOM" model updateprofile echo-so -f "$WMLA/profile.json"
 expect_contains "updateprofile while started: why" "$(cat "$WORK/out")" "stop it"
 expect_ok "stop echo-so" "$LOOM" model stop echo-so
 expect_eq "stopped model" "$(post echo-so '{}')" 503
-expect_fails "profile kernel_min 0" "$LOOM" model updateprofile echo-so -f "$WORK/bad.json"
+expect_fails "profile kernel_min -1" "$LOOM" model updateprofile echo-so -f "$WORK/bad.json"
 expect_contains "profile rule named" "$(cat "$WORK/out")" "policy.kernel_min"
 sed 's/"kernel_max": 4/"kernel_max": 2, "my_field": "kept"/' "$WMLA/profile.json" > "$WORK/p.json"
 expect_fails "updateprofile: a field no profile has" "$LOOM" model updateprofile echo-so -f "$WORK/p.json"

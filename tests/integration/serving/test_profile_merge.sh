@@ -45,7 +45,7 @@ printf '{"replicas": 3}' > "$WORK/part.json"
 expect_fails "an unknown top-level field" "$LOOM" model updateprofile echo-so -f "$WORK/part.json"
 expect_contains "is named" "$(cat "$WORK/out")" "replicas"
 
-printf '{"policy": {"kernel_min": 0}}' > "$WORK/part.json"
+printf '{"policy": {"kernel_min": -1}}' > "$WORK/part.json"
 expect_fails "a merged profile that breaks a rule" "$LOOM" model updateprofile echo-so -f "$WORK/part.json"
 expect_contains "names the rule" "$(cat "$WORK/out")" "kernel_min"
 expect_eq "and nothing changed" "$(profile 'p["policy"]["kernel_min"]')" 1

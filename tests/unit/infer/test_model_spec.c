@@ -162,7 +162,8 @@ static void profile_refused(const char *json, const char *needle)
 
 static void test_profile(void)
 {
-    profile_refused("{\"policy\":{\"kernel_min\":0}}", "policy.kernel_min");
+    profile_refused("{\"policy\":{\"kernel_min\":-1}}", "policy.kernel_min");
+    profile_refused("{\"policy\":{\"kernel_min\":0,\"kernel_max\":0}}", "policy.kernel_max");
     profile_refused("{\"policy\":{\"kernel_min\":3,\"kernel_max\":2}}", "policy.kernel_max");
     profile_refused("{\"policy\":{\"kernel_delay_release_time\":0}}", "kernel_delay_release_time");
     profile_refused("{\"policy\":{\"schedule_interval\":-1}}", "schedule_interval");
@@ -194,6 +195,10 @@ static void test_profile(void)
     cJSON_Delete(j);
     j = cJSON_Parse("{\"policy\":{\"kernel_max\":-1,\"task_execution_timeout\":-1}}");
     CHECK(model_profile_parse(j, "p", &p) == NULL && p.kernel_max == -1);
+    cJSON_Delete(j);
+    /* kernel_min 0: scale to zero. */
+    j = cJSON_Parse("{\"policy\":{\"kernel_min\":0,\"kernel_max\":2}}");
+    CHECK(model_profile_parse(j, "p", &p) == NULL && p.kernel_min == 0 && p.kernel_max == 2);
     cJSON_Delete(j);
     j = cJSON_Parse("{\"replica\":8,\"policy\":{\"kernel_min\":2,\"kernel_max\":8}}");
     CHECK(model_profile_parse(j, "p", &p) == NULL && p.replica == 8);

@@ -348,6 +348,41 @@ static void test_consumer_kinds(void)
     sched_free(s);
 }
 
+/* A model service is one elastic kernel job whose range its autoscaler
+ * moves; the same rules as training's divide the devices. */
+static void test_model_job(void)
+{
+    sched *s = make_sched(2, 1);
+    add_plan(s, "/alice", 1, 0, 0, SCHED_POLICY_FAIR);
+    add_plan(s, "/bob", 1, 0, 0, SCHED_POLICY_FAIR);
+    sched_job_spec model = {.id = "model/m", .plan = "/alice", .kind = SCHED_JOB_KERNEL,
+                            .elastic = true, .min_devices = 1, .max_devices = 1};
+    CHECK(sched_submit(s, &model, 0) == NULL);
+    plan_now(s, 0);
+    CHECK(held(s, "model/m") == 1);
+    /* Requests queue: it wants 2 and, alone, gets both. */
+    CHECK(sched_set_job_range(s, "model/m", 1, 2) == NULL);
+    plan_now(s, 1);
+    CHECK(held(s, "model/m") == 2);
+    /* Training in a plan below its share: the model's extra instance is
+     * taken back, its minimum kept; both want 2, each holds one. */
+    CHECK(submit(s, "train", "/bob", 1, 2, 2) == 0);
+    plan_now(s, 2);
+    CHECK(held(s, "model/m") == 1 && held(s, "train") == 1);
+    plan_now(s, 10);
+    CHECK(held(s, "model/m") == 1 && held(s, "train") == 1);
+    /* Scaled to zero: the job ends and training grows back. */
+    CHECK(sched_end(s, "model/m") == NULL);
+    plan_now(s, 11);
+    CHECK(held(s, "train") == 2);
+    /* A request brings it back: training shrinks for its minimum. */
+    CHECK(sched_submit(s, &model, 12) == NULL);
+    plan_now(s, 12);
+    CHECK(held(s, "model/m") == 1 && held(s, "train") == 1);
+    CHECK(books_consistent(s));
+    sched_free(s);
+}
+
 int main(void)
 {
     test_ab_scenario();
@@ -358,5 +393,6 @@ int main(void)
     test_fixed_queue();
     test_hysteresis();
     test_consumer_kinds();
+    test_model_job();
     return CHECK_DONE();
 }

@@ -1,7 +1,8 @@
 /* fault_kernel.c - a kernel that misbehaves on request, for the serving
  * tests: a body containing "crash" aborts its process, "hang" sleeps past
  * any timeout, "garbage" answers non-JSON declared as JSON, "sleep" takes
- * 50 ms; anything else is echoed. */
+ * 50 ms, "linger" 2 s (a request still running when its device is taken
+ * back); anything else is echoed. */
 #include <loom/loom.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -62,6 +63,8 @@ static loom_error *execute(loom_kernel_instance *inst, loom_infer_request *const
             sleep(3600);
         if (has(r, "sleep"))
             usleep(50000);
+        if (has(r, "linger"))
+            usleep(2000000);
         loom_error *err = has(r, "garbage")
                               ? r->respond(r, LOOM_OK, "application/json",
                                            (const uint8_t *)"{not json", 9)
