@@ -22,8 +22,13 @@ fi
 
 mkdir -p "$LOOM_HOME"
 echo secret > "$LOOM_HOME/host-only"
+# A home outside /tmp (as root's /var/lib/loom is): hidden by --hide alone.
+OUTER_HOME=$(mktemp -d /var/tmp/loom-lab-home-XXXXXX)
+echo secret > "$OUTER_HOME/host-only"
+lab_cleanup_home() { rm -rf "$OUTER_HOME"; lab_cleanup; }
+trap lab_cleanup_home EXIT
 t0=$(date +%s%N)
-lab_up 2 --gpus node1:2 --hide "$LOOM_HOME"
+lab_up 2 --gpus node1:2 --hide "$LOOM_HOME" --hide "$OUTER_HOME"
 echo "lab up (2 nodes) in $((($(date +%s%N) - t0) / 1000000)) ms"
 SHARED=$LOOM_LAB_SHARED
 probe=loom-lab-probe-$$
@@ -72,6 +77,9 @@ expect_eq "a fake GPU of node1's gres" \
 expect_eq "/root is empty on a node" "$(lab exec node1 ls -A /root)" ""
 expect_eq "/home is empty on a node" "$(lab exec node2 ls -A /home)" ""
 expect_fails "the loom host's home is not readable on a node" lab exec node1 cat "$LOOM_HOME/host-only"
+expect_fails "a --hide home outside /tmp is not readable on a node" lab exec node2 cat "$OUTER_HOME/host-only"
+expect_eq "it is an empty directory there" "$(lab exec node2 ls -A "$OUTER_HOME")" ""
+expect_eq "the host still reads it" "$(cat "$OUTER_HOME/host-only")" "secret"
 expect_eq "the shared directory is a mount on the node" \
     "$(lab exec node1 findmnt -n -o TARGET --target "$SHARED")" "$SHARED"
 
