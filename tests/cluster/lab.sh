@@ -363,6 +363,11 @@ no_jobs() { [ -z "$(squeue -h -o %i)" ]; }
 
 cmd_down() {
     local f ns pid
+    # Without its settings the names are guesses: another lab's, maybe.
+    if [ ! -f "$RUN/config" ]; then
+        log "down: no lab at $LAB"
+        return 0
+    fi
     export SLURM_CONF=$RUN/etc/slurm.conf
     # 1. jobs, while the controller is there to end their steps
     if alive "$(pid_of slurmctld)" && ! no_jobs 2>/dev/null; then

@@ -13,6 +13,8 @@ LOOM=$1
 expect_fails "up without a node count" lab up
 expect_contains "its usage is named" "$(cat "$WORK/out")" "usage: lab.sh up N"
 expect_fails "an unknown command" lab frob
+expect_ok "down where there is no lab" env LOOM_LAB_DIR="$WORK/nolab" "$LAB_SH" down
+expect_contains "says so, touching nothing" "$(cat "$WORK/out")" "no lab at $WORK/nolab"
 expect_fails "--gpus naming a node outside the lab" env LOOM_LAB_DIR="$WORK/nolab" "$LAB_SH" up 2 --gpus node3:1
 if [ "$lab_usable" = 0 ]; then
     skip_part "the Slurm lab: $LAB_WHY"
