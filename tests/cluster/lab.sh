@@ -5,6 +5,7 @@
 #
 #   lab.sh up N [--gpus node1:2[,node3:1]] [--hide DIR]...
 #   lab.sh down | status | env | check
+#   lab.sh ctl stop|start        slurmctld away and back (a restart)
 #   lab.sh exec NODE CMD...     run CMD on a node (its network, hostname and
 #                               mount namespaces)
 #
@@ -408,6 +409,22 @@ cmd_down() {
     log "down: done"
 }
 
+# ctl stop|start: slurmctld goes away and comes back (its state is kept in
+# the run directory), as when an administrator restarts it.
+cmd_ctl() {
+    [ -f "$RUN/config" ] || die "ctl: no lab at $LAB"
+    export SLURM_CONF=$RUN/etc/slurm.conf
+    case "${1:-}" in
+    stop) kill_wait "$(pid_of slurmctld)" 10 ;;
+    start)
+        alive "$(pid_of slurmctld)" && die "ctl start: slurmctld runs already"
+        start_slurmctld
+        wait_for 30 "slurmctld answering" slurmctld ctl_up
+        ;;
+    *) log "usage: lab.sh ctl stop|start"; exit 2 ;;
+    esac
+}
+
 cmd_exec() {
     local node=$1; shift
     [[ "$node" =~ ^node[0-9]+$ ]] || die "exec: '$node' is not a node name (nodeI)"
@@ -443,7 +460,8 @@ down) cmd_down ;;
 status) cmd_status ;;
 env) cmd_env ;;
 check) cmd_check ;;
+ctl) shift; cmd_ctl "$@" ;;
 exec) shift; [ $# -ge 2 ] || { log "usage: lab.sh exec NODE CMD..."; exit 2; }; cmd_exec "$@" ;;
 _node) shift; cmd_node "$@" ;;
-*) log "usage: lab.sh up N [--gpus nodeI:G,...] [--hide DIR]... | down | status | env | check | exec NODE CMD..."; exit 2 ;;
+*) log "usage: lab.sh up N [--gpus nodeI:G,...] [--hide DIR]... | down | status | env | check | ctl stop|start | exec NODE CMD..."; exit 2 ;;
 esac

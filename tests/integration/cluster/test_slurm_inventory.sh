@@ -68,14 +68,30 @@ expect_contains "the drain is logged with its reason" "$(cat "$LOOM_HOME/loom.lo
     "node node2 is drain (reason: test)"
 expect_ok "resume node2" scontrol update nodename=node2 state=resume
 if wait_until 20 output_is 2 slots_on node2 cpu; then pass; else fail "node2's slots not back after resume"; fi
+# DOWN, as an administrator sets it, the same way.
+expect_ok "node2 down" scontrol update nodename=node2 state=down reason=test-down
+if wait_until 20 output_is 0 slots_on node2; then pass; else fail "node2's slots still listed when down"; fi
+expect_ok "resume node2" scontrol update nodename=node2 state=resume
+if wait_until 20 output_is 2 slots_on node2 cpu; then pass; else fail "node2's slots not back after down"; fi
+
+# slurmctld restarted: the inventory stays meanwhile, said once, and the
+# host follows Slurm again once it answers.
+expect_ok "slurmctld stops" lab ctl stop
+log_has() { grep -q "$1" "$LOOM_HOME/loom.log"; }
+if wait_until 30 log_has "the inventory stays as it was until Slurm answers"; then pass; else fail "no word of slurmctld gone"; fi
+expect_eq "the inventory stays" "$(slots_on node1 gpu) $(slots_on node2 cpu)" "2 2"
+expect_ok "slurmctld starts again" lab ctl start
+if wait_until 30 log_has "Slurm answers again"; then pass; else fail "no word of slurmctld back"; fi
+expect_eq "said once while it was gone" "$(grep -c 'the inventory stays as it was' "$LOOM_HOME/loom.log")" "1"
+expect_ok "drain node2 after the restart" scontrol update nodename=node2 state=drain reason=after
+if wait_until 20 output_is 0 slots_on node2; then pass; else fail "a drain after the restart not followed"; fi
 stop_host
 
 # A partition Slurm does not have: named, with those it has.
 expect_fails "a missing partition" "$LOOM" serve --home "$refused_home" --listen 127.0.0.1:0 --slurm nosuch
 expect_contains "the partition is named" "$(cat "$WORK/out")" "--slurm nosuch: no such partition (Slurm has: debug)"
 # slurmctld gone: a clear error in bounded time (Slurm's MessageTimeout, 10 s here).
-kill "$(cat "$LOOM_LAB_DIR/run/pids/slurmctld.pid")"
-wait_until 20 sh -c "! scontrol ping 2>/dev/null | grep -q 'is UP'"
+expect_ok "slurmctld stops" lab ctl stop
 t0=$SECONDS
 expect_fails "slurmctld unreachable at start" timeout 60 "$LOOM" serve --home "$refused_home" --listen 127.0.0.1:0 --slurm debug
 expect_contains "slurmctld is named" "$(cat "$WORK/out")" "is slurmctld running"
