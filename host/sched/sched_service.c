@@ -125,18 +125,23 @@ static bool sync_devices_locked(sched_service *ss, const slurm_device *devs, siz
     return handover_resize(&ss->ho, sched_device_count(ss->core));
 }
 
+loom_error *sched_service_sync_devices(sched_service *ss, const slurm_device *devs, size_t n)
+{
+    pthread_mutex_lock(&ss->lock);
+    bool ok = sync_devices_locked(ss, devs, n);
+    pthread_mutex_unlock(&ss->lock);
+    return ok ? NULL : loom_err(LOOM_E_INTERNAL, "Slurm inventory: out of memory");
+}
+
 static loom_error *slurm_refresh(sched_service *ss)
 {
     slurm_device *devs = NULL;
     size_t n = 0;
     loom_error *e = slurm_source_read(ss->slurm, &devs, &n);
-    if (e)
-        return e;
-    pthread_mutex_lock(&ss->lock);
-    bool ok = sync_devices_locked(ss, devs, n);
-    pthread_mutex_unlock(&ss->lock);
+    if (!e)
+        e = sched_service_sync_devices(ss, devs, n);
     free(devs);
-    return ok ? NULL : loom_err(LOOM_E_INTERNAL, "Slurm inventory: out of memory");
+    return e;
 }
 
 /* Reads the partition every poll_ms until told to stop. A read that fails

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "sched/sched.h"
+#include "sched/slurm_nodes.h"
 #include "store/store.h"
 #include "util/error.h"
 
@@ -184,6 +185,11 @@ bool sched_service_pending_reason(sched_service *ss, const char *id, sched_reaso
 int sched_reason_text(const sched_reason *r, bool show_holder, char *buf, size_t len);
 /* Devices in the inventory. */
 size_t sched_service_device_count(sched_service *ss);
+/* The devices of other machines (Slurm nodes) become `devs`: a device no
+ * longer listed leaves the inventory (taken from the job holding it, which
+ * is logged: lost to that job), a new one is added; this machine's devices
+ * stay. What the Slurm watcher does at each read. */
+loom_error *sched_service_sync_devices(sched_service *ss, const slurm_device *devs, size_t n);
 /* Whether job `id` holds a device on another machine (a Slurm node): the
  * first such node's name is copied to node. Work is placed only on this
  * machine for now, so such a job cannot start. */
