@@ -90,7 +90,7 @@ stop_host
 # A partition Slurm does not have: named, with those it has.
 expect_fails "a missing partition" "$LOOM" serve --home "$refused_home" --listen 127.0.0.1:0 --slurm nosuch
 expect_contains "the partition is named" "$(cat "$WORK/out")" "--slurm nosuch: no such partition (Slurm has: debug)"
-# slurmctld gone: a clear error in bounded time (Slurm's MessageTimeout, 10 s here).
+# slurmctld gone: a clear error in bounded time (Slurm's MessageTimeout, 5 s in the lab).
 expect_ok "slurmctld stops" lab ctl stop
 t0=$SECONDS
 expect_fails "slurmctld unreachable at start" timeout 60 "$LOOM" serve --home "$refused_home" --listen 127.0.0.1:0 --slurm debug
