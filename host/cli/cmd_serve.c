@@ -23,6 +23,7 @@
 static const char serve_usage[] =
     "usage: loom serve [--home DIR] [--listen ADDR:PORT] [--plugin-dir DIR]\n"
     "                  [--cpu-slots N] [--hysteresis SECONDS] [--admin-password-file F]\n"
+    "                  [--slurm PARTITION [--slurm-conf FILE] [--slurm-cpus-per-slot N]]\n"
     "                  [--tls-cert PEM --tls-key PEM]\n"
     "                  [--job-uid-range FIRST-LAST | none] [--require-isolation]\n"
     "                  [--max-connections N] [--max-connections-per-ip N]\n"
@@ -45,6 +46,11 @@ static const char serve_usage[] =
     "  --plugin-dir DIR    built-in plugins (default: next to the binary)\n"
     "  --cpu-slots N       devices to share when there is no GPU (default: the\n"
     "                      number of cores)\n"
+    "  --slurm PARTITION   share the devices of a Slurm partition's nodes instead\n"
+    "                      of this machine's: their GPUs (gres gpu:N), else CPU\n"
+    "                      slots; Slurm's configuration from --slurm-conf FILE,\n"
+    "                      else $SLURM_CONF (see README, \"Cluster\")\n"
+    "  --slurm-cpus-per-slot N  CPUs of a node without GPUs per slot (default 1)\n"
     "  --hysteresis S      seconds before the scheduler resizes a job again\n"
     "                      (default 5)\n"
     "  --tls-cert, --tls-key  serve HTTPS with this certificate and key (the\n"
@@ -174,6 +180,7 @@ static int parse_number_flag(int argc, char **argv, int *i, loomd_options *opt)
         unsigned long min, max;
     } flags[] = {
         {"--cpu-slots", offsetof(loomd_options, cpu_slots), 1, 4096},
+        {"--slurm-cpus-per-slot", offsetof(loomd_options, slurm_cpus_per_slot), 1, 4096},
         {"--max-connections", offsetof(loomd_options, http.max_connections), 1, 1000000},
         {"--max-connections-per-ip", offsetof(loomd_options, http.max_connections_per_ip), 1,
          1000000},
@@ -291,6 +298,21 @@ static int web_flag(int argc, char **argv, int *i, loomd_options *o)
                                  EXEC_DATA_ROOTS_MAX, &o->data_root_count);
 }
 
+/* --slurm PARTITION, --slurm-conf FILE: the inventory from a Slurm
+ * partition. 1 when argv[*i] was one (its value consumed), 0 when not. */
+static int slurm_flag(int argc, char **argv, int *i, loomd_options *o)
+{
+    if (*i + 1 >= argc)
+        return 0;
+    if (strcmp(argv[*i], "--slurm") == 0)
+        o->slurm_partition = argv[++*i];
+    else if (strcmp(argv[*i], "--slurm-conf") == 0)
+        o->slurm_conf = argv[++*i];
+    else
+        return 0;
+    return 1;
+}
+
 /* --python PATH: the host's default interpreter, which jobs and the host's
  * readers of Python scripts find in LOOM_PYTHON; --job-path DIRS: the PATH
  * jobs start with, in LOOM_JOB_PATH. 1 when argv[*i] was one (its value
@@ -316,6 +338,27 @@ static int python_flag(int argc, char **argv, int *i)
     }
     setenv("LOOM_PYTHON", path, 1);
     return 1;
+}
+
+/* The flags parsed by name rather than as numbers: web_flag's,
+ * python_flag's and slurm_flag's (their return values). */
+static int named_flag(int argc, char **argv, int *i, loomd_options *o)
+{
+    int r = web_flag(argc, argv, i, o);
+    if (r == 0)
+        r = python_flag(argc, argv, i);
+    return r ? r : slurm_flag(argc, argv, i, o);
+}
+
+/* --slurm's companions without it, or --cpu-slots with it: says which. */
+static int slurm_flags_conflict(const loomd_options *o)
+{
+    if (!o->slurm_partition && (o->slurm_conf || o->slurm_cpus_per_slot))
+        return cli_fail("--slurm-conf and --slurm-cpus-per-slot go with --slurm PARTITION");
+    if (o->slurm_partition && o->cpu_slots)
+        return cli_fail("--cpu-slots: with --slurm the CPU slots are the nodes' "
+                        "(--slurm-cpus-per-slot)");
+    return 0;
 }
 
 /* User code never runs as root: as root, jobs need accounts. */
@@ -344,9 +387,7 @@ int cmd_serve(int argc, char **argv, const cli_globals *g)
     for (int i = 0; i < argc; i++) {
         int number = parse_number_flag(argc, argv, &i, &jobs), bound = 0;
         if (number == 0)
-            number = web_flag(argc, argv, &i, &jobs);
-        if (number == 0)
-            number = python_flag(argc, argv, &i);
+            number = named_flag(argc, argv, &i, &jobs);
         if (number < 0)
             return 1;
         if (number > 0) {
@@ -380,7 +421,7 @@ int cmd_serve(int argc, char **argv, const cli_globals *g)
             return 1;
         }
     }
-    if (refuse_root_without_accounts(&jobs))
+    if (slurm_flags_conflict(&jobs) || refuse_root_without_accounts(&jobs))
         return 1;
     char home[4096], path[4200], why[5000];
     cli_client_home(g->home, home, sizeof home);

@@ -216,7 +216,10 @@ loom_error *loomd_start(const loomd_options *opt, loomd **out)
     if ((e = loomd_isolate_jobs(d, opt)) != NULL || (e = open_registry(d)) != NULL)
         goto fail_with;
     sched_service_options so = {.cpu_slots = opt->cpu_slots,
-                                .hysteresis = opt->hysteresis >= 0 ? opt->hysteresis : 5.0};
+                                .hysteresis = opt->hysteresis >= 0 ? opt->hysteresis : 5.0,
+                                .slurm_partition = opt->slurm_partition,
+                                .slurm_conf = opt->slurm_conf,
+                                .slurm_cpus_per_slot = (uint32_t)opt->slurm_cpus_per_slot};
     if ((e = sched_service_create(d->api.st, &so, &d->api.sched)) != NULL)
         goto fail_with;
     int swept = edt_sweep_stale_segments();

@@ -20,6 +20,9 @@ typedef struct loomd_options {
     int port;                /* 0: any free port */
     const char *plugin_dir;  /* built-in plugins; NULL: next to the binary */
     int cpu_slots;           /* devices without a GPU; 0: the number of cores */
+    const char *slurm_partition; /* the inventory from this Slurm partition; NULL: this machine */
+    const char *slurm_conf;  /* NULL: SLURM_CONF, else Slurm's default */
+    int slurm_cpus_per_slot; /* 0: one CPU a slot */
     double hysteresis;       /* seconds between resizes of one job; < 0: default */
     const char *admin_password; /* the first admin's, on a new home; NULL: random */
     const char *tls_cert_pem;   /* both set: serve HTTPS */

@@ -107,7 +107,17 @@ int exec_lookup(exec_service *es, int64_t owner, const char *id, running_exec **
 static void start_granted_locked(exec_service *es, running_exec *r, const int32_t *index, int n,
                                  int32_t kind)
 {
-    loom_error *err = r->job ? trainer_start(es, r, index, n, kind) : launch_start(es, r, index, n);
+    char node[64];
+    loom_error *err = NULL;
+    /* Devices of a Slurm node are not this machine's: running there would
+     * run here by mistake, on another machine's indices. */
+    if (sched_service_job_node(es->sched, r->rec.id, node, sizeof node))
+        err = loom_err(LOOM_E_UNSUPPORTED,
+                       "exec %s was given devices of Slurm node %s: placing work on Slurm "
+                       "nodes is not supported yet",
+                       r->rec.id, node);
+    else
+        err = r->job ? trainer_start(es, r, index, n, kind) : launch_start(es, r, index, n);
     r->pending = 0;
     if (err) {
         /* Ends at the next supervision with its reason. */

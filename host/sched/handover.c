@@ -12,6 +12,27 @@ bool handover_init(handover *h, size_t n)
     return n == 0 || h->slots != NULL;
 }
 
+bool handover_resize(handover *h, size_t n)
+{
+    if (n <= h->n)
+        return true;
+    handover_slot *grown = realloc(h->slots, n * sizeof *grown);
+    if (!grown)
+        return false;
+    memset(grown + h->n, 0, (n - h->n) * sizeof *grown);
+    h->slots = grown;
+    h->n = n;
+    return true;
+}
+
+void handover_remove(handover *h, int32_t slot)
+{
+    if (slot < 0 || (size_t)slot >= h->n)
+        return;
+    memmove(&h->slots[slot], &h->slots[slot + 1], (h->n - (size_t)slot - 1) * sizeof *h->slots);
+    h->n--;
+}
+
 void handover_free(handover *h)
 {
     free(h->slots);

@@ -31,6 +31,12 @@ typedef struct handover {
 /* Sizes the table to n device slots; false when out of memory. */
 bool handover_init(handover *h, size_t n);
 void handover_free(handover *h);
+/* Grows the table to n slots (new ones not draining); false when out of
+ * memory. Never shrinks. */
+bool handover_resize(handover *h, size_t n);
+/* Forgets `slot` (its device left the inventory): the slots above it move
+ * down by one, as the scheduler's do. */
+void handover_remove(handover *h, int32_t slot);
 
 /* `job` gave `slot` up at `now_ms`: its worker may still be on it. */
 void handover_take(handover *h, int32_t slot, const char *job, int64_t now_ms);

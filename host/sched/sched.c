@@ -124,6 +124,41 @@ int32_t sched_add_device(sched *s, int32_t kind, int32_t index, const char *node
     return slot;
 }
 
+/* Slots above a removed one move down by one: in the jobs' lists, and in
+ * the free bits, rebuilt from the owners (a slot is free iff unowned). */
+bool sched_remove_device(sched *s, int32_t slot, char *owner, size_t len)
+{
+    if (slot < 0 || (size_t)slot >= s->n_devices)
+        return false;
+    sched_job *j = s->devices[slot].owner;
+    if (owner && len)
+        snprintf(owner, len, "%s", j ? j->id : "");
+    if (j) {
+        int32_t k = 0;
+        for (int32_t i = 0; i < j->count; i++)
+            if (j->devices[i] != slot)
+                j->devices[k++] = j->devices[i];
+        j->count = k;
+    }
+    free(s->devices[slot].node);
+    memmove(&s->devices[slot], &s->devices[slot + 1],
+            (s->n_devices - (size_t)slot - 1) * sizeof *s->devices);
+    s->n_devices--;
+    for (size_t i = 0; i < s->n_jobs; i++)
+        for (int32_t k = 0; k < s->jobs[i]->count; k++)
+            if (s->jobs[i]->devices[k] > slot)
+                s->jobs[i]->devices[k]--;
+    memset(s->free_bits, 0, s->free_words * sizeof *s->free_bits);
+    s->n_free = 0;
+    for (size_t i = 0; i < s->n_devices; i++)
+        if (!s->devices[i].owner)
+            slot_mark_free(s, (int32_t)i);
+    /* The last round's decisions name slots by their old numbers. */
+    s->n_decisions = 0;
+    s->n_decision_slots = 0;
+    return true;
+}
+
 size_t sched_device_count(const sched *s) { return s->n_devices; }
 size_t sched_free_device_count(const sched *s) { return s->n_free; }
 

@@ -82,6 +82,11 @@ typedef struct sched_device_info {
 /* Adds one device and returns its slot, or -1 when out of memory or when
  * (kind, index, node) is already in the inventory. */
 int32_t sched_add_device(sched *s, int32_t kind, int32_t index, const char *node);
+/* Takes a device out of the inventory (its node left): the job holding it
+ * loses it at once, and its id is copied to owner ("" when free; owner may
+ * be NULL). Every slot above `slot` moves down by one. False for a slot
+ * that does not exist. */
+bool sched_remove_device(sched *s, int32_t slot, char *owner, size_t len);
 size_t sched_device_count(const sched *s);
 /* Fills `out` for `slot`; returns false when the slot does not exist. The
  * strings are borrowed until the device's owner or the inventory changes. */

@@ -3,10 +3,12 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "sched/handover.h"
+#include "sched/slurm_source.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/log.h"
@@ -26,6 +28,13 @@ struct sched_service {
     handover ho;
     handover_record records[HANDOVER_RECORDS]; /* a ring, newest last */
     size_t nrecords;
+    /* the Slurm inventory and its watcher (NULL: this machine) */
+    slurm_source *slurm;
+    pthread_t watcher;
+    pthread_mutex_t watch_lock;
+    pthread_cond_t watch_wake;
+    bool watching, stop_watching;
+    int poll_ms;
 };
 
 static double now_s(void) { return (double)time_mono_ms() / 1000.0; }
@@ -77,6 +86,134 @@ static void collect_plan(const store_plan *p, void *ctx)
     l->n++;
 }
 
+/* ---- the Slurm inventory ---------------------------------------------- */
+
+static bool listed(const slurm_device *devs, size_t n, const sched_device_info *d)
+{
+    for (size_t i = 0; i < n; i++)
+        if (devs[i].kind == d->kind && devs[i].index == d->index && !strcmp(devs[i].node, d->node))
+            return true;
+    return false;
+}
+
+/* Makes the inventory the devices in `devs`: a device whose node left is
+ * taken from the scheduler (and from the job holding it, which is logged:
+ * its worker there is lost), a node's new devices are added. Returns false
+ * when out of memory. Call with ss->lock. */
+static bool sync_devices_locked(sched_service *ss, const slurm_device *devs, size_t n)
+{
+    for (int32_t slot = (int32_t)sched_device_count(ss->core) - 1; slot >= 0; slot--) {
+        sched_device_info d;
+        if (!sched_device(ss->core, slot, &d) || !d.node || listed(devs, n, &d))
+            continue;
+        char node[SLURM_NODE_NAME_MAX], owner[HANDOVER_JOB_ID_MAX];
+        snprintf(node, sizeof node, "%s", d.node);
+        int32_t kind = d.kind, index = d.index;
+        sched_remove_device(ss->core, slot, owner, sizeof owner);
+        handover_remove(&ss->ho, slot);
+        if (owner[0])
+            log_warn("scheduler: %s %d of node %s left the inventory while job %s held it: "
+                     "lost to that job",
+                     kind == LOOM_DEVICE_CUDA ? "GPU" : "CPU slot", index, node, owner);
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (sched_find_device(ss->core, devs[i].kind, devs[i].index, devs[i].node) >= 0)
+            continue;
+        if (sched_add_device(ss->core, devs[i].kind, devs[i].index, devs[i].node) < 0)
+            return false;
+    }
+    return handover_resize(&ss->ho, sched_device_count(ss->core));
+}
+
+loom_error *sched_service_sync_devices(sched_service *ss, const slurm_device *devs, size_t n)
+{
+    pthread_mutex_lock(&ss->lock);
+    bool ok = sync_devices_locked(ss, devs, n);
+    pthread_mutex_unlock(&ss->lock);
+    return ok ? NULL : loom_err(LOOM_E_INTERNAL, "Slurm inventory: out of memory");
+}
+
+static loom_error *slurm_refresh(sched_service *ss)
+{
+    slurm_device *devs = NULL;
+    size_t n = 0;
+    loom_error *e = slurm_source_read(ss->slurm, &devs, &n);
+    if (!e)
+        e = sched_service_sync_devices(ss, devs, n);
+    free(devs);
+    return e;
+}
+
+/* Reads the partition every poll_ms until told to stop. A read that fails
+ * (slurmctld restarting) leaves the inventory as it was, said once. */
+static void *slurm_watch(void *arg)
+{
+    sched_service *ss = arg;
+    bool failing = false;
+    pthread_mutex_lock(&ss->watch_lock);
+    while (!ss->stop_watching) {
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_sec += ss->poll_ms / 1000;
+        until.tv_nsec += (long)(ss->poll_ms % 1000) * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        while (!ss->stop_watching &&
+               pthread_cond_timedwait(&ss->watch_wake, &ss->watch_lock, &until) == 0) {
+        }
+        if (ss->stop_watching)
+            break;
+        pthread_mutex_unlock(&ss->watch_lock);
+        loom_error *e = slurm_refresh(ss);
+        if (e && !failing)
+            log_warn("scheduler: %s; the inventory stays as it was until Slurm answers",
+                     loom_err_message(e));
+        else if (!e && failing)
+            log_info("scheduler: Slurm answers again (partition %s)",
+                     slurm_source_partition(ss->slurm));
+        failing = e != NULL;
+        loom_err_free(e);
+        pthread_mutex_lock(&ss->watch_lock);
+    }
+    pthread_mutex_unlock(&ss->watch_lock);
+    return NULL;
+}
+
+static loom_error *slurm_inventory_start(sched_service *ss, const sched_service_options *opt)
+{
+    loom_error *e = slurm_source_open(opt->slurm_conf, opt->slurm_partition,
+                                      opt->slurm_cpus_per_slot, &ss->slurm);
+    if (!e)
+        e = slurm_refresh(ss);
+    if (e)
+        return e;
+    log_info("scheduler: %zu device(s) from the nodes of Slurm partition %s",
+             sched_device_count(ss->core), opt->slurm_partition);
+    ss->poll_ms = opt->slurm_poll_ms > 0 ? opt->slurm_poll_ms : SCHED_SLURM_POLL_MS;
+    if (pthread_create(&ss->watcher, NULL, slurm_watch, ss) != 0)
+        return loom_err(LOOM_E_INTERNAL, "scheduler: cannot start the Slurm watcher thread");
+    ss->watching = true;
+    return NULL;
+}
+
+bool sched_service_job_node(sched_service *ss, const char *id, char *node, size_t len)
+{
+    pthread_mutex_lock(&ss->lock);
+    sched_job_info j;
+    sched_device_info d;
+    bool remote = false;
+    if (sched_get_job(ss->core, id, &j))
+        for (int32_t i = 0; i < j.count && !remote; i++)
+            if (sched_device(ss->core, j.devices[i], &d) && d.node) {
+                snprintf(node, len, "%s", d.node);
+                remote = true;
+            }
+    pthread_mutex_unlock(&ss->lock);
+    return remote;
+}
+
 loom_error *sched_service_create(store *st, const sched_service_options *opt,
                                  sched_service **out)
 {
@@ -88,14 +225,28 @@ loom_error *sched_service_create(store *st, const sched_service_options *opt,
         return loom_err(LOOM_E_INTERNAL, "scheduler: out of memory");
     }
     pthread_mutex_init(&ss->lock, NULL);
+    pthread_mutex_init(&ss->watch_lock, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&ss->watch_wake, &ca);
+    pthread_condattr_destroy(&ca);
     ss->st = st;
-    int32_t added = sched_add_local_devices(ss->core, opt ? opt->cpu_slots : 0, true);
-    if (added < 0 || !handover_init(&ss->ho, (size_t)(added > 0 ? added : 0))) {
-        sched_service_destroy(ss);
-        return loom_err(LOOM_E_INTERNAL, "scheduler: out of memory");
+    if (opt && opt->slurm_partition) {
+        loom_error *e = slurm_inventory_start(ss, opt);
+        if (e) {
+            sched_service_destroy(ss);
+            return e;
+        }
+    } else {
+        int32_t added = sched_add_local_devices(ss->core, opt ? opt->cpu_slots : 0, true);
+        if (added < 0 || !handover_init(&ss->ho, (size_t)(added > 0 ? added : 0))) {
+            sched_service_destroy(ss);
+            return loom_err(LOOM_E_INTERNAL, "scheduler: out of memory");
+        }
+        log_info("scheduler: %d device(s) (%s)", added,
+                 sched_cuda_device_count() > 0 ? "CUDA" : "CPU slots");
     }
-    log_info("scheduler: %d device(s) (%s)", added,
-             sched_cuda_device_count() > 0 ? "CUDA" : "CPU slots");
     plan_list l = {0};
     loom_error *e = store_plan_each(st, collect_plan, &l);
     for (size_t i = 0; i < l.n; i++)
@@ -131,6 +282,16 @@ void sched_service_destroy(sched_service *ss)
 {
     if (!ss)
         return;
+    if (ss->watching) {
+        pthread_mutex_lock(&ss->watch_lock);
+        ss->stop_watching = true;
+        pthread_cond_signal(&ss->watch_wake);
+        pthread_mutex_unlock(&ss->watch_lock);
+        pthread_join(ss->watcher, NULL);
+    }
+    slurm_source_close(ss->slurm);
+    pthread_cond_destroy(&ss->watch_wake);
+    pthread_mutex_destroy(&ss->watch_lock);
     sched_free(ss->core);
     handover_free(&ss->ho);
     pthread_mutex_destroy(&ss->lock);
@@ -425,6 +586,16 @@ loom_error *sched_service_set_range(sched_service *ss, const char *id, int min, 
     return e;
 }
 
+/* The kind of a job's devices: its first one's (an inventory from Slurm
+ * may hold both kinds), else the inventory's first device's. */
+static int32_t job_kind_locked(sched_service *ss, const char *id)
+{
+    sched_job_info j;
+    sched_device_info d;
+    int32_t slot = sched_get_job(ss->core, id, &j) && j.count > 0 ? j.devices[0] : 0;
+    return sched_device(ss->core, slot, &d) ? d.kind : LOOM_DEVICE_CPU;
+}
+
 int sched_service_job_devices(sched_service *ss, const char *id, int32_t *out, int cap,
                               int32_t *index, int32_t *kind)
 {
@@ -433,7 +604,7 @@ int sched_service_job_devices(sched_service *ss, const char *id, int32_t *out, i
     sched_device_info d;
     int n = -1;
     if (kind)
-        *kind = sched_device(ss->core, 0, &d) ? d.kind : LOOM_DEVICE_CPU;
+        *kind = job_kind_locked(ss, id);
     if (sched_get_job(ss->core, id, &j)) {
         n = j.count;
         for (int i = 0; i < n && i < cap; i++) {
@@ -455,7 +626,7 @@ int sched_service_job_grant(sched_service *ss, const char *id, int32_t *index, i
     int ready = -1;
     *total = -1;
     if (kind)
-        *kind = sched_device(ss->core, 0, &d) ? d.kind : LOOM_DEVICE_CPU;
+        *kind = job_kind_locked(ss, id);
     if (sched_get_job(ss->core, id, &j)) {
         ready = 0;
         *total = j.count;

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "sched/sched.h"
+#include "sched/slurm_nodes.h"
 #include "store/store.h"
 #include "util/error.h"
 
@@ -20,9 +21,20 @@ typedef struct sched_service sched_service;
 typedef struct sched_service_options {
     int cpu_slots;     /* 0: the number of cores */
     double hysteresis; /* seconds */
+    /* A Slurm partition: the inventory is its nodes' devices instead of this
+     * machine's (sched/slurm_source.h), read again every slurm_poll_ms (0:
+     * SCHED_SLURM_POLL_MS) on a thread of its own. NULL: this machine. */
+    const char *slurm_partition;
+    const char *slurm_conf;  /* NULL: SLURM_CONF, else Slurm's default */
+    uint32_t slurm_cpus_per_slot; /* 0: one CPU a slot */
+    int slurm_poll_ms;
 } sched_service_options;
 
-/* Builds the inventory and loads the stored plans. */
+#define SCHED_SLURM_POLL_MS 2000
+
+/* Builds the inventory and loads the stored plans. With a Slurm partition,
+ * fails (naming SLURM_CONF, slurmctld or the partition) when Slurm cannot
+ * be read at start. */
 loom_error *sched_service_create(store *st, const sched_service_options *opt,
                                  sched_service **out);
 void sched_service_destroy(sched_service *ss);
@@ -173,5 +185,14 @@ bool sched_service_pending_reason(sched_service *ss, const char *id, sched_reaso
 int sched_reason_text(const sched_reason *r, bool show_holder, char *buf, size_t len);
 /* Devices in the inventory. */
 size_t sched_service_device_count(sched_service *ss);
+/* The devices of other machines (Slurm nodes) become `devs`: a device no
+ * longer listed leaves the inventory (taken from the job holding it, which
+ * is logged: lost to that job), a new one is added; this machine's devices
+ * stay. What the Slurm watcher does at each read. */
+loom_error *sched_service_sync_devices(sched_service *ss, const slurm_device *devs, size_t n);
+/* Whether job `id` holds a device on another machine (a Slurm node): the
+ * first such node's name is copied to node. Work is placed only on this
+ * machine for now, so such a job cannot start. */
+bool sched_service_job_node(sched_service *ss, const char *id, char *node, size_t len);
 
 #endif
