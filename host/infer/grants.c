@@ -133,6 +133,29 @@ static int follow_devices_locked(model_service *r, const int32_t *ready, int n, 
     return nheld;
 }
 
+/* Devices of a Slurm node are another machine's: an instance started on
+ * one would run here by mistake. The service fails as a kernel that does
+ * not load does (no device held until stopped), saying why. Returns
+ * whether that happened. */
+static int granted_elsewhere(model_service *r)
+{
+    char node[64];
+    if (!sched_service_job_node(r->sched, r->job, node, sizeof node))
+        return 0;
+    char msg[sizeof r->last_error];
+    snprintf(msg, sizeof msg, "model \"%s\" was given devices of Slurm node %s: serving on "
+             "Slurm nodes is not supported yet", r->name, node);
+    log_warn("%s", msg);
+    pthread_mutex_lock(&r->lock);
+    r->start_failed = 1;
+    r->target = 0;
+    snprintf(r->last_error, sizeof r->last_error, "%s", msg);
+    call *stranded = model_service_take_queue_locked(r);
+    pthread_mutex_unlock(&r->lock);
+    model_service_fail_list(stranded, LOOM_E_UNSUPPORTED, msg);
+    return 1;
+}
+
 void grants_follow(model_service *r)
 {
     pthread_mutex_lock(&r->lock);
@@ -144,6 +167,8 @@ void grants_follow(model_service *r)
     int total = 0;
     int n = sched_service_job_grant(r->sched, r->job, ready, MODEL_KERNEL_LIMIT, &kind, &total);
     n = n < 0 ? 0 : n > MODEL_KERNEL_LIMIT ? MODEL_KERNEL_LIMIT : n;
+    if (n > 0 && granted_elsewhere(r))
+        n = 0;
     pthread_mutex_lock(&r->lock);
     int nheld = follow_devices_locked(r, ready, n, kind, target, held);
     int end = target == 0 && nheld == 0;

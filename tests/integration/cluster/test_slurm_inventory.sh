@@ -7,6 +7,7 @@
 # and an unreachable slurmctld are clear errors at start, not a hang.
 # Skipped (77) without root and namespaces, or without libslurm in the build.
 LOOM=$1
+EXAMPLES=$2/examples/serving
 LAB_PREFIX=ls
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/lab_lib.sh"
@@ -59,6 +60,18 @@ wait_until 20 output_is "ERROR" sh -c "'$LOOM' exec view '$id' | awk '\$1 == \"s
 expect_contains "an exec on Slurm devices is refused" "$(exec_message)" \
     "placing work on Slurm nodes is not supported yet"
 expect_eq "the exec's devices are free again" "$("$LOOM" --json slots | grep -c "\"$id\"")" "0"
+# Nor are a model's kernel instances.
+# (kernel.gpu "exclusive": a GPU each, here node1's; "no" runs beside the
+# host without a device.)
+echo '{"kernel": {"gpu": "exclusive"}}' > "$WORK/gpu-profile.json"
+expect_ok "deploy a model" "$LOOM" model deploy -p "$EXAMPLES/echo-so" --profile "$WORK/gpu-profile.json"
+expect_ok "start it" "$LOOM" model start echo-so
+model_state() { "$LOOM" --json model view echo-so | python3 -c 'import json,sys; v=json.load(sys.stdin); print(v["state"])'; }
+if wait_until 20 output_is failed model_state; then pass; else fail "the model is $(model_state), not failed"; fi
+expect_contains "a model on Slurm devices is refused, saying why" "$("$LOOM" model view echo-so)" \
+    "serving on Slurm nodes is not supported yet"
+expect_eq "and holds no device" "$("$LOOM" --json slots | grep -c '"model/echo-so"')" "0"
+expect_ok "stop it" "$LOOM" model stop echo-so
 
 # node2 drained leaves the inventory; resumed, it comes back.
 expect_ok "drain node2" scontrol update nodename=node2 state=drain reason=test
