@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "infer/v2_codec.h"
 #include "store/store_infer.h"
 #include "util/fs.h"
 #include "util/job_sandbox.h"
@@ -406,6 +407,32 @@ loom_error *infer_list(infer_service *s, const char *owner, infer_model_view **o
     *out = views;
     *count = k;
     return NULL;
+}
+
+loom_error *infer_metadata(infer_service *s, const char *owner, const char *name,
+                           char **json_out)
+{
+    *json_out = NULL;
+    infer_record rec;
+    loom_error *e = lookup(s, owner, name, &rec);
+    if (e)
+        return e;
+    model_spec *spec = calloc(1, sizeof *spec); /* large: not on an HTTP thread's stack */
+    cJSON *m = spec ? cJSON_Parse(rec.model_json) : NULL;
+    const cJSON *rt = cJSON_GetObjectItemCaseSensitive(m, "runtime");
+    if (spec) {
+        snprintf(spec->name, sizeof spec->name, "%s", rec.name);
+        for (int r = 0; r <= MODEL_RUNTIME_NATIVE; r++)
+            if (cJSON_IsString(rt) && strcmp(rt->valuestring, model_runtime_name(r)) == 0)
+                spec->runtime = (model_runtime)r;
+        /* Checked at deploy: a refusal here leaves the lists empty. */
+        loom_err_free(model_spec_tensors(m, spec));
+        *json_out = v2_metadata_json(spec);
+    }
+    cJSON_Delete(m);
+    store_model_clear(&rec);
+    free(spec);
+    return *json_out ? NULL : loom_err(LOOM_E_INTERNAL, "out of memory");
 }
 
 /* ---- requests ------------------------------------------------------------------- */
