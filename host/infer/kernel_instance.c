@@ -161,6 +161,8 @@ static void *instance_main(void *arg)
     }
     if (own_job)
         sched_service_end(r->sched, job);
+    v2_buf_free(&two[0].json);
+    v2_buf_free(&two[1].json);
     free(two);
     set_state(r, in, INST_DONE);
     return NULL;

@@ -3,6 +3,7 @@
 #include "infer/kernel_server.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 
 #include "infer/kernel_proc.h"
 #include "infer/kernel_wire.h"
+#include "infer/v2_codec.h"
 #include "plugin/ffi_call.h"
 #include "plugin/plugin_wire.h"
 #include "plugin/registry.h"
@@ -32,6 +34,7 @@ typedef struct slot {
     char type[KERNEL_CONTENT_TYPE_MAX];
     uint64_t off, len;
     struct server *srv;
+    loom_tensor_view inputs[MODEL_TENSOR_LIMIT]; /* a v2 request's, in the arena */
 } slot;
 
 typedef struct server {
@@ -145,6 +148,23 @@ static int send_ready(int fd, loom_error *e, int memfd)
     return rc;
 }
 
+/* The answer's place in the batch's answer region: `len` bytes from an
+ * 8-byte boundary; -1 (the request failed) when the region is full. */
+static int answer_room(slot *s, uint64_t len)
+{
+    server *srv = s->srv;
+    size_t at = (srv->out_used + 7) & ~(size_t)7;
+    if (at > KERNEL_ARENA_REGION || len > KERNEL_ARENA_REGION - at) {
+        s->status = LOOM_E_TOO_LARGE;
+        s->off = s->len = 0;
+        return -1;
+    }
+    s->off = at;
+    s->len = len;
+    srv->out_used = at + len;
+    return 0;
+}
+
 static loom_error *respond(loom_infer_request *request, int32_t status, const char *content_type,
                            const uint8_t *body, uint64_t body_len)
 {
@@ -156,17 +176,37 @@ static loom_error *respond(loom_infer_request *request, int32_t status, const ch
     s->answered = 1;
     s->status = status;
     kernel_content_type_set(s->type, content_type ? content_type : "application/json");
-    if (body_len > KERNEL_ARENA_REGION - srv->out_used) {
-        s->status = LOOM_E_TOO_LARGE;
-        s->len = 0;
+    if (answer_room(s, body_len) != 0)
         return loom_err(LOOM_E_TOO_LARGE, "the batch's answers exceed %zu bytes",
                         KERNEL_ARENA_REGION);
-    }
-    s->off = srv->out_used;
-    s->len = body_len;
     if (body_len)
         memcpy(srv->out + s->off, body, body_len);
-    srv->out_used += body_len;
+    return NULL;
+}
+
+static loom_error *respond_tensors(loom_infer_request *request, const loom_tensor_view *outputs,
+                                   uint32_t count)
+{
+    slot *s = request->host_data;
+    if (s->answered)
+        return loom_err(LOOM_E_CONFLICT, "request %llu was already answered",
+                        (unsigned long long)request->id);
+    loom_error *bad = v2_views_check(outputs, count);
+    if (bad) { /* the request fails with this error */
+        bad = loom_err_wrap(bad, "respond_tensors");
+        const char *msg = loom_err_message(bad);
+        loom_err_free(respond(request, LOOM_E_INTERNAL, "text/plain", (const uint8_t *)msg,
+                              strlen(msg)));
+        return bad;
+    }
+    s->answered = 1;
+    s->status = 0;
+    kernel_content_type_set(s->type, KERNEL_TENSORS_TYPE);
+    size_t size = v2_pack_size(outputs, count);
+    if (answer_room(s, size) != 0)
+        return loom_err(LOOM_E_TOO_LARGE, "the batch's answers exceed %zu bytes",
+                        KERNEL_ARENA_REGION);
+    v2_pack_write(s->srv->out + s->off, outputs, count);
     return NULL;
 }
 
@@ -183,8 +223,9 @@ static void fail_slot(server *srv, slot *s, loom_error *e, const char *fallback)
 static int serve_batch(server *srv, loaded_kernel *k, wire_reader *r)
 {
     uint8_t region = wire_get_u8(r);
+    uint8_t tensors = wire_get_u8(r);
     uint32_t n = wire_get_u32(r);
-    if (r->bad || region > 1 || n == 0 || n > KERNEL_BATCH_MAX)
+    if (r->bad || region > 1 || tensors > 1 || n == 0 || n > KERNEL_BATCH_MAX)
         return -1;
     loom_infer_request *ptrs[KERNEL_BATCH_MAX];
     srv->out = srv->arena + (1 + (size_t)region) * KERNEL_ARENA_REGION;
@@ -194,12 +235,21 @@ static int serve_batch(server *srv, loaded_kernel *k, wire_reader *r)
         if (r->bad || off > KERNEL_ARENA_REGION || len > KERNEL_ARENA_REGION - off)
             return -1;
         slot *s = &srv->slots[i];
-        memset(s, 0, sizeof *s);
+        memset(s, 0, offsetof(slot, inputs)); /* the views are filled when read */
         s->srv = srv;
         s->req = (loom_infer_request){.struct_size = sizeof s->req, .id = i,
                                       .content_type = "application/json",
                                       .body = (const uint8_t *)srv->arena + off, .body_len = len,
-                                      .host_data = s, .respond = respond};
+                                      .host_data = s, .respond = respond,
+                                      .respond_tensors = respond_tensors};
+        if (tensors && v2_pack_read(srv->arena + off, len, s->inputs, MODEL_TENSOR_LIMIT,
+                                    &s->req.input_count) != 0)
+            return -1;
+        if (tensors) {
+            s->req.inputs = s->inputs;
+            s->req.body = NULL;
+            s->req.body_len = 0;
+        }
         ptrs[i] = &s->req;
     }
     loom_error *e = k->factory->execute(k->inst, ptrs, n);
