@@ -123,6 +123,27 @@ static int skip_value(dec *d, int depth)
     return d->p > from ? 0 : -1;
 }
 
+typedef loom_error *(*field_fn)(dec *d, const char *key, size_t key_len, void *arg);
+
+/* Hands each field of the object whose '{' was just read to fn, d->p at
+ * its value (fn reads the value); d->p ends past the '}'. */
+static loom_error *each_field(dec *d, field_fn fn, void *arg)
+{
+    if (eat(d, '}'))
+        return NULL;
+    do {
+        const char *k;
+        size_t kn;
+        int esc;
+        if (string(d, &k, &kn, &esc) != 0 || !eat(d, ':'))
+            return syntax(d, "a field name and ':'");
+        loom_error *e = fn(d, k, kn, arg);
+        if (e)
+            return e;
+    } while (eat(d, ','));
+    return eat(d, '}') ? NULL : syntax(d, "',' or '}'");
+}
+
 static int key_is(const char *k, size_t n, const char *want)
 {
     return strlen(want) == n && memcmp(k, want, n) == 0;
@@ -206,51 +227,40 @@ static loom_error *read_shape(dec *d, int i, input_fields *f)
     return eat(d, ']') ? NULL : bad_input(i, t, "shape: expected an array of whole numbers");
 }
 
-/* The fields of input i's object, d->p past its '{'. */
-static loom_error *read_fields(dec *d, int i, input_fields *f)
+typedef struct input_at {
+    int i;
+    input_fields *f;
+} input_at;
+
+/* One field of input i's object. */
+static loom_error *input_field(dec *d, const char *k, size_t kn, void *arg)
 {
-    if (eat(d, '}'))
-        return NULL;
-    do {
-        const char *k;
-        size_t kn;
-        int esc;
-        if (string(d, &k, &kn, &esc) != 0 || !eat(d, ':'))
-            return syntax(d, "a field name and ':'");
-        loom_error *e = NULL;
-        int esc_value = 0;
-        if (key_is(k, kn, "name") || key_is(k, kn, "datatype")) {
-            const char *v;
-            size_t vn;
-            if (string(d, &v, &vn, &esc_value) != 0 || esc_value)
-                return bad_input(i, NULL, "%.*s: expected a string without escapes", (int)kn, k);
-            if (k[0] == 'n') {
-                f->name = v, f->name_len = vn;
-                f->decl = find_decl(d->m->inputs, d->m->ninputs, v, vn);
-            } else {
-                f->dtype = dtype_parse(v, vn);
-                if (f->dtype < 0)
-                    return bad_input(i, NULL, "datatype \"%.*s\": expected " DTYPE_NAME_LIST,
-                                     (int)(vn < 32 ? vn : 32), v);
-            }
-        } else if (key_is(k, kn, "shape")) {
-            e = read_shape(d, i, f);
-        } else if (key_is(k, kn, "data") && f->decl >= 0 && f->dtype >= 0 && f->count < 0 &&
-                   f->dtype == d->m->inputs[f->decl].dtype && !d->seen[f->decl]) {
-            ws(d);
-            e = read_data(d, i, f->decl, &f->count);
-        } else if (key_is(k, kn, "data")) {
-            ws(d);
-            f->data = d->p; /* read once the name and datatype are known */
-            if (skip_value(d, 0) != 0)
-                return syntax(d, "a JSON value");
-        } else if (skip_value(d, 0) != 0) {
-            return syntax(d, "a JSON value");
+    int i = ((input_at *)arg)->i;
+    input_fields *f = ((input_at *)arg)->f;
+    if (key_is(k, kn, "name") || key_is(k, kn, "datatype")) {
+        const char *v;
+        size_t vn;
+        int escaped;
+        if (string(d, &v, &vn, &escaped) != 0 || escaped)
+            return bad_input(i, NULL, "%.*s: expected a string without escapes", (int)kn, k);
+        if (k[0] == 'n') {
+            f->name = v, f->name_len = vn;
+            f->decl = find_decl(d->m->inputs, d->m->ninputs, v, vn);
+        } else if ((f->dtype = dtype_parse(v, vn)) < 0) {
+            return bad_input(i, NULL, "datatype \"%.*s\": expected " DTYPE_NAME_LIST,
+                             (int)(vn < 32 ? vn : 32), v);
         }
-        if (e)
-            return e;
-    } while (eat(d, ','));
-    return eat(d, '}') ? NULL : syntax(d, "',' or '}'");
+        return NULL;
+    }
+    if (key_is(k, kn, "shape"))
+        return read_shape(d, i, f);
+    ws(d);
+    if (key_is(k, kn, "data") && f->decl >= 0 && f->dtype >= 0 && f->count < 0 &&
+        f->dtype == d->m->inputs[f->decl].dtype && !d->seen[f->decl])
+        return read_data(d, i, f->decl, &f->count);
+    if (key_is(k, kn, "data"))
+        f->data = d->p; /* read once the name and datatype are known */
+    return skip_value(d, 0) == 0 ? NULL : syntax(d, "a JSON value");
 }
 
 /* Elements a shape holds; -1 past the limit. */
@@ -316,7 +326,8 @@ static loom_error *read_input(dec *d, int i)
 {
     input_fields f = {.decl = -1, .dtype = -1, .count = -1};
     size_t data_at = d->out->pack.len;
-    loom_error *e = read_fields(d, i, &f);
+    input_at at = {i, &f};
+    loom_error *e = each_field(d, input_field, &at);
     if (!e)
         e = check_input(d, i, &f);
     if (e)
@@ -400,6 +411,21 @@ static loom_error *read_inputs(dec *d)
     return eat(d, ']') ? NULL : syntax(d, "',' or ']' closing inputs");
 }
 
+typedef struct output_name {
+    const char *v;
+    size_t vn;
+} output_name;
+
+/* One field of an "outputs" entry: its name kept, the rest passed over. */
+static loom_error *output_field(dec *d, const char *k, size_t kn, void *arg)
+{
+    output_name *o = arg;
+    int esc;
+    if (key_is(k, kn, "name") ? string(d, &o->v, &o->vn, &esc) != 0 : skip_value(d, 0) != 0)
+        return syntax(d, "a JSON value");
+    return NULL;
+}
+
 /* "outputs": [{"name"}]: which declared outputs to answer. */
 static loom_error *read_outputs(dec *d)
 {
@@ -410,20 +436,14 @@ static loom_error *read_outputs(dec *d)
         return NULL;
     int i = 0;
     do {
-        const char *k, *v = NULL;
-        size_t kn, vn = 0;
-        int esc;
+        output_name o = {NULL, 0};
         if (!eat(d, '{'))
             return loom_err(LOOM_E_INVALID, "outputs[%d]: expected {\"name\"}", i);
-        if (!eat(d, '}'))
-            do {
-                if (string(d, &k, &kn, &esc) != 0 || !eat(d, ':'))
-                    return syntax(d, "a field name and ':'");
-                if (key_is(k, kn, "name") ? string(d, &v, &vn, &esc) != 0 : skip_value(d, 0) != 0)
-                    return syntax(d, "a JSON value");
-            } while (eat(d, ','));
-        if (v && !eat(d, '}'))
-            return syntax(d, "'}'");
+        loom_error *e = each_field(d, output_field, &o);
+        if (e)
+            return e;
+        const char *v = o.v;
+        size_t vn = o.vn;
         int at = v ? find_decl(m->outputs, m->noutputs, v, vn) : -1;
         char names[512];
         if (at < 0)
@@ -453,32 +473,29 @@ static loom_error *read_id(dec *d)
     return NULL;
 }
 
+/* One field of the request. */
+static loom_error *request_field(dec *d, const char *k, size_t kn, void *arg)
+{
+    int *inputs = arg;
+    if (key_is(k, kn, "inputs") && !*inputs) {
+        *inputs = 1;
+        return read_inputs(d);
+    }
+    if (key_is(k, kn, "outputs"))
+        return read_outputs(d);
+    if (key_is(k, kn, "id"))
+        return read_id(d);
+    return skip_value(d, 0) == 0 ? NULL : syntax(d, "a JSON value");
+}
+
 static loom_error *read_request(dec *d)
 {
     if (!eat(d, '{'))
         return syntax(d, "a JSON object {\"inputs\": [...]}");
     int inputs = 0;
-    if (!eat(d, '}'))
-        do {
-            const char *k;
-            size_t kn;
-            int esc;
-            if (string(d, &k, &kn, &esc) != 0 || !eat(d, ':'))
-                return syntax(d, "a field name and ':'");
-            loom_error *e = NULL;
-            if (key_is(k, kn, "inputs") && !inputs)
-                inputs = 1, e = read_inputs(d);
-            else if (key_is(k, kn, "outputs"))
-                e = read_outputs(d);
-            else if (key_is(k, kn, "id"))
-                e = read_id(d);
-            else if (skip_value(d, 0) != 0)
-                return syntax(d, "a JSON value");
-            if (e)
-                return e;
-        } while (eat(d, ','));
-    if (!eat(d, '}'))
-        return syntax(d, "',' or '}'");
+    loom_error *e = each_field(d, request_field, &inputs);
+    if (e)
+        return e;
     ws(d);
     if (d->p != d->end)
         return syntax(d, "the end of the body");

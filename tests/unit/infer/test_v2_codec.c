@@ -85,32 +85,31 @@ static void refuses_bad_inputs(void)
     setup(0);
     const char *x = "{\"name\":\"x\",\"shape\":[1],\"datatype\":\"FP64\",\"data\":[1]}";
     char body[512];
-    snprintf(body, sizeof body, "{\"inputs\":[%s,{\"name\":\"idz\",\"shape\":[2,1],"
-             "\"datatype\":\"INT32\",\"data\":[1,2]}]}", x);
-    refused(body, LOOM_E_INVALID, "inputs[1]: no input is named \"idz\" (the model declares "
-            "\"x\", \"idx\")");
-    snprintf(body, sizeof body, "{\"inputs\":[%s,{\"name\":\"idx\",\"shape\":[2,1],"
-             "\"datatype\":\"FP32\",\"data\":[1,2]}]}", x);
-    refused(body, LOOM_E_INVALID, "inputs[1] (\"idx\"): datatype: expected INT32 (declared), "
-            "got FP32");
-    snprintf(body, sizeof body, "{\"inputs\":[%s,{\"name\":\"idx\",\"shape\":[2],"
-             "\"datatype\":\"INT32\",\"data\":[1,2]}]}", x);
-    refused(body, LOOM_E_INVALID, "inputs[1] (\"idx\"): shape: 1 dimensions, expected 2");
-    snprintf(body, sizeof body, "{\"inputs\":[%s,{\"name\":\"idx\",\"shape\":[3,1],"
-             "\"datatype\":\"INT32\",\"data\":[1,2,3]}]}", x);
-    refused(body, LOOM_E_INVALID, "inputs[1] (\"idx\"): shape[0]: 3, expected 2 (declared)");
-    snprintf(body, sizeof body, "{\"inputs\":[%s,{\"name\":\"idx\",\"shape\":[2,2],"
-             "\"datatype\":\"INT32\",\"data\":[1,2,3]}]}", x);
-    refused(body, LOOM_E_INVALID, "inputs[1] (\"idx\"): data: 3 elements, the shape holds 4");
-    snprintf(body, sizeof body, "{\"inputs\":[%s,{\"name\":\"idx\",\"shape\":[2,1],"
-             "\"datatype\":\"INT32\",\"data\":[1,2147483648]}]}", x);
-    refused(body, LOOM_E_INVALID, "data[1]: expected whole numbers of INT32");
-    snprintf(body, sizeof body, "{\"inputs\":[%s,{\"name\":\"idx\",\"shape\":[2,1],"
-             "\"datatype\":\"INT32\",\"data\":[1,2.5]}]}", x);
-    refused(body, LOOM_E_INVALID, "inputs[1] (\"idx\"): data[1]: expected whole numbers");
-    snprintf(body, sizeof body, "{\"inputs\":[%s,{\"name\":\"idx\",\"shape\":[2,1],"
-             "\"datatype\":\"INT32\",\"data\":[1,\"2\"]}]}", x);
-    refused(body, LOOM_E_INVALID, "data[1]");
+    /* the second input, and what its refusal says */
+    static const struct {
+        const char *input, *says;
+    } cases[] = {
+        {"\"name\":\"idz\",\"shape\":[2,1],\"datatype\":\"INT32\",\"data\":[1,2]",
+         "inputs[1]: no input is named \"idz\" (the model declares \"x\", \"idx\")"},
+        {"\"name\":\"idx\",\"shape\":[2,1],\"datatype\":\"FP32\",\"data\":[1,2]",
+         "inputs[1] (\"idx\"): datatype: expected INT32 (declared), got FP32"},
+        {"\"name\":\"idx\",\"shape\":[2],\"datatype\":\"INT32\",\"data\":[1,2]",
+         "inputs[1] (\"idx\"): shape: 1 dimensions, expected 2"},
+        {"\"name\":\"idx\",\"shape\":[3,1],\"datatype\":\"INT32\",\"data\":[1,2,3]",
+         "inputs[1] (\"idx\"): shape[0]: 3, expected 2 (declared)"},
+        {"\"name\":\"idx\",\"shape\":[2,2],\"datatype\":\"INT32\",\"data\":[1,2,3]",
+         "inputs[1] (\"idx\"): data: 3 elements, the shape holds 4"},
+        {"\"name\":\"idx\",\"shape\":[2,1],\"datatype\":\"INT32\",\"data\":[1,2147483648]",
+         "data[1]: expected whole numbers of INT32"},
+        {"\"name\":\"idx\",\"shape\":[2,1],\"datatype\":\"INT32\",\"data\":[1,2.5]",
+         "inputs[1] (\"idx\"): data[1]: expected whole numbers"},
+        {"\"name\":\"idx\",\"shape\":[2,1],\"datatype\":\"INT32\",\"data\":[1,\"2\"]",
+         "data[1]"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(body, sizeof body, "{\"inputs\":[%s,{%s}]}", x, cases[i].input);
+        refused(body, LOOM_E_INVALID, cases[i].says);
+    }
     snprintf(body, sizeof body, "{\"inputs\":[%s]}", x);
     refused(body, LOOM_E_INVALID, "inputs: \"idx\" is missing");
     snprintf(body, sizeof body, "{\"inputs\":[%s,%s]}", x, x);
