@@ -76,8 +76,30 @@ static void ffi_tensor(const ffi_sig_param *p, const char *fallback, int64_t siz
     t->shape[0] = size;
 }
 
-/* An ffi model's undeclared inputs and outputs, from its signature. */
-static void ffi_tensors(const cJSON *root, model_spec *out)
+/* The declared input an ffi model's `in` parameter binds to (by its name,
+ * or the only one) must be of the parameter's type. */
+static loom_error *ffi_check_input(const model_spec *m, const ffi_sig_param *p)
+{
+    const char *name = p->name[0] ? p->name : "input";
+    const model_tensor *t = NULL;
+    for (int i = 0; i < m->ninputs && !t; i++)
+        if (strcmp(m->inputs[i].name, name) == 0)
+            t = &m->inputs[i];
+    if (!t && m->ninputs == 1)
+        t = &m->inputs[0];
+    if (!t)
+        return loom_err(LOOM_E_INVALID, "model.json: inputs: none is named \"%s\", the ffi "
+                        "signature's input parameter (declare it, or one input alone)", name);
+    if (t->dtype != ffi_sig_type_dtype(p->type))
+        return loom_err(LOOM_E_INVALID, "model.json: inputs: \"%s\" is %s, the ffi signature's "
+                        "parameter takes %s (expected %s)", t->name, dtype_name(t->dtype),
+                        ffi_sig_type_name(p->type), dtype_name(ffi_sig_type_dtype(p->type)));
+    return NULL;
+}
+
+/* An ffi model's inputs and outputs, from its signature unless declared
+ * (then its input is checked against the signature). */
+static loom_error *ffi_tensors(const cJSON *root, model_spec *out)
 {
     const cJSON *f = cJSON_GetObjectItemCaseSensitive(root, "ffi");
     const cJSON *sig_text = cJSON_GetObjectItemCaseSensitive(f, "signature");
@@ -86,10 +108,14 @@ static void ffi_tensors(const cJSON *root, model_spec *out)
     loom_error *e = ffi_sig_parse(cJSON_IsString(sig_text) ? sig_text->valuestring : "", &sig);
     if (e) { /* the ffi check names it */
         loom_err_free(e);
-        return;
+        return NULL;
     }
+    int declared = out->ninputs || out->noutputs;
+    for (int i = 0; declared && i < sig.nargs; i++)
+        if (sig.args[i].dir == FFI_SIG_IN || sig.args[i].dir == FFI_SIG_INOUT)
+            return ffi_check_input(out, &sig.args[i]);
     int64_t out_size = cJSON_IsNumber(size) ? (int64_t)size->valuedouble : -1;
-    for (int i = 0; i < sig.nargs; i++) {
+    for (int i = 0; !declared && i < sig.nargs; i++) {
         const ffi_sig_param *p = &sig.args[i];
         if ((p->dir == FFI_SIG_IN || p->dir == FFI_SIG_INOUT) &&
             out->ninputs < 1)
@@ -97,6 +123,7 @@ static void ffi_tensors(const cJSON *root, model_spec *out)
         if ((p->dir == FFI_SIG_OUT || p->dir == FFI_SIG_INOUT) && out->noutputs < 1)
             ffi_tensor(p, "output", out_size, &out->outputs[out->noutputs++]);
     }
+    return NULL;
 }
 
 loom_error *model_spec_tensors(const cJSON *root, model_spec *out)
@@ -119,8 +146,8 @@ loom_error *model_spec_tensors(const cJSON *root, model_spec *out)
     if (out->runtime == MODEL_RUNTIME_NATIVE && (out->ninputs || out->noutputs))
         return loom_err(LOOM_E_INVALID, "model.json: inputs: runtime \"native\" decodes its "
                         "own v2 requests (its shapes come from its training); declare none");
-    if (out->runtime == MODEL_RUNTIME_FFI && !out->ninputs && !out->noutputs)
-        ffi_tensors(root, out);
+    if (out->runtime == MODEL_RUNTIME_FFI && (e = ffi_tensors(root, out)) != NULL)
+        return e;
     if (!raw && !out->ninputs && proto && !cJSON_IsNull(proto))
         return loom_err(LOOM_E_INVALID, "model.json: protocol \"v2\" needs declared inputs "
                         "(\"inputs\": [{\"name\", \"datatype\", \"shape\"}])");
