@@ -3,7 +3,6 @@
 #include "infer/kernel_server.h"
 
 #include <errno.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +33,6 @@ typedef struct slot {
     char type[KERNEL_CONTENT_TYPE_MAX];
     uint64_t off, len;
     struct server *srv;
-    loom_tensor_view inputs[MODEL_TENSOR_LIMIT]; /* a v2 request's, in the arena */
 } slot;
 
 typedef struct server {
@@ -43,6 +41,9 @@ typedef struct server {
     char *out; /* the answer region of the batch running */
     size_t out_used;
     slot *slots;
+    /* A v2 batch's input views, MODEL_TENSOR_LIMIT per request (apart from
+     * the slots, which stay small for a raw batch). */
+    loom_tensor_view *views;
     wire_buf reply; /* reused batch after batch */
 } server;
 
@@ -235,18 +236,19 @@ static int serve_batch(server *srv, loaded_kernel *k, wire_reader *r)
         if (r->bad || off > KERNEL_ARENA_REGION || len > KERNEL_ARENA_REGION - off)
             return -1;
         slot *s = &srv->slots[i];
-        memset(s, 0, offsetof(slot, inputs)); /* the views are filled when read */
+        memset(s, 0, sizeof *s);
         s->srv = srv;
         s->req = (loom_infer_request){.struct_size = sizeof s->req, .id = i,
                                       .content_type = "application/json",
                                       .body = (const uint8_t *)srv->arena + off, .body_len = len,
                                       .host_data = s, .respond = respond,
                                       .respond_tensors = respond_tensors};
-        if (tensors && v2_pack_read(srv->arena + off, len, s->inputs, MODEL_TENSOR_LIMIT,
+        loom_tensor_view *views = srv->views + (size_t)i * MODEL_TENSOR_LIMIT;
+        if (tensors && v2_pack_read(srv->arena + off, len, views, MODEL_TENSOR_LIMIT,
                                     &s->req.input_count) != 0)
             return -1;
         if (tensors) {
-            s->req.inputs = s->inputs;
+            s->req.inputs = views;
             s->req.body = NULL;
             s->req.body_len = 0;
         }
@@ -290,10 +292,13 @@ int kernel_server_run(int fd, const kernel_server_spec *spec)
     loom_error *e = load_kernel(&k, spec);
     int memfd = -1;
     srv.slots = calloc(KERNEL_BATCH_MAX, sizeof *srv.slots);
-    if (!e && (!srv.slots || (memfd = make_arena(&srv)) < 0))
+    srv.views = calloc((size_t)KERNEL_BATCH_MAX * MODEL_TENSOR_LIMIT, sizeof *srv.views);
+    if (!e && (!srv.slots || !srv.views || (memfd = make_arena(&srv)) < 0))
         e = loom_err(LOOM_E_INTERNAL, "cannot make the shared arena: %s", strerror(errno));
     if (send_ready(fd, e, e ? -1 : memfd) != 0 || e) {
         loom_err_free(e);
+        free(srv.slots);
+        free(srv.views);
         unload_kernel(&k);
         return 1;
     }
@@ -331,6 +336,7 @@ int kernel_server_run(int fd, const kernel_server_spec *spec)
     free(frame);
     wire_free(&srv.reply);
     free(srv.slots);
+    free(srv.views);
     unload_kernel(&k);
     return rc;
 }
