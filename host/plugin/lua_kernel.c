@@ -147,7 +147,12 @@ static void respond(lua_State *L, struct execute_call *call, int responses,
         luaL_error(L, "execute: response %d: status must be 0 or a loom error "
                       "code 1-%d", (int)i + 1, LOOM_ERR_ALREADY_EXISTS);
     loom_infer_request *r = call->requests[i];
-    if (status == 0 && lua_getfield(L, response, "outputs") == LUA_TTABLE) {
+    const char *default_type = status == 0 ? "application/json" : "text/plain";
+    int body_type = lua_getfield(L, response, "body");
+    /* no body: a v2 model's answer may be its outputs (looked up only
+     * then, so a raw answer costs no second lookup) */
+    if (body_type == LUA_TNIL && status == 0 &&
+        lua_getfield(L, response, "outputs") == LUA_TTABLE) {
         loom_error *err;
         lua_kernel_respond_tensors(L, lua_gettop(L), r, (int)i + 1, &err);
         if (err)
@@ -155,8 +160,8 @@ static void respond(lua_State *L, struct execute_call *call, int responses,
         lua_settop(L, base);
         return;
     }
-    const char *default_type = status == 0 ? "application/json" : "text/plain";
-    int body_type = lua_getfield(L, response, "body");
+    if (body_type == LUA_TNIL)
+        lua_settop(L, response + 2); /* the status and the nil body */
     if (body_type == LUA_TTABLE) {
         char *json;
         loom_error *err = lua_json_encode(L, -1, &json);
