@@ -79,8 +79,12 @@ struct loom_infer_request {
      * "shape", "data"}]}. A view with a NULL or empty name takes the name
      * of the declared output at its position. When model.json declares
      * outputs, `count` must equal their number: otherwise the request
-     * fails with an internal error naming the model and both counts. The
-     * same exactly-once rule as respond (one or the other).
+     * fails with an internal error naming the model and both counts. Each
+     * view: a loom_dtype, at most LOOM_MAX_DIMS dimensions, host memory,
+     * nbytes = elements x element size; at most 16 views. A view that is
+     * not so fails the request with an internal error naming it, which is
+     * also returned. The same exactly-once rule as respond (one or the
+     * other).
      * [thread: the thread running execute] [owns: every argument
      * borrowed; the host copies the tensors] */
     loom_error *(*respond_tensors)(loom_infer_request *request,
