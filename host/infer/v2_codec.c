@@ -214,16 +214,39 @@ static int put(v2_buf *b, const char *s, size_t n)
 
 static int puts_(v2_buf *b, const char *s) { return put(b, s, strlen(s)); }
 
+/* About the longest JSON text of one element of a type ("-2147483648",
+ * "-2.2250738585072014e-308", "false"): room reserved at once, checked
+ * element by element all the same. */
+static size_t json_width(int32_t dtype)
+{
+    switch (dtype) {
+    case LOOM_DTYPE_BOOL: return 5;
+    case LOOM_DTYPE_U8: return 3;
+    case LOOM_DTYPE_I8: return 4;
+    case LOOM_DTYPE_U16: return 5;
+    case LOOM_DTYPE_I16: return 6;
+    case LOOM_DTYPE_U32: return 10;
+    case LOOM_DTYPE_I32: return 11;
+    case LOOM_DTYPE_F32: return 18;
+    default: return 24; /* 64-bit integers (20) and FP64 */
+    }
+}
+
 static int put_data(v2_buf *b, const loom_tensor_view *t)
 {
     size_t size = dtype_size(t->dtype), count = size ? t->nbytes / size : 0;
+    size_t each = json_width(t->dtype) + 1; /* and a comma */
     ffi_sig_type type = ffi_sig_type_of_dtype(t->dtype);
-    if (count > V2_ANSWER_MAX / (FFI_SIG_JSON_MAX + 1) ||
-        reserve_within(b, count * (FFI_SIG_JSON_MAX + 1) + 2, V2_ANSWER_MAX) != 0)
+    if (count > V2_ANSWER_MAX / each ||
+        reserve_within(b, count * each + FFI_SIG_JSON_MAX + 2, V2_ANSWER_MAX) != 0)
         return -1;
     b->data[b->len++] = '[';
     for (size_t k = 0; k < count; k++) {
         const char *v = (const char *)t->data + k * size;
+        /* an element is handed FFI_SIG_JSON_MAX bytes, its comma and the ']' */
+        if (b->cap - b->len < FFI_SIG_JSON_MAX + 2 &&
+            reserve_within(b, FFI_SIG_JSON_MAX + 2, V2_ANSWER_MAX) != 0)
+            return -1;
         if (k)
             b->data[b->len++] = ',';
         if (t->dtype == LOOM_DTYPE_BOOL) {

@@ -2,6 +2,7 @@
  * against a model's declaration (every refusal names the input and what
  * was expected), the shorthand, nested data, the limits, the tensor pack
  * both ways, and the answer's and the metadata's JSON. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -252,6 +253,42 @@ static void encodes_answers(void)
     loom_err_free(e);
 }
 
+/* Each type's values as JSON, the widest ones included. */
+static void encodes_types(void)
+{
+    setup(0);
+    model->noutputs = 0;
+    char flags[2] = {1, 0};
+    uint8_t bytes[2] = {0, 255};
+    int32_t ints[2] = {INT32_MIN, INT32_MAX};
+    uint64_t big[1] = {UINT64_MAX};
+    float f[2] = {-1.17549435e-38f, 0.5f};
+    double d[2] = {-2.2250738585072014e-308, 1.0 / 3};
+    loom_tensor_view out[6] = {
+        {.dtype = LOOM_DTYPE_BOOL, .ndim = 1, .shape = {2}, .data = flags, .nbytes = 2},
+        {.dtype = LOOM_DTYPE_U8, .ndim = 1, .shape = {2}, .data = bytes, .nbytes = 2},
+        {.dtype = LOOM_DTYPE_I32, .ndim = 1, .shape = {2}, .data = ints, .nbytes = 8},
+        {.dtype = LOOM_DTYPE_U64, .ndim = 0, .data = big, .nbytes = 8},
+        {.dtype = LOOM_DTYPE_F32, .ndim = 1, .shape = {2}, .data = f, .nbytes = 8},
+        {.dtype = LOOM_DTYPE_F64, .ndim = 1, .shape = {2}, .data = d, .nbytes = 16}};
+    CHECK_OK(v2_views_check(out, 6));
+    size_t size = v2_pack_size(out, 6);
+    char *pack = aligned_alloc(8, (size + 7) & ~(size_t)7);
+    v2_pack_write(pack, out, 6);
+    v2_buf json = {0};
+    CHECK_OK(v2_encode_answer(model, NULL, pack, size, &json));
+    char *text = strndup(json.data, json.len);
+    CHECK_CONTAINS(text, "\"datatype\":\"BOOL\",\"shape\":[2],\"data\":[true,false]");
+    CHECK_CONTAINS(text, "\"datatype\":\"UINT8\",\"shape\":[2],\"data\":[0,255]");
+    CHECK_CONTAINS(text, "\"data\":[-2147483648,2147483647]");
+    CHECK_CONTAINS(text, "\"datatype\":\"UINT64\",\"shape\":[],\"data\":[18446744073709551615]");
+    CHECK_CONTAINS(text, "\"data\":[-1.17549435e-38,0.5]");
+    CHECK_CONTAINS(text, "\"data\":[-2.2250738585072014e-308,0.33333333333333331]");
+    free(text);
+    free(pack);
+    v2_buf_free(&json);
+}
+
 static void metadata(void)
 {
     setup(0);
@@ -273,6 +310,7 @@ int main(void)
     refuses_past_limits();
     shorthand();
     encodes_answers();
+    encodes_types();
     metadata();
     free(model);
     return CHECK_DONE();
