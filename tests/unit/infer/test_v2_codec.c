@@ -286,6 +286,17 @@ static void encodes_types(void)
     CHECK_CONTAINS(text, "\"data\":[-2.2250738585072014e-308,0.33333333333333331]");
     free(text);
     free(pack);
+    /* 9 million UINT8 (9 MB, 18 MB of JSON) fit the answer's limit */
+    size_t n = 9000000;
+    loom_tensor_view many = {.dtype = LOOM_DTYPE_U8, .ndim = 1, .shape = {(int64_t)n},
+                             .data = calloc(n, 1), .nbytes = n};
+    size = v2_pack_size(&many, 1);
+    pack = aligned_alloc(8, (size + 7) & ~(size_t)7);
+    v2_pack_write(pack, &many, 1);
+    CHECK_OK(v2_encode_answer(model, NULL, pack, size, &json));
+    CHECK(json.len > 2 * n);
+    free(many.data);
+    free(pack);
     v2_buf_free(&json);
 }
 
