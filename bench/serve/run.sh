@@ -9,10 +9,15 @@
 #   2. the Fashion-MNIST MLP (native kernel, trained here for one epoch):
 #      task_batch_size 32 against 1 under load (target >= 3x), and p50 at one
 #      connection (the batching delay: target <= 2 ms more);
-#   3. autoscaling under a step in load: instances over time, requests lost.
+#   3. autoscaling under a step in load: instances over time, requests lost;
+#   v2. the echo kernels of a v2 model (echo-so-v2, echo-lua-v2, echo-ffi):
+#      an Open Inference Protocol v2 request decoded by the host, its
+#      tensors to the kernel and its answer encoded, at 64 connections:
+#      req/s, p99 and CPU/request beside the raw echo's (section 1's, when
+#      it ran).
 #
 # usage: bench/serve/run.sh [BUILD_DIR] [SECONDS]   (default: build, 5)
-#        SECTIONS="echo mlp scale" (the default: all three) picks some.
+#        SECTIONS="echo v2 mlp scale" (the default: all four) picks some.
 # Needs wrk and nginx (Debian's wrk, nginx-light) and the serving examples
 # (built with the tree). Each figure is the median of three wrk runs.
 set -eu
@@ -20,7 +25,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 build=${1:-$root/build}
 secs=${2:-5}
-SECTIONS=${SECTIONS:-echo mlp scale}
+SECTIONS=${SECTIONS:-echo v2 mlp scale}
 want() { case " $SECTIONS " in *" $1 "*) return 0 ;; esac; return 1; }
 LOOM=$build/bin/loom
 EX=$build/examples/serving
@@ -28,6 +33,7 @@ for t in wrk nginx; do command -v $t >/dev/null || [ -x /usr/sbin/$t ] || { echo
 [ -x "$LOOM" ] && [ -d "$EX/echo-so" ] || { echo "build the tree first (cmake --build $build)" >&2; exit 1; }
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/loom-bench-serve-XXXXXX")
+chmod o+x "$WORK" # run as root, jobs and kernels run under accounts of their own that pass through
 export LOOM_HOME=$WORK/home
 unset LOOM_HOST
 HOST_PID= NGINX_PID=
@@ -144,6 +150,28 @@ for way in so lua ffi; do
         "$(for r in $ratios; do awk -v r="$r" 'BEGIN {printf " %.0f", 100 * r}'; done)" \
         "$(echo $p99s | median)" "$errs" "$cpu"
     "$LOOM" model stop "echo-$way" >/dev/null
+    eval "raw_rps_$way=$(echo $looms | median) raw_cpu_$way=$cpu"
+done
+fi
+
+if want v2; then
+# The same echo, a v2 model: the host decodes the request into tensors and
+# encodes the kernel's output tensors as the answer.
+echo "== v2 echo at 64 connections (wrk -t2 -c64 -d${secs}s, median of 3): an Open Inference Protocol request decoded by the host"
+echo '{"id":"1","inputs":[{"name":"x","shape":[4],"datatype":"FP64","data":[1.5,2.5,3.5,4.5]}]}' > "$WORK/v2.json"
+profile 32 1 1
+for way in so lua ffi; do
+    model=echo-$way-v2; [ $way = ffi ] && model=echo-ffi
+    "$LOOM" model deploy -p "$EX/$model" --profile "$WORK/profile.json" >/dev/null 2>&1 || true
+    "$LOOM" model start "$model" --wait 90 >/dev/null
+    t0=$(loom_cpu_ticks)
+    read -r rps _ p99 err <<< "$(wrk_post "$URL/dlim/v1/inference/$model" "$WORK/v2.json" 64)"
+    cpu=$(awk -v t=$(($(loom_cpu_ticks) - t0)) -v n="$(cat "$WORK/requests")" -v hz="$(getconf CLK_TCK)" \
+        'BEGIN {printf "%.1f", n ? t * 1e6 / hz / n : 0}')
+    eval "raw=\${raw_rps_$way:--} raw_cpu=\${raw_cpu_$way:--}"
+    printf '%-11s loom %8.0f req/s, p99 %s ms, errors %s, %s us CPU/request | raw echo-%s: %s req/s, %s us CPU/request\n' \
+        "$model" "$rps" "$p99" "$err" "$cpu" "$way" "$raw" "$raw_cpu"
+    "$LOOM" model stop "$model" >/dev/null
 done
 fi
 

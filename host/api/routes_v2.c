@@ -6,6 +6,8 @@
  * health checks are public, as KServe's probes expect, and say nothing but
  * that the host answers. Errors keep loom's one shape, whose "error" string
  * is the protocol's. */
+#include <stdlib.h>
+
 #include <cjson/cJSON.h>
 
 #include "api/api.h"
@@ -16,12 +18,16 @@
 static void model_metadata(void *ctx, const http_request *req, http_response *res)
 {
     api_services *d = ctx;
-    cJSON *meta;
+    char *meta = NULL;
     loom_error *e = infer_metadata(d->infer, OWNER(req), req->params[0], &meta);
+    cJSON *json = e ? NULL : cJSON_Parse(meta);
+    free(meta);
+    if (!e && !json)
+        e = loom_err(LOOM_E_INTERNAL, "model \"%s\": its metadata is not JSON", req->params[0]);
     if (e)
         api_reply_error(res, e);
     else
-        http_reply_json(res, 200, meta);
+        http_reply_json(res, 200, json);
 }
 
 /* Ready: started, with an instance serving now (not only once). */

@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "infer/kernel_server.h"
 #include "infer/model_spec.h"
+#include "plugin/dtype_names.h"
 #include "util/fs.h"
 #include "util/supervise.h"
 #include "util/tarball.h"
@@ -310,6 +311,22 @@ static int check_registered(const model_spec *spec, const cli_globals *g)
     return 0;
 }
 
+/* "x FP64 [-1], idx INT32 [2,-1]": declared tensors, for model check. */
+static void tensors_text(const model_tensor *t, int n, char *buf, size_t len)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < n && at < len; i++) {
+        at += (size_t)snprintf(buf + at, len - at, "%s%s %s [", i ? ", " : "", t[i].name,
+                               dtype_name(t[i].dtype));
+        for (uint32_t k = 0; k < t[i].ndim && at < len; k++)
+            at += (size_t)snprintf(buf + at, len - at, "%s%lld", k ? "," : "",
+                                   (long long)t[i].shape[k]);
+        if (at < len)
+            at += (size_t)snprintf(buf + at, len - at, "]");
+    }
+}
+
 static int model_check(const char *dir, const cli_globals *g)
 {
     model_spec spec;
@@ -331,12 +348,22 @@ static int model_check(const char *dir, const cli_globals *g)
                              .device_kind = LOOM_DEVICE_CPU};
     if (loom_err_take(kernel_server_check(&ks), err, sizeof err))
         return cli_fail("model refused: %s", err);
-    if (g->json)
-        printf("{\"name\":\"%s\",\"runtime\":\"%s\",\"ok\":true}\n", spec.name,
-               model_runtime_name(spec.runtime));
+    const char *protocol = spec.protocol == MODEL_PROTOCOL_V2 ? "v2" : "raw";
+    if (g->json) {
+        printf("{\"name\":\"%s\",\"runtime\":\"%s\",\"protocol\":\"%s\",\"ok\":true}\n",
+               spec.name, model_runtime_name(spec.runtime), protocol);
+        return 0;
+    }
+    printf("model %s: runtime %s, kernel loaded and an instance created: ok\n", spec.name,
+           model_runtime_name(spec.runtime));
+    char in[1024], out[1024];
+    tensors_text(spec.inputs, spec.ninputs, in, sizeof in);
+    tensors_text(spec.outputs, spec.noutputs, out, sizeof out);
+    if (spec.protocol == MODEL_PROTOCOL_V2)
+        printf("requests: Open Inference Protocol v2, decoded by the host; inputs %s; outputs "
+               "%s\n", in, spec.noutputs ? out : "(not declared)");
     else
-        printf("model %s: runtime %s, kernel loaded and an instance created: ok\n", spec.name,
-               model_runtime_name(spec.runtime));
+        printf("requests: raw (the kernel gets the body as the client sent it)\n");
     return 0;
 }
 

@@ -9,15 +9,36 @@
 #include <string.h>
 #include <time.h>
 
+#include "infer/kernel_wire.h"
 #include "util/log.h"
 
 /* ---- one batch ------------------------------------------------------------ */
 
+/* A kernel's output tensors answered as v2 JSON (the host's encoding). */
+static void deliver_tensors(model_service *r, call *c, const kernel_task *t, v2_buf *json)
+{
+    loom_error *e = v2_encode_answer(&r->model, &c->v2, t->answer, t->answer_len, json);
+    if (e) {
+        char msg[400];
+        int32_t code = loom_err_take(e, msg, sizeof msg);
+        log_warn("%s", msg);
+        model_service_answer_error(c, code, msg);
+        return;
+    }
+    model_service_answer a = {0, "application/json", json->data, json->len};
+    c->done(c->ctx, &a);
+    model_service_call_free(c);
+}
+
 /* The kernel's answer to one call; a JSON type whose body is not JSON is
  * the kernel's fault and is reported as such. */
-static void deliver(model_service *r, call *c, const kernel_task *t)
+static void deliver(model_service *r, call *c, const kernel_task *t, v2_buf *json)
 {
     model_service_answer a = {t->status, t->content_type, t->answer, t->answer_len};
+    if (t->status == 0 && strcmp(t->content_type, KERNEL_TENSORS_TYPE) == 0) {
+        deliver_tensors(r, c, t, json);
+        return;
+    }
     if (t->status == 0 && strncmp(t->content_type, "application/json", 16) == 0) {
         cJSON *j = cJSON_ParseWithLength(t->answer, t->answer_len);
         if (!j) {
@@ -30,7 +51,7 @@ static void deliver(model_service *r, call *c, const kernel_task *t)
         cJSON_Delete(j);
     }
     c->done(c->ctx, &a);
-    free(c);
+    model_service_call_free(c);
 }
 
 
@@ -73,7 +94,7 @@ static int send_batch(model_service *r, kernel_proc *k, batch *b)
 static void deliver_batch(model_service *r, batch *b)
 {
     for (uint32_t i = 0; i < b->n; i++)
-        deliver(r, b->calls[i], &b->tasks[i]);
+        deliver(r, b->calls[i], &b->tasks[i], &b->json);
     pthread_mutex_lock(&r->lock);
     r->served += b->n;
     pthread_mutex_unlock(&r->lock);
@@ -94,13 +115,15 @@ static uint32_t take_queued_locked(model_service *r, call **out)
     uint32_t want = (uint32_t)r->profile.batch_size;
     uint32_t n = 0;
     size_t bytes = 0;
-    while (r->head && n < want && (n == 0 || bytes + r->head->len <= kernel_proc_batch_bytes())) {
+    /* each body starts 8-byte aligned in the arena */
+    while (r->head && n < want &&
+           (n == 0 || bytes + ((r->head->len + 7) & ~(size_t)7) <= kernel_proc_batch_bytes())) {
         call *c = r->head;
         r->head = c->next;
         if (!r->head)
             r->tail = NULL;
         r->queued--;
-        bytes += c->len;
+        bytes += (c->len + 7) & ~(size_t)7;
         c->next = NULL;
         out[n++] = c;
     }

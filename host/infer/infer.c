@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "infer/v2_codec.h"
 #include "store/store_infer.h"
 #include "util/fs.h"
 #include "util/job_sandbox.h"
@@ -489,52 +490,6 @@ loom_error *infer_view(infer_service *s, const char *owner, const char *name,
     return NULL;
 }
 
-/* model.json's declarations ("inputs" or "outputs") as v2 metadata: each
- * {"name", "datatype", "shape"}, nothing else of them. */
-static cJSON *tensor_declarations(const cJSON *model, const char *key)
-{
-    cJSON *out = cJSON_CreateArray();
-    const cJSON *protocol = cJSON_GetObjectItemCaseSensitive(model, "protocol");
-    if (cJSON_IsString(protocol) && strcmp(protocol->valuestring, "raw") == 0)
-        return out;
-    const cJSON *t;
-    cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(model, key))
-    {
-        cJSON *o = cJSON_CreateObject();
-        const char *fields[] = {"name", "datatype", "shape"};
-        for (int i = 0; i < 3; i++) {
-            const cJSON *f = cJSON_GetObjectItemCaseSensitive(t, fields[i]);
-            if (f)
-                cJSON_AddItemToObject(o, fields[i], cJSON_Duplicate(f, 1));
-        }
-        cJSON_AddItemToArray(out, o);
-    }
-    return out;
-}
-
-loom_error *infer_metadata(infer_service *s, const char *owner, const char *name, cJSON **out)
-{
-    *out = NULL;
-    infer_record rec;
-    loom_error *e = lookup(s, owner, name, &rec);
-    if (e)
-        return e;
-    cJSON *model = cJSON_Parse(rec.model_json);
-    const cJSON *rt = cJSON_GetObjectItemCaseSensitive(model, "runtime");
-    char platform[96];
-    snprintf(platform, sizeof platform, "loom-%s", cJSON_IsString(rt) ? rt->valuestring : "");
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "name", rec.name);
-    cJSON_AddArrayToObject(o, "versions");
-    cJSON_AddStringToObject(o, "platform", platform);
-    cJSON_AddItemToObject(o, "inputs", tensor_declarations(model, "inputs"));
-    cJSON_AddItemToObject(o, "outputs", tensor_declarations(model, "outputs"));
-    cJSON_Delete(model);
-    store_model_clear(&rec);
-    *out = o;
-    return NULL;
-}
-
 loom_error *infer_list(infer_service *s, const char *owner, infer_model_view **out,
                        size_t *count)
 {
@@ -559,6 +514,32 @@ loom_error *infer_list(infer_service *s, const char *owner, infer_model_view **o
     *out = views;
     *count = k;
     return NULL;
+}
+
+loom_error *infer_metadata(infer_service *s, const char *owner, const char *name,
+                           char **json_out)
+{
+    *json_out = NULL;
+    infer_record rec;
+    loom_error *e = lookup(s, owner, name, &rec);
+    if (e)
+        return e;
+    model_spec *spec = calloc(1, sizeof *spec); /* large: not on an HTTP thread's stack */
+    cJSON *m = spec ? cJSON_Parse(rec.model_json) : NULL;
+    const cJSON *rt = cJSON_GetObjectItemCaseSensitive(m, "runtime");
+    if (spec) {
+        snprintf(spec->name, sizeof spec->name, "%s", rec.name);
+        for (int r = 0; r <= MODEL_RUNTIME_NATIVE; r++)
+            if (cJSON_IsString(rt) && strcmp(rt->valuestring, model_runtime_name(r)) == 0)
+                spec->runtime = (model_runtime)r;
+        /* Checked at deploy: a refusal here leaves the lists empty. */
+        loom_err_free(model_spec_tensors(m, spec));
+        *json_out = v2_metadata_json(spec);
+    }
+    cJSON_Delete(m);
+    store_model_clear(&rec);
+    free(spec);
+    return *json_out ? NULL : loom_err(LOOM_E_INTERNAL, "out of memory");
 }
 
 /* ---- requests ------------------------------------------------------------------- */

@@ -83,14 +83,20 @@ loom_error *infer_set_profile(infer_service *s, const char *owner, const char *n
 /* LOOM_E_CONFLICT for a started model unless `force` (which stops it). */
 loom_error *infer_undeploy(infer_service *s, const char *owner, const char *name, int force);
 
-/* The model's metadata in the Open Inference Protocol v2's shape, *out
- * (the caller's): {"name", "versions": [], "platform": "loom-RUNTIME",
- * "inputs": [{"name", "datatype", "shape"}], "outputs": [...]}, from
- * model.json's "inputs"/"outputs" declarations ([] for a "protocol": "raw"
- * model or one that declares none). */
-loom_error *infer_metadata(infer_service *s, const char *owner, const char *name, cJSON **out);
+/* The model's Open Inference Protocol v2 metadata, for GET
+ * /v2/models/NAME: a JSON object {"name", "versions": [], "platform":
+ * "loom-RUNTIME", "inputs": [{"name", "datatype", "shape"}], "outputs":
+ * [...]} in *json_out (malloc'd, the caller frees). A raw model (no
+ * declared inputs) has empty "inputs" and "outputs". Visible models only,
+ * as infer_view: another user's is "not found". */
+loom_error *infer_metadata(infer_service *s, const char *owner, const char *name,
+                           char **json_out);
 
-/* Sends a request to a started model; see model_service_submit. */
+/* Sends a request to a started model; see model_service_submit. A model
+ * that declares its inputs (model.json "inputs") takes an Open Inference
+ * Protocol v2 request, decoded and checked here before any kernel sees it
+ * (a bad one is LOOM_E_INVALID naming the input and what was expected);
+ * a raw model takes the body as it is. */
 loom_error *infer_request(infer_service *s, const char *owner, const char *name,
                           const char *body, size_t len, model_service_done_fn done, void *ctx);
 

@@ -136,6 +136,8 @@ static void *instance_main(void *arg)
         in->state = INST_WAITING;
         pthread_mutex_unlock(&r->lock);
     }
+    v2_buf_free(&two[0].json);
+    v2_buf_free(&two[1].json);
     free(two);
     set_state(r, in, INST_DONE);
     return NULL;

@@ -27,6 +27,7 @@ struct kernel_proc {
     char *reply;
     size_t reply_cap;
     int spin; /* await an answer spinning first (see kernel_proc_spin) */
+    int tensors;        /* requests are tensor packs (a v2 model) */
     int in_flight;      /* a batch was sent and not yet collected */
     uint32_t sent;      /* its size */
     uint8_t region;     /* the answer region it writes to */
@@ -182,6 +183,7 @@ loom_error *kernel_proc_start(const kernel_proc_spec *spec, kernel_proc **out)
     k->child.fd = -1;
     k->child.kind = "kernel";
     k->spin = 1;
+    k->tensors = spec->model->protocol == MODEL_PROTOCOL_V2;
     char *argv[MAX_ARGS], num[2][32];
     char(*env)[1200] = calloc(2 * MODEL_ENV_MAX, 1200);
     if (!env) {
@@ -276,10 +278,12 @@ loom_error *kernel_proc_send(kernel_proc *k, const kernel_task *tasks, uint32_t 
     wire_begin(f);
     wire_put_u8(f, KERNEL_OP_EXECUTE);
     wire_put_u8(f, region);
+    wire_put_u8(f, (uint8_t)k->tensors);
     wire_put_u32(f, n);
     size_t off = 0;
     for (uint32_t i = 0; i < n; i++) {
-        if (tasks[i].len > KERNEL_ARENA_REGION - off)
+        off = (off + 7) & ~(size_t)7; /* a pack's data aligned for its type */
+        if (off > KERNEL_ARENA_REGION || tasks[i].len > KERNEL_ARENA_REGION - off)
             return loom_err(LOOM_E_TOO_LARGE, "a batch's bodies exceed %zu bytes",
                             KERNEL_ARENA_REGION);
         memcpy(k->arena + off, tasks[i].body, tasks[i].len);

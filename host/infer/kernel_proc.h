@@ -2,7 +2,8 @@
  * infer/kernel_proc.h - one kernel instance in a `loom kernel run` child
  * (the host's side). The child loads the kernel and creates its instance,
  * then hands the host a shared-memory arena (a memfd, over the socket):
- * request bodies are written into its first region, the kernel reads them
+ * request bodies (a v2 model's: the decoded tensors' pack, v2_codec.h)
+ * are written into its first region, the kernel reads them
  * there in place and its answers land in one of two answer regions, so a
  * batch crosses the process boundary as one small frame of offsets each
  * way. The two answer regions let the host send the next batch before it

@@ -12,6 +12,7 @@
 
 #include "infer/kernel_proc.h"
 #include "infer/kernel_wire.h"
+#include "infer/v2_codec.h"
 #include "plugin/ffi_call.h"
 #include "plugin/plugin_wire.h"
 #include "plugin/registry.h"
@@ -40,6 +41,9 @@ typedef struct server {
     char *out; /* the answer region of the batch running */
     size_t out_used;
     slot *slots;
+    /* A v2 batch's input views, MODEL_TENSOR_LIMIT per request (apart from
+     * the slots, which stay small for a raw batch). */
+    loom_tensor_view *views;
     wire_buf reply; /* reused batch after batch */
 } server;
 
@@ -145,6 +149,23 @@ static int send_ready(int fd, loom_error *e, int memfd)
     return rc;
 }
 
+/* The answer's place in the batch's answer region: `len` bytes from an
+ * 8-byte boundary; -1 (the request failed) when the region is full. */
+static int answer_room(slot *s, uint64_t len)
+{
+    server *srv = s->srv;
+    size_t at = (srv->out_used + 7) & ~(size_t)7;
+    if (at > KERNEL_ARENA_REGION || len > KERNEL_ARENA_REGION - at) {
+        s->status = LOOM_E_TOO_LARGE;
+        s->off = s->len = 0;
+        return -1;
+    }
+    s->off = at;
+    s->len = len;
+    srv->out_used = at + len;
+    return 0;
+}
+
 static loom_error *respond(loom_infer_request *request, int32_t status, const char *content_type,
                            const uint8_t *body, uint64_t body_len)
 {
@@ -156,17 +177,37 @@ static loom_error *respond(loom_infer_request *request, int32_t status, const ch
     s->answered = 1;
     s->status = status;
     kernel_content_type_set(s->type, content_type ? content_type : "application/json");
-    if (body_len > KERNEL_ARENA_REGION - srv->out_used) {
-        s->status = LOOM_E_TOO_LARGE;
-        s->len = 0;
+    if (answer_room(s, body_len) != 0)
         return loom_err(LOOM_E_TOO_LARGE, "the batch's answers exceed %zu bytes",
                         KERNEL_ARENA_REGION);
-    }
-    s->off = srv->out_used;
-    s->len = body_len;
     if (body_len)
         memcpy(srv->out + s->off, body, body_len);
-    srv->out_used += body_len;
+    return NULL;
+}
+
+static loom_error *respond_tensors(loom_infer_request *request, const loom_tensor_view *outputs,
+                                   uint32_t count)
+{
+    slot *s = request->host_data;
+    if (s->answered)
+        return loom_err(LOOM_E_CONFLICT, "request %llu was already answered",
+                        (unsigned long long)request->id);
+    loom_error *bad = v2_views_check(outputs, count);
+    if (bad) { /* the request fails with this error */
+        bad = loom_err_wrap(bad, "respond_tensors");
+        const char *msg = loom_err_message(bad);
+        loom_err_free(respond(request, LOOM_E_INTERNAL, "text/plain", (const uint8_t *)msg,
+                              strlen(msg)));
+        return bad;
+    }
+    s->answered = 1;
+    s->status = 0;
+    kernel_content_type_set(s->type, KERNEL_TENSORS_TYPE);
+    size_t size = v2_pack_size(outputs, count);
+    if (answer_room(s, size) != 0)
+        return loom_err(LOOM_E_TOO_LARGE, "the batch's answers exceed %zu bytes",
+                        KERNEL_ARENA_REGION);
+    v2_pack_write(s->srv->out + s->off, outputs, count);
     return NULL;
 }
 
@@ -183,8 +224,9 @@ static void fail_slot(server *srv, slot *s, loom_error *e, const char *fallback)
 static int serve_batch(server *srv, loaded_kernel *k, wire_reader *r)
 {
     uint8_t region = wire_get_u8(r);
+    uint8_t tensors = wire_get_u8(r);
     uint32_t n = wire_get_u32(r);
-    if (r->bad || region > 1 || n == 0 || n > KERNEL_BATCH_MAX)
+    if (r->bad || region > 1 || tensors > 1 || n == 0 || n > KERNEL_BATCH_MAX)
         return -1;
     loom_infer_request *ptrs[KERNEL_BATCH_MAX];
     srv->out = srv->arena + (1 + (size_t)region) * KERNEL_ARENA_REGION;
@@ -199,7 +241,17 @@ static int serve_batch(server *srv, loaded_kernel *k, wire_reader *r)
         s->req = (loom_infer_request){.struct_size = sizeof s->req, .id = i,
                                       .content_type = "application/json",
                                       .body = (const uint8_t *)srv->arena + off, .body_len = len,
-                                      .host_data = s, .respond = respond};
+                                      .host_data = s, .respond = respond,
+                                      .respond_tensors = respond_tensors};
+        loom_tensor_view *views = srv->views + (size_t)i * MODEL_TENSOR_LIMIT;
+        if (tensors && v2_pack_read(srv->arena + off, len, views, MODEL_TENSOR_LIMIT,
+                                    &s->req.input_count) != 0)
+            return -1;
+        if (tensors) {
+            s->req.inputs = views;
+            s->req.body = NULL;
+            s->req.body_len = 0;
+        }
         ptrs[i] = &s->req;
     }
     loom_error *e = k->factory->execute(k->inst, ptrs, n);
@@ -240,10 +292,13 @@ int kernel_server_run(int fd, const kernel_server_spec *spec)
     loom_error *e = load_kernel(&k, spec);
     int memfd = -1;
     srv.slots = calloc(KERNEL_BATCH_MAX, sizeof *srv.slots);
-    if (!e && (!srv.slots || (memfd = make_arena(&srv)) < 0))
+    srv.views = calloc((size_t)KERNEL_BATCH_MAX * MODEL_TENSOR_LIMIT, sizeof *srv.views);
+    if (!e && (!srv.slots || !srv.views || (memfd = make_arena(&srv)) < 0))
         e = loom_err(LOOM_E_INTERNAL, "cannot make the shared arena: %s", strerror(errno));
     if (send_ready(fd, e, e ? -1 : memfd) != 0 || e) {
         loom_err_free(e);
+        free(srv.slots);
+        free(srv.views);
         unload_kernel(&k);
         return 1;
     }
@@ -281,6 +336,7 @@ int kernel_server_run(int fd, const kernel_server_spec *spec)
     free(frame);
     wire_free(&srv.reply);
     free(srv.slots);
+    free(srv.views);
     unload_kernel(&k);
     return rc;
 }

@@ -18,11 +18,17 @@ uint64_t model_service_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+void model_service_call_free(call *c)
+{
+    v2_request_free(&c->v2);
+    free(c);
+}
+
 void model_service_answer_error(call *c, int32_t code, const char *msg)
 {
     model_service_answer a = {code, "text/plain", msg, strlen(msg)};
     c->done(c->ctx, &a);
-    free(c);
+    model_service_call_free(c);
 }
 
 /* Fails every call of a detached list. */
@@ -212,12 +218,19 @@ void model_service_stop(model_service *r, int force)
     model_service_free(r);
 }
 
-/* A .so or Lua kernel may take the body as it is (an echo would hand
- * non-JSON back); the ffi and native kernels parse it themselves and refuse
- * what is not their JSON, so the host spares the big inputs a second
- * parse. */
-static loom_error *check_body(const model_service *r, const char *body, size_t len)
+/* A v2 model's request is decoded here, once, into the tensors its kernel
+ * reads. A raw .so or Lua kernel may take the body as it is (an echo would
+ * hand non-JSON back), so it is checked to be JSON; the ffi and native
+ * kernels parse theirs and refuse what is not their JSON, so the host
+ * spares the big inputs a second parse. */
+static loom_error *check_body(const model_service *r, call *c, const char *body, size_t len)
 {
+    if (r->model.protocol == MODEL_PROTOCOL_V2) {
+        loom_error *e = v2_decode(&r->model, body, len, &c->v2);
+        c->body = c->v2.pack.data;
+        c->len = c->v2.pack.len;
+        return e ? loom_err_wrap(e, "model \"%s\"", r->name) : NULL;
+    }
     if (r->model.runtime != MODEL_RUNTIME_SO && r->model.runtime != MODEL_RUNTIME_LUA)
         return NULL;
     cJSON *j = cJSON_ParseWithLength(body, len);
@@ -228,13 +241,15 @@ static loom_error *check_body(const model_service *r, const char *body, size_t l
 
 loom_error *model_service_submit(model_service *r, const char *body, size_t len, model_service_done_fn done, void *ctx)
 {
-    loom_error *bad = check_body(r, body, len);
-    if (bad)
-        return bad;
     call *c = calloc(1, sizeof *c);
     if (!c)
         return loom_err(LOOM_E_INTERNAL, "out of memory");
     *c = (call){.body = body, .len = len, .done = done, .ctx = ctx};
+    loom_error *bad = check_body(r, c, body, len);
+    if (bad) {
+        model_service_call_free(c);
+        return bad;
+    }
     if (r->profile.execution_timeout_s > 0)
         c->deadline_ns = model_service_now_ns() + (uint64_t)(r->profile.execution_timeout_s * 1e9);
     pthread_mutex_lock(&r->lock);
@@ -263,7 +278,7 @@ loom_error *model_service_submit(model_service *r, const char *body, size_t len,
     }
     pthread_mutex_unlock(&r->lock);
     if (e)
-        free(c);
+        model_service_call_free(c);
     return e;
 }
 

@@ -70,8 +70,13 @@ loom_error *model_service_start(const model_service_spec *spec, model_service **
  * or are killed; every request is answered before this returns. */
 void model_service_stop(model_service *r, int force);
 
-/* Queues a request (a body that is not JSON is LOOM_E_INVALID for .so and
- * Lua kernels; the others refuse it themselves); `done` is called exactly
+/* Queues a request: a v2 model's (model.json declares inputs) is decoded
+ * here, once, into the tensors its kernel reads (a bad one is
+ * LOOM_E_INVALID or LOOM_E_TOO_LARGE naming the input and what was
+ * expected, v2_codec.h); a raw model's body that is not JSON is
+ * LOOM_E_INVALID for .so and Lua kernels (the others refuse it
+ * themselves). The answer to a v2 request is the JSON the host encodes
+ * from the kernel's output tensors. `done` is called exactly
  * once, from another thread
  * (or from this one, before returning an error: then it is not called).
  * `body` must stay valid until `done`. */

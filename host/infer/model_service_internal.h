@@ -15,6 +15,7 @@
 
 #include "infer/kernel_proc.h"
 #include "infer/model_service.h"
+#include "infer/v2_codec.h"
 
 #define CONTROL_TICK_US 10000
 #define DEVICE_POLL_US 20000
@@ -23,8 +24,9 @@
 #define NO_TIMEOUT_NS (24ull * 3600 * 1000000000ull)
 
 typedef struct call {
-    const char *body;
+    const char *body; /* the client's, or (v2) the decoded tensors' pack */
     size_t len;
+    v2_request v2;    /* a v2 model's request: its id, outputs, pack */
     uint64_t deadline_ns; /* 0: none */
     model_service_done_fn done;
     void *ctx;
@@ -96,10 +98,12 @@ typedef struct batch {
     kernel_task tasks[MODEL_BATCH_LIMIT];
     uint32_t n;
     uint64_t deadline_ns;
+    v2_buf json; /* a v2 answer being encoded: reused batch after batch */
 } batch;
 
 /* model_service.c */
 uint64_t model_service_now_ns(void);
+void model_service_call_free(call *c);
 /* Answers a call with an error and frees it. */
 void model_service_answer_error(call *c, int32_t code, const char *msg);
 /* Fails every call of a detached list. */

@@ -187,7 +187,8 @@ static loom_error *read_fields(const cJSON *root, const char *dir, model_spec *o
                         "trained weights (model.safetensors)");
     if (out->runtime == MODEL_RUNTIME_FFI && (e = check_ffi(root, dir)) != NULL)
         return e;
-    if ((e = pairs(root, "attributes", "key", "model.json", NULL, NULL)) != NULL)
+    if ((e = pairs(root, "attributes", "key", "model.json", NULL, NULL)) != NULL ||
+        (e = model_spec_tensors(root, out)) != NULL)
         return e;
     return pairs(root, "mk_environments", "name", "model.json", out->env, &out->nenv);
 }

@@ -13,6 +13,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "loom/abi.h"
 #include "util/error.h"
 
 #define MODEL_NAME_MAX 64
@@ -41,6 +42,24 @@ typedef struct model_env {
     char value[1024];
 } model_env;
 
+/* Tensors one model declares, inputs and outputs each, at most. */
+#define MODEL_TENSOR_LIMIT 16
+#define MODEL_TENSOR_NAME_MAX 64
+
+/* How requests reach the kernel (README.md, "Serving"). */
+typedef enum model_protocol {
+    MODEL_PROTOCOL_RAW = 0, /* the body as the client sent it */
+    MODEL_PROTOCOL_V2 = 1   /* Open Inference Protocol v2, decoded by the host */
+} model_protocol;
+
+/* One declared tensor: model.json {"name", "datatype", "shape"}. */
+typedef struct model_tensor {
+    char name[MODEL_TENSOR_NAME_MAX];
+    int32_t dtype; /* loom_dtype */
+    uint32_t ndim; /* <= LOOM_MAX_DIMS */
+    int64_t shape[LOOM_MAX_DIMS]; /* -1: any size */
+} model_tensor;
+
 typedef struct model_spec {
     char name[MODEL_NAME_MAX];
     char tag[64];
@@ -51,6 +70,9 @@ typedef struct model_spec {
     char weight_path[PATH_MAX]; /* absolute, inside the directory; "" when none */
     model_env env[MODEL_ENV_MAX]; /* mk_environments */
     int nenv;
+    model_protocol protocol;
+    int ninputs, noutputs; /* declared (noutputs 0: not declared) */
+    model_tensor inputs[MODEL_TENSOR_LIMIT], outputs[MODEL_TENSOR_LIMIT];
 } model_spec;
 
 /* Reads DIR/model.json and checks it: name (1-63 of [A-Za-z0-9_.-]),
@@ -62,6 +84,16 @@ typedef struct model_spec {
  * ffi {library, symbol, signature} for ffi. *json_out (may be NULL) gets
  * the file's text (caller frees). */
 loom_error *model_spec_read(const char *dir, model_spec *out, char **json_out);
+
+/* model.json's "protocol", "inputs" and "outputs" into out (runtime
+ * already set): a model declaring inputs speaks v2 unless "protocol" is
+ * "raw"; an ffi model's inputs and outputs are its signature's `in` and
+ * `out` pointers (named after the parameters, "input"/"output" when
+ * unnamed) unless declared; a native model decodes its own requests and
+ * declares none. Datatypes are the Open Inference Protocol's numeric
+ * ones (BOOL, UINT8..UINT64, INT8..INT64, FP32, FP64), shapes whole
+ * numbers >= 0 or -1 (any size), at most LOOM_MAX_DIMS of them. */
+loom_error *model_spec_tensors(const cJSON *root, model_spec *out);
 
 /* A service's profile (profile.json), with WMLA's defaults for what it
  * leaves out. */

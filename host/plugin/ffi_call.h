@@ -65,6 +65,10 @@ loom_error *ffi_sig_parse(const char *text, ffi_signature *out);
 /* Size in bytes of one element of `type` (0 for void). */
 size_t ffi_sig_type_size(ffi_sig_type type);
 const char *ffi_sig_type_name(ffi_sig_type type);
+/* The loom_dtype of a type (0 for void), and the type of a loom_dtype
+ * (FFI_SIG_void for BOOL and unknown ones). */
+int32_t ffi_sig_type_dtype(ffi_sig_type type);
+ffi_sig_type ffi_sig_type_of_dtype(int32_t dtype);
 /* True for i8 ... u64. */
 int ffi_sig_type_is_integer(ffi_sig_type type);
 /* Stores `value` as one element of `type` at dst. Returns -1 (dst untouched)

@@ -11,7 +11,11 @@
  *           "output_size": "n"}                 "n" (default) or a number
  *
  * Mapping of one request, decided once at load_model:
- *   body {"inputs": [numbers...]}; the `in` pointer gets the inputs converted
+ *   a v2 model's request (the default: the host decodes it, README
+ *   "Serving") binds the input named after the `in` parameter (the only
+ *   input, when there is one) to it, of the parameter's type, and answers
+ *   the `out` buffer as one output tensor; a raw model's ("protocol":
+ *   "raw") body {"inputs": [numbers...]}; the `in` pointer gets the inputs converted
  *   to its element type; every by-value integer parameter gets the input
  *   length; the `out` pointer gets a zeroed buffer of output_size elements
  *   (an `inout` pointer instead carries the inputs in and the outputs back);
@@ -465,17 +469,15 @@ static const char *format_outputs(loom_kernel_instance *inst, ffi_sig_type type,
     return inst->reply;
 }
 
-static void execute_one(loom_kernel_instance *inst, loom_infer_request *req)
+/* {"inputs": [numbers...]} (a raw model's body) into the instance's input
+ * buffer; *n the count. -1 when the request was answered (refused). */
+static int read_json_inputs(loom_kernel_instance *inst, loom_infer_request *req,
+                            ffi_sig_type in_type, size_t *n)
 {
-    const loom_kernel_model *m = inst->model;
-    const ffi_signature *sig = ffi_function_signature(m->fn);
-    const ffi_sig_type in_type = sig->args[m->input_arg].type;
-    const ffi_sig_type out_type = sig->args[m->output_arg].type;
     const char *expected = "expected {\"inputs\": [numbers...]}";
-
     if (!req->body || req->body_len == 0) {
         respond_error(req, LOOM_ERR_INVALID_ARGUMENT, "request body is empty; %s", expected);
-        return;
+        return -1;
     }
     const char *parse_end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts((const char *)req->body, (size_t)req->body_len,
@@ -484,38 +486,31 @@ static void execute_one(loom_kernel_instance *inst, loom_infer_request *req)
         size_t at = parse_end ? (size_t)(parse_end - (const char *)req->body) : 0;
         respond_error(req, LOOM_ERR_INVALID_ARGUMENT,
                       "request body is not valid JSON (at byte %zu); %s", at, expected);
-        return;
+        return -1;
     }
     const cJSON *inputs = cJSON_GetObjectItemCaseSensitive(root, "inputs");
     if (!cJSON_IsObject(root) || !cJSON_IsArray(inputs)) {
         respond_error(req, LOOM_ERR_INVALID_ARGUMENT, "request body has no \"inputs\" array; %s",
                       expected);
         cJSON_Delete(root);
-        return;
+        return -1;
     }
-
-    size_t n = 0;
+    *n = 0;
     for (const cJSON *it = inputs->child; it; it = it->next)
-        n++;
-    size_t m_out = m->output_size < 0 ? n : (size_t)m->output_size;
-    size_t in_size = ffi_sig_type_size(in_type), out_size = ffi_sig_type_size(out_type);
-    int shared = m->input_arg == m->output_arg;
-    if (reserve(&inst->input, &inst->input_cap, (n ? n : 1) * in_size) != 0 ||
-        (!shared && reserve(&inst->output, &inst->output_cap,
-                            (m_out ? m_out : 1) * out_size) != 0)) {
-        respond_error(req, LOOM_ERR_RESOURCE_EXHAUSTED,
-                      "no memory for %zu inputs and %zu outputs", n, m_out);
+        (*n)++;
+    size_t in_size = ffi_sig_type_size(in_type);
+    if (reserve(&inst->input, &inst->input_cap, (*n ? *n : 1) * in_size) != 0) {
+        respond_error(req, LOOM_ERR_RESOURCE_EXHAUSTED, "no memory for %zu inputs", *n);
         cJSON_Delete(root);
-        return;
+        return -1;
     }
-
     size_t i = 0;
     for (const cJSON *it = inputs->child; it; it = it->next, i++) {
         if (!cJSON_IsNumber(it)) {
             respond_error(req, LOOM_ERR_INVALID_ARGUMENT, "inputs[%zu] is %s, expected a number",
                           i, json_kind(it));
             cJSON_Delete(root);
-            return;
+            return -1;
         }
         if (ffi_sig_value_from_double(in_type, it->valuedouble,
                                       (char *)inst->input + i * in_size) != 0) {
@@ -523,10 +518,91 @@ static void execute_one(loom_kernel_instance *inst, loom_infer_request *req)
                           "inputs[%zu] = %.15g cannot be represented as %s", i,
                           it->valuedouble, ffi_sig_type_name(in_type));
             cJSON_Delete(root);
-            return;
+            return -1;
         }
     }
     cJSON_Delete(root);
+    return 0;
+}
+
+/* A v2 request's decoded input bound to the `in` parameter: the tensor of
+ * its name (the only one when the model has one input) into the
+ * instance's input buffer. -1 when the request was answered (refused). */
+static int read_tensor_inputs(loom_kernel_instance *inst, loom_infer_request *req,
+                              const ffi_sig_param *param, size_t *n)
+{
+    const char *name = param->name[0] ? param->name : "input";
+    const loom_tensor_view *t = NULL;
+    for (uint32_t i = 0; i < req->input_count && !t; i++)
+        if (req->inputs[i].name && strcmp(req->inputs[i].name, name) == 0)
+            t = &req->inputs[i];
+    if (!t && req->input_count == 1)
+        t = &req->inputs[0];
+    if (!t) {
+        respond_error(req, LOOM_ERR_INVALID_ARGUMENT, "no input named \"%s\" (the parameter "
+                      "the function takes its data by)", name);
+        return -1;
+    }
+    if (t->dtype != ffi_sig_type_dtype(param->type)) {
+        respond_error(req, LOOM_ERR_INVALID_ARGUMENT, "input \"%s\": its datatype is not the "
+                      "parameter's %s", t->name, ffi_sig_type_name(param->type));
+        return -1;
+    }
+    size_t in_size = ffi_sig_type_size(param->type);
+    *n = (size_t)(t->nbytes / in_size);
+    if (reserve(&inst->input, &inst->input_cap, t->nbytes ? (size_t)t->nbytes : 1) != 0) {
+        respond_error(req, LOOM_ERR_RESOURCE_EXHAUSTED, "no memory for %zu inputs", *n);
+        return -1;
+    }
+    if (t->nbytes)
+        memcpy(inst->input, t->data, (size_t)t->nbytes);
+    return 0;
+}
+
+/* The outputs answered as one tensor (a v2 model's) or {"outputs": [...]}. */
+static void answer_outputs(loom_kernel_instance *inst, loom_infer_request *req, int tensors,
+                           ffi_sig_type out_type, const void *output, size_t m_out)
+{
+    if (tensors) {
+        loom_tensor_view view = {.struct_size = sizeof view,
+                                 .dtype = ffi_sig_type_dtype(out_type), .ndim = 1,
+                                 .shape = {(int64_t)m_out}, .data = (void *)output,
+                                 .nbytes = m_out * ffi_sig_type_size(out_type)};
+        loom_error *e = req->respond_tensors(req, &view, 1);
+        if (e) {
+            log_msg(LOG_WARN, FFI_KERNEL_LOG, "request %llu: answer refused: %s",
+                    (unsigned long long)req->id, loom_err_message(e));
+            loom_err_free(e);
+        }
+        return;
+    }
+    const char *body = format_outputs(inst, out_type, output, m_out);
+    if (!body) {
+        respond_error(req, LOOM_ERR_RESOURCE_EXHAUSTED, "no memory for the response");
+        return;
+    }
+    respond(req, 0, body);
+}
+
+static void execute_one(loom_kernel_instance *inst, loom_infer_request *req)
+{
+    const loom_kernel_model *m = inst->model;
+    const ffi_signature *sig = ffi_function_signature(m->fn);
+    const ffi_sig_type in_type = sig->args[m->input_arg].type;
+    const ffi_sig_type out_type = sig->args[m->output_arg].type;
+    int tensors = LOOM_STRUCT_HAS(req, loom_infer_request, respond_tensors) &&
+                  req->input_count > 0 && req->respond_tensors;
+    size_t n = 0;
+    if ((tensors ? read_tensor_inputs(inst, req, &sig->args[m->input_arg], &n)
+                 : read_json_inputs(inst, req, in_type, &n)) != 0)
+        return;
+    size_t m_out = m->output_size < 0 ? n : (size_t)m->output_size;
+    size_t out_size = ffi_sig_type_size(out_type);
+    int shared = m->input_arg == m->output_arg;
+    if (!shared && reserve(&inst->output, &inst->output_cap, (m_out ? m_out : 1) * out_size) != 0) {
+        respond_error(req, LOOM_ERR_RESOURCE_EXHAUSTED, "no memory for %zu outputs", m_out);
+        return;
+    }
 
     /* Every argument lives in its own slot; args[] points at the slots. */
     ffi_sig_value values[FFI_SIG_MAX_ARGS];
@@ -562,12 +638,7 @@ static void execute_one(loom_kernel_instance *inst, loom_infer_request *req)
         return;
     }
 
-    const char *body = format_outputs(inst, out_type, output, m_out);
-    if (!body) {
-        respond_error(req, LOOM_ERR_RESOURCE_EXHAUSTED, "no memory for the response");
-        return;
-    }
-    respond(req, 0, body);
+    answer_outputs(inst, req, tensors, out_type, output, m_out);
 }
 
 static loom_error *ffi_execute(loom_kernel_instance *inst,

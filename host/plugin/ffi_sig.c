@@ -49,6 +49,25 @@ const char *ffi_sig_type_name(ffi_sig_type type)
     return (unsigned)type < FFI_SIG_TYPE_COUNT ? type_names[type] : "?";
 }
 
+int32_t ffi_sig_type_dtype(ffi_sig_type type)
+{
+    static const int32_t dtypes[FFI_SIG_TYPE_COUNT] = {
+        [FFI_SIG_i8] = LOOM_DTYPE_I8,   [FFI_SIG_u8] = LOOM_DTYPE_U8,
+        [FFI_SIG_i16] = LOOM_DTYPE_I16, [FFI_SIG_u16] = LOOM_DTYPE_U16,
+        [FFI_SIG_i32] = LOOM_DTYPE_I32, [FFI_SIG_u32] = LOOM_DTYPE_U32,
+        [FFI_SIG_i64] = LOOM_DTYPE_I64, [FFI_SIG_u64] = LOOM_DTYPE_U64,
+        [FFI_SIG_f32] = LOOM_DTYPE_F32, [FFI_SIG_f64] = LOOM_DTYPE_F64};
+    return (unsigned)type < FFI_SIG_TYPE_COUNT ? dtypes[type] : 0;
+}
+
+ffi_sig_type ffi_sig_type_of_dtype(int32_t dtype)
+{
+    for (int t = 1; t < FFI_SIG_TYPE_COUNT; t++)
+        if (ffi_sig_type_dtype((ffi_sig_type)t) == dtype)
+            return (ffi_sig_type)t;
+    return FFI_SIG_void;
+}
+
 int ffi_sig_type_is_integer(ffi_sig_type type)
 {
     return type != FFI_SIG_void && type != FFI_SIG_f32 && type != FFI_SIG_f64 &&

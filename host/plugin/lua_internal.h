@@ -96,6 +96,14 @@ void lua_json_push(lua_State *L, const char *text, const char *what);
 loom_error *lua_json_encode(lua_State *L, int idx, char **text);
 /* Pushes a malloc'd string and frees it, even when the push fails. */
 void lua_push_owned_string(lua_State *L, char *text);
+
+/* lua_kernel_tensors.c: a v2 request's inputs as the field "inputs" of the
+ * table on top (nothing for a raw request); and the array of output tables
+ * at `outputs` answered through respond_tensors (a bad table raises a Lua
+ * error; the host's refusal comes back in *err). */
+void lua_kernel_push_inputs(lua_State *L, const loom_infer_request *r);
+void lua_kernel_respond_tensors(lua_State *L, int outputs, loom_infer_request *r, int index,
+                                loom_error **err);
 int lua_json_encode_function(lua_State *L); /* loom.json_encode */
 int lua_json_decode_function(lua_State *L); /* loom.json_decode */
 

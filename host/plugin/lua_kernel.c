@@ -10,10 +10,13 @@
  * model is unloaded.
  *
  * `model` is model.json decoded. `requests` is an array of
- * {id =, content_type =, body =}; execute returns an array in the same
+ * {id =, content_type =, body =}, and for a v2 model (model.json declares
+ * its inputs) inputs = {{name =, datatype =, shape = {...}, data = {...}},
+ * ...} decoded by the host (body ""); execute returns an array in the same
  * order of {status = 0, body = "..." or a table (sent as JSON),
- * content_type = "..."}; a non-zero status is a loom_code and the body its
- * message. load_model makes the sandbox; instances of one model share it.
+ * content_type = "..."}, or for a v2 model {outputs = {tables like the
+ * inputs'}} (lua_kernel_tensors.c); a non-zero status is a loom_code and
+ * the body its message. load_model makes the sandbox; instances of one model share it.
  */
 #include "plugin/lua_internal.h"
 
@@ -123,6 +126,7 @@ static void push_requests(lua_State *L, loom_infer_request *const *requests,
         lua_pushlstring(L, r->body ? (const char *)r->body : "",
                         r->body ? (size_t)r->body_len : 0);
         lua_setfield(L, -2, "body");
+        lua_kernel_push_inputs(L, r);
         lua_rawseti(L, -2, (lua_Integer)i + 1);
     }
 }
@@ -142,8 +146,22 @@ static void respond(lua_State *L, struct execute_call *call, int responses,
     if (!is_integer || status < 0 || status > LOOM_ERR_ALREADY_EXISTS)
         luaL_error(L, "execute: response %d: status must be 0 or a loom error "
                       "code 1-%d", (int)i + 1, LOOM_ERR_ALREADY_EXISTS);
+    loom_infer_request *r = call->requests[i];
     const char *default_type = status == 0 ? "application/json" : "text/plain";
     int body_type = lua_getfield(L, response, "body");
+    /* no body: a v2 model's answer may be its outputs (looked up only
+     * then, so a raw answer costs no second lookup) */
+    if (body_type == LUA_TNIL && status == 0 &&
+        lua_getfield(L, response, "outputs") == LUA_TTABLE) {
+        loom_error *err;
+        lua_kernel_respond_tensors(L, lua_gettop(L), r, (int)i + 1, &err);
+        if (err)
+            lua_instance_raise(L, call->inst, err, "execute: responding with outputs");
+        lua_settop(L, base);
+        return;
+    }
+    if (body_type == LUA_TNIL)
+        lua_settop(L, response + 2); /* the status and the nil body */
     if (body_type == LUA_TTABLE) {
         char *json;
         loom_error *err = lua_json_encode(L, -1, &json);
@@ -170,7 +188,6 @@ static void respond(lua_State *L, struct execute_call *call, int responses,
                    (int)i + 1);
     const char *content_type = type_type == LUA_TSTRING ? lua_tostring(L, -1)
                                                          : default_type;
-    loom_infer_request *r = call->requests[i];
     loom_error *err = r->respond(r, (int32_t)status, content_type,
                                  (const uint8_t *)body, body_len);
     if (err) {

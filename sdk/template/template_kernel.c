@@ -4,8 +4,9 @@
  *
  * The host loads a model once (load_model), creates one instance per device
  * (create_instance) and hands each instance batches (execute). Every request
- * of a batch must be answered exactly once with request->respond before
- * execute returns. Replace the echo with your model.
+ * of a batch must be answered exactly once with request->respond (or, for a
+ * v2 model, respond_tensors) before execute returns
+ * (share/loom/doc/inference-protocol.md). Replace the echo with your model.
  */
 #include <loom/loom.h>
 
@@ -65,15 +66,31 @@ static void destroy_instance(loom_kernel_instance *inst)
     free(inst);
 }
 
+/* A v2 model (model.json declares "inputs"): the host has decoded the
+ * request into r->inputs, checked against the declaration, in declared
+ * order. This answers the first input as the first declared output (an
+ * unnamed view takes the declared name); a model computes its outputs
+ * from the inputs here, into buffers it owns until respond_tensors
+ * returns (the host copies them). */
+static loom_error *answer_tensors(loom_infer_request *r)
+{
+    loom_tensor_view output = r->inputs[0];
+    output.name = NULL;
+    return r->respond_tensors(r, &output, 1);
+}
+
 static loom_error *execute(loom_kernel_instance *inst,
                            loom_infer_request *const *requests, uint32_t count)
 {
     (void)inst;
     for (uint32_t i = 0; i < count; i++) {
         loom_infer_request *r = requests[i];
-        /* The host copies the body, so answering from the request's own
-         * (borrowed) buffer is fine. */
-        loom_error *err = r->respond(r, LOOM_OK, r->content_type, r->body, r->body_len);
+        int v2 = LOOM_STRUCT_HAS(r, loom_infer_request, respond_tensors) && r->input_count > 0;
+        /* A raw model gets the body as the client sent it. The host copies
+         * the answer, so answering from the request's own (borrowed) buffer
+         * is fine. */
+        loom_error *err = v2 ? answer_tensors(r)
+                             : r->respond(r, LOOM_OK, r->content_type, r->body, r->body_len);
         if (err)
             return err;
     }

@@ -1,6 +1,9 @@
 /*
  * echo_kernel.c - the serving example through the SDK: it answers every
- * request with its own body (an echo).
+ * request with itself (an echo). A v2 model (echo-so-v2: model.json
+ * declares its inputs) gets the request's tensors, decoded by the host, and
+ * answers them as its outputs; a raw model (echo-so) gets the body as the
+ * client sent it and answers that.
  *
  * The host loads a model once (load_model), creates one instance per device
  * (create_instance) and hands each instance batches (execute). Every request
@@ -71,9 +74,21 @@ static loom_error *execute(loom_kernel_instance *inst,
     (void)inst;
     for (uint32_t i = 0; i < count; i++) {
         loom_infer_request *r = requests[i];
-        /* The host copies the body, so answering from the request's own
-         * (borrowed) buffer is fine. */
-        loom_error *err = r->respond(r, LOOM_OK, r->content_type, r->body, r->body_len);
+        /* The host copies what is answered, so answering from the request's
+         * own (borrowed) buffers is fine. */
+        loom_error *err;
+        if (LOOM_STRUCT_HAS(r, loom_infer_request, respond_tensors) && r->input_count) {
+            /* Unnamed outputs take the names model.json declares. */
+            loom_tensor_view out[16];
+            uint32_t n = r->input_count < 16 ? r->input_count : 16;
+            for (uint32_t k = 0; k < n; k++) {
+                out[k] = r->inputs[k];
+                out[k].name = NULL;
+            }
+            err = r->respond_tensors(r, out, n);
+        } else {
+            err = r->respond(r, LOOM_OK, r->content_type, r->body, r->body_len);
+        }
         if (err)
             return err;
     }

@@ -33,7 +33,11 @@
  * (one view at a time, each with its own struct_size, so a later field in
  * loom_tensor_view changes no stride), and loom_proposal_sink gained
  * propose_experiment / stop_experiment, which follow the SDK's refusal rule
- * (loom.h). A plugin built for minor N loads into any host with minor >= N.
+ * (loom.h); 1.6 gave inference kernels decoded tensors: loom_infer_request
+ * gained input_count / inputs and respond_tensors (kernel.h), and
+ * loom_dtype the Open Inference Protocol's other numeric types (BOOL, I8,
+ * I16, U16, U32, U64). A plugin built for minor N loads into any host with
+ * minor >= N.
  */
 #ifndef LOOM_ABI_H
 #define LOOM_ABI_H
@@ -46,7 +50,7 @@ extern "C" {
 #endif
 
 #define LOOM_ABI_MAJOR 1
-#define LOOM_ABI_MINOR 5
+#define LOOM_ABI_MINOR 6
 
 /* Symbol visibility for the one function a plugin exports. */
 #if defined(__GNUC__)
@@ -183,7 +187,15 @@ typedef enum loom_dtype {
     LOOM_DTYPE_F64 = 2,
     LOOM_DTYPE_I32 = 3,
     LOOM_DTYPE_I64 = 4,
-    LOOM_DTYPE_U8 = 5
+    LOOM_DTYPE_U8 = 5,
+    /* ABI 1.6: the rest of the Open Inference Protocol's numeric types.
+     * BOOL is one byte per element, 0 or 1. */
+    LOOM_DTYPE_BOOL = 6,
+    LOOM_DTYPE_I8 = 7,
+    LOOM_DTYPE_I16 = 8,
+    LOOM_DTYPE_U16 = 9,
+    LOOM_DTYPE_U32 = 10,
+    LOOM_DTYPE_U64 = 11
 } loom_dtype;
 
 #define LOOM_MAX_DIMS 8

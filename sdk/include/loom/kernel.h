@@ -8,8 +8,18 @@
  * plugin of this kind, "lua", "ffi" or "native"), and each instance runs in
  * its own `loom kernel run` process, one instance per process, so an
  * instance's calls all come from that process's one thread. A request's
- * body points into memory shared with the host: read it during execute,
- * never keep the pointer.
+ * body and inputs point into memory shared with the host: read them during
+ * execute, never keep the pointers.
+ *
+ * Two request shapes (sdk/doc/inference-protocol.md):
+ *  - a model whose model.json declares "inputs" speaks the Open Inference
+ *    Protocol v2 (KServe v2, Triton): the host decodes and checks the JSON
+ *    request against the declaration, and the kernel gets the tensors
+ *    (`inputs`, in declared order; `body` NULL, body_len 0). It answers
+ *    with respond_tensors, which the host encodes as the v2 answer, or with
+ *    respond (an error, or a body of its own);
+ *  - a raw model (no declared inputs, or "protocol": "raw") gets the body
+ *    as the client sent it, and input_count 0.
  *
  * Threading: the host never calls one instance from two threads at once.
  * load_model/unload_model and create/destroy of one model happen on the
@@ -55,6 +65,31 @@ struct loom_infer_request {
     loom_error *(*respond)(loom_infer_request *request, int32_t status,
                            const char *content_type, const uint8_t *body,
                            uint64_t body_len);
+    /* ABI 1.6 (check with LOOM_STRUCT_HAS before reading). */
+    /* The decoded inputs of a v2 model's request, in the order model.json
+     * declares them (0 and NULL for a raw model). Each view's name is the
+     * declared name, dtype a loom_dtype, shape the request's (checked
+     * against the declaration), data host memory (on_device 0) of nbytes
+     * = elements x element size, aligned for its type. */
+    uint32_t input_count;
+    uint32_t reserved2; /* zero */
+    const loom_tensor_view *inputs;
+    /* Answers the request with output tensors: the host answers the
+     * client {"model_name", "id"?, "outputs": [{"name", "datatype",
+     * "shape", "data"}]}. A view with a NULL or empty name takes the name
+     * of the declared output at its position. When model.json declares
+     * outputs, `count` must equal their number: otherwise the request
+     * fails with an internal error naming the model and both counts. Each
+     * view: a loom_dtype, at most LOOM_MAX_DIMS dimensions, host memory,
+     * nbytes = elements x element size; at most 16 views. A view that is
+     * not so fails the request with an internal error naming it, which is
+     * also returned. The same exactly-once rule as respond (one or the
+     * other).
+     * [thread: the thread running execute] [owns: every argument
+     * borrowed; the host copies the tensors] */
+    loom_error *(*respond_tensors)(loom_infer_request *request,
+                                   const loom_tensor_view *outputs,
+                                   uint32_t count);
 };
 
 typedef struct loom_kernel_factory {

@@ -144,7 +144,7 @@ JSON
 expect_ok "deploy the probe" "$LOOM" model deploy -p "$KMODEL"
 expect_ok "start the probe" "$LOOM" model start envprobe --wait 90
 expect_contains "the kernel: no host variable, not the host's HOME, the job PATH" \
-    "$("$LOOM" model infer envprobe -d '{"inputs":[0,0,0]}' 2>&1)" '"outputs":[0,0,1]'
+    "$("$LOOM" model infer envprobe -d '{"inputs":[0,0,0]}' 2>&1)" '"data":[0,0,1]'
 "$LOOM" model stop envprobe >/dev/null 2>&1
 
 # ---- warnings stay with the exec, after a restart too

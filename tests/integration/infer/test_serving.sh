@@ -26,7 +26,8 @@ expect_eq "echo-so body as is" "$(cat "$WORK/body")" '{"id":1,"data":"aGVsbG8="}
 expect_eq "echo-lua over REST" "$(post echo-lua '{"x":[1,2]}')" 200
 expect_eq "echo-lua body" "$(cat "$WORK/body")" '{"x":[1,2]}'
 expect_eq "echo-ffi over REST" "$(post echo-ffi '{"inputs":[1.5,2,3]}')" 200
-expect_contains "echo-ffi outputs" "$(cat "$WORK/body")" '"outputs":[1.5,2,3]'
+expect_eq "echo-ffi outputs (v2, the shorthand's answer)" "$(cat "$WORK/body")" \
+    '{"model_name":"echo-ffi","outputs":[{"name":"y","datatype":"FP64","shape":[3],"data":[1.5,2,3]}]}'
 out=$("$LOOM" model infer echo-so -d '{"a":1}' 2>&1)
 expect_eq "model infer" "$out" '{"a":1}'
 echo '{"from":"file"}' > "$WORK/req.json"
@@ -65,10 +66,10 @@ code=$(curl -s -o "$WORK/body" -w '%{http_code}' -H "Authorization: Bearer $TOKE
        -H 'Content-Type: application/json' --data-binary "@$WORK/big" "$URL/dlim/v1/inference/echo-so")
 expect_eq "over the size limit" "$code" 413
 expect_eq "ffi wrong shape" "$(post echo-ffi '{"inputs":"nope"}')" 400
-# the kernel's {"error": ...} body is the message itself, not JSON in a string
-expect_eq "ffi wrong shape: the kernel's message" \
+# the host decodes the ffi model's v2 request and names what it expected
+expect_contains "ffi wrong shape: named" \
     "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["error"])' "$WORK/body")" \
-    'request body has no "inputs" array; expected {"inputs": [numbers...]}'
+    'model "echo-ffi": inputs: expected an array of {"name", "shape", "datatype", "data"}'
 code=$(curl -s -o /dev/null -w '%{http_code}' -X POST -d '{}' "$URL/dlim/v1/inference/echo-so")
 expect_eq "inference needs a token" "$code" 401
 
@@ -152,7 +153,7 @@ for _ in $(seq 1 100); do
     echo "$code $(cat "$WORK/body")" >> "$WORK/while_starting"
     sleep 0.1
 done
-expect_contains "echo-ffi after a host restart" "$(cat "$WORK/body")" '"outputs":[7]'
+expect_contains "echo-ffi after a host restart" "$(cat "$WORK/body")" '"data":[7]'
 expect_eq "no call while it starts again says it is not started" \
     "$(grep -c 'is not started' "$WORK/while_starting")" 0
 expect_eq "every call while it starts again is 503 saying it is starting" \

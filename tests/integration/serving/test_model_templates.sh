@@ -44,7 +44,7 @@ expect_eq "with its weights' greeting and model.json's suffix" "$(pick 'd')" '{"
 expect_eq "template-lua answers" "$(infer template-lua '{"x":1}')" 200
 expect_eq "with its attribute's greeting and the body" "$(pick 'd')" '{"echo": "{\"x\":1}", "greeting": "hello from template-lua"}'
 expect_eq "template-ffi answers" "$(infer template-ffi '{"inputs":[1,2.5]}')" 200
-expect_eq "the inputs doubled" "$(pick 'd')" '{"outputs": [2, 5]}'
+expect_eq "the inputs doubled, answered in the v2 shape" "$(pick 'd["outputs"][0]["data"]')" '[2, 5]'
 expect_eq "template-registered answers" "$(infer template-registered '{"x":1}')" 200
 expect_eq "the body, echoed" "$(cat "$WORK/body")" '{"x":1}'
 "$LOOM" --json model viewprofile template-so -j > "$WORK/body"

@@ -95,6 +95,52 @@ static void test_model_json(void)
     loom_err_free(e);
 }
 
+/* Declared tensors: the protocol each model speaks, an ffi model's tensors
+ * from its signature, and every refusal naming the field. */
+static void test_tensors(void)
+{
+#define LUA_MODEL "{\"name\":\"m\",\"runtime\":\"lua\",\"kernel_path\":\"kernel.lua\","
+#define FFI_MODEL "{\"name\":\"m\",\"runtime\":\"ffi\",\"ffi\":{\"library\":\"kernel.lua\"," \
+                  "\"symbol\":\"f\",\"signature\":\"int32(ptr f32 in a, i64 n, ptr f32 out b)\"}"
+    refused("t-dtype", LUA_MODEL "\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP16\","
+            "\"shape\":[1]}]}", LOOM_E_INVALID, "inputs[0] (\"x\"): datatype: expected BOOL");
+    refused("t-shape", LUA_MODEL "\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\","
+            "\"shape\":[-2]}]}", LOOM_E_INVALID, "inputs[0] (\"x\"): shape[0]: expected -1");
+    refused("t-rank", LUA_MODEL "\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\","
+            "\"shape\":[1,1,1,1,1,1,1,1,1]}]}", LOOM_E_INVALID, "at most 8 dimensions");
+    refused("t-twice", LUA_MODEL "\"outputs\":[{\"name\":\"y\",\"datatype\":\"FP32\","
+            "\"shape\":[1]},{\"name\":\"y\",\"datatype\":\"FP32\",\"shape\":[1]}]}",
+            LOOM_E_INVALID, "outputs: \"y\" is declared twice");
+    refused("t-proto", LUA_MODEL "\"protocol\":\"grpc\"}", LOOM_E_INVALID,
+            "protocol: expected \"v2\"");
+    refused("t-v2-none", LUA_MODEL "\"protocol\":\"v2\"}", LOOM_E_INVALID,
+            "protocol \"v2\" needs declared inputs");
+    refused("t-native", "{\"name\":\"m\",\"runtime\":\"native\",\"weight_path\":\"kernel.lua\","
+            "\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[1]}]}",
+            LOOM_E_INVALID, "runtime \"native\" decodes its own v2 requests");
+    refused("t-ffi-type", FFI_MODEL ",\"inputs\":[{\"name\":\"a\",\"datatype\":\"FP64\","
+            "\"shape\":[-1]}]}", LOOM_E_INVALID, "\"a\" is FP64, the ffi signature's parameter "
+            "takes f32 (expected FP32)");
+    model_spec s;
+    CHECK_OK(model_spec_read(dir_with("t-ffi", FFI_MODEL "}"), &s, NULL));
+    CHECK(s.protocol == MODEL_PROTOCOL_V2 && s.ninputs == 1 && s.noutputs == 1);
+    CHECK_STR_EQ(s.inputs[0].name, "a");
+    CHECK_STR_EQ(s.outputs[0].name, "b");
+    CHECK(s.inputs[0].dtype == LOOM_DTYPE_F32 && s.inputs[0].ndim == 1 &&
+          s.inputs[0].shape[0] == -1);
+    CHECK_OK(model_spec_read(dir_with("t-ffi-raw", FFI_MODEL ",\"protocol\":\"raw\"}"), &s,
+                             NULL));
+    CHECK(s.protocol == MODEL_PROTOCOL_RAW);
+    CHECK_OK(model_spec_read(dir_with("t-raw", LUA_MODEL "\"tag\":\"v1\"}"), &s, NULL));
+    CHECK(s.protocol == MODEL_PROTOCOL_RAW && s.ninputs == 0);
+    CHECK_OK(model_spec_read(dir_with("t-v2", LUA_MODEL "\"inputs\":[{\"name\":\"x\","
+                                      "\"datatype\":\"UINT16\",\"shape\":[2,-1]}]}"), &s, NULL));
+    CHECK(s.protocol == MODEL_PROTOCOL_V2 && s.ninputs == 1 && s.noutputs == 0);
+    CHECK(s.inputs[0].dtype == LOOM_DTYPE_U16 && s.inputs[0].ndim == 2 && s.inputs[0].shape[1] == -1);
+#undef LUA_MODEL
+#undef FFI_MODEL
+}
+
 /* The answer for a model directory whose `field` names `rel` (a link
  * "out" to `target` planted first when target is not NULL), with rel
  * itself left out. */
@@ -210,6 +256,7 @@ int main(void)
     if (!mkdtemp(root))
         return 1;
     test_model_json();
+    test_tensors();
     test_no_existence_oracle();
     test_profile();
     char cmd[128];

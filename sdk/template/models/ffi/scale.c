@@ -2,7 +2,8 @@
  * scale.c - the kernel of the template-ffi model directory: a plain C
  * function, no loom header, called through libffi as model.json's "ffi"
  * says: "int32(ptr f64 in x, i64 n, ptr f64 out y)" with output_size "n".
- * A request {"inputs": [1, 2, 3]} is answered {"outputs": [2, 4, 6]}; a
+ * A request {"inputs": [1, 2, 3]} is answered with the output tensor
+ * [2, 4, 6] (the Open Inference Protocol v2's answer); a
  * non-zero return fails the request with that code.
  */
 #include <stdint.h>
