@@ -39,6 +39,13 @@
 #define LOOM_ROUTE_OP_UNPUBLISH "/unpublish"
 #define LOOM_ROUTE_APPPROFILE "/appprofile"
 
+/* The web console (routes_console.c): its files under /console/, its
+ * session's log-on, log-off and CSRF token. */
+#define LOOM_ROUTE_CONSOLE "/console"
+#define LOOM_ROUTE_CONSOLE_LOGON LOOM_ROUTE_CONSOLE "/logon"
+#define LOOM_ROUTE_CONSOLE_LOGOUT LOOM_ROUTE_CONSOLE "/logout"
+#define LOOM_ROUTE_CONSOLE_SESSION LOOM_ROUTE_CONSOLE "/session"
+
 /* What follows an object's segment. */
 #define LOOM_ROUTE_LOG "/log"
 #define LOOM_ROUTE_RESULT "/result"

@@ -29,7 +29,7 @@ static const char serve_usage[] =
     "                  [--idle-timeout SECONDS] [--header-timeout SECONDS]\n"
     "                  [--max-header-bytes B] [--max-uploads N]\n"
     "                  [--max-uploads-per-user N] [--slow-threads N]\n"
-    "                  [--cors-origin ORIGIN]... [--allow-basic-over-http]\n"
+    "                  [--cors-origin ORIGIN]... [--allow-basic-over-http] [--web-dir DIR]\n"
     "                  [--python PATH] [--job-path DIRS] [--data-root DIR]...\n"
     "                  [--max-queued-execs N] [--log-max-bytes B] [--checkpoints-keep K]\n"
     "                  [--archive-max-entries N] [--archive-max-bytes B]\n"
@@ -60,6 +60,8 @@ static const char serve_usage[] =
     "                      the API with the user's credentials (repeatable)\n"
     "  --allow-basic-over-http  accept passwords (Basic, userpasswd) over plain\n"
     "                      HTTP on a non-loopback listener (default: refused)\n"
+    "  --web-dir DIR       the web console's files, served at / (default: the\n"
+    "                      share/loom/web installed beside the binary)\n"
     "  --require-isolation refuse to start unless jobs are fully confined\n"
     "                      (Landlock, and an account per user when root)\n"
     "  --python PATH       the Python jobs run when they name none with\n"
@@ -273,7 +275,7 @@ static int repeated_flag(int argc, char **argv, int *i, const char *flag, const 
 }
 
 /* The browser- and notebook-facing flags: --cors-origin ORIGIN
- * (repeatable) and --allow-basic-over-http; and --data-root DIR
+ * (repeatable), --allow-basic-over-http and --web-dir DIR; and --data-root DIR
  * (repeatable). 1 when argv[*i] was one (its value consumed), 0 when not,
  * -1 after printing the error. */
 static int web_flag(int argc, char **argv, int *i, loomd_options *o)
@@ -281,6 +283,10 @@ static int web_flag(int argc, char **argv, int *i, loomd_options *o)
     static const char *origins[CORS_MAX_ORIGINS], *roots[EXEC_DATA_ROOTS_MAX];
     if (strcmp(argv[*i], "--allow-basic-over-http") == 0) {
         o->allow_basic_over_http = 1;
+        return 1;
+    }
+    if (strcmp(argv[*i], "--web-dir") == 0 && *i + 1 < argc) {
+        o->web_dir = argv[++*i];
         return 1;
     }
     o->cors_origins = origins;

@@ -34,6 +34,7 @@ typedef struct loomd_options {
     int allow_basic_over_http; /* passwords over plain HTTP on a non-loopback listener */
     const char *const *cors_origins; /* origins browsers may call from (http/cors.h) */
     int cors_origin_count;
+    const char *web_dir;     /* the console's files; NULL: loomd_default_web_dir */
 } loomd_options;
 
 typedef struct loomd {
@@ -65,6 +66,10 @@ void loomd_stop(loomd *d);
 /* The folder of built-in plugins for this binary: $LOOM_PLUGIN_DIR, else
  * ../lib/loom/plugins (or the install's libdir) next to the executable. */
 void loomd_default_plugin_dir(char *out, size_t outlen);
+
+/* The web console's files for this binary: ../share/loom/web next to the
+ * executable (an install), else the source tree's web/ (a build tree). */
+void loomd_default_web_dir(char *out, size_t outlen);
 
 /* Confines the host's jobs (isolation.c): accounts when root, the home's
  * modes; says at start what isolation jobs have. Fails when that fails, or

@@ -1,0 +1,72 @@
+// The console's router: every page is a bookmarkable URL (#/execs,
+// #/execs/ID, #/devices, #/logon); a page without a session goes to the
+// log-on page and comes back after it.
+import { call, setCsrf, ApiError } from './api.js';
+import { logonPage } from './pages/logon.js';
+import { execsPage, execPage } from './pages/execs.js';
+import { devicesPage } from './pages/devices.js';
+
+const main = document.getElementById('main');
+const status = document.getElementById('status');
+let session = null;
+let stopPage = null; // the current page's timers
+
+export function say(text) { status.textContent = text || ''; }
+
+function showSession() {
+  document.getElementById('nav').hidden = !session;
+  document.getElementById('logout').hidden = !session;
+  document.getElementById('who').textContent = session ? `${session.user} (${session.role})` : '';
+}
+
+export function loggedOn(s) {
+  session = s;
+  setCsrf(s.csrfToken);
+  showSession();
+}
+
+async function currentSession() {
+  if (session) return session;
+  try { loggedOn(await call('GET', '/console/session')); } catch (e) { session = null; }
+  return session;
+}
+
+const routes = [
+  [/^#\/execs\/([^/]+)$/, m => execPage(main, decodeURIComponent(m[1]))],
+  [/^#\/execs$/, () => execsPage(main)],
+  [/^#\/devices$/, () => devicesPage(main)],
+];
+
+async function route() {
+  if (stopPage) { stopPage(); stopPage = null; }
+  say('');
+  const hash = location.hash || '#/execs';
+  if (hash.startsWith('#/logon')) { showSession(); stopPage = logonPage(main); return; }
+  if (!(await currentSession())) {
+    location.replace('#/logon?next=' + encodeURIComponent(hash));
+    return;
+  }
+  for (const [re, page] of routes) {
+    const m = hash.match(re);
+    if (m) { stopPage = page(m) || null; main.focus(); return; }
+  }
+  main.replaceChildren();
+  say(`No page ${hash}`);
+}
+
+export function onError(e) {
+  if (e instanceof ApiError && e.status === 401) {
+    session = null;
+    location.hash = '#/logon?next=' + encodeURIComponent(location.hash);
+    return;
+  }
+  say(e.message);
+}
+
+document.getElementById('logout').addEventListener('click', async () => {
+  try { await call('POST', '/console/logout'); } catch (e) { /* gone already */ }
+  session = null; setCsrf(null); showSession();
+  location.hash = '#/logon';
+});
+window.addEventListener('hashchange', route);
+route();

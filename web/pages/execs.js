@@ -1,0 +1,107 @@
+// Experiments: the list (state, owner, workers, progress) and one exec
+// (its facts, workers and devices, training loss plotted with Chart.js as
+// the exec reports it, and its log followed), polled every 2 s.
+import { call, EXECS } from '../api.js';
+import { el, when, table, facts } from '../util.js';
+import { onError } from '../app.js';
+
+const POLL_MS = 2000;
+
+function progress(x) {
+  const t = x.training;
+  if (!t || typeof t !== 'object') return '—';
+  const parts = [];
+  if (t.epochs) parts.push(`epoch ${Math.min((t.epoch || 0) + 1, t.epochs)} of ${t.epochs}`);
+  if (t.iteration !== undefined) parts.push(`iteration ${t.iteration}`);
+  return parts.join(', ') || '—';
+}
+
+function workers(x) {
+  return x.workersNow !== undefined ? `${x.workersNow} of ${x.numWorker}` : String(x.numWorker ?? '—');
+}
+
+function poll(fn) {
+  let timer = null, stopped = false;
+  const tick = async () => {
+    try { await fn(); } catch (e) { onError(e); }
+    if (!stopped) timer = setTimeout(tick, POLL_MS);
+  };
+  tick();
+  return () => { stopped = true; clearTimeout(timer); };
+}
+
+export function execsPage(main) {
+  const body = el('div', { id: 'execs' });
+  main.replaceChildren(el('h1', {}, 'Experiments'), body);
+  return poll(async () => {
+    const list = await call('GET', EXECS);
+    const execs = Array.isArray(list) ? list : (list.execs || []);
+    execs.sort((a, b) => (b.createTime || 0) - (a.createTime || 0));
+    const rows = execs.map(x => el('tr', { 'data-exec': x.id },
+      el('td', {}, el('a', { href: `#/execs/${encodeURIComponent(x.id)}` }, x.id)),
+      el('td', { class: `state-${x.state}` }, x.state),
+      el('td', {}, x.creator),
+      el('td', { class: 'num' }, workers(x)),
+      el('td', { class: 'hide-narrow' }, progress(x)),
+      el('td', { class: 'hide-narrow' }, when(x.createTime))));
+    body.replaceChildren(execs.length
+      ? table('Experiments', ['Exec', 'State', 'Owner', 'Workers', { label: 'Progress', narrow: 1 },
+                              { label: 'Submitted', narrow: 1 }], rows)
+      : el('p', {}, 'No experiments yet: submit one with loom exec start (or dlicmd --exec-start).'));
+  });
+}
+
+function lossChart(canvas) {
+  if (!window.Chart) return null;
+  return new window.Chart(canvas, {
+    type: 'line',
+    data: { datasets: [{ label: 'training loss', data: [], borderColor: '#1f6fb2', pointRadius: 2 }] },
+    options: { animation: false, maintainAspectRatio: false, parsing: false,
+               scales: { x: { type: 'linear', title: { display: true, text: 'iteration' } },
+                         y: { title: { display: true, text: 'loss' } } } },
+  });
+}
+
+export function execPage(main, id) {
+  const summary = el('div', { id: 'exec-summary' });
+  const workersBox = el('div', { id: 'exec-workers' });
+  const canvas = el('canvas', { id: 'loss-chart', role: 'img', 'aria-label': 'training loss against iteration' });
+  const points = el('p', { id: 'loss-points' }, 'no loss reported yet');
+  const log = el('pre', { class: 'log', id: 'exec-log', tabindex: '0', 'aria-label': 'log' });
+  main.replaceChildren(el('h1', {}, `Exec ${id}`), summary,
+    el('h2', {}, 'Workers and devices'), workersBox,
+    el('h2', {}, 'Training loss'), el('div', { class: 'chart' }, canvas), points,
+    el('h2', {}, 'Log'), log);
+  const chart = lossChart(canvas);
+  const seen = new Map(); // iteration -> loss, as the exec reported them
+  return poll(async () => {
+    const x = await call('GET', `${EXECS}/${encodeURIComponent(id)}`);
+    const t = x.training && typeof x.training === 'object' ? x.training : {};
+    summary.replaceChildren(facts([
+      ['State', x.state], ['Owner', x.creator], ['Framework', x.framework], ['Workers', workers(x)],
+      ['Progress', progress(x)],
+      ['Throughput', t.samplesPerSecond !== undefined ? `${t.samplesPerSecond.toFixed(1)} samples/s` : '—'],
+      ['Submitted', when(x.createTime)], ['Started', when(x.startTime)], ['Ended', when(x.endTime)],
+      ['Message', x.message || '—']]));
+    const devices = t.workerDevices || [];
+    const ws = x.workers || [];
+    workersBox.replaceChildren(ws.length || devices.length
+      ? table('Workers', ['Rank', 'State', 'Device'], (ws.length ? ws : devices.map((d, i) => ({ rank: i }))).map((w, i) =>
+          el('tr', {}, el('td', { class: 'num' }, w.rank), el('td', {}, w.state || 'RUNNING'),
+             el('td', {}, devices[i] !== undefined ? `${t.deviceKind || ''} ${devices[i]}` : '—'))))
+      : el('p', {}, 'No worker runs now.'));
+    if (typeof t.trainLoss === 'number' && t.iteration !== undefined && !seen.has(t.iteration)) {
+      seen.set(t.iteration, t.trainLoss);
+      if (chart) {
+        chart.data.datasets[0].data = [...seen].map(([i, l]) => ({ x: i, y: l }));
+        chart.update();
+      }
+      points.textContent = `${seen.size} loss point(s), last ${t.trainLoss.toFixed(4)} at iteration ${t.iteration}`;
+    }
+    const res = await fetch(`${EXECS}/${encodeURIComponent(id)}/log`, { credentials: 'same-origin' });
+    if (res.ok) {
+      const text = await res.text();
+      log.textContent = text.length > 65536 ? text.slice(-65536) : text;
+    }
+  });
+}
