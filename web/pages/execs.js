@@ -1,6 +1,6 @@
 // Experiments: the list (state, owner, workers, progress) and one exec
-// (its facts, workers and devices, training loss plotted with Chart.js as
-// the exec reports it, and its log followed), polled every 2 s.
+// (its facts, workers and devices, each epoch's training loss and
+// accuracy plotted with Chart.js, and its log followed), polled every 2 s.
 import { call, EXECS } from '../api.js';
 import { el, when, table, facts } from '../util.js';
 import { onError } from '../app.js';
@@ -55,25 +55,43 @@ function lossChart(canvas) {
   if (!window.Chart) return null;
   return new window.Chart(canvas, {
     type: 'line',
-    data: { datasets: [{ label: 'training loss', data: [], borderColor: '#1f6fb2', pointRadius: 2 }] },
+    data: { datasets: [
+      { label: 'training loss (epoch mean)', data: [], borderColor: '#1f6fb2', pointRadius: 3 },
+      { label: 'training accuracy (epoch mean)', data: [], borderColor: '#0b6b2e', pointRadius: 3, yAxisID: 'acc' },
+    ] },
     options: { animation: false, maintainAspectRatio: false, parsing: false,
-               scales: { x: { type: 'linear', title: { display: true, text: 'iteration' } },
-                         y: { title: { display: true, text: 'loss' } } } },
+               scales: { x: { type: 'linear', title: { display: true, text: 'epoch' }, ticks: { precision: 0 } },
+                         y: { title: { display: true, text: 'loss' } },
+                         acc: { position: 'right', min: 0, max: 1, title: { display: true, text: 'accuracy' },
+                                grid: { drawOnChartArea: false } } } },
   });
+}
+
+// Each finished epoch's mean training loss and accuracy, as the exec keeps
+// them (epochsDone: the whole run, however late the page opened).
+function epochPoints(t) {
+  const done = Array.isArray(t.epochsDone) ? t.epochsDone : [];
+  const loss = [], acc = [];
+  for (const e of done) {
+    if (e.train && typeof e.train.loss === 'number') loss.push({ x: e.epoch, y: e.train.loss });
+    if (e.train && typeof e.train.accuracy === 'number') acc.push({ x: e.epoch, y: e.train.accuracy });
+  }
+  return { loss, acc };
 }
 
 export function execPage(main, id) {
   const summary = el('div', { id: 'exec-summary' });
   const workersBox = el('div', { id: 'exec-workers' });
-  const canvas = el('canvas', { id: 'loss-chart', role: 'img', 'aria-label': 'training loss against iteration' });
-  const points = el('p', { id: 'loss-points' }, 'no loss reported yet');
+  const canvas = el('canvas', { id: 'loss-chart', role: 'img', 'aria-label': 'training loss and accuracy against epoch' });
+  const points = el('p', { id: 'loss-points' }, '0 epoch(s) plotted');
+  const running = el('p', { id: 'loss-running' });
   const log = el('pre', { class: 'log', id: 'exec-log', tabindex: '0', 'aria-label': 'log' });
   main.replaceChildren(el('h1', {}, `Exec ${id}`), summary,
     el('h2', {}, 'Workers and devices'), workersBox,
-    el('h2', {}, 'Training loss'), el('div', { class: 'chart' }, canvas), points,
+    el('h2', {}, 'Training loss'), el('div', { class: 'chart' }, canvas), points, running,
     el('h2', {}, 'Log'), log);
   const chart = lossChart(canvas);
-  const seen = new Map(); // iteration -> loss, as the exec reported them
+  let shown = -1;
   return poll(async () => {
     const x = await call('GET', `${EXECS}/${encodeURIComponent(id)}`);
     const t = x.training && typeof x.training === 'object' ? x.training : {};
@@ -90,14 +108,19 @@ export function execPage(main, id) {
           el('tr', {}, el('td', { class: 'num' }, w.rank), el('td', {}, w.state || 'RUNNING'),
              el('td', {}, devices[i] !== undefined ? `${t.deviceKind || ''} ${devices[i]}` : '—'))))
       : el('p', {}, 'No worker runs now.'));
-    if (typeof t.trainLoss === 'number' && t.iteration !== undefined && !seen.has(t.iteration)) {
-      seen.set(t.iteration, t.trainLoss);
+    const { loss, acc } = epochPoints(t);
+    if (loss.length !== shown) {
+      shown = loss.length;
       if (chart) {
-        chart.data.datasets[0].data = [...seen].map(([i, l]) => ({ x: i, y: l }));
+        chart.data.datasets[0].data = loss;
+        chart.data.datasets[1].data = acc;
         chart.update();
       }
-      points.textContent = `${seen.size} loss point(s), last ${t.trainLoss.toFixed(4)} at iteration ${t.iteration}`;
+      const last = loss[loss.length - 1];
+      points.textContent = `${loss.length} epoch(s) plotted` + (last ? `, last loss ${last.y.toFixed(4)}` : '');
     }
+    running.textContent = typeof t.trainLoss === 'number'
+      ? `this epoch so far: loss ${t.trainLoss.toFixed(4)} at iteration ${t.iteration}` : '';
     const res = await fetch(`${EXECS}/${encodeURIComponent(id)}/log`, { credentials: 'same-origin' });
     if (res.ok) {
       const text = await res.text();

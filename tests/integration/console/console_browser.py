@@ -1,0 +1,141 @@
+#!/usr/bin/python3
+"""Drives Debian's Chromium (headless, through chromium-driver and
+python3-selenium) against a live loom host: log on through the page, see
+the experiments page list an exec, its loss curve grow, the devices page,
+and the refusals a browser meets (a wrong password, another user's exec).
+Screenshots of every page go to SHOTS. Prints one "ok: ..." or "FAIL: ..."
+line per check; exits 1 when any failed.
+
+   console_browser.py URL USER PASSWORD EXEC_ID OTHER_EXEC_ID SHOTS
+"""
+import sys
+import tempfile
+
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions as EC
+from selenium.webdriver.support.ui import WebDriverWait
+
+url, user, password, exec_id, other_exec, shots = sys.argv[1:7]
+failed = 0
+
+
+def check(what, cond):
+    global failed
+    print(("ok: " if cond else "FAIL: ") + what, flush=True)
+    failed += 0 if cond else 1
+
+
+def browser():
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = "/usr/bin/chromium"
+    for a in ("--headless=new", "--no-sandbox", "--disable-background-networking",
+              "--disable-gpu", "--disable-dev-shm-usage",
+              "--user-data-dir=" + tempfile.mkdtemp(prefix="loom-chromium-")):
+        opts.add_argument(a)
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    d = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)
+    d.set_window_size(1280, 800)
+    return d
+
+
+def wait(d, seconds, cond, what):
+    try:
+        return WebDriverWait(d, seconds, poll_frequency=0.2).until(cond)
+    except Exception:
+        check(what + " (timed out after %d s)" % seconds, False)
+        return None
+
+
+def text_of(d, css):
+    els = d.find_elements(By.CSS_SELECTOR, css)
+    return els[0].text if els else ""
+
+
+def log_on(d, name, secret):
+    d.get(url + "/")
+    wait(d, 20, EC.presence_of_element_located((By.ID, "user")), "the log-on form")
+    d.find_element(By.ID, "user").send_keys(name)
+    d.find_element(By.ID, "password").send_keys(secret)
+    d.find_element(By.ID, "logon-submit").click()
+
+
+def shot(d, name):
+    d.save_screenshot("%s/%s.png" % (shots, name))
+
+
+def no_horizontal_scroll(d):
+    return d.execute_script(
+        "return document.documentElement.scrollWidth <= window.innerWidth")
+
+
+d = browser()
+try:
+    # A wrong password: the page says so, no session.
+    log_on(d, user, "wrong-password")
+    st = wait(d, 20, lambda d: "refused" in text_of(d, "#status"), "a wrong password is refused")
+    check("a wrong password is refused on the page", bool(st))
+    shot(d, "logon-refused")
+    check("no session cookie readable by the page (HttpOnly)",
+          "loom_session" not in d.execute_script("return document.cookie"))
+
+    # Log on; the experiments page lists the exec.
+    d.find_element(By.ID, "password").clear()
+    d.find_element(By.ID, "password").send_keys(password)
+    d.find_element(By.ID, "logon-submit").click()
+    row = wait(d, 30, EC.presence_of_element_located(
+        (By.CSS_SELECTOR, '#execs tr[data-exec="%s"]' % exec_id)), "the exec in the list")
+    check("the experiments page lists the exec", row is not None)
+    check("the session cookie is HttpOnly (the page cannot read it)",
+          "loom_session" not in d.execute_script("return document.cookie"))
+    shot(d, "experiments")
+
+    # One exec: its loss curve grows as it trains.
+    d.get(url + "/console/#/execs/" + exec_id)
+    def plotted(d):
+        return int(text_of(d, "#loss-points").split(" ")[0] or 0)
+    first = wait(d, 120, lambda d: plotted(d) >= 1, "a first epoch's loss")
+    seen_first = plotted(d)
+    grown = wait(d, 120, lambda d: plotted(d) > seen_first, "the loss curve grows")
+    check("the loss curve grows while the page watches (%d, then %s)" %
+          (seen_first, text_of(d, "#loss-points")), bool(first) and bool(grown))
+    check("Chart.js holds the points", d.execute_script(
+        "const c = window.Chart && window.Chart.getChart(document.getElementById('loss-chart'));"
+        "return c ? c.data.datasets[0].data.length : 0") >= 2)
+    check("Chart.js drew on the canvas", d.execute_script(
+        "return !!window.Chart && !!window.Chart.getChart(document.getElementById('loss-chart'))"))
+    check("the exec's facts show", "Owner" in text_of(d, "#exec-summary"))
+    shot(d, "exec")
+
+    # Devices: every device, and the exec holding some while it runs.
+    d.get(url + "/console/#/devices")
+    rows = wait(d, 20, EC.presence_of_all_elements_located((By.CSS_SELECTOR, "#devices tr[data-slot]")),
+                "the devices table")
+    check("the devices page lists the devices", bool(rows))
+    shot(d, "devices")
+
+    # Another user's exec: the host answers 404, the page says so.
+    d.get(url + "/console/#/execs/" + other_exec)
+    st = wait(d, 20, lambda d: "not found" in text_of(d, "#status").lower() or
+              "no exec" in text_of(d, "#status").lower(), "another user's exec refused")
+    check("another user's exec is not shown (%s)" % text_of(d, "#status"), bool(st))
+    shot(d, "other-users-exec")
+
+    # 375 px wide: no horizontal scrolling on the pages.
+    d.set_window_size(375, 800)
+    for page, ready in (("#/execs", "#execs tr"), ("#/execs/" + exec_id, "#exec-summary dl"),
+                        ("#/devices", "#devices tr")):
+        d.get(url + "/console/" + page)
+        wait(d, 20, EC.presence_of_element_located((By.CSS_SELECTOR, ready)), "page " + page)
+        check("no horizontal scroll at 375 px: " + page, no_horizontal_scroll(d))
+    shot(d, "devices-375")
+
+    # No page broke the CSP or failed a script.
+    errors = [e for e in d.get_log("browser")
+              if e["level"] == "SEVERE" and ("Content Security Policy" in e["message"] or
+                                             "Uncaught" in e["message"])]
+    check("no CSP violation or script error (%s)" % errors[:2], not errors)
+finally:
+    d.quit()
+sys.exit(1 if failed else 0)
