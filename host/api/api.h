@@ -19,6 +19,7 @@
 #include "plugin/registry.h"
 #include "sched/sched_service.h"
 #include "store/store.h"
+#include "store/store_history.h"
 
 /* The most routes the table holds (api_route_table). */
 #define API_MAX_ROUTES 128
@@ -38,6 +39,7 @@ typedef struct api_services {
     int basic_over_http_allowed;
     int https;                  /* the listener serves HTTPS: cookies are Secure */
     char web_dir[PATH_MAX];     /* the console's files (routes_console.c) */
+    store_history_bounds history_bounds; /* what api/history.h keeps */
     pthread_mutex_t admin_lock; /* plugin add/remove: file, registry, store */
     unsigned upload_seq;
 } api_services;
@@ -72,6 +74,8 @@ int api_console_identity(api_services *d, const http_request *req, const char *t
                          auth_identity *who, loom_error **why);
 extern const http_route loom_console_routes[];
 extern const size_t loom_console_route_count;
+extern const http_route loom_history_routes[];
+extern const size_t loom_history_route_count;
 extern const http_route loom_sched_routes[];
 extern const size_t loom_sched_route_count;
 extern const http_route loom_plugin_routes[];

@@ -34,6 +34,7 @@ loom_error *api_route_table(http_route *routes, size_t *count)
         {loom_exec_routes, loom_exec_route_count},
         {loom_hpo_routes, loom_hpo_route_count},
         {loom_infer_routes, loom_infer_route_count},
+        {loom_history_routes, loom_history_route_count},
         {loom_console_routes, loom_console_route_count},
     };
     size_t n = 0;

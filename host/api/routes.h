@@ -39,6 +39,10 @@
 #define LOOM_ROUTE_OP_UNPUBLISH "/unpublish"
 #define LOOM_ROUTE_APPPROFILE "/appprofile"
 
+/* The host's history (routes_history.c): devices' holders, an exec's
+ * metrics (/execs/{id}/metrics), a model's rate (/models/{name}). */
+#define LOOM_ROUTE_HISTORY "/loom/v1/history"
+
 /* The web console (routes_console.c): its files under /console/, its
  * session's log-on, log-off and CSRF token. */
 #define LOOM_ROUTE_CONSOLE "/console"

@@ -17,6 +17,7 @@
 #include "util/job_sandbox.h"
 #include "util/log.h"
 #include "util/log_pump.h"
+#include "api/history.h"
 #include "util/num_text.h"
 #include "util/proc_group.h"
 
@@ -30,6 +31,7 @@ static const char serve_usage[] =
     "                  [--max-header-bytes B] [--max-uploads N]\n"
     "                  [--max-uploads-per-user N] [--slow-threads N]\n"
     "                  [--cors-origin ORIGIN]... [--allow-basic-over-http] [--web-dir DIR]\n"
+    "                  [--history-hours H] [--history-points N]\n"
     "                  [--python PATH] [--job-path DIRS] [--data-root DIR]...\n"
     "                  [--max-queued-execs N] [--log-max-bytes B] [--checkpoints-keep K]\n"
     "                  [--archive-max-entries N] [--archive-max-bytes B]\n"
@@ -62,6 +64,10 @@ static const char serve_usage[] =
     "                      HTTP on a non-loopback listener (default: refused)\n"
     "  --web-dir DIR       the web console's files, served at / (default: the\n"
     "                      share/loom/web installed beside the binary)\n"
+    "  --history-hours H   how far back the host's history (devices' holders,\n"
+    "                      training metrics, models' rates) goes (default 24)\n"
+    "  --history-points N  the most points it keeps of one series (default\n"
+    "                      10000)\n"
     "  --require-isolation refuse to start unless jobs are fully confined\n"
     "                      (Landlock, and an account per user when root)\n"
     "  --python PATH       the Python jobs run when they name none with\n"
@@ -186,6 +192,9 @@ static int parse_number_flag(int argc, char **argv, int *i, loomd_options *opt)
         {"--max-uploads", offsetof(loomd_options, http.max_uploads), 1, 10000},
         {"--max-uploads-per-user", offsetof(loomd_options, http.max_uploads_per_user), 1, 10000},
         {"--slow-threads", offsetof(loomd_options, http.slow_threads), 1, 64},
+        {"--history-hours", offsetof(loomd_options, history_hours), 1, HISTORY_MAX_HOURS},
+        {"--history-points", offsetof(loomd_options, history_points), HISTORY_MIN_POINTS,
+         HISTORY_MAX_POINTS},
     };
     for (size_t k = 0; k < sizeof flags / sizeof *flags; k++) {
         if (strcmp(argv[*i], flags[k].flag) != 0 || *i + 1 >= argc)
@@ -200,7 +209,8 @@ static int parse_number_flag(int argc, char **argv, int *i, loomd_options *opt)
                      flags[k].min, flags[k].max, text);
             return -1;
         }
-        /* cpu_slots is an int, the rest unsigned: the value fits both. */
+        /* cpu_slots and the history's are ints, the rest unsigned: the
+         * value fits both. */
         *(unsigned *)((char *)opt + flags[k].offset) = (unsigned)v;
         return 1;
     }

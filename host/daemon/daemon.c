@@ -187,6 +187,10 @@ static loom_error *open_web_front(loomd *d, const loomd_options *opt)
         snprintf(d->api.web_dir, sizeof d->api.web_dir, "%s", opt->web_dir);
     else
         loomd_default_web_dir(d->api.web_dir, sizeof d->api.web_dir);
+    d->api.history_bounds = (store_history_bounds){
+        .window_ms = (int64_t)(opt->history_hours ? opt->history_hours : HISTORY_DEFAULT_HOURS) *
+                     3600 * 1000,
+        .max_points = opt->history_points ? opt->history_points : HISTORY_DEFAULT_POINTS};
     return cors_policy_create(opt->cors_origins, opt->cors_origin_count, &d->cors);
 }
 
@@ -280,7 +284,8 @@ loom_error *loomd_start(const loomd_options *opt, loomd **out)
         /* inference calls wait on a kernel: answered on the lane */
         .lane_prefix = "POST " LOOM_ROUTE_INFERENCE "/",
     };
-    if ((e = http_server_start(&cfg, &d->http)) != NULL)
+    if ((e = http_server_start(&cfg, &d->http)) != NULL ||
+        (e = api_history_start(&d->api, &d->history)) != NULL)
         goto fail_with;
     log_info("loom host %s listening on %s:%d, home %s", LOOM_VERSION, cfg.address,
              http_server_port(d->http), d->api.home);
@@ -304,6 +309,7 @@ void loomd_stop(loomd *d)
      * all before the server stops. */
     infer_service_stop_all(d->api.infer);
     http_server_stop(d->http);
+    api_history_stop(d->history); /* before the services it samples */
     hpo_service_destroy(d->api.hpo);
     cors_policy_free(d->cors);
     infer_service_destroy(d->api.infer);

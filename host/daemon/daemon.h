@@ -11,6 +11,7 @@
 #include <limits.h>
 
 #include "api/api.h"
+#include "api/history.h"
 #include "http/cors.h"
 #include "http/http.h"
 
@@ -35,6 +36,8 @@ typedef struct loomd_options {
     const char *const *cors_origins; /* origins browsers may call from (http/cors.h) */
     int cors_origin_count;
     const char *web_dir;     /* the console's files; NULL: loomd_default_web_dir */
+    int history_hours;       /* the history's window and points per series */
+    int history_points;      /* (api/history.h); 0: the defaults */
 } loomd_options;
 
 typedef struct loomd {
@@ -48,6 +51,7 @@ typedef struct loomd {
     http_server *http;
     cors_policy *cors;
     http_route routes[API_MAX_ROUTES];
+    api_history *history;
 } loomd;
 
 
