@@ -1,6 +1,6 @@
 // Experiments: the list (state, owner, workers, progress) and one exec
 // (its facts, workers and devices, each epoch's training loss and
-// accuracy plotted with Chart.js, and its log followed), polled every 2 s.
+// accuracy from the host's history plotted with Chart.js, and its log followed), polled every 2 s.
 import { call, EXECS } from '../api.js';
 import { el, when, table, facts } from '../util.js';
 import { onError } from '../app.js';
@@ -67,16 +67,12 @@ function lossChart(canvas) {
   });
 }
 
-// Each finished epoch's mean training loss and accuracy, as the exec keeps
-// them (epochsDone: the whole run, however late the page opened).
-function epochPoints(t) {
-  const done = Array.isArray(t.epochsDone) ? t.epochsDone : [];
-  const loss = [], acc = [];
-  for (const e of done) {
-    if (e.train && typeof e.train.loss === 'number') loss.push({ x: e.epoch, y: e.train.loss });
-    if (e.train && typeof e.train.accuracy === 'number') acc.push({ x: e.epoch, y: e.train.accuracy });
-  }
-  return { loss, acc };
+// Each finished epoch's mean training loss and accuracy from the host's
+// history (the whole run, however late the page opened).
+async function epochPoints(id) {
+  const h = await call('GET', `/loom/v1/history/execs/${encodeURIComponent(id)}/metrics?from=0`);
+  const pick = name => h.points.filter(p => p.name === name).map(p => ({ x: p.epoch, y: p.value }));
+  return { loss: pick('epoch_train_loss'), acc: pick('epoch_train_accuracy') };
 }
 
 export function execPage(main, id) {
@@ -108,7 +104,7 @@ export function execPage(main, id) {
           el('tr', {}, el('td', { class: 'num' }, w.rank), el('td', {}, w.state || 'RUNNING'),
              el('td', {}, devices[i] !== undefined ? `${t.deviceKind || ''} ${devices[i]}` : '—'))))
       : el('p', {}, 'No worker runs now.'));
-    const { loss, acc } = epochPoints(t);
+    const { loss, acc } = await epochPoints(id);
     if (loss.length !== shown) {
       shown = loss.length;
       if (chart) {

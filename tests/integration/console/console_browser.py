@@ -113,6 +113,13 @@ try:
     rows = wait(d, 20, EC.presence_of_all_elements_located((By.CSS_SELECTOR, "#devices tr[data-slot]")),
                 "the devices table")
     check("the devices page lists the devices", bool(rows))
+    hist = wait(d, 20, lambda d: text_of(d, "#devices-history").split(" ")[0].isdigit() and
+                int(text_of(d, "#devices-history").split(" ")[0]) >= 2, "the last hour's changes")
+    check("the last hour's timeline has the exec's devices (%s)" % text_of(d, "#devices-history"),
+          bool(hist) and d.execute_script(
+              "const c = window.Chart.getChart(document.getElementById('devices-chart'));"
+              "return c.data.datasets.some(s => s.label === arguments[0] &&"
+              " s.data.some(p => p.y === 2))", exec_id))
     shot(d, "devices")
 
     # Another user's exec: the host answers 404, the page says so.
