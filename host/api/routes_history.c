@@ -92,6 +92,44 @@ static void device_history(void *ctx, const http_request *req, http_response *re
     http_reply_json(res, 200, o);
 }
 
+/* A series' reply: the range, whose series (key_name: key), and each
+ * row as point() makes it; frees rows. */
+static void reply_series(http_response *res, int64_t from, int64_t to, const char *key_name,
+                         const char *key, void *rows, size_t n,
+                         cJSON *(*point)(const void *rows, size_t i))
+{
+    cJSON *o = range_json(from, to);
+    cJSON_AddStringToObject(o, key_name, key);
+    cJSON *a = cJSON_AddArrayToObject(o, "points");
+    for (size_t i = 0; i < n; i++)
+        cJSON_AddItemToArray(a, point(rows, i));
+    free(rows);
+    http_reply_json(res, 200, o);
+}
+
+static cJSON *metric_json(const void *rows, size_t i)
+{
+    const store_history_metric *m = (const store_history_metric *)rows + i;
+    cJSON *p = cJSON_CreateObject();
+    cJSON_AddNumberToObject(p, "t", (double)m->t);
+    cJSON_AddStringToObject(p, "name", m->name);
+    if (m->step >= 0)
+        cJSON_AddNumberToObject(p, "iteration", (double)m->step);
+    cJSON_AddNumberToObject(p, "epoch", m->epoch);
+    cJSON_AddNumberToObject(p, "value", m->value);
+    return p;
+}
+
+static cJSON *model_json(const void *rows, size_t i)
+{
+    const store_history_model *m = (const store_history_model *)rows + i;
+    cJSON *p = cJSON_CreateObject();
+    cJSON_AddNumberToObject(p, "t", (double)m->t);
+    cJSON_AddNumberToObject(p, "requestsPerSecond", m->requests_per_s);
+    cJSON_AddNumberToObject(p, "instances", m->instances);
+    return p;
+}
+
 static void exec_metrics(void *ctx, const http_request *req, http_response *res)
 {
     api_services *d = ctx;
@@ -106,25 +144,10 @@ static void exec_metrics(void *ctx, const http_request *req, http_response *res)
     store_history_metric *v = NULL;
     size_t n = 0;
     loom_error *e = store_history_metrics(d->st, id, from, to, &v, &n);
-    if (e) {
+    if (e)
         api_reply_error(res, e);
-        return;
-    }
-    cJSON *o = range_json(from, to);
-    cJSON_AddStringToObject(o, "exec", id);
-    cJSON *a = cJSON_AddArrayToObject(o, "points");
-    for (size_t i = 0; i < n; i++) {
-        cJSON *p = cJSON_CreateObject();
-        cJSON_AddNumberToObject(p, "t", (double)v[i].t);
-        cJSON_AddStringToObject(p, "name", v[i].name);
-        if (v[i].step >= 0)
-            cJSON_AddNumberToObject(p, "iteration", (double)v[i].step);
-        cJSON_AddNumberToObject(p, "epoch", v[i].epoch);
-        cJSON_AddNumberToObject(p, "value", v[i].value);
-        cJSON_AddItemToArray(a, p);
-    }
-    free(v);
-    http_reply_json(res, 200, o);
+    else
+        reply_series(res, from, to, "exec", id, v, n, metric_json);
 }
 
 static void model_history(void *ctx, const http_request *req, http_response *res)
@@ -134,31 +157,19 @@ static void model_history(void *ctx, const http_request *req, http_response *res
     int64_t from, to;
     if (time_range(d, req, res, &from, &to) != 0)
         return;
+    /* the model's own visibility: another user's is "not found" */
     infer_model_view mv;
     loom_error *e = infer_view(d->infer, req->is_admin ? NULL : req->user, name, &mv);
-    if (e) {
-        api_reply_error(res, e);
-        return;
-    }
-    infer_model_view_clear(&mv);
+    if (!e)
+        infer_model_view_clear(&mv);
     store_history_model *v = NULL;
     size_t n = 0;
-    if ((e = store_history_models(d->st, name, from, to, &v, &n)) != NULL) {
+    if (!e)
+        e = store_history_models(d->st, name, from, to, &v, &n);
+    if (e)
         api_reply_error(res, e);
-        return;
-    }
-    cJSON *o = range_json(from, to);
-    cJSON_AddStringToObject(o, "model", name);
-    cJSON *a = cJSON_AddArrayToObject(o, "points");
-    for (size_t i = 0; i < n; i++) {
-        cJSON *p = cJSON_CreateObject();
-        cJSON_AddNumberToObject(p, "t", (double)v[i].t);
-        cJSON_AddNumberToObject(p, "requestsPerSecond", v[i].requests_per_s);
-        cJSON_AddNumberToObject(p, "instances", v[i].instances);
-        cJSON_AddItemToArray(a, p);
-    }
-    free(v);
-    http_reply_json(res, 200, o);
+    else
+        reply_series(res, from, to, "model", name, v, n, model_json);
 }
 
 const http_route loom_history_routes[] = {
