@@ -115,4 +115,20 @@ done
 expect_eq "failed console log-ons are rate limited" "$code" "429"
 
 stop_host
+
+# ---- over HTTPS: the cookie is Secure, and the host's own origin is https
+openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=127.0.0.1" \
+    -addext "subjectAltName=IP:127.0.0.1" -keyout "$WORK/key.pem" -out "$WORK/cert.pem" 2>/dev/null
+export LOOM_CA_CERT="$WORK/cert.pem"
+start_host --web-dir "$WORK/web" --tls-cert "$WORK/cert.pem" --tls-key "$WORK/key.pem"
+T=(--cacert "$WORK/cert.pem")
+expect_eq "log-on over HTTPS" "$(get /console/logon "${T[@]}" -X POST -H 'Content-Type: application/json' \
+    -d "{\"user\":\"admin\",\"password\":\"$ADMIN_PASSWORD\"}")" "200"
+expect_contains "the cookie is Secure" "$(header Set-Cookie)" "; Secure"
+SESSION=$(header Set-Cookie | sed 's/^loom_session=\([^;]*\);.*/\1/')
+expect_eq "its own https origin" "$(get /platform/rest/deeplearning/v1/execs "${T[@]}" \
+    -H "Cookie: loom_session=$SESSION" -H "Origin: $URL")" "200"
+expect_eq "the same host over http is another origin" "$(get /platform/rest/deeplearning/v1/execs "${T[@]}" \
+    -H "Cookie: loom_session=$SESSION" -H "Origin: http://${URL#https://}")" "403"
+stop_host
 finish
