@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The host's history over REST: who held each device and when (an exec's
 # two workers, then free), a training exec's metrics per iteration and per
-# epoch, the same visibility as the live routes (another user's exec 404,
+# epoch, a served model's request rate and instances, the same visibility as the live routes (another user's exec 404,
 # another user's holder hidden), the time range checked, the flags' bounds.
 LOOM=$1
+BUILD=$4
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/../train_lib.sh"
 
@@ -79,6 +80,20 @@ expect_contains "it names the field" "$(cat "$WORK/body")" "from"
 expect_eq "from after to" "$(as "$ALICE" "/loom/v1/history/devices?from=2000&to=1000" | cut -c1-3)" "400"
 expect_eq "a range before anything" "$(as "$ALICE" "/loom/v1/history/devices?from=0&to=1000")" '200 {"from":0,"to":1000,"changes":[]}'
 expect_eq "no such model" "$(as "$ALICE" "/loom/v1/history/models/nope" | cut -c1-3)" "404"
+
+# ---- a served model: its request rate and instances
+expect_ok "deploy echo-so" "$LOOM" model deploy -p "$BUILD/examples/serving/echo-so"
+expect_ok "it serves" timeout 90 "$LOOM" model start echo-so --wait 60
+post() { curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $TOKEN" -X POST \
+         -H 'Content-Type: application/json' --data-binary '{"a":1}' "$URL/dlim/v1/inference/echo-so"; }
+busy_rate() { # requests until the history has a rate above 0 with an instance
+    for _ in 1 2 3 4 5; do post > /dev/null; done
+    as "$TOKEN" "/loom/v1/history/models/echo-so" | sed 's/^[0-9]* //' |
+        python3 -c 'import json,sys; p=json.load(sys.stdin)["points"]; sys.exit(0 if any(x["requestsPerSecond"] > 0 and x["instances"] >= 1 for x in p) else 1)'
+}
+expect_ok "the model's rate and instances in the history" wait_until 40 busy_rate
+expect_eq "bob asks for the administrator's model" "$(as "$BOB" "/loom/v1/history/models/echo-so" | cut -c1-3)" "404"
+expect_ok "stop echo-so" "$LOOM" model stop echo-so
 
 stop_host
 finish
