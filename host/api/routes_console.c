@@ -7,6 +7,7 @@
  * carries the session's CSRF token (X-CSRF-Token) when it changes state,
  * and its replies never carry CORS headers (http/http.c). Bearer and Basic
  * callers are not affected. */
+#include <ctype.h>
 #include <pthread.h>
 #include <sodium.h>
 #include <stdio.h>
@@ -39,10 +40,13 @@ static const char *const chart_js_paths[] = {
     "/usr/share/javascript/chart.js/chart.js",
 };
 
+/* Room for a console reply's headers and its Set-Cookie (below 256). */
+_Static_assert(sizeof "Content-Security-Policy" + sizeof CONSOLE_CSP + 128 + 256 <=
+                   HTTP_EXTRA_HEADER_BYTES,
+               "the console's headers fit a reply's extra headers");
+
 static void console_headers(http_response *res)
 {
-    /* these fit HTTP_EXTRA_HEADER_BYTES with room for the cookie (checked
-     * by test_console_rules) */
     http_reply_header(res, "Content-Security-Policy", CONSOLE_CSP);
     http_reply_header(res, "X-Content-Type-Options", "nosniff");
     http_reply_header(res, "Referrer-Policy", "no-referrer");
@@ -158,10 +162,10 @@ static int form_value(const char *body, const char *name, char *out, size_t len)
             if (c == '+') {
                 c = ' ';
             } else if (c == '%') {
-                unsigned x;
-                if (sscanf(v + 1, "%2x", &x) != 1 || !v[1] || !v[2])
+                if (!isxdigit((unsigned char)v[1]) || !isxdigit((unsigned char)v[2]))
                     return 0;
-                c = (char)x;
+                char hex[3] = {v[1], v[2], 0};
+                c = (char)strtol(hex, NULL, 16);
                 v += 2;
             }
             if (o + 1 >= len || c == 0)

@@ -71,6 +71,11 @@ expect_eq "a CSRF token of 64 hex digits" "$(printf '%s' "$CSRF" | grep -cE '^[0
 expect_eq "a form log-on" "$(get /console/logon -X POST --data-urlencode user=admin \
     --data-urlencode "password=$ADMIN_PASSWORD")" "200"
 expect_contains "its cookie" "$(header Set-Cookie)" "loom_session=loomt_"
+expect_ok "a user whose password needs escaping in a form" "$LOOM" user add carol -p 'c@rol pass+%&=x'
+expect_eq "a form log-on, escaped" "$(get /console/logon -X POST --data-urlencode user=carol \
+    --data-urlencode 'password=c@rol pass+%&=x')" "200"
+expect_contains "as carol" "$(cat "$WORK/b")" '"user":"carol"'
+expect_eq "a malformed escape" "$(get /console/logon -X POST -d 'user=carol&password=c%4')" "400"
 
 C=(-H "Cookie: loom_session=$SESSION")
 expect_eq "the cookie authenticates a read" "$(get /platform/rest/deeplearning/v1/execs "${C[@]}")" "200"
