@@ -1,10 +1,12 @@
 // The console's router: every page is a bookmarkable URL (#/execs,
-// #/execs/ID, #/devices, #/logon); a page without a session goes to the
-// log-on page and comes back after it.
+// #/execs/ID, #/devices, #/models, #/models/NAME, #/plans, #/logon); a
+// page without a session goes to the log-on page and comes back after it.
 import { call, setCsrf, ApiError } from './api.js';
 import { logonPage } from './pages/logon.js';
 import { execsPage, execPage } from './pages/execs.js';
 import { devicesPage } from './pages/devices.js';
+import { modelsPage, modelPage } from './pages/models.js';
+import { plansPage } from './pages/plans.js';
 
 const main = document.getElementById('main');
 const status = document.getElementById('status');
@@ -35,6 +37,9 @@ const routes = [
   [/^#\/execs\/([^/]+)$/, m => execPage(main, decodeURIComponent(m[1]))],
   [/^#\/execs$/, () => execsPage(main)],
   [/^#\/devices$/, () => devicesPage(main)],
+  [/^#\/models\/([^/]+)$/, m => modelPage(main, decodeURIComponent(m[1]))],
+  [/^#\/models$/, () => modelsPage(main)],
+  [/^#\/plans$/, () => plansPage(main)],
 ];
 
 async function route() {

@@ -22,3 +22,15 @@ export function table(caption, heads, rows) {
 export function facts(pairs) {
   return el('dl', { class: 'facts' }, pairs.flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v)]));
 }
+
+// Runs fn now and every 2 s until the returned stop is called; a failure
+// goes to onErr and the polling goes on.
+export function poll(fn, onErr) {
+  let timer = null, stopped = false;
+  const tick = async () => {
+    try { await fn(); } catch (e) { onErr(e); }
+    if (!stopped) timer = setTimeout(tick, 2000);
+  };
+  tick();
+  return () => { stopped = true; clearTimeout(timer); };
+}

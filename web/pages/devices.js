@@ -3,7 +3,7 @@
 // the host's history: how many devices each holder had over time, so an
 // elastic resize (4 -> 2+2 -> 4) shows as steps.
 import { call } from '../api.js';
-import { el, table } from '../util.js';
+import { el, table, poll } from '../util.js';
 import { onError } from '../app.js';
 
 const HOUR_MS = 3600 * 1000;
@@ -47,29 +47,23 @@ export function devicesPage(main) {
   main.replaceChildren(el('h1', {}, 'Devices'), body, el('h2', {}, 'The last hour'),
                        el('div', { class: 'chart' }, canvas), summary);
   const chart = timeline(canvas);
-  let timer = null, stopped = false;
-  const tick = async () => {
-    try {
-      const slots = await call('GET', '/loom/v1/slots');
-      const rows = slots.map(s => el('tr', { 'data-slot': s.slot },
-        el('td', {}, s.node || 'this host'), el('td', {}, `${s.kind} ${s.index}`),
-        el('td', {}, s.held ? (s.holder ? `${s.holder} ` : '') : 'free',
-           s.held && s.owner && s.owner !== "another user's"
-             ? el('a', { href: `#/execs/${encodeURIComponent(s.owner)}` }, s.owner) : (s.owner || '')),
-        el('td', {}, s.user || '—')));
-      body.replaceChildren(table('Devices', ['Node', 'Device', 'Held by', 'User'], rows));
-      const now = Date.now();
-      const h = await call('GET', `/loom/v1/history/devices?from=${now - HOUR_MS}&to=${now}`);
-      const series = heldOverTime(h.changes, now);
-      if (chart) {
-        chart.data.datasets = [...series].map(([holder, data], i) => ({
-          label: holder, data, stepped: true, pointRadius: 0, borderColor: COLOURS[i % COLOURS.length] }));
-        chart.update();
-      }
-      summary.textContent = `${h.changes.length} change(s) of holder in the last hour, ${series.size} holder(s)`;
-    } catch (e) { onError(e); }
-    if (!stopped) timer = setTimeout(tick, 2000);
-  };
-  tick();
-  return () => { stopped = true; clearTimeout(timer); };
+  return poll(async () => {
+    const slots = await call('GET', '/loom/v1/slots');
+    const rows = slots.map(s => el('tr', { 'data-slot': s.slot },
+      el('td', {}, s.node || 'this host'), el('td', {}, `${s.kind} ${s.index}`),
+      el('td', {}, s.held ? (s.holder ? `${s.holder} ` : '') : 'free',
+         s.held && s.owner && s.owner !== "another user's"
+           ? el('a', { href: `#/execs/${encodeURIComponent(s.owner)}` }, s.owner) : (s.owner || '')),
+      el('td', {}, s.user || '—')));
+    body.replaceChildren(table('Devices', ['Node', 'Device', 'Held by', 'User'], rows));
+    const now = Date.now();
+    const h = await call('GET', `/loom/v1/history/devices?from=${now - HOUR_MS}&to=${now}`);
+    const series = heldOverTime(h.changes, now);
+    if (chart) {
+      chart.data.datasets = [...series].map(([holder, data], i) => ({
+        label: holder, data, stepped: true, pointRadius: 0, borderColor: COLOURS[i % COLOURS.length] }));
+      chart.update();
+    }
+    summary.textContent = `${h.changes.length} change(s) of holder in the last hour, ${series.size} holder(s)`;
+  }, onError);
 }

@@ -2,8 +2,8 @@
 // (its facts, workers and devices, each epoch's training loss and
 // accuracy from the host's history plotted with Chart.js, and its log followed), polled every 2 s.
 import { call, EXECS } from '../api.js';
-import { el, when, table, facts } from '../util.js';
-import { onError } from '../app.js';
+import { el, when, table, facts, poll } from '../util.js';
+import { onError, say } from '../app.js';
 
 const POLL_MS = 2000;
 
@@ -18,16 +18,6 @@ function progress(x) {
 
 function workers(x) {
   return x.workersNow !== undefined ? `${x.workersNow} of ${x.numWorker}` : String(x.numWorker ?? '—');
-}
-
-function poll(fn) {
-  let timer = null, stopped = false;
-  const tick = async () => {
-    try { await fn(); } catch (e) { onError(e); }
-    if (!stopped) timer = setTimeout(tick, POLL_MS);
-  };
-  tick();
-  return () => { stopped = true; clearTimeout(timer); };
 }
 
 export function execsPage(main) {
@@ -48,7 +38,7 @@ export function execsPage(main) {
       ? table('Experiments', ['Exec', 'State', 'Owner', 'Workers', { label: 'Progress', narrow: 1 },
                               { label: 'Submitted', narrow: 1 }], rows)
       : el('p', {}, 'No experiments yet: submit one with loom exec start (or dlicmd --exec-start).'));
-  });
+  }, onError);
 }
 
 function lossChart(canvas) {
@@ -75,6 +65,27 @@ async function epochPoints(id) {
   return { loss: pick('epoch_train_loss'), acc: pick('epoch_train_accuracy') };
 }
 
+// Stop, and resize an elastic exec: state-changing calls, which carry the
+// session's CSRF token (api.js).
+function actions(id) {
+  const path = `${EXECS}/${encodeURIComponent(id)}`;
+  const stop = el('button', { type: 'button', id: 'exec-stop' }, 'Stop');
+  stop.addEventListener('click', async () => {
+    try { await call('POST', `${path}/stop`); say(`Stopping ${id}`); } catch (e) { onError(e); }
+  });
+  const workers = el('input', { id: 'resize-workers', type: 'number', min: '1', max: '4096', required: '' });
+  const resize = el('form', { class: 'inline', id: 'exec-resize' },
+    el('label', { for: 'resize-workers' }, 'Workers', workers), el('button', { type: 'submit' }, 'Resize'));
+  resize.addEventListener('submit', async ev => {
+    ev.preventDefault();
+    try {
+      await call('POST', `${path}/resize`, { workers: Number(workers.value) });
+      say(`Asked ${id} for ${workers.value} worker(s)`);
+    } catch (e) { onError(e); }
+  });
+  return el('div', { class: 'actions' }, stop, resize);
+}
+
 export function execPage(main, id) {
   const summary = el('div', { id: 'exec-summary' });
   const workersBox = el('div', { id: 'exec-workers' });
@@ -82,7 +93,7 @@ export function execPage(main, id) {
   const points = el('p', { id: 'loss-points' }, '0 epoch(s) plotted');
   const running = el('p', { id: 'loss-running' });
   const log = el('pre', { class: 'log', id: 'exec-log', tabindex: '0', 'aria-label': 'log' });
-  main.replaceChildren(el('h1', {}, `Exec ${id}`), summary,
+  main.replaceChildren(el('h1', {}, `Exec ${id}`), actions(id), summary,
     el('h2', {}, 'Workers and devices'), workersBox,
     el('h2', {}, 'Training loss'), el('div', { class: 'chart' }, canvas), points, running,
     el('h2', {}, 'Log'), log);
@@ -122,5 +133,5 @@ export function execPage(main, id) {
       const text = await res.text();
       log.textContent = text.length > 65536 ? text.slice(-65536) : text;
     }
-  });
+  }, onError);
 }

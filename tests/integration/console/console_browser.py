@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Drives Debian's Chromium (headless, through chromium-driver and
 python3-selenium) against a live loom host: log on through the page, see
-the experiments page list an exec, its loss curve grow, the devices page,
+the experiments page list an exec, its loss curve grow, the devices page
+and its timeline, the plans and models pages, Stop from the page,
 and the refusals a browser meets (a wrong password, another user's exec).
 Screenshots of every page go to SHOTS. Prints one "ok: ..." or "FAIL: ..."
 line per check; exits 1 when any failed.
@@ -129,10 +130,29 @@ try:
     check("another user's exec is not shown (%s)" % text_of(d, "#status"), bool(st))
     shot(d, "other-users-exec")
 
+    # Plans and models: the tables (the models page has no model here).
+    for page, ready, name in (("#/plans", "#plans tr[data-plan]", "plans"),
+                              ("#/models", "#models p, #models tr", "models")):
+        d.get(url + "/console/" + page)
+        check("the %s page" % name, wait(d, 20, EC.presence_of_element_located(
+            (By.CSS_SELECTOR, ready)), "page " + page) is not None)
+        shot(d, name)
+
+    # Stop from the page: a state-changing call, which carries the CSRF
+    # token the page holds in memory.
+    d.get(url + "/console/#/execs/" + exec_id)
+    wait(d, 20, EC.element_to_be_clickable((By.ID, "exec-stop")), "the Stop button").click()
+    stopped = wait(d, 60, lambda d: "KILLED" in text_of(d, "#exec-summary") or
+                   "FINISHED" in text_of(d, "#exec-summary"), "the exec stopped")
+    check("Stop from the page ends the exec (%s)" % text_of(d, "#status"),
+          bool(stopped) and "KILLED" in text_of(d, "#exec-summary"))
+    shot(d, "exec-stopped")
+
     # 375 px wide: no horizontal scrolling on the pages.
     d.set_window_size(375, 800)
     for page, ready in (("#/execs", "#execs tr"), ("#/execs/" + exec_id, "#exec-summary dl"),
-                        ("#/devices", "#devices tr")):
+                        ("#/devices", "#devices tr"), ("#/plans", "#plans tr"),
+                        ("#/models", "#models p, #models tr")):
         d.get(url + "/console/" + page)
         wait(d, 20, EC.presence_of_element_located((By.CSS_SELECTOR, ready)), "page " + page)
         check("no horizontal scroll at 375 px: " + page, no_horizontal_scroll(d))

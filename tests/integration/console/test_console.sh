@@ -64,7 +64,7 @@ else
         fail "the browser's checks: $(grep -v '^ok:' "$WORK/browser.out" | tail -n 20)"
     fi
     cat "$WORK/browser.out"
-    for s in logon-refused experiments exec devices other-users-exec devices-375; do
+    for s in logon-refused experiments exec devices plans models exec-stopped other-users-exec devices-375; do
         expect_eq "screenshot $s" "$(test -s "$WORK/shots/$s.png" && echo kept)" "kept"
     done
     if [ -n "$BUILD" ]; then
@@ -72,6 +72,6 @@ else
     fi
 fi
 
-"$LOOM" exec stop "$ALICE_EXEC" >/dev/null 2>&1
+"$LOOM" exec stop "$ALICE_EXEC" >/dev/null 2>&1 # when the browser did not
 stop_host
 finish
