@@ -14,12 +14,23 @@ export async function call(method, path, body) {
   if (method !== 'GET' && csrf) headers['X-CSRF-Token'] = csrf;
   let payload;
   if (body !== undefined) { headers['Content-Type'] = 'application/json'; payload = JSON.stringify(body); }
-  const res = await fetch(path, { method, headers, body: payload, credentials: 'same-origin' });
+  return reply(await fetch(path, { method, headers, body: payload, credentials: 'same-origin' }));
+}
+
+// A reply's JSON, or an ApiError with the host's message.
+async function reply(res) {
   const text = await res.text();
   let data = null;
   try { data = text ? JSON.parse(text) : null; } catch (e) { data = text; }
   if (!res.ok) throw new ApiError(res.status, (data && data.error) || `${res.status} ${res.statusText}`);
   return data;
+}
+
+// A multipart form (a file upload): the browser sets its Content-Type.
+export async function callForm(method, path, form) {
+  const headers = { Accept: 'application/json' };
+  if (csrf) headers['X-CSRF-Token'] = csrf;
+  return reply(await fetch(path, { method, headers, body: form, credentials: 'same-origin' }));
 }
 
 export const EXECS = '/platform/rest/deeplearning/v1/execs';

@@ -1,12 +1,15 @@
 // The console's router: every page is a bookmarkable URL (#/execs,
-// #/execs/ID, #/devices, #/models, #/models/NAME, #/plans, #/logon); a
-// page without a session goes to the log-on page and comes back after it.
+// #/execs/ID, #/submit, #/devices, #/models, #/models/NAME, #/plans,
+// #/plugins, #/logon); a page without a session goes to the log-on page
+// and comes back after it.
 import { call, setCsrf, ApiError } from './api.js';
 import { logonPage } from './pages/logon.js';
 import { execsPage, execPage } from './pages/execs.js';
 import { devicesPage } from './pages/devices.js';
 import { modelsPage, modelPage } from './pages/models.js';
 import { plansPage } from './pages/plans.js';
+import { submitPage } from './pages/submit.js';
+import { pluginsPage } from './pages/plugins.js';
 
 const main = document.getElementById('main');
 const status = document.getElementById('status');
@@ -36,6 +39,8 @@ async function currentSession() {
 const routes = [
   [/^#\/execs\/([^/]+)$/, m => execPage(main, decodeURIComponent(m[1]))],
   [/^#\/execs$/, () => execsPage(main)],
+  [/^#\/submit$/, () => submitPage(main)],
+  [/^#\/plugins$/, () => pluginsPage(main)],
   [/^#\/devices$/, () => devicesPage(main)],
   [/^#\/models\/([^/]+)$/, m => modelPage(main, decodeURIComponent(m[1]))],
   [/^#\/models$/, () => modelsPage(main)],

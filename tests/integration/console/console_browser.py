@@ -7,7 +7,7 @@ and the refusals a browser meets (a wrong password, another user's exec).
 Screenshots of every page go to SHOTS. Prints one "ok: ..." or "FAIL: ..."
 line per check; exits 1 when any failed.
 
-   console_browser.py URL USER PASSWORD EXEC_ID OTHER_EXEC_ID SHOTS
+   console_browser.py URL USER PASSWORD EXEC_ID OTHER_EXEC_ID SHOTS MODEL_TAR
 """
 import sys
 import tempfile
@@ -18,7 +18,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as EC
 from selenium.webdriver.support.ui import WebDriverWait
 
-url, user, password, exec_id, other_exec, shots = sys.argv[1:7]
+url, user, password, exec_id, other_exec, shots, model_tar = sys.argv[1:8]
 failed = 0
 
 
@@ -148,11 +148,32 @@ try:
           bool(stopped) and "KILLED" in text_of(d, "#exec-summary"))
     shot(d, "exec-stopped")
 
+    # Submit from the page: the host's own refusal shown, then an exec made.
+    d.get(url + "/console/#/submit")
+    wait(d, 20, lambda d: d.find_elements(By.CSS_SELECTOR, '#submit-framework option[value="edt"]'),
+         "the frameworks")
+    d.find_element(By.ID, "submit-file").send_keys(model_tar)
+    check("the model directory's name from the tar's",
+          d.find_element(By.ID, "submit-dir").get_attribute("value") == "small")
+    d.find_element(By.ID, "submit-plan").send_keys("/no-such-plan")
+    d.find_element(By.ID, "submit-go").click()
+    refused = wait(d, 30, lambda d: "Refused" in text_of(d, "#status"), "a refused submission")
+    check("the host's refusal is shown (%s)" % text_of(d, "#status"),
+          bool(refused) and "no-such-plan" in text_of(d, "#status"))
+    d.find_element(By.ID, "submit-plan").clear()
+    d.find_element(By.ID, "submit-go").click()
+    made = wait(d, 60, lambda d: "#/execs/" + user + "-" in d.current_url, "the new exec's page")
+    check("a submission from the page opens its exec (%s)" % d.current_url, bool(made))
+    shown = wait(d, 30, lambda d: "Owner" in text_of(d, "#exec-summary"), "the new exec")
+    check("the new exec is the user's", bool(shown) and user in text_of(d, "#exec-summary"))
+    shot(d, "submitted")
+
     # 375 px wide: no horizontal scrolling on the pages.
     d.set_window_size(375, 800)
     for page, ready in (("#/execs", "#execs tr"), ("#/execs/" + exec_id, "#exec-summary dl"),
                         ("#/devices", "#devices tr"), ("#/plans", "#plans tr"),
-                        ("#/models", "#models p, #models tr")):
+                        ("#/models", "#models p, #models tr"), ("#/submit", "#submit-form"),
+                        ("#/plugins", "#plugins tr")):
         d.get(url + "/console/" + page)
         wait(d, 20, EC.presence_of_element_located((By.CSS_SELECTOR, ready)), "page " + page)
         check("no horizontal scroll at 375 px: " + page, no_horizontal_scroll(d))

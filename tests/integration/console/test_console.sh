@@ -28,6 +28,8 @@ wide_model "$WORK/m" 6000 20 1024
 ALICE_EXEC=$(as_user alice alice-password "$LOOM" exec start --exec-start edt --model-dir "$WORK/m" --numWorker 2 |
              sed -n 's/^exec \([^ ]*\) submitted.*/\1/p')
 model_dir "$WORK/b" 300 1
+model_dir "$WORK/small" 300 1
+tar -C "$WORK" -cf "$WORK/small.tar" small
 BOB_EXEC=$(as_user bob bob-password "$LOOM" exec start --exec-start edt --model-dir "$WORK/b" --numWorker 1 |
            sed -n 's/^exec \([^ ]*\) submitted.*/\1/p')
 expect_contains "alice's exec submitted" "$ALICE_EXEC" ""
@@ -58,13 +60,13 @@ if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ] || ! /usr/bin/py
 else
     mkdir -p "$WORK/shots"
     if /usr/bin/python3 "$(dirname "$0")/console_browser.py" "$URL" alice alice-password "$ALICE_EXEC" \
-           "$BOB_EXEC" "$WORK/shots" > "$WORK/browser.out" 2>&1; then
+           "$BOB_EXEC" "$WORK/shots" "$WORK/small.tar" > "$WORK/browser.out" 2>&1; then
         pass
     else
         fail "the browser's checks: $(grep -v '^ok:' "$WORK/browser.out" | tail -n 20)"
     fi
     cat "$WORK/browser.out"
-    for s in logon-refused experiments exec devices plans models exec-stopped other-users-exec devices-375; do
+    for s in logon-refused experiments exec devices plans models exec-stopped submitted other-users-exec devices-375; do
         expect_eq "screenshot $s" "$(test -s "$WORK/shots/$s.png" && echo kept)" "kept"
     done
     if [ -n "$BUILD" ]; then
