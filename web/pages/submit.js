@@ -1,6 +1,6 @@
-// Submit an exec: the model directory as a tar (gzip'd or not) and dlicmd's
-// settings, sent as the CLI sends them (multipart args and file); the
-// host's validation errors are shown as they come.
+// Submit an exec: the model directory as a tar (gzip'd or not) or a zip, and
+// dlicmd's settings, sent as the CLI sends them (multipart args and file);
+// the host's validation errors are shown as they come.
 import { call, callForm, EXECS } from '../api.js';
 import { el } from '../util.js';
 import { say } from '../app.js';
@@ -11,14 +11,15 @@ function field(id, label, input) {
   return el('label', { for: id }, label, input);
 }
 
-// The archive's name without .tar, .tar.gz or .tgz: the model directory's.
+// The archive's name without .tar, .tar.gz, .tgz or .zip: the model
+// directory's.
 function stem(name) {
-  return name.replace(/\.(tar\.gz|tgz|tar)$/i, '');
+  return name.replace(/\.(tar\.gz|tgz|tar|zip)$/i, '');
 }
 
 export function submitPage(main) {
   const framework = el('select', { required: '' });
-  const file = el('input', { type: 'file', accept: '.tar,.tar.gz,.tgz', required: '' });
+  const file = el('input', { type: 'file', accept: '.tar,.tar.gz,.tgz,.zip', required: '' });
   const dir = el('input', { required: '', pattern: '[A-Za-z0-9._\\-]+' });
   const mainFile = el('input', { placeholder: 'edt.json, train.py' });
   const workers = el('input', { type: 'number', min: '1', max: '1024', value: '1', required: '' });
@@ -29,7 +30,7 @@ export function submitPage(main) {
   file.addEventListener('change', () => { if (file.files[0] && !dir.value) dir.value = stem(file.files[0].name); });
   const form = el('form', { class: 'submit', id: 'submit-form' },
     field('submit-framework', 'Framework', framework),
-    field('submit-file', 'Model directory (a tar)', file),
+    field('submit-file', 'Model directory (a tar or a zip)', file),
     field('submit-dir', 'Model directory name', dir),
     field('submit-main', 'Main file', mainFile),
     field('submit-workers', 'Workers', workers),

@@ -7,7 +7,7 @@ and the refusals a browser meets (a wrong password, another user's exec).
 Screenshots of every page go to SHOTS. Prints one "ok: ..." or "FAIL: ..."
 line per check; exits 1 when any failed.
 
-   console_browser.py URL USER PASSWORD EXEC_ID OTHER_EXEC_ID SHOTS MODEL_TAR
+   console_browser.py URL USER PASSWORD EXEC_ID OTHER_EXEC_ID SHOTS MODEL_ZIP
 """
 import sys
 import tempfile
@@ -18,7 +18,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as EC
 from selenium.webdriver.support.ui import WebDriverWait
 
-url, user, password, exec_id, other_exec, shots, model_tar = sys.argv[1:8]
+url, user, password, exec_id, other_exec, shots, model_zip = sys.argv[1:8]
 failed = 0
 
 
@@ -152,8 +152,8 @@ try:
     d.get(url + "/console/#/submit")
     wait(d, 20, lambda d: d.find_elements(By.CSS_SELECTOR, '#submit-framework option[value="edt"]'),
          "the frameworks")
-    d.find_element(By.ID, "submit-file").send_keys(model_tar)
-    check("the model directory's name from the tar's",
+    d.find_element(By.ID, "submit-file").send_keys(model_zip)
+    check("the model directory's name from the zip's",
           d.find_element(By.ID, "submit-dir").get_attribute("value") == "small")
     d.find_element(By.ID, "submit-plan").send_keys("/no-such-plan")
     d.find_element(By.ID, "submit-go").click()

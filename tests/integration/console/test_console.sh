@@ -29,7 +29,9 @@ ALICE_EXEC=$(as_user alice alice-password "$LOOM" exec start --exec-start edt --
              sed -n 's/^exec \([^ ]*\) submitted.*/\1/p')
 model_dir "$WORK/b" 300 1
 model_dir "$WORK/small" 300 1
-tar -C "$WORK" -cf "$WORK/small.tar" small
+(cd "$WORK" && python3 -c 'import os, zipfile
+with zipfile.ZipFile("small.zip", "w") as z:
+    for f in sorted(os.listdir("small")): z.write("small/" + f)')
 BOB_EXEC=$(as_user bob bob-password "$LOOM" exec start --exec-start edt --model-dir "$WORK/b" --numWorker 1 |
            sed -n 's/^exec \([^ ]*\) submitted.*/\1/p')
 expect_contains "alice's exec submitted" "$ALICE_EXEC" ""
@@ -60,7 +62,7 @@ if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ] || ! /usr/bin/py
 else
     mkdir -p "$WORK/shots"
     if /usr/bin/python3 "$(dirname "$0")/console_browser.py" "$URL" alice alice-password "$ALICE_EXEC" \
-           "$BOB_EXEC" "$WORK/shots" "$WORK/small.tar" > "$WORK/browser.out" 2>&1; then
+           "$BOB_EXEC" "$WORK/shots" "$WORK/small.zip" > "$WORK/browser.out" 2>&1; then
         pass
     else
         fail "the browser's checks: $(grep -v '^ok:' "$WORK/browser.out" | tail -n 20)"
