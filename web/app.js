@@ -1,7 +1,7 @@
 // The console's router: every page is a bookmarkable URL (#/execs,
-// #/execs/ID, #/submit, #/devices, #/models, #/models/NAME, #/plans,
-// #/plugins, #/logon); a page without a session goes to the log-on page
-// and comes back after it.
+// #/execs/ID, #/submit, #/tuning, #/tuning/NAME, #/devices, #/models,
+// #/models/NAME, #/plans, #/plugins, #/logon); a page without a session
+// goes to the log-on page and comes back after it.
 import { call, setCsrf, ApiError } from './api.js';
 import { logonPage } from './pages/logon.js';
 import { execsPage, execPage } from './pages/execs.js';
@@ -10,6 +10,7 @@ import { modelsPage, modelPage } from './pages/models.js';
 import { plansPage } from './pages/plans.js';
 import { submitPage } from './pages/submit.js';
 import { pluginsPage } from './pages/plugins.js';
+import { tuningListPage, tuningPage } from './pages/tuning.js';
 
 const main = document.getElementById('main');
 const status = document.getElementById('status');
@@ -41,6 +42,8 @@ const routes = [
   [/^#\/execs$/, () => execsPage(main)],
   [/^#\/submit$/, () => submitPage(main)],
   [/^#\/plugins$/, () => pluginsPage(main)],
+  [/^#\/tuning\/([^/]+)$/, m => tuningPage(main, decodeURIComponent(m[1]))],
+  [/^#\/tuning$/, () => tuningListPage(main)],
   [/^#\/devices$/, () => devicesPage(main)],
   [/^#\/models\/([^/]+)$/, m => modelPage(main, decodeURIComponent(m[1]))],
   [/^#\/models$/, () => modelsPage(main)],

@@ -148,6 +148,20 @@ try:
           bool(stopped) and "KILLED" in text_of(d, "#exec-summary"))
     shot(d, "exec-stopped")
 
+    # A tuning task: its experiments, the objective with the running best,
+    # and the parallel coordinates.
+    d.get(url + "/console/#/tuning/console-tune")
+    rows = wait(d, 30, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#task-experiments tr[data-experiment]")) == 4,
+                "the task's 4 experiments")
+    check("the tuning page lists the task's experiments", bool(rows))
+    check("the objective is plotted with the best so far", d.execute_script(
+        "const c = window.Chart.getChart(document.getElementById('objective-chart'));"
+        "const [o, b] = c.data.datasets; return o.data.length === 4 && b.data.length === 4 &&"
+        " b.data.every((p, i) => i === 0 || p.y <= b.data[i - 1].y)"))
+    check("the parallel coordinates draw one line an experiment",
+          len(d.find_elements(By.CSS_SELECTOR, "#parallel polyline")) == 4)
+    shot(d, "tuning")
+
     # Submit from the page: the host's own refusal shown, then an exec made.
     d.get(url + "/console/#/submit")
     wait(d, 20, lambda d: d.find_elements(By.CSS_SELECTOR, '#submit-framework option[value="edt"]'),
@@ -173,7 +187,7 @@ try:
     for page, ready in (("#/execs", "#execs tr"), ("#/execs/" + exec_id, "#exec-summary dl"),
                         ("#/devices", "#devices tr"), ("#/plans", "#plans tr"),
                         ("#/models", "#models p, #models tr"), ("#/submit", "#submit-form"),
-                        ("#/plugins", "#plugins tr")):
+                        ("#/plugins", "#plugins tr"), ("#/tuning/console-tune", "#parallel")):
         d.get(url + "/console/" + page)
         wait(d, 20, EC.presence_of_element_located((By.CSS_SELECTOR, ready)), "page " + page)
         check("no horizontal scroll at 375 px: " + page, no_horizontal_scroll(d))

@@ -34,7 +34,26 @@ with zipfile.ZipFile("small.zip", "w") as z:
     for f in sorted(os.listdir("small")): z.write("small/" + f)')
 BOB_EXEC=$(as_user bob bob-password "$LOOM" exec start --exec-start edt --model-dir "$WORK/b" --numWorker 1 |
            sed -n 's/^exec \([^ ]*\) submitted.*/\1/p')
-expect_contains "alice's exec submitted" "$ALICE_EXEC" ""
+# A tuning task of alice's: random search over x and y of a shell
+# "training" whose loss is (x - 0.3)^2 + (y - 2)^2.
+mkdir -p "$WORK/tune"
+cat > "$WORK/tune/train.sh" <<'SH'
+#!/bin/sh
+x=$(sed -n 's/.*"x":[[:space:]]*\([-0-9.eE+]*\).*/\1/p' config.json)
+y=$(sed -n 's/.*"y":[[:space:]]*\([-0-9.eE+]*\).*/\1/p' config.json)
+awk -v x="$x" -v y="$y" -v out="$RESULT_DIR/val_dict_list.json" \
+    'BEGIN { printf "[{\"loss\": %.6f}]\n", (x-0.3)^2 + (y-2)^2 > out }'
+SH
+chmod +x "$WORK/tune/train.sh"
+cat > "$WORK/task.json" <<'JSON'
+{"hpoName": "console-tune", "modelSpec": {"args": "--exec-start command --model-dir tune --model-main train.sh"},
+ "algoDef": {"algorithm": "random", "maxJobNum": 4, "maxParalleJobNum": 1, "objectiveMetric": "loss",
+             "objective": "minimize"},
+ "hyperParams": [{"name": "x", "type": "Range", "dataType": "DOUBLE", "minDbVal": 0, "maxDbVal": 1},
+                 {"name": "y", "type": "Discrete", "dataType": "INT", "discreteIntVal": [1, 2, 3]}]}
+JSON
+expect_ok "alice's tuning task" as_user alice alice-password "$LOOM" hpo submit "$WORK/task.json" --model-dir "$WORK/tune"
+expect_ok "the tuning task ends" as_user alice alice-password "$LOOM" hpo wait console-tune --timeout 120
 [ -n "$ALICE_EXEC" ] && [ -n "$BOB_EXEC" ] || { fail "submissions: '$ALICE_EXEC' '$BOB_EXEC'"; finish; exit; }
 
 # ---- refusals a page cannot show, with a session made as the page makes it
@@ -68,7 +87,7 @@ else
         fail "the browser's checks: $(grep -v '^ok:' "$WORK/browser.out" | tail -n 20)"
     fi
     cat "$WORK/browser.out"
-    for s in logon-refused experiments exec devices plans models exec-stopped submitted other-users-exec devices-375; do
+    for s in logon-refused experiments exec devices plans models exec-stopped submitted tuning other-users-exec devices-375; do
         expect_eq "screenshot $s" "$(test -s "$WORK/shots/$s.png" && echo kept)" "kept"
     done
     if [ -n "$BUILD" ]; then
