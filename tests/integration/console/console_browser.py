@@ -15,6 +15,7 @@ import tempfile
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support import expected_conditions as EC
 from selenium.webdriver.support.ui import WebDriverWait
 
@@ -57,6 +58,7 @@ def text_of(d, css):
 def log_on(d, name, secret):
     d.get(url + "/")
     wait(d, 20, EC.presence_of_element_located((By.ID, "user")), "the log-on form")
+    check("the log-on form's controls are labelled", not unlabelled(d))
     d.find_element(By.ID, "user").send_keys(name)
     d.find_element(By.ID, "password").send_keys(secret)
     d.find_element(By.ID, "logon-submit").click()
@@ -64,6 +66,16 @@ def log_on(d, name, secret):
 
 def shot(d, name):
     d.save_screenshot("%s/%s.png" % (shots, name))
+
+
+def unlabelled(d):
+    """The form controls on the page with no label, and the buttons and
+    links with no text."""
+    return d.execute_script(
+        "return [...document.querySelectorAll('input, select, textarea')]"
+        ".filter(e => !e.labels || !e.labels.length).map(e => e.id || e.name)"
+        ".concat([...document.querySelectorAll('button, a')].filter(e => !e.textContent.trim())"
+        ".map(e => e.outerHTML.slice(0, 60)))")
 
 
 def no_horizontal_scroll(d):
@@ -83,8 +95,8 @@ try:
 
     # Log on; the experiments page lists the exec.
     d.find_element(By.ID, "password").clear()
-    d.find_element(By.ID, "password").send_keys(password)
-    d.find_element(By.ID, "logon-submit").click()
+    # from the keyboard alone: Enter in the password field
+    d.find_element(By.ID, "password").send_keys(password + Keys.ENTER)
     row = wait(d, 30, EC.presence_of_element_located(
         (By.CSS_SELECTOR, '#execs tr[data-exec="%s"]' % exec_id)), "the exec in the list")
     check("the experiments page lists the exec", row is not None)
@@ -167,6 +179,7 @@ try:
     wait(d, 20, lambda d: d.find_elements(By.CSS_SELECTOR, '#submit-framework option[value="edt"]'),
          "the frameworks")
     d.find_element(By.ID, "submit-file").send_keys(model_zip)
+    check("every control of the submit form is labelled (%s)" % unlabelled(d), not unlabelled(d))
     check("the model directory's name from the zip's",
           d.find_element(By.ID, "submit-dir").get_attribute("value") == "small")
     d.find_element(By.ID, "submit-plan").send_keys("/no-such-plan")
