@@ -174,6 +174,23 @@ try:
           len(d.find_elements(By.CSS_SELECTOR, "#parallel polyline")) == 4)
     shot(d, "tuning")
 
+    # A model: started from the page, a request sent and answered (the
+    # inference lane checks the cookie's CSRF token too), stopped.
+    d.get(url + "/console/#/models/echo-so")
+    wait(d, 20, EC.element_to_be_clickable((By.ID, "model-start")), "the Start button").click()
+    started = wait(d, 90, lambda d: text_of(d, "#model-state").startswith("started"), "the model serving")
+    check("Start from the page serves the model (%s)" % text_of(d, "#model-state"), bool(started))
+    body = d.find_element(By.ID, "infer-body")
+    body.clear()
+    body.send_keys('{"from": "the console"}')
+    d.find_element(By.ID, "infer-send").click()
+    answered = wait(d, 30, lambda d: "the console" in text_of(d, "#infer-answer"), "the answer")
+    check("the model answers the page's request (%s)" % text_of(d, "#infer-answer"), bool(answered))
+    shot(d, "model")
+    d.find_element(By.ID, "model-stop").click()
+    stopped = wait(d, 60, lambda d: text_of(d, "#model-state").startswith("stopped"), "the model stopped")
+    check("Stop from the page stops the model", bool(stopped))
+
     # Submit from the page: the host's own refusal shown, then an exec made.
     d.get(url + "/console/#/submit")
     wait(d, 20, lambda d: d.find_elements(By.CSS_SELECTOR, '#submit-framework option[value="edt"]'),

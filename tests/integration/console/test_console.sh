@@ -53,6 +53,7 @@ cat > "$WORK/task.json" <<'JSON'
                  {"name": "y", "type": "Discrete", "dataType": "INT", "discreteIntVal": [1, 2, 3]}]}
 JSON
 expect_ok "alice's tuning task" as_user alice alice-password "$LOOM" hpo submit "$WORK/task.json" --model-dir "$WORK/tune"
+expect_ok "alice deploys a model" as_user alice alice-password "$LOOM" model deploy -p "$BUILD/examples/serving/echo-so"
 expect_ok "the tuning task ends" as_user alice alice-password "$LOOM" hpo wait console-tune --timeout 120
 [ -n "$ALICE_EXEC" ] && [ -n "$BOB_EXEC" ] || { fail "submissions: '$ALICE_EXEC' '$BOB_EXEC'"; finish; exit; }
 
@@ -87,7 +88,7 @@ else
         fail "the browser's checks: $(grep -v '^ok:' "$WORK/browser.out" | tail -n 20)"
     fi
     cat "$WORK/browser.out"
-    for s in logon-refused experiments exec devices plans models exec-stopped submitted tuning other-users-exec devices-375; do
+    for s in logon-refused experiments exec devices plans models exec-stopped submitted tuning model other-users-exec devices-375; do
         expect_eq "screenshot $s" "$(test -s "$WORK/shots/$s.png" && echo kept)" "kept"
     done
     if [ -n "$BUILD" ]; then
@@ -96,5 +97,6 @@ else
 fi
 
 "$LOOM" exec stop "$ALICE_EXEC" >/dev/null 2>&1 # when the browser did not
+"$LOOM" model stop echo-so -f >/dev/null 2>&1
 stop_host
 finish

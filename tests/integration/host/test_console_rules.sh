@@ -96,6 +96,10 @@ expect_eq "POST with the cookie and the token" "$(get /auth/v1/apikeys -X POST "
 expect_eq "a Bearer caller needs no CSRF token" "$(get /auth/v1/apikeys -X POST \
     -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' -d '{"label":"k2"}')" "201"
 
+expect_eq "an inference call (the lane) with the cookie, no CSRF token" "$(get /dlim/v1/inference/nope -X POST \
+    "${C[@]}" -H 'Content-Type: application/json' -d '{}')" "403"
+expect_contains "the lane names the header too" "$(cat "$WORK/b")" "X-CSRF-Token"
+
 # ---- origins: the cookie only from the host's own pages, never with CORS
 expect_eq "the cookie from another origin" "$(get /platform/rest/deeplearning/v1/execs "${C[@]}" \
     -H 'Origin: http://notebooks.example')" "403"
