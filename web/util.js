@@ -15,7 +15,9 @@ export function when(ms) { return ms ? new Date(ms).toLocaleString() : '—'; }
 
 export function table(caption, heads, rows) {
   const head = el('tr', {}, heads.map(h => el('th', { scope: 'col', class: h.narrow ? 'hide-narrow' : null }, h.label || h)));
-  return el('div', { class: 'table-wrap' },
+  // a region that may scroll sideways on a narrow screen: reachable from
+  // the keyboard, and named
+  return el('div', { class: 'table-wrap', tabindex: '0', role: 'region', 'aria-label': caption },
     el('table', {}, el('caption', { class: 'visually-hidden' }, caption), el('thead', {}, head), el('tbody', {}, rows)));
 }
 

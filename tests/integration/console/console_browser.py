@@ -9,6 +9,7 @@ line per check; exits 1 when any failed.
 
    console_browser.py URL USER PASSWORD EXEC_ID OTHER_EXEC_ID SHOTS MODEL_ZIP
 """
+import os
 import sys
 import tempfile
 
@@ -78,6 +79,23 @@ def unlabelled(d):
         ".map(e => e.outerHTML.slice(0, 60)))")
 
 
+AXE = open(os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                        "axe-core-4.10.2", "axe.min.js")).read()
+
+
+def serious_violations(d):
+    """axe-core's serious and critical violations on the page, as
+    "rule: target" texts."""
+    d.execute_script(AXE)
+    found = d.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "axe.run(document, {resultTypes: ['violations']}).then(r => done(r.violations"
+        ".filter(v => v.impact === 'serious' || v.impact === 'critical')"
+        ".map(v => v.id + ': ' + v.nodes.map(n => n.target.join(' ')).slice(0, 3).join(', '))))"
+        ".catch(e => done(['axe failed: ' + e]))")
+    return found
+
+
 def no_horizontal_scroll(d):
     return d.execute_script(
         "return document.documentElement.scrollWidth <= window.innerWidth")
@@ -90,6 +108,8 @@ try:
     st = wait(d, 20, lambda d: "refused" in text_of(d, "#status"), "a wrong password is refused")
     check("a wrong password is refused on the page", bool(st))
     shot(d, "logon-refused")
+    found = serious_violations(d)
+    check("axe-core: no serious or critical violation on the log-on page %s" % found, not found)
     check("no session cookie readable by the page (HttpOnly)",
           "loom_session" not in d.execute_script("return document.cookie"))
 
@@ -221,6 +241,8 @@ try:
         d.get(url + "/console/" + page)
         wait(d, 20, EC.presence_of_element_located((By.CSS_SELECTOR, ready)), "page " + page)
         check("no horizontal scroll at 375 px: " + page, no_horizontal_scroll(d))
+        found = serious_violations(d)
+        check("axe-core: no serious or critical violation on %s %s" % (page, found), not found)
     shot(d, "devices-375")
 
     # No page broke the CSP or failed a script.
