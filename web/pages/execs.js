@@ -93,10 +93,11 @@ export function execPage(main, id) {
   const points = el('p', { id: 'loss-points' }, '0 epoch(s) plotted');
   const running = el('p', { id: 'loss-running' });
   const log = el('pre', { class: 'log', id: 'exec-log', tabindex: '0', 'aria-label': 'log' });
+  const follower = logFollower(id, log);
   main.replaceChildren(el('h1', {}, `Exec ${id}`), actions(id), summary,
     el('h2', {}, 'Workers and devices'), workersBox,
     el('h2', {}, 'Training loss'), el('div', { class: 'chart' }, canvas), points, running,
-    el('h2', {}, 'Log'), log);
+    el('h2', {}, 'Log'), follower.picker, log);
   const chart = lossChart(canvas);
   let shown = -1;
   return poll(async () => {
@@ -128,10 +129,44 @@ export function execPage(main, id) {
     }
     running.textContent = typeof t.trainLoss === 'number'
       ? `this epoch so far: loss ${t.trainLoss.toFixed(4)} at iteration ${t.iteration}` : '';
-    const res = await fetch(`${EXECS}/${encodeURIComponent(id)}/log`, { credentials: 'same-origin' });
-    if (res.ok) {
-      const text = await res.text();
-      log.textContent = text.length > 65536 ? text.slice(-65536) : text;
-    }
+    follower.workers(x.framework === 'edt', Math.max(x.numWorker || 1, ws.length));
+    await follower.more();
   }, onError);
+}
+
+// Follows one log of the exec (the training driver's, or a worker's stdout
+// or stderr) from where it was read last, a page at a time (the host sends
+// at most 1 MiB from an offset); the last 64 KiB stay on screen.
+const LOG_KEEP = 65536;
+
+function logFollower(id, pre) {
+  const worker = el('select', { id: 'log-worker' });
+  const stream = el('select', { id: 'log-stream' },
+    el('option', { value: 'stdout' }, 'stdout'), el('option', { value: 'stderr' }, 'stderr'));
+  const picker = el('div', { class: 'actions' },
+    el('label', { for: 'log-worker' }, 'Log of', worker), el('label', { for: 'log-stream' }, 'Stream', stream));
+  let offset = 0, decoder = new TextDecoder(), shown = '';
+  const restart = () => { offset = 0; decoder = new TextDecoder(); shown = ''; pre.textContent = ''; };
+  worker.addEventListener('change', restart);
+  stream.addEventListener('change', restart);
+  return {
+    picker,
+    workers(elastic, n) {
+      const want = (elastic ? ['-1'] : []).concat([...Array(n).keys()].map(String));
+      if (worker.options.length === want.length) return;
+      const keep = worker.value;
+      worker.replaceChildren(...want.map(w => el('option', { value: w }, w === '-1' ? 'the training driver' : `worker ${w}`)));
+      if (want.includes(keep)) worker.value = keep;
+    },
+    async more() {
+      const q = `worker=${worker.value || 0}&stream=${stream.value}&offset=${offset}`;
+      const res = await fetch(`${EXECS}/${encodeURIComponent(id)}/log?${q}`, { credentials: 'same-origin' });
+      if (!res.ok) return;
+      const bytes = await res.arrayBuffer();
+      offset += bytes.byteLength;
+      shown += decoder.decode(bytes, { stream: true });
+      if (shown.length > LOG_KEEP) shown = shown.slice(-LOG_KEEP);
+      if (bytes.byteLength) pre.textContent = shown;
+    },
+  };
 }

@@ -139,6 +139,10 @@ try:
     check("Chart.js drew on the canvas", d.execute_script(
         "return !!window.Chart && !!window.Chart.getChart(document.getElementById('loss-chart'))"))
     check("the exec's facts show", "Owner" in text_of(d, "#exec-summary"))
+    logged = wait(d, 30, lambda d: "epoch" in d.find_element(By.ID, "exec-log").get_attribute("textContent"),
+                  "the training driver's log")
+    check("the training driver's log is followed", bool(logged))
+    check("every worker's log may be picked", len(d.find_elements(By.CSS_SELECTOR, "#log-worker option")) == 3)
     shot(d, "exec")
 
     # Devices: every device, and the exec holding some while it runs.
