@@ -108,8 +108,20 @@ static void sample_exec(api_history *h, followed_exec *f, int64_t now)
         if (cJSON_IsNumber(sps))
             add_metric(h, f->id, now, -1, at, "epoch_samples_per_second", sps->valuedouble);
     }
-    if (n > f->epochs)
+    if (n > f->epochs) {
+        /* the last test evaluation, at the newest epoch done (the view
+         * keeps only the last one) */
+        const cJSON *test = cJSON_GetObjectItemCaseSensitive(t, "testMetrics");
+        const cJSON *m;
+        cJSON_ArrayForEach(m, test)
+        {
+            char name[STORE_HISTORY_NAME_MAX];
+            if (cJSON_IsNumber(m) && m->string &&
+                (size_t)snprintf(name, sizeof name, "epoch_test_%s", m->string) < sizeof name)
+                add_metric(h, f->id, now, -1, n, name, m->valuedouble);
+        }
         f->epochs = n;
+    }
     exec_view_free(&v);
 }
 

@@ -48,6 +48,7 @@ function lossChart(canvas) {
     data: { datasets: [
       { label: 'training loss (epoch mean)', data: [], borderColor: '#1f6fb2', pointRadius: 3 },
       { label: 'training accuracy (epoch mean)', data: [], borderColor: '#0b6b2e', pointRadius: 3, yAxisID: 'acc' },
+      { label: 'test loss', data: [], borderColor: '#c2410c', pointRadius: 3, borderDash: [4, 3] },
     ] },
     options: { animation: false, maintainAspectRatio: false, parsing: false,
                scales: { x: { type: 'linear', title: { display: true, text: 'epoch' }, ticks: { precision: 0 } },
@@ -62,7 +63,7 @@ function lossChart(canvas) {
 async function epochPoints(id) {
   const h = await call('GET', `/loom/v1/history/execs/${encodeURIComponent(id)}/metrics?from=0`);
   const pick = name => h.points.filter(p => p.name === name).map(p => ({ x: p.epoch, y: p.value }));
-  return { loss: pick('epoch_train_loss'), acc: pick('epoch_train_accuracy') };
+  return { loss: pick('epoch_train_loss'), acc: pick('epoch_train_accuracy'), test: pick('epoch_test_loss') };
 }
 
 // Stop, and resize an elastic exec: state-changing calls, which carry the
@@ -116,12 +117,13 @@ export function execPage(main, id) {
           el('tr', {}, el('td', { class: 'num' }, w.rank), el('td', {}, w.state || 'RUNNING'),
              el('td', {}, devices[i] !== undefined ? `${t.deviceKind || ''} ${devices[i]}` : '—'))))
       : el('p', {}, 'No worker runs now.'));
-    const { loss, acc } = await epochPoints(id);
+    const { loss, acc, test } = await epochPoints(id);
     if (loss.length !== shown) {
       shown = loss.length;
       if (chart) {
         chart.data.datasets[0].data = loss;
         chart.data.datasets[1].data = acc;
+        chart.data.datasets[2].data = test;
         chart.update();
       }
       const last = loss[loss.length - 1];

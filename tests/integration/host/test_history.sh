@@ -50,11 +50,13 @@ print("epochs", [p["epoch"] for p in loss])
 print("iterations", int(any("iteration" in p and p["name"] == "train_loss" for p in pts)))
 print("falls", int(loss[-1]["value"] < loss[0]["value"]))
 print("accuracy", int(any(p["name"] == "epoch_train_accuracy" for p in pts)))
+print("test", int(any(p["name"] == "epoch_test_loss" and p["epoch"] >= 1 for p in pts)))
 PY
 expect_contains "one loss per epoch, in order" "$(cat "$WORK/check.out")" "epochs [1, 2, 3]"
 expect_contains "the running loss by iteration" "$(cat "$WORK/check.out")" "iterations 1"
 expect_contains "the loss falls" "$(cat "$WORK/check.out")" "falls 1"
 expect_contains "accuracy per epoch" "$(cat "$WORK/check.out")" "accuracy 1"
+expect_contains "the test set's loss" "$(cat "$WORK/check.out")" "test 1"
 expect_eq "bob asks for alice's exec" "$(as "$BOB" "/loom/v1/history/execs/$ID/metrics" | cut -c1-3)" "404"
 expect_eq "the administrator may" "$(as "$TOKEN" "/loom/v1/history/execs/$ID/metrics" | cut -c1-3)" "200"
 expect_eq "no such exec" "$(as "$ALICE" "/loom/v1/history/execs/nope/metrics" | cut -c1-3)" "404"
