@@ -19,6 +19,7 @@
 #include "plugin/registry.h"
 #include "sched/sched_service.h"
 #include "store/store.h"
+#include "store/store_history.h"
 
 /* The most routes the table holds (api_route_table). */
 #define API_MAX_ROUTES 128
@@ -36,6 +37,9 @@ typedef struct api_services {
     auth_service *auth;
     /* Passwords may come over this listener (HTTPS, loopback, or allowed). */
     int basic_over_http_allowed;
+    int https;                  /* the listener serves HTTPS: cookies are Secure */
+    char web_dir[PATH_MAX];     /* the console's files (routes_console.c) */
+    store_history_bounds history_bounds; /* what api/history.h keeps */
     pthread_mutex_t admin_lock; /* plugin add/remove: file, registry, store */
     unsigned upload_seq;
 } api_services;
@@ -58,6 +62,20 @@ int api_authenticate(void *ctx, const http_request *req, char *user, size_t user
  * administrator, else the user's immutable id (-1, nobody's, when the user
  * was removed meanwhile). */
 int64_t api_caller_id(api_services *d, const http_request *req);
+/* A password log-on from this request: refused where passwords may not
+ * travel (plain HTTP off loopback), else auth_logon_password with the
+ * client's address for the limiter. */
+loom_error *api_logon_password(api_services *d, const http_request *req, const char *user,
+                               const char *password, char *token, size_t tlen, int64_t *expires);
+/* A request authenticated by the console's session cookie (token): the
+ * token checked, then the console's rules (routes_console.c): 0 with *who,
+ * or -1 with *why set when a rule refuses it (left NULL for a bad token). */
+int api_console_identity(api_services *d, const http_request *req, const char *token,
+                         auth_identity *who, loom_error **why);
+extern const http_route loom_console_routes[];
+extern const size_t loom_console_route_count;
+extern const http_route loom_history_routes[];
+extern const size_t loom_history_route_count;
 extern const http_route loom_sched_routes[];
 extern const size_t loom_sched_route_count;
 extern const http_route loom_plugin_routes[];

@@ -47,6 +47,17 @@
 #define LOOM_ROUTE_V2_READY "/ready"
 #define LOOM_ROUTE_V2_LIVE "/live"
 
+/* The host's history (routes_history.c): devices' holders, an exec's
+ * metrics (/execs/{id}/metrics), a model's rate (/models/{name}). */
+#define LOOM_ROUTE_HISTORY "/loom/v1/history"
+
+/* The web console (routes_console.c): its files under /console/, its
+ * session's log-on, log-off and CSRF token. */
+#define LOOM_ROUTE_CONSOLE "/console"
+#define LOOM_ROUTE_CONSOLE_LOGON LOOM_ROUTE_CONSOLE "/logon"
+#define LOOM_ROUTE_CONSOLE_LOGOUT LOOM_ROUTE_CONSOLE "/logout"
+#define LOOM_ROUTE_CONSOLE_SESSION LOOM_ROUTE_CONSOLE "/session"
+
 /* What follows an object's segment. */
 #define LOOM_ROUTE_LOG "/log"
 #define LOOM_ROUTE_RESULT "/result"

@@ -115,6 +115,8 @@ int api_authenticate(void *ctx, const http_request *req, char *user, size_t user
         known = 0;
     } else if (cred.has_basic && !is_logon_path(req->path)) {
         known = basic_identity(d, req, &cred, &who, why) == 0;
+    } else if (cred.has_cookie) {
+        known = api_console_identity(d, req, cred.cookie, &who, why) == 0;
     } else {
         known = 0;
     }
@@ -155,6 +157,15 @@ int64_t api_caller_id(api_services *d, const http_request *req)
     return loom_err_take(auth_user_id(d->auth, req->user, &id), NULL, 0) == LOOM_OK ? id : -1;
 }
 
+loom_error *api_logon_password(api_services *d, const http_request *req, const char *user,
+                               const char *password, char *token, size_t tlen, int64_t *expires)
+{
+    if (!password_may_travel(d, req))
+        return password_refused_here();
+    return auth_logon_password(d->auth, client_of(req), user, password, time_now_ms(), token, tlen,
+                               expires);
+}
+
 /* dlim's {"method": "password", "userpasswd": base64("user:password")}. */
 static loom_error *userpasswd_of(const cJSON *body, char *user, size_t ulen, char *password,
                                  size_t plen)
@@ -186,11 +197,8 @@ static loom_error *logon_with_body(api_services *d, const http_request *req, con
                                         "Authorization: Basic)");
     char user[AUTH_NAME_MAX], password[AUTH_PASSWORD_MAX_LEN + 1];
     loom_error *e = userpasswd_of(body, user, sizeof user, password, sizeof password);
-    if (!e && !password_may_travel(d, req))
-        e = password_refused_here();
     if (!e)
-        e = auth_logon_password(d->auth, client_of(req), user, password, time_now_ms(), token,
-                                tlen, expires);
+        e = api_logon_password(d, req, user, password, token, tlen, expires);
     explicit_bzero(password, sizeof password);
     return e;
 }
@@ -208,10 +216,7 @@ static void logon(void *ctx, const http_request *req, http_response *res)
     http_credentials cred;
     loom_err_free(http_credentials_of(req, &cred)); /* malformed Basic: the body may hold some */
     if (cred.has_basic) {
-        e = password_may_travel(d, req)
-                ? auth_logon_password(d->auth, client_of(req), cred.user, cred.password,
-                                      time_now_ms(), token, sizeof token, &expires)
-                : password_refused_here();
+        e = api_logon_password(d, req, cred.user, cred.password, token, sizeof token, &expires);
     } else if (req->body_len) {
         cJSON *body = api_body_json(req, res);
         if (!body) {

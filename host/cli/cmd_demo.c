@@ -352,7 +352,9 @@ int cmd_demo(int argc, char **argv, const cli_globals *g)
     char url[64];
     snprintf(url, sizeof url, "http://127.0.0.1:%d", loomd_port(d));
     cli_globals hg = {.host = url, .json = 0};
-    printf("== loom demo: host %s on %s, state in %s\n\n", LOOM_VERSION, url, home);
+    printf("== loom demo: host %s on %s, state in %s\n", LOOM_VERSION, url, home);
+    printf("== web console: %s/ (log on as admin%s%s)\n\n", url, temporary ? ", password " : "",
+           temporary ? password : ""); /* a kept home's admin keeps its own */
 
     printf("== plugins (loaded through the SDK's ABI like anyone's)\n");
     char *list_argv[] = {"list", NULL};

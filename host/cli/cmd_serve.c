@@ -17,6 +17,7 @@
 #include "util/job_sandbox.h"
 #include "util/log.h"
 #include "util/log_pump.h"
+#include "api/history.h"
 #include "util/num_text.h"
 #include "util/proc_group.h"
 
@@ -30,7 +31,8 @@ static const char serve_usage[] =
     "                  [--idle-timeout SECONDS] [--header-timeout SECONDS]\n"
     "                  [--max-header-bytes B] [--max-uploads N]\n"
     "                  [--max-uploads-per-user N] [--slow-threads N]\n"
-    "                  [--cors-origin ORIGIN]... [--allow-basic-over-http]\n"
+    "                  [--cors-origin ORIGIN]... [--allow-basic-over-http] [--web-dir DIR]\n"
+    "                  [--history-hours H] [--history-points N]\n"
     "                  [--python PATH] [--job-path DIRS] [--data-root DIR]...\n"
     "                  [--max-queued-execs N] [--log-max-bytes B] [--checkpoints-keep K]\n"
     "                  [--archive-max-entries N] [--archive-max-bytes B]\n"
@@ -66,6 +68,12 @@ static const char serve_usage[] =
     "                      the API with the user's credentials (repeatable)\n"
     "  --allow-basic-over-http  accept passwords (Basic, userpasswd) over plain\n"
     "                      HTTP on a non-loopback listener (default: refused)\n"
+    "  --web-dir DIR       the web console's files, served at / (default: the\n"
+    "                      share/loom/web installed beside the binary)\n"
+    "  --history-hours H   how far back the host's history (devices' holders,\n"
+    "                      training metrics, models' rates) goes (default 24)\n"
+    "  --history-points N  the most points it keeps of one series (default\n"
+    "                      10000)\n"
     "  --require-isolation refuse to start unless jobs are fully confined\n"
     "                      (Landlock, and an account per user when root)\n"
     "  --python PATH       the Python jobs run when they name none with\n"
@@ -191,6 +199,9 @@ static int parse_number_flag(int argc, char **argv, int *i, loomd_options *opt)
         {"--max-uploads", offsetof(loomd_options, http.max_uploads), 1, 10000},
         {"--max-uploads-per-user", offsetof(loomd_options, http.max_uploads_per_user), 1, 10000},
         {"--slow-threads", offsetof(loomd_options, http.slow_threads), 1, 64},
+        {"--history-hours", offsetof(loomd_options, history_hours), 1, HISTORY_MAX_HOURS},
+        {"--history-points", offsetof(loomd_options, history_points), HISTORY_MIN_POINTS,
+         HISTORY_MAX_POINTS},
     };
     for (size_t k = 0; k < sizeof flags / sizeof *flags; k++) {
         if (strcmp(argv[*i], flags[k].flag) != 0 || *i + 1 >= argc)
@@ -205,7 +216,8 @@ static int parse_number_flag(int argc, char **argv, int *i, loomd_options *opt)
                      flags[k].min, flags[k].max, text);
             return -1;
         }
-        /* cpu_slots is an int, the rest unsigned: the value fits both. */
+        /* cpu_slots and the history's are ints, the rest unsigned: the
+         * value fits both. */
         *(unsigned *)((char *)opt + flags[k].offset) = (unsigned)v;
         return 1;
     }
@@ -280,7 +292,7 @@ static int repeated_flag(int argc, char **argv, int *i, const char *flag, const 
 }
 
 /* The browser- and notebook-facing flags: --cors-origin ORIGIN
- * (repeatable) and --allow-basic-over-http; and --data-root DIR
+ * (repeatable), --allow-basic-over-http and --web-dir DIR; and --data-root DIR
  * (repeatable). 1 when argv[*i] was one (its value consumed), 0 when not,
  * -1 after printing the error. */
 static int web_flag(int argc, char **argv, int *i, loomd_options *o)
@@ -288,6 +300,10 @@ static int web_flag(int argc, char **argv, int *i, loomd_options *o)
     static const char *origins[CORS_MAX_ORIGINS], *roots[EXEC_DATA_ROOTS_MAX];
     if (strcmp(argv[*i], "--allow-basic-over-http") == 0) {
         o->allow_basic_over_http = 1;
+        return 1;
+    }
+    if (strcmp(argv[*i], "--web-dir") == 0 && *i + 1 < argc) {
+        o->web_dir = argv[++*i];
         return 1;
     }
     o->cors_origins = origins;

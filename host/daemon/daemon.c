@@ -43,6 +43,20 @@ void loomd_default_plugin_dir(char *out, size_t outlen)
         snprintf(out, outlen, "%s/../%s", exe, LOOM_PLUGIN_RELDIR);
 }
 
+void loomd_default_web_dir(char *out, size_t outlen)
+{
+    char exe[PATH_MAX];
+    if (fs_self_exe(exe, sizeof exe)) {
+        char *slash = strrchr(exe, '/');
+        if (slash)
+            *slash = 0;
+        snprintf(out, outlen, "%s/../share/loom/web", exe);
+        if (fs_is_dir(out))
+            return;
+    }
+    snprintf(out, outlen, "%s", LOOM_SOURCE_WEB_DIR);
+}
+
 int loomd_port(const loomd *d) { return http_server_port(d->http); }
 
 /* Why `home` is refused: its lock file names the holder, "pid 12 at
@@ -160,13 +174,23 @@ static loom_error *open_registry(loomd *d)
     return NULL;
 }
 
-/* What browsers and notebooks may do: the CORS allow-list, and whether
- * passwords may come over this listener (HTTPS, loopback, or allowed). */
+/* What browsers and notebooks may do: the CORS allow-list, whether
+ * passwords may come over this listener (HTTPS, loopback, or allowed), and
+ * the console's files and cookies. */
 static loom_error *open_web_front(loomd *d, const loomd_options *opt)
 {
     const char *address = opt->address ? opt->address : "127.0.0.1";
     d->api.basic_over_http_allowed = opt->allow_basic_over_http || opt->tls_cert_pem ||
                                  strncmp(address, "127.", 4) == 0;
+    d->api.https = opt->tls_cert_pem && opt->tls_key_pem;
+    if (opt->web_dir)
+        snprintf(d->api.web_dir, sizeof d->api.web_dir, "%s", opt->web_dir);
+    else
+        loomd_default_web_dir(d->api.web_dir, sizeof d->api.web_dir);
+    d->api.history_bounds = (store_history_bounds){
+        .window_ms = (int64_t)(opt->history_hours ? opt->history_hours : HISTORY_DEFAULT_HOURS) *
+                     3600 * 1000,
+        .max_points = opt->history_points ? opt->history_points : HISTORY_DEFAULT_POINTS};
     return cors_policy_create(opt->cors_origins, opt->cors_origin_count, &d->cors);
 }
 
@@ -263,7 +287,8 @@ loom_error *loomd_start(const loomd_options *opt, loomd **out)
         /* inference calls wait on a kernel: answered on the lane */
         .lane_prefix = "POST " LOOM_ROUTE_INFERENCE "/",
     };
-    if ((e = http_server_start(&cfg, &d->http)) != NULL)
+    if ((e = http_server_start(&cfg, &d->http)) != NULL ||
+        (e = api_history_start(&d->api, &d->history)) != NULL)
         goto fail_with;
     log_info("loom host %s listening on %s:%d, home %s", LOOM_VERSION, cfg.address,
              http_server_port(d->http), d->api.home);
@@ -287,6 +312,7 @@ void loomd_stop(loomd *d)
      * all before the server stops. */
     infer_service_stop_all(d->api.infer);
     http_server_stop(d->http);
+    api_history_stop(d->history); /* before the services it samples */
     hpo_service_destroy(d->api.hpo);
     cors_policy_free(d->cors);
     infer_service_destroy(d->api.infer);

@@ -11,6 +11,7 @@
 #include <limits.h>
 
 #include "api/api.h"
+#include "api/history.h"
 #include "http/cors.h"
 #include "http/http.h"
 
@@ -37,6 +38,9 @@ typedef struct loomd_options {
     int allow_basic_over_http; /* passwords over plain HTTP on a non-loopback listener */
     const char *const *cors_origins; /* origins browsers may call from (http/cors.h) */
     int cors_origin_count;
+    const char *web_dir;     /* the console's files; NULL: loomd_default_web_dir */
+    int history_hours;       /* the history's window and points per series */
+    int history_points;      /* (api/history.h); 0: the defaults */
 } loomd_options;
 
 typedef struct loomd {
@@ -50,6 +54,7 @@ typedef struct loomd {
     http_server *http;
     cors_policy *cors;
     http_route routes[API_MAX_ROUTES];
+    api_history *history;
 } loomd;
 
 
@@ -68,6 +73,10 @@ void loomd_stop(loomd *d);
 /* The folder of built-in plugins for this binary: $LOOM_PLUGIN_DIR, else
  * ../lib/loom/plugins (or the install's libdir) next to the executable. */
 void loomd_default_plugin_dir(char *out, size_t outlen);
+
+/* The web console's files for this binary: ../share/loom/web next to the
+ * executable (an install), else the source tree's web/ (a build tree). */
+void loomd_default_web_dir(char *out, size_t outlen);
 
 /* Confines the host's jobs (isolation.c): accounts when root, the home's
  * modes; says at start what isolation jobs have. Fails when that fails, or

@@ -145,11 +145,36 @@ loom_error *http_credentials_of(const http_request *req, http_credentials *out)
             out->has_token = 1;
         }
     }
+    if (!out->has_token && !authz)
+        out->has_cookie = http_cookie_value(http_header(req, "Cookie"), HTTP_SESSION_COOKIE,
+                                            out->cookie, sizeof out->cookie);
     if (!authz || strncasecmp(authz, "Basic ", 6) != 0)
         return NULL;
     e = http_parse_basic(authz, out->user, sizeof out->user, out->password, sizeof out->password);
     out->has_basic = !e;
     return e;
+}
+
+int http_cookie_value(const char *cookie_header, const char *name, char *out, size_t len)
+{
+    size_t n = strlen(name);
+    for (const char *p = cookie_header; p && *p;) {
+        while (*p == ' ' || *p == '\t' || *p == ';')
+            p++;
+        size_t pair = strcspn(p, ";");
+        if (pair > n && strncmp(p, name, n) == 0 && p[n] == '=') {
+            size_t vlen = pair - n - 1;
+            while (vlen > 0 && (p[n + 1 + vlen - 1] == ' ' || p[n + 1 + vlen - 1] == '\t'))
+                vlen--;
+            if (vlen == 0 || vlen >= len)
+                return 0;
+            memcpy(out, p + n + 1, vlen);
+            out[vlen] = 0;
+            return 1;
+        }
+        p += pair;
+    }
+    return 0;
 }
 
 void http_credentials_clear(http_credentials *c)

@@ -19,7 +19,14 @@
 #define HTTP_CRED_PASSWORD_MAX 1025
 #define HTTP_CRED_TOKEN_MAX 72
 
+/* The web console's session: a log-on token in this cookie (HttpOnly,
+ * SameSite=Strict), sent by the browser itself, so what it authenticates
+ * is held to the console's rules (api/routes_console.c). */
+#define HTTP_SESSION_COOKIE "loom_session"
+
 typedef struct http_credentials {
+    int has_cookie; /* the session cookie, when there is no other credential */
+    char cookie[HTTP_CRED_TOKEN_MAX];
     int has_token;
     char token[HTTP_CRED_TOKEN_MAX];
     int has_basic;
@@ -41,5 +48,9 @@ loom_error *http_parse_basic(const char *authorization_header, char *user, size_
                              char *password, size_t password_len);
 /* The header's Bearer token into token; LOOM_E_INVALID otherwise. */
 loom_error *http_parse_bearer(const char *authorization_header, char *token, size_t len);
+
+/* The value of cookie `name` in a Cookie header (RFC 6265 "a=1; b=2")
+ * into out: 1 when present and it fits (len bytes with the NUL), else 0. */
+int http_cookie_value(const char *cookie_header, const char *name, char *out, size_t len);
 
 #endif

@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "http/credentials.h"
 #include "http/http_lane_internal.h"
 #include "http/tls_gate_internal.h"
 #include "http/http_upload.h"
@@ -149,6 +150,17 @@ void http_reply_data(http_response *res, int status, const char *content_type,
     snprintf(res->content_type, sizeof res->content_type, "%s", content_type);
     res->body = data;
     res->len = len;
+}
+
+int http_reply_header(http_response *res, const char *name, const char *value)
+{
+    size_t n = strlen(name) + 1, v = strlen(value) + 1;
+    if (res->extra_len + n + v > sizeof res->extra_headers)
+        return -1;
+    memcpy(res->extra_headers + res->extra_len, name, n);
+    memcpy(res->extra_headers + res->extra_len + n, value, v);
+    res->extra_len += n + v;
+    return 0;
 }
 
 static void reply_plain(http_response *res, int status, const char *fmt, ...)
@@ -415,10 +427,16 @@ static enum MHD_Result on_post_field(void *cls, enum MHD_ValueKind kind, const c
     return MHD_YES;
 }
 
-/* CORS headers for a browser's cross-origin call (http/cors.h). */
+/* CORS headers for a browser's cross-origin call (http/cors.h); never on
+ * a request carrying the console's session cookie, whose pages are this
+ * host's own: no other origin may read what that cookie gets. */
 static void add_cors_headers(const http_server *srv, struct MHD_Connection *conn,
                              struct MHD_Response *r)
 {
+    char session[HTTP_CRED_TOKEN_MAX];
+    if (http_cookie_value(mhd->MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Cookie"),
+                          HTTP_SESSION_COOKIE, session, sizeof session))
+        return;
     cors_headers h;
     cors_reply_headers(srv->cfg.cors,
                        mhd->MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin"), &h);
@@ -464,6 +482,12 @@ static enum MHD_Result send_response(const http_server *srv, struct MHD_Connecti
                                  res->content_type[0] ? res->content_type : "application/json");
     if (res->disposition[0])
         mhd->MHD_add_response_header(r, "Content-Disposition", res->disposition);
+    for (size_t at = 0; at < res->extra_len;) {
+        const char *name = res->extra_headers + at;
+        const char *value = name + strlen(name) + 1;
+        mhd->MHD_add_response_header(r, name, value);
+        at = (size_t)(value - res->extra_headers) + strlen(value) + 1;
+    }
     add_cors_headers(srv, conn, r);
     enum MHD_Result ret = mhd->MHD_queue_response(conn, (unsigned)res->status, r);
     mhd->MHD_destroy_response(r);

@@ -50,12 +50,20 @@ typedef struct http_request {
     char peer[64];    /* the client's address, for rate limits */
 } http_request;
 
+/* Room for a reply's own headers (http_reply_header): a
+ * Content-Security-Policy and a Set-Cookie with room to spare. */
+#define HTTP_EXTRA_HEADER_BYTES 1536
+
 typedef struct http_response {
     int status;
     char content_type[64];
     char *body; /* malloc'd */
     size_t len;
     char disposition[320]; /* Content-Disposition, when set */
+    /* More headers, "name\0value\0" one after the other (libmicrohttpd's
+     * front end sends them; the inference lane's replies carry none). */
+    char extra_headers[HTTP_EXTRA_HEADER_BYTES];
+    size_t extra_len;
 } http_response;
 
 typedef void (*http_handler)(void *ctx, const http_request *req, http_response *res);
@@ -95,6 +103,9 @@ char *http_field_load(const http_field *f, size_t max);
 void http_reply_json(http_response *res, int status, cJSON *json);
 void http_reply_data(http_response *res, int status, const char *content_type,
                      char *data, size_t len);
+/* Adds a header to the reply: 0, or -1 when it does not fit in
+ * HTTP_EXTRA_HEADER_BYTES (nothing is added then). */
+int http_reply_header(http_response *res, const char *name, const char *value);
 /* Errors are replied by the routes' layer (its code-to-status table,
  * http_config.reply_error), the transport's own refusals too. */
 typedef void (*http_error_replier)(http_response *res, loom_error *err);

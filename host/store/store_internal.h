@@ -99,7 +99,7 @@ typedef struct store_family {
 } store_family;
 
 extern const store_family store_family_core, store_family_auth, store_family_hpo,
-    store_family_infer;
+    store_family_infer, store_family_history;
 
 /* Applies every family's missing steps in one transaction. */
 loom_error *store_migrate(store *s, const char *path);

@@ -56,7 +56,8 @@ const store_family store_family_core = {"core", core_steps,
 /* In order: auth's trigger names plan_members, and its first step moves
  * execs to user ids. */
 static const store_family *const families[] = {
-    &store_family_core, &store_family_auth, &store_family_hpo, &store_family_infer};
+    &store_family_core, &store_family_auth, &store_family_hpo, &store_family_infer,
+    &store_family_history};
 
 int store_has_column(sqlite3 *db, const char *table, const char *column)
 {

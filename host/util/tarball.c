@@ -49,6 +49,7 @@
     X(archive_read_support_filter_none) \
     X(archive_read_support_format_gnutar) \
     X(archive_read_support_format_tar) \
+    X(archive_read_support_format_zip) \
     X(archive_write_close) \
     X(archive_write_data) \
     X(archive_write_data_block) \
@@ -462,6 +463,9 @@ static loom_error *unpack_bounded(const void *data, size_t len, const char *path
     struct archive *a = ar->archive_read_new();
     ar->archive_read_support_format_tar(a);
     ar->archive_read_support_format_gnutar(a);
+    /* A zip (what a browser's user has at hand) under the same checks and
+     * limits: every entry passes entry_check, and what is written counts. */
+    ar->archive_read_support_format_zip(a);
     ar->archive_read_support_filter_gzip(a);
     ar->archive_read_support_filter_none(a);
     struct archive *disk = ar->archive_write_disk_new();
@@ -475,7 +479,8 @@ static loom_error *unpack_bounded(const void *data, size_t len, const char *path
     loom_error *err = NULL;
     uint64_t total = 0;
     if (open_source(ar, a, data, len, path) != ARCHIVE_OK) {
-        err = loom_err(LOOM_E_INVALID, "not a tar archive: %s", ar->archive_error_string(a));
+        err = loom_err(LOOM_E_INVALID, "not a tar or zip archive: %s",
+                       ar->archive_error_string(a));
         goto done;
     }
     for (;;) {
@@ -484,7 +489,7 @@ static loom_error *unpack_bounded(const void *data, size_t len, const char *path
         if (r == ARCHIVE_EOF)
             break;
         if (r != ARCHIVE_OK) {
-            err = loom_err(LOOM_E_INVALID, "bad tar archive: %s", ar->archive_error_string(a));
+            err = loom_err(LOOM_E_INVALID, "bad tar or zip archive: %s", ar->archive_error_string(a));
             goto done;
         }
         if ((err = entry_check(ar, e)) != NULL)
@@ -541,7 +546,7 @@ static loom_error *unpack_bounded(const void *data, size_t len, const char *path
             }
         }
         if (r != ARCHIVE_EOF) {
-            err = loom_err(LOOM_E_INVALID, "truncated tar archive at \"%s\"", full);
+            err = loom_err(LOOM_E_INVALID, "truncated archive at \"%s\"", full);
             goto done;
         }
         ar->archive_write_finish_entry(disk);

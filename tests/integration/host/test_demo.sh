@@ -12,6 +12,7 @@ out=$(timeout 280 "$LOOM" demo --epochs 1 2>&1)
 rc=$?
 expect_eq "loom demo exits 0" "$rc" "0"
 expect_contains "it says it finished" "$out" "== demo finished"
+expect_contains "it prints the web console's address" "$out" "== web console: http://127.0.0.1:"
 expect_contains "it lists the built-in plugins" "$out" "native"
 expect_contains "the launch-style job wrote WMLA's results" "$out" 'worker 1: [{"step": 1, "loss":'
 if [ -r /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then

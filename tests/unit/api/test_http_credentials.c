@@ -4,6 +4,7 @@
  * well-formed and malformed, and which header a request's token and
  * password come from.
  */
+#include <string.h>
 #include <strings.h>
 
 #include "check.h"
@@ -159,6 +160,38 @@ static void test_request_credentials(void)
     const char *too_long[] = {"X-Auth-Token", longer, NULL};
     CHECK(credentials_of(too_long, &c) == LOOM_OK);
     CHECK(!c.has_token);
+
+    /* the console's session cookie counts only when nothing else is sent:
+     * a Bearer or Basic caller is never taken for a cookie session */
+    const char *cookie[] = {"Cookie", "theme=dark; loom_session=loomt_c; x=1", NULL};
+    CHECK(credentials_of(cookie, &c) == LOOM_OK);
+    CHECK(c.has_cookie && !c.has_token && !c.has_basic);
+    CHECK_STR_EQ(c.cookie, "loomt_c");
+    const char *cookie_and_bearer[] = {"Cookie", "loom_session=loomt_c", "Authorization",
+                                       "Bearer loomt_b", NULL};
+    CHECK(credentials_of(cookie_and_bearer, &c) == LOOM_OK);
+    CHECK(!c.has_cookie && c.has_token);
+    const char *cookie_and_basic[] = {"Cookie", "loom_session=loomt_c", "Authorization",
+                                      "Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ==", NULL};
+    CHECK(credentials_of(cookie_and_basic, &c) == LOOM_OK);
+    CHECK(!c.has_cookie && c.has_basic);
+    http_credentials_clear(&c);
+}
+
+static void test_cookie_value(void)
+{
+    char v[16];
+    CHECK(http_cookie_value("loom_session=abc", "loom_session", v, sizeof v) && !strcmp(v, "abc"));
+    CHECK(http_cookie_value("a=1;loom_session=abc ;b=2", "loom_session", v, sizeof v));
+    CHECK_STR_EQ(v, "abc");
+    /* a name that only ends or starts like it is another cookie */
+    CHECK(!http_cookie_value("xloom_session=abc", "loom_session", v, sizeof v));
+    CHECK(!http_cookie_value("loom_session_old=abc", "loom_session", v, sizeof v));
+    /* empty, missing, too long for the buffer: none (never cut short) */
+    CHECK(!http_cookie_value("loom_session=", "loom_session", v, sizeof v));
+    CHECK(!http_cookie_value("loom_session=; other=1", "loom_session", v, sizeof v));
+    CHECK(!http_cookie_value(NULL, "loom_session", v, sizeof v));
+    CHECK(!http_cookie_value("loom_session=0123456789abcdef", "loom_session", v, sizeof v));
 }
 
 int main(void)
@@ -166,5 +199,6 @@ int main(void)
     test_basic();
     test_bearer();
     test_request_credentials();
+    test_cookie_value();
     return CHECK_DONE();
 }

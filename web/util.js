@@ -1,0 +1,38 @@
+// Small helpers for the pages: elements without innerHTML (text is text),
+// times in the browser's zone, numbers with units.
+export function el(tag, attrs = {}, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === undefined || v === null) continue;
+    if (k === 'class') e.className = v; else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+    else e.setAttribute(k, v);
+  }
+  for (const c of children.flat()) if (c !== null && c !== undefined) e.append(c instanceof Node ? c : String(c));
+  return e;
+}
+
+export function when(ms) { return ms ? new Date(ms).toLocaleString() : '—'; }
+
+export function table(caption, heads, rows) {
+  const head = el('tr', {}, heads.map(h => el('th', { scope: 'col', class: h.narrow ? 'hide-narrow' : null }, h.label || h)));
+  // a region that may scroll sideways on a narrow screen: reachable from
+  // the keyboard, and named
+  return el('div', { class: 'table-wrap', tabindex: '0', role: 'region', 'aria-label': caption },
+    el('table', {}, el('caption', { class: 'visually-hidden' }, caption), el('thead', {}, head), el('tbody', {}, rows)));
+}
+
+export function facts(pairs) {
+  return el('dl', { class: 'facts' }, pairs.flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v)]));
+}
+
+// Runs fn now and every 2 s until the returned stop is called; a failure
+// goes to onErr and the polling goes on.
+export function poll(fn, onErr) {
+  let timer = null, stopped = false;
+  const tick = async () => {
+    try { await fn(); } catch (e) { onErr(e); }
+    if (!stopped) timer = setTimeout(tick, 2000);
+  };
+  tick();
+  return () => { stopped = true; clearTimeout(timer); };
+}
