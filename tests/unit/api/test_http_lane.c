@@ -148,6 +148,40 @@ static void test_handed_over(int port)
     }
 }
 
+/* The lane's second prefix: its requests are the lane's (a request for
+ * libmicrohttpd pipelined after one is refused, which only the lane does),
+ * a route under it that does not exist is answered 404 on a connection
+ * kept alive, and a GET on the same path (not the prefix) reaches
+ * libmicrohttpd. */
+static void test_second_prefix(int port)
+{
+    static const char infer[] = "POST /v2/models/m1/infer HTTP/1.1\r\nHost: x\r\n"
+                                "Authorization: Bearer good\r\nContent-Length: 2\r\n\r\n{}";
+    client *c = dial(port);
+    says(c, infer);
+    reply r = hear(c);
+    CHECK_MSG(r.status == 200, "POST /v2/models/m1/infer: %d", r.status);
+    CHECK_STR_EQ(field(&r, "name"), "m1");
+    forget(&r);
+    says(c, "POST /v2/models/m1/ready HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n");
+    r = hear(c);
+    CHECK_MSG(r.status == 404, "a route under the second prefix that does not exist: %d", r.status);
+    forget(&r);
+    char both[512];
+    snprintf(both, sizeof both, "%sGET /plain HTTP/1.1\r\nHost: x\r\n\r\n", infer);
+    says(c, both);
+    reply r1 = hear(c), r2 = hear(c);
+    CHECK_MSG(r1.status == 200, "the second prefix's request, kept alive: %d", r1.status);
+    CHECK_MSG(r2.status == 400 && r2.body && strstr(r2.body, "pipelined"),
+              "a request for libmicrohttpd pipelined after the second prefix's: %d", r2.status);
+    forget(&r1);
+    forget(&r2);
+    hang_up(c);
+    r = ask_once(port, "GET /v2/models/m1/infer HTTP/1.1\r\nHost: x\r\n\r\n");
+    CHECK_MSG(r.status == 405, "GET on the infer route, through libmicrohttpd: %d", r.status);
+    forget(&r);
+}
+
 static void test_refusals(int port)
 {
     client *c = dial(port);
@@ -608,6 +642,7 @@ int main(void)
     test_keep_alive_and_deferred(port);
     test_pipelined(port);
     test_handed_over(port);
+    test_second_prefix(port);
     test_refusals(port);
     test_protocol(port);
     test_client_gone(port);

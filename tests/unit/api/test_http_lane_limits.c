@@ -126,7 +126,7 @@ static void test_start_while_clients_connect(void)
             .nroutes = LANE_TEST_NROUTES,
             .authenticate = authenticate,
             .reply_error = api_reply_error,
-            .lane_prefix = "POST /echo/",
+            .lane_prefixes = lane_test_prefixes,
         };
         http_server *s = NULL;
         loom_error *e = http_server_start(&cfg, &s);
