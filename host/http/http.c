@@ -756,6 +756,17 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
         http_lane_release(s->lane, ip);
 }
 
+/* libmicrohttpd's messages, to stderr (the log) as its own logger does,
+ * but for its failure to set TCP options: a relay's end (a socket pair)
+ * has none, once per reply. */
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    if (strncmp(fmt, "Setting %s option", 17) == 0)
+        return;
+    vfprintf(stderr, fmt, ap);
+}
+
 /* libmicrohttpd never speaks TLS itself: over HTTPS the lane does, and
  * hands libmicrohttpd plain relays. */
 static struct MHD_Daemon *start_daemon(http_server *s, const struct sockaddr_in *addr)
@@ -776,7 +787,7 @@ static struct MHD_Daemon *start_daemon(http_server *s, const struct sockaddr_in 
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection,
         s, MHD_OPTION_CONNECTION_TIMEOUT, l->idle_timeout_s, MHD_OPTION_CONNECTION_LIMIT,
         l->max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT, l->max_connections_per_ip,
-        MHD_OPTION_END);
+        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
 }
 
 const http_config *http_server_config(const http_server *s) { return &s->cfg; }

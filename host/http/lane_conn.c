@@ -197,7 +197,10 @@ static void compose(lane_conn *c)
 }
 
 /* One read into the buffer's free room (there must be some): 1 when bytes
- * came, 0 when the socket is empty, -1 when the client closed or failed. */
+ * came, 0 when the socket is empty, -1 when the client closed or failed.
+ * A plain read that fills less than the room emptied the socket: bytes
+ * that come later bring an edge of their own (spares a read that would
+ * only say EAGAIN, once per request). */
 static int read_some(lane_conn *c)
 {
     lane_request *in = &c->in;
@@ -208,7 +211,7 @@ static int read_some(lane_conn *c)
         if (n > 0) {
             in->in_len += (size_t)n;
             c->last_active = c->loop->now;
-            c->socket_empty = 0;
+            c->socket_empty = !c->tls && (size_t)n < room;
             return 1;
         }
         if (c->tls ? n == 0 : n < 0 && errno == EAGAIN) {
@@ -221,35 +224,14 @@ static int read_some(lane_conn *c)
     }
 }
 
-/* What the client sent before this reply goes out, it sent without
- * waiting for the reply (pipelined): it is read now, into the buffer's
- * free room (the answered request's bytes taken back once they are half of
- * it). So when the buffer runs dry between requests, the socket holds only
- * what came after a reply, in segments not yet touched, and the next
- * request's first bytes can be peeked to choose its path. Peeking instead
- * at the rest of a segment read in part can stall for good: the whole
- * segment stays charged to the socket's receive buffer, which can keep its
- * window shut while the peek waits for bytes that cannot come. */
-static void read_pipelined(lane_conn *c)
-{
-    lane_request_answered(&c->in);
-    while (c->in.in_len + 1 < c->in.in_cap) {
-        int r = read_some(c);
-        if (r < 0)
-            c->peer_closed = 1; /* answered what it sent, then closed */
-        if (r <= 0)
-            return;
-    }
-}
-
 /* The reply the connection holds goes out next (drive() writes it). */
 static void send_reply(lane_conn *c)
 {
     compose(c); /* reads the request's headers: before they can move */
     if (c->tls && lane_tls_queue(c->tls, c->iov, 2) != 0)
         c->keep_alive = 0; /* out of memory: the flush sends what it took, and it closes */
-    if (c->keep_alive)
-        read_pipelined(c);
+    lane_request_answered(&c->in);
+    c->served = 1;
     c->state = LANE_WRITING;
 }
 
@@ -259,8 +241,9 @@ static int finish_reply(lane_conn *c)
 {
     free(c->reply.body);
     memset(&c->reply, 0, sizeof c->reply);
-    /* a client that closed its side after pipelining is answered all it sent */
-    if (!c->keep_alive || (c->peer_closed && c->in.parsed == c->in.in_len)) {
+    /* a client that closed its side after pipelining is answered all it
+     * sent: all of it was read when the socket is empty since its end */
+    if (!c->keep_alive || (c->peer_closed && c->socket_empty && c->in.parsed == c->in.in_len)) {
         lane_conn_close(c);
         return 0;
     }
@@ -513,8 +496,8 @@ static int headers_arrived(lane_conn *c)
     return memmem(lp->peek, (size_t)n, "\r\n\r\n", 4) || memmem(lp->peek, (size_t)n, "\n\n", 2);
 }
 
-/* HTTPS: a request for libmicrohttpd goes to it through a relay, with
- * what was read of it; the connection is libmicrohttpd's from now on. 1
+/* A request for libmicrohttpd whose bytes the lane read goes to it through
+ * a relay, with them; the connection is libmicrohttpd's from now on. 1
  * when the relay runs. */
 static int start_relay(lane_conn *c)
 {
@@ -549,11 +532,12 @@ static int headers_read(const lane_request *in)
     return memmem(at, n, "\r\n\r\n", 4) || memmem(at, n, "\n\n", 2);
 }
 
-/* HTTPS, between requests: nothing can be peeked below TLS, so the next
- * request's first bytes are read (decrypted) and decide: the lane's are
- * read on; another's, once its headers are here (the header deadline
- * covers them), go to libmicrohttpd (start_relay). */
-static int take_input_tls(lane_conn *c)
+/* Between requests, over HTTPS (nothing can be peeked below TLS) or after
+ * the connection's first lane request (a peek per request is a syscall
+ * more): the next request's first bytes are read and decide: the lane's
+ * are read on; another's, once its headers are here (the header deadline
+ * covers them), go to libmicrohttpd through a relay (start_relay). */
+static int take_input_read(lane_conn *c)
 {
     lane_request *in = &c->in;
     for (;;) {
@@ -568,6 +552,13 @@ static int take_input_tls(lane_conn *c)
             return start_relay(c);
         if (in->in_len + 1 >= in->in_cap && lane_request_make_room(in) != 0)
             return start_relay(c);
+        if (c->socket_empty) {
+            if (c->peer_closed) { /* nothing more comes: not a request */
+                lane_conn_close(c);
+                return 0;
+            }
+            return 1;
+        }
         int r = read_some(c);
         if (r == 0)
             return 1;
@@ -603,8 +594,8 @@ static int take_input(lane_conn *c)
     /* nothing to look at until the next EPOLLIN: spares a read per request */
     if (c->socket_empty)
         return 1;
-    if (c->tls)
-        return take_input_tls(c);
+    if (c->tls || c->served)
+        return take_input_read(c);
     char first[HTTP_LANE_PREFIX_MAX];
     size_t want = l->prefix_max;
     ssize_t n;
@@ -679,7 +670,7 @@ static void drive(lane_conn *c)
             break;
         }
         case LANE_RELAYING:
-            if (!lane_relay_pump(c->relay, c->tls))
+            if (!lane_relay_pump(c->relay, c->tls, c->fd))
                 lane_conn_close(c);
             return;
         case LANE_WRITING:

@@ -37,7 +37,7 @@ enum lane_state {
     LANE_READING, /* a lane request arriving */
     LANE_WAITING, /* its handler deferred the reply */
     LANE_WRITING, /* the reply going out */
-    LANE_RELAYING /* HTTPS: libmicrohttpd's, through a relay (http/lane_relay.h) */
+    LANE_RELAYING /* libmicrohttpd's, through a relay (http/lane_relay.h) */
 };
 
 typedef struct lane_loop lane_loop;
@@ -56,9 +56,10 @@ typedef struct lane_conn {
     int peer_closed;
     int socket_empty; /* a read found nothing and no EPOLLIN came since */
     int awaiting_headers; /* libmicrohttpd's, handed over once its headers are here */
-    int fresh;        /* HTTPS: the input past req_at was read after the last reply */
+    int fresh;        /* the input past req_at was read after the last reply */
+    int served;       /* has had a lane request: its later ones are read, not peeked */
     lane_tls_session *tls; /* HTTPS: its session */
-    lane_relay *relay;     /* HTTPS: libmicrohttpd's connection */
+    lane_relay *relay;     /* libmicrohttpd's connection, once its bytes were read */
     time_t last_active;
     time_t began;     /* when the current request's first byte came; 0: none yet */
     lane_request in; /* what was read: this request, and any pipelined after it */

@@ -15,7 +15,8 @@ struct lane_relay {
     char *up;                /* from the client, not yet written to fd */
     size_t up_len, up_off, up_cap;
     char down[RELAY_CHUNK];  /* from libmicrohttpd */
-    int flushing;            /* what was read from fd is queued on the session, not all sent */
+    size_t down_len, down_off; /* plain: what is left of it to send */
+    int flushing;            /* TLS: what was read from fd is queued on the session, not all sent */
 };
 
 lane_relay *lane_relay_open(const char *first, size_t n, int *peer_fd)
@@ -43,12 +44,14 @@ int lane_relay_fd(const lane_relay *r) { return r->fd; }
 
 /* Client to libmicrohttpd: 1 when bytes moved, 0 when it must wait, -1
  * when the client is gone. */
-static int move_up(lane_relay *r, lane_tls_session *tls)
+static int move_up(lane_relay *r, lane_tls_session *tls, int client_fd)
 {
     if (r->up_off == r->up_len) {
-        ssize_t n = lane_tls_recv(tls, r->up, r->up_cap);
+        ssize_t n = tls ? lane_tls_recv(tls, r->up, r->up_cap) : recv(client_fd, r->up, r->up_cap, 0);
+        if (!tls && n < 0)
+            return errno == EAGAIN ? 0 : errno == EINTR ? 1 : -1;
         if (n <= 0)
-            return (int)n;
+            return !tls && n == 0 ? -1 : (int)n;
         r->up_len = (size_t)n;
         r->up_off = 0;
         return 1;
@@ -63,8 +66,15 @@ static int move_up(lane_relay *r, lane_tls_session *tls)
 }
 
 /* libmicrohttpd to the client: the same, -1 when either side is done. */
-static int move_down(lane_relay *r, lane_tls_session *tls)
+static int move_down(lane_relay *r, lane_tls_session *tls, int client_fd)
 {
+    if (!tls && r->down_off < r->down_len) {
+        ssize_t w = send(client_fd, r->down + r->down_off, r->down_len - r->down_off, MSG_NOSIGNAL);
+        if (w < 0)
+            return errno == EAGAIN ? 0 : errno == EINTR ? 1 : -1;
+        r->down_off += (size_t)w;
+        return 1;
+    }
     if (r->flushing) {
         int f = lane_tls_flush(tls);
         r->flushing = f == 0;
@@ -75,6 +85,11 @@ static int move_down(lane_relay *r, lane_tls_session *tls)
         return errno == EAGAIN ? 0 : errno == EINTR ? 1 : -1;
     if (n == 0) /* libmicrohttpd closed, after all it sent went out */
         return -1;
+    if (!tls) {
+        r->down_len = (size_t)n;
+        r->down_off = 0;
+        return 1;
+    }
     struct iovec v = {r->down, (size_t)n};
     if (lane_tls_queue(tls, &v, 1) != 0)
         return -1;
@@ -82,12 +97,12 @@ static int move_down(lane_relay *r, lane_tls_session *tls)
     return 1;
 }
 
-int lane_relay_pump(lane_relay *r, lane_tls_session *tls)
+int lane_relay_pump(lane_relay *r, lane_tls_session *tls, int client_fd)
 {
     /* each way stops only on "would block", so an edge comes for it later */
     for (;;) {
-        int up = move_up(r, tls);
-        int down = move_down(r, tls);
+        int up = move_up(r, tls, client_fd);
+        int down = move_down(r, tls, client_fd);
         if (up < 0 || down < 0)
             return 0;
         if (!up && !down)

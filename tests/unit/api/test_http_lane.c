@@ -148,6 +148,39 @@ static void test_handed_over(int port)
     }
 }
 
+/* A request for libmicrohttpd read after an inference call's reply (on a
+ * kept-alive connection, which the lane reads rather than peeks at) is
+ * relayed to it, and so is every later one on that connection; one sent
+ * while the call's reply was pending, in a later segment, is such a
+ * request too. */
+static void test_relayed_after_call(int port)
+{
+    client *c = dial(port);
+    CHECK(answered(c, "now"));
+    for (int i = 0; i < 2; i++) {
+        says(c, "GET /plain HTTP/1.1\r\nHost: x\r\n\r\n");
+        reply r = hear(c);
+        CHECK_MSG(r.status == 200 && r.body && strcmp(r.body, "plain") == 0,
+                  "GET /plain %d after an inference call on one connection: %d", i + 1, r.status);
+        forget(&r);
+    }
+    CHECK_MSG(answered(c, "b"), "an inference call on the relayed connection (libmicrohttpd's now)");
+    hang_up(c);
+    c = dial(port);
+    char *slow = echo_request("slow", "{}", NULL);
+    says(c, slow);
+    free(slow);
+    usleep(50 * 1000); /* read by the lane: its reply is 250 ms away */
+    says(c, "GET /plain HTTP/1.1\r\nHost: x\r\n\r\n");
+    reply r1 = hear(c), r2 = hear(c);
+    CHECK_MSG(r1.status == 200, "the slow call: %d", r1.status);
+    CHECK_MSG(r2.status == 200 && r2.body && strcmp(r2.body, "plain") == 0,
+              "GET /plain sent while the call's reply was pending: %d", r2.status);
+    forget(&r1);
+    forget(&r2);
+    hang_up(c);
+}
+
 /* The lane's second prefix: its requests are the lane's (a request for
  * libmicrohttpd pipelined after one is refused, which only the lane does),
  * a route under it that does not exist is answered 404 on a connection
@@ -643,6 +676,7 @@ int main(void)
     test_pipelined(port);
     test_handed_over(port);
     test_second_prefix(port);
+    test_relayed_after_call(port);
     test_refusals(port);
     test_protocol(port);
     test_client_gone(port);
