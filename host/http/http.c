@@ -736,15 +736,13 @@ static void fit_descriptors(http_limits *l, unsigned per)
     }
 }
 
-/* libmicrohttpd's count of a connection the lane handed over, so that
- * --max-connections counts it until it closes. */
+/* libmicrohttpd's count of a connection the lane handed over or relays,
+ * so that --max-connections counts it until libmicrohttpd closes it. */
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
                           enum MHD_ConnectionNotificationCode code)
 {
     (void)socket_context;
     http_server *s = cls;
-    if (s->tls) /* a relay: the lane counts its connection until it closes */
-        return;
     const union MHD_ConnectionInfo *ci =
         mhd->MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     if (!s->lane || !ci || !ci->client_addr || ci->client_addr->sa_family != AF_INET)

@@ -19,7 +19,7 @@
  *
  * Limits: the server's --max-connections and --max-connections-per-ip count
  * every connection the lane accepted, until it closes (a handed-over one
- * until libmicrohttpd closes it, a relayed one until either side does); a
+ * until libmicrohttpd closes it, a relayed one too); a
  * request's headers must fit in header_bytes (else 431), its body in
  * max_body (else 413), and arrive within header_timeout_s of its first
  * byte (else 408; over HTTPS the first request's from the accept, the

@@ -76,7 +76,8 @@ void lane_conn_close(lane_conn *c)
     c->tls = NULL;
     close(c->fd);
     c->fd = -1;
-    http_lane_release(lp->lane, c->ip);
+    if (!c->uncounted)
+        http_lane_release(lp->lane, c->ip);
     if (c->state == LANE_WAITING)
         c->orphaned = 1;
     else
@@ -518,6 +519,10 @@ static int start_relay(lane_conn *c)
         lane_conn_close(c);
         return 0;
     }
+    /* counted by libmicrohttpd's callbacks while it holds the other end,
+     * as a connection handed over is */
+    http_lane_release(lp->lane, c->ip);
+    c->uncounted = 1;
     lane_request_free(&c->in);
     c->state = LANE_RELAYING;
     c->began = 0;

@@ -60,6 +60,7 @@ typedef struct lane_conn {
     int served;       /* has had a lane request: its later ones are read, not peeked */
     lane_tls_session *tls; /* HTTPS: its session */
     lane_relay *relay;     /* libmicrohttpd's connection, once its bytes were read */
+    int uncounted;         /* relayed: libmicrohttpd counts it (http_lane_hold) */
     time_t last_active;
     time_t began;     /* when the current request's first byte came; 0: none yet */
     lane_request in; /* what was read: this request, and any pipelined after it */
