@@ -745,7 +745,10 @@ void lane_conn_on_event(lane_conn *c, uint32_t events)
     }
     if (events & EPOLLRDHUP)
         c->peer_closed = 1;
-    if (events & EPOLLIN)
+    if (events & EPOLLIN) {
         c->socket_empty = 0;
+        if (c->tls)
+            lane_tls_readable(c->tls);
+    }
     drive(c);
 }

@@ -1,10 +1,13 @@
 /* http/lane_tls.c - see lane_tls.h. */
 #include "http/lane_tls.h"
 
+#include <errno.h>
 #include <gnutls/gnutls.h>
+#include <poll.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "util/dynlib.h"
 
@@ -19,6 +22,9 @@
     X(gnutls_set_default_priority)                                                            \
     X(gnutls_credentials_set)                                                                 \
     X(gnutls_transport_set_int2)                                                              \
+    X(gnutls_transport_set_ptr2)                                                              \
+    X(gnutls_transport_set_pull_function)                                                     \
+    X(gnutls_transport_set_pull_timeout_function)                                             \
     X(gnutls_handshake)                                                                       \
     X(gnutls_record_recv)                                                                     \
     X(gnutls_record_send)                                                                     \
@@ -49,9 +55,18 @@ struct lane_tls {
     gnutls_certificate_credentials_t cred;
 };
 
+/* What one read takes from the socket: a record of 16 KiB and its framing. */
+#define LANE_TLS_READ_AHEAD (16 * 1024 + 512)
+
 struct lane_tls_session {
     gnutls_session_t s;
+    int fd;
     int handshaken;
+    /* GnuTLS reads a record's header and its body apart: the socket is
+     * read ahead into here instead, one recv for as much as it holds */
+    size_t ahead_at, ahead_len;
+    int drained; /* a read came back short: the socket is empty until the next edge */
+    char ahead[LANE_TLS_READ_AHEAD];
 };
 
 loom_error *lane_tls_create(const char *cert_pem, const char *key_pem, lane_tls **out)
@@ -88,6 +103,46 @@ void lane_tls_free(lane_tls *t)
     free(t);
 }
 
+/* GnuTLS's reads, from the read-ahead buffer. */
+static ssize_t pull(gnutls_transport_ptr_t ptr, void *buf, size_t n)
+{
+    lane_tls_session *s = ptr;
+    if (s->ahead_at == s->ahead_len) {
+        if (s->drained) {
+            errno = EAGAIN;
+            return -1;
+        }
+        ssize_t got;
+        do
+            got = recv(s->fd, s->ahead, sizeof s->ahead, 0);
+        while (got < 0 && errno == EINTR);
+        if (got <= 0) {
+            s->drained = got < 0 && errno == EAGAIN;
+            return got;
+        }
+        s->ahead_at = 0;
+        s->ahead_len = (size_t)got;
+        s->drained = (size_t)got < sizeof s->ahead;
+    }
+    size_t take = s->ahead_len - s->ahead_at < n ? s->ahead_len - s->ahead_at : n;
+    memcpy(buf, s->ahead + s->ahead_at, take);
+    s->ahead_at += take;
+    return (ssize_t)take;
+}
+
+/* Whether a read would find bytes: never waits (the loop is non-blocking). */
+static int pull_ready(gnutls_transport_ptr_t ptr, unsigned ms)
+{
+    (void)ms;
+    lane_tls_session *s = ptr;
+    if (s->ahead_at < s->ahead_len)
+        return 1;
+    struct pollfd p = {.fd = s->fd, .events = POLLIN};
+    return poll(&p, 1, 0);
+}
+
+void lane_tls_readable(lane_tls_session *s) { s->drained = 0; }
+
 lane_tls_session *lane_tls_session_new(const lane_tls *t, int fd)
 {
     lane_tls_session *s = calloc(1, sizeof *s);
@@ -104,7 +159,12 @@ lane_tls_session *lane_tls_session_new(const lane_tls *t, int fd)
         free(s);
         return NULL;
     }
+    /* sends through GnuTLS's own (sendmsg, MSG_NOSIGNAL); reads through pull */
+    s->fd = fd;
     tls.gnutls_transport_set_int2(s->s, fd, fd);
+    tls.gnutls_transport_set_ptr2(s->s, s, (gnutls_transport_ptr_t)(intptr_t)fd);
+    tls.gnutls_transport_set_pull_function(s->s, pull);
+    tls.gnutls_transport_set_pull_timeout_function(s->s, pull_ready);
     return s;
 }
 

@@ -34,6 +34,9 @@ lane_tls_session *lane_tls_session_new(const lane_tls *t, int fd);
 /* Sends a close_notify if there is room for it, and frees the session
  * (the socket stays open). */
 void lane_tls_session_free(lane_tls_session *s);
+/* An epoll edge said the socket has bytes: reads try it again (a short
+ * read marks it empty until then). */
+void lane_tls_readable(lane_tls_session *s);
 /* 1 when the handshake is complete. */
 int lane_tls_handshake(lane_tls_session *s);
 /* Decrypted bytes into buf: their count, 0 when none are here now, -1 when
