@@ -779,13 +779,13 @@ static struct MHD_Daemon *start_daemon(http_server *s, const struct sockaddr_in 
      * a little memory, never a thread, so many of them cannot starve the
      * others. */
     return mhd->MHD_start_daemon(
-        flags, (uint16_t)cfg->port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR,
-        (const struct sockaddr *)addr, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)4,
+        flags, (uint16_t)cfg->port, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log,
+        NULL, MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)addr, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)4,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)l->header_bytes,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection,
         s, MHD_OPTION_CONNECTION_TIMEOUT, l->idle_timeout_s, MHD_OPTION_CONNECTION_LIMIT,
         l->max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT, l->max_connections_per_ip,
-        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
+        MHD_OPTION_END);
 }
 
 const http_config *http_server_config(const http_server *s) { return &s->cfg; }

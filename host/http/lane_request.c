@@ -318,6 +318,8 @@ const char *lane_request_header_copy(const lane_request *r, const char *name, ch
 
 lane_match lane_prefix_match(const char *const *prefixes, const char *bytes, size_t n)
 {
+    if (n == 0) /* nothing yet: any prefix may come (and bytes may be NULL) */
+        return *prefixes ? LANE_MATCH_PARTIAL : LANE_MATCH_NONE;
     lane_match best = LANE_MATCH_NONE;
     for (const char *const *p = prefixes; *p; p++) {
         size_t len = strlen(*p);
