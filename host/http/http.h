@@ -171,12 +171,13 @@ typedef struct http_config {
     void *ctx;             /* passed to every handler */
     http_authenticator authenticate; /* NULL: every route is open */
     http_error_replier reply_error;  /* required: replies a loom_error (and frees it) */
-    const char *tls_cert_pem;  /* both set: HTTPS (GnuTLS) instead of HTTP */
+    const char *tls_cert_pem;  /* both set: HTTPS (GnuTLS, in the lane) instead of HTTP */
     const char *tls_key_pem;
     const cors_policy *cors;   /* origins browsers may call from; NULL: none */
     /* Requests starting with one of these ("POST /dlim/v1/inference/"; a
      * NULL-terminated list, each of at most HTTP_LANE_PREFIX_MAX bytes) go
-     * through the lane (http/http_lane_internal.h); NULL: none. Every route
+     * through the lane (http/http_lane_internal.h); NULL: none (over HTTPS
+     * the lane still terminates TLS and relays every request). Every route
      * a request under them reaches must never block: its handler runs on
      * the lane's loops. */
     const char *const *lane_prefixes;
