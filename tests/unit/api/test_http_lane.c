@@ -28,6 +28,7 @@
 #include <cjson/cJSON.h>
 
 #include "http/http.h"
+#include "http/lane_request.h"
 #include "check.h"
 #include "wait.h"
 
@@ -146,6 +147,36 @@ static void test_handed_over(int port)
         forget(&r);
         hang_up(c);
     }
+}
+
+/* The prefixes' matcher: a whole prefix, the start of one (more bytes
+ * decide), none; the longest prefix does not hide a shorter one. */
+static void test_prefix_match(void)
+{
+    static const char *const two[] = {"POST /dlim/v1/inference/", "POST /v2/models/", NULL};
+    static const char *const none[] = {NULL};
+    const struct {
+        const char *bytes;
+        lane_match want;
+    } cases[] = {
+        {"POST /v2/models/m/infer HTTP/1.1", LANE_MATCH_FULL},
+        {"POST /v2/models/", LANE_MATCH_FULL},
+        {"POST /dlim/v1/inference/echo", LANE_MATCH_FULL},
+        {"POST /", LANE_MATCH_PARTIAL},
+        {"POST /v2/mo", LANE_MATCH_PARTIAL},
+        {"POST /dlim/v1/inf", LANE_MATCH_PARTIAL},
+        {"GET /v2/models/m", LANE_MATCH_NONE},
+        {"POST /v2/modelz/", LANE_MATCH_NONE},
+        {"POST /dlim/v1/deployment", LANE_MATCH_NONE},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        lane_match m = lane_prefix_match(two, cases[i].bytes, strlen(cases[i].bytes));
+        CHECK_MSG(m == cases[i].want, "\"%s\": %d, expected %d", cases[i].bytes, (int)m,
+                  (int)cases[i].want);
+    }
+    CHECK(lane_prefix_match(two, NULL, 0) == LANE_MATCH_PARTIAL);
+    CHECK(lane_prefix_match(none, NULL, 0) == LANE_MATCH_NONE);
+    CHECK(lane_prefix_match(none, "POST /", 6) == LANE_MATCH_NONE);
 }
 
 /* A request for libmicrohttpd read after an inference call's reply (on a
@@ -668,6 +699,7 @@ static void test_close_while_forked(int port)
 
 int main(void)
 {
+    test_prefix_match();
     int port;
     http_server *s = start(NULL, NULL, &port);
     if (!s)
