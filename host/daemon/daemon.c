@@ -269,6 +269,11 @@ loom_error *loomd_start(const loomd_options *opt, loomd **out)
     if ((e = open_web_front(d, opt)) != NULL || (e = api_route_table(d->routes, &nroutes)) != NULL)
         goto fail_with;
 
+    /* inference calls wait on a kernel: answered on the lane (dlim's, and
+     * the Open Inference Protocol's POST /v2/models/NAME/infer; every POST
+     * route under these prefixes must never block) */
+    static const char *const lane_prefixes[] = {"POST " LOOM_ROUTE_INFERENCE "/", "POST /v2/models/",
+                                                NULL};
     http_config cfg = {
         .address = opt->address ? opt->address : "127.0.0.1",
         .port = opt->port,
@@ -284,8 +289,7 @@ loom_error *loomd_start(const loomd_options *opt, loomd **out)
         .tls_cert_pem = opt->tls_cert_pem,
         .tls_key_pem = opt->tls_key_pem,
         .cors = d->cors,
-        /* inference calls wait on a kernel: answered on the lane */
-        .lane_prefix = "POST " LOOM_ROUTE_INFERENCE "/",
+        .lane_prefixes = lane_prefixes,
     };
     if ((e = http_server_start(&cfg, &d->http)) != NULL ||
         (e = api_history_start(&d->api, &d->history)) != NULL)

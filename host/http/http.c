@@ -14,7 +14,6 @@
 
 #include "http/credentials.h"
 #include "http/http_lane_internal.h"
-#include "http/tls_gate_internal.h"
 #include "http/http_upload.h"
 #include "http/json_text.h"
 #include "http/mhd_dl.h"
@@ -28,8 +27,8 @@ static const mhd_api *mhd;
 
 struct http_server {
     struct MHD_Daemon *daemon;
-    http_lane *lane; /* on plain HTTP: the port is accepted there (http/http_lane_internal.h) */
-    tls_gate *gate;  /* on HTTPS: the port is accepted there (http/tls_gate_internal.h) */
+    http_lane *lane; /* the port is accepted there (http/http_lane_internal.h) */
+    lane_tls *tls;   /* HTTPS: the lane's certificate; libmicrohttpd gets plain relays */
     http_config cfg;
     int port;
     upload_slots uploads;
@@ -583,12 +582,6 @@ static enum MHD_Result on_headers(http_server *srv, struct MHD_Connection *conn,
         return MHD_NO;
     *con_cls = st;
     st->srv = srv;
-    if (srv->gate) { /* its headers are here: the gate's deadline is met */
-        const union MHD_ConnectionInfo *fi =
-            mhd->MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-        if (fi)
-            tls_gate_headers_done(srv->gate, fi->connect_fd);
-    }
     for (int i = 0; i < HTTP_MAX_FIELDS; i++)
         st->spool_fd[i] = -1;
     const char *origin = mhd->MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin");
@@ -742,42 +735,38 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     *con_cls = NULL;
 }
 
-/* Room in the process's descriptors for the connection limit: the soft
- * limit goes up to the hard one, and a limit that still does not fit (with
- * 64 left for the store, logs and jobs' pipes) is lowered, so accept never
- * fails with EMFILE while the host believes it has room. */
-static void fit_descriptors(http_limits *l)
+/* Room in the process's descriptors for the connection limit (each of
+ * them `per` descriptors: 2 over HTTPS, where libmicrohttpd's end of a
+ * relay is one): the soft limit goes up to the hard one, and a limit that
+ * still does not fit (with 64 left for the store, logs and jobs' pipes) is
+ * lowered, so accept never fails with EMFILE while the host believes it
+ * has room. */
+static void fit_descriptors(http_limits *l, unsigned per)
 {
     struct rlimit r;
     if (getrlimit(RLIMIT_NOFILE, &r) != 0)
         return;
-    if (r.rlim_cur < r.rlim_max && r.rlim_cur < (rlim_t)l->max_connections + 64) {
+    rlim_t need = (rlim_t)l->max_connections * per + 64;
+    if (r.rlim_cur < r.rlim_max && r.rlim_cur < need) {
         r.rlim_cur = r.rlim_max;
         setrlimit(RLIMIT_NOFILE, &r);
         getrlimit(RLIMIT_NOFILE, &r);
     }
-    if (r.rlim_cur != RLIM_INFINITY && r.rlim_cur < (rlim_t)l->max_connections + 64) {
-        unsigned fit = r.rlim_cur > 128 ? (unsigned)(r.rlim_cur - 64) : 64;
+    if (r.rlim_cur != RLIM_INFINITY && r.rlim_cur < need) {
+        unsigned fit = r.rlim_cur > 128 ? (unsigned)((r.rlim_cur - 64) / per) : 64;
         log_warn("--max-connections %u does not fit in %llu open files: using %u", l->max_connections,
                  (unsigned long long)r.rlim_cur, fit);
         l->max_connections = fit;
     }
 }
 
-/* libmicrohttpd's count of a connection the lane handed over, so that
- * --max-connections counts it until it closes. */
+/* libmicrohttpd's count of a connection the lane handed over or relays,
+ * so that --max-connections counts it until libmicrohttpd closes it. */
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
                           enum MHD_ConnectionNotificationCode code)
 {
     (void)socket_context;
     http_server *s = cls;
-    if (s->gate && code == MHD_CONNECTION_NOTIFY_CLOSED) {
-        const union MHD_ConnectionInfo *fi =
-            mhd->MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-        if (fi)
-            tls_gate_closed(s->gate, fi->connect_fd);
-        return;
-    }
     const union MHD_ConnectionInfo *ci =
         mhd->MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     if (!s->lane || !ci || !ci->client_addr || ci->client_addr->sa_family != AF_INET)
@@ -789,32 +778,38 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
         http_lane_release(s->lane, ip);
 }
 
-static struct MHD_Daemon *start_daemon(http_server *s, const struct sockaddr_in *addr, int tls)
+/* libmicrohttpd's messages, to stderr (the log) as its own logger does,
+ * but for its failure to set TCP options: a relay's end (a socket pair)
+ * has none, once per reply. */
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    if (strncmp(fmt, "Setting %s option", 17) == 0)
+        return;
+    vfprintf(stderr, fmt, ap);
+}
+
+/* libmicrohttpd never speaks TLS itself: over HTTPS the lane does, and
+ * hands libmicrohttpd plain relays. */
+static struct MHD_Daemon *start_daemon(http_server *s, const struct sockaddr_in *addr)
 {
     const http_config *cfg = &s->cfg;
     const http_limits *l = &cfg->limits;
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO | MHD_USE_ERROR_LOG |
                      MHD_ALLOW_SUSPEND_RESUME;
-    if (tls)
-        flags |= MHD_USE_TLS;
-    if (s->lane || s->gate) /* the lane or the gate accepts and hands over */
+    if (s->lane) /* the lane accepts and hands over */
         flags |= MHD_USE_NO_LISTEN_SOCKET;
-    /* The gate counts and makes room; libmicrohttpd's own limit is only a
-     * backstop, above it, since a connection the gate shut down to make
-     * room is still libmicrohttpd's until it notices. */
-    unsigned mhd_limit = s->gate ? l->max_connections + l->max_connections / 4 : l->max_connections;
     /* A pool of epoll threads: an idle or slow connection costs a socket and
      * a little memory, never a thread, so many of them cannot starve the
-     * others. The TLS options go last: without TLS they are left out. */
+     * others. */
     return mhd->MHD_start_daemon(
-        flags, (uint16_t)cfg->port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR,
-        (const struct sockaddr *)addr, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)4,
+        flags, (uint16_t)cfg->port, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log,
+        NULL, MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)addr, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)4,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)l->header_bytes,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection,
         s, MHD_OPTION_CONNECTION_TIMEOUT, l->idle_timeout_s, MHD_OPTION_CONNECTION_LIMIT,
-        mhd_limit, MHD_OPTION_PER_IP_CONNECTION_LIMIT, l->max_connections_per_ip,
-        tls ? MHD_OPTION_HTTPS_MEM_KEY : MHD_OPTION_END, cfg->tls_key_pem,
-        MHD_OPTION_HTTPS_MEM_CERT, cfg->tls_cert_pem, MHD_OPTION_END);
+        l->max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT, l->max_connections_per_ip,
+        MHD_OPTION_END);
 }
 
 const http_config *http_server_config(const http_server *s) { return &s->cfg; }
@@ -829,6 +824,11 @@ loom_error *http_server_start(const http_config *cfg, http_server **out)
     *out = NULL;
     if (!cfg->reply_error)
         return loom_err(LOOM_E_INVALID, "http server: no error replier given");
+    for (const char *const *p = cfg->lane_prefixes; p && *p; p++)
+        if (!**p || strlen(*p) > HTTP_LANE_PREFIX_MAX)
+            return loom_err(LOOM_E_INVALID,
+                            "http server: the lane prefix \"%s\" is empty or longer than %d bytes", *p,
+                            HTTP_LANE_PREFIX_MAX);
     loom_error *loaded = mhd_lib(&mhd);
     if (loaded)
         return loaded;
@@ -836,14 +836,12 @@ loom_error *http_server_start(const http_config *cfg, http_server **out)
     if (inet_pton(AF_INET, cfg->address, &addr.sin_addr) != 1)
         return loom_err(LOOM_E_INVALID, "--listen: \"%s\" is not an IPv4 address", cfg->address);
     int tls = cfg->tls_cert_pem && cfg->tls_key_pem;
-    if (tls && mhd->MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
-        return loom_err(LOOM_E_UNSUPPORTED, "--tls-cert: this libmicrohttpd was built without TLS");
     http_server *s = calloc(1, sizeof *s);
     if (!s)
         return loom_err(LOOM_E_INTERNAL, "out of memory");
     s->cfg = *cfg;
     s->cfg.limits = http_limits_resolve(&cfg->limits);
-    fit_descriptors(&s->cfg.limits);
+    fit_descriptors(&s->cfg.limits, tls ? 2 : 1);
     if (!s->cfg.spool_dir)
         s->cfg.spool_dir = "/tmp";
     const http_limits *l = &s->cfg.limits;
@@ -852,40 +850,35 @@ loom_error *http_server_start(const http_config *cfg, http_server **out)
         http_server_stop(s);
         return loom_err(LOOM_E_INTERNAL, "out of memory, or a thread cannot start");
     }
-    if (cfg->lane_prefix && !tls) {
+    loom_error *e = tls ? lane_tls_create(cfg->tls_cert_pem, cfg->tls_key_pem, &s->tls) : NULL;
+    if (e) {
+        http_server_stop(s);
+        return e;
+    }
+    /* HTTPS: every connection is the lane's, which terminates TLS */
+    if ((cfg->lane_prefixes && cfg->lane_prefixes[0]) || tls) {
         unsigned threads = cfg->lane_threads ? cfg->lane_threads : HTTP_DEFAULT_LANE_THREADS;
-        loom_error *e = http_lane_start(s, &addr, threads, &s->lane);
+        e = http_lane_start(s, &addr, threads, s->tls, &s->lane);
         if (e) {
             http_server_stop(s);
             return loom_err_wrap(e, "cannot listen on %s:%d", cfg->address, cfg->port);
         }
         addr.sin_port = htons((uint16_t)http_lane_port(s->lane));
-    } else if (tls) {
-        loom_error *e = tls_gate_start(s, &addr, &s->gate);
-        if (e) {
-            http_server_stop(s);
-            return loom_err_wrap(e, "cannot listen on %s:%d", cfg->address, cfg->port);
-        }
-        addr.sin_port = htons((uint16_t)tls_gate_port(s->gate));
     }
-    s->daemon = start_daemon(s, &addr, tls);
+    s->daemon = start_daemon(s, &addr);
     if (!s->daemon) {
         http_server_stop(s);
-        return loom_err(LOOM_E_UNAVAILABLE, "cannot listen on %s:%d (address in use or not permitted%s)",
-                        cfg->address, cfg->port,
-                        tls ? ", or the TLS certificate or key is not valid PEM" : "");
+        return loom_err(LOOM_E_UNAVAILABLE, "cannot listen on %s:%d (address in use or not permitted)",
+                        cfg->address, cfg->port);
     }
-    loom_error *e = s->lane ? http_lane_accept(s->lane) : s->gate ? tls_gate_accept(s->gate) : NULL;
+    e = s->lane ? http_lane_accept(s->lane) : NULL;
     if (e) {
         http_server_stop(s);
         return e;
     }
     const union MHD_DaemonInfo *info =
-        s->lane || s->gate ? NULL : mhd->MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
-    s->port = s->lane   ? http_lane_port(s->lane)
-              : s->gate ? tls_gate_port(s->gate)
-              : info    ? info->port
-                        : cfg->port;
+        s->lane ? NULL : mhd->MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    s->port = s->lane ? http_lane_port(s->lane) : info ? info->port : cfg->port;
     *out = s;
     return NULL;
 }
@@ -958,11 +951,10 @@ void http_server_stop(http_server *s)
     /* The lane stops handing connections over before the daemon stops; it
      * is freed after, since the daemon's callbacks count connections in it. */
     http_lane_halt(s->lane);
-    tls_gate_halt(s->gate);
     if (s->daemon && !stop_daemon_bounded(s->daemon))
-        return; /* its threads may still use the lane, the gate and the server */
+        return; /* its threads may still use the lane and the server */
     http_lane_stop(s->lane);
-    tls_gate_stop(s->gate);
+    lane_tls_free(s->tls);
     workqueue_destroy(s->slow);
     upload_slots_destroy(&s->uploads);
     free(s);

@@ -182,17 +182,21 @@ typedef struct http_config {
     void *ctx;             /* passed to every handler */
     http_authenticator authenticate; /* NULL: every route is open */
     http_error_replier reply_error;  /* required: replies a loom_error (and frees it) */
-    const char *tls_cert_pem;  /* both set: HTTPS (GnuTLS) instead of HTTP */
+    const char *tls_cert_pem;  /* both set: HTTPS (GnuTLS, in the lane) instead of HTTP */
     const char *tls_key_pem;
     const cors_policy *cors;   /* origins browsers may call from; NULL: none */
-    /* Requests starting with this ("POST /dlim/v1/inference/") go through
-     * the lane (http/http_lane_internal.h) on plain HTTP; NULL: none. The routes it
-     * reaches must never block: their handlers run on the lane's loops. */
-    const char *lane_prefix;
+    /* Requests starting with one of these ("POST /dlim/v1/inference/"; a
+     * NULL-terminated list, each of at most HTTP_LANE_PREFIX_MAX bytes) go
+     * through the lane (http/http_lane_internal.h); NULL: none (over HTTPS
+     * the lane still terminates TLS and relays every request). Every route
+     * a request under them reaches must never block: its handler runs on
+     * the lane's loops. */
+    const char *const *lane_prefixes;
     unsigned lane_threads;     /* 0: HTTP_DEFAULT_LANE_THREADS */
 } http_config;
 
 #define HTTP_DEFAULT_LANE_THREADS 2
+#define HTTP_LANE_PREFIX_MAX 64
 
 /* Listens; LOOM_E_INVALID for a bad address, LOOM_E_UNAVAILABLE when it
  * cannot bind. */

@@ -2,11 +2,15 @@
  * http/http_lane_internal.h - the host's port in front of libmicrohttpd: a
  * fast lane for the requests that wait on another thread (inference).
  *
- * The lane accepts every connection on the host's plain-HTTP port. A
- * connection whose request starts with the lane's prefix (e.g.
+ * The lane accepts every connection on the host's port. A connection
+ * whose request starts with one of the lane's prefixes (e.g.
  * "POST /dlim/v1/inference/") is parsed here (http-parser) and answered on
- * an epoll loop; any other is handed to libmicrohttpd untouched (the
- * decision is made on peeked bytes, so nothing is consumed). Why: to wait
+ * an epoll loop; on plain HTTP any other is handed to libmicrohttpd
+ * untouched (the decision is made on peeked bytes, so nothing is
+ * consumed). Over HTTPS the lane terminates TLS (http/lane_tls.h) on the
+ * same loops, decides on the decrypted bytes, and relays any other request
+ * to libmicrohttpd through a socket pair (http/lane_relay.h), for the rest
+ * of the connection. Why: to wait
  * for a reply, libmicrohttpd suspends a connection, which takes it out of
  * its epoll set and puts it back on resume (two epoll_ctl per request), and
  * wakes its thread once per resumed connection. The lane keeps a socket in
@@ -15,9 +19,13 @@
  *
  * Limits: the server's --max-connections and --max-connections-per-ip count
  * every connection the lane accepted, until it closes (a handed-over one
- * until libmicrohttpd closes it); a request's headers must fit in
- * header_bytes (else 431), its body in max_body (else 413); a connection
- * silent for idle_timeout_s while no reply is pending is closed.
+ * until libmicrohttpd closes it, a relayed one too); a
+ * request's headers must fit in header_bytes (else 431), its body in
+ * max_body (else 413), and arrive within header_timeout_s of its first
+ * byte (else 408; over HTTPS the first request's from the accept, the
+ * handshake included, and the connection closes without a reply); a
+ * connection silent for idle_timeout_s while no reply is pending is
+ * closed (a relayed one by libmicrohttpd's own timeout).
  *
  * Threading: `threads` loops, each its own epoll set; replies come from any
  * thread through http_pending_reply.
@@ -30,13 +38,15 @@
 #include <sys/socket.h>
 
 #include "http/http.h"
+#include "http/lane_tls.h"
 
 typedef struct http_lane http_lane;
 
 /* Listens on addr and starts the loops; connections wait in the backlog
- * until http_lane_accept. LOOM_E_UNAVAILABLE when it cannot bind. */
+ * until http_lane_accept. With tls, every connection is HTTPS (kept by the
+ * caller until http_lane_stop). LOOM_E_UNAVAILABLE when it cannot bind. */
 loom_error *http_lane_start(http_server *srv, const struct sockaddr_in *addr, unsigned threads,
-                            http_lane **out);
+                            const lane_tls *tls, http_lane **out);
 /* Starts taking connections: only once libmicrohttpd, to which the lane
  * hands every connection that is not its own, has started. */
 loom_error *http_lane_accept(http_lane *l);

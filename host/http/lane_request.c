@@ -316,14 +316,26 @@ const char *lane_request_header_copy(const lane_request *r, const char *name, ch
     return NULL;
 }
 
-int lane_request_starts_with(const lane_request *r, const char *prefix, size_t n, int partial)
+lane_match lane_prefix_match(const char *const *prefixes, const char *bytes, size_t n)
+{
+    if (n == 0) /* nothing yet: any prefix may come (and bytes may be NULL) */
+        return *prefixes ? LANE_MATCH_PARTIAL : LANE_MATCH_NONE;
+    lane_match best = LANE_MATCH_NONE;
+    for (const char *const *p = prefixes; *p; p++) {
+        size_t len = strlen(*p);
+        if (memcmp(bytes, *p, n < len ? n : len) != 0)
+            continue;
+        if (n >= len)
+            return LANE_MATCH_FULL;
+        best = LANE_MATCH_PARTIAL;
+    }
+    return best;
+}
+
+lane_match lane_request_match(const lane_request *r, const char *const *prefixes, int partial)
 {
     /* a whole request is compared alone; a partial one with what came after */
     size_t have = (partial ? r->in_len : r->parsed) - r->req_at;
-    if (have < n) {
-        if (!partial)
-            return 0;
-        n = have;
-    }
-    return memcmp(r->in + r->req_at, prefix, n) == 0;
+    lane_match m = lane_prefix_match(prefixes, r->in + r->req_at, have);
+    return !partial && m == LANE_MATCH_PARTIAL ? LANE_MATCH_NONE : m;
 }

@@ -87,8 +87,14 @@ const char *lane_request_body(const lane_request *r);
 /* At any time: a header's value copied into out (trailing blanks cut), NULL
  * when absent or when it does not fit (a cut value must not match). */
 const char *lane_request_header_copy(const lane_request *r, const char *name, char *out, size_t cap);
-/* 1 when the current request starts with the n bytes of prefix; partial:
- * before it is parsed, when its bytes read so far agree with the prefix. */
-int lane_request_starts_with(const lane_request *r, const char *prefix, size_t n, int partial);
+/* How the first n bytes of a request stand against a NULL-terminated list
+ * of prefixes: one of them whole (FULL), or none whole but n bytes that
+ * agree with the start of one (PARTIAL: more bytes decide), or none. */
+typedef enum lane_match { LANE_MATCH_NONE, LANE_MATCH_PARTIAL, LANE_MATCH_FULL } lane_match;
+lane_match lane_prefix_match(const char *const *prefixes, const char *bytes, size_t n);
+/* The current request against the prefixes: whole, what was parsed of it
+ * (a request parsed to its end is FULL or NONE); partial, every byte read
+ * since it began (before it is parsed). */
+lane_match lane_request_match(const lane_request *r, const char *const *prefixes, int partial);
 
 #endif

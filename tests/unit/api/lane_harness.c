@@ -113,7 +113,10 @@ const http_route lane_test_routes[LANE_TEST_NROUTES] = {
     {"POST", "/echo/{}", echo, HTTP_USER},
     {"GET", "/plain", plain, HTTP_PUBLIC},
     {"POST", "/other", plain, HTTP_PUBLIC},
+    {"POST", "/v2/models/{}/infer", echo, HTTP_USER},
 };
+
+const char *const lane_test_prefixes[] = {"POST /echo/", "POST /v2/models/", NULL};
 
 http_server *start_with(const http_limits *limits, const cors_policy *cors, unsigned lane_threads,
                                int *port)
@@ -127,7 +130,7 @@ http_server *start_with(const http_limits *limits, const cors_policy *cors, unsi
         .authenticate = authenticate,
         .reply_error = api_reply_error,
         .cors = cors,
-        .lane_prefix = "POST /echo/",
+        .lane_prefixes = lane_test_prefixes,
         .lane_threads = lane_threads,
     };
     if (limits)

@@ -1,8 +1,8 @@
 /*
  * tests/unit/api/lane_harness.h - what the HTTP lane's tests share: a server
- * with the lane in front (routes: POST /echo/{} answered by the lane, later
- * from another thread when asked; GET /plain and POST /other by
- * libmicrohttpd), and a client that speaks raw HTTP on a socket.
+ * with the lane in front (routes: POST /echo/{} and POST /v2/models/{}/infer
+ * answered by the lane, later from another thread when asked; GET /plain
+ * and POST /other by libmicrohttpd), and a client that speaks raw HTTP on a socket.
  */
 #ifndef LOOM_TEST_LANE_HARNESS_H
 #define LOOM_TEST_LANE_HARNESS_H
@@ -25,8 +25,10 @@ extern int lane_harness_failures;
 /* ---- the server under test ---- */
 extern atomic_int waiting_replies; /* deferred replies not yet given */
 extern atomic_long requests_handled;
-#define LANE_TEST_NROUTES 3
+#define LANE_TEST_NROUTES 4
 extern const http_route lane_test_routes[LANE_TEST_NROUTES];
+/* The lane's: "POST /echo/" and "POST /v2/models/" */
+extern const char *const lane_test_prefixes[];
 int authenticate(void *ctx, const http_request *req, char *user, size_t userlen, int *is_admin,
                  loom_error **why);
 http_server *start_with(const http_limits *limits, const cors_policy *cors, unsigned lane_threads,

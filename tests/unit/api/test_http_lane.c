@@ -28,6 +28,7 @@
 #include <cjson/cJSON.h>
 
 #include "http/http.h"
+#include "http/lane_request.h"
 #include "check.h"
 #include "wait.h"
 
@@ -146,6 +147,106 @@ static void test_handed_over(int port)
         forget(&r);
         hang_up(c);
     }
+}
+
+/* The prefixes' matcher: a whole prefix, the start of one (more bytes
+ * decide), none; the longest prefix does not hide a shorter one. */
+static void test_prefix_match(void)
+{
+    static const char *const two[] = {"POST /dlim/v1/inference/", "POST /v2/models/", NULL};
+    static const char *const none[] = {NULL};
+    const struct {
+        const char *bytes;
+        lane_match want;
+    } cases[] = {
+        {"POST /v2/models/m/infer HTTP/1.1", LANE_MATCH_FULL},
+        {"POST /v2/models/", LANE_MATCH_FULL},
+        {"POST /dlim/v1/inference/echo", LANE_MATCH_FULL},
+        {"POST /", LANE_MATCH_PARTIAL},
+        {"POST /v2/mo", LANE_MATCH_PARTIAL},
+        {"POST /dlim/v1/inf", LANE_MATCH_PARTIAL},
+        {"GET /v2/models/m", LANE_MATCH_NONE},
+        {"POST /v2/modelz/", LANE_MATCH_NONE},
+        {"POST /dlim/v1/deployment", LANE_MATCH_NONE},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        lane_match m = lane_prefix_match(two, cases[i].bytes, strlen(cases[i].bytes));
+        CHECK_MSG(m == cases[i].want, "\"%s\": %d, expected %d", cases[i].bytes, (int)m,
+                  (int)cases[i].want);
+    }
+    CHECK(lane_prefix_match(two, NULL, 0) == LANE_MATCH_PARTIAL);
+    CHECK(lane_prefix_match(none, NULL, 0) == LANE_MATCH_NONE);
+    CHECK(lane_prefix_match(none, "POST /", 6) == LANE_MATCH_NONE);
+}
+
+/* A request for libmicrohttpd read after an inference call's reply (on a
+ * kept-alive connection, which the lane reads rather than peeks at) is
+ * relayed to it, and so is every later one on that connection; one sent
+ * while the call's reply was pending, in a later segment, is such a
+ * request too. */
+static void test_relayed_after_call(int port)
+{
+    client *c = dial(port);
+    CHECK(answered(c, "now"));
+    for (int i = 0; i < 2; i++) {
+        says(c, "GET /plain HTTP/1.1\r\nHost: x\r\n\r\n");
+        reply r = hear(c);
+        CHECK_MSG(r.status == 200 && r.body && strcmp(r.body, "plain") == 0,
+                  "GET /plain %d after an inference call on one connection: %d", i + 1, r.status);
+        forget(&r);
+    }
+    CHECK_MSG(answered(c, "b"), "an inference call on the relayed connection (libmicrohttpd's now)");
+    hang_up(c);
+    c = dial(port);
+    char *slow = echo_request("slow", "{}", NULL);
+    long before = atomic_load(&requests_handled);
+    says(c, slow);
+    free(slow);
+    /* read by the lane (its handler called: its reply is 250 ms away), so
+     * the next request comes in a later segment, not pipelined with it */
+    WAIT_UNTIL(atomic_load(&requests_handled) > before, 5000);
+    says(c, "GET /plain HTTP/1.1\r\nHost: x\r\n\r\n");
+    reply r1 = hear(c), r2 = hear(c);
+    CHECK_MSG(r1.status == 200, "the slow call: %d", r1.status);
+    CHECK_MSG(r2.status == 200 && r2.body && strcmp(r2.body, "plain") == 0,
+              "GET /plain sent while the call's reply was pending: %d", r2.status);
+    forget(&r1);
+    forget(&r2);
+    hang_up(c);
+}
+
+/* The lane's second prefix: its requests are the lane's (a request for
+ * libmicrohttpd pipelined after one is refused, which only the lane does),
+ * a route under it that does not exist is answered 404 on a connection
+ * kept alive, and a GET on the same path (not the prefix) reaches
+ * libmicrohttpd. */
+static void test_second_prefix(int port)
+{
+    static const char infer[] = "POST /v2/models/m1/infer HTTP/1.1\r\nHost: x\r\n"
+                                "Authorization: Bearer good\r\nContent-Length: 2\r\n\r\n{}";
+    client *c = dial(port);
+    says(c, infer);
+    reply r = hear(c);
+    CHECK_MSG(r.status == 200, "POST /v2/models/m1/infer: %d", r.status);
+    CHECK_STR_EQ(field(&r, "name"), "m1");
+    forget(&r);
+    says(c, "POST /v2/models/m1/ready HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n");
+    r = hear(c);
+    CHECK_MSG(r.status == 404, "a route under the second prefix that does not exist: %d", r.status);
+    forget(&r);
+    char both[512];
+    snprintf(both, sizeof both, "%sGET /plain HTTP/1.1\r\nHost: x\r\n\r\n", infer);
+    says(c, both);
+    reply r1 = hear(c), r2 = hear(c);
+    CHECK_MSG(r1.status == 200, "the second prefix's request, kept alive: %d", r1.status);
+    CHECK_MSG(r2.status == 400 && r2.body && strstr(r2.body, "pipelined"),
+              "a request for libmicrohttpd pipelined after the second prefix's: %d", r2.status);
+    forget(&r1);
+    forget(&r2);
+    hang_up(c);
+    r = ask_once(port, "GET /v2/models/m1/infer HTTP/1.1\r\nHost: x\r\n\r\n");
+    CHECK_MSG(r.status == 405, "GET on the infer route, through libmicrohttpd: %d", r.status);
+    forget(&r);
 }
 
 static void test_refusals(int port)
@@ -601,6 +702,7 @@ static void test_close_while_forked(int port)
 
 int main(void)
 {
+    test_prefix_match();
     int port;
     http_server *s = start(NULL, NULL, &port);
     if (!s)
@@ -608,6 +710,8 @@ int main(void)
     test_keep_alive_and_deferred(port);
     test_pipelined(port);
     test_handed_over(port);
+    test_second_prefix(port);
+    test_relayed_after_call(port);
     test_refusals(port);
     test_protocol(port);
     test_client_gone(port);

@@ -126,7 +126,7 @@ static void test_start_while_clients_connect(void)
             .nroutes = LANE_TEST_NROUTES,
             .authenticate = authenticate,
             .reply_error = api_reply_error,
-            .lane_prefix = "POST /echo/",
+            .lane_prefixes = lane_test_prefixes,
         };
         http_server *s = NULL;
         loom_error *e = http_server_start(&cfg, &s);
@@ -274,12 +274,44 @@ static void test_limits(void)
     stop(s);
 }
 
+/* A connection relayed to libmicrohttpd (a request for it read after an
+ * inference call) counts once against the per-address limit, as long as
+ * it is open. */
+static void test_relay_counts(void)
+{
+    http_limits lim = {.max_connections_per_ip = 3};
+    int port;
+    http_server *s = start(&lim, NULL, &port);
+    client *c[4];
+    for (int i = 0; i < 2; i++) {
+        c[i] = dial(port);
+        CHECK(answered(c[i], "now"));
+        says(c[i], "GET /plain HTTP/1.1\r\nHost: x\r\n\r\n");
+        reply r = hear(c[i]);
+        CHECK_MSG(r.status == 200, "relayed GET /plain %d: %d", i + 1, r.status);
+        forget(&r);
+    }
+    c[2] = dial(port);
+    CHECK_MSG(answered(c[2], "now"), "a third connection while two are relayed (limit 3)");
+    c[3] = dial(port);
+    CHECK_MSG(!answered(c[3], "now"), "a fourth is closed");
+    hang_up(c[3]);
+    hang_up(c[0]);
+    int ok = 0;
+    WAIT_UNTIL((ok = new_one_answered(port)) != 0, 5000);
+    CHECK_MSG(ok, "a relayed connection closed gives its place back");
+    hang_up(c[1]);
+    hang_up(c[2]);
+    stop(s);
+}
+
 int main(void)
 {
     test_start_while_clients_connect();
     test_header_deadline();
     test_cors();
     test_limits();
+    test_relay_counts();
     CHECK_MSG(lane_harness_failures == 0, "the harness failed %d time(s)", lane_harness_failures);
     return CHECK_DONE();
 }
