@@ -267,6 +267,10 @@ cmd_node() {
         while read -r d; do [ -n "$d" ] && hide "$d" 0700 "$stage"; done < "$RUN/hide"
         mount --bind "$SHARED" "$SHARED"
     fi
+    # A daemon's working directory is /: the caller's may be under /tmp or
+    # a home, which this node does not see (slurmstepd returns to it after
+    # every step and fails there).
+    cd /
     exec "$@"
 }
 
