@@ -515,19 +515,6 @@ http_stream *http_stream_open(const http_request *req)
     return st->stream;
 }
 
-/* After a handler that opened a stream: its 200 streams, anything else is
- * an ordinary reply and the stream ends unsent. */
-static enum MHD_Result send_stream(request_state *st, struct MHD_Connection *conn)
-{
-    http_stream *s = st->stream;
-    st->stream = NULL;
-    if (st->res.status != 200) {
-        http_stream_abandon(s);
-        return send_response(st->srv, conn, &st->res);
-    }
-    struct MHD_Response *r = http_stream_response(s);
-    return r ? queue_response(st->srv, conn, &st->res, r) : MHD_NO;
-}
 
 /* A reply that comes while the handler still runs is sent when it returns,
  * without suspending; a later one resumes the suspended connection. */
@@ -725,8 +712,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     st->route->handler(srv->cfg.ctx, req, &st->res);
     if (st->deferred)
         return after_defer(st, conn);
-    if (st->stream)
-        return send_stream(st, conn);
+    struct MHD_Response *streamed = st->stream ? http_stream_response(st->stream, st->res.status) : NULL;
+    st->stream = NULL;
+    if (streamed)
+        return queue_response(srv, conn, &st->res, streamed);
     if (!st->res.status)
         http_server_fail(st->srv, &st->res, LOOM_E_INTERNAL, "handler gave no reply");
     return send_response(srv, conn, &st->res);

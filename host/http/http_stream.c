@@ -127,10 +127,12 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max)
 
 static void stream_free(void *cls) { http_stream_abandon(cls); }
 
-struct MHD_Response *http_stream_response(http_stream *s)
+struct MHD_Response *http_stream_response(http_stream *s, int status)
 {
     struct MHD_Response *r =
-        s->mhd->MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, stream_read, s, stream_free);
+        status != 200 ? NULL
+                      : s->mhd->MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, stream_read, s,
+                                                                  stream_free);
     if (!r)
         http_stream_abandon(s);
     return r;

@@ -27,9 +27,10 @@ void http_stream_set_destroy(http_stream_set *set);
 /* A stream on conn, held twice: by the route (http_stream_release) and the
  * connection (its response, or http_stream_abandon). NULL: out of memory. */
 http_stream *http_stream_new(http_stream_set *set, const mhd_api *mhd, struct MHD_Connection *conn);
-/* The connection's response for it (the connection's hold goes to it), or
- * NULL (the hold is dropped). */
-struct MHD_Response *http_stream_response(http_stream *s);
+/* The connection's response for it when the handler replied 200 (the
+ * connection's hold goes to it), else NULL (the hold is dropped: the
+ * handler's reply is sent as any other). */
+struct MHD_Response *http_stream_response(http_stream *s, int status);
 /* The handler replied something else: the connection lets go. */
 void http_stream_abandon(http_stream *s);
 
