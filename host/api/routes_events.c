@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "api/routes.h"
+#include "http/credentials.h"
 #include "util/fs.h"
 
 /* An event kind: its name and the GET route whose reply it carries. */
@@ -29,6 +30,10 @@ typedef struct subscriber {
     http_stream *stream;
     char user[64];
     int is_admin;
+    /* the token that opened it (Bearer or the console's cookie), checked
+     * every round: logging off or its expiry ends the stream; "": Basic,
+     * whose password was checked once, at the open */
+    char token[HTTP_CRED_TOKEN_MAX];
     char *last[NKINDS]; /* each event's data as last sent */
     int64_t last_write_ms;
     struct subscriber *next;
@@ -80,6 +85,12 @@ static int update(api_events *ev, subscriber *s, int64_t now)
 {
     if (!http_stream_alive(s->stream))
         return -1;
+    auth_identity who;
+    if (s->token[0] &&
+        loom_err_take(auth_check_token(ev->d->auth, s->token, now, &who), NULL, 0) != LOOM_OK) {
+        http_stream_end(s->stream);
+        return -1;
+    }
     int sent = 0;
     for (size_t k = 0; k < NKINDS; k++) {
         char *data = render(ev, k, s);
@@ -109,6 +120,7 @@ static int update(api_events *ev, subscriber *s, int64_t now)
 
 static void drop_subscriber(subscriber *s)
 {
+    explicit_bzero(s->token, sizeof s->token);
     http_stream_release(s->stream);
     for (size_t k = 0; k < NKINDS; k++)
         free(s->last[k]);
@@ -227,6 +239,11 @@ static void events(void *ctx, const http_request *req, http_response *res)
     }
     snprintf(s->user, sizeof s->user, "%s", req->user);
     s->is_admin = req->is_admin;
+    http_credentials cred;
+    loom_err_free(http_credentials_of(req, &cred)); /* admitted: they are fine */
+    if (cred.has_token || cred.has_cookie)
+        memcpy(s->token, cred.has_token ? cred.token : cred.cookie, sizeof s->token);
+    http_credentials_clear(&cred);
     pthread_mutex_lock(&ev->lock);
     unsigned open = 0;
     for (const subscriber *o = ev->head; o; o = o->next)
@@ -250,6 +267,7 @@ static void events(void *ctx, const http_request *req, http_response *res)
     }
     pthread_mutex_unlock(&ev->lock);
     if (e) {
+        explicit_bzero(s->token, sizeof s->token);
         free(s);
         api_reply_error(res, e);
         return;

@@ -133,6 +133,8 @@ typedef struct http_stream http_stream;
 http_stream *http_stream_open(const http_request *req);
 /* Queues len bytes: 0, or -1 once the stream has ended (nothing queued). */
 int http_stream_send(http_stream *s, const char *data, size_t len);
+/* Ends the stream: what is queued is sent, then the reply ends. */
+void http_stream_end(http_stream *s);
 /* 1 while the stream goes on; 0 once it ended (its client closed the
  * connection, the server stops, or too much waited). */
 int http_stream_alive(http_stream *s);

@@ -176,6 +176,14 @@ int http_stream_send(http_stream *s, const char *data, size_t len)
     return rc;
 }
 
+void http_stream_end(http_stream *s)
+{
+    pthread_mutex_lock(&s->lock);
+    s->ended = 1;
+    wake(s);
+    pthread_mutex_unlock(&s->lock);
+}
+
 int http_stream_alive(http_stream *s)
 {
     pthread_mutex_lock(&s->lock);

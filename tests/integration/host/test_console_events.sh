@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The console's live updates (GET /loom/v1/events, Server-Sent Events):
 # events arrive when a job starts and ends; another user's exec never shows
-# in a stream; a quiet stream gets its keep-alive comment; one user's
-# streams are bounded (--max-event-streams-per-user, 429 past it) and a
+# in a stream; a quiet stream gets its keep-alive comment; logging off a
+# token ends its streams; one user's streams are bounded (--max-event-streams-per-user, 429 past it) and a
 # closed one frees its place; the host stops promptly with streams open.
 LOOM=$1
 . "$(dirname "$0")/../lib.sh"
@@ -71,6 +71,17 @@ expect_ok "bob's execs stay empty" has_event "$WORK/bob.sse" execs 'd == []'
 # ---- a quiet stream's keep-alive
 expect_ok "a keep-alive comment within 15 s of silence" wait_until 25 has "$WORK/bob.sse" ': keep-alive'
 
+# ---- logging off ends the streams of that session, not bob's others
+stream "$WORK/bob-bearer.sse" -H "Authorization: Bearer $BOB_TOKEN"
+expect_ok "bob's Bearer stream" wait_until 10 has_event "$WORK/bob-bearer.sse" slots 'True'
+expect_eq "bob logs off that token" "$(curl -s -o /dev/null -w '%{http_code}' -X POST \
+    -H "Authorization: Bearer $BOB_TOKEN" "$URL/auth/v1/logout")" "200"
+ended_pid() { ! kill -0 "$1" 2>/dev/null; }
+expect_ok "its stream ends" wait_until 10 ended_pid "${PIDS[2]}"
+expect_ok "his cookie stream goes on" kill -0 "${PIDS[1]}"
+BOB_TOKEN=$(curl -s -X POST -u bob:bob-password "$URL/auth/v1/logon" |
+            python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])')
+
 # ---- the bound: 2 streams for bob (the flag), more refused; others unaffected
 stream "$WORK/bob2.sse" -H "Authorization: Bearer $BOB_TOKEN"
 expect_ok "bob's second stream" wait_until 10 has_event "$WORK/bob2.sse" slots 'True'
@@ -80,7 +91,7 @@ expect_contains "naming the flag" "$(cat "$WORK/refused")" "--max-event-streams-
 stream "$WORK/admin2.sse" -H "Authorization: Bearer $TOKEN"
 expect_ok "the administrator's second stream is not bob's" wait_until 10 has_event "$WORK/admin2.sse" slots 'True'
 # a closed stream frees its place at the hub's next round
-kill "${PIDS[2]}"
+kill "${PIDS[3]}"
 opened() { [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 -H "Cookie: $BOB_COOKIE" "$URL/loom/v1/events")" = 200 ]; }
 expect_ok "a closed stream's place is free again" wait_until 5 opened
 
