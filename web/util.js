@@ -36,3 +36,29 @@ export function poll(fn, onErr) {
   tick();
   return () => { stopped = true; clearTimeout(timer); };
 }
+
+// Runs render(data) with the host's latest `kind` (slots, execs, models):
+// pushed by its event stream (GET /loom/v1/events) when the browser has
+// EventSource, else, or once the stream is refused (the host's bound on
+// streams per user) or closed for good, fetched by fetchFn every 2 s.
+// <html data-updates> says which ("events" or "poll"). Returns the stop.
+export function live(kind, fetchFn, render, onErr) {
+  let source = null, stopPoll = null, stopped = false;
+  const mode = m => { document.documentElement.dataset.updates = m; };
+  const fallback = () => {
+    if (source) { source.close(); source = null; }
+    if (!stopPoll && !stopped) { mode('poll'); stopPoll = poll(async () => render(await fetchFn()), onErr); }
+  };
+  if (typeof window.EventSource === 'function') {
+    source = new window.EventSource('/loom/v1/events');
+    mode('events');
+    source.addEventListener(kind, ev => {
+      Promise.resolve().then(() => render(JSON.parse(ev.data))).catch(onErr);
+    });
+    // a lost connection reconnects by itself; a refused one is CLOSED
+    source.onerror = () => { if (source && source.readyState === window.EventSource.CLOSED) fallback(); };
+  } else {
+    fallback();
+  }
+  return () => { stopped = true; if (source) source.close(); if (stopPoll) stopPoll(); };
+}

@@ -40,6 +40,7 @@ typedef struct api_services {
     int https;                  /* the listener serves HTTPS: cookies are Secure */
     char web_dir[PATH_MAX];     /* the console's files (routes_console.c) */
     store_history_bounds history_bounds; /* what api/history.h keeps */
+    struct api_events *events;  /* live updates (api/events.h) */
     pthread_mutex_t admin_lock; /* plugin add/remove: file, registry, store */
     unsigned upload_seq;
 } api_services;
@@ -74,6 +75,8 @@ int api_console_identity(api_services *d, const http_request *req, const char *t
                          auth_identity *who, loom_error **why);
 extern const http_route loom_console_routes[];
 extern const size_t loom_console_route_count;
+extern const http_route loom_events_routes[];
+extern const size_t loom_events_route_count;
 extern const http_route loom_history_routes[];
 extern const size_t loom_history_route_count;
 extern const http_route loom_sched_routes[];

@@ -37,6 +37,7 @@ loom_error *api_route_table(http_route *routes, size_t *count)
         {loom_v2_routes, loom_v2_route_count},
         {loom_history_routes, loom_history_route_count},
         {loom_console_routes, loom_console_route_count},
+        {loom_events_routes, loom_events_route_count},
     };
     size_t n = 0;
     for (size_t p = 0; p < sizeof parts / sizeof *parts; p++)

@@ -17,6 +17,7 @@
 #include "util/job_sandbox.h"
 #include "util/log.h"
 #include "util/log_pump.h"
+#include "api/events.h"
 #include "api/history.h"
 #include "util/num_text.h"
 #include "util/proc_group.h"
@@ -31,6 +32,7 @@ static const char serve_usage[] =
     "                  [--idle-timeout SECONDS] [--header-timeout SECONDS]\n"
     "                  [--max-header-bytes B] [--max-uploads N]\n"
     "                  [--max-uploads-per-user N] [--slow-threads N]\n"
+    "                  [--max-event-streams-per-user N]\n"
     "                  [--cors-origin ORIGIN]... [--allow-basic-over-http] [--web-dir DIR]\n"
     "                  [--history-hours H] [--history-points N]\n"
     "                  [--python PATH] [--job-path DIRS] [--data-root DIR]...\n"
@@ -97,6 +99,9 @@ static const char serve_usage[] =
     "  --max-uploads N     multipart uploads in progress in all (default 8;\n"
     "                      more are refused with 503)\n"
     "  --max-uploads-per-user N  by one user (default 2; more: 429)\n"
+    "  --max-event-streams-per-user N  the console's live updates (GET\n"
+    "                      /loom/v1/events) one user may hold open (default 4;\n"
+    "                      more: 429)\n"
     "  --slow-threads N    threads that serve the exec routes (submissions\n"
     "                      unpack, deletes remove folders) (default 8)\n"
     "  --max-queued-execs N  execs one user may have waiting for devices\n"
@@ -199,6 +204,8 @@ static int parse_number_flag(int argc, char **argv, int *i, loomd_options *opt)
         {"--max-uploads", offsetof(loomd_options, http.max_uploads), 1, 10000},
         {"--max-uploads-per-user", offsetof(loomd_options, http.max_uploads_per_user), 1, 10000},
         {"--slow-threads", offsetof(loomd_options, http.slow_threads), 1, 64},
+        {"--max-event-streams-per-user", offsetof(loomd_options, max_event_streams_per_user), 1,
+         EVENTS_MAX_STREAMS_PER_USER},
         {"--history-hours", offsetof(loomd_options, history_hours), 1, HISTORY_MAX_HOURS},
         {"--history-points", offsetof(loomd_options, history_points), HISTORY_MIN_POINTS,
          HISTORY_MAX_POINTS},

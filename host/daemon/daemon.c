@@ -1,4 +1,5 @@
 /* daemon/daemon.c - see daemon.h. */
+#include "api/events.h"
 #include "api/routes.h"
 #include "daemon/daemon.h"
 
@@ -291,7 +292,8 @@ loom_error *loomd_start(const loomd_options *opt, loomd **out)
         .cors = d->cors,
         .lane_prefixes = lane_prefixes,
     };
-    if ((e = http_server_start(&cfg, &d->http)) != NULL ||
+    if ((e = api_events_start(&d->api, opt->max_event_streams_per_user, &d->api.events)) != NULL ||
+        (e = http_server_start(&cfg, &d->http)) != NULL ||
         (e = api_history_start(&d->api, &d->history)) != NULL)
         goto fail_with;
     log_info("loom host %s listening on %s:%d, home %s", LOOM_VERSION, cfg.address,
@@ -315,7 +317,8 @@ void loomd_stop(loomd *d)
     /* A request waiting for a kernel holds its connection: answer them
      * all before the server stops. */
     infer_service_stop_all(d->api.infer);
-    http_server_stop(d->http);
+    http_server_stop(d->http); /* ends the event streams */
+    api_events_stop(d->api.events);
     api_history_stop(d->history); /* before the services it samples */
     hpo_service_destroy(d->api.hpo);
     cors_policy_free(d->cors);

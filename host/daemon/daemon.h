@@ -41,6 +41,7 @@ typedef struct loomd_options {
     const char *web_dir;     /* the console's files; NULL: loomd_default_web_dir */
     int history_hours;       /* the history's window and points per series */
     int history_points;      /* (api/history.h); 0: the defaults */
+    unsigned max_event_streams_per_user; /* api/events.h; 0: the default */
 } loomd_options;
 
 typedef struct loomd {

@@ -14,6 +14,7 @@
 
 #include "http/credentials.h"
 #include "http/http_lane_internal.h"
+#include "http/http_stream_internal.h"
 #include "http/http_upload.h"
 #include "http/json_text.h"
 #include "http/mhd_dl.h"
@@ -33,6 +34,7 @@ struct http_server {
     int port;
     upload_slots uploads;
     workqueue *slow;
+    http_stream_set streams; /* open streamed replies, ended at stop */
 };
 
 /* Per-request state kept by libmicrohttpd between calls. */
@@ -57,6 +59,7 @@ typedef struct request_state {
     pthread_mutex_t defer_lock; /* ready and suspended, between the two threads */
     http_response pending;
     http_pending pending_hook;
+    http_stream *stream; /* the handler opened a streamed reply */
 } request_state;
 
 const char *http_query(const http_request *req, const char *key)
@@ -466,16 +469,10 @@ const char *http_date_now(void)
     return text;
 }
 
-static enum MHD_Result send_response(const http_server *srv, struct MHD_Connection *conn,
-                                     http_response *res)
+/* Sends r with res's status and headers. */
+static enum MHD_Result queue_response(const http_server *srv, struct MHD_Connection *conn,
+                                      const http_response *res, struct MHD_Response *r)
 {
-    /* Client text echoed into a reply may hold invalid UTF-8: escaped, so
-     * the reply stays valid JSON. */
-    if (res->body && (!res->content_type[0] || strncmp(res->content_type, "application/json", 16) == 0))
-        res->body = json_text_repair_utf8(res->body, &res->len);
-    struct MHD_Response *r = mhd->MHD_create_response_from_buffer(
-        res->len, res->body ? res->body : (void *)"", res->body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
-    res->body = NULL;
     mhd->MHD_add_response_header(r, MHD_HTTP_HEADER_DATE, http_date_now());
     mhd->MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
                                  res->content_type[0] ? res->content_type : "application/json");
@@ -492,6 +489,32 @@ static enum MHD_Result send_response(const http_server *srv, struct MHD_Connecti
     mhd->MHD_destroy_response(r);
     return ret;
 }
+
+static enum MHD_Result send_response(const http_server *srv, struct MHD_Connection *conn,
+                                     http_response *res)
+{
+    /* Client text echoed into a reply may hold invalid UTF-8: escaped, so
+     * the reply stays valid JSON. */
+    if (res->body && (!res->content_type[0] || strncmp(res->content_type, "application/json", 16) == 0))
+        res->body = json_text_repair_utf8(res->body, &res->len);
+    struct MHD_Response *r = mhd->MHD_create_response_from_buffer(
+        res->len, res->body ? res->body : (void *)"", res->body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+    res->body = NULL;
+    return queue_response(srv, conn, res, r);
+}
+
+static const http_transport mhd_transport;
+
+http_stream *http_stream_open(const http_request *req)
+{
+    if (req->transport != &mhd_transport)
+        return NULL; /* the lane's connections do not stream */
+    request_state *st = (request_state *)((char *)req - offsetof(request_state, req));
+    if (!st->stream)
+        st->stream = http_stream_new(&st->srv->streams, mhd, req->connection);
+    return st->stream;
+}
+
 
 /* A reply that comes while the handler still runs is sent when it returns,
  * without suspending; a later one resumes the suspended connection. */
@@ -521,6 +544,7 @@ static http_pending *mhd_defer(const http_request *req)
 }
 
 static const http_transport mhd_transport = {mhd_header, mhd_query, mhd_defer};
+
 
 /* After a deferring handler: the reply now, or suspend until it comes. */
 static enum MHD_Result after_defer(request_state *st, struct MHD_Connection *conn);
@@ -688,6 +712,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     st->route->handler(srv->cfg.ctx, req, &st->res);
     if (st->deferred)
         return after_defer(st, conn);
+    struct MHD_Response *streamed = st->stream ? http_stream_response(st->stream, st->res.status) : NULL;
+    st->stream = NULL;
+    if (streamed)
+        return queue_response(srv, conn, &st->res, streamed);
     if (!st->res.status)
         http_server_fail(st->srv, &st->res, LOOM_E_INTERNAL, "handler gave no reply");
     return send_response(srv, conn, &st->res);
@@ -779,12 +807,15 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 }
 
 /* libmicrohttpd's messages, to stderr (the log) as its own logger does,
- * but for its failure to set TCP options: a relay's end (a socket pair)
- * has none, once per reply. */
+ * but for its failure to set TCP options (a relay's end, a socket pair,
+ * has none, once per reply) and a stream's client gone. */
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
     (void)cls;
     if (strncmp(fmt, "Setting %s option", 17) == 0)
+        return;
+    /* a streamed reply's client left: how every event stream ends */
+    if (strncmp(fmt, "Failed to send the chunked response body", 40) == 0)
         return;
     vfprintf(stderr, fmt, ap);
 }
@@ -845,6 +876,7 @@ loom_error *http_server_start(const http_config *cfg, http_server **out)
     if (!s->cfg.spool_dir)
         s->cfg.spool_dir = "/tmp";
     const http_limits *l = &s->cfg.limits;
+    http_stream_set_init(&s->streams);
     if (upload_slots_init(&s->uploads, l->max_uploads, l->max_uploads_per_user) != 0 ||
         !(s->slow = workqueue_create("the slow-request queue", (int)l->slow_threads, l->slow_queue))) {
         http_server_stop(s);
@@ -948,6 +980,8 @@ void http_server_stop(http_server *s)
      * refused as the host shutting down. */
     if (s->slow)
         workqueue_drain(s->slow);
+    /* Streams end too: their connections resume to say so. */
+    http_stream_set_end_all(&s->streams);
     /* The lane stops handing connections over before the daemon stops; it
      * is freed after, since the daemon's callbacks count connections in it. */
     http_lane_halt(s->lane);
@@ -957,5 +991,6 @@ void http_server_stop(http_server *s)
     lane_tls_free(s->tls);
     workqueue_destroy(s->slow);
     upload_slots_destroy(&s->uploads);
+    http_stream_set_destroy(&s->streams);
     free(s);
 }

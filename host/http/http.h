@@ -120,6 +120,27 @@ http_pending *http_defer(const http_request *req);
 /* Takes ownership of res->body. */
 void http_pending_reply(http_pending *p, http_response *res);
 
+/* A reply streamed for as long as the client stays (Server-Sent Events):
+ * a handler calls http_stream_open and replies 200 with its content type
+ * (any body is dropped); the response then carries what http_stream_send
+ * queues, from any thread, and its connection waits suspended (no server
+ * thread, no idle timeout) while there is nothing to send. Only
+ * libmicrohttpd's connections stream (the lane's give NULL). The stream
+ * ends when the client goes, when the server stops, or when more than
+ * HTTP_STREAM_MAX_BUFFER bytes wait unread. */
+#define HTTP_STREAM_MAX_BUFFER (1u << 20)
+typedef struct http_stream http_stream;
+http_stream *http_stream_open(const http_request *req);
+/* Queues len bytes: 0, or -1 once the stream has ended (nothing queued). */
+int http_stream_send(http_stream *s, const char *data, size_t len);
+/* Ends the stream: what is queued is sent, then the reply ends. */
+void http_stream_end(http_stream *s);
+/* 1 while the stream goes on; 0 once it ended (its client closed the
+ * connection, the server stops, or too much waited). */
+int http_stream_alive(http_stream *s);
+/* The route's hold, given up once (after its last send). */
+void http_stream_release(http_stream *s);
+
 /* What a front end gives the routes for a request: libmicrohttpd's
  * connections (http/http.c) and the inference lane's (http/http_lane.c). */
 struct http_transport {

@@ -25,6 +25,7 @@
     X(MHD_lookup_connection_value)                                                            \
     X(MHD_get_connection_info)                                                                \
     X(MHD_create_response_from_buffer)                                                        \
+    X(MHD_create_response_from_callback)                                                      \
     X(MHD_add_response_header)                                                                \
     X(MHD_queue_response)                                                                     \
     X(MHD_destroy_response)                                                                   \

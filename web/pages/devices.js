@@ -1,9 +1,9 @@
 // Devices: every device and what holds it (an exec, a tuning experiment or a
-// model's instance, and its user), polled every 2 s; and the last hour from
-// the host's history: how many devices each holder had over time, so an
-// elastic resize (4 -> 2+2 -> 4) shows as steps.
+// model's instance, and its user), live (util.js live); and the last hour from
+// the host's history, polled every 2 s: how many devices each holder had over
+// time, so an elastic resize (4 -> 2+2 -> 4) shows as steps.
 import { call } from '../api.js';
-import { el, table, poll } from '../util.js';
+import { el, table, poll, live } from '../util.js';
 import { onError } from '../app.js';
 
 const HOUR_MS = 3600 * 1000;
@@ -47,8 +47,7 @@ export function devicesPage(main) {
   main.replaceChildren(el('h1', {}, 'Devices'), body, el('h2', {}, 'The last hour'),
                        el('div', { class: 'chart' }, canvas), summary);
   const chart = timeline(canvas);
-  return poll(async () => {
-    const slots = await call('GET', '/loom/v1/slots');
+  const stopTable = live('slots', () => call('GET', '/loom/v1/slots'), async slots => {
     const rows = slots.map(s => el('tr', { 'data-slot': s.slot },
       el('td', {}, s.node || 'this host'), el('td', {}, `${s.kind} ${s.index}`),
       el('td', {}, s.held ? (s.holder ? `${s.holder} ` : '') : 'free',
@@ -56,6 +55,10 @@ export function devicesPage(main) {
            ? el('a', { href: `#/execs/${encodeURIComponent(s.owner)}` }, s.owner) : (s.owner || '')),
       el('td', {}, s.user || '—')));
     body.replaceChildren(table('Devices', ['Node', 'Device', 'Held by', 'User'], rows));
+  }, onError);
+  // the history is written by the host's own sampler: polled, so that its
+  // last step shows even when no device changes after it
+  const stopHistory = poll(async () => {
     const now = Date.now();
     const h = await call('GET', `/loom/v1/history/devices?from=${now - HOUR_MS}&to=${now}`);
     const series = heldOverTime(h.changes, now);
@@ -66,4 +69,5 @@ export function devicesPage(main) {
     }
     summary.textContent = `${h.changes.length} change(s) of holder in the last hour, ${series.size} holder(s)`;
   }, onError);
+  return () => { stopTable(); stopHistory(); };
 }

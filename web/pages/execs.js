@@ -1,8 +1,9 @@
 // Experiments: the list (state, owner, workers, progress) and one exec
 // (its facts, workers and devices, each epoch's training loss and
-// accuracy from the host's history plotted with Chart.js, and its log followed), polled every 2 s.
+// accuracy from the host's history plotted with Chart.js, and its log followed): the list
+// live (util.js live), one exec polled every 2 s.
 import { call, EXECS } from '../api.js';
-import { el, when, table, facts, poll } from '../util.js';
+import { el, when, table, facts, poll, live } from '../util.js';
 import { onError, say } from '../app.js';
 
 const POLL_MS = 2000;
@@ -23,8 +24,7 @@ function workers(x) {
 export function execsPage(main) {
   const body = el('div', { id: 'execs' });
   main.replaceChildren(el('h1', {}, 'Experiments'), body);
-  return poll(async () => {
-    const list = await call('GET', EXECS);
+  return live('execs', () => call('GET', EXECS), async list => {
     const execs = Array.isArray(list) ? list : (list.execs || []);
     execs.sort((a, b) => (b.createTime || 0) - (a.createTime || 0));
     const rows = execs.map(x => el('tr', { 'data-exec': x.id },

@@ -2,7 +2,7 @@
 // for one, start and stop, a request sent and its answer, and its request
 // rate and instances over the last hour from the host's history.
 import { call } from '../api.js';
-import { el, table, poll } from '../util.js';
+import { el, table, poll, live } from '../util.js';
 import { onError, say } from '../app.js';
 
 const HOUR_MS = 3600 * 1000;
@@ -11,8 +11,7 @@ const MODELS = '/dlim/v1/model';
 export function modelsPage(main) {
   const body = el('div', { id: 'models' });
   main.replaceChildren(el('h1', {}, 'Models'), body);
-  return poll(async () => {
-    const models = await call('GET', MODELS);
+  return live('models', () => call('GET', MODELS), async models => {
     const rows = models.map(m => el('tr', { 'data-model': m.name },
       el('td', {}, el('a', { href: `#/models/${encodeURIComponent(m.name)}` }, m.name)),
       el('td', {}, m.state), el('td', {}, m.owner),

@@ -11,46 +11,15 @@ line per check; exits 1 when any failed.
 """
 import os
 import sys
-import tempfile
 
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support import expected_conditions as EC
-from selenium.webdriver.support.ui import WebDriverWait
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from console_driver import browser, check, failures, wait  # noqa: E402
 
 url, user, password, exec_id, other_exec, shots, model_zip = sys.argv[1:8]
-failed = 0
-
-
-def check(what, cond):
-    global failed
-    print(("ok: " if cond else "FAIL: ") + what, flush=True)
-    failed += 0 if cond else 1
-
-
-def browser():
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = "/usr/bin/chromium"
-    for a in ("--headless=new", "--no-sandbox", "--disable-background-networking",
-              "--disable-gpu", "--disable-dev-shm-usage",
-              "--user-data-dir=" + tempfile.mkdtemp(prefix="loom-chromium-")):
-        opts.add_argument(a)
-    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    d = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)
-    d.set_window_size(1280, 800)
-    return d
-
-
-def wait(d, seconds, cond, what):
-    try:
-        return WebDriverWait(d, seconds, poll_frequency=0.2).until(cond)
-    except Exception:
-        check(what + " (timed out after %d s)" % seconds, False)
-        return None
-
-
 def text_of(d, css):
     els = d.find_elements(By.CSS_SELECTOR, css)
     return els[0].text if els else ""
@@ -256,4 +225,4 @@ try:
     check("no CSP violation or script error (%s)" % errors[:2], not errors)
 finally:
     d.quit()
-sys.exit(1 if failed else 0)
+sys.exit(1 if failures() else 0)
