@@ -159,7 +159,9 @@ static void *loop_main(void *arg)
         lane_loop_take_turns(lp);
         if (lp->now != lp->swept)
             sweep_idle(lp);
+        lane_loop_bury(lp);
     }
+    lane_loop_bury(lp);
     return NULL;
 }
 
@@ -266,6 +268,7 @@ void http_lane_halt(http_lane *l)
             l->leaked |= c->state == LANE_WAITING;
             lane_conn_close(c);
         }
+        lane_loop_bury(lp);
     }
     if (l->listen_fd >= 0)
         close(l->listen_fd);

@@ -78,10 +78,22 @@ void lane_conn_close(lane_conn *c)
     c->fd = -1;
     if (!c->uncounted)
         http_lane_release(lp->lane, c->ip);
-    if (c->state == LANE_WAITING)
+    if (c->state == LANE_WAITING) {
         c->orphaned = 1;
-    else
+    } else {
+        c->closed = 1;
+        c->dead_next = lp->dead;
+        lp->dead = c;
+    }
+}
+
+void lane_loop_bury(lane_loop *lp)
+{
+    while (lp->dead) {
+        lane_conn *c = lp->dead;
+        lp->dead = c->dead_next;
         free_conn(c);
+    }
 }
 
 /* Hands the connection to libmicrohttpd, which owns it from now on. */
@@ -738,6 +750,8 @@ int lane_conn_headers_pending(const lane_conn *c)
 
 void lane_conn_on_event(lane_conn *c, uint32_t events)
 {
+    if (c->closed) /* by an earlier event of this batch */
+        return;
     /* a relay's either socket: what libmicrohttpd sent before it closed goes out */
     if ((events & (EPOLLERR | EPOLLHUP)) && c->state != LANE_RELAYING) {
         lane_conn_close(c);

@@ -52,6 +52,10 @@ typedef struct lane_conn {
     uint32_t ip;
     enum lane_state state;
     int orphaned;   /* closed while its reply was pending: freed when it comes */
+    int closed;     /* closed: freed by lane_loop_bury once the loop's batch
+                     * of events is done (a relayed connection has two
+                     * sockets, so a later event of the batch may name it) */
+    struct lane_conn *dead_next;
     int keep_alive; /* the current request's */
     int peer_closed;
     int socket_empty; /* a read found nothing and no EPOLLIN came since */
@@ -81,6 +85,7 @@ struct lane_loop {
     lane_conn *conns;
     unsigned nconns;
     lane_conn *turn_head, *turn_tail; /* whose turn ended with input left */
+    lane_conn *dead; /* closed in this batch of events, to be freed */
     time_t now, swept;
     char *peek; /* header_bytes: what a connection for libmicrohttpd sent so far */
 };
@@ -102,6 +107,9 @@ struct http_lane {
 
 /* Closes the socket; a connection whose reply is pending stays allocated
  * (orphaned) until the reply comes. */
+/* Frees the connections closed since the last call: after a batch of
+ * events, when none of them can name one any more. */
+void lane_loop_bury(lane_loop *lp);
 void lane_conn_close(lane_conn *c);
 /* The next request starts at offset `at` of the input. */
 void lane_conn_start_request(lane_conn *c, size_t at);
