@@ -26,7 +26,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 abort();
             loom_err_free(e);
         } else {
-            if (p.kernel_min < 1 || (p.kernel_max != -1 && p.kernel_max < p.kernel_min) ||
+            /* kernel_min 0 scales to zero; kernel_max is then at least 1 */
+            if (p.kernel_min < 0 || p.kernel_max == 0 ||
+                (p.kernel_max != -1 && p.kernel_max < p.kernel_min) ||
                 !(p.delay_release_s > 0) || !(p.schedule_interval_s > 0) || p.batch_size < 1 ||
                 !(p.execution_timeout_s == -1 || p.execution_timeout_s > 0) ||
                 (strcmp(p.gpu, "no") && strcmp(p.gpu, "shared") && strcmp(p.gpu, "exclusive")) ||
