@@ -18,12 +18,8 @@
 static void model_metadata(void *ctx, const http_request *req, http_response *res)
 {
     api_services *d = ctx;
-    char *meta = NULL;
-    loom_error *e = infer_metadata(d->infer, OWNER(req), req->params[0], &meta);
-    cJSON *json = e ? NULL : cJSON_Parse(meta);
-    free(meta);
-    if (!e && !json)
-        e = loom_err(LOOM_E_INTERNAL, "model \"%s\": its metadata is not JSON", req->params[0]);
+    cJSON *json = NULL;
+    loom_error *e = infer_metadata(d->infer, OWNER(req), req->params[0], &json);
     if (e)
         api_reply_error(res, e);
     else

@@ -517,7 +517,7 @@ loom_error *infer_list(infer_service *s, const char *owner, infer_model_view **o
 }
 
 loom_error *infer_metadata(infer_service *s, const char *owner, const char *name,
-                           char **json_out)
+                           cJSON **json_out)
 {
     *json_out = NULL;
     infer_record rec;
@@ -534,7 +534,7 @@ loom_error *infer_metadata(infer_service *s, const char *owner, const char *name
                 spec->runtime = (model_runtime)r;
         /* Checked at deploy: a refusal here leaves the lists empty. */
         loom_err_free(model_spec_tensors(m, spec));
-        *json_out = v2_metadata_json(spec);
+        *json_out = v2_metadata(spec);
     }
     cJSON_Delete(m);
     store_model_clear(&rec);

@@ -86,11 +86,11 @@ loom_error *infer_undeploy(infer_service *s, const char *owner, const char *name
 /* The model's Open Inference Protocol v2 metadata, for GET
  * /v2/models/NAME: a JSON object {"name", "versions": [], "platform":
  * "loom-RUNTIME", "inputs": [{"name", "datatype", "shape"}], "outputs":
- * [...]} in *json_out (malloc'd, the caller frees). A raw model (no
+ * [...]} in *json_out (the caller's). A raw model (no
  * declared inputs) has empty "inputs" and "outputs". Visible models only,
  * as infer_view: another user's is "not found". */
 loom_error *infer_metadata(infer_service *s, const char *owner, const char *name,
-                           char **json_out);
+                           cJSON **json_out);
 
 /* Sends a request to a started model; see model_service_submit. A model
  * that declares its inputs (model.json "inputs") takes an Open Inference

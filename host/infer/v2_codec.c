@@ -343,7 +343,7 @@ static cJSON *tensor_list(const model_tensor *t, int n)
     return a;
 }
 
-char *v2_metadata_json(const model_spec *m)
+cJSON *v2_metadata(const model_spec *m)
 {
     cJSON *o = cJSON_CreateObject();
     char platform[32];
@@ -353,7 +353,5 @@ char *v2_metadata_json(const model_spec *m)
     cJSON_AddStringToObject(o, "platform", platform);
     cJSON_AddItemToObject(o, "inputs", tensor_list(m->inputs, m->ninputs));
     cJSON_AddItemToObject(o, "outputs", tensor_list(m->outputs, m->noutputs));
-    char *text = cJSON_PrintUnformatted(o);
-    cJSON_Delete(o);
-    return text;
+    return o;
 }

@@ -84,7 +84,7 @@ loom_error *v2_encode_answer(const model_spec *m, const v2_request *req, const c
                              size_t len, v2_buf *out);
 
 /* The model's metadata, {"name", "versions": [], "platform": "loom-RUNTIME",
- * "inputs": [...], "outputs": [...]}: malloc'd JSON text. */
-char *v2_metadata_json(const model_spec *m);
+ * "inputs": [...], "outputs": [...]}: the caller's. */
+cJSON *v2_metadata(const model_spec *m);
 
 #endif

@@ -25,8 +25,10 @@ static void deploy(infer_service *s, const char *user, const char *examples, con
 
 static void expect(infer_service *s, const char *owner, const char *name, const char *want)
 {
-    char *json = NULL;
-    CHECK_OK(infer_metadata(s, owner, name, &json));
+    cJSON *meta = NULL;
+    CHECK_OK(infer_metadata(s, owner, name, &meta));
+    char *json = cJSON_PrintUnformatted(meta);
+    cJSON_Delete(meta);
     CHECK_STR_EQ(json, want);
     free(json);
 }
@@ -58,7 +60,7 @@ int main(int argc, char **argv)
            "\"outputs\":[{\"name\":\"y\",\"datatype\":\"FP64\",\"shape\":[-1]}]}");
     expect(s, NULL, "echo-so", "{\"name\":\"echo-so\",\"versions\":[],\"platform\":\"loom-so\","
            "\"inputs\":[],\"outputs\":[]}");
-    char *json = NULL;
+    cJSON *json = NULL;
     loom_error *e = infer_metadata(s, "someone", "echo-so-v2", &json);
     CHECK(loom_err_code(e) == LOOM_E_NOT_FOUND && json == NULL);
     loom_err_free(e);

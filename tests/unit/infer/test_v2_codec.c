@@ -304,7 +304,9 @@ static void metadata(void)
 {
     setup(0);
     model->runtime = MODEL_RUNTIME_LUA;
-    char *text = v2_metadata_json(model);
+    cJSON *meta = v2_metadata(model);
+    char *text = cJSON_PrintUnformatted(meta);
+    cJSON_Delete(meta);
     CHECK_STR_EQ(text, "{\"name\":\"m\",\"versions\":[],\"platform\":\"loom-lua\",\"inputs\":["
                  "{\"name\":\"x\",\"datatype\":\"FP64\",\"shape\":[-1]},{\"name\":\"idx\","
                  "\"datatype\":\"INT32\",\"shape\":[2,-1]}],\"outputs\":[{\"name\":\"y\","
