@@ -125,43 +125,64 @@ static void sample_exec(api_history *h, followed_exec *f, int64_t now)
     exec_view_free(&v);
 }
 
+static bool holders_fit(api_history *h, size_t n)
+{
+    if (n <= h->nslots)
+        return true;
+    char(*grown)[64] = realloc(h->holders, n * sizeof *h->holders);
+    if (!grown)
+        return false;
+    /* "?": unknown, so that the first look writes every device */
+    for (size_t i = h->nslots; i < n; i++)
+        snprintf(grown[i], sizeof grown[i], "?");
+    h->holders = grown;
+    h->nslots = n;
+    return true;
+}
+
+/* `slot` is held by `holder` ("" free) since t: written when it is news. */
+static void device_held(api_history *h, int32_t slot, const char *holder, const char *user,
+                        int32_t kind, int64_t t)
+{
+    if (slot < 0 || !holders_fit(h, (size_t)slot + 1))
+        return;
+    if (strcmp(h->holders[slot], holder) != 0) {
+        store_history_device row = {.t = t, .slot = slot};
+        snprintf(row.holder, sizeof row.holder, "%s", holder);
+        snprintf(row.kind, sizeof row.kind, "%s", holder[0] ? holder_kind(kind) : "");
+        snprintf(row.user, sizeof row.user, "%s", user);
+        write_failed("a device's holder",
+                     store_history_device_add(h->d->st, &h->d->history_bounds, &row));
+        snprintf(h->holders[slot], sizeof h->holders[slot], "%s", holder);
+    }
+    if (holder[0] && kind != SCHED_JOB_KERNEL) {
+        followed_exec *f = follow(h, holder);
+        if (f)
+            f->seen = 1;
+    }
+}
+
+/* Every change of holder since the last tick, at the time it happened (a
+ * job that held devices for a few ms between two ticks included), then
+ * the devices as they are now, which is news only when changes were lost. */
 static void sample_devices(api_history *h, int64_t now)
 {
+    for (size_t i = 0; i < h->nexecs; i++)
+        h->execs[i].seen = 0;
+    owner_change changes[64];
+    size_t got;
+    do {
+        got = sched_service_owner_changes(h->d->sched, changes, 64, NULL);
+        for (size_t i = 0; i < got; i++)
+            device_held(h, changes[i].slot, changes[i].holder, changes[i].user, changes[i].kind,
+                        changes[i].t_ms);
+    } while (got == 64);
     sched_slot_view *v = NULL;
     size_t n = 0;
     if (loom_err_take(sched_service_slots(h->d->sched, &v, &n), NULL, 0) != LOOM_OK)
         return;
-    if (n > h->nslots) {
-        char(*grown)[64] = realloc(h->holders, n * sizeof *h->holders);
-        if (!grown) {
-            free(v);
-            return;
-        }
-        /* "?": unknown, so that the first sample writes every device */
-        for (size_t i = h->nslots; i < n; i++)
-            snprintf(grown[i], sizeof grown[i], "?");
-        h->holders = grown;
-        h->nslots = n;
-    }
-    for (size_t i = 0; i < h->nexecs; i++)
-        h->execs[i].seen = 0;
-    for (size_t i = 0; i < n; i++) {
-        size_t slot = (size_t)v[i].slot < h->nslots ? (size_t)v[i].slot : i;
-        if (strcmp(h->holders[slot], v[i].owner) != 0) {
-            store_history_device row = {.t = now, .slot = v[i].slot};
-            snprintf(row.holder, sizeof row.holder, "%s", v[i].owner);
-            snprintf(row.kind, sizeof row.kind, "%s", v[i].owner[0] ? holder_kind(v[i].owner_kind) : "");
-            snprintf(row.user, sizeof row.user, "%s", v[i].owner_user);
-            write_failed("a device's holder",
-                         store_history_device_add(h->d->st, &h->d->history_bounds, &row));
-            snprintf(h->holders[slot], sizeof h->holders[slot], "%s", v[i].owner);
-        }
-        if (v[i].owner[0] && v[i].owner_kind != SCHED_JOB_KERNEL) {
-            followed_exec *f = follow(h, v[i].owner);
-            if (f)
-                f->seen = 1;
-        }
-    }
+    for (size_t i = 0; i < n; i++)
+        device_held(h, v[i].slot, v[i].owner, v[i].owner_user, v[i].owner_kind, now);
     free(v);
 }
 

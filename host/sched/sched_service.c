@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "sched/handover.h"
+#include "sched/owner_journal.h"
 #include "sched/slurm_source.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -35,9 +36,38 @@ struct sched_service {
     pthread_cond_t watch_wake;
     bool watching, stop_watching;
     int poll_ms;
+    owner_journal journal; /* each device's holder changes, as they happen */
 };
 
 static double now_s(void) { return (double)time_mono_ms() / 1000.0; }
+
+/* Notes each device's holder in the journal: called with ss->lock after
+ * every call that may move devices (planning, a job's end, the inventory).
+ * Out of memory loses changes; the reader then looks at the devices. */
+static void journal_owners_locked(sched_service *ss)
+{
+    int64_t now = time_now_ms();
+    size_t n = sched_device_count(ss->core);
+    for (size_t i = 0; i < n; i++) {
+        sched_device_info d;
+        sched_job_info j;
+        if (!sched_device(ss->core, (int32_t)i, &d))
+            continue;
+        bool held = d.owner && sched_get_job(ss->core, d.owner, &j);
+        if (!owner_journal_note(&ss->journal, (int32_t)i, d.owner, held ? j.user : NULL,
+                                held ? j.kind : 0, now))
+            ss->journal.dropped++;
+    }
+}
+
+size_t sched_service_owner_changes(sched_service *ss, owner_change *out, size_t cap,
+                                   uint64_t *dropped)
+{
+    pthread_mutex_lock(&ss->lock);
+    size_t n = owner_journal_read(&ss->journal, out, cap, dropped);
+    pthread_mutex_unlock(&ss->lock);
+    return n;
+}
 
 typedef struct plan_list {
     sched_plan_spec *specs;
@@ -111,6 +141,7 @@ static bool sync_devices_locked(sched_service *ss, const slurm_device *devs, siz
         int32_t kind = d.kind, index = d.index;
         sched_remove_device(ss->core, slot, owner, sizeof owner);
         handover_remove(&ss->ho, slot);
+        owner_journal_remove(&ss->journal, slot);
         if (owner[0])
             log_warn("scheduler: %s %d of node %s left the inventory while job %s held it: "
                      "lost to that job",
@@ -122,6 +153,7 @@ static bool sync_devices_locked(sched_service *ss, const slurm_device *devs, siz
         if (sched_add_device(ss->core, devs[i].kind, devs[i].index, devs[i].node) < 0)
             return false;
     }
+    journal_owners_locked(ss);
     return handover_resize(&ss->ho, sched_device_count(ss->core));
 }
 
@@ -232,6 +264,10 @@ loom_error *sched_service_create(store *st, const sched_service_options *opt,
     pthread_cond_init(&ss->watch_wake, &ca);
     pthread_condattr_destroy(&ca);
     ss->st = st;
+    if (!owner_journal_init(&ss->journal, OWNER_JOURNAL_CAPACITY)) {
+        sched_service_destroy(ss);
+        return loom_err(LOOM_E_INTERNAL, "scheduler: out of memory");
+    }
     if (opt && opt->slurm_partition) {
         loom_error *e = slurm_inventory_start(ss, opt);
         if (e) {
@@ -244,6 +280,7 @@ loom_error *sched_service_create(store *st, const sched_service_options *opt,
             sched_service_destroy(ss);
             return loom_err(LOOM_E_INTERNAL, "scheduler: out of memory");
         }
+        journal_owners_locked(ss);
         log_info("scheduler: %d device(s) (%s)", added,
                  sched_cuda_device_count() > 0 ? "CUDA" : "CPU slots");
     }
@@ -294,6 +331,7 @@ void sched_service_destroy(sched_service *ss)
     pthread_mutex_destroy(&ss->watch_lock);
     sched_free(ss->core);
     handover_free(&ss->ho);
+    owner_journal_free(&ss->journal);
     pthread_mutex_destroy(&ss->lock);
     free(ss);
 }
@@ -539,6 +577,7 @@ void sched_service_end(sched_service *ss, const char *id)
         if (from && !strcmp(from, id))
             handed_back_locked(ss, (int32_t)slot);
     }
+    journal_owners_locked(ss);
     pthread_mutex_unlock(&ss->lock);
 }
 
@@ -662,6 +701,7 @@ size_t sched_service_decide(sched_service *ss, sched_action *out, size_t cap)
         out[i].old_count = d[i].old_count;
         out[i].new_count = d[i].new_count;
     }
+    journal_owners_locked(ss);
     pthread_mutex_unlock(&ss->lock);
     return n;
 }

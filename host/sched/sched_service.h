@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "sched/sched.h"
+#include "sched/owner_journal.h"
 #include "sched/slurm_nodes.h"
 #include "store/store.h"
 #include "util/error.h"
@@ -98,6 +99,13 @@ typedef struct sched_slot_view {
 
 /* Every device: a malloc'd array the caller frees. */
 loom_error *sched_service_slots(sched_service *ss, sched_slot_view **out, size_t *count);
+
+/* The changes of devices' holders since the last call, oldest first, as
+ * they happened (sched/owner_journal.h): up to `cap` of them; *dropped
+ * gets how many were lost because nobody read them in time (then look at
+ * sched_service_slots). One reader: the history. */
+size_t sched_service_owner_changes(sched_service *ss, owner_change *out, size_t cap,
+                                   uint64_t *dropped);
 
 /* Who may submit to a plan. Administrators manage members (users, by their
  * immutable id; the name is for showing). A member of a plan may submit to

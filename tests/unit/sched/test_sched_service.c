@@ -1,15 +1,20 @@
 /*
  * tests/unit/sched/test_sched_service.c - the host's scheduler service as
  * the exec service sees it: a pending job's reason, as fields and in
- * words.
+ * words; the journal of devices changing hands, as the history reads it
+ * (a job that held devices between two reads included).
  */
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
+#include "sched/owner_journal.h"
 #include "sched/sched_service.h"
 #include "sched_test_util.h"
 
-static void test_pending_reason(void)
+typedef void (*service_test)(sched_service *ss);
+
+static void with_service(service_test fn)
 {
     char dir[] = "/tmp/loom-sched-svc-XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
@@ -27,6 +32,22 @@ static void test_pending_reason(void)
     CHECK_MSG(e == NULL, "%s", loom_err_message(e));
     loom_err_free(e);
     if (ss) {
+        fn(ss);
+        sched_service_destroy(ss);
+    }
+    store_close(st);
+    unlink(path);
+    char side[300];
+    snprintf(side, sizeof side, "%s-wal", path);
+    unlink(side);
+    snprintf(side, sizeof side, "%s-shm", path);
+    unlink(side);
+    rmdir(dir);
+}
+
+static void pending_reason(sched_service *ss)
+{
+    {
         sched_job_spec a = {.id = "a", .plan = "/alice", .max_devices = 2, .user = "alice"};
         sched_job_spec b = {.id = "b", .plan = "/bob", .max_devices = 2, .user = "bob"};
         CHECK(loom_err_take(sched_service_submit(ss, &a), NULL, 0) == LOOM_OK);
@@ -47,20 +68,67 @@ static void test_pending_reason(void)
         CHECK(!sched_service_pending_reason(ss, "a", &r));
         CHECK(r.code == SCHED_WAIT_NONE);
         CHECK(!sched_service_pending_reason(ss, "nobody", &r));
-        sched_service_destroy(ss);
     }
-    store_close(st);
-    unlink(path);
-    char side[300];
-    snprintf(side, sizeof side, "%s-wal", path);
-    unlink(side);
-    snprintf(side, sizeof side, "%s-shm", path);
-    unlink(side);
-    rmdir(dir);
+}
+
+/* A job granted both devices and ended before anybody looked: the journal
+ * still has it taking each device and giving it back, in that order. */
+static void owner_journal_between_reads(sched_service *ss)
+{
+    owner_change c[16];
+    uint64_t dropped = 1;
+    size_t n = sched_service_owner_changes(ss, c, 16, &dropped);
+    CHECK(n == 2 && dropped == 0); /* the first look: both free */
+    CHECK(n == 2 && c[0].holder[0] == 0 && c[1].holder[0] == 0);
+    sched_job_spec a = {.id = "a", .plan = "/alice", .max_devices = 2, .user = "alice"};
+    CHECK(loom_err_take(sched_service_submit(ss, &a), NULL, 0) == LOOM_OK);
+    sched_action actions[4];
+    CHECK(sched_service_decide(ss, actions, 4) == 1);
+    sched_service_end(ss, "a");
+    n = sched_service_owner_changes(ss, c, 16, &dropped);
+    CHECK_MSG(n == 4, "%zu changes", n);
+    int taken = 0, freed = 0;
+    for (size_t i = 0; i < n && i < 16; i++) {
+        if (!strcmp(c[i].holder, "a")) {
+            CHECK_STR_EQ(c[i].user, "alice");
+            CHECK(freed == 0);
+            taken++;
+        } else {
+            CHECK(c[i].holder[0] == 0 && c[i].user[0] == 0);
+            freed++;
+        }
+        CHECK(c[i].t_ms > 0 && c[i].slot >= 0 && c[i].slot < 2);
+    }
+    CHECK(taken == 2 && freed == 2);
+    CHECK(sched_service_owner_changes(ss, c, 16, &dropped) == 0); /* read once */
+}
+
+/* A reader that falls behind loses the oldest changes, counted. */
+static void test_owner_journal_bounded(void)
+{
+    owner_journal j;
+    CHECK(owner_journal_init(&j, 4));
+    for (int i = 0; i < 10; i++)
+        CHECK(owner_journal_note(&j, 0, i % 2 ? "x" : "", "u", 1, i + 1));
+    CHECK(owner_journal_note(&j, 0, "x", "u", 1, 11)); /* no change: not queued */
+    owner_change c[8];
+    uint64_t dropped = 0;
+    CHECK(owner_journal_read(&j, c, 8, &dropped) == 4);
+    CHECK(dropped == 6);
+    CHECK(c[0].t_ms == 7 && c[3].t_ms == 10);
+    CHECK_STR_EQ(c[3].holder, "x");
+    /* a device leaving moves the slots above it down, with what was noted */
+    CHECK(owner_journal_note(&j, 1, "y", "u", 1, 12) && owner_journal_note(&j, 2, "z", "u", 1, 12));
+    owner_journal_remove(&j, 1);
+    CHECK(owner_journal_note(&j, 1, "z", "u", 1, 13)); /* was slot 2: no news */
+    CHECK(owner_journal_read(&j, c, 8, &dropped) == 2 && dropped == 0);
+    owner_journal_free(&j);
 }
 
 int main(void)
 {
-    test_pending_reason();
+    with_service(pending_reason);
+    with_service(owner_journal_between_reads);
+    test_owner_journal_bounded();
     return CHECK_DONE();
 }
