@@ -529,9 +529,14 @@ loom_error *infer_metadata(infer_service *s, const char *owner, const char *name
     const cJSON *rt = cJSON_GetObjectItemCaseSensitive(m, "runtime");
     if (spec) {
         snprintf(spec->name, sizeof spec->name, "%s", rec.name);
+        int known = 0;
         for (int r = 0; r <= MODEL_RUNTIME_NATIVE; r++)
-            if (cJSON_IsString(rt) && strcmp(rt->valuestring, model_runtime_name(r)) == 0)
+            if (cJSON_IsString(rt) && strcmp(rt->valuestring, model_runtime_name(r)) == 0) {
                 spec->runtime = (model_runtime)r;
+                known = 1;
+            }
+        if (!known && cJSON_IsString(rt)) /* a kernel registered with the host */
+            snprintf(spec->kernel_name, sizeof spec->kernel_name, "%s", rt->valuestring);
         /* Checked at deploy: a refusal here leaves the lists empty. */
         loom_err_free(model_spec_tensors(m, spec));
         *json_out = v2_metadata(spec);

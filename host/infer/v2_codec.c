@@ -346,8 +346,12 @@ static cJSON *tensor_list(const model_tensor *t, int n)
 cJSON *v2_metadata(const model_spec *m)
 {
     cJSON *o = cJSON_CreateObject();
-    char platform[32];
-    snprintf(platform, sizeof platform, "loom-%s", model_runtime_name(m->runtime));
+    /* a registered kernel by its name: what the model.json's runtime says */
+    char platform[MODEL_NAME_MAX + 16];
+    if (m->kernel_name[0])
+        snprintf(platform, sizeof platform, "loom-kernel:%s", m->kernel_name);
+    else
+        snprintf(platform, sizeof platform, "loom-%s", model_runtime_name(m->runtime));
     cJSON_AddStringToObject(o, "name", m->name);
     cJSON_AddArrayToObject(o, "versions");
     cJSON_AddStringToObject(o, "platform", platform);

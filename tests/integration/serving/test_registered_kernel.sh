@@ -37,6 +37,8 @@ BOB=$(curl -s -u bob:bob-password-1 -X POST "$URL/auth/v1/logon" | python3 -c 'i
 expect_ok "deploy reg-a (admin)" "$LOOM" model deploy -p "$WORK/reg-a"
 expect_ok "deploy reg-b (bob)" env LOOM_TOKEN="$BOB" "$LOOM" model deploy -p "$WORK/reg-b"
 expect_contains "view: the runtime is the kernel's name" "$(LOOM_TOKEN=$BOB "$LOOM" model view reg-b)" "shared-echo"
+expect_contains "v2 metadata: the platform names the registered kernel" \
+    "$(curl -s -H "Authorization: Bearer $BOB" "$URL/v2/models/reg-b")" '"platform":"loom-kernel:shared-echo"'
 expect_ok "start reg-a" "$LOOM" model start reg-a --wait 90
 expect_ok "start reg-b" env LOOM_TOKEN="$BOB" "$LOOM" model start reg-b --wait 90
 expect_eq "reg-a answers" "$(post reg-a "$TOKEN" '{"m":"a"}')" 200
