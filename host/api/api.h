@@ -28,6 +28,9 @@
  * they keep their files in, and the listener's password rule. */
 typedef struct api_services {
     char home[PATH_MAX];
+    /* Where the folders jobs reach live (execs, models, hpo, algorithms,
+     * data, plugins): the home, or --shared-dir, which every node mounts. */
+    char files[PATH_MAX];
     store *st;
     registry *reg;
     sched_service *sched;

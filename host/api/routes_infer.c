@@ -172,7 +172,7 @@ static void deploy_exec_model(api_services *d, const http_request *req, http_res
     snprintf(name, sizeof name, "%s", nm ? nm->valuestring : id->valuestring);
     static atomic_uint seq;
     char staged[PATH_MAX];
-    snprintf(staged, sizeof staged, "%s/models/.staged-exec-%ld-%u", d->home, (long)getpid(),
+    snprintf(staged, sizeof staged, "%s/models/.staged-exec-%ld-%u", d->files, (long)getpid(),
              atomic_fetch_add(&seq, 1));
     char *profile = pf ? cJSON_PrintUnformatted(pf) : NULL;
     loom_error *e = fs_rm_rf(staged);
@@ -210,7 +210,7 @@ static void deploy_model(void *ctx, const http_request *req, http_response *res)
     }
     static atomic_uint seq;
     char staged[PATH_MAX];
-    snprintf(staged, sizeof staged, "%s/models/.staged-%ld-%u", d->home, (long)getpid(),
+    snprintf(staged, sizeof staged, "%s/models/.staged-%ld-%u", d->files, (long)getpid(),
              atomic_fetch_add(&seq, 1));
     loom_error *e = fs_rm_rf(staged);
     if (!e)

@@ -138,7 +138,7 @@ static void add_plugin(void *ctx, const http_request *req, http_response *res)
 
     pthread_mutex_lock(&d->admin_lock);
     char path[PATH_MAX], err[1024];
-    snprintf(path, sizeof path, "%s/plugins/%s-%lld-%u.%s", d->home, loom_kind_name(kind),
+    snprintf(path, sizeof path, "%s/plugins/%s-%lld-%u.%s", d->files, loom_kind_name(kind),
              (long long)time_now_ms(), ++d->upload_seq, ext);
     loom_error *unstored = store_upload(file_f, path);
     if (unstored) {
@@ -296,7 +296,7 @@ void api_load_user_plugins(api_services *d)
     }
     /* Sweep copies a crash left behind between writing and recording. */
     char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s/plugins", d->home);
+    snprintf(dir, sizeof dir, "%s/plugins", d->files);
     DIR *dh = opendir(dir);
     struct dirent *de;
     while (dh && (de = readdir(dh))) {

@@ -26,6 +26,7 @@ static const char serve_usage[] =
     "usage: loom serve [--home DIR] [--listen ADDR:PORT] [--plugin-dir DIR]\n"
     "                  [--cpu-slots N] [--hysteresis SECONDS] [--admin-password-file F]\n"
     "                  [--slurm PARTITION [--slurm-conf FILE] [--slurm-cpus-per-slot N]]\n"
+    "                  [--shared-dir DIR]\n"
     "                  [--tls-cert PEM --tls-key PEM]\n"
     "                  [--job-uid-range FIRST-LAST | none] [--require-isolation]\n"
     "                  [--max-connections N] [--max-connections-per-ip N]\n"
@@ -55,6 +56,10 @@ static const char serve_usage[] =
     "                      slots; Slurm's configuration from --slurm-conf FILE,\n"
     "                      else $SLURM_CONF (see README, \"Cluster\")\n"
     "  --slurm-cpus-per-slot N  CPUs of a node without GPUs per slot (default 1)\n"
+    "  --shared-dir DIR    the folders jobs reach (execs, models, tuning, data,\n"
+    "                      plugins) in DIR, which every node mounts at the same\n"
+    "                      path, instead of in the home, which keeps the host's\n"
+    "                      state alone (DIR must exist: see README, \"Cluster\")\n"
     "  --hysteresis S      seconds before the scheduler resizes a job again\n"
     "                      (default 5)\n"
     "  --tls-cert, --tls-key  serve HTTPS with this certificate and key (the\n"
@@ -322,7 +327,7 @@ static int web_flag(int argc, char **argv, int *i, loomd_options *o)
 }
 
 /* --slurm PARTITION, --slurm-conf FILE: the inventory from a Slurm
- * partition. 1 when argv[*i] was one (its value consumed), 0 when not. */
+ * partition; --shared-dir DIR: the folders every node sees. 1 when argv[*i] was one (its value consumed), 0 when not. */
 static int slurm_flag(int argc, char **argv, int *i, loomd_options *o)
 {
     if (*i + 1 >= argc)
@@ -331,6 +336,8 @@ static int slurm_flag(int argc, char **argv, int *i, loomd_options *o)
         o->slurm_partition = argv[++*i];
     else if (strcmp(argv[*i], "--slurm-conf") == 0)
         o->slurm_conf = argv[++*i];
+    else if (strcmp(argv[*i], "--shared-dir") == 0)
+        o->shared_dir = argv[++*i];
     else
         return 0;
     return 1;

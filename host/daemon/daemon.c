@@ -205,6 +205,8 @@ loom_error *loomd_start(const loomd_options *opt, loomd **out)
     d->lock_fd = -1;
     pthread_mutex_init(&d->api.admin_lock, NULL);
     snprintf(d->api.home, sizeof d->api.home, "%s", opt->home);
+    snprintf(d->api.files, sizeof d->api.files, "%s",
+             opt->shared_dir ? opt->shared_dir : opt->home);
     if (opt->plugin_dir)
         snprintf(d->plugin_dir, sizeof d->plugin_dir, "%s", opt->plugin_dir);
     else
@@ -215,10 +217,12 @@ loom_error *loomd_start(const loomd_options *opt, loomd **out)
         e = loom_err_recode(loom_err_wrap(e, "--home"), LOOM_E_INVALID);
         goto fail_with;
     }
+    if (opt->shared_dir && (e = job_sandbox_files_dir_valid(opt->shared_dir, opt->home)) != NULL)
+        goto fail_with;
     /* Under a home just made: a failure shows where they are written. */
-    snprintf(path, sizeof path, "%s/plugins", d->api.home);
+    snprintf(path, sizeof path, "%s/plugins", d->api.files);
     loom_err_free(fs_mkdir_p(path));
-    snprintf(path, sizeof path, "%s/execs", d->api.home);
+    snprintf(path, sizeof path, "%s/execs", d->api.files);
     loom_err_free(fs_mkdir_p(path));
 
     if ((e = hold_home(d)) != NULL || (e = prepare_spool(d)) != NULL)
@@ -250,20 +254,22 @@ loom_error *loomd_start(const loomd_options *opt, loomd **out)
     int swept = edt_sweep_stale_segments();
     if (swept)
         log_info("removed %d shared-memory segment(s) left by hosts that were killed", swept);
-    d->api.execs = exec_service_create(d->api.st, d->api.reg, d->api.sched, d->api.home);
+    d->api.execs = exec_service_create(d->api.st, d->api.reg, d->api.sched, d->api.files);
     if (!d->api.execs) {
         e = loom_err(LOOM_E_INTERNAL, "exec service: out of memory");
         goto fail_with;
     }
     exec_service_set_limits(d->api.execs, &opt->limits);
-    if ((e = exec_service_set_data_roots(d->api.execs, opt->data_roots, opt->data_root_count)))
+    if ((e = exec_service_set_data_roots(
+                  d->api.execs, opt->shared_dir ? d->api.home : NULL, opt->data_roots,
+                  opt->data_root_count)))
         goto fail_with;
-    infer_options io = {.st = d->api.st, .sched = d->api.sched, .home = d->api.home,
+    infer_options io = {.st = d->api.st, .sched = d->api.sched, .home = d->api.files,
                         .plugin_dir = d->plugin_dir, .reg = d->api.reg};
     if ((e = infer_service_create(&io, &d->api.infer)) != NULL)
         goto fail_with;
 
-    if ((e = hpo_service_create(d->api.st, d->api.reg, d->api.execs, d->api.home, NULL, &d->api.hpo)) != NULL)
+    if ((e = hpo_service_create(d->api.st, d->api.reg, d->api.execs, d->api.files, NULL, &d->api.hpo)) != NULL)
         goto fail_with;
 
     size_t nroutes = 0;

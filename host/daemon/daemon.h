@@ -17,6 +17,7 @@
 
 typedef struct loomd_options {
     const char *home;        /* state directory (created if missing) */
+    const char *shared_dir;  /* the folders jobs reach; NULL: in the home */
     const char *address;     /* default "127.0.0.1" */
     int port;                /* 0: any free port */
     const char *plugin_dir;  /* built-in plugins; NULL: next to the binary */

@@ -24,18 +24,21 @@ loom_error *loomd_isolate_jobs(loomd *d, const loomd_options *opt)
                               .uid_first = first, .uid_last = last,
                               .user_id = user_id, .user_ctx = d->api.auth};
     /* Never jobs as root for want of a path: refused, saying what to do. */
-    loom_error *unreachable = cfg.accounts ? job_sandbox_reachable(d->api.home) : NULL;
+    int apart = strcmp(d->api.files, d->api.home) != 0;
+    loom_error *unreachable = cfg.accounts ? job_sandbox_reachable(d->api.files) : NULL;
     if (unreachable) {
         loom_error *e = loom_err(LOOM_E_INVALID,
-                                 "home %s: jobs run under accounts of their own, which cannot "
-                                 "reach it: %s; give a home they can pass through (as root the "
-                                 "default is /var/lib/loom) or let others search that folder "
-                                 "(chmod o+x)", d->api.home, loom_err_message(unreachable));
+                                 "%s %s: jobs run under accounts of their own, which cannot "
+                                 "reach it: %s; give a %s they can pass through%s or let others "
+                                 "search that folder (chmod o+x)",
+                                 apart ? "--shared-dir" : "home", d->api.files,
+                                 loom_err_message(unreachable), apart ? "folder" : "home",
+                                 apart ? "" : " (as root the default is /var/lib/loom)");
         loom_err_free(unreachable);
         return e;
     }
     job_sandbox_configure(&cfg);
-    loom_error *e = job_sandbox_secure_home(d->api.home, cfg.accounts);
+    loom_error *e = job_sandbox_secure_home(d->api.home, d->api.files, cfg.accounts);
     if (e)
         return e;
     char line[512];

@@ -58,9 +58,12 @@ void exec_service_set_limits(exec_service *es, const exec_limits *limits);
 /* Folders an administrator lists (`loom serve --data-root`) under which an
  * exec's --data-dir may be, beside the data store (HOME/data) and
  * /usr/share/datasets. Each must exist and lie outside the state home
- * (LOOM_E_INVALID naming it); call before the first submission. */
+ * (LOOM_E_INVALID naming it); call before the first submission.
+ * `state_home` is the host's state home when the service's own folder is
+ * apart from it (--shared-dir), NULL otherwise: never a data root either. */
 #define EXEC_DATA_ROOTS_MAX 16
-loom_error *exec_service_set_data_roots(exec_service *es, const char *const *roots, int count);
+loom_error *exec_service_set_data_roots(exec_service *es, const char *state_home,
+                                        const char *const *roots, int count);
 
 /* Calls take the caller as an owner: a user's immutable id (auth) limits
  * the call to that user's execs; EXEC_ADMIN is an administrator's view of

@@ -29,7 +29,8 @@ static int beneath(const char *path, const char *root)
     return strncmp(path, root, n) == 0 && (path[n] == 0 || path[n] == '/');
 }
 
-loom_error *exec_service_set_data_roots(exec_service *es, const char *const *roots, int count)
+loom_error *exec_service_set_data_roots(exec_service *es, const char *state_home,
+                                        const char *const *roots, int count)
 {
     if (count > EXEC_DATA_ROOTS_MAX)
         return loom_err(LOOM_E_INVALID, "--data-root: at most %d roots, got %d",
@@ -37,11 +38,17 @@ loom_error *exec_service_set_data_roots(exec_service *es, const char *const *roo
     char home[PATH_MAX];
     if (!realpath(es->home, home))
         return loom_err(LOOM_E_INTERNAL, "%s: %s", es->home, strerror(errno));
+    es->state_home[0] = 0;
+    if (state_home && !realpath(state_home, es->state_home))
+        return loom_err(LOOM_E_INTERNAL, "%s: %s", state_home, strerror(errno));
     for (int i = 0; i < count; i++) {
         char *real = es->data_roots[i];
         if (!realpath(roots[i], real) || !fs_is_dir(real))
             return loom_err(LOOM_E_INVALID, "--data-root %s: expected an existing folder",
                             roots[i]);
+        if (es->state_home[0] && (beneath(real, es->state_home) || beneath(es->state_home, real)))
+            return loom_err(LOOM_E_INVALID, "--data-root %s: the state home %s is never a "
+                            "data root, nor what holds it", roots[i], es->state_home);
         if (beneath(real, home))
             return loom_err(LOOM_E_INVALID,
                             "--data-root %s: inside the state home %s, which is never a data "
@@ -73,6 +80,8 @@ static int allowed(const exec_service *es, const char *real)
         return 0;
     if (beneath(real, home) || beneath(home, real))
         return -1; /* the home, anything in it, or a folder holding it */
+    if (es->state_home[0] && (beneath(real, es->state_home) || beneath(es->state_home, real)))
+        return -1; /* the state home apart from the shared folder: the same */
     if (realpath(EXEC_DATA_SYSTEM_ROOT, system_root) && beneath(real, system_root))
         return 0;
     for (int i = 0; i < es->data_root_count; i++)

@@ -92,6 +92,7 @@ struct exec_service {
     unsigned seq;
     exec_limits limits;
     char data_roots[EXEC_DATA_ROOTS_MAX][PATH_MAX]; /* --data-root, resolved */
+    char state_home[PATH_MAX]; /* resolved, when apart from home; else "" */
     int data_root_count;
     log_pump *logs; /* launch-style workers' stdout and stderr, bounded */
     int wake_fd;    /* eventfd: the supervisor looks again (exec_wake.c) */

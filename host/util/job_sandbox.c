@@ -292,31 +292,38 @@ static const struct home_entry {
     const char *name;
     mode_t mode;
     int folder;
+    int jobs_reach; /* under the files' root (--shared-dir), not the home */
 } home_entries[] = {
-    {"loom.db", 0600, 0}, {"loom.db-wal", 0600, 0}, {"loom.db-shm", 0600, 0},
-    {"loom.db-journal", 0600, 0}, {"loom.db-reserve", 0600, 0}, {"loom.log", 0600, 0},
-    {"loom.lock", 0600, 0}, {"credentials", 0600, 0}, {"host", 0600, 0},
-    {"execs", 0711, 1},      /* each exec's folder: 0700, its user's account */
-    {"plugins", 0711, 1},    /* a job reads the plugin file it runs, by name */
-    {"data", 0755, 1},       /* the data store every job may read */
-    {"models", 0711, 1},     /* a kernel reaches its own model (job_sandbox_share) */
+    {"loom.db", 0600, 0, 0}, {"loom.db-wal", 0600, 0, 0}, {"loom.db-shm", 0600, 0, 0},
+    {"loom.db-journal", 0600, 0, 0}, {"loom.db-reserve", 0600, 0, 0}, {"loom.log", 0600, 0, 0},
+    {"loom.lock", 0600, 0, 0}, {"credentials", 0600, 0, 0}, {"host", 0600, 0, 0},
+    {"execs", 0711, 1, 1},      /* each exec's folder: 0700, its user's account */
+    {"plugins", 0711, 1, 1},    /* a job reads the plugin file it runs, by name */
+    {"data", 0755, 1, 1},       /* the data store every job may read */
+    {"models", 0711, 1, 1},     /* a kernel reaches its own model (job_sandbox_share) */
     /* each task's and optimizer's folder: group its owner's account, 0750
      * (job_sandbox_share), an optimizer published 0755 */
-    {"hpo", 0711, 1},       {"algorithms", 0711, 1}, {"uploads", 0700, 1},
+    {"hpo", 0711, 1, 1},        {"algorithms", 0711, 1, 1}, {"uploads", 0700, 1, 0},
 };
 
-loom_error *job_sandbox_secure_home(const char *home, int accounts)
+loom_error *job_sandbox_secure_home(const char *home, const char *files, int accounts)
 {
-    loom_error *e = set_mode(home, "", accounts ? 0711 : 0700, 1);
+    int apart = files && strcmp(files, home) != 0;
+    files = apart ? files : home;
+    /* With the job files elsewhere, no job needs to pass through the home. */
+    loom_error *e = set_mode(home, "", accounts && !apart ? 0711 : 0700, 1);
+    if (!e && apart)
+        e = set_mode(files, "", accounts ? 0711 : 0700, 1);
     char dir[PATH_MAX];
     for (size_t i = 0; !e && i < sizeof home_entries / sizeof *home_entries; i++) {
         const struct home_entry *h = &home_entries[i];
-        snprintf(dir, sizeof dir, "%s/%s", home, h->name);
+        const char *root = h->jobs_reach ? files : home;
+        snprintf(dir, sizeof dir, "%s/%s", root, h->name);
         if (h->folder && mkdir(dir, h->mode) != 0 && errno != EEXIST)
             return loom_err(LOOM_E_INTERNAL, "%s: cannot create: %s", dir, strerror(errno));
-        e = set_mode(home, h->name, h->mode, 0);
+        e = set_mode(root, h->name, h->mode, 0);
     }
-    snprintf(dir, sizeof dir, "%s/plugins", home);
+    snprintf(dir, sizeof dir, "%s/plugins", files);
     DIR *d = e ? NULL : opendir(dir);
     struct dirent *ent;
     /* A job's uid reads the one plugin file it runs, by name. */
@@ -330,7 +337,7 @@ loom_error *job_sandbox_secure_home(const char *home, int accounts)
      * an older home's wider ones are closed to others now. */
     static const char *const owned[] = {"hpo", "algorithms"};
     for (size_t i = 0; !e && i < sizeof owned / sizeof *owned; i++) {
-        snprintf(dir, sizeof dir, "%s/%s", home, owned[i]);
+        snprintf(dir, sizeof dir, "%s/%s", files, owned[i]);
         d = opendir(dir);
         while (d && (ent = readdir(d))) {
             struct stat st;
@@ -360,6 +367,34 @@ loom_error *job_sandbox_share(const char *dir, const char *user, int64_t user_id
     if (!e && chmod(dir, accounts ? 0750 : 0700) != 0)
         e = loom_err(LOOM_E_INTERNAL, "%s: cannot set its mode: %s", dir, strerror(errno));
     return e;
+}
+
+/* Whether path lies beneath (or is) dir. */
+static int beneath(const char *path, const char *dir);
+
+loom_error *job_sandbox_files_dir_valid(const char *dir, const char *home)
+{
+    char real[PATH_MAX], real_home[PATH_MAX];
+    struct stat st;
+    if (dir[0] != '/')
+        return loom_err(LOOM_E_INVALID, "--shared-dir %s: expected an absolute path", dir);
+    if (!realpath(dir, real) || stat(real, &st) != 0)
+        return loom_err(LOOM_E_INVALID,
+                        "--shared-dir %s: %s (it is not made here: mount the shared file "
+                        "system there first)", dir, strerror(errno));
+    if (!S_ISDIR(st.st_mode))
+        return loom_err(LOOM_E_INVALID, "--shared-dir %s: not a directory", dir);
+    if (st.st_uid != geteuid() || (st.st_mode & 0022))
+        return loom_err(LOOM_E_INVALID,
+                        "--shared-dir %s: owned by uid %u, mode %04o: expected this host's "
+                        "user (uid %u) as its owner and writable by no one else", dir,
+                        (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777), (unsigned)geteuid());
+    if (realpath(home, real_home) && (beneath(real, real_home) || beneath(real_home, real)))
+        return loom_err(LOOM_E_INVALID,
+                        "--shared-dir %s: the home %s lies %s it: expected a folder apart "
+                        "from the home, whose state nodes must not see", dir, home,
+                        beneath(real, real_home) ? "around" : "beneath");
+    return NULL;
 }
 
 loom_error *job_sandbox_reachable(const char *home)

@@ -91,8 +91,18 @@ void job_sandbox_install_dir(char *out, size_t outlen);
  * folder but list nothing), its files 0600, execs/, plugins/ and models/
  * 0711, plugin files 0644, data/ 0755, hpo/ and algorithms/ 0711 (each
  * task's and optimizer's folder shared with its owner's account only),
- * uploads/ 0700. At every start, so an older home is tightened too. */
-loom_error *job_sandbox_secure_home(const char *home, int accounts);
+ * uploads/ 0700. At every start, so an older home is tightened too.
+ * `files` (NULL: the home) is where the folders jobs reach live (execs,
+ * plugins, data, models, hpo, algorithms: --shared-dir); apart from the
+ * home it gets the home's mode and the home becomes 0700. */
+loom_error *job_sandbox_secure_home(const char *home, const char *files, int accounts);
+
+/* NULL when `dir` may hold the folders jobs reach apart from `home`
+ * (--shared-dir): an existing directory (a shared file system is mounted,
+ * never made here), given by an absolute path, owned by this process's
+ * user and writable by no one else, neither the home nor beneath or above
+ * it. The error names the flag, the folder and what was expected. */
+loom_error *job_sandbox_files_dir_valid(const char *dir, const char *home);
 
 /* Lets a user's own processes read `dir` and no one else's: group the
  * user's account, mode 0750 (0700 without accounts). For what the host

@@ -21,31 +21,12 @@ chmod 0755 "$LOOM_HOME" "$LOOM_HOME/hpo" "$LOOM_HOME/algorithms" "$LOOM_HOME/mod
 echo secret > "$LOOM_HOME/hpo/old-task/search.log"
 chmod 0644 "$LOOM_HOME/hpo/old-task/search.log"
 start_host
-"$LOOM" user add erin -p erin-password >/dev/null
-ADMIN_TOKEN=$TOKEN
-TOKEN=$(curl -s -X POST -u erin:erin-password "$URL/auth/v1/logon" |
-    python3 -c 'import json,sys; print(json.load(sys.stdin).get("token",""))')
+. "$(dirname "$0")/erin_jobs.sh"
+erin_logs_on
 
 # ---- populate: an exec, a tuning task, a model, two algorithms
-mkdir -p "$WORK/model"
-cat > "$WORK/model/train.sh" <<'SH'
-#!/bin/sh
-echo "result of erin" > "$RESULT_DIR/result.txt"
-printf '[{"step": 1, "loss": 0.5}]\n' > "$RESULT_DIR/val_dict_list.json"
-SH
-chmod +x "$WORK/model/train.sh"
-tar -C "$WORK" -czf "$WORK/model.tgz" model
-r=$(http POST /platform/rest/deeplearning/v1/execs -F "file=@$WORK/model.tgz" \
-    -F "args=--exec-start command --model-dir model --model-main train.sh")
-id=$(printf '%s' "${r#* }" | python3 -c 'import json,sys; print(json.load(sys.stdin).get("id",""))')
-cat > "$WORK/task.json" <<'JSON'
-{"hpoName": "erintask", "modelSpec": {"args": "--exec-start command --model-dir model --model-main train.sh"},
- "algoDef": {"algorithm": "Random", "maxJobNum": 1, "maxParalleJobNum": 1, "objectiveMetric": "loss",
-             "objective": "minimize"},
- "hyperParams": [{"name": "x", "type": "Range", "dataType": "DOUBLE", "minDbVal": 0, "maxDbVal": 1}]}
-JSON
-expect_contains "a tuning task" \
-    "$(http POST /platform/rest/deeplearning/v1/hypersearch -F "data=<$WORK/task.json" -F "file=@$WORK/model.tgz")" "200 "
+erin_submits
+id=$ERIN_EXEC
 TOKEN=$ADMIN_TOKEN
 expect_ok "the exec ends" "$LOOM" exec wait "$id" --timeout 60
 for _ in $(seq 1 300); do

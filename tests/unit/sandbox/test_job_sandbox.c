@@ -137,7 +137,7 @@ static void test_secure_home(void)
     touch(home, "loom.log", 0644);
     touch(home, "credentials", 0644);
     touch(home, "plugins/fw.so", 0600);
-    loom_error *e = job_sandbox_secure_home(home, 1);
+    loom_error *e = job_sandbox_secure_home(home, NULL, 1);
     CHECK(e == NULL);
     loom_err_free(e);
     CHECK(mode_of(home, ".") == 0711);
@@ -147,7 +147,7 @@ static void test_secure_home(void)
     CHECK(mode_of(home, "plugins") == 0711);
     CHECK(mode_of(home, "execs") == 0711);
     CHECK(mode_of(home, "plugins/fw.so") == 0644);
-    e = job_sandbox_secure_home(home, 0);
+    e = job_sandbox_secure_home(home, NULL, 0);
     CHECK(e == NULL && mode_of(home, ".") == 0700);
     loom_err_free(e);
     /* A host that is not root, with root's credentials file in its home:
@@ -160,7 +160,7 @@ static void test_secure_home(void)
         if (pid == 0) {
             if (setgid(200500) != 0 || setuid(200500) != 0)
                 _exit(100);
-            loom_error *as_user = job_sandbox_secure_home(home, 0);
+            loom_error *as_user = job_sandbox_secure_home(home, NULL, 0);
             _exit(as_user == NULL && mode_of(home, ".") == 0700 ? 0 : 1);
         }
         int status = 0;
@@ -169,7 +169,7 @@ static void test_secure_home(void)
         CHECK(mode_of(home, "credentials") == 0644);
         CHECK(chown(home, 0, 0) == 0);
     }
-    e = job_sandbox_secure_home("/nonexistent/loom-home", 0);
+    e = job_sandbox_secure_home("/nonexistent/loom-home", NULL, 0);
     CHECK_CONTAINS(e ? loom_err_message(e) : NULL, "/nonexistent/loom-home");
     loom_err_free(e);
 
