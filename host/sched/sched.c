@@ -172,14 +172,24 @@ bool sched_device(const sched *s, int32_t slot, sched_device_info *out)
     return true;
 }
 
+void sched_take_slot(sched *s, int32_t slot, sched_job *owner)
+{
+    slot_mark_taken(s, slot);
+    s->devices[slot].owner = owner;
+}
+
+bool sched_slot_free(const sched *s, int32_t slot)
+{
+    return (s->free_bits[slot / 64] >> (slot % 64)) & 1;
+}
+
 int32_t sched_take_free_slot(sched *s, sched_job *owner)
 {
     for (size_t w = 0; w < s->free_words; w++) {
         if (!s->free_bits[w])
             continue;
         int32_t slot = (int32_t)(w * 64 + (size_t)__builtin_ctzll(s->free_bits[w]));
-        slot_mark_taken(s, slot);
-        s->devices[slot].owner = owner;
+        sched_take_slot(s, slot, owner);
         return slot;
     }
     return -1;

@@ -149,7 +149,15 @@ static inline int32_t sched_job_need(const sched_job *j)
 /* Slot management used by the policy: take the lowest free slot, give one
  * back. */
 int32_t sched_take_free_slot(sched *s, sched_job *owner);
+/* `slot` (free) goes to `owner`. */
+void sched_take_slot(sched *s, int32_t slot, sched_job *owner);
+bool sched_slot_free(const sched *s, int32_t slot);
 void sched_release_slot(sched *s, int32_t slot);
+/* Placement (placement.c): the slot `j` takes next, wanting `want` more
+ * (-1: none free), and the slot it gives back (removed from its list and
+ * freed; -1: it holds none). Across nodes, a job stays on as few as it can. */
+int32_t sched_place_take(sched *s, sched_job *j, int32_t want);
+int32_t sched_place_give_back(sched *s, sched_job *j);
 bool sched_job_reserve(sched_job *j, int32_t n);
 
 /* sched_admit.c: marks the queued jobs that start this round active (lo,

@@ -337,11 +337,8 @@ static void apply_targets(sched *s, double now)
             continue;
         sched_decision *d = decision_new(s, j);
         int32_t *released = s->decision_slots + s->n_decision_slots;
-        while (j->count > j->target) {
-            int32_t slot = j->devices[--j->count];
-            sched_release_slot(s, slot);
-            released[d->n_released++] = slot;
-        }
+        while (j->count > j->target)
+            released[d->n_released++] = sched_place_give_back(s, j);
         s->n_decision_slots += (size_t)d->n_released;
         d->released = released;
         d->new_count = j->count;
@@ -358,7 +355,7 @@ static void apply_targets(sched *s, double now)
         sched_decision *d = decision_new(s, j);
         int32_t *added = s->decision_slots + s->n_decision_slots;
         while (j->count < j->target) {
-            int32_t slot = sched_take_free_slot(s, j);
+            int32_t slot = sched_place_take(s, j, j->target - j->count);
             if (slot < 0)
                 break; /* cannot happen: targets never exceed the inventory */
             j->devices[j->count++] = slot;

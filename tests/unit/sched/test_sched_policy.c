@@ -383,6 +383,73 @@ static void test_model_job(void)
     sched_free(s);
 }
 
+/* How many nodes a job's devices are on, and how many on `node`. */
+static int nodes_of(const sched *s, const char *id, const char *node, int *on_node)
+{
+    sched_job_info j;
+    const char *seen[8];
+    int n = 0;
+    *on_node = 0;
+    if (!sched_get_job(s, id, &j))
+        return -1;
+    for (int32_t i = 0; i < j.count; i++) {
+        sched_device_info d;
+        sched_device(s, j.devices[i], &d);
+        if (d.node && !strcmp(d.node, node))
+            (*on_node)++;
+        int known = 0;
+        for (int k = 0; k < n; k++)
+            known |= d.node && !strcmp(seen[k], d.node);
+        if (!known && d.node && n < 8)
+            seen[n++] = d.node;
+    }
+    return n;
+}
+
+/* Across nodes a job stays on as few as it can: the seeds' 2 nodes x 2
+ * devices, A alone on all 4, then A and B a whole node each (not one
+ * device of each node each), then A on 4 again; a 2-device job takes the
+ * node it fits most tightly. */
+static void test_locality(void)
+{
+    sched *s = sched_create(&(sched_options){.hysteresis = 0});
+    const char *nodes[] = {"node1", "node2"};
+    for (int n = 0; n < 2; n++)
+        for (int i = 0; i < 2; i++)
+            sched_add_device(s, LOOM_DEVICE_CPU, i, nodes[n]);
+    int on1 = 0, on2 = 0;
+    CHECK(submit(s, "A", "/", 1, 4, 0) == 0);
+    plan_now(s, 0);
+    CHECK(held(s, "A") == 4 && nodes_of(s, "A", "node1", &on1) == 2);
+    CHECK(submit(s, "B", "/", 1, 2, 1) == 0);
+    plan_now(s, 1);
+    CHECK(held(s, "A") == 2 && held(s, "B") == 2);
+    CHECK_MSG(nodes_of(s, "A", "node1", &on1) == 1, "A on %d of node1", on1);
+    CHECK_MSG(nodes_of(s, "B", "node1", &on2) == 1, "B on %d of node1", on2);
+    CHECK(on1 + on2 == 2 && (on1 == 0 || on1 == 2));
+    CHECK(sched_end(s, "B") == NULL);
+    plan_now(s, 2);
+    CHECK(held(s, "A") == 4);
+    CHECK(books_consistent(s));
+    sched_free(s);
+
+    /* node1 has 3 free, node2 2: a job of 2 takes node2 whole */
+    s = sched_create(&(sched_options){.hysteresis = 0});
+    for (int i = 0; i < 3; i++)
+        sched_add_device(s, LOOM_DEVICE_CPU, i, "node1");
+    for (int i = 0; i < 2; i++)
+        sched_add_device(s, LOOM_DEVICE_CPU, i, "node2");
+    CHECK(submit_full(s, "C", "/", false, 2, 2, 0, 0) == 0);
+    plan_now(s, 0);
+    CHECK(held(s, "C") == 2 && nodes_of(s, "C", "node2", &on2) == 1 && on2 == 2);
+    /* a job of 3 then fits node1 alone */
+    CHECK(submit_full(s, "D", "/", false, 3, 3, 0, 1) == 0);
+    plan_now(s, 1);
+    CHECK(held(s, "D") == 3 && nodes_of(s, "D", "node1", &on1) == 1 && on1 == 3);
+    CHECK(books_consistent(s));
+    sched_free(s);
+}
+
 int main(void)
 {
     test_ab_scenario();
@@ -394,5 +461,6 @@ int main(void)
     test_hysteresis();
     test_consumer_kinds();
     test_model_job();
+    test_locality();
     return CHECK_DONE();
 }
