@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "sched/handover.h"
+#include "sched/node_quarantine.h"
 #include "sched/owner_journal.h"
 #include "sched/slurm_source.h"
 #include "util/error.h"
@@ -37,6 +38,10 @@ struct sched_service {
     bool watching, stop_watching;
     int poll_ms;
     owner_journal journal; /* each device's holder changes, as they happen */
+    node_quarantine out;   /* nodes kept out although Slurm lists them */
+    int64_t quarantine_ms;
+    slurm_device *last_devs; /* the last inventory Slurm gave: for a node's return */
+    size_t nlast;
 };
 
 static double now_s(void) { return (double)time_mono_ms() / 1000.0; }
@@ -118,8 +123,11 @@ static void collect_plan(const store_plan *p, void *ctx)
 
 /* ---- the Slurm inventory ---------------------------------------------- */
 
-static bool listed(const slurm_device *devs, size_t n, const sched_device_info *d)
+static bool listed(sched_service *ss, const slurm_device *devs, size_t n,
+                   const sched_device_info *d, int64_t now)
 {
+    if (node_quarantine_holds(&ss->out, d->node, now))
+        return false;
     for (size_t i = 0; i < n; i++)
         if (devs[i].kind == d->kind && devs[i].index == d->index && !strcmp(devs[i].node, d->node))
             return true;
@@ -132,9 +140,21 @@ static bool listed(const slurm_device *devs, size_t n, const sched_device_info *
  * when out of memory. Call with ss->lock. */
 static bool sync_devices_locked(sched_service *ss, const slurm_device *devs, size_t n)
 {
+    int64_t now = time_mono_ms();
+    if (devs != ss->last_devs) { /* kept for a node's return after its quarantine */
+        slurm_device *copy = malloc((n ? n : 1) * sizeof *copy);
+        if (!copy)
+            return false;
+        memcpy(copy, devs, n * sizeof *copy);
+        free(ss->last_devs);
+        ss->last_devs = copy;
+        ss->nlast = n;
+        devs = copy;
+    }
+    node_quarantine_expire(&ss->out, now);
     for (int32_t slot = (int32_t)sched_device_count(ss->core) - 1; slot >= 0; slot--) {
         sched_device_info d;
-        if (!sched_device(ss->core, slot, &d) || !d.node || listed(devs, n, &d))
+        if (!sched_device(ss->core, slot, &d) || !d.node || listed(ss, devs, n, &d, now))
             continue;
         char node[SLURM_NODE_NAME_MAX], owner[HANDOVER_JOB_ID_MAX];
         snprintf(node, sizeof node, "%s", d.node);
@@ -148,13 +168,24 @@ static bool sync_devices_locked(sched_service *ss, const slurm_device *devs, siz
                      kind == LOOM_DEVICE_CUDA ? "GPU" : "CPU slot", index, node, owner);
     }
     for (size_t i = 0; i < n; i++) {
-        if (sched_find_device(ss->core, devs[i].kind, devs[i].index, devs[i].node) >= 0)
+        if (sched_find_device(ss->core, devs[i].kind, devs[i].index, devs[i].node) >= 0 ||
+            node_quarantine_holds(&ss->out, devs[i].node, now))
             continue;
         if (sched_add_device(ss->core, devs[i].kind, devs[i].index, devs[i].node) < 0)
             return false;
     }
     journal_owners_locked(ss);
     return handover_resize(&ss->ho, sched_device_count(ss->core));
+}
+
+void sched_service_keep_node_out(sched_service *ss, const char *node, const char *reason)
+{
+    pthread_mutex_lock(&ss->lock);
+    node_quarantine_add(&ss->out, node, reason, time_mono_ms(),
+                        ss->quarantine_ms > 0 ? ss->quarantine_ms : NODE_QUARANTINE_DEFAULT_MS);
+    if (!sync_devices_locked(ss, ss->last_devs, ss->nlast))
+        log_warn("scheduler: out of memory keeping node %s out", node);
+    pthread_mutex_unlock(&ss->lock);
 }
 
 loom_error *sched_service_sync_devices(sched_service *ss, const slurm_device *devs, size_t n)
@@ -264,6 +295,7 @@ loom_error *sched_service_create(store *st, const sched_service_options *opt,
     pthread_cond_init(&ss->watch_wake, &ca);
     pthread_condattr_destroy(&ca);
     ss->st = st;
+    ss->quarantine_ms = opt ? opt->node_quarantine_ms : 0;
     if (!owner_journal_init(&ss->journal, OWNER_JOURNAL_CAPACITY)) {
         sched_service_destroy(ss);
         return loom_err(LOOM_E_INTERNAL, "scheduler: out of memory");
@@ -332,6 +364,7 @@ void sched_service_destroy(sched_service *ss)
     sched_free(ss->core);
     handover_free(&ss->ho);
     owner_journal_free(&ss->journal);
+    free(ss->last_devs);
     pthread_mutex_destroy(&ss->lock);
     free(ss);
 }

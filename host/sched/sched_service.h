@@ -29,6 +29,9 @@ typedef struct sched_service_options {
     const char *slurm_conf;  /* NULL: SLURM_CONF, else Slurm's default */
     uint32_t slurm_cpus_per_slot; /* 0: one CPU a slot */
     int slurm_poll_ms;
+    /* How long a node kept out stays out (sched_service_keep_node_out);
+     * 0: NODE_QUARANTINE_DEFAULT_MS. */
+    int64_t node_quarantine_ms;
 } sched_service_options;
 
 #define SCHED_SLURM_POLL_MS 2000
@@ -193,6 +196,13 @@ bool sched_service_pending_reason(sched_service *ss, const char *id, sched_reaso
 int sched_reason_text(const sched_reason *r, bool show_holder, char *buf, size_t len);
 /* Devices in the inventory. */
 size_t sched_service_device_count(sched_service *ss);
+/* Keeps a node's devices out of the inventory for a while although Slurm
+ * lists it (sched/node_quarantine.h): its workers stopped answering, or it
+ * cannot reach the shared directory. The jobs holding them lose them (as
+ * when a node is drained); nothing is placed there until the period ends,
+ * when the node's devices come back if Slurm still lists them. */
+void sched_service_keep_node_out(sched_service *ss, const char *node, const char *reason);
+
 /* The devices of other machines (Slurm nodes) become `devs`: a device no
  * longer listed leaves the inventory (taken from the job holding it, which
  * is logged: lost to that job), a new one is added; this machine's devices

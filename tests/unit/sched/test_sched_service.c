@@ -11,10 +11,11 @@
 #include "sched/owner_journal.h"
 #include "sched/sched_service.h"
 #include "sched_test_util.h"
+#include "wait.h"
 
 typedef void (*service_test)(sched_service *ss);
 
-static void with_service(service_test fn)
+static void with_service_opt(service_test fn, const sched_service_options *given)
 {
     char dir[] = "/tmp/loom-sched-svc-XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
@@ -26,7 +27,7 @@ static void with_service(service_test fn)
     loom_err_free(e);
     if (!st)
         return;
-    sched_service_options opt = {.cpu_slots = 2};
+    sched_service_options opt = given ? *given : (sched_service_options){.cpu_slots = 2};
     sched_service *ss = NULL;
     e = sched_service_create(st, &opt, &ss);
     CHECK_MSG(e == NULL, "%s", loom_err_message(e));
@@ -44,6 +45,8 @@ static void with_service(service_test fn)
     unlink(side);
     rmdir(dir);
 }
+
+static void with_service(service_test fn) { with_service_opt(fn, NULL); }
 
 static void pending_reason(sched_service *ss)
 {
@@ -103,6 +106,38 @@ static void owner_journal_between_reads(sched_service *ss)
     CHECK(sched_service_owner_changes(ss, c, 16, &dropped) == 0); /* read once */
 }
 
+static size_t devices_now(sched_service *ss) { return sched_service_device_count(ss); }
+
+/* A node kept out (its workers stopped answering) leaves the inventory at
+ * once, its job losing its device there; Slurm listing it again does not
+ * bring it back until the period ends; then it does. */
+static void node_kept_out(sched_service *ss)
+{
+    slurm_device devs[4];
+    for (int i = 0; i < 4; i++) {
+        devs[i] = (slurm_device){.kind = LOOM_DEVICE_CPU, .index = i % 2};
+        snprintf(devs[i].node, sizeof devs[i].node, "node%d", 1 + i / 2);
+    }
+    CHECK(sched_service_sync_devices(ss, devs, 4) == NULL);
+    CHECK(devices_now(ss) == 6); /* 2 of this machine's, 2 + 2 of the nodes' */
+    sched_job_spec a = {.id = "a", .plan = "/alice", .max_devices = 6, .elastic = true,
+                        .min_devices = 1, .user = "alice"};
+    CHECK(loom_err_take(sched_service_submit(ss, &a), NULL, 0) == LOOM_OK);
+    sched_action act[4];
+    CHECK(sched_service_decide(ss, act, 4) == 1);
+    int32_t slots[8];
+    CHECK(sched_service_job_devices(ss, "a", slots, 8, NULL, NULL) == 6);
+    sched_service_keep_node_out(ss, "node2", "no heartbeat for 3 s");
+    CHECK(devices_now(ss) == 4);
+    CHECK(sched_service_job_devices(ss, "a", slots, 8, NULL, NULL) == 4);
+    CHECK(sched_service_sync_devices(ss, devs, 4) == NULL);
+    CHECK_MSG(devices_now(ss) == 4, "Slurm lists node2: still out (%zu devices)", devices_now(ss));
+    /* the period is 200 ms: each look is a Slurm read listing node2 */
+    WAIT_UNTIL(sched_service_sync_devices(ss, devs, 4) == NULL && devices_now(ss) == 6, 20000);
+    CHECK_MSG(devices_now(ss) == 6, "node2 came back after its period: %zu devices",
+              devices_now(ss));
+}
+
 /* A reader that falls behind loses the oldest changes, counted. */
 static void test_owner_journal_bounded(void)
 {
@@ -129,6 +164,8 @@ int main(void)
 {
     with_service(pending_reason);
     with_service(owner_journal_between_reads);
+    with_service_opt(node_kept_out,
+                     &(sched_service_options){.cpu_slots = 2, .node_quarantine_ms = 200});
     test_owner_journal_bounded();
     return CHECK_DONE();
 }
