@@ -3,7 +3,9 @@
  * One worker per --numWorker (default 1), each running --model-main from the
  * model directory with the arguments after `--`: directly when the file is
  * executable, through /bin/sh otherwise (a script copied without its mode).
- * Workers also get RANK and WORLD_SIZE so a program can split its work.
+ * Workers also get RANK and WORLD_SIZE so a program can split its work, and
+ * LOCAL_RANK, LOCAL_WORLD_SIZE and NODE_RANK for its node's share (across
+ * nodes, loom_launch_request.worker_nodes).
  */
 #include <stdio.h>
 #include <string.h>
@@ -14,9 +16,12 @@ static const loom_host *command_host;
 
 static void command_env(launch_strings *env, uint32_t rank, uint32_t workers, const void *data)
 {
-    (void)data;
+    launch_place at = launch_worker_place(data, rank);
     launch_strings_addf(env, "RANK=%u", rank);
     launch_strings_addf(env, "WORLD_SIZE=%u", workers);
+    launch_strings_addf(env, "LOCAL_RANK=%u", at.local_rank);
+    launch_strings_addf(env, "LOCAL_WORLD_SIZE=%u", at.local_world_size);
+    launch_strings_addf(env, "NODE_RANK=%u", at.node_rank);
 }
 
 static loom_error *command_plan_launch(const loom_framework_factory *self,
@@ -32,7 +37,7 @@ static loom_error *command_plan_launch(const loom_framework_factory *self,
     if (err)
         return err;
     return launch_plan_workers(command_host, "command", request, executable ? NULL : "/bin/sh",
-                               program, command_env, NULL, sink);
+                               program, command_env, request, sink);
 }
 
 static const loom_framework_factory command_factory = {

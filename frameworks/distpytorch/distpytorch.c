@@ -2,8 +2,10 @@
  * frameworks/distpytorch/distpytorch.c - the "distPyTorch" framework:
  * torch.distributed's env:// rendezvous. N workers (--numWorker), each
  * `python3 MODEL_MAIN args...` with MASTER_ADDR and MASTER_PORT (the port
- * the host reserved for this exec), WORLD_SIZE, RANK and LOCAL_RANK. All
- * workers run on this node, so LOCAL_RANK equals RANK.
+ * the host reserved for this exec), WORLD_SIZE and RANK, and as torchrun
+ * sets them LOCAL_RANK, LOCAL_WORLD_SIZE and GROUP_RANK (the node's number;
+ * also NODE_RANK): on one machine LOCAL_RANK equals RANK; across nodes they
+ * follow the host's placement (loom_launch_request.worker_nodes).
  */
 #include <stdio.h>
 #include <string.h>
@@ -20,9 +22,13 @@ static void dist_env(launch_strings *env, uint32_t rank, uint32_t workers, const
                                   ? request->master_addr : "127.0.0.1";
     launch_strings_addf(env, "MASTER_ADDR=%s", master_addr);
     launch_strings_addf(env, "MASTER_PORT=%u", request->master_port);
+    launch_place at = launch_worker_place(request, rank);
     launch_strings_addf(env, "WORLD_SIZE=%u", workers);
     launch_strings_addf(env, "RANK=%u", rank);
-    launch_strings_addf(env, "LOCAL_RANK=%u", rank);
+    launch_strings_addf(env, "LOCAL_RANK=%u", at.local_rank);
+    launch_strings_addf(env, "LOCAL_WORLD_SIZE=%u", at.local_world_size);
+    launch_strings_addf(env, "GROUP_RANK=%u", at.node_rank);
+    launch_strings_addf(env, "NODE_RANK=%u", at.node_rank);
     /* Print lines as they come, so the host's log capture keeps up. */
     launch_strings_add(env, "PYTHONUNBUFFERED=1");
 }
@@ -72,7 +78,8 @@ static const loom_module dist_module = {
     .id = "distPyTorch",
     .version = "1.0.0",
     .description = "torch.distributed launch: N python3 workers with "
-                   "MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK, LOCAL_RANK",
+                   "MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK, LOCAL_RANK, "
+                   "LOCAL_WORLD_SIZE, GROUP_RANK",
     .init = dist_init,
     .get_factory = dist_get_factory,
 };

@@ -41,6 +41,15 @@ loom_error *launch_find_main(const loom_host *host, const char *framework,
 /* The number of workers a request asks for: num_workers, at least 1. */
 uint32_t launch_worker_count(const loom_launch_request *request);
 
+/* Where a rank runs among the exec's nodes (request->worker_nodes, ABI
+ * 1.7): its rank on its node, how many ranks that node runs, the node's
+ * number (nodes numbered by their first rank) and how many nodes. On one
+ * machine (no worker_nodes): rank, every worker, 0 and 1. */
+typedef struct launch_place {
+    uint32_t local_rank, local_world_size, node_rank, node_count;
+} launch_place;
+launch_place launch_worker_place(const loom_launch_request *request, uint32_t rank);
+
 /* Adds a framework's own variables for one worker to `env`. */
 typedef void (*launch_env_fn)(launch_strings *env, uint32_t rank, uint32_t workers,
                               const void *data);

@@ -7,7 +7,7 @@
 loom.register_framework{
     name = "python",
     version = "1.0",
-    description = "runs python3 MODEL_MAIN per worker with RANK, WORLD_SIZE and LOCAL_RANK set",
+    description = "runs python3 MODEL_MAIN per worker with RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE and NODE_RANK set",
     style = "launch",
     plan = function(req)
         if req.model_main == nil or req.model_main == "" then
@@ -16,6 +16,18 @@ loom.register_framework{
                           .. "script to run, relative to the model directory "
                           .. "(e.g. --model-main train.py)"})
         end
+        -- each rank's place on its node: req.worker_nodes by rank when the
+        -- exec spans nodes, else one node holding every rank
+        local nodes = req.worker_nodes or {}
+        local local_rank, local_size, node_rank, node_of = {}, {}, {}, {}
+        local count = 0
+        for rank = 0, req.num_workers - 1 do
+            local node = nodes[rank + 1] or ""
+            if node_of[node] == nil then node_of[node] = count; count = count + 1 end
+            local_rank[rank] = local_size[node] or 0
+            local_size[node] = (local_size[node] or 0) + 1
+            node_rank[rank] = node_of[node]
+        end
         local workers = {}
         for rank = 0, req.num_workers - 1 do
             local argv = {"python3", req.model_main}
@@ -23,8 +35,9 @@ loom.register_framework{
             local env = {
                 RANK = tostring(rank),
                 WORLD_SIZE = tostring(req.num_workers),
-                -- one node: the local rank is the rank
-                LOCAL_RANK = tostring(rank),
+                LOCAL_RANK = tostring(local_rank[rank]),
+                LOCAL_WORLD_SIZE = tostring(local_size[nodes[rank + 1] or ""]),
+                NODE_RANK = tostring(node_rank[rank]),
             }
             -- torch.distributed's env:// rendezvous
             if req.master_addr then env.MASTER_ADDR = req.master_addr end

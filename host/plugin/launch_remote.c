@@ -45,6 +45,8 @@ static void put_request(wire_buf *b, const loom_launch_request *q)
         wire_put_str(b, s[i]);
     put_strings(b, q->args, q->arg_count);
     put_strings(b, q->msd_env, q->msd_env_count);
+    /* ABI 1.7: each worker's node, or none (one machine) */
+    put_strings(b, q->worker_nodes, q->worker_nodes ? q->num_workers : 0);
 }
 
 /* ---- the child's side ---------------------------------------------------- */
@@ -86,10 +88,16 @@ loom_error *launch_plan_serve(const loom_framework_factory *f, wire_reader *r, w
         *s[i] = wire_get_str(r);
     const char **args = get_strings(r, &q.arg_count);
     const char **env = get_strings(r, &q.msd_env_count);
+    uint32_t nnodes;
+    const char **nodes = get_strings(r, &nnodes);
     q.args = args;
     q.msd_env = env;
+    q.worker_nodes = nnodes ? nodes : NULL;
     loom_error *e = NULL;
-    if (!r->bad) {
+    if (!r->bad && nnodes && nnodes != q.num_workers)
+        e = loom_err(LOOM_E_INVALID, "a launch request names %u workers' nodes for %u workers",
+                     nnodes, q.num_workers);
+    else if (!r->bad) {
         wire_sink w = {.sink = {.struct_size = sizeof w.sink, .add_worker = sink_add_worker},
                        .out = out};
         w.sink.host_data = &w;
@@ -99,6 +107,7 @@ loom_error *launch_plan_serve(const loom_framework_factory *f, wire_reader *r, w
     }
     free(args);
     free(env);
+    free(nodes);
     return e;
 }
 

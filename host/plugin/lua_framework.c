@@ -50,6 +50,11 @@ static void push_request(lua_State *L, const loom_launch_request *r)
     lua_setfield(L, -2, "args");
     push_string_array(L, r->msd_env, r->msd_env_count);
     lua_setfield(L, -2, "msd_env");
+    /* ABI 1.7: each worker's node by rank ({} on one machine) */
+    const char *const *nodes =
+        LOOM_STRUCT_HAS(r, loom_launch_request, worker_nodes) ? r->worker_nodes : NULL;
+    push_string_array(L, nodes, nodes ? r->num_workers : 0);
+    lua_setfield(L, -2, "worker_nodes");
 }
 
 /* Strings and numbers; numbers are converted on the stack, never inside

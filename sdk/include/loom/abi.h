@@ -36,7 +36,9 @@
  * (loom.h); 1.6 gave inference kernels decoded tensors: loom_infer_request
  * gained input_count / inputs and respond_tensors (kernel.h), and
  * loom_dtype the Open Inference Protocol's other numeric types (BOOL, I8,
- * I16, U16, U32, U64). A plugin built for minor N loads into any host with
+ * I16, U16, U32, U64); 1.7 told launch-style frameworks where each worker
+ * runs when an exec spans nodes: loom_launch_request gained worker_nodes
+ * (framework.h). A plugin built for minor N loads into any host with
  * minor >= N.
  */
 #ifndef LOOM_ABI_H
@@ -50,7 +52,7 @@ extern "C" {
 #endif
 
 #define LOOM_ABI_MAJOR 1
-#define LOOM_ABI_MINOR 6
+#define LOOM_ABI_MINOR 7
 
 /* Symbol visibility for the one function a plugin exports. */
 #if defined(__GNUC__)

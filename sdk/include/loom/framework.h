@@ -54,6 +54,15 @@ typedef struct loom_launch_request {
     uint32_t arg_count;
     uint32_t msd_env_count;
     const char *const *msd_env; /* --msd-env pairs, "KEY=VALUE" */
+    /* ABI 1.7, optional on both sides (LOOM_STRUCT_HAS): the node each
+     * worker runs on, num_workers entries by rank, when the exec spans
+     * nodes (a Slurm cluster); NULL on one machine, where every worker is
+     * on one node. Ranks on one node are consecutive, and master_addr is
+     * then rank 0's node's address. A launcher derives the per-node ranks
+     * from it (torchrun's LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK). The
+     * host may ask for a plan once without it (to check a submission) and
+     * again with it when the devices are granted. */
+    const char *const *worker_nodes;
 } loom_launch_request;
 
 /* Where a launch plan goes. The host copies every string. */

@@ -11,7 +11,7 @@ FIX="$(dirname "$0")/fixtures"
 # ---- plugin check, no host needed
 out=$("$LOOM" plugin check "$TP/good_thirdparty.so")
 expect_contains "check a third-party plugin" "$out" "ok: logger good_thirdparty"
-expect_contains "check prints the ABI" "$out" "ABI 1.6"
+expect_contains "check prints the ABI" "$out" "ABI 1.7"
 out=$(cd "$TP" && "$LOOM" plugin check good_thirdparty.so 2>&1)
 expect_contains "check takes a bare relative path" "$out" "ok: logger good_thirdparty"
 check_refused() { # check_refused FILE EXPECTED-TEXT
@@ -20,7 +20,7 @@ check_refused() { # check_refused FILE EXPECTED-TEXT
 }
 check_refused no_entry.so "no loom_module_entry function"
 check_refused abi_major.so "abi_major is 2; this host supports ABI major 1"
-check_refused abi_minor.so "abi_minor is 7, newer than this host's ABI 1.6"
+check_refused abi_minor.so "abi_minor is 8, newer than this host's ABI 1.7"
 check_refused abi_tag.so "abi_tag is"
 check_refused small_struct.so "loom_module.struct_size is"
 check_refused missing_entry.so "missing required entry 'observe'"

@@ -3,6 +3,7 @@
  * and distPyTorch.so: their plans (argv, env, cwd per worker) captured by a
  * fake sink, and the refusals of a missing or unusable --model-main.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -228,6 +229,37 @@ static void test_distpytorch(const char *code_dir)
         CHECK(w->cwd_is_null);
     }
     recorder_reset(&rec);
+
+    /* Across nodes (ABI 1.7): ranks 0-1 on node1, 2 on node2, as torchrun
+     * numbers them per node. */
+    const char *nodes[] = {"node1", "node1", "node2"};
+    r.num_workers = 3;
+    r.worker_nodes = nodes;
+    err = f->plan_launch(f, &r, &sink);
+    CHECK_MSG(err == NULL, "%s", loom_err_message(err));
+    CHECK(rec.count == 3);
+    if (rec.count == 3) {
+        static const char *const want[3][4] = {
+            {"0", "2", "0", "3"}, {"1", "2", "0", "3"}, {"0", "1", "1", "3"}};
+        for (uint32_t i = 0; i < 3; i++) {
+            recorded_worker *w = &rec.workers[i];
+            CHECK_STR_EQ(env_value(w, "LOCAL_RANK"), want[i][0]);
+            CHECK_STR_EQ(env_value(w, "LOCAL_WORLD_SIZE"), want[i][1]);
+            CHECK_STR_EQ(env_value(w, "GROUP_RANK"), want[i][2]);
+            CHECK_STR_EQ(env_value(w, "NODE_RANK"), want[i][2]);
+            CHECK_STR_EQ(env_value(w, "WORLD_SIZE"), want[i][3]);
+        }
+    }
+    recorder_reset(&rec);
+    /* A plugin of an older minor (struct_size before worker_nodes): one node. */
+    r.struct_size = offsetof(loom_launch_request, worker_nodes);
+    err = f->plan_launch(f, &r, &sink);
+    CHECK(err == NULL && rec.count == 3);
+    if (rec.count == 3)
+        CHECK_STR_EQ(env_value(&rec.workers[2], "LOCAL_RANK"), "2");
+    recorder_reset(&rec);
+    r.struct_size = sizeof r;
+    r.worker_nodes = NULL;
 
     /* No master_addr given: loopback. */
     r.master_addr = NULL;

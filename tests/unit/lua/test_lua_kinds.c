@@ -439,6 +439,24 @@ static void test_python_adapter(void)
         CHECK_STR_EQ(w->cwd, "(null)"); /* the code directory */
     }
 
+    /* Across nodes (ABI 1.7): ranks 0-1 on n1, 2 on n2. */
+    fake_launch_init(&sink);
+    req = make_request(3, "train.py");
+    const char *nodes[] = {"n1", "n1", "n2"};
+    req.worker_nodes = nodes;
+    e = f->plan_launch(f, &req, &sink.sink);
+    CHECK_MSG(e == NULL, "%s", loom_err_message(e));
+    loom_err_free(e);
+    CHECK(sink.workers == 3);
+    if (sink.workers == 3) {
+        CHECK(worker_has_env(&sink.worker[1], "LOCAL_RANK=1"));
+        CHECK(worker_has_env(&sink.worker[1], "LOCAL_WORLD_SIZE=2"));
+        CHECK(worker_has_env(&sink.worker[1], "NODE_RANK=0"));
+        CHECK(worker_has_env(&sink.worker[2], "LOCAL_RANK=0"));
+        CHECK(worker_has_env(&sink.worker[2], "LOCAL_WORLD_SIZE=1"));
+        CHECK(worker_has_env(&sink.worker[2], "NODE_RANK=1"));
+    }
+
     fake_launch_init(&sink);
     req = make_request(1, NULL);
     e = f->plan_launch(f, &req, &sink.sink);
