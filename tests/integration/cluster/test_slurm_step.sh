@@ -23,6 +23,9 @@ if ! "$TOOL" libslurm; then
     finish
     exit
 fi
+expect_fails "leftovers with an unreadable Slurm configuration" \
+    env SLURM_CONF="$WORK/none.conf" "$TOOL" leftovers
+expect_contains "names it" "$(cat "$WORK/out")" "cannot read Slurm's configuration $WORK/none.conf"
 if [ "$lab_usable" = 0 ]; then
     skip_part "the Slurm lab: $LAB_WHY"
     finish
@@ -127,4 +130,11 @@ done
 expect_eq "five launches ran" "${#lat[@]}" "5"
 echo "launch latency (ms, srun start to the command on node2): ${lat[*]};" \
     "median $(printf '%s\n' "${lat[@]}" | sort -n | sed -n 3p)"
+
+# 5. slurmctld away: finding leftovers fails, saying so
+lab ctl stop
+t0=$(now_ms)
+expect_fails "leftovers without slurmctld" "$TOOL" leftovers
+expect_contains "names what failed" "$(cat "$WORK/out")" "Slurm: reading the jobs: "
+echo "leftovers failed $(($(now_ms) - t0)) ms after asking a stopped slurmctld"
 finish
