@@ -88,6 +88,7 @@ wait_until 30 output_is RUNNING job_state 1
 wait_until 30 output_is RUNNING job_state 2
 srun1=$(cat "$SHARED/srun-1.pid")
 kill -KILL "$tool1"
+t_kill=$(now_ms)
 kill -KILL "$(cat "$SHARED/srun-2.pid")"
 wait_until 20 gone "$tool1"
 wait_until 20 gone "$tool2"
@@ -96,7 +97,11 @@ sbatch -Q -J "other-$EXEC" -w node1 -o /dev/null --chdir=/ --wrap '/bin/sleep 60
 wait_until 30 output_is RUNNING squeue -h -n "loom:$EXEC-sb:0" -o %T
 wait_until 30 output_is RUNNING squeue -h -n "other-$EXEC" -o %T
 expect_eq "the orphaned srun's job runs on" "$(job_state 1)" "RUNNING"
-echo "the job of srun killed with SIGKILL: '$(job_state 2)'"
+not_running() { [ "$(job_state "$1")" != RUNNING ]; }
+wait_until 20 not_running 2
+expect_eq "srun killed with SIGKILL: Slurm ends its job itself" \
+    "$(job_state 2 | grep -v COMPLETING)" ""
+echo "srun's SIGKILL: its job '$(job_state 2)' $(($(now_ms) - t_kill)) ms after it"
 job1=$(squeue -h -n "loom:$EXEC:1" -o %i)
 expect_eq "the leftover of an exec" "$("$TOOL" leftovers --exec-id "$EXEC" | grep ":1 ")" \
     "$job1 loom:$EXEC:1 200001 RUNNING node2"
