@@ -63,6 +63,8 @@ expect_contains "srun's command line exports the name" "$cmdline" "--export=LOOM
 expect_not_contains "and never the value" "$cmdline" "$secret"
 expect_not_contains "nor does ps show it" "$(ps -ww -o args= -p "$srun0")" "$secret"
 expect_eq "srun runs as the account once the job is granted" "$(stat -c %u "/proc/$srun0")" "200001"
+expect_eq "its environment (the value) is root's alone to read" \
+    "$(stat -c '%u %a' "/proc/$srun0/environ")" "0 400"
 expect_eq "squeue shows the worker by name, owner and node" \
     "$(squeue -h -n "loom:$EXEC:0" -o '%j %U %N %T')" "loom:$EXEC:0 200001 node2 RUNNING"
 
