@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sched/slurm_step.h"
 #include "util/log.h"
 
 #ifndef LOOM_HAVE_SLURM
@@ -126,22 +127,21 @@ loom_error *slurm_source_open(const char *conf, const char *partition, uint32_t 
     const char *path = conf && conf[0] ? conf : getenv("SLURM_CONF");
     if (!path || !path[0])
         path = "/etc/slurm/slurm.conf";
-    /* libslurm exits the process on a configuration it cannot read: look first. */
-    if (access(path, R_OK) != 0)
-        return loom_err(LOOM_E_NOT_FOUND,
-                        "--slurm %s: cannot read Slurm's configuration %s (%s): set SLURM_CONF "
-                        "or --slurm-conf FILE",
-                        partition, path, strerror(errno));
     if (strlen(partition) >= 128 || strlen(path) >= 4096)
         return loom_err(LOOM_E_LIMIT, "--slurm: a partition name under 128 bytes expected");
+    /* libslurm is shared with sched/slurm_step (one configuration a process). */
+    loom_error *ready = slurm_lib_acquire(path);
+    if (ready)
+        return loom_err_wrap(ready, "--slurm %s", partition);
     slurm_source *src = calloc(1, sizeof *src);
-    if (!src)
+    if (!src) {
+        slurm_lib_release();
         return loom_err(LOOM_E_INTERNAL, "--slurm: out of memory");
+    }
     snprintf(src->partition, sizeof src->partition, "%s", partition);
     snprintf(src->conf, sizeof src->conf, "%s", path);
     src->cpus_per_slot = cpus_per_slot;
     opened = true;
-    slurm_init(path);
     char *nodes = NULL;
     loom_error *e = partition_nodes(src, &nodes);
     free(nodes);
@@ -159,7 +159,7 @@ void slurm_source_close(slurm_source *src)
         return;
     free(src->seen);
     free(src);
-    slurm_fini();
+    slurm_lib_release();
 }
 
 const char *slurm_source_partition(const slurm_source *src) { return src->partition; }
