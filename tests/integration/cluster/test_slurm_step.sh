@@ -34,13 +34,17 @@ fi
 
 lab_up 2
 SHARED=$LOOM_LAB_SHARED
+# The nodes see the shared folder, not this machine's /tmp (where a build
+# may be): the tool runs on node1 from there.
+cp "$TOOL" "$SHARED/slurm_step_tool"
+NODE_TOOL=$SHARED/slurm_step_tool
 EXEC=it-$$
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 # step SLOT [run options] -- CMD...: the tool on node1, srun's pid in
 # $SHARED/srun-SLOT.pid, its output in $SHARED/out-SLOT.
 step() {
     local slot=$1; shift
-    lab exec node1 "$TOOL" run --node node2 --uid 200001 --gid 200001 --cpus 1 \
+    lab exec node1 "$NODE_TOOL" run --node node2 --uid 200001 --gid 200001 --cpus 1 \
         --exec-id "$EXEC" --slot "$slot" --chdir "$SHARED" --pid-file "$SHARED/srun-$slot.pid" "$@"
 }
 job_state() { squeue -h -n "loom:$EXEC:$1" -o %T; }
