@@ -82,13 +82,19 @@ static void sample_exec(api_history *h, followed_exec *f, int64_t now)
     if (loom_err_take(exec_describe(h->d->execs, EXEC_ADMIN, f->id, &v), NULL, 0) != LOOM_OK)
         return;
     const cJSON *t = v.training;
-    const cJSON *it = cJSON_GetObjectItemCaseSensitive(t, "iteration");
-    const cJSON *ep = cJSON_GetObjectItemCaseSensitive(t, "epoch");
-    const cJSON *loss = cJSON_GetObjectItemCaseSensitive(t, "trainLoss");
-    int epoch = cJSON_IsNumber(ep) ? ep->valueint + 1 : 0;
-    if (cJSON_IsNumber(it) && cJSON_IsNumber(loss) && (int64_t)it->valuedouble != f->iteration) {
+    /* every iteration's running loss since the last look (the trainer
+     * keeps the last ones), an exec that ended since included */
+    const cJSON *r;
+    cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(t, "recentLosses"))
+    {
+        const cJSON *it = cJSON_GetObjectItemCaseSensitive(r, "iteration");
+        const cJSON *ep = cJSON_GetObjectItemCaseSensitive(r, "epoch");
+        const cJSON *loss = cJSON_GetObjectItemCaseSensitive(r, "loss");
+        if (!cJSON_IsNumber(it) || !cJSON_IsNumber(loss) || (int64_t)it->valuedouble <= f->iteration)
+            continue;
         f->iteration = (int64_t)it->valuedouble;
-        add_metric(h, f->id, now, f->iteration, epoch, "train_loss", loss->valuedouble);
+        add_metric(h, f->id, now, f->iteration, cJSON_IsNumber(ep) ? ep->valueint + 1 : 0,
+                   "train_loss", loss->valuedouble);
     }
     const cJSON *done = cJSON_GetObjectItemCaseSensitive(t, "epochsDone");
     int n = cJSON_GetArraySize(done);

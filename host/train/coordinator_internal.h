@@ -104,6 +104,15 @@ typedef struct edt_members {
     int grew;                         /* this round's membership added workers */
 } edt_members;
 
+/* The running loss at each of the last iterations (progress.c), for a
+ * reader that looks now and then (the history) to miss none of them. */
+#define EDT_RECENT_LOSSES 64
+typedef struct edt_recent_loss {
+    uint64_t iteration;
+    uint32_t epoch;
+    double loss;
+} edt_recent_loss;
+
 /* Where training stands (progress.c). */
 typedef struct edt_progress {
     sampler smp;
@@ -116,6 +125,8 @@ typedef struct edt_progress {
     int epoch_clock_pending;
     double loss_sum, acc_sum; /* this epoch's, weighted by samples */
     uint64_t loss_n;
+    edt_recent_loss recent[EDT_RECENT_LOSSES]; /* a ring, newest at nrecent - 1 */
+    uint64_t nrecent;
     int have_acc;
     cJSON *epochs_done; /* [{epoch, samples, duplicates, expected, seconds, ...}] */
     cJSON *val_list;    /* val_dict_list.json */

@@ -112,6 +112,17 @@ void train_update_snapshot(edt_coordinator *c, int ended)
     }
     if (p->loss_n)
         cJSON_AddNumberToObject(o, "trainLoss", p->loss_sum / (double)p->loss_n);
+    /* the running loss at each of the last iterations, oldest first */
+    cJSON *recent = cJSON_AddArrayToObject(o, "recentLosses");
+    uint64_t first = p->nrecent > EDT_RECENT_LOSSES ? p->nrecent - EDT_RECENT_LOSSES : 0;
+    for (uint64_t k = first; recent && k < p->nrecent; k++) {
+        const edt_recent_loss *r = &p->recent[k % EDT_RECENT_LOSSES];
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddNumberToObject(e, "iteration", (double)r->iteration);
+        cJSON_AddNumberToObject(e, "epoch", r->epoch);
+        cJSON_AddNumberToObject(e, "loss", r->loss);
+        cJSON_AddItemToArray(recent, e);
+    }
     if (p->last_test)
         cJSON_AddItemToObject(o, "testMetrics", cJSON_Duplicate(p->last_test, 1));
     if (c->rc.copies) {
@@ -145,6 +156,9 @@ void train_add_metrics(edt_coordinator *c, const cJSON *train, uint64_t n)
     if (cJSON_IsNumber(loss)) {
         c->pr.loss_sum += loss->valuedouble * (double)n;
         c->pr.loss_n += n;
+        edt_recent_loss *r = &c->pr.recent[c->pr.nrecent++ % EDT_RECENT_LOSSES];
+        *r = (edt_recent_loss){.iteration = c->pr.iteration, .epoch = c->pr.epoch,
+                               .loss = c->pr.loss_sum / (double)c->pr.loss_n};
     }
     if (cJSON_IsNumber(acc)) {
         c->pr.acc_sum += acc->valuedouble * (double)n;

@@ -33,6 +33,10 @@ ID=$(curl -s -H "Authorization: Bearer $ALICE" -F "args=--exec-start edt --model
 expect_contains "alice's exec" "$ID" "alice"
 wait_for "$ID" 'v["state"] == "FINISHED"' 180 || fail "the exec did not finish: $(view "$ID" | head -c 400)"
 
+# The finished exec keeps its last iterations' running losses, so a history
+# that looked last before the end (once a second) misses none of them.
+recent=$(view "$ID" | python3 -c 'import json,sys; t=json.load(sys.stdin)["training"]; r=t.get("recentLosses",[]); print(len(r) > 0 and r[-1]["iteration"] == t["iteration"])')
+expect_eq "the finished exec's last iterations' losses" "$recent" "True"
 epochs_written() {
     as "$ALICE" "/loom/v1/history/execs/$ID/metrics" | sed 's/^[0-9]* //' |
         python3 -c 'import json,sys; print(sum(p["name"] == "epoch_train_loss" for p in json.load(sys.stdin)["points"]))'
