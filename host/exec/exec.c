@@ -57,6 +57,9 @@ void exec_free_running(running_exec *r)
     if (!r)
         return;
     launch_plan_free(&r->plan);
+    strings_free(r->launch_in.args);
+    strings_free(r->worker_nodes);
+    free(r->launch_in.model_main);
     strings_free(r->msd_env);
     free(r->workers);
     proc_group_destroy(&r->group);
@@ -109,11 +112,12 @@ static void start_granted_locked(exec_service *es, running_exec *r, const int32_
 {
     char node[64];
     loom_error *err = NULL;
-    /* Devices of a Slurm node are not this machine's: running there would
-     * run here by mistake, on another machine's indices. */
-    if (sched_service_job_node(es->sched, r->rec.id, node, sizeof node))
+    /* A launch-style exec's workers start on their Slurm nodes
+     * (exec_nodes.c); an elastic trainer's cannot yet, and running them
+     * here would run them on another machine's indices. */
+    if (r->job && sched_service_job_node(es->sched, r->rec.id, node, sizeof node))
         err = loom_err(LOOM_E_UNSUPPORTED,
-                       "exec %s was given devices of Slurm node %s: placing work on Slurm "
+                       "exec %s was given devices of Slurm node %s: elastic training on Slurm "
                        "nodes is not supported yet",
                        r->rec.id, node);
     else
@@ -572,33 +576,20 @@ loom_error *exec_prepare(exec_service *es, const exec_submission *sub, dlicmd *d
     }
     /* Ask the adapter for the processes before anything is stored: a plan
      * it refuses is the submitter's error (LOOM_E_INVALID), not a failed exec. */
-    loom_launch_request req = {
-        .struct_size = sizeof req,
-        .num_workers = (uint32_t)d->num_worker,
-        .worker_device_num = (uint32_t)d->worker_device_num,
-        .master_port = (uint32_t)reserve_port(),
-        .exec_id = rec->id,
-        .code_dir = r->code_dir,
-        .model_main = d->model_main,
-        .data_dir = r->data_dir,
-        .result_dir = rec->result_dir,
-        .log_dir = r->log_dir,
-        .device_type = device_kind_text(d->device_type), /* the SDK's words */
-        .master_addr = "127.0.0.1",
-        .args = (const char *const *)d->args,
-        .arg_count = (uint32_t)d->arg_count,
-        .msd_env_count = (uint32_t)d->msd_env_count,
-        .msd_env = (const char *const *)d->msd_env,
-    };
-    launch_plan_init(&r->plan);
-    /* The adapter's code runs in a plugin-host child, never here. */
-    char binary[PATH_MAX], output[PATH_MAX + 32];
-    fs_self_exe(binary, sizeof binary);
-    snprintf(output, sizeof output, "%s/plan-launch.log", r->log_dir);
-    launch_remote_spec spec = {.binary = binary, .plugin_path = fw->path, .name = fw->name,
-                               .output = output, .owner = rec->user, .owner_id = rec->user_id,
-                               .exec_dir = rec->result_dir};
-    e = launch_plan_remote(&spec, &req, &r->plan.sink);
+    launch_inputs *in = &r->launch_in;
+    snprintf(in->fw_path, sizeof in->fw_path, "%s", fw->path);
+    snprintf(in->fw_name, sizeof in->fw_name, "%s", fw->name);
+    in->args = strings_copy((const char *const *)d->args, (uint32_t)d->arg_count);
+    in->nargs = (uint32_t)d->arg_count;
+    in->model_main = d->model_main ? strdup(d->model_main) : NULL;
+    in->num_workers = (uint32_t)d->num_worker;
+    in->worker_device_num = (uint32_t)d->worker_device_num;
+    in->master_port = (uint32_t)reserve_port();
+    in->device_type = device_kind_text(d->device_type); /* the SDK's words */
+    if (!in->args || (d->model_main && !in->model_main))
+        return loom_err(LOOM_E_INTERNAL, "out of memory");
+    r->msd_env = strings_copy((const char *const *)d->msd_env, (uint32_t)d->msd_env_count);
+    e = launch_plan_make(r, NULL);
     if (!e && r->plan.count == 0)
         e = loom_err(LOOM_E_INVALID, "the framework planned no worker");
     if (e) {
@@ -609,7 +600,6 @@ loom_error *exec_prepare(exec_service *es, const exec_submission *sub, dlicmd *d
                                code == LOOM_E_INVALID || code == LOOM_E_NOT_FOUND ? LOOM_E_INVALID
                                                                                  : LOOM_E_INTERNAL);
     }
-    r->msd_env = strings_copy((const char *const *)d->msd_env, (uint32_t)d->msd_env_count);
     r->worker_device_num = d->worker_device_num;
     r->gpu = d->device_type == DEVICE_KIND_GPU;
     rec->num_workers = r->plan.count;

@@ -35,6 +35,19 @@ typedef struct launch_plan {
     int count;
 } launch_plan;
 
+/* What a launch-style exec's plan is made from: kept, so that an exec
+ * whose devices are on Slurm nodes is planned again with its workers'
+ * nodes (loom_launch_request.worker_nodes) when they are granted. */
+typedef struct launch_inputs {
+    char fw_path[PATH_MAX];
+    char fw_name[LOOM_NAME_MAX];
+    char **args;       /* NULL-terminated copy */
+    uint32_t nargs;
+    char *model_main;  /* NULL: none */
+    uint32_t num_workers, worker_device_num, master_port;
+    const char *device_type; /* the SDK's words: static */
+} launch_inputs;
+
 /* The most devices one exec is given. */
 #define EXEC_MAX_DEVICES 4096
 
@@ -51,6 +64,8 @@ typedef struct running_exec {
     int elastic;
     /* launch style */
     launch_plan plan;
+    launch_inputs launch_in;
+    char **worker_nodes; /* each worker's Slurm node; NULL on this machine */
     char **msd_env;   /* NULL-terminated copy */
     char code_dir[PATH_MAX], log_dir[PATH_MAX], data_dir[PATH_MAX];
     int worker_device_num;
@@ -164,6 +179,19 @@ loom_error *exec_check_queue_bound(exec_service *es, const char *user, int64_t u
 /* exec_launch.c */
 void launch_plan_init(launch_plan *p);
 void launch_plan_free(launch_plan *p);
+/* Asks the framework (in a plugin-host child) for r's workers into
+ * r->plan, from r->launch_in; worker_nodes NULL on one machine, else each
+ * worker's node (master_addr then the first's). */
+loom_error *launch_plan_make(running_exec *r, const char *const *worker_nodes);
+/* exec_nodes.c: when r's `ndev` devices are on Slurm nodes (*on_nodes),
+ * each worker's node into r->worker_nodes and the plan made again with
+ * them; refused without a shared folder (--shared-dir). */
+loom_error *exec_nodes_place(exec_service *es, running_exec *r, int ndev, int *on_nodes);
+/* Starts worker `worker` on its node: srun, the host's child, with `spec`'s
+ * fds, group and limits; envp is the worker's environment. */
+struct spawn_spec;
+loom_error *exec_nodes_spawn(running_exec *r, int worker, char **envp, const char *cwd,
+                             struct spawn_spec *spec, pid_t *pid);
 /* Starts the planned workers on the given devices (CUDA ordinals, or CPU
  * slots); on failure nothing is left running. Call with es->lock. */
 loom_error *launch_start(exec_service *es, running_exec *r, const int32_t *device_index,

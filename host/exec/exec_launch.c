@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "exec/exec_internal.h"
+#include "plugin/launch_remote.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/job_env.h"
@@ -97,6 +98,43 @@ void launch_plan_free(launch_plan *p)
     p->count = 0;
 }
 
+loom_error *launch_plan_make(running_exec *r, const char *const *worker_nodes)
+{
+    const launch_inputs *in = &r->launch_in;
+    uint32_t nenv = 0;
+    while (r->msd_env && r->msd_env[nenv])
+        nenv++;
+    loom_launch_request req = {
+        .struct_size = sizeof req,
+        .num_workers = in->num_workers,
+        .worker_device_num = in->worker_device_num,
+        .master_port = in->master_port,
+        .exec_id = r->rec.id,
+        .code_dir = r->code_dir,
+        .model_main = in->model_main,
+        .data_dir = r->data_dir,
+        .result_dir = r->rec.result_dir,
+        .log_dir = r->log_dir,
+        .device_type = in->device_type,
+        .master_addr = worker_nodes ? worker_nodes[0] : "127.0.0.1",
+        .args = (const char *const *)in->args,
+        .arg_count = in->nargs,
+        .msd_env_count = nenv,
+        .msd_env = (const char *const *)r->msd_env,
+        .worker_nodes = worker_nodes,
+    };
+    launch_plan_free(&r->plan);
+    launch_plan_init(&r->plan);
+    /* The adapter's code runs in a plugin-host child, never here. */
+    char binary[PATH_MAX], output[PATH_MAX + 32];
+    fs_self_exe(binary, sizeof binary);
+    snprintf(output, sizeof output, "%s/plan-launch.log", r->log_dir);
+    launch_remote_spec spec = {.binary = binary, .plugin_path = in->fw_path, .name = in->fw_name,
+                               .output = output, .owner = r->rec.user,
+                               .owner_id = r->rec.user_id, .exec_dir = r->rec.result_dir};
+    return launch_plan_remote(&spec, &req, &r->plan.sink);
+}
+
 /* The Python a launch-style job runs where its plan says plain `python3`:
  * the job's own (--msd-env PYTHON=PATH), else the host's (loom serve
  * --python), else NULL: the first python3 on the job's PATH. */
@@ -156,6 +194,10 @@ loom_error *launch_start(exec_service *es, running_exec *r, const int32_t *devic
 {
     /* The jobs' FABRIC_HOME is loom's installed files, not the host's home. */
     store_exec *rec = &r->rec;
+    int on_nodes = 0; /* its devices are on Slurm nodes (exec_nodes.c) */
+    loom_error *err = exec_nodes_place(es, r, ndev, &on_nodes);
+    if (err)
+        return err;
     r->nworkers = r->plan.count;
     r->workers = calloc((size_t)r->nworkers, sizeof *r->workers);
     if (!r->workers)
@@ -177,7 +219,7 @@ loom_error *launch_start(exec_service *es, running_exec *r, const int32_t *devic
     /* The exec folder is the job's to change: its logs are made and opened
      * beneath it, never by path. */
     int root = -1;
-    loom_error *err = utree_root(rec->result_dir, &root);
+    err = utree_root(rec->result_dir, &root);
     if (!err)
         err = proc_group_create(&r->group, kind, &cg);
     rec->pgid = 0;
@@ -224,9 +266,11 @@ loom_error *launch_start(exec_service *es, running_exec *r, const int32_t *devic
         job_sandbox_held held = {.env_fd = -1};
         job_sandbox_job box = {.user = rec->user, .user_id = rec->user_id, .exec_dir = rec->result_dir, .data_dir = r->data_dir};
         pid_t pid = -1;
-        err = envp ? job_sandbox_confine_spec(&box, &spec, &held)
-                   : loom_err(LOOM_E_INTERNAL, "out of memory");
-        if (!err)
+        if (!envp)
+            err = loom_err(LOOM_E_INTERNAL, "out of memory");
+        else if (on_nodes) /* srun, which runs it on its node as the user's account */
+            err = exec_nodes_spawn(r, i, envp, spec.cwd, &spec, &pid);
+        else if (!(err = job_sandbox_confine_spec(&box, &spec, &held)))
             err = spawn_process(&spec, &pid);
         job_sandbox_release(&held);
         job_env_free(envp);

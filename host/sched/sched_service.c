@@ -261,6 +261,23 @@ static loom_error *slurm_inventory_start(sched_service *ss, const sched_service_
     return NULL;
 }
 
+int sched_service_job_device_nodes(sched_service *ss, const char *id,
+                                   char (*nodes)[SLURM_NODE_NAME_MAX], int cap)
+{
+    pthread_mutex_lock(&ss->lock);
+    sched_job_info j;
+    sched_device_info d;
+    int n = -1;
+    if (sched_get_job(ss->core, id, &j)) {
+        n = j.count;
+        for (int32_t i = 0; i < j.count && i < cap; i++)
+            snprintf(nodes[i], SLURM_NODE_NAME_MAX, "%s",
+                     sched_device(ss->core, j.devices[i], &d) && d.node ? d.node : "");
+    }
+    pthread_mutex_unlock(&ss->lock);
+    return n;
+}
+
 bool sched_service_job_node(sched_service *ss, const char *id, char *node, size_t len)
 {
     pthread_mutex_lock(&ss->lock);

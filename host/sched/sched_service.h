@@ -209,8 +209,12 @@ void sched_service_keep_node_out(sched_service *ss, const char *node, const char
  * stay. What the Slurm watcher does at each read. */
 loom_error *sched_service_sync_devices(sched_service *ss, const slurm_device *devs, size_t n);
 /* Whether job `id` holds a device on another machine (a Slurm node): the
- * first such node's name is copied to node. Work is placed only on this
- * machine for now, so such a job cannot start. */
+ * first such node's name is copied to node. */
 bool sched_service_job_node(sched_service *ss, const char *id, char *node, size_t len);
+/* The node of each of job `id`'s devices, in the order sched_service_job_devices
+ * gives them ("" for this machine's), up to `cap`; returns how many devices
+ * it holds, -1 when it is unknown. */
+int sched_service_job_device_nodes(sched_service *ss, const char *id,
+                                   char (*nodes)[SLURM_NODE_NAME_MAX], int cap);
 
 #endif

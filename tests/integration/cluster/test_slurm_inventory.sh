@@ -49,7 +49,8 @@ expect_eq "node2's CPU slots" "$(slots_on node2 cpu)" "2"
 expect_eq "nothing local" "$(slots_on local)" "0"
 expect_contains "the table names the nodes" "$("$LOOM" slots)" "node2"
 
-# Work is not placed on Slurm nodes yet: refused, not run on this machine.
+# An exec on Slurm nodes needs the shared folder: refused without it, never
+# run on this machine (test_slurm_launch.sh runs one on the nodes).
 mkdir -p "$WORK/model"
 printf '#!/bin/sh\necho ran > "$RESULT_DIR/ran"\n' > "$WORK/model/run.sh"
 chmod +x "$WORK/model/run.sh"
@@ -57,8 +58,8 @@ out=$("$LOOM" exec start --exec-start command --model-dir "$WORK/model" --model-
 id=$(echo "$out" | grep -o 'admin-[0-9]*-[0-9]*' | head -n1)
 exec_message() { "$LOOM" exec view "$id" | awk '$1 == "message" {$1 = ""; print}'; }
 wait_until 20 output_is "ERROR" sh -c "'$LOOM' exec view '$id' | awk '\$1 == \"state\" {print \$2}'"
-expect_contains "an exec on Slurm devices is refused" "$(exec_message)" \
-    "placing work on Slurm nodes is not supported yet"
+expect_contains "an exec on Slurm devices is refused without --shared-dir" "$(exec_message)" \
+    "its folder must be on a folder every node mounts (loom serve --shared-dir DIR)"
 expect_eq "the exec's devices are free again" "$("$LOOM" --json slots | grep -c "\"$id\"")" "0"
 # Nor are a model's kernel instances.
 # (kernel.gpu "exclusive": a GPU each, here node1's; "no" runs beside the

@@ -1,0 +1,155 @@
+/* exec/exec_nodes.c - launch-style execs whose devices are on Slurm nodes:
+ * the framework plans the workers again with each one's node (ranks on a
+ * node consecutive, as the scheduler granted them), and each worker starts
+ * as one Slurm job on its node through srun (sched/slurm_step.h), run by
+ * the host under the loom user's account there. srun stays the host's
+ * child for the worker's life: its exit status is the worker's, its
+ * output the worker's log, and ending it ends the Slurm job. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "exec/exec_internal.h"
+#include "sched/slurm_step.h"
+#include "util/job_sandbox.h"
+#include "util/spawn.h"
+
+loom_error *exec_nodes_place(exec_service *es, running_exec *r, int ndev, int *on_nodes)
+{
+    *on_nodes = 0;
+    char(*nodes)[SLURM_NODE_NAME_MAX] = calloc((size_t)(ndev > 0 ? ndev : 1), sizeof *nodes);
+    if (!nodes)
+        return loom_err(LOOM_E_INTERNAL, "out of memory");
+    int n = sched_service_job_device_nodes(es->sched, r->rec.id, nodes, ndev);
+    for (int i = 0; i < n && i < ndev; i++)
+        *on_nodes |= nodes[i][0] != 0;
+    loom_error *e = NULL;
+    int per = r->worker_device_num > 0 ? r->worker_device_num : 1;
+    if (*on_nodes && !es->state_home[0])
+        e = loom_err(LOOM_E_UNSUPPORTED,
+                     "exec %s was given devices of Slurm node %s: its folder must be on a "
+                     "folder every node mounts (loom serve --shared-dir DIR)",
+                     r->rec.id, nodes[0]);
+    else if (*on_nodes && n < r->plan.count * per)
+        e = loom_err(LOOM_E_INTERNAL, "exec %s: %d device(s) for %d worker(s) of %d", r->rec.id,
+                     n, r->plan.count, per);
+    if (*on_nodes && !e) {
+        strings_free(r->worker_nodes);
+        r->worker_nodes = calloc((size_t)r->plan.count + 1, sizeof *r->worker_nodes);
+        for (int w = 0; r->worker_nodes && w < r->plan.count; w++)
+            r->worker_nodes[w] = strdup(nodes[w * per][0] ? nodes[w * per] : "");
+        if (!r->worker_nodes)
+            e = loom_err(LOOM_E_INTERNAL, "out of memory");
+        int planned = r->plan.count;
+        if (!e)
+            e = launch_plan_make(r, (const char *const *)r->worker_nodes);
+        if (!e && r->plan.count != planned)
+            e = loom_err(LOOM_E_INTERNAL,
+                         "the framework planned %d worker(s) across nodes, %d on one machine",
+                         r->plan.count, planned);
+        if (e)
+            e = loom_err_wrap(e, "planning exec %s's workers on their nodes", r->rec.id);
+    }
+    free(nodes);
+    return e;
+}
+
+/* The names of envp's entries, NULL-terminated, into names (borrowing
+ * nothing: each is a copy); false when out of memory or over the limit. */
+static int export_names(char **envp, char **names, size_t cap)
+{
+    size_t n = 0;
+    for (; envp[n]; n++) {
+        const char *eq = strchr(envp[n], '=');
+        if (n + 1 >= cap || !eq || !(names[n] = strndup(envp[n], (size_t)(eq - envp[n]))))
+            return 0;
+    }
+    names[n] = NULL;
+    return 1;
+}
+
+/* argv[0] as a path the node can run: absolute as it is, relative to the
+ * worker's folder when it has a slash, else searched in the job's PATH. */
+static int absolute_program(const char *prog, const char *cwd, char *const *envp, char *out,
+                            size_t len)
+{
+    if (prog[0] == '/')
+        return snprintf(out, len, "%s", prog) < (int)len;
+    if (strchr(prog, '/'))
+        return snprintf(out, len, "%s/%s", cwd, prog) < (int)len;
+    const char *path = "/usr/local/bin:/usr/bin:/bin";
+    for (char *const *e = envp; *e; e++)
+        if (!strncmp(*e, "PATH=", 5))
+            path = *e + 5;
+    for (const char *p = path; *p;) {
+        size_t n = strcspn(p, ":");
+        if (n && snprintf(out, len, "%.*s/%s", (int)n, p, prog) < (int)len &&
+            access(out, X_OK) == 0)
+            return 1;
+        p += n + (p[n] == ':');
+    }
+    return 0;
+}
+
+loom_error *exec_nodes_spawn(running_exec *r, int worker, char **envp, const char *cwd,
+                             spawn_spec *spec, pid_t *pid)
+{
+    const store_exec *rec = &r->rec;
+    uid_t uid;
+    gid_t gid;
+    loom_error *e = job_sandbox_account(rec->user, rec->user_id, &uid, &gid);
+    if (e)
+        return loom_err_wrap(e, "the account of %s's workers on Slurm nodes", rec->user);
+    char *names[SLURM_STEP_EXPORTS_MAX + 1] = {0};
+    char program[PATH_MAX];
+    char **worker_argv = r->plan.workers[worker].argv;
+    if (!export_names(envp, names, sizeof names / sizeof *names))
+        e = loom_err(LOOM_E_LIMIT, "worker %d: more than %d environment entries for a Slurm node",
+                     worker, SLURM_STEP_EXPORTS_MAX);
+    else if (!absolute_program(worker_argv[0], cwd, envp, program, sizeof program))
+        e = loom_err(LOOM_E_INVALID, "worker %d: cannot find '%s' to run on node %s", worker,
+                     worker_argv[0], r->worker_nodes[worker]);
+    char *saved = worker_argv[0];
+    char **srun = NULL;
+    if (!e) {
+        worker_argv[0] = program;
+        int per = r->worker_device_num > 0 ? r->worker_device_num : 1;
+        slurm_step_spec s = {.node = r->worker_nodes[worker], .uid = uid, .gid = gid,
+                             .cpus = (uint32_t)per, .gpus = r->gpu ? (uint32_t)per : 0,
+                             .exec_id = rec->id, .slot = (uint32_t)worker,
+                             .exports = (const char *const *)names, .chdir = cwd,
+                             .argv = (const char *const *)worker_argv};
+        e = slurm_step_argv(&s, &srun);
+        worker_argv[0] = saved;
+    }
+    if (!e) {
+        /* srun's own environment: the worker's values (exported by name)
+         * and Slurm's configuration, as the host was given it */
+        const char *conf = getenv("SLURM_CONF");
+        size_t n = 0;
+        while (envp[n])
+            n++;
+        char **srun_env = calloc(n + 2, sizeof *srun_env);
+        char conf_entry[PATH_MAX + 16];
+        if (!srun_env)
+            e = loom_err(LOOM_E_INTERNAL, "out of memory");
+        for (size_t i = 0; srun_env && i < n; i++)
+            srun_env[i] = envp[i];
+        if (srun_env && conf) {
+            snprintf(conf_entry, sizeof conf_entry, "SLURM_CONF=%s", conf);
+            srun_env[n] = conf_entry;
+        }
+        if (!e) {
+            spec->argv = srun;
+            spec->envp = srun_env;
+            spec->cwd = "/";
+            e = spawn_process(spec, pid);
+        }
+        free(srun_env);
+    }
+    slurm_step_argv_free(srun);
+    for (size_t i = 0; names[i]; i++)
+        free(names[i]);
+    return e;
+}

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# A launch-style exec on a 2-node Slurm lab (2 CPU slots each): the host
+# runs on node1 (a login node: srun --uid needs the accounts where it runs)
+# with --slurm and --shared-dir; an exec of 3 workers is placed 2 on one
+# node and 1 on the other, each worker one Slurm job run as the user's
+# account on its node, with RANK, LOCAL_RANK, LOCAL_WORLD_SIZE and
+# NODE_RANK as torchrun sets them; it finishes, its output in its worker
+# logs, and no Slurm job is left. Without --shared-dir such an exec is
+# refused, saying why. (The lab's bridge is private: passwords over plain
+# HTTP there are allowed.) Skipped (77) where namespaces cannot be made.
+LOOM=$1
+BUILD=$2
+. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/lab_lib.sh"
+if [ "$lab_usable" = 0 ]; then
+    echo "SKIP: the Slurm lab: $LAB_WHY"; exit 77
+fi
+if ! "$LOOM" serve --help | grep -q -- "--slurm PARTITION"; then
+    echo "SKIP: this loom was built without libslurm"; exit 77
+fi
+lab_up 2
+SHARED=$LOOM_LAB_SHARED
+chmod 0711 "$LOOM_LAB_DIR" "$SHARED"
+# loom as a site installs it on its login node: where the nodes see it too
+mkdir -p "$SHARED/loom/bin" "$SHARED/loom/lib/loom" "$SHARED/files"
+cp "$LOOM" "$SHARED/loom/bin/loom"
+cp -r "$BUILD/lib/loom/plugins" "$SHARED/loom/lib/loom/plugins"
+NODE1=$LOOM_LAB_NET.11
+export LOOM_HOME=$LOOM_LAB_DIR/home
+cp "$WORK/admin.pw" "$LOOM_LAB_DIR/admin.pw" # node1 sees the lab's folder, not $WORK
+host_up() { test -s "$LOOM_HOME/host" || ! kill -0 "$HOST_PID" 2>/dev/null; }
+start_on_node1() { # start_on_node1 [serve options]: the host on node1
+    rm -f "$LOOM_HOME/host"
+    # lab.sh execs nsenter, which execs loom: $! is the host itself
+    "$LAB_SH" exec node1 env LOOM_HOME="$LOOM_HOME" "$SHARED/loom/bin/loom" serve \
+        --listen "$NODE1:0" --admin-password-file "$LOOM_LAB_DIR/admin.pw" --slurm debug \
+        --allow-basic-over-http \
+        "$@" >"$WORK/serve.out" 2>&1 &
+    HOST_PID=$!
+    wait_until 60 host_up
+    test -s "$LOOM_HOME/host" || { fail "host on node1: $(cat "$WORK/serve.out")"; exit 1; }
+    URL=$(head -n1 "$LOOM_HOME/host")
+    echo "$ADMIN_PASSWORD" | "$LOOM" login -u admin --password-stdin >/dev/null || exit 1
+}
+mkdir -p "$WORK/model"
+cat > "$WORK/model/run.sh" <<'SH'
+#!/bin/sh
+echo "$(hostname) rank=$RANK local=$LOCAL_RANK of $LOCAL_WORLD_SIZE node=$NODE_RANK world=$WORLD_SIZE uid=$(id -u)"
+SH
+chmod +x "$WORK/model/run.sh"
+state_of() { "$LOOM" --json exec view "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])'; }
+submit() { "$LOOM" exec start --exec-start command --model-dir "$WORK/model" --model-main run.sh "$@" 2>&1 |
+           grep -o 'admin-[0-9]*-[0-9]*' | head -n1; }
+
+# ---- without a shared folder: refused, saying why
+start_on_node1
+id=$(submit)
+wait_until 60 output_is ERROR state_of "$id"
+expect_contains "without --shared-dir an exec on nodes is refused, saying why" \
+    "$("$LOOM" exec view "$id")" "loom serve --shared-dir DIR"
+stop_host
+
+# ---- with it: 3 workers, 2 + 1 over the nodes
+start_on_node1 --shared-dir "$SHARED/files"
+id=$(submit --numWorker 3)
+expect_contains "an exec of 3 workers" "$id" "admin-"
+wait_until 90 output_is FINISHED state_of "$id"
+expect_eq "it finished" "$(state_of "$id")" "FINISHED"
+dir=$SHARED/files/execs/$id/log
+got=$(for w in 0 1 2; do cat "$dir/worker-$w/stdout" 2>/dev/null; done)
+nodes=$(echo "$got" | awk '{print $1}' | tr '\n' ' ')
+case "$nodes" in
+"node1 node1 node2 " | "node2 node2 node1 ") pass ;;
+*) fail "workers 2 + 1 over the nodes, ranks consecutive per node: '$nodes' ($got, $(cat "$WORK/serve.out" | tail -5))" ;;
+esac
+expect_contains "rank 0: the first of 2 on its node" "$got" "rank=0 local=0 of 2 node=0 world=3 uid=200001"
+expect_contains "rank 1: the second there" "$got" "rank=1 local=1 of 2 node=0 world=3 uid=200001"
+expect_contains "rank 2: alone on the other node" "$got" "rank=2 local=0 of 1 node=1 world=3 uid=200001"
+expect_eq "no Slurm job left" "$(squeue -h -o %j | grep -c "^loom:$id:")" "0"
+stop_host
+finish
