@@ -189,6 +189,18 @@ static void close_pipe(int fds[2])
             close(fds[i]);
 }
 
+/* Worker i's CUDA_VISIBLE_DEVICES: its share of the exec's GPUs; none on CPU. */
+static void visible_devices(const running_exec *r, int i, const int32_t *device_index, int ndev,
+                            char *out, size_t len)
+{
+    int k = r->worker_device_num;
+    int used = snprintf(out, len, "CUDA_VISIBLE_DEVICES=");
+    if (r->gpu && device_index)
+        for (int d = i * k; d < (i + 1) * k && d < ndev; d++)
+            used += snprintf(out + used, len - (size_t)used, "%s%d", d > i * k ? "," : "",
+                             device_index[d]);
+}
+
 loom_error *launch_start(exec_service *es, running_exec *r, const int32_t *device_index,
                          int ndev)
 {
@@ -233,12 +245,7 @@ loom_error *launch_start(exec_service *es, running_exec *r, const int32_t *devic
         snprintf(err_path, sizeof err_path, "%s/stderr", wdir);
         /* GPU workers see their share of the exec's devices; CPU workers
          * see none. */
-        int k = r->worker_device_num;
-        int used = snprintf(job_env[5], sizeof job_env[5], "CUDA_VISIBLE_DEVICES=");
-        if (r->gpu && device_index)
-            for (int d = i * k; d < (i + 1) * k && d < ndev; d++)
-                used += snprintf(job_env[5] + used, sizeof job_env[5] - (size_t)used, "%s%d",
-                                 d > i * k ? "," : "", device_index[d]);
+        visible_devices(r, i, device_index, ndev, job_env[5], sizeof job_env[5]);
         char *job[8] = {job_env[0], job_env[1], job_env[2], job_env[3],
                         job_env[4], job_env[5], job_env[6], NULL};
         char *const *const layers[3] = {job, r->msd_env, r->plan.workers[i].env};
