@@ -21,6 +21,13 @@ export function table(caption, heads, rows) {
     el('table', {}, el('caption', { class: 'visually-hidden' }, caption), el('thead', {}, head), el('tbody', {}, rows)));
 }
 
+// A form control with its label (the label holds it: named for axe-core).
+export function field(id, label, input) {
+  input.id = id;
+  input.name = id;
+  return el('label', { for: id }, label, input);
+}
+
 export function facts(pairs) {
   return el('dl', { class: 'facts' }, pairs.flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v)]));
 }

@@ -2,14 +2,18 @@
 """Drives Debian's Chromium (headless, through chromium-driver and
 python3-selenium) against a live loom host: log on through the page, see
 the experiments page list an exec, its loss curve grow, the devices page
-and its timeline, the plans and models pages, Stop from the page,
-and the refusals a browser meets (a wrong password, another user's exec).
+and its timeline, the plans and models pages, Stop from the page, a model
+deployed from a zip, its profile edited (seen by `loom model view`),
+started, asked, stopped and undeployed, and the refusals a browser meets
+(a wrong password, another user's exec, a bad profile value).
 Screenshots of every page go to SHOTS. Prints one "ok: ..." or "FAIL: ..."
 line per check; exits 1 when any failed.
 
-   console_browser.py URL USER PASSWORD EXEC_ID OTHER_EXEC_ID SHOTS MODEL_ZIP
+   console_browser.py URL USER PASSWORD EXEC_ID OTHER_EXEC_ID SHOTS MODEL_ZIP SERVING_ZIP LOOM
 """
+import json
 import os
+import subprocess
 import sys
 
 from selenium.webdriver.common.by import By
@@ -19,7 +23,14 @@ from selenium.webdriver.support import expected_conditions as EC
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from console_driver import browser, check, failures, wait  # noqa: E402
 
-url, user, password, exec_id, other_exec, shots, model_zip = sys.argv[1:8]
+url, user, password, exec_id, other_exec, shots, model_zip, serving_zip, loom = sys.argv[1:10]
+
+
+def model_view(name):
+    """`loom --json model view NAME` (the test's administrator), or None."""
+    r = subprocess.run([loom, "--json", "model", "view", name], capture_output=True, text=True)
+    return json.loads(r.stdout) if r.returncode == 0 else None
+
 def text_of(d, css):
     els = d.find_elements(By.CSS_SELECTOR, css)
     return els[0].text if els else ""
@@ -167,9 +178,54 @@ try:
           len(d.find_elements(By.CSS_SELECTOR, "#parallel polyline")) == 4)
     shot(d, "tuning")
 
+    # Deploy from the page: a zip without model.json is refused as the host
+    # words it; the zip of echo-so's folder is deployed and its page opens.
+    d.get(url + "/console/#/models")
+    wait(d, 20, EC.presence_of_element_located((By.ID, "deploy-file")), "the deploy form")
+    check("every control of the deploy form is labelled (%s)" % unlabelled(d), not unlabelled(d))
+    d.find_element(By.ID, "deploy-file").send_keys(model_zip)
+    d.find_element(By.ID, "deploy-go").click()
+    refused = wait(d, 30, lambda d: "Refused" in text_of(d, "#status"), "a refused deploy")
+    check("a model directory without model.json is refused, the host's words shown (%s)" %
+          text_of(d, "#status"), bool(refused) and "model.json" in text_of(d, "#status"))
+    d.find_element(By.ID, "deploy-file").clear()
+    d.find_element(By.ID, "deploy-file").send_keys(serving_zip)
+    d.find_element(By.ID, "deploy-go").click()
+    opened = wait(d, 60, lambda d: d.current_url.endswith("#/models/echo-so"), "the deployed model's page")
+    check("a zip deployed from the page opens its model (%s, %s)" % (d.current_url, text_of(d, "#status")),
+          bool(opened))
+    check("the host has it", (model_view("echo-so") or {}).get("name") == "echo-so")
+    wait(d, 20, lambda d: text_of(d, "#model-state").startswith("stopped"), "the model's state")
+    shot(d, "model-deployed")
+
+    # Its profile from the form: kernel_max 2, seen by loom model view; 100
+    # (past 64) refused with the host's words.
+    check("every control of the profile form is labelled (%s)" % unlabelled(d), not unlabelled(d))
+    def set_max(v):
+        box = d.find_element(By.ID, "profile-kernel_max")
+        box.clear()
+        box.send_keys(v)
+        d.find_element(By.ID, "profile-save").click()
+    set_max("2")
+    saved = wait(d, 20, lambda d: "saved" in text_of(d, "#status"), "the profile saved")
+    policy = ((model_view("echo-so") or {}).get("profile") or {}).get("policy") or {}
+    check("kernel_max from the form is the model's (%s; loom model view: %s)" %
+          (text_of(d, "#status"), policy), bool(saved) and policy.get("kernel_max") == 2)
+    set_max("100")
+    refused = wait(d, 20, lambda d: "Refused" in text_of(d, "#status"), "a bad kernel_max refused")
+    check("kernel_max 100 is refused, the host's words shown (%s)" % text_of(d, "#status"),
+          bool(refused) and "kernel_max" in text_of(d, "#status"))
+    policy = ((model_view("echo-so") or {}).get("profile") or {}).get("policy") or {}
+    check("and the profile kept 2 (%s)" % policy, policy.get("kernel_max") == 2)
+    found = serious_violations(d)
+    check("axe-core: no serious or critical violation on the model page %s" % found, not found)
+    shot(d, "model-profile-refused")
+    d.set_window_size(375, 800)
+    check("no horizontal scroll at 375 px: the model page", no_horizontal_scroll(d))
+    d.set_window_size(1280, 800)
+
     # A model: started from the page, a request sent and answered (the
     # inference lane checks the cookie's CSRF token too), stopped.
-    d.get(url + "/console/#/models/echo-so")
     wait(d, 20, EC.element_to_be_clickable((By.ID, "model-start")), "the Start button").click()
     started = wait(d, 90, lambda d: text_of(d, "#model-state").startswith("started"), "the model serving")
     check("Start from the page serves the model (%s)" % text_of(d, "#model-state"), bool(started))
@@ -183,6 +239,16 @@ try:
     d.find_element(By.ID, "model-stop").click()
     stopped = wait(d, 60, lambda d: text_of(d, "#model-state").startswith("stopped"), "the model stopped")
     check("Stop from the page stops the model", bool(stopped))
+
+    # Undeploy, asked first.
+    d.find_element(By.ID, "model-undeploy").click()
+    asked = wait(d, 10, EC.visibility_of_element_located((By.ID, "model-undeploy-confirm")), "the question")
+    check("Undeploy asks first", asked is not None and model_view("echo-so") is not None)
+    asked.click()
+    gone = wait(d, 60, lambda d: d.current_url.endswith("#/models") and
+                not d.find_elements(By.CSS_SELECTOR, '#models tr[data-model="echo-so"]'), "the model undeployed")
+    check("Undeploy from the page removes the model (%s)" % text_of(d, "#status"),
+          bool(gone) and model_view("echo-so") is None)
 
     # Submit from the page: the host's own refusal shown, then an exec made.
     d.get(url + "/console/#/submit")

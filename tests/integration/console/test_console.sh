@@ -3,6 +3,8 @@
 # console_browser.py against a live host. An administrator logs on, sees a
 # native training exec in the experiments list and its loss curve grow, the
 # devices page; a wrong password and another user's exec are refused in the
+# page; a model is deployed from a zip of its folder, its profile edited
+# (a bad value refused), started, asked, stopped and undeployed from the
 # page; a CSRF-less POST with the session cookie and a cross-origin cookie
 # request are refused (curl). Screenshots stay in $WORK/shots, copied to
 # the build tree's console-shots/ for whoever looks after a run.
@@ -53,7 +55,10 @@ cat > "$WORK/task.json" <<'JSON'
                  {"name": "y", "type": "Discrete", "dataType": "INT", "discreteIntVal": [1, 2, 3]}]}
 JSON
 expect_ok "alice's tuning task" as_user alice alice-password "$LOOM" hpo submit "$WORK/task.json" --model-dir "$WORK/tune"
-expect_ok "alice deploys a model" as_user alice alice-password "$LOOM" model deploy -p "$BUILD/examples/serving/echo-so"
+# The serving example as a zip of its folder, deployed from the page.
+(cd "$BUILD/examples/serving" && python3 -c 'import os, sys, zipfile
+with zipfile.ZipFile(sys.argv[1], "w") as z:
+    for f in sorted(os.listdir("echo-so")): z.write("echo-so/" + f)' "$WORK/echo-so.zip")
 expect_ok "the tuning task ends" as_user alice alice-password "$LOOM" hpo wait console-tune --timeout 120
 [ -n "$ALICE_EXEC" ] && [ -n "$BOB_EXEC" ] || { fail "submissions: '$ALICE_EXEC' '$BOB_EXEC'"; finish; exit; }
 
@@ -82,13 +87,13 @@ if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ] || ! /usr/bin/py
 else
     mkdir -p "$WORK/shots"
     if /usr/bin/python3 "$(dirname "$0")/console_browser.py" "$URL" alice alice-password "$ALICE_EXEC" \
-           "$BOB_EXEC" "$WORK/shots" "$WORK/small.zip" > "$WORK/browser.out" 2>&1; then
+           "$BOB_EXEC" "$WORK/shots" "$WORK/small.zip" "$WORK/echo-so.zip" "$LOOM" > "$WORK/browser.out" 2>&1; then
         pass
     else
         fail "the browser's checks: $(grep -v '^ok:' "$WORK/browser.out" | tail -n 20)"
     fi
     cat "$WORK/browser.out"
-    for s in logon-refused experiments exec devices plans models exec-stopped submitted tuning model other-users-exec devices-375; do
+    for s in logon-refused experiments exec devices plans models exec-stopped submitted tuning model-deployed model-profile-refused model other-users-exec devices-375; do
         expect_eq "screenshot $s" "$(test -s "$WORK/shots/$s.png" && echo kept)" "kept"
     done
     if [ -n "$BUILD" ]; then
