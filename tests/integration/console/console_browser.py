@@ -4,12 +4,15 @@ python3-selenium) against a live loom host: log on through the page, see
 the experiments page list an exec, its loss curve grow, the devices page
 and its timeline, the plans and models pages, Stop from the page, a model
 deployed from a zip, its profile edited (seen by `loom model view`),
-started, asked, stopped and undeployed, and the refusals a browser meets
+started, asked, stopped and undeployed, a tuning task submitted from its
+JSON and a zip (a bad one refused as the CLI refuses it) and its
+experiments and plots filling, and the refusals a browser meets
 (a wrong password, another user's exec, a bad profile value).
 Screenshots of every page go to SHOTS. Prints one "ok: ..." or "FAIL: ..."
 line per check; exits 1 when any failed.
 
-   console_browser.py URL USER PASSWORD EXEC_ID OTHER_EXEC_ID SHOTS MODEL_ZIP SERVING_ZIP LOOM
+   console_browser.py URL USER PASSWORD EXEC_ID OTHER_EXEC_ID SHOTS MODEL_ZIP SERVING_ZIP LOOM \
+       TASK_JSON TASK_ZIP
 """
 import json
 import os
@@ -23,12 +26,15 @@ from selenium.webdriver.support import expected_conditions as EC
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from console_driver import browser, check, failures, wait  # noqa: E402
 
-url, user, password, exec_id, other_exec, shots, model_zip, serving_zip, loom = sys.argv[1:10]
+url, user, password, exec_id, other_exec, shots, model_zip, serving_zip, loom, task_json, task_zip = \
+    sys.argv[1:12]
 
 
 def model_view(name):
     """`loom --json model view NAME` (the test's administrator), or None."""
     r = subprocess.run([loom, "--json", "model", "view", name], capture_output=True, text=True)
+    if r.returncode != 0:
+        print("loom model view %s: %s" % (name, r.stderr.strip()), flush=True)
     return json.loads(r.stdout) if r.returncode == 0 else None
 
 def text_of(d, css):
@@ -164,16 +170,46 @@ try:
           bool(stopped) and "KILLED" in text_of(d, "#exec-summary"))
     shot(d, "exec-stopped")
 
-    # A tuning task: its experiments, the objective with the running best,
-    # and the parallel coordinates.
-    d.get(url + "/console/#/tuning/console-tune")
-    rows = wait(d, 30, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#task-experiments tr[data-experiment]")) == 4,
+    # A tuning task from the page: a bad one (an algorithm the host does not
+    # have) refused in the words the CLI prints for the same file; then the
+    # task's JSON from its file and the folder's zip, and its page opens.
+    d.get(url + "/console/#/tuning")
+    wait(d, 20, EC.presence_of_element_located((By.ID, "task-form")), "the task form")
+    check("every control of the task form is labelled (%s)" % unlabelled(d), not unlabelled(d))
+    check("the task is prefilled with a template", "hyperParams" in
+          d.find_element(By.ID, "task-json").get_attribute("value"))
+    bad = json.load(open(task_json))
+    bad["hpoName"], bad["algoDef"]["algorithm"] = "console-bad", "no-such-search"
+    bad_path = os.path.join(os.path.dirname(task_json), "bad-task.json")
+    json.dump(bad, open(bad_path, "w"))
+    cli = subprocess.run([loom, "hpo", "submit", bad_path, "--model-dir",
+                          os.path.join(os.path.dirname(task_zip), "tune")], capture_output=True, text=True)
+    d.execute_script("document.getElementById('task-json').value = arguments[0]", json.dumps(bad))
+    d.find_element(By.ID, "task-file").send_keys(task_zip)
+    d.find_element(By.ID, "task-go").click()
+    refused = wait(d, 30, lambda d: "Refused" in text_of(d, "#status"), "a refused task")
+    words = text_of(d, "#status").replace("Refused: ", "", 1)
+    check("a bad task is refused as the CLI refuses it (page: %s; CLI: %s)" % (words, cli.stderr.strip()),
+          bool(refused) and cli.returncode != 0 and words and words in cli.stderr)
+    shot(d, "tuning-refused")
+    d.find_element(By.ID, "task-json-file").send_keys(task_json)
+    wait(d, 10, lambda d: "console-tune" in d.find_element(By.ID, "task-json").get_attribute("value"),
+         "the task's file read into the form")
+    d.find_element(By.ID, "task-go").click()
+    made = wait(d, 60, lambda d: d.current_url.endswith("#/tuning/console-tune"), "the new task's page")
+    check("a task submitted from the page opens its page (%s, %s)" % (d.current_url, text_of(d, "#status")),
+          bool(made))
+
+    # Its experiments fill, the objective with the running best, and the
+    # parallel coordinates.
+    rows = wait(d, 180, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#task-experiments tr[data-experiment]")) == 4,
                 "the task's 4 experiments")
     check("the tuning page lists the task's experiments", bool(rows))
-    check("the objective is plotted with the best so far", d.execute_script(
+    plotted = wait(d, 180, lambda d: d.execute_script(
         "const c = window.Chart.getChart(document.getElementById('objective-chart'));"
         "const [o, b] = c.data.datasets; return o.data.length === 4 && b.data.length === 4 &&"
-        " b.data.every((p, i) => i === 0 || p.y <= b.data[i - 1].y)"))
+        " b.data.every((p, i) => i === 0 || p.y <= b.data[i - 1].y)"), "the 4 experiments' objective")
+    check("the objective is plotted with the best so far", bool(plotted))
     check("the parallel coordinates draw one line an experiment",
           len(d.find_elements(By.CSS_SELECTOR, "#parallel polyline")) == 4)
     shot(d, "tuning")
