@@ -53,6 +53,9 @@ const routes = [
 async function route() {
   if (stopPage) { stopPage(); stopPage = null; }
   say('');
+  // the next page says again how it is kept up to date
+  document.getElementById('updates').hidden = true;
+  delete document.documentElement.dataset.updates;
   const hash = location.hash || '#/execs';
   if (hash.startsWith('#/logon')) { showSession(); stopPage = logonPage(main); return; }
   if (!(await currentSession())) {

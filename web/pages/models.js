@@ -2,7 +2,8 @@
 // model directory deployed from a tar or a zip (with a profile or not);
 // for one, start and stop, its profile edited, undeploy, a request sent and
 // its answer, and its request rate and instances over the last hour from
-// the host's history. The host's refusals are shown as it words them.
+// the host's history. The host's refusals are shown as it words them. The
+// list and one model's state are live by the host's events.
 import { call, callForm } from '../api.js';
 import { el, table, poll, live, field } from '../util.js';
 import { onError, say } from '../app.js';
@@ -169,11 +170,15 @@ export function modelPage(main, name) {
                          n: { position: 'right', min: 0, ticks: { precision: 0 }, grid: { drawOnChartArea: false },
                               title: { display: true, text: 'instances' } } } },
   }) : null;
-  return poll(async () => {
-    const m = await call('GET', `${MODELS}/${encodeURIComponent(name)}`);
+  const path = `${MODELS}/${encodeURIComponent(name)}`;
+  const stopState = live('model', () => call('GET', path), async m => {
     state.textContent = `${m.state}: ${m.kernels.running} of ${m.kernels.target} instance(s), ` +
       `${m.requests.served} request(s) served` + (m.pendingReason ? ` (${m.pendingReason})` : '');
     if (!filled) { profile.fill(m.profile); filled = true; }
+  }, onError, { model: name });
+  // the history is written by the host's own sampler: polled, as on the
+  // devices page, so that the rate falls to 0 when requests stop
+  const stopHistory = poll(async () => {
     const now = Date.now();
     const h = await call('GET', `/loom/v1/history/models/${encodeURIComponent(name)}?from=${now - HOUR_MS}&to=${now}`);
     if (chart) {
@@ -186,4 +191,5 @@ export function modelPage(main, name) {
       ? `${last.requestsPerSecond.toFixed(1)} requests/s on ${last.instances} instance(s) at ${new Date(last.t).toLocaleTimeString()}`
       : 'no rate recorded in the last hour';
   }, onError);
+  return () => { stopState(); stopHistory(); };
 }

@@ -1,11 +1,11 @@
-// Tuning: every task (state, owner, progress), a task submitted from WMLA's
+// Tuning: every task (state, owner, progress; polled), a task submitted from WMLA's
 // task JSON and the model directory's archive, and one task: its
 // experiments (parameters, metric, state, link to the exec), the objective
 // against experiment number with the running best (Chart.js), and the
 // parameters against the metric as parallel coordinates (a small SVG of
-// the console's own: Chart.js has none).
+// the console's own: Chart.js has none), live by the task's events.
 import { call, callForm } from '../api.js';
-import { el, when, table, facts, poll, field } from '../util.js';
+import { el, when, table, facts, poll, live, field } from '../util.js';
 import { onError, say } from '../app.js';
 
 const HPO = '/platform/rest/deeplearning/v1/hypersearch';
@@ -132,8 +132,7 @@ export function tuningPage(main, name) {
                        el('h2', {}, 'Objective'), el('div', { class: 'chart' }, canvas),
                        el('h2', {}, 'Parameters against the objective'), pc);
   const chart = objectiveChart(canvas);
-  return poll(async () => {
-    const t = await call('GET', `${HPO}/${encodeURIComponent(name)}`);
+  return live('task', () => call('GET', `${HPO}/${encodeURIComponent(name)}`), async t => {
     const maximize = t.objective === 'maximize';
     summary.replaceChildren(facts([['State', t.state], ['Owner', t.creator], ['Algorithm', t.algorithm],
       ['Objective', `${t.objective} ${t.objectiveMetric}`], ['Progress', t.progress || '—'],
@@ -149,5 +148,5 @@ export function tuningPage(main, name) {
     const bestPts = pts.map(p => { best = best === null || (maximize ? p.y > best : p.y < best) ? p.y : best; return { x: p.x, y: best }; });
     if (chart) { chart.data.datasets[0].data = pts; chart.data.datasets[1].data = bestPts; chart.update(); }
     parallel(pc, list, t.objectiveMetric || 'metric', maximize);
-  }, onError);
+  }, onError, { task: name });
 }

@@ -82,6 +82,11 @@ def serious_violations(d):
     return found
 
 
+def updates(d):
+    """How the page is kept up to date: "events" or "poll"."""
+    return d.execute_script("return document.documentElement.dataset.updates")
+
+
 def no_horizontal_scroll(d):
     return d.execute_script(
         "return document.documentElement.scrollWidth <= window.innerWidth")
@@ -125,6 +130,7 @@ try:
     check("Chart.js drew on the canvas", d.execute_script(
         "return !!window.Chart && !!window.Chart.getChart(document.getElementById('loss-chart'))"))
     check("the exec's facts show", "Owner" in text_of(d, "#exec-summary"))
+    check("the exec page follows the host's event stream (%s)" % updates(d), updates(d) == "events")
     logged = wait(d, 30, lambda d: "epoch" in d.find_element(By.ID, "exec-log").get_attribute("textContent"),
                   "the training driver's log")
     check("the training driver's log is followed", bool(logged))
@@ -150,6 +156,8 @@ try:
     st = wait(d, 20, lambda d: "not found" in text_of(d, "#status").lower() or
               "no exec" in text_of(d, "#status").lower(), "another user's exec refused")
     check("another user's exec is not shown (%s)" % text_of(d, "#status"), bool(st))
+    check("its refused stream falls back to polling, said on the page (%s: %s)" %
+          (updates(d), text_of(d, "#updates")), updates(d) == "poll" and "refused" in text_of(d, "#updates"))
     shot(d, "other-users-exec")
 
     # Plans and models: the tables (the models page has no model here).
@@ -205,6 +213,7 @@ try:
     rows = wait(d, 180, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#task-experiments tr[data-experiment]")) == 4,
                 "the task's 4 experiments")
     check("the tuning page lists the task's experiments", bool(rows))
+    check("the task page follows the host's event stream (%s)" % updates(d), updates(d) == "events")
     plotted = wait(d, 180, lambda d: d.execute_script(
         "const c = window.Chart.getChart(document.getElementById('objective-chart'));"
         "const [o, b] = c.data.datasets; return o.data.length === 4 && b.data.length === 4 &&"
@@ -232,6 +241,8 @@ try:
           bool(opened))
     check("the host has it", (model_view("echo-so") or {}).get("name") == "echo-so")
     wait(d, 20, lambda d: text_of(d, "#model-state").startswith("stopped"), "the model's state")
+    check("the model page follows the host's event stream (%s)" % updates(d), updates(d) == "events")
+    check("and says nothing of polling", not d.find_element(By.ID, "updates").is_displayed())
     shot(d, "model-deployed")
 
     # Its profile from the form: kernel_max 2, seen by loom model view; 100

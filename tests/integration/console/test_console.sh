@@ -81,6 +81,17 @@ code=$(curl -s -o /dev/null -w '%{http_code}' -H "Cookie: loom_session=$SESSION"
        "$URL/platform/rest/deeplearning/v1/execs/$BOB_EXEC")
 expect_eq "another user's exec with the cookie" "$code" "404"
 
+# ---- a detail page's event stream: one item's, the user's own only
+sse() { # sse QUERY: 3 s of the stream (or its refusal) with alice's cookie
+    curl -s --max-time 3 -H "Cookie: loom_session=$SESSION" "$URL/loom/v1/events?$1"
+}
+expect_contains "an exec's own stream" "$(sse "exec=$ALICE_EXEC")" "event: exec"
+expect_contains "its data is the exec's view" "$(sse "exec=$ALICE_EXEC" | sed -n 's/^data: //p' | head -n1)" "\"id\":\"$ALICE_EXEC\""
+expect_eq "and not the lists" "$(sse "exec=$ALICE_EXEC" | grep -c '^event: \(slots\|execs\|models\)')" "0"
+expect_contains "another user's exec is refused" "$(sse "exec=$BOB_EXEC")" '"status":404'
+expect_contains "one subject a stream" "$(sse "exec=$ALICE_EXEC&task=console-tune")" "a stream follows one of exec, task or model"
+expect_contains "a subject past 255 bytes" "$(sse "model=$(printf 'm%.0s' $(seq 256))")" "model: expected a name of 1 to 255 bytes, got 256"
+
 # ---- the browser
 if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ] || ! /usr/bin/python3 -c 'import selenium' 2>/dev/null; then
     if [ -n "${CI:-}" ]; then
