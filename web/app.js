@@ -17,7 +17,12 @@ const status = document.getElementById('status');
 let session = null;
 let stopPage = null; // the current page's timers
 
-export function say(text) { status.textContent = text || ''; }
+// A message in the status line, brought into sight when a long page was
+// scrolled past it (a refusal of the form at the bottom shows).
+export function say(text) {
+  status.textContent = text || '';
+  if (text && status.getBoundingClientRect().bottom < 0) status.scrollIntoView({ block: 'nearest' });
+}
 
 function showSession() {
   document.getElementById('nav').hidden = !session;
