@@ -17,7 +17,12 @@ const status = document.getElementById('status');
 let session = null;
 let stopPage = null; // the current page's timers
 
-export function say(text) { status.textContent = text || ''; }
+// A message in the status line, brought into sight when a long page was
+// scrolled past it (a refusal of the form at the bottom shows).
+export function say(text) {
+  status.textContent = text || '';
+  if (text && status.getBoundingClientRect().bottom < 0) status.scrollIntoView({ block: 'nearest' });
+}
 
 function showSession() {
   document.getElementById('nav').hidden = !session;
@@ -53,6 +58,9 @@ const routes = [
 async function route() {
   if (stopPage) { stopPage(); stopPage = null; }
   say('');
+  // the next page says again how it is kept up to date
+  document.getElementById('updates').hidden = true;
+  delete document.documentElement.dataset.updates;
   const hash = location.hash || '#/execs';
   if (hash.startsWith('#/logon')) { showSession(); stopPage = logonPage(main); return; }
   if (!(await currentSession())) {

@@ -21,6 +21,13 @@ export function table(caption, heads, rows) {
     el('table', {}, el('caption', { class: 'visually-hidden' }, caption), el('thead', {}, head), el('tbody', {}, rows)));
 }
 
+// A form control with its label (the label holds it: named for axe-core).
+export function field(id, label, input) {
+  input.id = id;
+  input.name = id;
+  return el('label', { for: id }, label, input);
+}
+
 export function facts(pairs) {
   return el('dl', { class: 'facts' }, pairs.flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v)]));
 }
@@ -37,23 +44,34 @@ export function poll(fn, onErr) {
   return () => { stopped = true; clearTimeout(timer); };
 }
 
-// Runs render(data) with the host's latest `kind` (slots, execs, models):
-// pushed by its event stream (GET /loom/v1/events) when the browser has
-// EventSource, else, or once the stream is refused (the host's bound on
-// streams per user) or closed for good, fetched by fetchFn every 2 s.
-// <html data-updates> says which ("events" or "poll"). Returns the stop.
-export function live(kind, fetchFn, render, onErr) {
+// Runs render(data) with the host's latest `kind`: a list (slots, execs,
+// models) or, with a subject ({exec: ID}, {task: NAME} or {model: NAME}),
+// that one item (exec, task, model), pushed by the host's event stream
+// (GET /loom/v1/events) when the browser has EventSource, else, or once
+// the stream is refused (the host's bound on streams per user, or an item
+// the user may not see) or closed for good, fetched by fetchFn every 2 s,
+// which the page then says. <html data-updates> says which ("events" or
+// "poll"). Returns the stop.
+export function live(kind, fetchFn, render, onErr, subject) {
   let source = null, stopPoll = null, stopped = false;
-  const mode = m => { document.documentElement.dataset.updates = m; };
+  const note = document.getElementById('updates');
+  const mode = m => {
+    document.documentElement.dataset.updates = m;
+    note.textContent = m === 'poll' ? 'Live updates are off (refused by the host): this page asks every 2 s.' : '';
+    note.hidden = m !== 'poll';
+  };
   const fallback = () => {
     if (source) { source.close(); source = null; }
     if (!stopPoll && !stopped) { mode('poll'); stopPoll = poll(async () => render(await fetchFn()), onErr); }
   };
   if (typeof window.EventSource === 'function') {
-    source = new window.EventSource('/loom/v1/events');
+    const query = subject ? '?' + new URLSearchParams(subject).toString() : '';
+    source = new window.EventSource('/loom/v1/events' + query);
     mode('events');
+    // one render at a time, in order (a page's render may fetch more)
+    let chain = Promise.resolve();
     source.addEventListener(kind, ev => {
-      Promise.resolve().then(() => render(JSON.parse(ev.data))).catch(onErr);
+      chain = chain.then(() => render(JSON.parse(ev.data))).catch(onErr);
     });
     // a lost connection reconnects by itself; a refused one is CLOSED
     source.onerror = () => { if (source && source.readyState === window.EventSource.CLOSED) fallback(); };

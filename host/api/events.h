@@ -5,7 +5,8 @@
  * no server thread waits on it. One thread of the hub's, once a second,
  * renders each stream's events through the routes that serve them
  * (GET /loom/v1/slots, the execs list, the models list, with the stream's
- * user), sends those that changed, and a comment line after
+ * user; or, for a stream opened with ?exec=ID, ?task=NAME or ?model=NAME,
+ * that one item's GET route), sends those that changed, and a comment line after
  * EVENTS_KEEPALIVE_MS of silence; a stream whose client left is dropped at
  * the next round.
  */
@@ -22,6 +23,9 @@
  * (more: 429); its default and bound. */
 #define EVENTS_DEFAULT_STREAMS_PER_USER 4
 #define EVENTS_MAX_STREAMS_PER_USER 1000
+/* A detail page's stream (?exec=ID, ?task=NAME, ?model=NAME) follows that
+ * one item instead of the lists; its name is at most this less 1 bytes. */
+#define EVENTS_SUBJECT_MAX 256
 
 typedef struct api_events api_events;
 

@@ -11,20 +11,26 @@
 #include "http/credentials.h"
 #include "util/fs.h"
 
-/* An event kind: its name and the GET route whose reply it carries. */
+/* An event kind: its name, the GET route whose reply it carries and, for
+ * one exec, task or model (a detail page's), the query key naming it. */
 typedef struct event_kind {
     const char *name;
     const http_route *table;
     const size_t *count;
     const char *pattern;
+    const char *subject_key; /* NULL: a list, sent on a stream without a subject */
 } event_kind;
 
 static const event_kind kinds[] = {
-    {"slots", loom_sched_routes, &loom_sched_route_count, LOOM_ROUTE_SLOTS},
-    {"execs", loom_exec_routes, &loom_exec_route_count, LOOM_ROUTE_EXECS},
-    {"models", loom_infer_routes, &loom_infer_route_count, LOOM_ROUTE_MODELS},
+    {"slots", loom_sched_routes, &loom_sched_route_count, LOOM_ROUTE_SLOTS, NULL},
+    {"execs", loom_exec_routes, &loom_exec_route_count, LOOM_ROUTE_EXECS, NULL},
+    {"models", loom_infer_routes, &loom_infer_route_count, LOOM_ROUTE_MODELS, NULL},
+    {"exec", loom_exec_routes, &loom_exec_route_count, LOOM_ROUTE_EXECS "/{}", "exec"},
+    {"task", loom_hpo_routes, &loom_hpo_route_count, LOOM_ROUTE_HPO "/{}", "task"},
+    {"model", loom_infer_routes, &loom_infer_route_count, LOOM_ROUTE_MODELS "/{}", "model"},
 };
 #define NKINDS (sizeof kinds / sizeof *kinds)
+#define LISTS_ONLY NKINDS /* a subscriber's subject_kind without a subject */
 
 typedef struct subscriber {
     http_stream *stream;
@@ -34,6 +40,8 @@ typedef struct subscriber {
      * every round: logging off or its expiry ends the stream; "": Basic,
      * whose password was checked once, at the open */
     char token[HTTP_CRED_TOKEN_MAX];
+    size_t subject_kind;           /* the one kind it follows, or LISTS_ONLY */
+    char subject[EVENTS_SUBJECT_MAX]; /* that kind's exec id, task or model name */
     char *last[NKINDS]; /* each event's data as last sent */
     int64_t last_write_ms;
     struct subscriber *next;
@@ -64,20 +72,38 @@ static http_pending *no_defer(const http_request *req)
 }
 static const http_transport render_transport = {no_value, no_value, no_defer};
 
-/* Kind k's data for s: its route's 200 reply as s's user, or NULL. */
-static char *render(api_events *ev, size_t k, const subscriber *s)
+/* Kind k's reply for s: its route's, as s's user, about s's subject. */
+static void render_reply(api_events *ev, size_t k, const subscriber *s, http_response *res)
 {
     http_request req = {.method = "GET", .path = kinds[k].pattern, .transport = &render_transport,
                         .body = "", .is_admin = s->is_admin};
     snprintf(req.user_buf, sizeof req.user_buf, "%s", s->user);
     req.user = req.user_buf;
+    if (kinds[k].subject_key) {
+        _Static_assert(sizeof req.param_buf[0] >= EVENTS_SUBJECT_MAX, "a subject fits a parameter");
+        memcpy(req.param_buf[0], s->subject, sizeof s->subject);
+        req.params[0] = req.param_buf[0];
+        req.nparams = 1;
+    }
+    ev->handlers[k](ev->d, &req, res);
+}
+
+/* Kind k's data for s: its route's 200 reply, or NULL. */
+static char *render(api_events *ev, size_t k, const subscriber *s)
+{
     http_response res = {0};
-    ev->handlers[k](ev->d, &req, &res);
+    render_reply(ev, k, s, &res);
     if (res.status != 200 || !res.body) {
         free(res.body);
         return NULL;
     }
     return res.body; /* JSON on one line: fits a data: line */
+}
+
+/* A stream follows the lists, or one kind's subject. */
+static int follows(const subscriber *s, size_t k)
+{
+    return s->subject_kind == LISTS_ONLY ? !kinds[k].subject_key : s->subject_kind == k;
 }
 
 /* Sends what changed for s (or a keep-alive): -1 when its stream ended. */
@@ -93,6 +119,8 @@ static int update(api_events *ev, subscriber *s, int64_t now)
     }
     int sent = 0;
     for (size_t k = 0; k < NKINDS; k++) {
+        if (!follows(s, k))
+            continue;
         char *data = render(ev, k, s);
         if (!data || (s->last[k] && strcmp(s->last[k], data) == 0)) {
             free(data);
@@ -223,6 +251,38 @@ void api_events_stop(api_events *ev)
     free(ev);
 }
 
+/* The query's subject (?exec=ID, ?task=NAME or ?model=NAME: at most one),
+ * which the caller must be able to see now: its route's refusal (404 for
+ * another user's) is the stream's. */
+static loom_error *subject_of(api_events *ev, const http_request *req, subscriber *s,
+                              http_response *res)
+{
+    s->subject_kind = LISTS_ONLY;
+    for (size_t k = 0; k < NKINDS; k++) {
+        const char *v = kinds[k].subject_key ? http_query(req, kinds[k].subject_key) : NULL;
+        if (!v)
+            continue;
+        if (s->subject_kind != LISTS_ONLY)
+            return loom_err(LOOM_E_INVALID, "%s: a stream follows one of exec, task or model, "
+                            "not %s and %s", kinds[k].subject_key,
+                            kinds[s->subject_kind].subject_key, kinds[k].subject_key);
+        size_t len = strlen(v);
+        if (len == 0 || len >= sizeof s->subject)
+            return loom_err(LOOM_E_INVALID, "%s: expected a name of 1 to %zu bytes, got %zu",
+                            kinds[k].subject_key, sizeof s->subject - 1, len);
+        memcpy(s->subject, v, len + 1);
+        s->subject_kind = k;
+    }
+    if (s->subject_kind != LISTS_ONLY) {
+        render_reply(ev, s->subject_kind, s, res);
+        if (res->status != 200)
+            return NULL; /* res holds the route's refusal */
+        free(res->body);
+        *res = (http_response){0};
+    }
+    return NULL;
+}
+
 /* GET /loom/v1/events: a stream, within the caller's bound. */
 static void events(void *ctx, const http_request *req, http_response *res)
 {
@@ -239,6 +299,13 @@ static void events(void *ctx, const http_request *req, http_response *res)
     }
     snprintf(s->user, sizeof s->user, "%s", req->user);
     s->is_admin = req->is_admin;
+    loom_error *bad = subject_of(ev, req, s, res);
+    if (bad || res->status) {
+        free(s);
+        if (bad)
+            api_reply_error(res, bad);
+        return;
+    }
     http_credentials cred;
     loom_err_free(http_credentials_of(req, &cred)); /* admitted: they are fine */
     if (cred.has_token || cred.has_cookie)

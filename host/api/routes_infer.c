@@ -1,15 +1,17 @@
 /* api/routes_infer.c - dlim's model services under /dlim/v1: deploy (a
- * multipart upload of the model directory as a tar, "file", and an
+ * multipart upload of the model directory as a tar or a zip, "file", and an
  * optional "profile"), list, view, start, stop, the profile, undeploy, and
  * POST /dlim/v1/inference/{name}, whose body goes to the kernel as it is.
  * An inference request waits for its batch without holding a server
  * thread: the connection is suspended (http_defer) and answered from the
  * model service's thread. */
 #include <cjson/cJSON.h>
+#include <dirent.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "api/routes.h"
@@ -194,6 +196,31 @@ static void deploy_exec_model(api_services *d, const http_request *req, http_res
     reply_view(d, req, deployed, 201, res);
 }
 
+/* The model directory in an unpacked archive: its top, or, when the top has
+ * no model.json but one folder alone (a zip of the folder, as a file
+ * manager or a browser's user makes it), that folder. */
+static void model_dir_in(const char *staged, char *out, size_t size)
+{
+    snprintf(out, size, "%s", staged);
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/model.json", staged);
+    if (fs_is_file(path))
+        return;
+    DIR *dir = opendir(staged);
+    if (!dir)
+        return;
+    char only[256] = "";
+    int entries = 0;
+    for (struct dirent *de; entries < 2 && (de = readdir(dir));)
+        if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0 && ++entries == 1)
+            snprintf(only, sizeof only, "%s", de->d_name);
+    closedir(dir);
+    struct stat st;
+    if (entries == 1 && (size_t)snprintf(path, sizeof path, "%s/%s", staged, only) < sizeof path &&
+        lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        snprintf(out, size, "%s", path);
+}
+
 static void deploy_model(void *ctx, const http_request *req, http_response *res)
 {
     api_services *d = ctx;
@@ -204,8 +231,8 @@ static void deploy_model(void *ctx, const http_request *req, http_response *res)
     const http_field *file = http_field_get(req, "file");
     const http_field *profile = http_field_get(req, "profile");
     if (!file || file->len == 0) {
-        api_error(res, LOOM_E_INVALID, "file: expected the model directory as a tar archive in "
-                  "a multipart part named 'file' (loom model deploy -p DIR)");
+        api_error(res, LOOM_E_INVALID, "file: expected the model directory as a tar or zip "
+                  "archive in a multipart part named 'file' (loom model deploy -p DIR)");
         return;
     }
     static atomic_uint seq;
@@ -224,9 +251,10 @@ static void deploy_model(void *ctx, const http_request *req, http_response *res)
     char *profile_text = profile ? http_field_load(profile, MODEL_JSON_MAX) : NULL;
     if (!e && profile && !profile_text)
         e = loom_err(LOOM_E_TOO_LARGE, "profile: larger than %zu bytes", MODEL_JSON_MAX);
-    char name[64] = "";
+    char name[64] = "", model_dir[PATH_MAX];
+    model_dir_in(staged, model_dir, sizeof model_dir);
     if (!e)
-        e = infer_deploy(d->infer, req->user, staged, profile_text, name, sizeof name);
+        e = infer_deploy(d->infer, req->user, model_dir, profile_text, name, sizeof name);
     free(profile_text);
     loom_err_free(fs_rm_rf(staged)); /* best effort: a leftover costs only space */
     if (e) {

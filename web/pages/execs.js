@@ -1,9 +1,10 @@
 // Experiments: the list (state, owner, workers, progress) and one exec
 // (its facts, workers and devices, each epoch's training loss and
-// accuracy from the host's history plotted with Chart.js, and its log followed): the list
-// live (util.js live), one exec polled every 2 s.
+// accuracy from the host's history plotted with Chart.js, and its log
+// followed): both live (util.js live), the list by the host's execs events,
+// one exec by its own (each change of it fetches its history and its log).
 import { call, EXECS } from '../api.js';
-import { el, when, table, facts, poll, live } from '../util.js';
+import { el, when, table, facts, live } from '../util.js';
 import { onError, say } from '../app.js';
 
 const POLL_MS = 2000;
@@ -101,8 +102,7 @@ export function execPage(main, id) {
     el('h2', {}, 'Log'), follower.picker, log);
   const chart = lossChart(canvas);
   let shown = -1;
-  return poll(async () => {
-    const x = await call('GET', `${EXECS}/${encodeURIComponent(id)}`);
+  return live('exec', () => call('GET', `${EXECS}/${encodeURIComponent(id)}`), async x => {
     const t = x.training && typeof x.training === 'object' ? x.training : {};
     summary.replaceChildren(facts([
       ['State', x.state], ['Owner', x.creator], ['Framework', x.framework], ['Workers', workers(x)],
@@ -133,7 +133,7 @@ export function execPage(main, id) {
       ? `this epoch so far: loss ${t.trainLoss.toFixed(4)} at iteration ${t.iteration}` : '';
     follower.workers(x.framework === 'edt', Math.max(x.numWorker || 1, ws.length));
     await follower.more();
-  }, onError);
+  }, onError, { exec: id });
 }
 
 // Follows one log of the exec (the training driver's, or a worker's stdout

@@ -2,14 +2,8 @@
 // dlicmd's settings, sent as the CLI sends them (multipart args and file);
 // the host's validation errors are shown as they come.
 import { call, callForm, EXECS } from '../api.js';
-import { el } from '../util.js';
+import { el, field } from '../util.js';
 import { say } from '../app.js';
-
-function field(id, label, input) {
-  input.id = id;
-  input.name = id;
-  return el('label', { for: id }, label, input);
-}
 
 // The archive's name without .tar, .tar.gz, .tgz or .zip: the model
 // directory's.

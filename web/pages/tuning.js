@@ -1,18 +1,58 @@
-// Tuning: every task (state, owner, progress) and one task: its
+// Tuning: every task (state, owner, progress; polled), a task submitted from WMLA's
+// task JSON and the model directory's archive, and one task: its
 // experiments (parameters, metric, state, link to the exec), the objective
 // against experiment number with the running best (Chart.js), and the
 // parameters against the metric as parallel coordinates (a small SVG of
-// the console's own: Chart.js has none).
-import { call } from '../api.js';
-import { el, when, table, facts, poll } from '../util.js';
-import { onError } from '../app.js';
+// the console's own: Chart.js has none), live by the task's events.
+import { call, callForm } from '../api.js';
+import { el, when, table, facts, poll, live, field } from '../util.js';
+import { onError, say } from '../app.js';
 
 const HPO = '/platform/rest/deeplearning/v1/hypersearch';
 const SVG = 'http://www.w3.org/2000/svg';
 
+// WMLA's task JSON (hpo-task-random.json's shape), for a start: the
+// model directory's name in modelSpec.args is the archive's.
+const TEMPLATE = {
+  hpoName: 'my-task',
+  modelSpec: { args: '--exec-start edt --model-dir MODEL_DIR --numWorker 1' },
+  algoDef: { algorithm: 'Random', maxJobNum: 4, maxParalleJobNum: 1, objectiveMetric: 'loss', objective: 'minimize' },
+  hyperParams: [{ name: 'learning_rate', type: 'Range', dataType: 'DOUBLE', minDbVal: -4, maxDbVal: -1, power: '10' }],
+};
+
+// Sent as loom hpo submit sends it (multipart "data", the task JSON as it
+// is typed, and "file", the model directory as a tar or a zip): the host
+// checks both, and its refusal is shown as the CLI shows it.
+function submitForm() {
+  const task = el('textarea', { rows: '14', spellcheck: 'false' }, JSON.stringify(TEMPLATE, null, 2));
+  const json = el('input', { type: 'file', accept: '.json,application/json' });
+  const file = el('input', { type: 'file', accept: '.tar,.tar.gz,.tgz,.zip' });
+  json.addEventListener('change', async () => { if (json.files[0]) task.value = await json.files[0].text(); });
+  const form = el('form', { class: 'submit', id: 'task-form' },
+    field('task-json-file', 'Task JSON from a file (fills the task below)', json),
+    field('task-json', 'Task (WMLA\'s task JSON)', task),
+    field('task-file', 'Model directory (a tar or a zip)', file),
+    el('button', { type: 'submit', id: 'task-go' }, 'Submit the task'));
+  form.addEventListener('submit', async ev => {
+    ev.preventDefault();
+    say('');
+    if (!file.files[0]) { say('Refused: pick the model directory, as a tar or a zip'); return; }
+    const body = new FormData();
+    body.append('data', task.value);
+    body.append('file', file.files[0], file.files[0].name);
+    try {
+      const name = await callForm('POST', HPO, body);
+      location.hash = `#/tuning/${encodeURIComponent(name)}`;
+    } catch (e) {
+      if (e.status === 401) onError(e); else say(`Refused: ${e.message}`);
+    }
+  });
+  return form;
+}
+
 export function tuningListPage(main) {
   const body = el('div', { id: 'tasks' });
-  main.replaceChildren(el('h1', {}, 'Tuning'), body);
+  main.replaceChildren(el('h1', {}, 'Tuning'), body, el('h2', {}, 'Submit a task'), submitForm());
   return poll(async () => {
     const tasks = await call('GET', HPO);
     const rows = tasks.map(t => el('tr', { 'data-task': t.hpoName },
@@ -20,7 +60,7 @@ export function tuningListPage(main) {
       el('td', {}, t.state), el('td', {}, t.creator), el('td', { class: 'hide-narrow' }, when(t.createTime))));
     body.replaceChildren(tasks.length
       ? table('Tuning tasks', ['Task', 'State', 'Owner', { label: 'Submitted', narrow: 1 }], rows)
-      : el('p', {}, 'No tuning task yet: loom hpo submit TASK.json --model-dir DIR.'));
+      : el('p', {}, 'No tuning task yet: submit one below, or loom hpo submit TASK.json --model-dir DIR.'));
   }, onError);
 }
 
@@ -92,8 +132,7 @@ export function tuningPage(main, name) {
                        el('h2', {}, 'Objective'), el('div', { class: 'chart' }, canvas),
                        el('h2', {}, 'Parameters against the objective'), pc);
   const chart = objectiveChart(canvas);
-  return poll(async () => {
-    const t = await call('GET', `${HPO}/${encodeURIComponent(name)}`);
+  return live('task', () => call('GET', `${HPO}/${encodeURIComponent(name)}`), async t => {
     const maximize = t.objective === 'maximize';
     summary.replaceChildren(facts([['State', t.state], ['Owner', t.creator], ['Algorithm', t.algorithm],
       ['Objective', `${t.objective} ${t.objectiveMetric}`], ['Progress', t.progress || '—'],
@@ -109,5 +148,5 @@ export function tuningPage(main, name) {
     const bestPts = pts.map(p => { best = best === null || (maximize ? p.y > best : p.y < best) ? p.y : best; return { x: p.x, y: best }; });
     if (chart) { chart.data.datasets[0].data = pts; chart.data.datasets[1].data = bestPts; chart.update(); }
     parallel(pc, list, t.objectiveMetric || 'metric', maximize);
-  }, onError);
+  }, onError, { task: name });
 }

@@ -2,14 +2,21 @@
 """Drives Debian's Chromium (headless, through chromium-driver and
 python3-selenium) against a live loom host: log on through the page, see
 the experiments page list an exec, its loss curve grow, the devices page
-and its timeline, the plans and models pages, Stop from the page,
-and the refusals a browser meets (a wrong password, another user's exec).
+and its timeline, the plans and models pages, Stop from the page, a model
+deployed from a zip, its profile edited (seen by `loom model view`),
+started, asked, stopped and undeployed, a tuning task submitted from its
+JSON and a zip (a bad one refused as the CLI refuses it) and its
+experiments and plots filling, and the refusals a browser meets
+(a wrong password, another user's exec, a bad profile value).
 Screenshots of every page go to SHOTS. Prints one "ok: ..." or "FAIL: ..."
 line per check; exits 1 when any failed.
 
-   console_browser.py URL USER PASSWORD EXEC_ID OTHER_EXEC_ID SHOTS MODEL_ZIP
+   console_browser.py URL USER PASSWORD EXEC_ID OTHER_EXEC_ID SHOTS MODEL_ZIP SERVING_ZIP LOOM \
+       TASK_JSON TASK_ZIP
 """
+import json
 import os
+import subprocess
 import sys
 
 from selenium.webdriver.common.by import By
@@ -19,7 +26,17 @@ from selenium.webdriver.support import expected_conditions as EC
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from console_driver import browser, check, failures, wait  # noqa: E402
 
-url, user, password, exec_id, other_exec, shots, model_zip = sys.argv[1:8]
+url, user, password, exec_id, other_exec, shots, model_zip, serving_zip, loom, task_json, task_zip = \
+    sys.argv[1:12]
+
+
+def model_view(name):
+    """`loom --json model view NAME` (the test's administrator), or None."""
+    r = subprocess.run([loom, "--json", "model", "view", name], capture_output=True, text=True)
+    if r.returncode != 0:
+        print("loom model view %s: %s" % (name, r.stderr.strip()), flush=True)
+    return json.loads(r.stdout) if r.returncode == 0 else None
+
 def text_of(d, css):
     els = d.find_elements(By.CSS_SELECTOR, css)
     return els[0].text if els else ""
@@ -65,6 +82,11 @@ def serious_violations(d):
     return found
 
 
+def updates(d):
+    """How the page is kept up to date: "events" or "poll"."""
+    return d.execute_script("return document.documentElement.dataset.updates")
+
+
 def no_horizontal_scroll(d):
     return d.execute_script(
         "return document.documentElement.scrollWidth <= window.innerWidth")
@@ -108,6 +130,7 @@ try:
     check("Chart.js drew on the canvas", d.execute_script(
         "return !!window.Chart && !!window.Chart.getChart(document.getElementById('loss-chart'))"))
     check("the exec's facts show", "Owner" in text_of(d, "#exec-summary"))
+    check("the exec page follows the host's event stream (%s)" % updates(d), updates(d) == "events")
     logged = wait(d, 30, lambda d: "epoch" in d.find_element(By.ID, "exec-log").get_attribute("textContent"),
                   "the training driver's log")
     check("the training driver's log is followed", bool(logged))
@@ -133,6 +156,8 @@ try:
     st = wait(d, 20, lambda d: "not found" in text_of(d, "#status").lower() or
               "no exec" in text_of(d, "#status").lower(), "another user's exec refused")
     check("another user's exec is not shown (%s)" % text_of(d, "#status"), bool(st))
+    check("its refused stream falls back to polling, said on the page (%s: %s)" %
+          (updates(d), text_of(d, "#updates")), updates(d) == "poll" and "refused" in text_of(d, "#updates"))
     shot(d, "other-users-exec")
 
     # Plans and models: the tables (the models page has no model here).
@@ -153,23 +178,101 @@ try:
           bool(stopped) and "KILLED" in text_of(d, "#exec-summary"))
     shot(d, "exec-stopped")
 
-    # A tuning task: its experiments, the objective with the running best,
-    # and the parallel coordinates.
-    d.get(url + "/console/#/tuning/console-tune")
-    rows = wait(d, 30, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#task-experiments tr[data-experiment]")) == 4,
+    # A tuning task from the page: a bad one (an algorithm the host does not
+    # have) refused in the words the CLI prints for the same file; then the
+    # task's JSON from its file and the folder's zip, and its page opens.
+    d.get(url + "/console/#/tuning")
+    wait(d, 20, EC.presence_of_element_located((By.ID, "task-form")), "the task form")
+    check("every control of the task form is labelled (%s)" % unlabelled(d), not unlabelled(d))
+    check("the task is prefilled with a template", "hyperParams" in
+          d.find_element(By.ID, "task-json").get_attribute("value"))
+    bad = json.load(open(task_json))
+    bad["hpoName"], bad["algoDef"]["algorithm"] = "console-bad", "no-such-search"
+    bad_path = os.path.join(os.path.dirname(task_json), "bad-task.json")
+    json.dump(bad, open(bad_path, "w"))
+    cli = subprocess.run([loom, "hpo", "submit", bad_path, "--model-dir",
+                          os.path.join(os.path.dirname(task_zip), "tune")], capture_output=True, text=True)
+    d.execute_script("document.getElementById('task-json').value = arguments[0]", json.dumps(bad))
+    d.find_element(By.ID, "task-file").send_keys(task_zip)
+    d.find_element(By.ID, "task-go").click()
+    refused = wait(d, 30, lambda d: "Refused" in text_of(d, "#status"), "a refused task")
+    words = text_of(d, "#status").replace("Refused: ", "", 1)
+    check("a bad task is refused as the CLI refuses it (page: %s; CLI: %s)" % (words, cli.stderr.strip()),
+          bool(refused) and cli.returncode != 0 and words and words in cli.stderr)
+    shot(d, "tuning-refused")
+    d.find_element(By.ID, "task-json-file").send_keys(task_json)
+    wait(d, 10, lambda d: "console-tune" in d.find_element(By.ID, "task-json").get_attribute("value"),
+         "the task's file read into the form")
+    d.find_element(By.ID, "task-go").click()
+    made = wait(d, 60, lambda d: d.current_url.endswith("#/tuning/console-tune"), "the new task's page")
+    check("a task submitted from the page opens its page (%s, %s)" % (d.current_url, text_of(d, "#status")),
+          bool(made))
+
+    # Its experiments fill, the objective with the running best, and the
+    # parallel coordinates.
+    rows = wait(d, 180, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#task-experiments tr[data-experiment]")) == 4,
                 "the task's 4 experiments")
     check("the tuning page lists the task's experiments", bool(rows))
-    check("the objective is plotted with the best so far", d.execute_script(
+    check("the task page follows the host's event stream (%s)" % updates(d), updates(d) == "events")
+    plotted = wait(d, 180, lambda d: d.execute_script(
         "const c = window.Chart.getChart(document.getElementById('objective-chart'));"
         "const [o, b] = c.data.datasets; return o.data.length === 4 && b.data.length === 4 &&"
-        " b.data.every((p, i) => i === 0 || p.y <= b.data[i - 1].y)"))
+        " b.data.every((p, i) => i === 0 || p.y <= b.data[i - 1].y)"), "the 4 experiments' objective")
+    check("the objective is plotted with the best so far", bool(plotted))
     check("the parallel coordinates draw one line an experiment",
           len(d.find_elements(By.CSS_SELECTOR, "#parallel polyline")) == 4)
     shot(d, "tuning")
 
+    # Deploy from the page: a zip without model.json is refused as the host
+    # words it; the zip of echo-so's folder is deployed and its page opens.
+    d.get(url + "/console/#/models")
+    wait(d, 20, EC.presence_of_element_located((By.ID, "deploy-file")), "the deploy form")
+    check("every control of the deploy form is labelled (%s)" % unlabelled(d), not unlabelled(d))
+    d.find_element(By.ID, "deploy-file").send_keys(model_zip)
+    d.find_element(By.ID, "deploy-go").click()
+    refused = wait(d, 30, lambda d: "Refused" in text_of(d, "#status"), "a refused deploy")
+    check("a model directory without model.json is refused, the host's words shown (%s)" %
+          text_of(d, "#status"), bool(refused) and "model.json" in text_of(d, "#status"))
+    d.find_element(By.ID, "deploy-file").clear()
+    d.find_element(By.ID, "deploy-file").send_keys(serving_zip)
+    d.find_element(By.ID, "deploy-go").click()
+    opened = wait(d, 60, lambda d: d.current_url.endswith("#/models/echo-so"), "the deployed model's page")
+    check("a zip deployed from the page opens its model (%s, %s)" % (d.current_url, text_of(d, "#status")),
+          bool(opened))
+    check("the host has it", (model_view("echo-so") or {}).get("name") == "echo-so")
+    wait(d, 20, lambda d: text_of(d, "#model-state").startswith("stopped"), "the model's state")
+    check("the model page follows the host's event stream (%s)" % updates(d), updates(d) == "events")
+    check("and says nothing of polling", not d.find_element(By.ID, "updates").is_displayed())
+    shot(d, "model-deployed")
+
+    # Its profile from the form: kernel_max 2, seen by loom model view; 100
+    # (past 64) refused with the host's words.
+    check("every control of the profile form is labelled (%s)" % unlabelled(d), not unlabelled(d))
+    def set_max(v):
+        box = d.find_element(By.ID, "profile-kernel_max")
+        box.clear()
+        box.send_keys(v)
+        d.find_element(By.ID, "profile-save").click()
+    set_max("2")
+    saved = wait(d, 20, lambda d: "saved" in text_of(d, "#status"), "the profile saved")
+    policy = ((model_view("echo-so") or {}).get("profile") or {}).get("policy") or {}
+    check("kernel_max from the form is the model's (%s; loom model view: %s)" %
+          (text_of(d, "#status"), policy), bool(saved) and policy.get("kernel_max") == 2)
+    set_max("100")
+    refused = wait(d, 20, lambda d: "Refused" in text_of(d, "#status"), "a bad kernel_max refused")
+    check("kernel_max 100 is refused, the host's words shown (%s)" % text_of(d, "#status"),
+          bool(refused) and "kernel_max" in text_of(d, "#status"))
+    policy = ((model_view("echo-so") or {}).get("profile") or {}).get("policy") or {}
+    check("and the profile kept 2 (%s)" % policy, policy.get("kernel_max") == 2)
+    found = serious_violations(d)
+    check("axe-core: no serious or critical violation on the model page %s" % found, not found)
+    shot(d, "model-profile-refused")
+    d.set_window_size(375, 800)
+    check("no horizontal scroll at 375 px: the model page", no_horizontal_scroll(d))
+    d.set_window_size(1280, 800)
+
     # A model: started from the page, a request sent and answered (the
     # inference lane checks the cookie's CSRF token too), stopped.
-    d.get(url + "/console/#/models/echo-so")
     wait(d, 20, EC.element_to_be_clickable((By.ID, "model-start")), "the Start button").click()
     started = wait(d, 90, lambda d: text_of(d, "#model-state").startswith("started"), "the model serving")
     check("Start from the page serves the model (%s)" % text_of(d, "#model-state"), bool(started))
@@ -183,6 +286,16 @@ try:
     d.find_element(By.ID, "model-stop").click()
     stopped = wait(d, 60, lambda d: text_of(d, "#model-state").startswith("stopped"), "the model stopped")
     check("Stop from the page stops the model", bool(stopped))
+
+    # Undeploy, asked first.
+    d.find_element(By.ID, "model-undeploy").click()
+    asked = wait(d, 10, EC.visibility_of_element_located((By.ID, "model-undeploy-confirm")), "the question")
+    check("Undeploy asks first", asked is not None and model_view("echo-so") is not None)
+    asked.click()
+    gone = wait(d, 60, lambda d: d.current_url.endswith("#/models") and
+                not d.find_elements(By.CSS_SELECTOR, '#models tr[data-model="echo-so"]'), "the model undeployed")
+    check("Undeploy from the page removes the model (%s)" % text_of(d, "#status"),
+          bool(gone) and model_view("echo-so") is None)
 
     # Submit from the page: the host's own refusal shown, then an exec made.
     d.get(url + "/console/#/submit")

@@ -3,7 +3,10 @@
 # console_browser.py against a live host. An administrator logs on, sees a
 # native training exec in the experiments list and its loss curve grow, the
 # devices page; a wrong password and another user's exec are refused in the
-# page; a CSRF-less POST with the session cookie and a cross-origin cookie
+# page; a model is deployed from a zip of its folder, its profile edited
+# (a bad value refused), started, asked, stopped and undeployed from the
+# page; a tuning task submitted from its JSON and a zip, its experiments and
+# plots filling (a bad task refused as the CLI refuses it); a CSRF-less POST with the session cookie and a cross-origin cookie
 # request are refused (curl). Screenshots stay in $WORK/shots, copied to
 # the build tree's console-shots/ for whoever looks after a run.
 LOOM=$1
@@ -34,8 +37,8 @@ with zipfile.ZipFile("small.zip", "w") as z:
     for f in sorted(os.listdir("small")): z.write("small/" + f)')
 BOB_EXEC=$(as_user bob bob-password "$LOOM" exec start --exec-start edt --model-dir "$WORK/b" --numWorker 1 |
            sed -n 's/^exec \([^ ]*\) submitted.*/\1/p')
-# A tuning task of alice's: random search over x and y of a shell
-# "training" whose loss is (x - 0.3)^2 + (y - 2)^2.
+# A tuning task of alice's, submitted from the page: random search over x
+# and y of a shell "training" whose loss is (x - 0.3)^2 + (y - 2)^2.
 mkdir -p "$WORK/tune"
 cat > "$WORK/tune/train.sh" <<'SH'
 #!/bin/sh
@@ -52,9 +55,15 @@ cat > "$WORK/task.json" <<'JSON'
  "hyperParams": [{"name": "x", "type": "Range", "dataType": "DOUBLE", "minDbVal": 0, "maxDbVal": 1},
                  {"name": "y", "type": "Discrete", "dataType": "INT", "discreteIntVal": [1, 2, 3]}]}
 JSON
-expect_ok "alice's tuning task" as_user alice alice-password "$LOOM" hpo submit "$WORK/task.json" --model-dir "$WORK/tune"
-expect_ok "alice deploys a model" as_user alice alice-password "$LOOM" model deploy -p "$BUILD/examples/serving/echo-so"
-expect_ok "the tuning task ends" as_user alice alice-password "$LOOM" hpo wait console-tune --timeout 120
+# submitted from the tuning page, with the folder as a zip
+(cd "$WORK" && python3 -c 'import zipfile
+with zipfile.ZipFile("tune.zip", "w") as z: z.write("tune/train.sh")')
+# The serving example as a zip of its folder, deployed from the page.
+(cd "$BUILD/examples/serving" && python3 -c 'import os, sys, zipfile
+with zipfile.ZipFile(sys.argv[1], "w") as z:
+    for f in sorted(os.listdir("echo-so")): z.write("echo-so/" + f)' "$WORK/echo-so.zip")
+# the CLI as the administrator again (the browser's checks call it)
+echo "$ADMIN_PASSWORD" | "$LOOM" login -u admin --password-stdin >/dev/null
 [ -n "$ALICE_EXEC" ] && [ -n "$BOB_EXEC" ] || { fail "submissions: '$ALICE_EXEC' '$BOB_EXEC'"; finish; exit; }
 
 # ---- refusals a page cannot show, with a session made as the page makes it
@@ -72,6 +81,17 @@ code=$(curl -s -o /dev/null -w '%{http_code}' -H "Cookie: loom_session=$SESSION"
        "$URL/platform/rest/deeplearning/v1/execs/$BOB_EXEC")
 expect_eq "another user's exec with the cookie" "$code" "404"
 
+# ---- a detail page's event stream: one item's, the user's own only
+sse() { # sse QUERY: 3 s of the stream (or its refusal) with alice's cookie
+    curl -s --max-time 3 -H "Cookie: loom_session=$SESSION" "$URL/loom/v1/events?$1"
+}
+expect_contains "an exec's own stream" "$(sse "exec=$ALICE_EXEC")" "event: exec"
+expect_contains "its data is the exec's view" "$(sse "exec=$ALICE_EXEC" | sed -n 's/^data: //p' | head -n1)" "\"id\":\"$ALICE_EXEC\""
+expect_eq "and not the lists" "$(sse "exec=$ALICE_EXEC" | grep -c '^event: \(slots\|execs\|models\)')" "0"
+expect_contains "another user's exec is refused" "$(sse "exec=$BOB_EXEC")" '"status":404'
+expect_contains "one subject a stream" "$(sse "exec=$ALICE_EXEC&task=console-tune")" "a stream follows one of exec, task or model"
+expect_contains "a subject past 255 bytes" "$(sse "model=$(printf 'm%.0s' $(seq 256))")" "model: expected a name of 1 to 255 bytes, got 256"
+
 # ---- the browser
 if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ] || ! /usr/bin/python3 -c 'import selenium' 2>/dev/null; then
     if [ -n "${CI:-}" ]; then
@@ -82,13 +102,14 @@ if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ] || ! /usr/bin/py
 else
     mkdir -p "$WORK/shots"
     if /usr/bin/python3 "$(dirname "$0")/console_browser.py" "$URL" alice alice-password "$ALICE_EXEC" \
-           "$BOB_EXEC" "$WORK/shots" "$WORK/small.zip" > "$WORK/browser.out" 2>&1; then
+           "$BOB_EXEC" "$WORK/shots" "$WORK/small.zip" "$WORK/echo-so.zip" "$LOOM" \
+           "$WORK/task.json" "$WORK/tune.zip" > "$WORK/browser.out" 2>&1; then
         pass
     else
         fail "the browser's checks: $(grep -v '^ok:' "$WORK/browser.out" | tail -n 20)"
     fi
     cat "$WORK/browser.out"
-    for s in logon-refused experiments exec devices plans models exec-stopped submitted tuning model other-users-exec devices-375; do
+    for s in logon-refused experiments exec devices plans models exec-stopped submitted tuning-refused tuning model-deployed model-profile-refused model other-users-exec devices-375; do
         expect_eq "screenshot $s" "$(test -s "$WORK/shots/$s.png" && echo kept)" "kept"
     done
     if [ -n "$BUILD" ]; then
