@@ -32,6 +32,8 @@ static cJSON *plan_json(const sched_plan_view *p)
     cJSON_AddNumberToObject(o, "min", p->min_devices);
     cJSON_AddNumberToObject(o, "cap", p->cap_devices);
     cJSON_AddStringToObject(o, "policy", sched_policy_name(p->policy));
+    cJSON_AddNumberToObject(o, "held", p->held);   /* devices its jobs hold now */
+    cJSON_AddNumberToObject(o, "given", p->given); /* its share in the last round */
     for (int i = 0; i < SCHED_LIMITS; i++)
         cJSON_AddNumberToObject(o, sched_limit_infos[i].field, (double)p->job_limits[i]);
     return o;

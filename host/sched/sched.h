@@ -160,6 +160,11 @@ loom_error *sched_remove_plan(sched *s, const char *path);
 loom_error *sched_load_plans(sched *s, const sched_plan_spec *specs, size_t n);
 /* Fills `out` (strings borrowed until the plans change); false if unknown. */
 bool sched_get_plan(const sched *s, const char *path, sched_plan_spec *out);
+/* What plan `path` and the plans beneath it use now: the devices their
+ * running jobs hold, and the devices the last round gave them (their share
+ * of what is wanted: fair share or priority, minimums and caps applied).
+ * False when there is no such plan. */
+bool sched_plan_usage(const sched *s, const char *path, int32_t *held, int32_t *given);
 
 /* ---- jobs -------------------------------------------------------------- */
 

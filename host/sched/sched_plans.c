@@ -475,6 +475,23 @@ bool sched_get_plan(const sched *s, const char *path, sched_plan_spec *out)
     return true;
 }
 
+bool sched_plan_usage(const sched *s, const char *path, int32_t *held, int32_t *given)
+{
+    int32_t idx = path ? sched_plan_find(s, path) : -1;
+    if (idx < 0)
+        return false;
+    *held = 0;
+    *given = s->plans[idx].alloc;
+    for (size_t i = 0; i < s->n_jobs; i++) {
+        int32_t p = s->jobs[i]->plan;
+        while (p >= 0 && p != idx)
+            p = s->plans[p].parent;
+        if (p == idx)
+            *held += s->jobs[i]->count;
+    }
+    return true;
+}
+
 void sched_plan_limits(const sched *s, const char *path, const uint64_t host[SCHED_LIMITS],
                        uint64_t value[SCHED_LIMITS], const char *from[SCHED_LIMITS])
 {

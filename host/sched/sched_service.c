@@ -386,8 +386,10 @@ void sched_service_destroy(sched_service *ss)
     free(ss);
 }
 
-static void plan_view(const sched_plan_spec *p, sched_plan_view *out)
+static void plan_view(const sched *core, const sched_plan_spec *p, sched_plan_view *out)
 {
+    if (!sched_plan_usage(core, p->path, &out->held, &out->given))
+        out->held = out->given = 0;
     snprintf(out->path, sizeof out->path, "%s", p->path);
     out->weight = p->weight;
     out->min_devices = p->min_devices;
@@ -451,7 +453,7 @@ loom_error *sched_service_plan_put(sched_service *ss, const sched_plan_change *c
     if (!e)
         e = loom_err_wrap(record_plan(ss, &spec), "cannot record plan \"%s\"", path);
     if (!e && out)
-        plan_view(&spec, out);
+        plan_view(ss->core, &spec, out);
     pthread_mutex_unlock(&ss->lock);
     return e;
 }
@@ -489,7 +491,7 @@ static void add_plan_view(const store_plan *p, void *ctx)
         l->items = grown;
         l->cap = cap;
     }
-    plan_view(&spec, &l->items[l->n++]);
+    plan_view(l->core, &spec, &l->items[l->n++]);
 }
 
 loom_error *sched_service_plans(sched_service *ss, sched_plan_view **out, size_t *count)
@@ -502,7 +504,7 @@ loom_error *sched_service_plans(sched_service *ss, sched_plan_view **out, size_t
     pthread_mutex_lock(&ss->lock);
     sched_plan_spec root;
     if (sched_get_plan(ss->core, "/", &root))
-        plan_view(&root, &l.items[l.n++]);
+        plan_view(ss->core, &root, &l.items[l.n++]);
     loom_error *e = store_plan_each(ss->st, add_plan_view, &l);
     pthread_mutex_unlock(&ss->lock);
     if (!e && l.failed)
@@ -533,7 +535,7 @@ loom_error *sched_service_plan(sched_service *ss, const char *path, sched_plan_v
     sched_plan_spec spec;
     int found = sched_get_plan(ss->core, path, &spec);
     if (found)
-        plan_view(&spec, out);
+        plan_view(ss->core, &spec, out);
     pthread_mutex_unlock(&ss->lock);
     return found ? NULL : loom_err(LOOM_E_NOT_FOUND, "no plan \"%s\"", path);
 }

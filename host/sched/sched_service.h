@@ -50,6 +50,7 @@ typedef struct sched_plan_view {
     int32_t min_devices, cap_devices;
     int32_t policy; /* SCHED_POLICY_* */
     uint64_t job_limits[SCHED_LIMITS]; /* sched_plan_spec's; 0: inherit */
+    int32_t held, given; /* devices held now beneath it, and given by the last round */
 } sched_plan_view;
 
 /* A plan to create or change: the fields whose has_ flag is set are taken,

@@ -85,7 +85,11 @@ function actions(id) {
       say(`Asked ${id} for ${workers.value} worker(s)`);
     } catch (e) { onError(e); }
   });
-  return el('div', { class: 'actions' }, stop, resize);
+  // the result folder as a zip (WMLA's GET .../result): a plain link, the
+  // session's cookie authenticating it
+  const download = el('a', { id: 'exec-download', href: `${path}/result`, download: `${id}.zip` },
+    'Download the result (zip)');
+  return el('div', { class: 'actions' }, stop, resize, download);
 }
 
 export function execPage(main, id) {

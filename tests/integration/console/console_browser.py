@@ -166,6 +166,11 @@ try:
         d.get(url + "/console/" + page)
         check("the %s page" % name, wait(d, 20, EC.presence_of_element_located(
             (By.CSS_SELECTOR, ready)), "page " + page) is not None)
+        if name == "plans":
+            # the running exec's devices, against what the round gave
+            held = text_of(d, '#plans tr[data-plan="/"] td.held')
+            check("the root plan holds the running exec's devices (%s)" % held,
+                  held.split(" ")[0].isdigit() and int(held.split(" ")[0]) >= 1)
         shot(d, name)
 
     # Stop from the page: a state-changing call, which carries the CSRF
@@ -177,6 +182,13 @@ try:
     check("Stop from the page ends the exec (%s)" % text_of(d, "#status"),
           bool(stopped) and "KILLED" in text_of(d, "#exec-summary"))
     shot(d, "exec-stopped")
+    # Its result folder as a zip, through the page's link (the cookie).
+    got = d.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "fetch(document.getElementById('exec-download').href, {credentials: 'same-origin'})"
+        ".then(r => r.arrayBuffer().then(b => done([r.status, new TextDecoder().decode(new Uint8Array(b).slice(0, 2))])))"
+        ".catch(e => done([0, String(e)]));")
+    check("the result downloads as a zip from the page (%s)" % got, got == [200, "PK"])
 
     # A tuning task from the page: a bad one (an algorithm the host does not
     # have) refused in the words the CLI prints for the same file; then the

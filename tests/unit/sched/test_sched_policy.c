@@ -450,6 +450,26 @@ static void test_locality(void)
     sched_free(s);
 }
 
+/* A plan's use now: what its jobs (and those beneath it) hold, and what
+ * the last round gave it. */
+static void test_plan_usage(void)
+{
+    sched *s = make_sched(4, 0);
+    add_plan(s, "/team", 1, 0, 0, SCHED_POLICY_FAIR);
+    add_plan(s, "/team/a", 1, 0, 0, SCHED_POLICY_FAIR);
+    add_plan(s, "/b", 1, 0, 0, SCHED_POLICY_FAIR);
+    CHECK(submit(s, "ja", "/team/a", 1, 4, 0) == 0);
+    CHECK(submit(s, "jb", "/b", 1, 1, 0) == 0);
+    plan_now(s, 0);
+    int32_t held = -1, given = -1;
+    CHECK(sched_plan_usage(s, "/team/a", &held, &given) && held == 3 && given == 3);
+    CHECK(sched_plan_usage(s, "/team", &held, &given) && held == 3 && given == 3);
+    CHECK(sched_plan_usage(s, "/b", &held, &given) && held == 1 && given == 1);
+    CHECK(sched_plan_usage(s, "/", &held, &given) && held == 4);
+    CHECK(!sched_plan_usage(s, "/none", &held, &given));
+    sched_free(s);
+}
+
 int main(void)
 {
     test_ab_scenario();
@@ -462,5 +482,6 @@ int main(void)
     test_consumer_kinds();
     test_model_job();
     test_locality();
+    test_plan_usage();
     return CHECK_DONE();
 }
