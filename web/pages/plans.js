@@ -6,7 +6,7 @@ import { call } from '../api.js';
 import { el, table } from '../util.js';
 import { onError } from '../app.js';
 
-// Members by plan; an empty map for a user who may not list them.
+// Members by plan; null for a user who may not list them (not shown then).
 async function membersByPlan() {
   const byPlan = new Map();
   try {
@@ -14,7 +14,7 @@ async function membersByPlan() {
       if (!byPlan.has(m.plan)) byPlan.set(m.plan, []);
       byPlan.get(m.plan).push(m.user);
     }
-  } catch (e) { /* not an administrator: members are not shown */ }
+  } catch (e) { return null; }
   return byPlan;
 }
 
@@ -33,10 +33,11 @@ export function plansPage(main) {
           el('td', {}, '\u00a0\u00a0'.repeat(Math.max(depth - 1, 0)) + p.path),
           el('td', { class: 'num' }, p.share), use, el('td', { class: 'num' }, p.min),
           el('td', { class: 'num' }, p.cap || 'none'), el('td', { class: 'hide-narrow' }, p.policy),
-          el('td', { class: 'hide-narrow members' }, (members.get(p.path) || []).join(', ')));
+          members ? el('td', { class: 'hide-narrow members' }, (members.get(p.path) || []).join(', ')) : null);
       });
-      body.replaceChildren(table('Plans', ['Plan', 'Share', 'Holds', 'Minimum', 'Cap',
-        { label: 'Policy', narrow: 1 }, { label: 'Members', narrow: 1 }], rows));
+      const heads = ['Plan', 'Share', 'Holds', 'Minimum', 'Cap', { label: 'Policy', narrow: 1 }];
+      if (members) heads.push({ label: 'Members', narrow: 1 });
+      body.replaceChildren(table('Plans', heads, rows));
     } catch (e) { onError(e); }
   })();
   return null;
