@@ -1,25 +1,9 @@
 /*
- * train/comm/net_allreduce.c - see net_allreduce.h.
- *
- * The ring. With K peers and the buffer cut into K segments, a call is
- * 2 (K-1) steps on each of two streams: the send stream to the right
- * neighbour and the receive stream from the left one. Send step t carries
- * segment send_segment(t), receive step t carries receive_segment(t):
- *   reduce-scatter (t < K-1): send r-t, receive r-t-1 and add it in;
- *   all-gather (t >= K-1, s = t-K+1): send r+1-s, receive r-s over ours.
- * Send step t+1 carries the segment receive step t delivered, so it may
- * send each byte as soon as that byte was received (and added): the two
- * streams run at once, byte by byte, and every link carries data both ways
- * all the time. Segment r+1 is whole after the last reduce-scatter step;
- * that step also applies the scale. An all-gather step never overwrites a
- * byte a send still needs: send() copies into the kernel, and the reduced
- * value of a byte cannot exist anywhere before this peer's own part of it
- * was sent.
- * Reduce-scatter receives into a fixed scratch buffer and adds whole
- * elements from it (a partial element waits at its start); all-gather
- * receives straight into the caller's buffer.
+ * train/comm/net_allreduce.c - see net_allreduce.h: a group's sockets and
+ * the handshake that links and authenticates the ring. The all-reduce
+ * itself is net_allreduce_ring.c.
  */
-#include "net_allreduce.h"
+#include "net_allreduce_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -37,9 +21,6 @@
 #include "comm.h"
 #include "util/error.h"
 
-/* Reduce-scatter's receive buffer: large enough that a receive call moves
- * much, small enough to stay in L2 while it is added. */
-#define SCRATCH_BYTES (256u << 10)
 /* Asked of the kernel for each socket (capped at net.core.[rw]mem_max): a
  * few milliseconds of a 10 Gb/s link in flight. */
 #define SOCKET_BUFFER_BYTES (4u << 20)
@@ -51,31 +32,16 @@
 #define PROOF_LABEL "loom net all-reduce proof v1"
 #define ACK_BYTE 'K'
 
-struct net_allreduce {
-    int listen_fd;
-    int left_fd;  /* receives from rank - 1 */
-    int right_fd; /* sends to rank + 1 */
-    uint16_t port;
-    uint32_t rank, world, generation;
-    uint32_t link_timeout_ms;
-    int connected;
-    char failure[256]; /* why the group is unusable; "" while it is fine */
-    unsigned char *scratch;
-};
-
 /* One peer's side of a hello: who it says it is and its fresh nonce. */
 typedef struct hello {
     uint32_t rank, world, generation;
     uint8_t nonce[NONCE_BYTES];
 } hello;
 
-static uint32_t left_of(const net_allreduce *g) { return (g->rank + g->world - 1) % g->world; }
-static uint32_t right_of(const net_allreduce *g) { return (g->rank + 1) % g->world; }
 
 /* ---- waiting on sockets with a deadline -------------------------------- */
 
-/* poll() timeout for the time left until deadline_ns: -1 when it passed. */
-static int ms_until(uint64_t deadline_ns)
+int net_ms_until(uint64_t deadline_ns)
 {
     uint64_t now = comm_now_ns();
     if (now >= deadline_ns)
@@ -89,7 +55,7 @@ static int ms_until(uint64_t deadline_ns)
 static int wait_fd(int fd, short events, uint64_t deadline_ns)
 {
     for (;;) {
-        int timeout = ms_until(deadline_ns);
+        int timeout = net_ms_until(deadline_ns);
         if (timeout < 0)
             return 0;
         struct pollfd p = {.fd = fd, .events = events};
@@ -101,7 +67,7 @@ static int wait_fd(int fd, short events, uint64_t deadline_ns)
     }
 }
 
-static loom_error *peer_gone(uint32_t rank, int errnum, const char *during)
+loom_error *net_peer_gone(uint32_t rank, int errnum, const char *during)
 {
     if (errnum == 0)
         return loom_err(LOOM_ERR_UNAVAILABLE,
@@ -110,7 +76,7 @@ static loom_error *peer_gone(uint32_t rank, int errnum, const char *during)
                         "net all-reduce: the link with rank %u failed during %s", rank, during);
 }
 
-static loom_error *peer_late(uint32_t rank, const char *during)
+loom_error *net_peer_late(uint32_t rank, const char *during)
 {
     return loom_err(LOOM_ERR_DEADLINE_EXCEEDED,
                     "net all-reduce: rank %u did not answer before the deadline during %s",
@@ -128,9 +94,9 @@ static loom_error *write_all(int fd, const void *buf, size_t len, uint32_t rank,
             len -= (size_t)n;
         } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
             if (!wait_fd(fd, POLLOUT, deadline_ns))
-                return peer_late(rank, during);
+                return net_peer_late(rank, during);
         } else {
-            return peer_gone(rank, n < 0 ? errno : 0, during);
+            return net_peer_gone(rank, n < 0 ? errno : 0, during);
         }
     }
     return NULL;
@@ -147,9 +113,9 @@ static loom_error *read_all(int fd, void *buf, size_t len, uint32_t rank, const 
             len -= (size_t)n;
         } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
             if (!wait_fd(fd, POLLIN, deadline_ns))
-                return peer_late(rank, during);
+                return net_peer_late(rank, during);
         } else {
-            return peer_gone(rank, n < 0 ? errno : 0, during);
+            return net_peer_gone(rank, n < 0 ? errno : 0, during);
         }
     }
     return NULL;
@@ -212,7 +178,7 @@ loom_error *net_allreduce_listen(const char *bind_address, uint32_t link_timeout
     net_allreduce *g = calloc(1, sizeof(*g));
     if (g == NULL)
         return loom_err(LOOM_ERR_INTERNAL, "net all-reduce: out of memory");
-    g->left_fd = g->right_fd = -1;
+    g->left_fd = g->right_fd = g->abort_fd = g->progress_fd = -1;
     g->link_timeout_ms = link_timeout_ms ? link_timeout_ms : NET_ALLREDUCE_DEFAULT_LINK_TIMEOUT_MS;
     g->listen_fd = socket(addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (g->listen_fd < 0) {
@@ -256,7 +222,7 @@ static void close_fd(int *fd)
 
 /* The group is unusable from now on: shut its links so that neighbours
  * inside a call learn it at once, and the failure travels round the ring. */
-static loom_error *fail_group(net_allreduce *g, loom_error *err)
+loom_error *net_fail_group(net_allreduce *g, loom_error *err)
 {
     snprintf(g->failure, sizeof(g->failure), "%s", loom_err_message(err));
     if (loom_err_code(err) != LOOM_ERR_DEADLINE_EXCEEDED) {
@@ -270,10 +236,10 @@ void net_allreduce_close(net_allreduce *g)
 {
     if (g == NULL)
         return;
+    net_ring_stop(g);
     close_fd(&g->listen_fd);
     close_fd(&g->right_fd);
     close_fd(&g->left_fd);
-    free(g->scratch);
     free(g);
 }
 
@@ -309,15 +275,15 @@ static loom_error *connect_right(net_allreduce *g, const net_allreduce_peer *pee
         if (errnum != ECONNREFUSED)
             return loom_err_sys(LOOM_ERR_UNAVAILABLE, errnum,
                                 "net all-reduce: connecting to rank %u at %s port %u",
-                                right_of(g), peer->address, peer->port);
-        if (ms_until(deadline_ns) < 0)
+                                net_right_of(g), peer->address, peer->port);
+        if (net_ms_until(deadline_ns) < 0)
             break;
         poll(NULL, 0, CONNECT_RETRY_MS);
     }
     return loom_err(LOOM_ERR_DEADLINE_EXCEEDED,
                     "net all-reduce: rank %u at %s port %u did not accept a connection "
                     "before the deadline",
-                    right_of(g), peer->address, peer->port);
+                    net_right_of(g), peer->address, peer->port);
 }
 
 /* ---- the handshake ----------------------------------------------------- */
@@ -394,7 +360,7 @@ static loom_error *accept_left(net_allreduce *g, hello *h, uint64_t deadline_ns)
         if (!wait_fd(g->listen_fd, POLLIN, deadline_ns))
             return loom_err(LOOM_ERR_DEADLINE_EXCEEDED,
                             "net all-reduce: rank %u did not connect before the deadline%s%s",
-                            left_of(g), refused[0] ? "; refused: " : "", refused);
+                            net_left_of(g), refused[0] ? "; refused: " : "", refused);
         struct sockaddr_storage from;
         socklen_t len = sizeof(from);
         int fd = accept4(g->listen_fd, (struct sockaddr *)&from, &len,
@@ -403,8 +369,8 @@ static loom_error *accept_left(net_allreduce *g, hello *h, uint64_t deadline_ns)
             continue; /* EAGAIN, or a connection reset before accept */
         char host[NI_MAXHOST] = "?";
         getnameinfo((struct sockaddr *)&from, len, host, sizeof(host), NULL, 0, NI_NUMERICHOST);
-        loom_error *err = read_hello(fd, h, left_of(g), deadline_ns);
-        if (err == NULL && hello_fits(g, h, left_of(g))) {
+        loom_error *err = read_hello(fd, h, net_left_of(g), deadline_ns);
+        if (err == NULL && hello_fits(g, h, net_left_of(g))) {
             g->left_fd = fd;
             return NULL;
         }
@@ -439,7 +405,7 @@ static loom_error *check_proof(const net_allreduce *g, const uint8_t *secret, ui
  * written before either is read, or the ring would wait in a circle. */
 static loom_error *exchange_acks(net_allreduce *g, uint64_t deadline_ns)
 {
-    uint32_t peers[2] = {right_of(g), left_of(g)};
+    uint32_t peers[2] = {net_right_of(g), net_left_of(g)};
     int fds[2] = {g->right_fd, g->left_fd};
     uint8_t ack = ACK_BYTE;
     loom_error *err = NULL;
@@ -469,7 +435,7 @@ static loom_error *exchange_acks(net_allreduce *g, uint64_t deadline_ns)
 static loom_error *handshake(net_allreduce *g, const net_allreduce_peer *peers,
                              const uint8_t *secret, uint64_t deadline_ns)
 {
-    uint32_t left = left_of(g), right = right_of(g);
+    uint32_t left = net_left_of(g), right = net_right_of(g);
     hello to_right = {g->rank, g->world, g->generation, {0}}, to_left = to_right;
     hello from_right, from_left;
     randombytes_buf(to_right.nonce, NONCE_BYTES);
@@ -542,13 +508,13 @@ loom_error *net_allreduce_connect(net_allreduce *g, const net_allreduce_peer *pe
     g->generation = generation;
     loom_error *err = NULL;
     if (count > 1) {
-        g->scratch = malloc(SCRATCH_BYTES);
-        err = g->scratch ? handshake(g, peers, secret, deadline_ns)
-                         : loom_err(LOOM_ERR_INTERNAL, "net all-reduce: out of memory");
+        err = handshake(g, peers, secret, deadline_ns);
+        if (err == NULL)
+            err = net_ring_start(g);
     }
     close_fd(&g->listen_fd); /* the ring is whole, or failed: no one else may join */
     if (err) {
-        fail_group(g, err);
+        net_fail_group(g, err);
         close_fd(&g->left_fd);
         close_fd(&g->right_fd);
         return err;
@@ -557,286 +523,3 @@ loom_error *net_allreduce_connect(net_allreduce *g, const net_allreduce_peer *pe
     return NULL;
 }
 
-/* ---- the ring ---------------------------------------------------------- */
-
-/* One call's progress on both streams. */
-typedef struct ring_pass {
-    net_allreduce *g;
-    char *base;
-    size_t count, esize;
-    net_allreduce_type type;
-    double scale;
-    uint32_t steps;           /* 2 (K-1) on each stream */
-    uint32_t send_step;       /* current step of the send stream */
-    size_t sent;              /* bytes of it sent */
-    uint32_t recv_step;       /* current step of the receive stream */
-    size_t received;          /* bytes of it received and, in reduce-scatter, added */
-    size_t pending;           /* reduce-scatter: bytes of a partial element in scratch */
-} ring_pass;
-
-static uint32_t ring_mod(const ring_pass *p, int64_t v)
-{
-    int64_t k = p->g->world;
-    return (uint32_t)(((v % k) + k) % k);
-}
-
-static uint32_t send_segment(const ring_pass *p, uint32_t t)
-{
-    uint32_t k = p->g->world, r = p->g->rank;
-    return t < k - 1 ? ring_mod(p, (int64_t)r - t) : ring_mod(p, (int64_t)r + 1 - (t - (k - 1)));
-}
-
-static uint32_t receive_segment(const ring_pass *p, uint32_t t)
-{
-    uint32_t k = p->g->world, r = p->g->rank;
-    return t < k - 1 ? ring_mod(p, (int64_t)r - t - 1) : ring_mod(p, (int64_t)r - (t - (k - 1)));
-}
-
-/* First element of segment j: floor(j * count / K), without overflow. */
-static size_t segment_first(const ring_pass *p, uint32_t j)
-{
-    size_t k = p->g->world;
-    return j * (p->count / k) + j * (p->count % k) / k;
-}
-
-static size_t segment_bytes(const ring_pass *p, uint32_t j)
-{
-    return (segment_first(p, j + 1) - segment_first(p, j)) * p->esize;
-}
-
-static char *segment_at(const ring_pass *p, uint32_t j)
-{
-    return p->base + segment_first(p, j) * p->esize;
-}
-
-/* Bytes of the current send step that may go: all of step 0 (this peer's
- * own data); of a later step, what the receive stream delivered of it. */
-static size_t sendable(const ring_pass *p)
-{
-    if (p->send_step == 0 || p->recv_step >= p->send_step)
-        return segment_bytes(p, send_segment(p, p->send_step));
-    if (p->recv_step + 1 == p->send_step)
-        return p->received;
-    return 0;
-}
-
-/* dst = dst + src (then * scale on the last reduce-scatter step), n
- * elements. The sum is the same bits whichever operand is the partial. */
-static void add_into(const ring_pass *p, void *dst, const void *src, size_t n, int last)
-{
-    if (p->type == NET_ALLREDUCE_F32) {
-        float *d = dst;
-        const float *s = src;
-        float scale = (float)p->scale;
-        if (last && p->scale != 1.0) {
-            for (size_t i = 0; i < n; i++)
-                d[i] = (d[i] + s[i]) * scale;
-        } else {
-            for (size_t i = 0; i < n; i++)
-                d[i] += s[i];
-        }
-    } else {
-        double *d = dst;
-        const double *s = src;
-        if (last && p->scale != 1.0) {
-            for (size_t i = 0; i < n; i++)
-                d[i] = (d[i] + s[i]) * p->scale;
-        } else {
-            for (size_t i = 0; i < n; i++)
-                d[i] += s[i];
-        }
-    }
-}
-
-static void scale_all(void *buf, size_t count, net_allreduce_type type, double scale)
-{
-    if (scale == 1.0)
-        return;
-    if (type == NET_ALLREDUCE_F32) {
-        float *d = buf, s = (float)scale;
-        for (size_t i = 0; i < count; i++)
-            d[i] *= s;
-    } else {
-        double *d = buf;
-        for (size_t i = 0; i < count; i++)
-            d[i] *= scale;
-    }
-}
-
-/* Moves both streams past finished steps (empty segments finish at once). */
-static void advance(ring_pass *p)
-{
-    while (p->send_step < p->steps && p->sent == segment_bytes(p, send_segment(p, p->send_step))) {
-        p->send_step++;
-        p->sent = 0;
-    }
-    while (p->recv_step < p->steps &&
-           p->received == segment_bytes(p, receive_segment(p, p->recv_step))) {
-        p->recv_step++;
-        p->received = 0;
-    }
-}
-
-/* Sends what may go now: 1 progress, 0 would block or nothing to send,
- * -1 failed (errno set; 0 when the link is closed). */
-static int pump_send(ring_pass *p)
-{
-    size_t may = sendable(p);
-    if (p->send_step >= p->steps || may <= p->sent)
-        return 0;
-    char *from = segment_at(p, send_segment(p, p->send_step)) + p->sent;
-    ssize_t n = send(p->g->right_fd, from, may - p->sent, MSG_DONTWAIT | MSG_NOSIGNAL);
-    if (n > 0) {
-        p->sent += (size_t)n;
-        return 1;
-    }
-    if (n < 0 && (errno == EAGAIN || errno == EINTR))
-        return 0;
-    if (n == 0)
-        errno = 0;
-    return -1;
-}
-
-/* Receives what has come: 1 progress, 0 would block, -1 failed (errno set;
- * 0 when the link was closed). */
-static int pump_receive(ring_pass *p)
-{
-    if (p->recv_step >= p->steps)
-        return 0;
-    uint32_t k = p->g->world, seg = receive_segment(p, p->recv_step);
-    size_t want = segment_bytes(p, seg) - p->received;
-    int reducing = p->recv_step < k - 1;
-    char *into = segment_at(p, seg) + p->received;
-    if (reducing) {
-        want -= p->pending;
-        if (want > SCRATCH_BYTES - p->pending)
-            want = SCRATCH_BYTES - p->pending;
-        into = (char *)p->g->scratch + p->pending;
-    }
-    ssize_t n = recv(p->g->left_fd, into, want, MSG_DONTWAIT);
-    if (n <= 0) {
-        if (n < 0 && (errno == EAGAIN || errno == EINTR))
-            return 0;
-        if (n == 0)
-            errno = 0;
-        return -1;
-    }
-    if (!reducing) {
-        p->received += (size_t)n;
-        return 1;
-    }
-    size_t have = p->pending + (size_t)n, whole = have / p->esize;
-    add_into(p, segment_at(p, seg) + p->received, p->g->scratch, whole, p->recv_step == k - 2);
-    p->received += whole * p->esize;
-    p->pending = have - whole * p->esize;
-    memmove(p->g->scratch, p->g->scratch + whole * p->esize, p->pending);
-    return 1;
-}
-
-/* How long a failure on one link waits to see whether the other link goes
- * down too (see ring_failure): the time a close takes to cross a link. */
-#define SECOND_LINK_GRACE_MS 20
-
-/* Whether the link on fd is closed or broken (a FIN, a reset, an error)
- * or becomes so within `ms`. */
-static int link_down_within(int fd, int ms)
-{
-    struct pollfd q = {.fd = fd, .events = POLLRDHUP};
-    return fd >= 0 && poll(&q, 1, ms) == 1 && (q.revents & (POLLRDHUP | POLLHUP | POLLERR));
-}
-
-/* The link with `rank` failed. A peer that fails shuts both its links, so
- * a neighbour of its neighbour may see that second-hand failure first:
- * when the other link goes down too (within SECOND_LINK_GRACE_MS), name
- * both, so that the neighbours of the peer that failed always name it. */
-static loom_error *ring_failure(const ring_pass *p, uint32_t rank, int errnum)
-{
-    net_allreduce *g = p->g;
-    uint32_t other = rank == right_of(g) ? left_of(g) : right_of(g);
-    int other_fd = rank == right_of(g) ? g->left_fd : g->right_fd;
-    if (other != rank && link_down_within(other_fd, SECOND_LINK_GRACE_MS))
-        return loom_err(LOOM_ERR_UNAVAILABLE,
-                        "net all-reduce: the links with rank %u and with rank %u both failed "
-                        "during an all-reduce (%s)",
-                        other, rank, errnum ? strerror(errnum) : "closed");
-    return peer_gone(rank, errnum, "an all-reduce");
-}
-
-/* Waits until a stream can move: the right link writable (when this peer
- * has something to send) or closed, the left one readable. */
-static loom_error *wait_streams(ring_pass *p, uint64_t deadline_ns)
-{
-    net_allreduce *g = p->g;
-    int sending = p->send_step < p->steps;
-    int want_out = sending && sendable(p) > p->sent;
-    struct pollfd fds[2] = {
-        /* Nothing ever comes from the right after the handshake: readable
-         * means it closed. */
-        {.fd = sending ? g->right_fd : -1, .events = (short)(POLLRDHUP | POLLIN | (want_out ? POLLOUT : 0))},
-        {.fd = p->recv_step < p->steps ? g->left_fd : -1, .events = POLLIN},
-    };
-    for (;;) {
-        int timeout = ms_until(deadline_ns);
-        if (timeout < 0)
-            return peer_late(p->recv_step < p->steps && !want_out ? left_of(g) : right_of(g),
-                             "an all-reduce");
-        int n = poll(fds, 2, timeout);
-        if (n < 0 && errno != EINTR)
-            return loom_err_sys(LOOM_ERR_INTERNAL, errno, "net all-reduce: poll");
-        if (n <= 0)
-            continue;
-        if (fds[0].revents & (POLLRDHUP | POLLIN | POLLHUP | POLLERR)) {
-            int errnum = 0;
-            socklen_t len = sizeof(errnum);
-            getsockopt(g->right_fd, SOL_SOCKET, SO_ERROR, &errnum, &len);
-            return ring_failure(p, right_of(g), errnum);
-        }
-        return NULL;
-    }
-}
-
-loom_error *net_allreduce_sum(net_allreduce *g, void *buf, size_t count,
-                              net_allreduce_type type, double scale, uint64_t deadline_ns)
-{
-    if (g == NULL || (buf == NULL && count > 0) ||
-        (type != NET_ALLREDUCE_F32 && type != NET_ALLREDUCE_F64))
-        return loom_err(LOOM_ERR_INVALID_ARGUMENT,
-                        "net all-reduce: needs a group, a buffer and a type (F32 or F64)");
-    size_t esize = type == NET_ALLREDUCE_F32 ? sizeof(float) : sizeof(double);
-    if (count > SIZE_MAX / esize)
-        return loom_err(LOOM_ERR_INVALID_ARGUMENT,
-                        "net all-reduce: %zu elements do not fit in memory", count);
-    if (g->failure[0])
-        return loom_err(LOOM_ERR_UNAVAILABLE,
-                        "net all-reduce: the group failed earlier (%s); build a new one",
-                        g->failure);
-    if (!g->connected)
-        return loom_err(LOOM_ERR_INVALID_ARGUMENT,
-                        "net all-reduce: the group is not connected (net_allreduce_connect)");
-    if (g->world == 1 || count == 0) {
-        scale_all(buf, count, type, scale);
-        return NULL;
-    }
-    ring_pass p = {.g = g, .base = buf, .count = count, .esize = esize, .type = type,
-                   .scale = scale, .steps = 2 * (g->world - 1)};
-    advance(&p);
-    while (p.send_step < p.steps || p.recv_step < p.steps) {
-        /* Checked on every turn: a slow but steady stream stops in time too. */
-        if (comm_now_ns() >= deadline_ns)
-            return fail_group(g, peer_late(p.recv_step < p.steps ? left_of(g) : right_of(g),
-                                           "an all-reduce"));
-        int sent = pump_send(&p);
-        if (sent < 0)
-            return fail_group(g, ring_failure(&p, right_of(g), errno));
-        int received = pump_receive(&p);
-        if (received < 0)
-            return fail_group(g, ring_failure(&p, left_of(g), errno));
-        advance(&p);
-        if (sent == 0 && received == 0) {
-            loom_error *err = wait_streams(&p, deadline_ns);
-            if (err)
-                return fail_group(g, err);
-        }
-    }
-    return NULL;
-}
