@@ -20,8 +20,10 @@
  * in place across the peers, then multiplies by `scale` (1 / K for the
  * average): a ring reduce-scatter then all-gather, each peer sending and
  * receiving 2 (K-1)/K of the buffer, both directions of every link busy at
- * once (a peer sends a part as soon as its reduction arrived). Sockets
- * have TCP_NODELAY; the hot path allocates nothing.
+ * once: the group's own thread sends while the caller's thread receives
+ * and adds, and a peer sends a part on as soon as its reduction arrived.
+ * Sockets have TCP_NODELAY and the kernel's autotuned buffers; the hot
+ * path allocates nothing.
  *
  * Element order. The buffer is cut into K segments, segment j being
  * elements [j*count/K, (j+1)*count/K). Segment j is summed in ring order
@@ -47,7 +49,8 @@
  * A write never raises SIGPIPE. After any error the group is unusable (its
  * streams are out of step): close it; the next generation builds a new one.
  *
- * Threading: one group is used by one thread at a time.
+ * Threading: one group is used by one thread at a time (a connected group
+ * of 2 or more peers runs one sender thread of its own, ended by close).
  */
 #ifndef LOOM_TRAIN_NET_ALLREDUCE_H
 #define LOOM_TRAIN_NET_ALLREDUCE_H
