@@ -12,7 +12,9 @@
  * r+1 is whole after the last reduce-scatter step, which also applies the
  * scale. An all-gather step never overwrites a byte a send still needs:
  * send() copies into the kernel, and the reduced value of a byte cannot
- * exist anywhere before this peer's own part of it was sent.
+ * exist anywhere before this peer's own part of it was sent. (That order
+ * runs through the network, where ThreadSanitizer cannot follow it: it
+ * reports the all-gather's recv() into bytes the sender thread sent.)
  *
  * Each stream has a thread of its own, so that both directions of every
  * link move at once and neither waits for the other's system calls: the

@@ -31,6 +31,8 @@ typedef struct peer_run {
     net_allreduce *g;
     net_allreduce_peer *peers;
     uint32_t world, rank;
+    uint32_t generation;   /* 0: 7 */
+    uint32_t setup_ms;     /* 0: SETUP_MS */
     uint8_t secret[NET_ALLREDUCE_SECRET_BYTES];
     void *buf;
     size_t count;
@@ -56,8 +58,9 @@ static void record(peer_run *r, loom_error *err)
 static void *connect_thread(void *arg)
 {
     peer_run *r = arg;
-    record(r, net_allreduce_connect(r->g, r->peers, r->world, r->rank, 7, r->secret,
-                                    comm_deadline_after_ms(SETUP_MS)));
+    record(r, net_allreduce_connect(r->g, r->peers, r->world, r->rank,
+                                    r->generation ? r->generation : 7, r->secret,
+                                    comm_deadline_after_ms(r->setup_ms ? r->setup_ms : SETUP_MS)));
     return NULL;
 }
 
@@ -267,6 +270,25 @@ static void test_stray_connection(void)
     close_ring(runs, 2);
 }
 
+/* Peers of two generations do not link: each closes the other's
+ * connection and, at its deadline, names what it refused. */
+static void test_stale_generation(void)
+{
+    peer_run runs[2];
+    net_allreduce_peer peers[2];
+    make_ring(runs, peers, 2, UINT32_MAX);
+    runs[0].generation = 3;
+    runs[1].generation = 4;
+    runs[0].setup_ms = runs[1].setup_ms = 500;
+    run_all(runs, 2, connect_thread);
+    for (uint32_t r = 0; r < 2; r++)
+        CHECK_MSG(runs[r].code == LOOM_ERR_DEADLINE_EXCEEDED, "rank %u: code %d, %s", r,
+                  runs[r].code, runs[r].message);
+    CHECK_CONTAINS(runs[0].message, "refused: 127.0.0.1 said it is rank 1 of 2 in generation 4");
+    CHECK_CONTAINS(runs[1].message, "refused: 127.0.0.1 said it is rank 0 of 2 in generation 3");
+    close_ring(runs, 2);
+}
+
 /* Rank `quitter` gives up 2 ms into a 16 MB all-reduce (its deadline) and
  * closes; the others, with 20 s to go, get UNAVAILABLE well before. */
 static void test_peer_closes(uint32_t world, uint32_t quitter)
@@ -369,6 +391,7 @@ int main(void)
     test_sums();
     test_wrong_secret();
     test_stray_connection();
+    test_stale_generation();
     test_peer_closes(3, 1);
     test_peer_closes(4, 2);
     test_silent_peer();
