@@ -14,7 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -334,6 +336,65 @@ static void test_peer_closes(uint32_t world, uint32_t quitter)
     close_ring(runs, world);
 }
 
+/* Rank 1 is a process of its own that links into the ring and is killed
+ * while ranks 0 and 2 wait in an all-reduce for it: they learn it from
+ * the kernel closing its sockets, long before their deadline. */
+static void test_peer_killed(void)
+{
+    peer_run runs[3];
+    net_allreduce_peer peers[3];
+    make_ring(runs, peers, 3, UINT32_MAX);
+    int ready[2];
+    CHECK(pipe(ready) == 0);
+    fflush(stdout);
+    fflush(stderr);
+    pid_t child = fork();
+    if (child == 0) {
+        close(ready[0]);
+        connect_thread(&runs[1]);
+        char c = runs[1].code == 0 ? 'y' : 'n';
+        if (write(ready[1], &c, 1) != 1)
+            _exit(1);
+        for (;;)
+            pause(); /* until killed */
+    }
+    close(ready[1]);
+    net_allreduce_close(runs[1].g); /* the parent's copy of its listening socket */
+    runs[1].g = NULL;
+    pthread_t threads[2];
+    pthread_create(&threads[0], NULL, connect_thread, &runs[0]);
+    pthread_create(&threads[1], NULL, connect_thread, &runs[2]);
+    pthread_join(threads[0], NULL);
+    pthread_join(threads[1], NULL);
+    char c = 0;
+    CHECK(read(ready[0], &c, 1) == 1 && c == 'y');
+    close(ready[0]);
+    float a[1000] = {0}, b[1000] = {0};
+    uint32_t ranks[2] = {0, 2};
+    float *bufs[2] = {a, b};
+    for (int i = 0; i < 2; i++) {
+        peer_run *r = &runs[ranks[i]];
+        CHECK_MSG(r->code == 0, "rank %u connect: %s", ranks[i], r->message);
+        r->buf = bufs[i];
+        r->count = 1000;
+        r->type = NET_ALLREDUCE_F32;
+        r->scale = 1.0;
+        r->deadline_ms = 20000;
+        pthread_create(&threads[i], NULL, sum_thread, r);
+    }
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+    for (int i = 0; i < 2; i++) {
+        pthread_join(threads[i], NULL);
+        peer_run *r = &runs[ranks[i]];
+        CHECK_MSG(r->code == LOOM_ERR_UNAVAILABLE, "rank %u: code %d, %s", ranks[i], r->code,
+                  r->message);
+        CHECK_CONTAINS(r->message, "rank 1 ");
+        CHECK_MSG(r->call_ms < 10000, "rank %u failed after %.0f ms", ranks[i], r->call_ms);
+    }
+    close_ring(runs, 3);
+}
+
 /* Rank 1 connects and then calls nothing: rank 0 waits until its deadline
  * and names it. */
 static void test_silent_peer(void)
@@ -395,5 +456,6 @@ int main(void)
     test_peer_closes(3, 1);
     test_peer_closes(4, 2);
     test_silent_peer();
+    test_peer_killed();
     return CHECK_DONE();
 }
