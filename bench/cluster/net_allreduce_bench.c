@@ -67,7 +67,7 @@ static int publish(const char *dir, const char *name, const char *address, uint1
 }
 
 /* Waits (bounded) for DIR/NAME and reads it. */
-static int lookup(const char *dir, const char *name, net_allreduce_peer *peer)
+static int lookup(const char *dir, const char *name, comm_net_peer *peer)
 {
     char path[4096];
     snprintf(path, sizeof(path), "%s/%s", dir, name);
@@ -105,7 +105,7 @@ static int bench_ring(char **argv)
     int iterations = atoi(argv[7]);
     if (world < 2 || world > 64 || rank >= world || count == 0 || iterations <= 0)
         return usage();
-    uint8_t secret[NET_ALLREDUCE_SECRET_BYTES];
+    uint8_t secret[COMM_NET_SECRET_BYTES];
     char path[4096];
     snprintf(path, sizeof(path), "%s/secret", dir);
     FILE *f = fopen(path, "rb");
@@ -116,40 +116,40 @@ static int bench_ring(char **argv)
         fprintf(stderr, "net_allreduce_bench: %s: expected %zu bytes\n", path, sizeof(secret));
         return 1;
     }
-    net_allreduce *g = NULL;
-    loom_error *err = net_allreduce_listen(address, 0, &g);
+    comm_net *g = NULL;
+    loom_error *err = comm_net_listen(address, 0, &g);
     if (err)
         return fail("listen", err);
     char name[32];
     snprintf(name, sizeof(name), "peer.%u", rank);
-    net_allreduce_peer peers[64];
-    if (publish(dir, name, address, net_allreduce_port(g)) != 0)
+    comm_net_peer peers[64];
+    if (publish(dir, name, address, comm_net_port(g)) != 0)
         return 1;
     for (uint32_t i = 0; i < world; i++) {
         snprintf(name, sizeof(name), "peer.%u", i);
         if (lookup(dir, name, &peers[i]) != 0)
             return 1;
     }
-    err = net_allreduce_connect(g, peers, world, rank, 1, secret, comm_deadline_after_ms(MEET_MS));
+    err = comm_net_connect(g, peers, world, rank, 1, secret, comm_deadline_after_ms(MEET_MS));
     if (err)
         return fail("connect", err);
     float *buf = malloc(count * sizeof(float)), one = 1.0f;
     for (size_t i = 0; buf && i < count; i++)
         buf[i] = (float)((i + rank) % 1000) * 0.001f;
     for (int i = 0; err == NULL && i < WARMUP_ITERATIONS; i++)
-        err = net_allreduce_sum(g, buf, count, NET_ALLREDUCE_F32, 1.0 / world,
-                                comm_deadline_after_ms(CALL_MS));
+        err = comm_net_allreduce(g, buf, count, COMM_NET_F32, 1.0 / world,
+                                 comm_deadline_after_ms(CALL_MS));
     if (err == NULL) /* a barrier */
-        err = net_allreduce_sum(g, &one, 1, NET_ALLREDUCE_F32, 1.0, comm_deadline_after_ms(CALL_MS));
+        err = comm_net_allreduce(g, &one, 1, COMM_NET_F32, 1.0, comm_deadline_after_ms(CALL_MS));
     uint64_t started = comm_now_ns();
     for (int i = 0; err == NULL && i < iterations; i++)
-        err = net_allreduce_sum(g, buf, count, NET_ALLREDUCE_F32, 1.0 / world,
-                                comm_deadline_after_ms(CALL_MS));
+        err = comm_net_allreduce(g, buf, count, COMM_NET_F32, 1.0 / world,
+                                 comm_deadline_after_ms(CALL_MS));
     if (err == NULL)
-        err = net_allreduce_sum(g, &one, 1, NET_ALLREDUCE_F32, 1.0, comm_deadline_after_ms(CALL_MS));
+        err = comm_net_allreduce(g, &one, 1, COMM_NET_F32, 1.0, comm_deadline_after_ms(CALL_MS));
     uint64_t elapsed = comm_now_ns() - started;
     free(buf);
-    net_allreduce_close(g);
+    comm_net_close(g);
     if (err)
         return fail("all-reduce", err);
     size_t bytes = count * sizeof(float);
@@ -215,7 +215,7 @@ static int bench_stream_send(char **argv)
     const char *dir = argv[2];
     size_t bytes = strtoull(argv[3], NULL, 10);
     int iterations = atoi(argv[4]);
-    net_allreduce_peer to;
+    comm_net_peer to;
     if (bytes == 0 || iterations <= 0)
         return usage();
     if (lookup(dir, "stream", &to) != 0)

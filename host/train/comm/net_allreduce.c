@@ -38,7 +38,7 @@ typedef struct hello {
 
 /* ---- waiting on sockets with a deadline -------------------------------- */
 
-int net_ms_until(uint64_t deadline_ns)
+int comm_net_ms_until(uint64_t deadline_ns)
 {
     uint64_t now = comm_now_ns();
     if (now >= deadline_ns)
@@ -52,7 +52,7 @@ int net_ms_until(uint64_t deadline_ns)
 static int wait_fd(int fd, short events, uint64_t deadline_ns)
 {
     for (;;) {
-        int timeout = net_ms_until(deadline_ns);
+        int timeout = comm_net_ms_until(deadline_ns);
         if (timeout < 0)
             return 0;
         struct pollfd p = {.fd = fd, .events = events};
@@ -64,7 +64,7 @@ static int wait_fd(int fd, short events, uint64_t deadline_ns)
     }
 }
 
-loom_error *net_peer_gone(uint32_t rank, int errnum, const char *during)
+loom_error *comm_net_peer_gone(uint32_t rank, int errnum, const char *during)
 {
     if (errnum == 0)
         return loom_err(LOOM_ERR_UNAVAILABLE,
@@ -73,7 +73,7 @@ loom_error *net_peer_gone(uint32_t rank, int errnum, const char *during)
                         "net all-reduce: the link with rank %u failed during %s", rank, during);
 }
 
-loom_error *net_peer_late(uint32_t rank, const char *during)
+loom_error *comm_net_peer_late(uint32_t rank, const char *during)
 {
     return loom_err(LOOM_ERR_DEADLINE_EXCEEDED,
                     "net all-reduce: rank %u did not answer before the deadline during %s",
@@ -91,9 +91,9 @@ static loom_error *write_all(int fd, const void *buf, size_t len, uint32_t rank,
             len -= (size_t)n;
         } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
             if (!wait_fd(fd, POLLOUT, deadline_ns))
-                return net_peer_late(rank, during);
+                return comm_net_peer_late(rank, during);
         } else {
-            return net_peer_gone(rank, n < 0 ? errno : 0, during);
+            return comm_net_peer_gone(rank, n < 0 ? errno : 0, during);
         }
     }
     return NULL;
@@ -110,9 +110,9 @@ static loom_error *read_all(int fd, void *buf, size_t len, uint32_t rank, const 
             len -= (size_t)n;
         } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
             if (!wait_fd(fd, POLLIN, deadline_ns))
-                return net_peer_late(rank, during);
+                return comm_net_peer_late(rank, during);
         } else {
-            return net_peer_gone(rank, n < 0 ? errno : 0, during);
+            return comm_net_peer_gone(rank, n < 0 ? errno : 0, during);
         }
     }
     return NULL;
@@ -160,8 +160,8 @@ static void tune_socket(int fd, uint32_t link_timeout_ms)
     setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof(probes));
 }
 
-loom_error *net_allreduce_listen(const char *bind_address, uint32_t link_timeout_ms,
-                                 net_allreduce **out)
+loom_error *comm_net_listen(const char *bind_address, uint32_t link_timeout_ms,
+                            comm_net **out)
 {
     *out = NULL;
     if (bind_address == NULL)
@@ -173,11 +173,11 @@ loom_error *net_allreduce_listen(const char *bind_address, uint32_t link_timeout
     loom_error *err = resolve(bind_address, 0, &addr, &len);
     if (err)
         return err;
-    net_allreduce *g = calloc(1, sizeof(*g));
+    comm_net *g = calloc(1, sizeof(*g));
     if (g == NULL)
         return loom_err(LOOM_ERR_INTERNAL, "net all-reduce: out of memory");
     g->left_fd = g->right_fd = g->abort_fd = g->progress_fd = -1;
-    g->link_timeout_ms = link_timeout_ms ? link_timeout_ms : NET_ALLREDUCE_DEFAULT_LINK_TIMEOUT_MS;
+    g->link_timeout_ms = link_timeout_ms ? link_timeout_ms : COMM_NET_DEFAULT_LINK_TIMEOUT_MS;
     g->listen_fd = socket(addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (g->listen_fd < 0) {
         err = loom_err_sys(LOOM_ERR_INTERNAL, errno, "net all-reduce: socket");
@@ -200,13 +200,13 @@ loom_error *net_allreduce_listen(const char *bind_address, uint32_t link_timeout
     *out = g;
     return NULL;
 fail:
-    net_allreduce_close(g);
+    comm_net_close(g);
     return err;
 }
 
-uint16_t net_allreduce_port(const net_allreduce *g) { return g ? g->port : 0; }
-uint32_t net_allreduce_rank(const net_allreduce *g) { return g && g->connected ? g->rank : 0; }
-uint32_t net_allreduce_world_size(const net_allreduce *g)
+uint16_t comm_net_port(const comm_net *g) { return g ? g->port : 0; }
+uint32_t comm_net_rank(const comm_net *g) { return g && g->connected ? g->rank : 0; }
+uint32_t comm_net_world_size(const comm_net *g)
 {
     return g && g->connected ? g->world : 0;
 }
@@ -220,7 +220,7 @@ static void close_fd(int *fd)
 
 /* The group is unusable from now on: shut its links so that neighbours
  * inside a call learn it at once, and the failure travels round the ring. */
-loom_error *net_fail_group(net_allreduce *g, loom_error *err)
+loom_error *comm_net_fail(comm_net *g, loom_error *err)
 {
     snprintf(g->failure, sizeof(g->failure), "%s", loom_err_message(err));
     if (loom_err_code(err) != LOOM_ERR_DEADLINE_EXCEEDED) {
@@ -230,11 +230,11 @@ loom_error *net_fail_group(net_allreduce *g, loom_error *err)
     return err;
 }
 
-void net_allreduce_close(net_allreduce *g)
+void comm_net_close(comm_net *g)
 {
     if (g == NULL)
         return;
-    net_ring_stop(g);
+    comm_net_ring_stop(g);
     close_fd(&g->listen_fd);
     close_fd(&g->right_fd);
     close_fd(&g->left_fd);
@@ -243,7 +243,7 @@ void net_allreduce_close(net_allreduce *g)
 
 /* Connects to the right neighbour, retrying while it refuses (its listen
  * socket may be a moment late) until the deadline. */
-static loom_error *connect_right(net_allreduce *g, const net_allreduce_peer *peer,
+static loom_error *connect_right(comm_net *g, const comm_net_peer *peer,
                                  uint64_t deadline_ns)
 {
     struct sockaddr_storage addr;
@@ -273,15 +273,15 @@ static loom_error *connect_right(net_allreduce *g, const net_allreduce_peer *pee
         if (errnum != ECONNREFUSED)
             return loom_err_sys(LOOM_ERR_UNAVAILABLE, errnum,
                                 "net all-reduce: connecting to rank %u at %s port %u",
-                                net_right_of(g), peer->address, peer->port);
-        if (net_ms_until(deadline_ns) < 0)
+                                comm_net_right_of(g), peer->address, peer->port);
+        if (comm_net_ms_until(deadline_ns) < 0)
             break;
         poll(NULL, 0, CONNECT_RETRY_MS);
     }
     return loom_err(LOOM_ERR_DEADLINE_EXCEEDED,
                     "net all-reduce: rank %u at %s port %u did not accept a connection "
                     "before the deadline",
-                    net_right_of(g), peer->address, peer->port);
+                    comm_net_right_of(g), peer->address, peer->port);
 }
 
 /* ---- the handshake ----------------------------------------------------- */
@@ -324,7 +324,7 @@ static loom_error *read_hello(int fd, hello *h, uint32_t rank, uint64_t deadline
 }
 
 /* The hello `h` is from `rank` of this group and generation. */
-static int hello_fits(const net_allreduce *g, const hello *h, uint32_t rank)
+static int hello_fits(const comm_net *g, const hello *h, uint32_t rank)
 {
     return h->rank == rank && h->world == g->world && h->generation == g->generation;
 }
@@ -332,7 +332,7 @@ static int hello_fits(const net_allreduce *g, const hello *h, uint32_t rank)
 /* What `prover` sends to show `verifier` that it holds the secret: bound to
  * the verifier's fresh nonce (no replay), to both ranks in order (no
  * reflection), and to the group's size and generation. */
-static void make_proof(const net_allreduce *g, const uint8_t *secret, uint32_t prover,
+static void make_proof(const comm_net *g, const uint8_t *secret, uint32_t prover,
                        uint32_t verifier, const uint8_t *verifier_nonce,
                        const uint8_t *prover_nonce, uint8_t *out)
 {
@@ -351,14 +351,14 @@ static void make_proof(const net_allreduce *g, const uint8_t *secret, uint32_t p
 /* Accepts connections until one says hello as the left neighbour of this
  * group and generation; others are closed (a stale generation's peer, a
  * stray client). The last one refused is named if the deadline passes. */
-static loom_error *accept_left(net_allreduce *g, hello *h, uint64_t deadline_ns)
+static loom_error *accept_left(comm_net *g, hello *h, uint64_t deadline_ns)
 {
     char refused[160] = "";
     for (;;) {
         if (!wait_fd(g->listen_fd, POLLIN, deadline_ns))
             return loom_err(LOOM_ERR_DEADLINE_EXCEEDED,
                             "net all-reduce: rank %u did not connect before the deadline%s%s",
-                            net_left_of(g), refused[0] ? "; refused: " : "", refused);
+                            comm_net_left_of(g), refused[0] ? "; refused: " : "", refused);
         struct sockaddr_storage from;
         socklen_t len = sizeof(from);
         int fd = accept4(g->listen_fd, (struct sockaddr *)&from, &len,
@@ -367,8 +367,8 @@ static loom_error *accept_left(net_allreduce *g, hello *h, uint64_t deadline_ns)
             continue; /* EAGAIN, or a connection reset before accept */
         char host[NI_MAXHOST] = "?";
         getnameinfo((struct sockaddr *)&from, len, host, sizeof(host), NULL, 0, NI_NUMERICHOST);
-        loom_error *err = read_hello(fd, h, net_left_of(g), deadline_ns);
-        if (err == NULL && hello_fits(g, h, net_left_of(g))) {
+        loom_error *err = read_hello(fd, h, comm_net_left_of(g), deadline_ns);
+        if (err == NULL && hello_fits(g, h, comm_net_left_of(g))) {
             g->left_fd = fd;
             return NULL;
         }
@@ -385,7 +385,7 @@ static loom_error *accept_left(net_allreduce *g, hello *h, uint64_t deadline_ns)
 
 /* Compares a neighbour's proof with what the secret gives, in constant
  * time. */
-static loom_error *check_proof(const net_allreduce *g, const uint8_t *secret, uint32_t peer,
+static loom_error *check_proof(const comm_net *g, const uint8_t *secret, uint32_t peer,
                                const uint8_t *got, const hello *theirs, const uint8_t *my_nonce,
                                const char *who)
 {
@@ -401,9 +401,9 @@ static loom_error *check_proof(const net_allreduce *g, const uint8_t *secret, ui
 /* The last word of the handshake: each side says it accepted the other's
  * proof (a side that refused closed its links instead). Both acks are
  * written before either is read, or the ring would wait in a circle. */
-static loom_error *exchange_acks(net_allreduce *g, uint64_t deadline_ns)
+static loom_error *exchange_acks(comm_net *g, uint64_t deadline_ns)
 {
-    uint32_t peers[2] = {net_right_of(g), net_left_of(g)};
+    uint32_t peers[2] = {comm_net_right_of(g), comm_net_left_of(g)};
     int fds[2] = {g->right_fd, g->left_fd};
     uint8_t ack = ACK_BYTE;
     loom_error *err = NULL;
@@ -430,10 +430,10 @@ static loom_error *exchange_acks(net_allreduce *g, uint64_t deadline_ns)
 /* Every step only waits for what the neighbours send without waiting
  * themselves (a hello on connecting or accepting, proofs once both hellos
  * are in), so no peer waits on another in a circle. */
-static loom_error *handshake(net_allreduce *g, const net_allreduce_peer *peers,
+static loom_error *handshake(comm_net *g, const comm_net_peer *peers,
                              const uint8_t *secret, uint64_t deadline_ns)
 {
-    uint32_t left = net_left_of(g), right = net_right_of(g);
+    uint32_t left = comm_net_left_of(g), right = comm_net_right_of(g);
     hello to_right = {g->rank, g->world, g->generation, {0}}, to_left = to_right;
     hello from_right, from_left;
     randombytes_buf(to_right.nonce, NONCE_BYTES);
@@ -485,9 +485,9 @@ static loom_error *handshake(net_allreduce *g, const net_allreduce_peer *peers,
     return err;
 }
 
-loom_error *net_allreduce_connect(net_allreduce *g, const net_allreduce_peer *peers,
-                                  uint32_t count, uint32_t rank, uint32_t generation,
-                                  const uint8_t *secret, uint64_t deadline_ns)
+loom_error *comm_net_connect(comm_net *g, const comm_net_peer *peers,
+                             uint32_t count, uint32_t rank, uint32_t generation,
+                             const uint8_t *secret, uint64_t deadline_ns)
 {
     if (g == NULL || peers == NULL || secret == NULL)
         return loom_err(LOOM_ERR_INVALID_ARGUMENT,
@@ -496,11 +496,11 @@ loom_error *net_allreduce_connect(net_allreduce *g, const net_allreduce_peer *pe
         return loom_err(LOOM_ERR_ALREADY_EXISTS,
                         "net all-reduce: this group was connected already; a new generation "
                         "builds a new group");
-    if (count == 0 || count > NET_ALLREDUCE_MAX_PEERS || rank >= count)
+    if (count == 0 || count > COMM_NET_MAX_PEERS || rank >= count)
         return loom_err(LOOM_ERR_INVALID_ARGUMENT,
                         "net all-reduce: %u peers, rank %u: expected 1 to %u peers (at most "
-                        "NET_ALLREDUCE_MAX_PEERS) and a rank below their count",
-                        count, rank, NET_ALLREDUCE_MAX_PEERS);
+                        "COMM_NET_MAX_PEERS) and a rank below their count",
+                        count, rank, COMM_NET_MAX_PEERS);
     g->rank = rank;
     g->world = count;
     g->generation = generation;
@@ -508,11 +508,11 @@ loom_error *net_allreduce_connect(net_allreduce *g, const net_allreduce_peer *pe
     if (count > 1) {
         err = handshake(g, peers, secret, deadline_ns);
         if (err == NULL)
-            err = net_ring_start(g);
+            err = comm_net_ring_start(g);
     }
     close_fd(&g->listen_fd); /* the ring is whole, or failed: no one else may join */
     if (err) {
-        net_fail_group(g, err);
+        comm_net_fail(g, err);
         close_fd(&g->left_fd);
         close_fd(&g->right_fd);
         return err;

@@ -3,11 +3,11 @@
  * peers (one per node, each node's leader after the in-node shm reduce)
  * over TCP, one generation at a time.
  *
- * Setup. Every peer calls net_allreduce_listen (an ephemeral port on the
- * address it is reached at) and hands net_allreduce_port to the caller,
- * who gives every peer the whole list of (address, port) in rank order,
- * its rank, the generation and the job's 32-byte secret; net_allreduce_
- * connect then links the ring: each peer connects to its right neighbour
+ * Setup. Every peer calls comm_net_listen (an ephemeral port on the
+ * address it is reached at) and hands comm_net_port to the caller, who
+ * gives every peer the whole list of (address, port) in rank order, its
+ * rank, the generation and the job's 32-byte secret; comm_net_connect
+ * then links the ring: each peer connects to its right neighbour
  * (rank + 1) and accepts its left one (rank - 1). Both ends of each link
  * prove they hold the secret: each sends a fresh random nonce and answers
  * the other's with HMAC-SHA256(secret, the nonces, both ranks, the world
@@ -16,7 +16,7 @@
  * that does not speak the protocol, or claims another rank, world size or
  * generation, is closed and the wait for the right one goes on.
  *
- * All-reduce. net_allreduce_sum adds `count` float32 or float64 elements
+ * All-reduce. comm_net_allreduce adds `count` float32 or float64 elements
  * in place across the peers, then multiplies by `scale` (1 / K for the
  * average): a ring reduce-scatter then all-gather, each peer sending and
  * receiving 2 (K-1)/K of the buffer, both directions of every link busy at
@@ -62,53 +62,53 @@
 
 /* The most peers a group has: EDT_MAX_WORKERS (train/coordinator.h), the
  * most workers a job has, so at most that many nodes. */
-#define NET_ALLREDUCE_MAX_PEERS 1024u
-#define NET_ALLREDUCE_SECRET_BYTES 32u
+#define COMM_NET_MAX_PEERS 1024u
+#define COMM_NET_SECRET_BYTES 32u
 /* Room for a numeric IPv4 or IPv6 address (INET6_ADDRSTRLEN). */
-#define NET_ALLREDUCE_ADDRESS_BYTES 46u
+#define COMM_NET_ADDRESS_BYTES 46u
 /* Unacknowledged data older than this drops the link (TCP_USER_TIMEOUT):
  * how soon a cut link shows as UNAVAILABLE rather than as a deadline. */
-#define NET_ALLREDUCE_DEFAULT_LINK_TIMEOUT_MS 5000u
+#define COMM_NET_DEFAULT_LINK_TIMEOUT_MS 5000u
 
-typedef struct net_allreduce net_allreduce;
+typedef struct comm_net comm_net;
 
-typedef struct net_allreduce_peer {
-    char address[NET_ALLREDUCE_ADDRESS_BYTES]; /* numeric: "10.0.0.2", "::1" */
+typedef struct comm_net_peer {
+    char address[COMM_NET_ADDRESS_BYTES]; /* numeric: "10.0.0.2", "::1" */
     uint16_t port;
-} net_allreduce_peer;
+} comm_net_peer;
 
-typedef enum net_allreduce_type {
-    NET_ALLREDUCE_F32 = 1,
-    NET_ALLREDUCE_F64 = 2,
-} net_allreduce_type;
+typedef enum comm_net_type {
+    COMM_NET_F32 = 1,
+    COMM_NET_F64 = 2,
+} comm_net_type;
 
 /* A group listening on an ephemeral port of `bind_address` (numeric IPv4
  * or IPv6; "0.0.0.0" for every interface). `link_timeout_ms` 0 picks
- * NET_ALLREDUCE_DEFAULT_LINK_TIMEOUT_MS. */
-loom_error *net_allreduce_listen(const char *bind_address, uint32_t link_timeout_ms,
-                                 net_allreduce **out);
+ * COMM_NET_DEFAULT_LINK_TIMEOUT_MS. */
+loom_error *comm_net_listen(const char *bind_address, uint32_t link_timeout_ms,
+                            comm_net **out);
 /* The port the group listens on, for the caller to hand to the others. */
-uint16_t net_allreduce_port(const net_allreduce *g);
+uint16_t comm_net_port(const comm_net *g);
 
-/* Links this peer into the ring of `count` peers (1 .. NET_ALLREDUCE_
+/* Links this peer into the ring of `count` peers (1 .. COMM_NET_
  * MAX_PEERS; peers[i] is rank i; this peer is `rank`) for `generation`,
- * authenticated with `secret` (NET_ALLREDUCE_SECRET_BYTES). Every peer
+ * authenticated with `secret` (COMM_NET_SECRET_BYTES). Every peer
  * must be listening before any connects. Called once per group. */
-loom_error *net_allreduce_connect(net_allreduce *g, const net_allreduce_peer *peers,
-                                  uint32_t count, uint32_t rank, uint32_t generation,
-                                  const uint8_t *secret, uint64_t deadline_ns);
+loom_error *comm_net_connect(comm_net *g, const comm_net_peer *peers,
+                             uint32_t count, uint32_t rank, uint32_t generation,
+                             const uint8_t *secret, uint64_t deadline_ns);
 
 /* Sums `count` elements of `type` at `buf` across the peers, then
  * multiplies them by `scale` (1.0: the sum; 1.0 / K: the average). Every
  * peer calls it with the same count, type and scale. */
-loom_error *net_allreduce_sum(net_allreduce *g, void *buf, size_t count,
-                              net_allreduce_type type, double scale, uint64_t deadline_ns);
+loom_error *comm_net_allreduce(comm_net *g, void *buf, size_t count,
+                               comm_net_type type, double scale, uint64_t deadline_ns);
 
-uint32_t net_allreduce_rank(const net_allreduce *g);       /* 0 before connect */
-uint32_t net_allreduce_world_size(const net_allreduce *g); /* 0 before connect */
+uint32_t comm_net_rank(const comm_net *g);       /* 0 before connect */
+uint32_t comm_net_world_size(const comm_net *g); /* 0 before connect */
 
 /* Closes every socket (neighbours inside a call get UNAVAILABLE) and frees
  * the group. NULL is fine. */
-void net_allreduce_close(net_allreduce *g);
+void comm_net_close(comm_net *g);
 
 #endif

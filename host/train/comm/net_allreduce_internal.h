@@ -14,7 +14,7 @@
 
 struct ring_pass;
 
-struct net_allreduce {
+struct comm_net {
     int listen_fd;
     int left_fd;  /* receives from rank - 1 */
     int right_fd; /* sends to rank + 1 */
@@ -37,25 +37,25 @@ struct net_allreduce {
     int quit;
 };
 
-static inline uint32_t net_left_of(const net_allreduce *g)
+static inline uint32_t comm_net_left_of(const comm_net *g)
 {
     return (g->rank + g->world - 1) % g->world;
 }
-static inline uint32_t net_right_of(const net_allreduce *g) { return (g->rank + 1) % g->world; }
+static inline uint32_t comm_net_right_of(const comm_net *g) { return (g->rank + 1) % g->world; }
 
 /* poll() timeout for the time left until deadline_ns: -1 when it passed. */
-int net_ms_until(uint64_t deadline_ns);
+int comm_net_ms_until(uint64_t deadline_ns);
 /* UNAVAILABLE: the link with `rank` closed (errnum 0) or failed. */
-loom_error *net_peer_gone(uint32_t rank, int errnum, const char *during);
+loom_error *comm_net_peer_gone(uint32_t rank, int errnum, const char *during);
 /* DEADLINE_EXCEEDED naming `rank`. */
-loom_error *net_peer_late(uint32_t rank, const char *during);
+loom_error *comm_net_peer_late(uint32_t rank, const char *during);
 /* Marks the group unusable with err's message and, unless it is a
  * deadline, shuts its links; returns err. */
-loom_error *net_fail_group(net_allreduce *g, loom_error *err);
+loom_error *comm_net_fail(comm_net *g, loom_error *err);
 
 /* Starts the sender thread of a connected group of 2 or more peers. */
-loom_error *net_ring_start(net_allreduce *g);
+loom_error *comm_net_ring_start(comm_net *g);
 /* Stops it (when it runs) and frees what it used. */
-void net_ring_stop(net_allreduce *g);
+void comm_net_ring_stop(comm_net *g);
 
 #endif

@@ -51,10 +51,10 @@
 
 /* One call, shared by the caller's thread and the sender thread. */
 typedef struct ring_pass {
-    net_allreduce *g;
+    comm_net *g;
     char *base;
     size_t count, esize;
-    net_allreduce_type type;
+    comm_net_type type;
     double scale;
     uint64_t deadline_ns;
     uint32_t steps;                 /* 2 (K-1) on each stream */
@@ -103,7 +103,7 @@ static char *segment_at(const ring_pass *p, uint32_t j)
  * elements. The sum is the same bits whichever operand is the partial. */
 static void add_into(const ring_pass *p, void *dst, const void *src, size_t n, int last)
 {
-    if (p->type == NET_ALLREDUCE_F32) {
+    if (p->type == COMM_NET_F32) {
         float *d = dst;
         const float *s = src;
         float scale = (float)p->scale;
@@ -127,11 +127,11 @@ static void add_into(const ring_pass *p, void *dst, const void *src, size_t n, i
     }
 }
 
-static void scale_all(void *buf, size_t count, net_allreduce_type type, double scale)
+static void scale_all(void *buf, size_t count, comm_net_type type, double scale)
 {
     if (scale == 1.0)
         return;
-    if (type == NET_ALLREDUCE_F32) {
+    if (type == COMM_NET_F32) {
         float *d = buf, s = (float)scale;
         for (size_t i = 0; i < count; i++)
             d[i] *= s;
@@ -158,22 +158,22 @@ static int link_down_within(int fd, int ms)
  * both, so that the neighbours of the peer that failed always name it. */
 static loom_error *ring_failure(const ring_pass *p, uint32_t rank, int errnum)
 {
-    net_allreduce *g = p->g;
-    uint32_t other = rank == net_right_of(g) ? net_left_of(g) : net_right_of(g);
-    int other_fd = rank == net_right_of(g) ? g->left_fd : g->right_fd;
+    comm_net *g = p->g;
+    uint32_t other = rank == comm_net_right_of(g) ? comm_net_left_of(g) : comm_net_right_of(g);
+    int other_fd = rank == comm_net_right_of(g) ? g->left_fd : g->right_fd;
     if (other != rank && link_down_within(other_fd, SECOND_LINK_GRACE_MS))
         return loom_err(LOOM_ERR_UNAVAILABLE,
                         "net all-reduce: the links with rank %u and with rank %u both failed "
                         "during an all-reduce (%s)",
                         other, rank, errnum ? strerror(errnum) : "closed");
-    return net_peer_gone(rank, errnum, "an all-reduce");
+    return comm_net_peer_gone(rank, errnum, "an all-reduce");
 }
 
 /* Records the call's first error (NULL: only stop) and wakes the other
  * thread wherever it waits. */
 static void abort_pass(ring_pass *p, loom_error *err)
 {
-    net_allreduce *g = p->g;
+    comm_net *g = p->g;
     pthread_mutex_lock(&g->lock);
     if (p->error == NULL)
         p->error = err;
@@ -199,7 +199,7 @@ enum { LINK_READY, LINK_STOP, LINK_PROGRESS };
  * just stops. */
 static loom_error *wait_link(ring_pass *p, int fd, short events, int *outcome)
 {
-    net_allreduce *g = p->g;
+    comm_net *g = p->g;
     int right = fd == g->right_fd;
     struct pollfd fds[3] = {
         /* Nothing ever comes from the right after the handshake: readable
@@ -209,13 +209,14 @@ static loom_error *wait_link(ring_pass *p, int fd, short events, int *outcome)
         {.fd = right ? g->progress_fd : -1, .events = POLLIN},
     };
     for (;;) {
-        int timeout = net_ms_until(p->deadline_ns);
+        int timeout = comm_net_ms_until(p->deadline_ns);
         if (timeout < 0 && right && events == 0) {
             *outcome = LINK_STOP;
             return NULL;
         }
         if (timeout < 0)
-            return net_peer_late(right ? net_right_of(g) : net_left_of(g), "an all-reduce");
+            return comm_net_peer_late(right ? comm_net_right_of(g) : comm_net_left_of(g),
+                                      "an all-reduce");
         int n = poll(fds, 3, timeout);
         if (n < 0 && errno != EINTR)
             return loom_err_sys(LOOM_ERR_INTERNAL, errno, "net all-reduce: poll");
@@ -229,7 +230,7 @@ static loom_error *wait_link(ring_pass *p, int fd, short events, int *outcome)
             int errnum = 0;
             socklen_t len = sizeof(errnum);
             getsockopt(fd, SOL_SOCKET, SO_ERROR, &errnum, &len);
-            return ring_failure(p, net_right_of(g), errnum);
+            return ring_failure(p, comm_net_right_of(g), errnum);
         }
         if (fds[2].revents) {
             uint64_t drained;
@@ -249,7 +250,7 @@ static loom_error *wait_link(ring_pass *p, int fd, short events, int *outcome)
  * stops (0, *err set when the right link failed). */
 static int wait_received(ring_pass *p, uint64_t position, loom_error **err)
 {
-    net_allreduce *g = p->g;
+    comm_net *g = p->g;
     for (;;) {
         /* Say so before looking again: the receiver writes progress_fd
          * after each store when it sees this flag, so no wake-up is lost. */
@@ -268,7 +269,7 @@ static int wait_received(ring_pass *p, uint64_t position, loom_error **err)
 
 static loom_error *send_stream(ring_pass *p)
 {
-    net_allreduce *g = p->g;
+    comm_net *g = p->g;
     uint64_t from_received = 0; /* receive stream position where step t-1 began */
     for (uint32_t t = 0; t < p->steps; t++) {
         if (t >= 2)
@@ -298,7 +299,7 @@ static loom_error *send_stream(ring_pass *p)
                 if (err || outcome == LINK_STOP)
                     return err;
             } else {
-                return ring_failure(p, net_right_of(g), n < 0 ? errno : 0);
+                return ring_failure(p, comm_net_right_of(g), n < 0 ? errno : 0);
             }
         }
     }
@@ -307,7 +308,7 @@ static loom_error *send_stream(ring_pass *p)
 
 static void *sender_main(void *arg)
 {
-    net_allreduce *g = arg;
+    comm_net *g = arg;
     pthread_mutex_lock(&g->lock);
     for (;;) {
         while (!g->quit && (g->job == NULL || g->job->sender_done))
@@ -334,7 +335,7 @@ static void *sender_main(void *arg)
  * sender failed. */
 static loom_error *receive_step(ring_pass *p, uint32_t t, uint64_t *position, int *stopped)
 {
-    net_allreduce *g = p->g;
+    comm_net *g = p->g;
     uint32_t k = g->world, seg = receive_segment(p, t);
     size_t bytes = segment_bytes(p, seg), done = 0, pending = 0;
     char *to = segment_at(p, seg);
@@ -358,7 +359,7 @@ static loom_error *receive_step(ring_pass *p, uint32_t t, uint64_t *position, in
             continue;
         }
         if (n <= 0)
-            return ring_failure(p, net_left_of(g), n < 0 ? errno : 0);
+            return ring_failure(p, comm_net_left_of(g), n < 0 ? errno : 0);
         size_t got = (size_t)n;
         if (reducing) {
             size_t have = pending + got, whole = have / p->esize;
@@ -380,14 +381,14 @@ static loom_error *receive_step(ring_pass *p, uint32_t t, uint64_t *position, in
     return NULL;
 }
 
-loom_error *net_allreduce_sum(net_allreduce *g, void *buf, size_t count,
-                              net_allreduce_type type, double scale, uint64_t deadline_ns)
+loom_error *comm_net_allreduce(comm_net *g, void *buf, size_t count,
+                               comm_net_type type, double scale, uint64_t deadline_ns)
 {
     if (g == NULL || (buf == NULL && count > 0) ||
-        (type != NET_ALLREDUCE_F32 && type != NET_ALLREDUCE_F64))
+        (type != COMM_NET_F32 && type != COMM_NET_F64))
         return loom_err(LOOM_ERR_INVALID_ARGUMENT,
                         "net all-reduce: needs a group, a buffer and a type (F32 or F64)");
-    size_t esize = type == NET_ALLREDUCE_F32 ? sizeof(float) : sizeof(double);
+    size_t esize = type == COMM_NET_F32 ? sizeof(float) : sizeof(double);
     if (count > SIZE_MAX / esize)
         return loom_err(LOOM_ERR_INVALID_ARGUMENT,
                         "net all-reduce: %zu elements do not fit in memory", count);
@@ -397,7 +398,7 @@ loom_error *net_allreduce_sum(net_allreduce *g, void *buf, size_t count,
                         g->failure);
     if (!g->connected)
         return loom_err(LOOM_ERR_INVALID_ARGUMENT,
-                        "net all-reduce: the group is not connected (net_allreduce_connect)");
+                        "net all-reduce: the group is not connected (comm_net_connect)");
     if (g->world == 1 || count == 0) {
         scale_all(buf, count, type, scale);
         return NULL;
@@ -431,12 +432,12 @@ loom_error *net_allreduce_sum(net_allreduce *g, void *buf, size_t count,
         if (read(g->abort_fd, &drained, sizeof(drained)) < 0)
             drained = 0;
     }
-    return err ? net_fail_group(g, err) : NULL;
+    return err ? comm_net_fail(g, err) : NULL;
 }
 
 /* ---- the sender thread's life ----------------------------------------- */
 
-loom_error *net_ring_start(net_allreduce *g)
+loom_error *comm_net_ring_start(comm_net *g)
 {
     g->scratch = malloc(SCRATCH_BYTES);
     if (g->scratch == NULL)
@@ -461,7 +462,7 @@ loom_error *net_ring_start(net_allreduce *g)
     return NULL;
 }
 
-void net_ring_stop(net_allreduce *g)
+void comm_net_ring_stop(comm_net *g)
 {
     if (g->sender_running) {
         pthread_mutex_lock(&g->lock);

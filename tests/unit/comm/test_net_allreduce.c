@@ -30,15 +30,15 @@
 
 /* One peer thread: what it does and what came of it. */
 typedef struct peer_run {
-    net_allreduce *g;
-    net_allreduce_peer *peers;
+    comm_net *g;
+    comm_net_peer *peers;
     uint32_t world, rank;
     uint32_t generation;   /* 0: 7 */
     uint32_t setup_ms;     /* 0: SETUP_MS */
-    uint8_t secret[NET_ALLREDUCE_SECRET_BYTES];
+    uint8_t secret[COMM_NET_SECRET_BYTES];
     void *buf;
     size_t count;
-    net_allreduce_type type;
+    comm_net_type type;
     double scale;
     uint32_t deadline_ms;  /* of the all-reduce; 0: connect only */
     int close_after;       /* close the group right after its call */
@@ -60,9 +60,9 @@ static void record(peer_run *r, loom_error *err)
 static void *connect_thread(void *arg)
 {
     peer_run *r = arg;
-    record(r, net_allreduce_connect(r->g, r->peers, r->world, r->rank,
-                                    r->generation ? r->generation : 7, r->secret,
-                                    comm_deadline_after_ms(r->setup_ms ? r->setup_ms : SETUP_MS)));
+    record(r, comm_net_connect(r->g, r->peers, r->world, r->rank,
+                               r->generation ? r->generation : 7, r->secret,
+                               comm_deadline_after_ms(r->setup_ms ? r->setup_ms : SETUP_MS)));
     return NULL;
 }
 
@@ -72,11 +72,11 @@ static void *sum_thread(void *arg)
     if (r->go)
         WAIT_UNTIL(atomic_load(r->go), SETUP_MS);
     uint64_t started = comm_now_ns();
-    record(r, net_allreduce_sum(r->g, r->buf, r->count, r->type, r->scale,
-                                comm_deadline_after_ms(r->deadline_ms)));
+    record(r, comm_net_allreduce(r->g, r->buf, r->count, r->type, r->scale,
+                                 comm_deadline_after_ms(r->deadline_ms)));
     r->call_ms = (double)(comm_now_ns() - started) / 1e6;
     if (r->close_after) {
-        net_allreduce_close(r->g);
+        comm_net_close(r->g);
         r->g = NULL;
     }
     return NULL;
@@ -94,25 +94,25 @@ static void run_all(peer_run *runs, uint32_t world, void *(*fn)(void *))
 /* K groups listening on 127.0.0.1, the list of their addresses, and every
  * peer's run with the same secret (bad_rank, when below world, gets
  * another). */
-static void make_ring(peer_run *runs, net_allreduce_peer *peers, uint32_t world,
+static void make_ring(peer_run *runs, comm_net_peer *peers, uint32_t world,
                       uint32_t bad_rank)
 {
     memset(runs, 0, sizeof(*runs) * world);
     for (uint32_t i = 0; i < world; i++) {
-        CHECK_OK(net_allreduce_listen("127.0.0.1", 0, &runs[i].g));
+        CHECK_OK(comm_net_listen("127.0.0.1", 0, &runs[i].g));
         snprintf(peers[i].address, sizeof(peers[i].address), "127.0.0.1");
-        peers[i].port = net_allreduce_port(runs[i].g);
+        peers[i].port = comm_net_port(runs[i].g);
         runs[i].peers = peers;
         runs[i].world = world;
         runs[i].rank = i;
-        memset(runs[i].secret, i == bad_rank ? 0x5a : 0xa5, NET_ALLREDUCE_SECRET_BYTES);
+        memset(runs[i].secret, i == bad_rank ? 0x5a : 0xa5, COMM_NET_SECRET_BYTES);
     }
 }
 
 static void close_ring(peer_run *runs, uint32_t world)
 {
     for (uint32_t i = 0; i < world; i++) {
-        net_allreduce_close(runs[i].g);
+        comm_net_close(runs[i].g);
         runs[i].g = NULL;
     }
 }
@@ -153,14 +153,14 @@ static float expected_f32(uint32_t world, size_t count, size_t i, float scale)
 
 /* One all-reduce of `count` elements on a connected ring; checks every
  * peer against the reference and peer 0 bit for bit. */
-static void check_sum(peer_run *runs, uint32_t world, size_t count, net_allreduce_type type,
+static void check_sum(peer_run *runs, uint32_t world, size_t count, comm_net_type type,
                       double scale)
 {
-    size_t esize = type == NET_ALLREDUCE_F32 ? sizeof(float) : sizeof(double);
+    size_t esize = type == COMM_NET_F32 ? sizeof(float) : sizeof(double);
     for (uint32_t r = 0; r < world; r++) {
         runs[r].buf = malloc(count * esize);
         for (size_t i = 0; i < count; i++) {
-            if (type == NET_ALLREDUCE_F32)
+            if (type == COMM_NET_F32)
                 ((float *)runs[r].buf)[i] = (float)input_value(r, i);
             else
                 ((double *)runs[r].buf)[i] = input_value(r, i);
@@ -174,14 +174,14 @@ static void check_sum(peer_run *runs, uint32_t world, size_t count, net_allreduc
     run_all(runs, world, sum_thread);
     size_t wrong = 0, first_wrong = 0;
     for (size_t i = 0; i < count; i++) {
-        int ok = type == NET_ALLREDUCE_F32
+        int ok = type == COMM_NET_F32
                      ? ((float *)runs[0].buf)[i] == expected_f32(world, count, i, (float)scale)
                      : ((double *)runs[0].buf)[i] == expected_f64(world, count, i, scale);
         if (!ok && wrong++ == 0)
             first_wrong = i;
     }
     CHECK_MSG(wrong == 0, "K=%u, %zu elements (%s): %zu differ from the ring order's sum, "
-              "first at %zu", world, count, type == NET_ALLREDUCE_F32 ? "f32" : "f64", wrong,
+              "first at %zu", world, count, type == COMM_NET_F32 ? "f32" : "f64", wrong,
               first_wrong);
     for (uint32_t r = 0; r < world; r++) {
         CHECK_MSG(runs[r].code == 0, "K=%u rank %u: %s", world, r, runs[r].message);
@@ -199,20 +199,20 @@ static void test_sums(void)
     static const size_t sizes[] = {1, 7, 1000, 2700000 / sizeof(float)};
     for (uint32_t world = 2; world <= MAX_TEST_PEERS; world++) {
         peer_run runs[MAX_TEST_PEERS];
-        net_allreduce_peer peers[MAX_TEST_PEERS];
+        comm_net_peer peers[MAX_TEST_PEERS];
         make_ring(runs, peers, world, UINT32_MAX);
         run_all(runs, world, connect_thread);
         for (uint32_t r = 0; r < world; r++) {
             CHECK_MSG(runs[r].code == 0, "K=%u rank %u connect: %s", world, r, runs[r].message);
-            CHECK(net_allreduce_rank(runs[r].g) == r);
-            CHECK(net_allreduce_world_size(runs[r].g) == world);
+            CHECK(comm_net_rank(runs[r].g) == r);
+            CHECK(comm_net_world_size(runs[r].g) == world);
         }
         for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++)
-            check_sum(runs, world, sizes[s], NET_ALLREDUCE_F32, 1.0 / world);
-        check_sum(runs, world, 1000, NET_ALLREDUCE_F32, 1.0);
-        check_sum(runs, world, 1001, NET_ALLREDUCE_F64, 1.0 / world);
+            check_sum(runs, world, sizes[s], COMM_NET_F32, 1.0 / world);
+        check_sum(runs, world, 1000, COMM_NET_F32, 1.0);
+        check_sum(runs, world, 1001, COMM_NET_F64, 1.0 / world);
         if (world == 3) /* 64 MB, once */
-            check_sum(runs, world, (64u << 20) / sizeof(float), NET_ALLREDUCE_F32, 1.0 / world);
+            check_sum(runs, world, (64u << 20) / sizeof(float), COMM_NET_F32, 1.0 / world);
         close_ring(runs, world);
     }
 }
@@ -221,13 +221,13 @@ static void test_sums(void)
 static void test_one_peer(void)
 {
     peer_run run[1];
-    net_allreduce_peer peer[1];
+    comm_net_peer peer[1];
     make_ring(run, peer, 1, UINT32_MAX);
     connect_thread(&run[0]);
     CHECK(run[0].code == 0);
     float v[3] = {1.0f, 2.0f, 4.0f};
-    CHECK_OK(net_allreduce_sum(run[0].g, v, 3, NET_ALLREDUCE_F32, 0.5,
-                               comm_deadline_after_ms(1000)));
+    CHECK_OK(comm_net_allreduce(run[0].g, v, 3, COMM_NET_F32, 0.5,
+                                comm_deadline_after_ms(1000)));
     CHECK(v[0] == 0.5f && v[1] == 1.0f && v[2] == 2.0f);
     close_ring(run, 1);
 }
@@ -235,7 +235,7 @@ static void test_one_peer(void)
 static void test_wrong_secret(void)
 {
     peer_run runs[3];
-    net_allreduce_peer peers[3];
+    comm_net_peer peers[3];
     make_ring(runs, peers, 3, 1);
     run_all(runs, 3, connect_thread);
     for (uint32_t r = 0; r < 3; r++)
@@ -245,8 +245,8 @@ static void test_wrong_secret(void)
     CHECK_CONTAINS(runs[0].message, "(rank 1) did not prove the job's secret");
     CHECK_CONTAINS(runs[2].message, "(rank 1) did not prove the job's secret");
     float v = 1.0f;
-    loom_error *err = net_allreduce_sum(runs[0].g, &v, 1, NET_ALLREDUCE_F32, 1.0,
-                                        comm_deadline_after_ms(100));
+    loom_error *err = comm_net_allreduce(runs[0].g, &v, 1, COMM_NET_F32, 1.0,
+                                         comm_deadline_after_ms(100));
     CHECK(loom_err_code(err) == LOOM_ERR_UNAVAILABLE);
     loom_err_free(err);
     close_ring(runs, 3);
@@ -257,7 +257,7 @@ static void test_wrong_secret(void)
 static void test_stray_connection(void)
 {
     peer_run runs[2];
-    net_allreduce_peer peers[2];
+    comm_net_peer peers[2];
     make_ring(runs, peers, 2, UINT32_MAX);
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons(peers[1].port)};
@@ -268,7 +268,7 @@ static void test_stray_connection(void)
     run_all(runs, 2, connect_thread);
     CHECK_MSG(runs[0].code == 0 && runs[1].code == 0, "%s / %s", runs[0].message,
               runs[1].message);
-    check_sum(runs, 2, 5, NET_ALLREDUCE_F32, 1.0);
+    check_sum(runs, 2, 5, COMM_NET_F32, 1.0);
     close_ring(runs, 2);
 }
 
@@ -277,7 +277,7 @@ static void test_stray_connection(void)
 static void test_stale_generation(void)
 {
     peer_run runs[2];
-    net_allreduce_peer peers[2];
+    comm_net_peer peers[2];
     make_ring(runs, peers, 2, UINT32_MAX);
     runs[0].generation = 3;
     runs[1].generation = 4;
@@ -296,7 +296,7 @@ static void test_stale_generation(void)
 static void test_peer_closes(uint32_t world, uint32_t quitter)
 {
     peer_run runs[MAX_TEST_PEERS];
-    net_allreduce_peer peers[MAX_TEST_PEERS];
+    comm_net_peer peers[MAX_TEST_PEERS];
     make_ring(runs, peers, world, UINT32_MAX);
     run_all(runs, world, connect_thread);
     size_t count = (16u << 20) / sizeof(float);
@@ -304,7 +304,7 @@ static void test_peer_closes(uint32_t world, uint32_t quitter)
         CHECK_MSG(runs[r].code == 0, "rank %u connect: %s", r, runs[r].message);
         runs[r].buf = calloc(count, sizeof(float));
         runs[r].count = count;
-        runs[r].type = NET_ALLREDUCE_F32;
+        runs[r].type = COMM_NET_F32;
         runs[r].scale = 1.0;
         runs[r].deadline_ms = r == quitter ? 2 : 20000;
         runs[r].close_after = r == quitter;
@@ -326,8 +326,8 @@ static void test_peer_closes(uint32_t world, uint32_t quitter)
     /* A group whose call failed refuses the next one. */
     uint32_t other = right;
     float v = 1.0f;
-    loom_error *err = net_allreduce_sum(runs[other].g, &v, 1, NET_ALLREDUCE_F32, 1.0,
-                                        comm_deadline_after_ms(100));
+    loom_error *err = comm_net_allreduce(runs[other].g, &v, 1, COMM_NET_F32, 1.0,
+                                         comm_deadline_after_ms(100));
     CHECK(loom_err_code(err) == LOOM_ERR_UNAVAILABLE);
     CHECK_CONTAINS(loom_err_message(err), "failed earlier");
     loom_err_free(err);
@@ -342,7 +342,7 @@ static void test_peer_closes(uint32_t world, uint32_t quitter)
 static void test_peer_killed(void)
 {
     peer_run runs[3];
-    net_allreduce_peer peers[3];
+    comm_net_peer peers[3];
     make_ring(runs, peers, 3, UINT32_MAX);
     int ready[2];
     CHECK(pipe(ready) == 0);
@@ -359,7 +359,7 @@ static void test_peer_killed(void)
             pause(); /* until killed */
     }
     close(ready[1]);
-    net_allreduce_close(runs[1].g); /* the parent's copy of its listening socket */
+    comm_net_close(runs[1].g); /* the parent's copy of its listening socket */
     runs[1].g = NULL;
     pthread_t threads[2];
     pthread_create(&threads[0], NULL, connect_thread, &runs[0]);
@@ -377,7 +377,7 @@ static void test_peer_killed(void)
         CHECK_MSG(r->code == 0, "rank %u connect: %s", ranks[i], r->message);
         r->buf = bufs[i];
         r->count = 1000;
-        r->type = NET_ALLREDUCE_F32;
+        r->type = COMM_NET_F32;
         r->scale = 1.0;
         r->deadline_ms = 20000;
         pthread_create(&threads[i], NULL, sum_thread, r);
@@ -400,14 +400,14 @@ static void test_peer_killed(void)
 static void test_silent_peer(void)
 {
     peer_run runs[2];
-    net_allreduce_peer peers[2];
+    comm_net_peer peers[2];
     make_ring(runs, peers, 2, UINT32_MAX);
     run_all(runs, 2, connect_thread);
     CHECK(runs[0].code == 0 && runs[1].code == 0);
     float buf[1000] = {0};
     runs[0].buf = buf;
     runs[0].count = 1000;
-    runs[0].type = NET_ALLREDUCE_F32;
+    runs[0].type = COMM_NET_F32;
     runs[0].scale = 1.0;
     runs[0].deadline_ms = 300;
     sum_thread(&runs[0]);
@@ -421,28 +421,28 @@ static void test_silent_peer(void)
 
 static void test_arguments(void)
 {
-    net_allreduce *g = NULL;
-    net_allreduce_peer peer = {"127.0.0.1", 1};
-    uint8_t secret[NET_ALLREDUCE_SECRET_BYTES] = {0};
-    loom_error *err = net_allreduce_listen("localhost", 0, &g);
+    comm_net *g = NULL;
+    comm_net_peer peer = {"127.0.0.1", 1};
+    uint8_t secret[COMM_NET_SECRET_BYTES] = {0};
+    loom_error *err = comm_net_listen("localhost", 0, &g);
     CHECK(loom_err_code(err) == LOOM_ERR_INVALID_ARGUMENT);
     CHECK_CONTAINS(loom_err_message(err), "numeric");
     loom_err_free(err);
-    CHECK_OK(net_allreduce_listen("127.0.0.1", 0, &g));
-    err = net_allreduce_connect(g, &peer, NET_ALLREDUCE_MAX_PEERS + 1, 0, 1, secret,
-                                comm_deadline_after_ms(100));
+    CHECK_OK(comm_net_listen("127.0.0.1", 0, &g));
+    err = comm_net_connect(g, &peer, COMM_NET_MAX_PEERS + 1, 0, 1, secret,
+                           comm_deadline_after_ms(100));
     CHECK(loom_err_code(err) == LOOM_ERR_INVALID_ARGUMENT);
-    CHECK_CONTAINS(loom_err_message(err), "NET_ALLREDUCE_MAX_PEERS");
+    CHECK_CONTAINS(loom_err_message(err), "COMM_NET_MAX_PEERS");
     loom_err_free(err);
-    err = net_allreduce_connect(g, &peer, 1, 1, 1, secret, comm_deadline_after_ms(100));
+    err = comm_net_connect(g, &peer, 1, 1, 1, secret, comm_deadline_after_ms(100));
     CHECK(loom_err_code(err) == LOOM_ERR_INVALID_ARGUMENT);
     loom_err_free(err);
     float v = 0;
-    err = net_allreduce_sum(g, &v, 1, NET_ALLREDUCE_F32, 1.0, comm_deadline_after_ms(100));
+    err = comm_net_allreduce(g, &v, 1, COMM_NET_F32, 1.0, comm_deadline_after_ms(100));
     CHECK(loom_err_code(err) == LOOM_ERR_INVALID_ARGUMENT);
     CHECK_CONTAINS(loom_err_message(err), "not connected");
     loom_err_free(err);
-    net_allreduce_close(g);
+    comm_net_close(g);
 }
 
 int main(void)
