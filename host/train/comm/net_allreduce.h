@@ -90,10 +90,11 @@ loom_error *comm_net_listen(const char *bind_address, uint32_t link_timeout_ms,
 /* The port the group listens on, for the caller to hand to the others. */
 uint16_t comm_net_port(const comm_net *g);
 
-/* Links this peer into the ring of `count` peers (1 .. COMM_NET_
- * MAX_PEERS; peers[i] is rank i; this peer is `rank`) for `generation`,
- * authenticated with `secret` (COMM_NET_SECRET_BYTES). Every peer
- * must be listening before any connects. Called once per group. */
+/* Links this peer into the ring of `count` peers (1 .. COMM_NET_MAX_PEERS;
+ * peers[i] is rank i; this peer is `rank`) for `generation`, authenticated
+ * with `secret` (COMM_NET_SECRET_BYTES). A right neighbour that refuses
+ * the connection (not listening yet) is tried again until the deadline.
+ * Called once per group. */
 loom_error *comm_net_connect(comm_net *g, const comm_net_peer *peers,
                              uint32_t count, uint32_t rank, uint32_t generation,
                              const uint8_t *secret, uint64_t deadline_ns);
