@@ -277,6 +277,8 @@ static loom_error *send_stream(ring_pass *p)
         size_t bytes = segment_bytes(p, send_segment(p, t)), sent = 0;
         char *from = segment_at(p, send_segment(p, t));
         while (sent < bytes) {
+            if (comm_now_ns() >= p->deadline_ns)
+                return comm_net_peer_late(comm_net_right_of(g), "an all-reduce");
             size_t may = bytes;
             if (t > 0) { /* what receive step t-1 delivered of this segment */
                 uint64_t at = atomic_load(&p->received);
@@ -341,6 +343,9 @@ static loom_error *receive_step(ring_pass *p, uint32_t t, uint64_t *position, in
     char *to = segment_at(p, seg);
     int reducing = t < k - 1;
     while (done < bytes) {
+        /* Checked on every turn: a slow but steady stream stops in time too. */
+        if (comm_now_ns() >= p->deadline_ns)
+            return comm_net_peer_late(comm_net_left_of(g), "an all-reduce");
         size_t want = bytes - done;
         char *into = to + done;
         if (reducing) {

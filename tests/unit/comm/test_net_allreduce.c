@@ -313,6 +313,10 @@ static void test_peer_closes(uint32_t world, uint32_t quitter)
     uint32_t left = (quitter + world - 1) % world, right = (quitter + 1) % world;
     char name[32];
     snprintf(name, sizeof(name), "rank %u ", quitter);
+    CHECK_MSG(runs[quitter].code == LOOM_ERR_DEADLINE_EXCEEDED, "K=%u quitter: code %d, %s",
+              world, runs[quitter].code, runs[quitter].message);
+    CHECK_MSG(runs[quitter].call_ms < 2000, "K=%u quitter stopped after %.0f ms (deadline 2)",
+              world, runs[quitter].call_ms);
     for (uint32_t r = 0; r < world; r++) {
         if (r == quitter)
             continue;
