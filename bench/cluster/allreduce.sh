@@ -69,7 +69,7 @@ iterations_for() { # each turn around a second on this machine
 }
 
 results=$(mktemp)
-trap 'rm -f "$results"; "$lab" down >&2' EXIT
+trap 'rm -f "$results"; rm -rf "$meet"; "$lab" down >&2' EXIT
 port=29600
 for run in $(seq "$runs"); do
     for size in $sizes; do
