@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "exec/exec_internal.h"
+#include "sched/slurm_step.h"
 #include "util/error.h"
 #include "util/log.h"
 
@@ -132,6 +133,43 @@ static void requeue_pending(exec_service *es, store_exec *e)
     dlicmd_free(&d);
 }
 
+/* The Slurm jobs the last host started for the execs it left (their srun
+ * is gone with it, or lives on elsewhere): cancelled, so that nothing runs
+ * on a node unaccounted for. Only jobs named after one of those execs:
+ * another host's jobs on the same cluster are not this one's to end. */
+static void cancel_slurm_leftovers(exec_service *es, const store_exec *stopped, int n)
+{
+    if (n == 0 || !sched_service_on_slurm(es->sched))
+        return;
+    slurm_step_job *jobs = NULL;
+    size_t count = 0;
+    loom_error *e = slurm_step_leftovers(NULL, &(slurm_step_filter){0}, &jobs, &count);
+    if (e) {
+        log_warn("Slurm jobs the last host left: %s", loom_err_message(e));
+        loom_err_free(e);
+        return;
+    }
+    for (size_t k = 0; k < count; k++) {
+        const char *id = jobs[k].name + strlen(SLURM_STEP_NAME_PREFIX);
+        const char *end = strrchr(id, ':');
+        for (int i = 0; end && i < n; i++) {
+            if (strlen(stopped[i].id) != (size_t)(end - id) ||
+                strncmp(stopped[i].id, id, (size_t)(end - id)) != 0)
+                continue;
+            loom_error *c = slurm_step_cancel(NULL, jobs[k].job_id);
+            if (c)
+                log_warn("exec %s: cannot cancel Slurm job %u: %s", stopped[i].id,
+                         jobs[k].job_id, loom_err_message(c));
+            else
+                log_info("exec %s: cancelled Slurm job %u (%s) the last host left", stopped[i].id,
+                         jobs[k].job_id, jobs[k].name);
+            loom_err_free(c);
+            break;
+        }
+    }
+    free(jobs);
+}
+
 static int by_creation(const void *a, const void *b)
 {
     const store_exec *x = a, *y = b;
@@ -147,10 +185,14 @@ void exec_reconcile(exec_service *es)
     loom_err_free(err);
     if (l.count > 1)
         qsort(l.items, (size_t)l.count, sizeof *l.items, by_creation);
+    store_exec *stopped = calloc((size_t)(l.count ? l.count : 1), sizeof *stopped);
+    int nstopped = 0;
     for (int i = 0; i < l.count; i++) {
         store_exec *e = &l.items[i];
         if (e->state == EXEC_STATE_PENDING || resume_trainer(es, e))
             continue;
+        if (stopped)
+            stopped[nstopped++] = *e;
         /* A launch-style program cannot be re-attached to: the previous host
          * was its parent. Stop what is left of it rather than leave it
          * running unsupervised. */
@@ -163,6 +205,8 @@ void exec_reconcile(exec_service *es)
         e->pgid = 0;
         exec_set_state(es, e, EXEC_STATE_ERROR, msg);
     }
+    cancel_slurm_leftovers(es, stopped, nstopped);
+    free(stopped);
     /* Then the queue, oldest first: the scheduler sees it in its old order
      * and gives the same head job the same reservation. */
     for (int i = 0; i < l.count; i++)

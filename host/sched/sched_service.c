@@ -278,6 +278,8 @@ int sched_service_job_device_nodes(sched_service *ss, const char *id,
     return n;
 }
 
+bool sched_service_on_slurm(const sched_service *ss) { return ss->slurm != NULL; }
+
 bool sched_service_job_node(sched_service *ss, const char *id, char *node, size_t len)
 {
     pthread_mutex_lock(&ss->lock);

@@ -212,6 +212,8 @@ loom_error *sched_service_sync_devices(sched_service *ss, const slurm_device *de
 /* Whether job `id` holds a device on another machine (a Slurm node): the
  * first such node's name is copied to node. */
 bool sched_service_job_node(sched_service *ss, const char *id, char *node, size_t len);
+/* Whether the inventory is a Slurm partition's (libslurm is set up). */
+bool sched_service_on_slurm(const sched_service *ss);
 /* The node of each of job `id`'s devices, in the order sched_service_job_devices
  * gives them ("" for this machine's), up to `cap`; returns how many devices
  * it holds, -1 when it is unknown. */

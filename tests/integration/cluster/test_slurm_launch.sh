@@ -5,7 +5,8 @@
 # node and 1 on the other, each worker one Slurm job run as the user's
 # account on its node, with RANK, LOCAL_RANK, LOCAL_WORLD_SIZE and
 # NODE_RANK as torchrun sets them; it finishes, its output in its worker
-# logs, and no Slurm job is left. Without --shared-dir such an exec is
+# logs, and no Slurm job is left. A host killed while an exec runs there
+# leaves Slurm jobs; the next host cancels those named after its execs. Without --shared-dir such an exec is
 # refused, saying why. (The lab's bridge is private: passwords over plain
 # HTTP there are allowed.) Skipped (77) where namespaces cannot be made.
 LOOM=$1
@@ -46,6 +47,7 @@ mkdir -p "$WORK/model"
 cat > "$WORK/model/run.sh" <<'SH'
 #!/bin/sh
 echo "$(hostname) rank=$RANK local=$LOCAL_RANK of $LOCAL_WORLD_SIZE node=$NODE_RANK world=$WORLD_SIZE uid=$(id -u)"
+if [ -n "${HOLD:-}" ]; then exec sleep 600; fi
 SH
 chmod +x "$WORK/model/run.sh"
 state_of() { "$LOOM" --json exec view "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])'; }
@@ -77,5 +79,24 @@ expect_contains "rank 0: the first of 2 on its node" "$got" "rank=0 local=0 of 2
 expect_contains "rank 1: the second there" "$got" "rank=1 local=1 of 2 node=0 world=3 uid=200001"
 expect_contains "rank 2: alone on the other node" "$got" "rank=2 local=0 of 1 node=1 world=3 uid=200001"
 expect_eq "no Slurm job left" "$(squeue -h -o %j | grep -c "^loom:$id:")" "0"
+
+# ---- the host killed while an exec runs on the nodes, and a Slurm job
+# named after that exec left behind: the next host cancels it
+jobs_of() { squeue -h -o %j | grep -c "^loom:$1:"; }
+held=$(submit --numWorker 2 --msd-env HOLD=1)
+wait_until 60 output_is 2 jobs_of "$held"
+expect_eq "its 2 workers run as Slurm jobs" "$(jobs_of "$held")" "2"
+kill -9 "$HOST_PID"
+wait "$HOST_PID" 2>/dev/null
+HOST_PID=
+sbatch -Q -J "loom:$held:9" -w node2 --wrap "sleep 600" >/dev/null
+wait_until 20 output_is 3 jobs_of "$held"
+expect_eq "and one more named after it" "$(jobs_of "$held")" "3"
+start_on_node1 --shared-dir "$SHARED/files"
+wait_until 60 output_is 0 jobs_of "$held"
+expect_eq "the next host leaves none of them" "$(jobs_of "$held")" "0"
+expect_contains "it says which it cancelled" "$(cat "$LOOM_HOME/loom.log")" "cancelled Slurm job"
+expect_eq "the exec ended" "$(state_of "$held")" "ERROR"
+expect_contains "saying why" "$("$LOOM" exec view "$held")" "the host restarted"
 stop_host
 finish
