@@ -303,7 +303,14 @@ static void finish_launch(exec_service *es, running_exec *r)
         if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
             continue;
         state = EXEC_STATE_ERROR;
-        if (WIFEXITED(st))
+        if (WIFEXITED(st) && WEXITSTATUS(st) == EXEC_NODE_NO_SHARED_DIR && r->worker_nodes) {
+            /* nothing more is placed there for a while */
+            snprintf(msg, sizeof msg, "worker %d: node %s cannot reach the exec's folder (the "
+                     "shared folder is not mounted there); the node is kept out of the inventory "
+                     "for a while", i, r->worker_nodes[i]);
+            sched_service_keep_node_out(es->sched, r->worker_nodes[i],
+                                        "it cannot reach the shared folder");
+        } else if (WIFEXITED(st))
             snprintf(msg, sizeof msg, "worker %d exited with status %d (its output: loom exec "
                      "logs %s --worker %d --stderr)", i, WEXITSTATUS(st), r->rec.id, i);
         else if (WIFSIGNALED(st)) {

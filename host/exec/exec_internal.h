@@ -183,6 +183,9 @@ void launch_plan_free(launch_plan *p);
  * r->plan, from r->launch_in; worker_nodes NULL on one machine, else each
  * worker's node (master_addr then the first's). */
 loom_error *launch_plan_make(running_exec *r, const char *const *worker_nodes);
+/* The exit status of a worker whose node cannot reach the exec's folder
+ * (the shared folder is not mounted there): exec_nodes.c's guard. */
+#define EXEC_NODE_NO_SHARED_DIR 97
 /* exec_nodes.c: when r's `ndev` devices are on Slurm nodes (*on_nodes),
  * each worker's node into r->worker_nodes and the plan made again with
  * them; refused without a shared folder (--shared-dir). */

@@ -92,6 +92,13 @@ static int absolute_program(const char *prog, const char *cwd, char *const *envp
     return 0;
 }
 
+/* $1 the worker's folder, then its program and arguments. */
+#define NODE_GUARD_TEXT(status)                                                              \
+    "cd \"$1\" 2>/dev/null || { echo \"loom: node $(hostname) cannot reach $1: the shared " \
+    "folder is not mounted there\" >&2; exit " #status "; }; shift; exec \"$@\""
+#define NODE_GUARD_OF(status) NODE_GUARD_TEXT(status)
+#define NODE_GUARD NODE_GUARD_OF(EXEC_NODE_NO_SHARED_DIR)
+
 loom_error *exec_nodes_spawn(running_exec *r, int worker, char **envp, const char *cwd,
                              spawn_spec *spec, pid_t *pid)
 {
@@ -110,19 +117,27 @@ loom_error *exec_nodes_spawn(running_exec *r, int worker, char **envp, const cha
     else if (!absolute_program(worker_argv[0], cwd, envp, program, sizeof program))
         e = loom_err(LOOM_E_INVALID, "worker %d: cannot find '%s' to run on node %s", worker,
                      worker_argv[0], r->worker_nodes[worker]);
-    char *saved = worker_argv[0];
-    char **srun = NULL;
+    char **srun = NULL, **guarded = NULL;
+    size_t nargs = 0;
+    while (worker_argv[nargs])
+        nargs++;
+    /* Slurm runs a step elsewhere when its folder is missing on the node:
+     * the guard says so instead, with a status of its own. */
+    if (!e && !(guarded = calloc(nargs + 6, sizeof *guarded)))
+        e = loom_err(LOOM_E_INTERNAL, "out of memory");
     if (!e) {
-        worker_argv[0] = program;
+        char *guard[] = {"/bin/sh", "-c", (char *)NODE_GUARD, "loom-worker", (char *)cwd, program};
+        memcpy(guarded, guard, sizeof guard);
+        memcpy(guarded + 6, worker_argv + 1, nargs * sizeof *guarded); /* and its NULL */
         int per = r->worker_device_num > 0 ? r->worker_device_num : 1;
         slurm_step_spec s = {.node = r->worker_nodes[worker], .uid = uid, .gid = gid,
                              .cpus = (uint32_t)per, .gpus = r->gpu ? (uint32_t)per : 0,
                              .exec_id = rec->id, .slot = (uint32_t)worker,
                              .exports = (const char *const *)names, .chdir = cwd,
-                             .argv = (const char *const *)worker_argv};
+                             .argv = (const char *const *)guarded};
         e = slurm_step_argv(&s, &srun);
-        worker_argv[0] = saved;
     }
+    free(guarded);
     if (!e) {
         /* srun's own environment: the worker's values (exported by name)
          * and Slurm's configuration, as the host was given it */

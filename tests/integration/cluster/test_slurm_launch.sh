@@ -80,6 +80,19 @@ expect_contains "rank 1: the second there" "$got" "rank=1 local=1 of 2 node=0 wo
 expect_contains "rank 2: alone on the other node" "$got" "rank=2 local=0 of 1 node=1 world=3 uid=200001"
 expect_eq "no Slurm job left" "$(squeue -h -o %j | grep -c "^loom:$id:")" "0"
 
+# ---- a node that cannot reach the shared folder (unmounted there): the
+# exec says which, and the node is kept out for a while
+lab exec node2 mount -t tmpfs loomhide "$SHARED/files"
+bad=$(submit --numWorker 3)
+wait_until 60 output_is ERROR state_of "$bad"
+expect_contains "the exec names the node that cannot reach the folder" \
+    "$("$LOOM" exec view "$bad")" "node node2 cannot reach the exec's folder"
+node2_slots() { "$LOOM" --json slots | grep -c '"node2"'; }
+expect_eq "node2 is kept out of the inventory" "$(node2_slots)" "0"
+expect_contains "the log says why" "$(cat "$LOOM_HOME/loom.log")" \
+    "node node2 is kept out of the inventory for 30 s: it cannot reach the shared folder"
+lab exec node2 umount "$SHARED/files"
+
 # ---- the host killed while an exec runs on the nodes, and a Slurm job
 # named after that exec left behind: the next host cancels it
 jobs_of() { squeue -h -o %j | grep -c "^loom:$1:"; }
