@@ -7,10 +7,12 @@
 # NODE_RANK as torchrun sets them; it finishes, its output in its worker
 # logs, and no Slurm job is left. A host killed while an exec runs there
 # leaves Slurm jobs; the next host cancels those named after its execs. Without --shared-dir such an exec is
-# refused, saying why. (The lab's bridge is private: passwords over plain
+# refused, saying why. examples/distpytorch trains across the nodes
+# unchanged (when the jobs' python3 has PyTorch). (The lab's bridge is private: passwords over plain
 # HTTP there are allowed.) Skipped (77) where namespaces cannot be made.
 LOOM=$1
 BUILD=$2
+SRC=$(cd "$(dirname "$0")/../../.." && pwd)
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/lab_lib.sh"
 if [ "$lab_usable" = 0 ]; then
@@ -79,6 +81,20 @@ expect_contains "rank 0: the first of 2 on its node" "$got" "rank=0 local=0 of 2
 expect_contains "rank 1: the second there" "$got" "rank=1 local=1 of 2 node=0 world=3 uid=200001"
 expect_contains "rank 2: alone on the other node" "$got" "rank=2 local=0 of 1 node=1 world=3 uid=200001"
 expect_eq "no Slurm job left" "$(squeue -h -o %j | grep -c "^loom:$id:")" "0"
+
+# ---- a DDP script across the nodes, unchanged (distPyTorch: torch's gloo
+# over the lab's bridge, MASTER_ADDR rank 0's node)
+if /usr/bin/python3 -c 'import torch' 2>/dev/null; then # the jobs' python3 (their PATH)
+    ddp=$("$LOOM" exec start --exec-start distPyTorch --model-dir "$SRC/examples/distpytorch" \
+          --model-main train.py --numWorker 3 -- --epochs 1 --limit 600 2>&1 |
+          grep -o 'admin-[0-9]*-[0-9]*' | head -n1)
+    ended() { case "$(state_of "$1")" in FINISHED | ERROR | KILLED) return 0 ;; esac; return 1; }
+    wait_until 240 ended "$ddp"
+    expect_eq "a DDP script trains across the nodes" "$(state_of "$ddp")" "FINISHED"
+    expect_ok "and writes its results there" test -s "$SHARED/files/execs/$ddp/val_dict_list.json"
+else
+    skip_part "DDP across the nodes: no PyTorch"
+fi
 
 # ---- a node that cannot reach the shared folder (unmounted there): the
 # exec says which, and the node is kept out for a while
