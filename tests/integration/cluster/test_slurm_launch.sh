@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# A launch-style exec on a 2-node Slurm lab (2 CPU slots each): the host
-# runs on node1 (a login node: srun --uid needs the accounts where it runs)
-# with --slurm and --shared-dir; an exec of 3 workers is placed 2 on one
-# node and 1 on the other, each worker one Slurm job run as the user's
-# account on its node, with RANK, LOCAL_RANK, LOCAL_WORLD_SIZE and
-# NODE_RANK as torchrun sets them; it finishes, its output in its worker
-# logs, and no Slurm job is left. A host killed while an exec runs there
-# leaves Slurm jobs; the next host cancels those named after its execs. Without --shared-dir such an exec is
-# refused, saying why. examples/distpytorch trains across the nodes
-# unchanged (when the jobs' python3 has PyTorch). (The lab's bridge is private: passwords over plain
-# HTTP there are allowed.) Skipped (77) where namespaces cannot be made.
+# Launch-style execs on a 2-node Slurm lab (2 CPU slots each). The host
+# runs on node1 (a login node: srun --uid needs the accounts where it runs;
+# the lab's bridge is private, so passwords over plain HTTP are allowed).
+# Without --shared-dir an exec on the nodes is refused, saying why. With it:
+# an exec of 3 workers runs 2 on one node and 1 on the other, each worker
+# one Slurm job as the user's account, with RANK, LOCAL_RANK,
+# LOCAL_WORLD_SIZE and NODE_RANK as torchrun sets them, and leaves no Slurm
+# job; examples/distpytorch (DDP) trains across the nodes unchanged (when
+# the jobs' python3 has PyTorch); a node that cannot reach the shared
+# folder is named and kept out; a host killed while an exec runs leaves
+# Slurm jobs, which the next host cancels. Skipped (77) where namespaces
+# cannot be made.
 LOOM=$1
 BUILD=$2
 SRC=$(cd "$(dirname "$0")/../../.." && pwd)
