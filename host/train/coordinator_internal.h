@@ -10,6 +10,8 @@
  *   progress.c      where training stands: epochs, metrics, the snapshot
  *   recovery.c      the last committed state kept outside the workers, and
  *                   the rewind to it when every worker is lost
+ *   coordinator_heartbeat.c  the control links' heartbeats: workers not
+ *                   heard from are dropped, idle ones are told it lives
  *
  * Only the thread touches the state, except `ctl`, which the public calls
  * share under its lock.
@@ -49,6 +51,11 @@ typedef struct edt_slot {
     int has_reply; /* `reply` holds this round's answer */
     msg reply;
     int64_t started_ms;
+    /* The control link's liveness: when a message last came from the
+     * worker, when one last went to it, and whether its answer to a plan
+     * or work is due (the loop reading it then takes its heartbeats). */
+    int64_t heard_ms, told_ms;
+    int awaiting;
     proc_group group; /* the worker and all it starts, ended with the slot */
     int32_t device; /* the granted device it runs on (or, on CPU, is
                      * counted against); -1: none yet */
@@ -78,9 +85,11 @@ typedef struct edt_control {
 typedef struct edt_members {
     comm_shm_segment *seg;
     char shm_name[96];
-    char ctl_name[128];
+    char ctl_name[TRAIN_LINK_ADDR_MAX + 48]; /* the workers' --control */
     int listen_fd;
+    int tcp;          /* the link is TCP: no peer credentials to check */
     uid_t worker_uid; /* the only uid whose connections the socket takes */
+    uint8_t secret[TRAIN_SECRET_BYTES]; /* the exec's: workers prove they hold it */
     edt_slot slots[MAX_SLOTS];
     uint32_t nslots;
     uint32_t generation;
@@ -213,6 +222,15 @@ void train_note_progress(edt_coordinator *c);
 void train_send_exit(edt_coordinator *c, uint32_t i, const char *reason, int code);
 /* Reaps workers that ended. Returns how many members were lost. */
 int train_reap(edt_coordinator *c);
+/* coordinator_heartbeat.c */
+/* Reads what idle workers sent (heartbeats), drops live workers not heard
+ * from for LOOM_HEARTBEAT_TIMEOUT_MS, and sends a heartbeat to each idle
+ * one due. Call at least every LOOM_HEARTBEAT_INTERVAL_MS while workers
+ * run. Returns how many members were lost. */
+int train_keep_alive(edt_coordinator *c);
+/* A message from slot i's worker was read: it lives. */
+void train_heard(edt_coordinator *c, uint32_t i);
+
 /* Takes new connections and their hellos (waiting at most wait_ms). */
 void train_accept_hellos(edt_coordinator *c, int wait_ms);
 /* Starts workers until members + starting ones reach `want`. */

@@ -94,6 +94,9 @@ static void ps_assign(edt_coordinator *c, param_server *ps, uint32_t i)
     if (e) {
         /* Noticed when its process ends; its samples go back then. */
         loom_err_free(e);
+    } else {
+        s->awaiting = 1;
+        s->told_ms = time_mono_ms();
     }
 }
 
@@ -231,6 +234,11 @@ static loom_error *ps_take_gradient(edt_coordinator *c, param_server *ps, uint32
     int64_t deadline = time_mono_ms() + c->job.settings.step_timeout_ms;
     msg reply;
     loom_error *e = train_msg_recv(s->fd, deadline, &reply);
+    if (!e && reply.kind == MSG_HEARTBEAT) { /* the gradient comes later */
+        train_msg_free(&reply);
+        train_heard(c, i);
+        return NULL;
+    }
     if (!e && reply.kind != MSG_REPLY)
         e = loom_err(LOOM_E_INVALID, "a %s message where a reply was due", train_msg_kind_name(reply.kind));
     if (!e)
@@ -241,6 +249,8 @@ static loom_error *ps_take_gradient(edt_coordinator *c, param_server *ps, uint32
         train_drop_slot(c, i, "its control connection closed (the process died)");
         return NULL;
     }
+    s->awaiting = 0;
+    train_heard(c, i);
     int ok = reply.u.reply.ok;
     if (ok && ps->version - s->version > c->job.settings.max_staleness) {
         ps->stale++;
@@ -315,6 +325,7 @@ edt_end train_run_async(edt_coordinator *c, loom_error **err)
             break;
         }
         train_reap(c);
+        train_keep_alive(c);
         train_accept_hellos(c, 0);
         if ((*err = async_membership(c)))
             break;
