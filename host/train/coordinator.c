@@ -144,6 +144,8 @@ static loom_error *prepare(edt_coordinator *c)
         e = train_msg_listen_tcp(&link, &c->m.listen_fd, c->m.ctl_name, sizeof c->m.ctl_name);
     else if (!e)
         e = train_msg_listen(c->m.ctl_name, &c->m.listen_fd);
+    if (!e)
+        e = train_beats_start(c);
     if (e)
         return e;
     /* The Unix socket is abstract (any local process may connect): only
@@ -324,6 +326,7 @@ loom_error *edt_start(edt_job *job, edt_coordinator **out)
     if (ctl->target > job->settings.engines)
         ctl->target = job->settings.engines;
     pthread_mutex_init(&ctl->lock, NULL);
+    pthread_mutex_init(&c->beats.lock, NULL);
     train_update_snapshot(c, 0);
     if (pthread_create(&c->thread, NULL, run, c) != 0) {
         edt_free(c);
@@ -385,6 +388,8 @@ void edt_free(edt_coordinator *c)
         return;
     if (c->thread_started)
         pthread_join(c->thread, NULL);
+    train_beats_stop(c);
+    pthread_mutex_destroy(&c->beats.lock);
     for (uint32_t i = 0; i < c->m.nslots; i++) {
         if (c->m.slots[i].fd >= 0)
             close(c->m.slots[i].fd);

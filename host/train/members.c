@@ -58,13 +58,16 @@ static void close_slot(edt_coordinator *c, uint32_t i)
         sampler_give_back(&c->pr.smp, s->inflight, s->ninflight);
     free(s->inflight);
     proc_group_destroy(&s->group); /* what the worker left running */
+    train_msg_free(&s->reply);
+    /* The heartbeat thread reads the slot's link: emptied under its lock. */
+    pthread_mutex_lock(&c->beats.lock);
     if (s->fd >= 0)
         close(s->fd);
-    train_msg_free(&s->reply);
     memset(s, 0, sizeof *s);
     s->fd = -1;
     s->device = -1;
     s->state = SLOT_FREE;
+    pthread_mutex_unlock(&c->beats.lock);
     if (c->m.seg)
         comm_shm_mark_dead(c->m.seg, i);
     train_publish_held(c);
@@ -143,7 +146,7 @@ void train_send_exit(edt_coordinator *c, uint32_t i, const char *reason, int cod
     msg m = {.kind = MSG_EXIT, .u.exit = {.reason = reason, .code = code}};
     /* A worker that cannot hear it is reaped when its process ends. */
     if (s->fd >= 0)
-        loom_err_free(train_msg_send(s->fd, &m, NULL, 0));
+        loom_err_free(train_slot_send(c, i, &m, NULL, 0));
     s->state = SLOT_LEAVING;
     s->started_ms = time_mono_ms();
 }
@@ -261,8 +264,10 @@ static int spawn_worker(edt_coordinator *c, uint32_t slot, int32_t device)
         return -1;
     }
     edt_slot *s = &c->m.slots[slot];
+    pthread_mutex_lock(&c->beats.lock); /* a free slot: no link to beat */
     memset(s, 0, sizeof *s);
     s->fd = -1;
+    pthread_mutex_unlock(&c->beats.lock);
     s->pid = pid;
     s->group = group;
     s->device = device;
@@ -400,12 +405,8 @@ void train_accept_hellos(edt_coordinator *c, int wait_ms)
             close(fd);
             continue;
         }
-        edt_slot *s = &c->m.slots[i];
-        s->fd = fd;
-        s->state = SLOT_READY;
-        s->awaiting = 0;
-        s->told_ms = time_mono_ms();
-        train_heard(c, i);
+        c->m.slots[i].state = SLOT_READY;
+        train_slot_link(c, i, fd);
         msg_hello h = hello.u.hello;
         train_msg_free(&hello);
         if (c->m.params == 0) {

@@ -90,13 +90,10 @@ static void ps_assign(edt_coordinator *c, param_server *ps, uint32_t i)
                         .iteration = c->pr.iteration, .workers = train_count_in(c, SLOT_MEMBER),
                         .batch = {.samples = s->inflight, .sizes = &size, .scales = &scale,
                                   .count = 1}}};
-    loom_error *e = train_msg_send(s->fd, &m, ps->params.data, (size_t)ps->params.nbytes);
+    loom_error *e = train_slot_send(c, i, &m, ps->params.data, (size_t)ps->params.nbytes);
     if (e) {
         /* Noticed when its process ends; its samples go back then. */
         loom_err_free(e);
-    } else {
-        s->awaiting = 1;
-        s->told_ms = time_mono_ms();
     }
 }
 

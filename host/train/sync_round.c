@@ -128,16 +128,13 @@ static void send_plans(edt_coordinator *c, const round_plan *p)
                                   .step_mbs = step_mbs};
         if (have_memory && p->action == PLAN_STEP)
             member_batch(p, world, rank, b, &plan->batch);
-        loom_error *e = have_memory ? train_msg_send(s->fd, &m, NULL, 0)
+        loom_error *e = have_memory ? train_slot_send(c, i, &m, NULL, 0)
                                     : loom_err(LOOM_E_INTERNAL, "out of memory");
         if (e) {
             loom_err_free(e);
             s->reply = (msg){.kind = MSG_REPLY,
                              .u.reply = {.ok = 0, .error = "control connection lost"}};
             s->has_reply = 1;
-        } else {
-            s->awaiting = 1;
-            s->told_ms = time_mono_ms();
         }
         rank++;
     }

@@ -6,7 +6,9 @@
 # wrong MAC, or none, is refused and named in the driver's log while the
 # exec trains on; a worker SIGSTOPped mid-training (no more heartbeats) is
 # dropped within a few seconds, on either link, and the exec finishes with
-# the others, every sample once per epoch.
+# the others, every sample once per epoch; workers whose coordinator is
+# silent (its host stopped) exit within a few seconds, and the host,
+# continued, replaces them and finishes the exec.
 LOOM=$1
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/../train_lib.sh"
@@ -102,5 +104,24 @@ expect_eq "tcp: every sample once per epoch" "$(field "$id" "$every_epoch_once")
 expect_not_contains "tcp: no worker was lost" "$(driver_log "$id")" "no heartbeat"
 
 stop_one_worker "$(submit --model-dir "$WORK/w" --numWorker 2)" "tcp, a worker stopped"
+
+# The coordinator silent (its host stopped): the workers exit on their own
+# within a few seconds; the host, continued, replaces them and finishes.
+id=$(submit --model-dir "$WORK/w" --numWorker 2)
+expect_ok "host stopped: found the workers" wait_until 60 worker_pids "$id" 2
+expect_ok "host stopped: mid-epoch" wait_for "$id" "$mid_epoch and v[\"training\"][\"workers\"] == 2" 120
+kill -STOP "$HOST_PID"
+t0=$(date +%s%N)
+silent_exit() { grep -qs "coordinator silent for 3 s" "$LOOM_HOME/execs/$id"/log/worker-*/stdout; }
+if wait_until 20 silent_exit; then
+    ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+    echo "host stopped: a worker left after $ms ms"
+    expect_eq "host stopped: a worker left within 6 s ($ms ms)" "$([ "$ms" -le 6000 ] && echo yes)" yes
+else
+    fail "host stopped: no worker noticed its silent coordinator"
+fi
+kill -CONT "$HOST_PID"
+expect_ok "host stopped: the exec finishes once it continues" "$LOOM" exec wait "$id" --timeout 300
+expect_eq "host stopped: every sample once per epoch" "$(field "$id" "$every_epoch_once")" "True"
 stop_host
 finish
