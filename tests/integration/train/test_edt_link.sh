@@ -8,8 +8,10 @@
 # dropped within a few seconds, on either link, and the exec finishes with
 # the others, every sample once per epoch; workers whose coordinator is
 # silent (its host stopped) exit within a few seconds, and the host,
-# continued, replaces them and finishes the exec.
+# continued, replaces them and finishes the exec; a driver logger that
+# keeps the coordinator's loop busy for 4 s silences no heartbeat.
 LOOM=$1
+PLUGINS=$2
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/../train_lib.sh"
 
@@ -104,6 +106,19 @@ expect_eq "tcp: every sample once per epoch" "$(field "$id" "$every_epoch_once")
 expect_not_contains "tcp: no worker was lost" "$(driver_log "$id")" "no heartbeat"
 
 stop_one_worker "$(submit --model-dir "$WORK/w" --numWorker 2)" "tcp, a worker stopped"
+
+# A driver logger that takes 4 s a validation: the coordinator's loop is
+# busy, its heartbeats are not (they come from a thread of their own).
+expect_ok "logger add call_log_logger" "$LOOM" logger add "$PLUGINS/call_log_logger.so"
+model_dir "$WORK/slow" 1200 2 ', "loggers": [{"name": "call_log_logger", "role": "driver", "config": {"test_sleep_ms": 4000}}]'
+id=$(submit --model-dir "$WORK/slow" --numWorker 2)
+expect_ok "slow driver logger: the exec finishes" "$LOOM" exec wait "$id" --timeout 300
+expect_eq "slow driver logger: the logger was slow" \
+    "$(grep -c '^test ' "$LOOM_HOME/execs/$id/plugins/call_log_logger/calls-driver.txt" 2>&1)" 2
+expect_eq "slow driver logger: no worker took the coordinator for lost" \
+    "$(cat "$LOOM_HOME/execs/$id"/log/worker-*/stdout | grep -c 'coordinator silent')" 0
+expect_not_contains "slow driver logger: no worker was lost" "$(driver_log "$id")" "no heartbeat"
+expect_eq "slow driver logger: every sample once per epoch" "$(field "$id" "$every_epoch_once")" "True"
 
 # The coordinator silent (its host stopped): the workers exit on their own
 # within a few seconds; the host, continued, replaces them and finishes.
