@@ -394,7 +394,7 @@ void train_accept_hellos(edt_coordinator *c, int wait_ms)
         int fd = accept4(c->m.listen_fd, NULL, NULL, SOCK_CLOEXEC);
         if (fd < 0)
             break;
-        train_link_accepted(fd);
+        train_link_ready(fd);
         msg hello = {0};
         uint32_t i = 0;
         loom_error *e = admit(c, fd, &hello, &i);

@@ -241,9 +241,14 @@ static loom_error *ps_take_gradient(edt_coordinator *c, param_server *ps, uint32
     if (!e)
         e = train_msg_recv_blob(s->fd, &reply, ps->grads.data, (size_t)ps->grads.nbytes, deadline);
     if (e) {
+        char why[512];
+        if (loom_err_code(e) == LOOM_E_UNAVAILABLE)
+            snprintf(why, sizeof why, "its control connection closed (the process died)");
+        else
+            snprintf(why, sizeof why, "its reply was not read: %s", loom_err_message(e));
         loom_err_free(e);
         train_msg_free(&reply);
-        train_drop_slot(c, i, "its control connection closed (the process died)");
+        train_drop_slot(c, i, why);
         return NULL;
     }
     s->awaiting = 0;

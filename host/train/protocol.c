@@ -77,13 +77,25 @@ int train_msg_write_all(int fd, const void *buf, size_t n)
     return 0;
 }
 
-loom_error *train_msg_read_exact(int fd, void *buf, size_t n, int64_t deadline_ms)
+/* Exactly n bytes before deadline_ms. `within`: a message has begun (or
+ * begins with the first byte read here): its sender writes it whole at
+ * once, so a pause of LOOM_HEARTBEAT_TIMEOUT_MS in it means the sender is
+ * lost (stopped, cut off mid-message), and the read ends there rather than
+ * at a deadline meant for waiting on a whole step. */
+static loom_error *read_bytes(int fd, void *buf, size_t n, int64_t deadline_ms, int within)
 {
     char *p = buf;
+    int64_t stall_at = within ? time_mono_ms() + LOOM_HEARTBEAT_TIMEOUT_MS : 0;
     while (n > 0) {
+        int64_t until = deadline_ms;
+        if (stall_at && (!until || stall_at < until))
+            until = stall_at;
         int timeout = -1;
-        if (deadline_ms > 0) {
-            int64_t left = deadline_ms - time_mono_ms();
+        if (until > 0) {
+            int64_t left = until - time_mono_ms();
+            if (left <= 0 && until == stall_at)
+                return loom_err(LOOM_E_DEADLINE, "nothing for %d s in the middle of a message",
+                                LOOM_HEARTBEAT_TIMEOUT_MS / 1000);
             if (left <= 0)
                 return loom_err(LOOM_E_DEADLINE, "deadline");
             timeout = left > 1000000 ? 1000000 : (int)left;
@@ -104,8 +116,14 @@ loom_error *train_msg_read_exact(int fd, void *buf, size_t n, int64_t deadline_m
         }
         p += got;
         n -= (size_t)got;
+        stall_at = time_mono_ms() + LOOM_HEARTBEAT_TIMEOUT_MS;
     }
     return NULL;
+}
+
+loom_error *train_msg_read_exact(int fd, void *buf, size_t n, int64_t deadline_ms)
+{
+    return read_bytes(fd, buf, n, deadline_ms, 0);
 }
 
 loom_error *train_msg_send(int fd, const msg *m, const void *blob, size_t len)
@@ -135,7 +153,7 @@ loom_error *train_msg_recv(int fd, int64_t deadline_ms, msg *out)
 {
     memset(out, 0, sizeof *out);
     unsigned char head[4];
-    loom_error *e = train_msg_read_exact(fd, head, 4, deadline_ms);
+    loom_error *e = read_bytes(fd, head, 4, deadline_ms, 0);
     if (e)
         return e;
     uint32_t n = (uint32_t)head[0] | (uint32_t)head[1] << 8 | (uint32_t)head[2] << 16 |
@@ -145,7 +163,7 @@ loom_error *train_msg_recv(int fd, int64_t deadline_ms, msg *out)
     char *text = malloc((size_t)n + 1);
     if (!text)
         return loom_err(LOOM_E_INTERNAL, "out of memory");
-    if ((e = train_msg_read_exact(fd, text, n, deadline_ms))) {
+    if ((e = read_bytes(fd, text, n, deadline_ms, 1))) {
         free(text);
         return e;
     }
@@ -162,5 +180,5 @@ loom_error *train_msg_recv_blob(int fd, const msg *m, void *buf, size_t len, int
     if (m->blob != len)
         return loom_err(LOOM_E_INVALID, "expected %zu bytes after the message, it announces %llu",
                         len, (unsigned long long)m->blob);
-    return train_msg_read_exact(fd, buf, len, deadline_ms);
+    return read_bytes(fd, buf, len, deadline_ms, 1);
 }

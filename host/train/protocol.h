@@ -199,9 +199,13 @@ loom_error *train_msg_listen_tcp(const train_link *link, int *fd, char *control,
 /* Connects to `control`: "tcp:HOST:PORT" ("[V6]:PORT" too), else an
  * abstract socket's name; the fd in *fd. */
 loom_error *train_msg_connect(const char *control, int *fd);
-/* A connection the coordinator accepted: TCP's made ready for small
- * messages (Nagle off); a Unix socket's left as it is. */
-void train_link_accepted(int fd);
+/* A connection the coordinator accepted, made ready: a send that makes no
+ * progress for LOOM_HEARTBEAT_TIMEOUT_MS fails (the worker is lost by then;
+ * without it, weights sent to a stopped worker would hold the coordinator
+ * and its heartbeats for good); over TCP, Nagle off for small messages.
+ * A worker's sends stay unbounded: in ASYNC its gradient may wait for a
+ * coordinator busy for seconds. */
+void train_link_ready(int fd);
 /* "HOST:PORT" or "[V6]:PORT" over TCP (protocol_link.c). */
 loom_error *train_msg_connect_tcp(const char *hostport, int *fd);
 

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 loom_error *train_link_parse(const char *text, train_link *out)
@@ -112,10 +113,15 @@ loom_error *train_msg_connect_tcp(const char *hostport, int *out)
     return NULL;
 }
 
-void train_link_accepted(int fd)
+void train_link_ready(int fd)
 {
     struct sockaddr_storage a;
     socklen_t len = sizeof a;
     if (getsockname(fd, (struct sockaddr *)&a, &len) == 0 && a.ss_family != AF_UNIX)
         no_delay(fd);
+    /* A peer that stopped reading (stopped, hung, cut off) fails a send
+     * instead of holding its sender, and the links' lock, for good. */
+    struct timeval bound = {.tv_sec = LOOM_HEARTBEAT_TIMEOUT_MS / 1000,
+                            .tv_usec = (LOOM_HEARTBEAT_TIMEOUT_MS % 1000) * 1000};
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &bound, sizeof bound);
 }

@@ -169,6 +169,8 @@ static int read_reply(edt_coordinator *c, uint32_t i)
         char why[512];
         if (loom_err_code(e) == LOOM_E_INVALID)
             snprintf(why, sizeof why, "its reply was refused: %s", loom_err_message(e));
+        else if (loom_err_code(e) == LOOM_E_DEADLINE)
+            snprintf(why, sizeof why, "its reply was not read: %s", loom_err_message(e));
         else
             snprintf(why, sizeof why, "its control connection closed (the process died)");
         loom_err_free(e);

@@ -142,7 +142,7 @@ static void test_tcp(void)
     CHECK(poll(&p, 1, 2000) == 1);
     int cfd = accept(lfd, NULL, NULL);
     CHECK(cfd >= 0);
-    train_link_accepted(cfd);
+    train_link_ready(cfd);
     uint8_t secret[TRAIN_SECRET_BYTES], nonce[TRAIN_NONCE_BYTES];
     CHECK_OK(train_secret_new(secret));
     CHECK_OK(train_auth_challenge(cfd, nonce));
