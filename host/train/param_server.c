@@ -92,8 +92,13 @@ static void ps_assign(edt_coordinator *c, param_server *ps, uint32_t i)
                                   .count = 1}}};
     loom_error *e = train_slot_send(c, i, &m, ps->params.data, (size_t)ps->params.nbytes);
     if (e) {
-        /* Noticed when its process ends; its samples go back then. */
+        /* Its link took nothing for LOOM_HEARTBEAT_TIMEOUT_MS, or closed:
+         * lost now (its samples go back), not after heartbeats it sent
+         * before are read and waited out again. */
+        char why[512];
+        snprintf(why, sizeof why, "the weights could not be sent: %s", loom_err_message(e));
         loom_err_free(e);
+        train_drop_slot(c, i, why);
     }
 }
 

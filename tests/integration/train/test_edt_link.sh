@@ -40,8 +40,9 @@ stop_one_worker() {
     victim=$(head -n1 "$WORK/pids")
     t0=$(date +%s%N)
     kill -STOP "$victim"
-    # silent between messages, or in the middle of one (ASYNC's gradients)
-    if wait_until 20 grep -qE "no heartbeat for 3 s|nothing for 3 s in the middle of a message" \
+    # silent between messages, in the middle of one (ASYNC's gradients), or
+    # not reading (ASYNC's weights)
+    if wait_until 20 grep -qE "no heartbeat for 3 s|nothing for 3 s in the middle of a message|weights could not be sent" \
         "$LOOM_HOME/execs/$id/log/driver/stdout"; then
         t1=$(date +%s%N)
         local ms=$(( (t1 - t0) / 1000000 ))
