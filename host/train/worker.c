@@ -890,7 +890,8 @@ static int serve(worker *w)
     int finished = 0; /* the finish round is done */
     for (rc = -1; rc < 0;) {
         msg m;
-        /* The coordinator tells a worker it waits for that it lives. */
+        /* The coordinator's heartbeats come every
+         * LOOM_HEARTBEAT_INTERVAL_MS, from a thread of its own. */
         loom_error *e = train_msg_recv(w->fd, time_mono_ms() + LOOM_HEARTBEAT_TIMEOUT_MS, &m);
         if (e && loom_err_code(e) == LOOM_E_DEADLINE) {
             say("coordinator silent for %d s (no heartbeat); exiting",
@@ -952,6 +953,9 @@ int train_worker_main(int argc, char **argv)
     if (rc == 0)
         rc = serve(&w);
     heartbeat_stop(&w);
+    pthread_cond_destroy(&w.stop_cond);
+    pthread_mutex_destroy(&w.stop_lock);
+    pthread_mutex_destroy(&w.send_lock);
     in_loggers(&w, 1);
     logger_set_close(w.loggers);
     in_loggers(&w, 0);
