@@ -21,6 +21,7 @@
 #include "api/history.h"
 #include "util/num_text.h"
 #include "util/proc_group.h"
+#include "train/protocol.h"
 
 static const char serve_usage[] =
     "usage: loom serve [--home DIR] [--listen ADDR:PORT] [--plugin-dir DIR]\n"
@@ -37,6 +38,7 @@ static const char serve_usage[] =
     "                  [--cors-origin ORIGIN]... [--allow-basic-over-http] [--web-dir DIR]\n"
     "                  [--history-hours H] [--history-points N]\n"
     "                  [--python PATH] [--job-path DIRS] [--data-root DIR]...\n"
+    "                  [--worker-link unix|tcp[:ADDR]]\n"
     "                  [--max-queued-execs N] [--log-max-bytes B] [--checkpoints-keep K]\n"
     "                  [--archive-max-entries N] [--archive-max-bytes B]\n"
     "                  [--job-max-procs N] [--job-max-memory B] [--job-max-disk B]\n"
@@ -92,6 +94,11 @@ static const char serve_usage[] =
     "  --data-root DIR     a folder under which execs' --data-dir may be, beside\n"
     "                      the data store HOME/data and /usr/share/datasets\n"
     "                      (repeatable; never inside the home)\n"
+    "  --worker-link L     how an elastic training exec's workers reach its\n"
+    "                      coordinator: unix (an abstract socket, one machine;\n"
+    "                      the default) or tcp[:ADDR] (ADDR, default every\n"
+    "                      address, on a port the system picks); either way\n"
+    "                      they prove the exec's secret and send heartbeats\n"
     "  --max-connections N open HTTP connections in all (default 1024)\n"
     "  --max-connections-per-ip N  from one client address (default 128)\n"
     "  --idle-timeout S    close a connection silent this long (default 15)\n"
@@ -370,13 +377,34 @@ static int python_flag(int argc, char **argv, int *i)
     return 1;
 }
 
+/* --worker-link unix|tcp[:ADDR]: how training workers reach their exec's
+ * coordinator, in LOOM_WORKER_LINK for the trainer (exec_trainer.c). 1
+ * when argv[*i] was it, 0 when not, -1 after printing the error. */
+static int worker_link_flag(int argc, char **argv, int *i)
+{
+    if (strcmp(argv[*i], "--worker-link") != 0 || *i + 1 >= argc)
+        return 0;
+    const char *text = argv[++*i];
+    train_link link;
+    loom_error *invalid = train_link_parse(text, &link);
+    if (invalid) {
+        cli_fail_error(loom_err_wrap(invalid, "--worker-link"));
+        return -1;
+    }
+    setenv("LOOM_WORKER_LINK", text, 1);
+    return 1;
+}
+
 /* The flags parsed by name rather than as numbers: web_flag's,
- * python_flag's and slurm_flag's (their return values). */
+ * python_flag's, worker_link_flag's and slurm_flag's (their return
+ * values). */
 static int named_flag(int argc, char **argv, int *i, loomd_options *o)
 {
     int r = web_flag(argc, argv, i, o);
     if (r == 0)
         r = python_flag(argc, argv, i);
+    if (r == 0)
+        r = worker_link_flag(argc, argv, i);
     return r ? r : slurm_flag(argc, argv, i, o);
 }
 

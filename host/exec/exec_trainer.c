@@ -142,6 +142,9 @@ loom_error *trainer_prepare(exec_service *es, const store_exec *rec, const regis
     job->msd_env = pyscript_job_env(
         strings_copy((const char *const *)d->msd_env, (uint32_t)d->msd_env_count));
     job->reg = es->reg;
+    /* loom serve --worker-link (validated there); unset: unix. */
+    const char *link = getenv("LOOM_WORKER_LINK");
+    snprintf(job->worker_link, sizeof job->worker_link, "%s", link ? link : "");
     pthread_mutex_lock(&es->lock);
     job->checkpoints_keep = es->limits.checkpoints_keep;
     pthread_mutex_unlock(&es->lock);

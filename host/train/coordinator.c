@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
+#include <sodium.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,13 +131,26 @@ static loom_error *prepare(edt_coordinator *c)
     comm_shm_config cfg = {.max_ranks = c->m.nslots, .max_buffer_bytes = (uint64_t)1 << 34,
                            .gradient_region_bytes = EDT_GRADIENT_REGION_BYTES};
     shm_unlink(c->m.shm_name);
-    loom_error *e = comm_shm_create(c->m.shm_name, &cfg, &c->m.seg);
+    train_link link;
+    loom_error *e = train_link_parse(j->worker_link, &link);
     if (!e)
+        e = comm_shm_create(c->m.shm_name, &cfg, &c->m.seg);
+    /* The exec's secret, which its workers prove they hold on either link
+     * (handed to them in their environment, never on the wire). */
+    if (!e)
+        e = train_secret_new(c->m.secret);
+    c->m.tcp = link.tcp;
+    if (!e && link.tcp)
+        e = train_msg_listen_tcp(&link, &c->m.listen_fd, c->m.ctl_name, sizeof c->m.ctl_name);
+    else if (!e)
         e = train_msg_listen(c->m.ctl_name, &c->m.listen_fd);
+    if (!e)
+        e = train_beats_start(c);
     if (e)
         return e;
-    /* The socket is abstract (any local process may connect): only the
-     * uid the workers run as is heard (members.c's train_accept_hellos). */
+    /* The Unix socket is abstract (any local process may connect): only
+     * the uid the workers run as is heard (members.c's
+     * train_accept_hellos). */
     gid_t gid;
     loom_error *no_account = job_sandbox_account(j->user, j->user_id, &c->m.worker_uid, &gid);
     if (no_account)
@@ -159,6 +173,8 @@ static loom_error *prepare(edt_coordinator *c)
     c->driver_out = fdopen(out, "a");
     if (!c->driver_out)
         close(out);
+    if (c->m.tcp)
+        train_driver_say(c, "workers reach the coordinator over TCP at %s", c->m.ctl_name + 4);
     char path[PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/log/driver", j->result_dir);
     c->driver_loggers =
@@ -310,6 +326,7 @@ loom_error *edt_start(edt_job *job, edt_coordinator **out)
     if (ctl->target > job->settings.engines)
         ctl->target = job->settings.engines;
     pthread_mutex_init(&ctl->lock, NULL);
+    pthread_mutex_init(&c->beats.lock, NULL);
     train_update_snapshot(c, 0);
     if (pthread_create(&c->thread, NULL, run, c) != 0) {
         edt_free(c);
@@ -371,6 +388,8 @@ void edt_free(edt_coordinator *c)
         return;
     if (c->thread_started)
         pthread_join(c->thread, NULL);
+    train_beats_stop(c);
+    pthread_mutex_destroy(&c->beats.lock);
     for (uint32_t i = 0; i < c->m.nslots; i++) {
         if (c->m.slots[i].fd >= 0)
             close(c->m.slots[i].fd);
@@ -396,6 +415,7 @@ void edt_free(edt_coordinator *c)
         free(*e);
     free(c->job.msd_env);
     edt_settings_free(&c->job.settings);
+    sodium_memzero(c->m.secret, sizeof c->m.secret);
     pthread_mutex_destroy(&c->ctl.lock);
     free(c);
 }

@@ -54,6 +54,9 @@ typedef struct edt_job {
     /* Each worker's bounds (0: the host's defaults): processes and threads
      * and memory in its cgroup, and any one file it writes (RLIMIT_FSIZE). */
     uint64_t worker_max_procs, worker_max_memory_bytes, worker_max_file_bytes;
+    /* How workers reach the coordinator (train_link_parse): "" or "unix",
+     * "tcp", "tcp:ADDR" (loom serve --worker-link). */
+    char worker_link[272];
     registry *reg;                 /* the host's: driver loggers */
     /* State changes (RUNNING, FINISHED, ERROR, KILLED), from the thread. */
     void (*on_state)(void *ctx, const char *exec_id, exec_state state, const char *message);

@@ -10,6 +10,8 @@
  *   progress.c      where training stands: epochs, metrics, the snapshot
  *   recovery.c      the last committed state kept outside the workers, and
  *                   the rewind to it when every worker is lost
+ *   coordinator_heartbeat.c  the control links' heartbeats: workers not
+ *                   heard from are dropped, idle ones are told it lives
  *
  * Only the thread touches the state, except `ctl`, which the public calls
  * share under its lock.
@@ -49,6 +51,12 @@ typedef struct edt_slot {
     int has_reply; /* `reply` holds this round's answer */
     msg reply;
     int64_t started_ms;
+    /* The control link's liveness: when a message last came from the
+     * worker, and whether its answer to a plan or work is due (the loop
+     * reading that answer then takes its heartbeats too). */
+    int64_t heard_ms;
+    int awaiting;
+    int beat; /* the heartbeat thread sends it heartbeats (edt_beats.lock) */
     proc_group group; /* the worker and all it starts, ended with the slot */
     int32_t device; /* the granted device it runs on (or, on CPU, is
                      * counted against); -1: none yet */
@@ -57,6 +65,16 @@ typedef struct edt_slot {
     size_t ninflight;
     uint64_t version;
 } edt_slot;
+
+/* The coordinator's heartbeat thread (coordinator_heartbeat.c). `lock`
+ * guards every send on a worker's link and each slot's fd and beat while
+ * it is linked. */
+typedef struct edt_beats {
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    pthread_t thread;
+    int ready, started, stop;
+} edt_beats;
 
 /* What the public calls and the thread share, under `lock`. */
 typedef struct edt_control {
@@ -78,9 +96,11 @@ typedef struct edt_control {
 typedef struct edt_members {
     comm_shm_segment *seg;
     char shm_name[96];
-    char ctl_name[128];
+    char ctl_name[TRAIN_LINK_ADDR_MAX + 48]; /* the workers' --control */
     int listen_fd;
+    int tcp;          /* the link is TCP: no peer credentials to check */
     uid_t worker_uid; /* the only uid whose connections the socket takes */
+    uint8_t secret[TRAIN_SECRET_BYTES]; /* the exec's: workers prove they hold it */
     edt_slot slots[MAX_SLOTS];
     uint32_t nslots;
     uint32_t generation;
@@ -184,6 +204,7 @@ struct edt_coordinator {
     pthread_t thread;
     int thread_started;
     edt_control ctl;
+    edt_beats beats;
     edt_members m;
     edt_progress pr;
     edt_recovery rc;
@@ -224,6 +245,24 @@ void train_note_progress(edt_coordinator *c);
 void train_send_exit(edt_coordinator *c, uint32_t i, const char *reason, int code);
 /* Reaps workers that ended. Returns how many members were lost. */
 int train_reap(edt_coordinator *c);
+/* coordinator_heartbeat.c */
+/* Reads what idle workers sent (heartbeats) and drops live workers not
+ * heard from for LOOM_HEARTBEAT_TIMEOUT_MS. Call it in every wait while
+ * workers run. Returns how many members were lost. */
+int train_keep_alive(edt_coordinator *c);
+/* A message from slot i's worker was read: it lives. */
+void train_heard(edt_coordinator *c, uint32_t i);
+/* The thread that sends every linked worker a heartbeat (its lock is
+ * made by edt_start, before). */
+loom_error *train_beats_start(edt_coordinator *c);
+void train_beats_stop(edt_coordinator *c);
+/* Every message to slot i's worker goes this way; after a plan or work
+ * its answer is awaited. */
+loom_error *train_slot_send(edt_coordinator *c, uint32_t i, const msg *m, const void *blob,
+                            size_t len);
+/* Slot i's worker is linked by fd (admitted) or, with -1, no longer. */
+void train_slot_link(edt_coordinator *c, uint32_t i, int fd);
+
 /* Takes new connections and their hellos (waiting at most wait_ms). */
 void train_accept_hellos(edt_coordinator *c, int wait_ms);
 /* Starts workers until members + starting ones reach `want`. */

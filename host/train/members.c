@@ -58,13 +58,16 @@ static void close_slot(edt_coordinator *c, uint32_t i)
         sampler_give_back(&c->pr.smp, s->inflight, s->ninflight);
     free(s->inflight);
     proc_group_destroy(&s->group); /* what the worker left running */
+    train_msg_free(&s->reply);
+    /* The heartbeat thread reads the slot's link: emptied under its lock. */
+    pthread_mutex_lock(&c->beats.lock);
     if (s->fd >= 0)
         close(s->fd);
-    train_msg_free(&s->reply);
     memset(s, 0, sizeof *s);
     s->fd = -1;
     s->device = -1;
     s->state = SLOT_FREE;
+    pthread_mutex_unlock(&c->beats.lock);
     if (c->m.seg)
         comm_shm_mark_dead(c->m.seg, i);
     train_publish_held(c);
@@ -143,7 +146,7 @@ void train_send_exit(edt_coordinator *c, uint32_t i, const char *reason, int cod
     msg m = {.kind = MSG_EXIT, .u.exit = {.reason = reason, .code = code}};
     /* A worker that cannot hear it is reaped when its process ends. */
     if (s->fd >= 0)
-        loom_err_free(train_msg_send(s->fd, &m, NULL, 0));
+        loom_err_free(train_slot_send(c, i, &m, NULL, 0));
     s->state = SLOT_LEAVING;
     s->started_ms = time_mono_ms();
 }
@@ -153,7 +156,7 @@ void train_send_exit(edt_coordinator *c, uint32_t i, const char *reason, int cod
 /* The worker's environment: the job's fixed base (util/job_env.h), the
  * job's folders and ids, one BLAS thread, then the job's msd-env pairs.
  * `job_env` holds the job's strings. */
-static char **worker_env(edt_coordinator *c, int32_t device, char job_env[6][PATH_MAX + 32])
+static char **worker_env(edt_coordinator *c, int32_t device, char job_env[7][PATH_MAX + 32])
 {
     edt_job *j = &c->job;
     snprintf(job_env[0], PATH_MAX + 32, "DATA_DIR=%s", j->data_dir);
@@ -170,8 +173,11 @@ static char **worker_env(edt_coordinator *c, int32_t device, char job_env[6][PAT
      * cores fight (a job may set its own). */
     char *job[] = {job_env[0], job_env[1], job_env[2], job_env[3], job_env[4], job_env[5],
                    "OPENBLAS_NUM_THREADS=1", NULL};
-    char *const *const layers[] = {job, j->msd_env};
-    return job_env_build(j->result_dir, layers, 2);
+    /* The exec's secret last, so no msd-env pair replaces it. */
+    train_secret_env(c->m.secret, job_env[6], PATH_MAX + 32);
+    char *secret[] = {job_env[6], NULL};
+    char *const *const layers[] = {job, j->msd_env, secret};
+    return job_env_build(j->result_dir, layers, 3);
 }
 
 /* Starts a worker in `slot` on `device` (-1: none yet, CPU only). */
@@ -218,8 +224,9 @@ static int spawn_worker(edt_coordinator *c, uint32_t slot, int32_t device)
                     "--in-place-reduce", j->settings.in_place_reduce ? "1" : "0",
                     "--loggers", c->loggers_for_workers,
                     "--device", train_is_gpu_job(c) ? "cuda" : "cpu", NULL};
-    char job_env[6][PATH_MAX + 32];
+    char job_env[7][PATH_MAX + 32];
     char **envp = worker_env(c, device, job_env);
+    sodium_memzero(job_env[6], sizeof job_env[6]);
     proc_group group = PROC_GROUP_NONE;
     char kind[96];
     snprintf(kind, sizeof kind, "worker-%s-%u", j->exec_id, slot);
@@ -245,6 +252,9 @@ static int spawn_worker(edt_coordinator *c, uint32_t slot, int32_t device)
     if (!err[0] && loom_err_take(spawn_process(&spec, &pid), err, sizeof err) != LOOM_OK)
         pid = -1;
     job_sandbox_release(&held);
+    for (char **v = envp; v && *v; v++)
+        if (!strncmp(*v, TRAIN_SECRET_ENV "=", sizeof TRAIN_SECRET_ENV))
+            sodium_memzero(*v, strlen(*v));
     job_env_free(envp);
     close(out_fd);
     close(err_fd);
@@ -254,8 +264,10 @@ static int spawn_worker(edt_coordinator *c, uint32_t slot, int32_t device)
         return -1;
     }
     edt_slot *s = &c->m.slots[slot];
+    pthread_mutex_lock(&c->beats.lock); /* a free slot: no link to beat */
     memset(s, 0, sizeof *s);
     s->fd = -1;
+    pthread_mutex_unlock(&c->beats.lock);
     s->pid = pid;
     s->group = group;
     s->device = device;
@@ -339,29 +351,53 @@ static loom_error *check_peer(const edt_coordinator *c, int fd, pid_t *pid)
                     (int)cred.pid);
 }
 
+/* One new connection, up to its hello: on the Unix link its peer's
+ * credentials first (check_peer), then on either link the answer to a
+ * fresh nonce (the exec's secret, protocol_auth.c) within
+ * TRAIN_AUTH_TIMEOUT_MS, and only then a message. The slot it is for in
+ * *slot. */
+static loom_error *admit(edt_coordinator *c, int fd, msg *hello, uint32_t *slot)
+{
+    pid_t peer = 0;
+    uint8_t nonce[TRAIN_NONCE_BYTES];
+    loom_error *e = c->m.tcp ? NULL : check_peer(c, fd, &peer);
+    if (!e)
+        e = train_auth_challenge(fd, nonce);
+    if (!e)
+        e = train_auth_verify(fd, c->m.secret, nonce, time_mono_ms() + TRAIN_AUTH_TIMEOUT_MS, slot);
+    if (!e && (*slot >= c->m.nslots || c->m.slots[*slot].state != SLOT_STARTING))
+        e = loom_err(LOOM_E_CONFLICT, "a hello from slot %u, which started no worker", *slot);
+    if (!e)
+        e = train_msg_recv(fd, time_mono_ms() + 5000, hello);
+    if (!e && hello->kind != MSG_HELLO)
+        e = loom_err(LOOM_E_INVALID, "a %s message where a hello was due",
+                     train_msg_kind_name(hello->kind));
+    if (!e && hello->u.hello.slot != *slot)
+        e = loom_err(LOOM_E_FORBIDDEN, "a hello for slot %u on a connection proven for slot %u",
+                     hello->u.hello.slot, *slot);
+    if (!e && !c->m.tcp && c->m.slots[*slot].pid != peer)
+        e = loom_err(LOOM_E_FORBIDDEN, "a hello for slot %u from pid %d, not its worker", *slot,
+                     (int)peer);
+    return e;
+}
+
+/* Connections waiting are taken for at most this long per call, so that a
+ * stream of them cannot keep the coordinator from its workers. */
+#define ACCEPT_BUDGET_MS 250
+
 void train_accept_hellos(edt_coordinator *c, int wait_ms)
 {
     struct pollfd p = {.fd = c->m.listen_fd, .events = POLLIN};
-    while (poll(&p, 1, wait_ms) > 0) {
+    int64_t until = time_mono_ms() + wait_ms + ACCEPT_BUDGET_MS;
+    while (time_mono_ms() < until && poll(&p, 1, wait_ms) > 0) {
         wait_ms = 0;
         int fd = accept4(c->m.listen_fd, NULL, NULL, SOCK_CLOEXEC);
         if (fd < 0)
             break;
+        train_link_ready(fd);
         msg hello = {0};
-        pid_t peer = 0;
-        loom_error *e = check_peer(c, fd, &peer);
-        if (!e)
-            e = train_msg_recv(fd, time_mono_ms() + 5000, &hello);
-        if (!e && hello.kind != MSG_HELLO)
-            e = loom_err(LOOM_E_INVALID, "a %s message where a hello was due",
-                         train_msg_kind_name(hello.kind));
-        if (!e && (hello.u.hello.slot >= c->m.nslots ||
-                   c->m.slots[hello.u.hello.slot].state != SLOT_STARTING))
-            e = loom_err(LOOM_E_CONFLICT, "a hello from slot %u, which started no worker",
-                         hello.u.hello.slot);
-        if (!e && c->m.slots[hello.u.hello.slot].pid != peer)
-            e = loom_err(LOOM_E_FORBIDDEN, "a hello for slot %u from pid %d, not its worker",
-                         hello.u.hello.slot, (int)peer);
+        uint32_t i = 0;
+        loom_error *e = admit(c, fd, &hello, &i);
         if (e) {
             train_driver_say(c, "refused a control connection: %s", loom_err_message(e));
             loom_err_free(e);
@@ -369,10 +405,8 @@ void train_accept_hellos(edt_coordinator *c, int wait_ms)
             close(fd);
             continue;
         }
-        uint32_t i = hello.u.hello.slot;
-        edt_slot *s = &c->m.slots[i];
-        s->fd = fd;
-        s->state = SLOT_READY;
+        c->m.slots[i].state = SLOT_READY;
+        train_slot_link(c, i, fd);
         msg_hello h = hello.u.hello;
         train_msg_free(&hello);
         if (c->m.params == 0) {
@@ -391,6 +425,7 @@ loom_error *train_wait_for_first_workers(edt_coordinator *c)
     for (;;) {
         train_accept_hellos(c, 100);
         train_reap(c);
+        train_keep_alive(c);
         uint32_t starting = train_count_in(c, SLOT_STARTING), ready = train_count_in(c, SLOT_READY);
         if (starting == 0 && ready > 0)
             return NULL;

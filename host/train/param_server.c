@@ -90,10 +90,15 @@ static void ps_assign(edt_coordinator *c, param_server *ps, uint32_t i)
                         .iteration = c->pr.iteration, .workers = train_count_in(c, SLOT_MEMBER),
                         .batch = {.samples = s->inflight, .sizes = &size, .scales = &scale,
                                   .count = 1}}};
-    loom_error *e = train_msg_send(s->fd, &m, ps->params.data, (size_t)ps->params.nbytes);
+    loom_error *e = train_slot_send(c, i, &m, ps->params.data, (size_t)ps->params.nbytes);
     if (e) {
-        /* Noticed when its process ends; its samples go back then. */
+        /* Its link took nothing for LOOM_HEARTBEAT_TIMEOUT_MS, or closed:
+         * lost now (its samples go back), not after heartbeats it sent
+         * before are read and waited out again. */
+        char why[512];
+        snprintf(why, sizeof why, "the weights could not be sent: %s", loom_err_message(e));
         loom_err_free(e);
+        train_drop_slot(c, i, why);
     }
 }
 
@@ -231,16 +236,28 @@ static loom_error *ps_take_gradient(edt_coordinator *c, param_server *ps, uint32
     int64_t deadline = time_mono_ms() + c->job.settings.step_timeout_ms;
     msg reply;
     loom_error *e = train_msg_recv(s->fd, deadline, &reply);
+    if (!e && reply.kind == MSG_HEARTBEAT) { /* the gradient comes later */
+        train_msg_free(&reply);
+        train_heard(c, i);
+        return NULL;
+    }
     if (!e && reply.kind != MSG_REPLY)
         e = loom_err(LOOM_E_INVALID, "a %s message where a reply was due", train_msg_kind_name(reply.kind));
     if (!e)
         e = train_msg_recv_blob(s->fd, &reply, ps->grads.data, (size_t)ps->grads.nbytes, deadline);
     if (e) {
+        char why[512];
+        if (loom_err_code(e) == LOOM_E_UNAVAILABLE)
+            snprintf(why, sizeof why, "its control connection closed (the process died)");
+        else
+            snprintf(why, sizeof why, "its reply was not read: %s", loom_err_message(e));
         loom_err_free(e);
         train_msg_free(&reply);
-        train_drop_slot(c, i, "its control connection closed (the process died)");
+        train_drop_slot(c, i, why);
         return NULL;
     }
+    s->awaiting = 0;
+    train_heard(c, i);
     int ok = reply.u.reply.ok;
     if (ok && ps->version - s->version > c->job.settings.max_staleness) {
         ps->stale++;
@@ -315,6 +332,7 @@ edt_end train_run_async(edt_coordinator *c, loom_error **err)
             break;
         }
         train_reap(c);
+        train_keep_alive(c);
         train_accept_hellos(c, 0);
         if ((*err = async_membership(c)))
             break;

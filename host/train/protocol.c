@@ -38,7 +38,7 @@ loom_error *train_msg_listen(const char *name, int *out)
     return NULL;
 }
 
-loom_error *train_msg_connect(const char *name, int *out)
+static loom_error *connect_abstract(const char *name, int *out)
 {
     struct sockaddr_un a;
     socklen_t len = abstract_addr(name, &a);
@@ -54,7 +54,14 @@ loom_error *train_msg_connect(const char *name, int *out)
     return NULL;
 }
 
-static int write_all(int fd, const void *buf, size_t n)
+loom_error *train_msg_connect(const char *control, int *out)
+{
+    if (!strncmp(control, "tcp:", 4))
+        return train_msg_connect_tcp(control + 4, out);
+    return connect_abstract(control, out);
+}
+
+int train_msg_write_all(int fd, const void *buf, size_t n)
 {
     const char *p = buf;
     while (n > 0) {
@@ -70,14 +77,25 @@ static int write_all(int fd, const void *buf, size_t n)
     return 0;
 }
 
-/* Reads exactly n bytes before the deadline. */
-static loom_error *read_all(int fd, void *buf, size_t n, int64_t deadline_ms)
+/* Exactly n bytes before deadline_ms. `within`: a message has begun (or
+ * begins with the first byte read here): its sender writes it whole at
+ * once, so a pause of LOOM_HEARTBEAT_TIMEOUT_MS in it means the sender is
+ * lost (stopped, cut off mid-message), and the read ends there rather than
+ * at a deadline meant for waiting on a whole step. */
+static loom_error *read_bytes(int fd, void *buf, size_t n, int64_t deadline_ms, int within)
 {
     char *p = buf;
+    int64_t stall_at = within ? time_mono_ms() + LOOM_HEARTBEAT_TIMEOUT_MS : 0;
     while (n > 0) {
+        int64_t until = deadline_ms;
+        if (stall_at && (!until || stall_at < until))
+            until = stall_at;
         int timeout = -1;
-        if (deadline_ms > 0) {
-            int64_t left = deadline_ms - time_mono_ms();
+        if (until > 0) {
+            int64_t left = until - time_mono_ms();
+            if (left <= 0 && until == stall_at)
+                return loom_err(LOOM_E_DEADLINE, "nothing for %d s in the middle of a message",
+                                LOOM_HEARTBEAT_TIMEOUT_MS / 1000);
             if (left <= 0)
                 return loom_err(LOOM_E_DEADLINE, "deadline");
             timeout = left > 1000000 ? 1000000 : (int)left;
@@ -98,8 +116,14 @@ static loom_error *read_all(int fd, void *buf, size_t n, int64_t deadline_ms)
         }
         p += got;
         n -= (size_t)got;
+        stall_at = time_mono_ms() + LOOM_HEARTBEAT_TIMEOUT_MS;
     }
     return NULL;
+}
+
+loom_error *train_msg_read_exact(int fd, void *buf, size_t n, int64_t deadline_ms)
+{
+    return read_bytes(fd, buf, n, deadline_ms, 0);
 }
 
 loom_error *train_msg_send(int fd, const msg *m, const void *blob, size_t len)
@@ -118,7 +142,8 @@ loom_error *train_msg_send(int fd, const msg *m, const void *blob, size_t len)
     if (n > MSG_MAX_BYTES)
         e = loom_err(LOOM_E_TOO_LARGE, "a %s message of %zu bytes is over the limit",
                      train_msg_kind_name(m->kind), n);
-    else if (write_all(fd, head, 4) || write_all(fd, text, n) || (blob && write_all(fd, blob, len)))
+    else if (train_msg_write_all(fd, head, 4) || train_msg_write_all(fd, text, n) ||
+             (blob && train_msg_write_all(fd, blob, len)))
         e = loom_err(LOOM_E_UNAVAILABLE, "control connection lost: %s", strerror(errno));
     free(text);
     return e;
@@ -128,7 +153,7 @@ loom_error *train_msg_recv(int fd, int64_t deadline_ms, msg *out)
 {
     memset(out, 0, sizeof *out);
     unsigned char head[4];
-    loom_error *e = read_all(fd, head, 4, deadline_ms);
+    loom_error *e = read_bytes(fd, head, 4, deadline_ms, 0);
     if (e)
         return e;
     uint32_t n = (uint32_t)head[0] | (uint32_t)head[1] << 8 | (uint32_t)head[2] << 16 |
@@ -138,7 +163,7 @@ loom_error *train_msg_recv(int fd, int64_t deadline_ms, msg *out)
     char *text = malloc((size_t)n + 1);
     if (!text)
         return loom_err(LOOM_E_INTERNAL, "out of memory");
-    if ((e = read_all(fd, text, n, deadline_ms))) {
+    if ((e = read_bytes(fd, text, n, deadline_ms, 1))) {
         free(text);
         return e;
     }
@@ -155,5 +180,5 @@ loom_error *train_msg_recv_blob(int fd, const msg *m, void *buf, size_t len, int
     if (m->blob != len)
         return loom_err(LOOM_E_INVALID, "expected %zu bytes after the message, it announces %llu",
                         len, (unsigned long long)m->blob);
-    return read_all(fd, buf, len, deadline_ms);
+    return read_bytes(fd, buf, len, deadline_ms, 1);
 }

@@ -1,7 +1,8 @@
 /*
  * train/protocol.h - the control channel between the trainer's coordinator
  * and its workers: JSON messages, each preceded by its length (4 bytes,
- * little-endian), over a Unix stream socket in the abstract namespace. Data
+ * little-endian), over the worker link: a Unix stream socket in the abstract
+ * namespace on one machine, or TCP (train_link_parse). Data
  * (gradients, weights) never goes this way in synchronous training; it goes
  * through the collectives. In ASYNC mode the weights follow a WORK message
  * and the gradients follow its REPLY as raw bytes (the "blob").
@@ -19,6 +20,20 @@
  *   EXIT   coordinator -> worker: leave now, with a reason and exit code.
  *   REPLY  worker -> member's answer to a PLAN or WORK (after WORK the
  *          gradients follow).
+ *   HEARTBEAT  either way, every LOOM_HEARTBEAT_INTERVAL_MS: a worker sends
+ *          one from a thread of its own (a step may last longer than the
+ *          timeout), the coordinator to each worker it is not waiting for.
+ *          A side that hears nothing from the other for
+ *          LOOM_HEARTBEAT_TIMEOUT_MS takes it as lost: the coordinator drops
+ *          the worker as it drops a dead one, the worker exits.
+ *
+ * Before the hello, a connection is authenticated (protocol_auth.c): the
+ * coordinator sends a fresh nonce of TRAIN_NONCE_BYTES; the worker answers
+ * with its slot (4 bytes, little-endian) and HMAC-SHA256(secret, nonce ||
+ * slot), the secret being the exec's TRAIN_SECRET_BYTES random bytes, which
+ * the worker got in its environment (TRAIN_SECRET_ENV) and which never
+ * crosses the wire. A wrong or late answer closes the connection before any
+ * message is read.
  */
 #ifndef LOOM_TRAIN_PROTOCOL_H
 #define LOOM_TRAIN_PROTOCOL_H
@@ -41,7 +56,11 @@ typedef enum msg_kind {
     MSG_WORK,
     MSG_EXIT,
     MSG_REPLY,
+    MSG_HEARTBEAT,
 } msg_kind;
+
+#define LOOM_HEARTBEAT_INTERVAL_MS 500
+#define LOOM_HEARTBEAT_TIMEOUT_MS 3000
 
 typedef enum plan_action {
     PLAN_STEP = 1,   /* forward/backward the batch, all-reduce the gradients */
@@ -159,10 +178,74 @@ typedef struct msg {
     cJSON *doc;    /* owns the decoded strings and metrics */
 } msg;
 
+/* How workers reach their coordinator: "unix" (an abstract socket, whose
+ * peers the kernel names: one machine), "tcp" (every address) or
+ * "tcp:ADDR" (an IPv4 or IPv6 address or a host name to bind; a port of
+ * the system's choosing). */
+#define TRAIN_LINK_ADDR_MAX 255
+typedef struct train_link {
+    int tcp;
+    char addr[TRAIN_LINK_ADDR_MAX + 1]; /* tcp: the address to bind; "": any */
+} train_link;
+/* NULL or "" is unix. LOOM_E_INVALID naming what was expected. */
+loom_error *train_link_parse(const char *text, train_link *out);
+
 /* Listens on abstract socket `name`; the fd in *fd. */
 loom_error *train_msg_listen(const char *name, int *fd);
-/* Connects to abstract socket `name`; the fd in *fd. */
-loom_error *train_msg_connect(const char *name, int *fd);
+/* Listens on TCP at link->addr, a port the system picks; *control is what a
+ * worker's --control names to reach it ("tcp:HOST:PORT"; HOST is the
+ * loopback address when bound to every address, on one machine). */
+loom_error *train_msg_listen_tcp(const train_link *link, int *fd, char *control, size_t len);
+/* Connects to `control`: "tcp:HOST:PORT" ("[V6]:PORT" too), else an
+ * abstract socket's name; the fd in *fd. */
+loom_error *train_msg_connect(const char *control, int *fd);
+/* A connection the coordinator accepted, made ready: a send that makes no
+ * progress for LOOM_HEARTBEAT_TIMEOUT_MS fails (the worker is lost by then;
+ * without it, weights sent to a stopped worker would hold the coordinator
+ * and its heartbeats for good); over TCP, Nagle off for small messages.
+ * A worker's sends stay unbounded: in ASYNC its gradient may wait for a
+ * coordinator busy for seconds. */
+void train_link_ready(int fd);
+/* "HOST:PORT" or "[V6]:PORT" over TCP (protocol_link.c). */
+loom_error *train_msg_connect_tcp(const char *hostport, int *fd);
+
+/* ---- authentication (protocol_auth.c) ---- */
+#define TRAIN_SECRET_BYTES 32
+#define TRAIN_NONCE_BYTES 32
+#define TRAIN_MAC_BYTES 32
+#define TRAIN_SECRET_ENV "LOOM_WORKER_SECRET"
+/* How long a new connection has to answer the nonce: short, so no peer
+ * holds the coordinator (and its workers' heartbeats) up. */
+#define TRAIN_AUTH_TIMEOUT_MS 1000
+
+/* A fresh random secret (getrandom). */
+loom_error *train_secret_new(uint8_t secret[TRAIN_SECRET_BYTES]);
+/* HMAC-SHA256(secret, nonce || slot as 4 bytes little-endian). */
+void train_auth_mac(const uint8_t secret[TRAIN_SECRET_BYTES], const uint8_t nonce[TRAIN_NONCE_BYTES],
+                    uint32_t slot, uint8_t mac[TRAIN_MAC_BYTES]);
+/* Coordinator: sends a fresh nonce on fd, kept in `nonce`. */
+loom_error *train_auth_challenge(int fd, uint8_t nonce[TRAIN_NONCE_BYTES]);
+/* Coordinator: reads the answer to `nonce` before deadline_ms; the slot it
+ * names in *slot when its MAC is right (compared in constant time), else
+ * LOOM_E_FORBIDDEN (LOOM_E_DEADLINE, LOOM_E_UNAVAILABLE: no whole answer). */
+loom_error *train_auth_verify(int fd, const uint8_t secret[TRAIN_SECRET_BYTES],
+                              const uint8_t nonce[TRAIN_NONCE_BYTES], int64_t deadline_ms,
+                              uint32_t *slot);
+/* Worker: reads the nonce before deadline_ms and answers it for `slot`. */
+loom_error *train_auth_answer(int fd, const uint8_t secret[TRAIN_SECRET_BYTES], uint32_t slot,
+                              int64_t deadline_ms);
+/* Worker: the secret from TRAIN_SECRET_ENV, which is then wiped from the
+ * process's memory (so /proc/PID/environ no longer shows it) and unset,
+ * before the framework and user code run. */
+loom_error *train_secret_from_env(uint8_t secret[TRAIN_SECRET_BYTES]);
+/* "LOOM_WORKER_SECRET=<hex>" for a worker's environment. */
+void train_secret_env(const uint8_t secret[TRAIN_SECRET_BYTES], char *out, size_t len);
+
+/* Exactly n bytes before deadline_ms (0: forever); LOOM_E_DEADLINE,
+ * LOOM_E_UNAVAILABLE when closed. */
+loom_error *train_msg_read_exact(int fd, void *buf, size_t n, int64_t deadline_ms);
+/* All n bytes (MSG_NOSIGNAL); -1 with errno when the peer is gone. */
+int train_msg_write_all(int fd, const void *buf, size_t n);
 
 /* Encodes and sends one message, then `len` bytes of `blob` after it (0:
  * none). LOOM_E_UNAVAILABLE when the peer is gone. */

@@ -10,7 +10,7 @@
 
 static const char *const kind_names[] = {
     [MSG_HELLO] = "hello", [MSG_PLAN] = "plan", [MSG_WORK] = "work",
-    [MSG_EXIT] = "exit",   [MSG_REPLY] = "reply",
+    [MSG_EXIT] = "exit",   [MSG_REPLY] = "reply", [MSG_HEARTBEAT] = "heartbeat",
 };
 static const char *const action_names[] = {
     [PLAN_STEP] = "step", [PLAN_VALIDATE] = "validate",
@@ -180,6 +180,8 @@ cJSON *train_msg_encode(const msg *m)
     case MSG_REPLY:
         encode_reply(o, &m->u.reply);
         break;
+    case MSG_HEARTBEAT:
+        break;
     }
     return o;
 }
@@ -198,12 +200,13 @@ static const char *const work_fields[] = {"t", "blob", "version", "epoch", "iter
 static const char *const exit_fields[] = {"t", "blob", "reason", "code", NULL};
 static const char *const reply_fields[] = {"t", "blob", "round", "ok", "error", "pull_failed",
                                            "count", "steps", "train", "eval", NULL};
+static const char *const heartbeat_fields[] = {"t", NULL};
 static const char *const join_fields[] = {"gen", "root", "timeout_ms", "exclude", "nccl_id", NULL};
 static const char *const job_metrics_fields[] = {"split", "epoch", "workers", "iteration", "metrics",
                                                  NULL};
 static const char *const *const kind_fields[] = {
     [MSG_HELLO] = hello_fields, [MSG_PLAN] = plan_fields, [MSG_WORK] = work_fields,
-    [MSG_EXIT] = exit_fields,   [MSG_REPLY] = reply_fields,
+    [MSG_EXIT] = exit_fields,   [MSG_REPLY] = reply_fields, [MSG_HEARTBEAT] = heartbeat_fields,
 };
 
 static loom_error *known_fields_only(const cJSON *o, const char *what, const char *const *fields)
@@ -507,6 +510,8 @@ static loom_error *decode_body(const cJSON *o, msg *m)
     }
     case MSG_REPLY:
         return decode_reply(o, &m->u.reply);
+    case MSG_HEARTBEAT:
+        break;
     }
     return NULL;
 }
@@ -525,7 +530,7 @@ loom_error *train_msg_decode(cJSON *doc, msg *out)
         if (!strcmp(t->valuestring, kind_names[k]))
             out->kind = (msg_kind)k;
     if (!out->kind)
-        e = loom_err(LOOM_E_INVALID, "unknown message kind \"%s\" (expected hello, plan, work, exit or reply)",
+        e = loom_err(LOOM_E_INVALID, "unknown message kind \"%s\" (expected hello, plan, work, exit, reply or heartbeat)",
                      t->valuestring);
     if (!e)
         e = known_fields_only(doc, train_msg_kind_name(out->kind), kind_fields[out->kind]);

@@ -128,7 +128,7 @@ static void send_plans(edt_coordinator *c, const round_plan *p)
                                   .step_mbs = step_mbs};
         if (have_memory && p->action == PLAN_STEP)
             member_batch(p, world, rank, b, &plan->batch);
-        loom_error *e = have_memory ? train_msg_send(s->fd, &m, NULL, 0)
+        loom_error *e = have_memory ? train_slot_send(c, i, &m, NULL, 0)
                                     : loom_err(LOOM_E_INTERNAL, "out of memory");
         if (e) {
             loom_err_free(e);
@@ -149,12 +149,18 @@ static void send_plans(edt_coordinator *c, const round_plan *p)
         c->load_path[0] = 0;
 }
 
-/* Reads the reply a member sent; drops the member when it cannot. */
+/* Reads the reply (or a heartbeat) a member sent; drops the member when
+ * it cannot. */
 static int read_reply(edt_coordinator *c, uint32_t i)
 {
     edt_slot *s = &c->m.slots[i];
     msg reply;
     loom_error *e = train_msg_recv(s->fd, time_mono_ms() + 5000, &reply);
+    if (!e && reply.kind == MSG_HEARTBEAT) {
+        train_msg_free(&reply);
+        train_heard(c, i);
+        return 1;
+    }
     if (!e && reply.kind != MSG_REPLY) {
         e = loom_err(LOOM_E_INVALID, "a %s message where a reply was due", train_msg_kind_name(reply.kind));
         train_msg_free(&reply);
@@ -163,6 +169,8 @@ static int read_reply(edt_coordinator *c, uint32_t i)
         char why[512];
         if (loom_err_code(e) == LOOM_E_INVALID)
             snprintf(why, sizeof why, "its reply was refused: %s", loom_err_message(e));
+        else if (loom_err_code(e) == LOOM_E_DEADLINE)
+            snprintf(why, sizeof why, "its reply was not read: %s", loom_err_message(e));
         else
             snprintf(why, sizeof why, "its control connection closed (the process died)");
         loom_err_free(e);
@@ -171,6 +179,8 @@ static int read_reply(edt_coordinator *c, uint32_t i)
     }
     s->reply = reply;
     s->has_reply = 1;
+    s->awaiting = 0;
+    train_heard(c, i);
     return 1;
 }
 
@@ -238,8 +248,9 @@ static int collect_replies(edt_coordinator *c, int64_t deadline)
         for (uint32_t k = 0; k < n; k++)
             if ((fds[k].revents & (POLLIN | POLLHUP | POLLERR)) && !read_reply(c, who[k]))
                 all_ok = 0, lost = 1;
-        /* A member that died without closing its socket yet. */
-        if (train_reap(c) > 0)
+        /* A member that died without closing its socket yet, or that
+         * went silent (stopped, or its machine lost). */
+        if (train_reap(c) > 0 || train_keep_alive(c) > 0)
             all_ok = 0, lost = 1;
         train_accept_hellos(c, 0);
     }
@@ -474,6 +485,7 @@ static int record_round(edt_coordinator *c, const round_plan *p, int ok)
 static int one_round(edt_coordinator *c, uint64_t *taken, int *failed_round, loom_error **err)
 {
     train_reap(c);
+    train_keep_alive(c);
     train_accept_hellos(c, 0);
     int join = 0, root = -1;
     loom_error *e = train_plan_membership(c, *failed_round, &join, &root);

@@ -5,12 +5,14 @@
  * load first, and one action. Every wait has a deadline the plan gives. */
 #include "train/worker.h"
 
+#include <pthread.h>
 #include <signal.h>
 #include <sodium.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "comm.h"
@@ -50,6 +52,14 @@ typedef struct worker {
     comm *comm;         /* shm: membership, and the collectives on CPU */
     comm *gpu_comm;     /* nccl on a GPU: the collectives; NULL on CPU */
     int fd;
+    uint8_t secret[TRAIN_SECRET_BYTES]; /* the exec's: proves who we are */
+    /* The heartbeat thread and the main one both send: one at a time. */
+    pthread_mutex_t send_lock;
+    pthread_t heartbeat;
+    int heartbeat_started;
+    pthread_mutex_t stop_lock;
+    pthread_cond_t stop_cond;
+    int stopping;
     logger_set *loggers;
     char logger_names[200]; /* "worker logger plugin(s) a, b": the marker's text */
     int marker_fd;          /* plugin_marker: which plugin runs now */
@@ -283,8 +293,6 @@ static int setup(worker *w)
             return 1;
         }
     }
-    if ((e = train_msg_connect(w->control, &w->fd)))
-        return fail(e, "control");
     name_loggers(w);
     w->marker_fd = plugin_marker_open(w->log_dir);
     in_loggers(w, 1);
@@ -607,6 +615,67 @@ static loom_error *save_state(worker *w, const char *path, int final, const cJSO
     return checkpoint_save(path, w->stage.host, w->roles, w->stage.count, final, meta);
 }
 
+/* Sends m (and a blob after it) while the heartbeat thread waits. */
+static loom_error *send_locked(worker *w, const msg *m, const void *blob, size_t len)
+{
+    pthread_mutex_lock(&w->send_lock);
+    loom_error *e = train_msg_send(w->fd, m, blob, len);
+    pthread_mutex_unlock(&w->send_lock);
+    return e;
+}
+
+/* Every LOOM_HEARTBEAT_INTERVAL_MS until the worker ends, whatever its main
+ * thread does (a step may take longer than the coordinator's timeout). */
+static void *heartbeat_main(void *arg)
+{
+    worker *w = arg;
+    msg beat = {.kind = MSG_HEARTBEAT};
+    pthread_mutex_lock(&w->stop_lock);
+    while (!w->stopping) {
+        struct timespec at;
+        clock_gettime(CLOCK_MONOTONIC, &at);
+        at.tv_nsec += (long)LOOM_HEARTBEAT_INTERVAL_MS * 1000000L;
+        at.tv_sec += at.tv_nsec / 1000000000L;
+        at.tv_nsec %= 1000000000L;
+        pthread_cond_timedwait(&w->stop_cond, &w->stop_lock, &at);
+        if (w->stopping)
+            break;
+        pthread_mutex_unlock(&w->stop_lock);
+        loom_error *e = send_locked(w, &beat, NULL, 0);
+        pthread_mutex_lock(&w->stop_lock);
+        if (e) { /* the coordinator is gone: the main thread finds out */
+            loom_err_free(e);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&w->stop_lock);
+    return NULL;
+}
+
+static void heartbeat_stop(worker *w)
+{
+    if (!w->heartbeat_started)
+        return;
+    pthread_mutex_lock(&w->stop_lock);
+    w->stopping = 1;
+    pthread_cond_signal(&w->stop_cond);
+    pthread_mutex_unlock(&w->stop_lock);
+    pthread_join(w->heartbeat, NULL);
+    w->heartbeat_started = 0;
+}
+
+/* Reaches the coordinator and proves the exec's secret (protocol.h): just
+ * before the hello, so that the coordinator, which waits for the hello
+ * once it accepted, is not kept waiting. */
+static loom_error *connect_control(worker *w)
+{
+    loom_error *e = train_msg_connect(w->control, &w->fd);
+    if (!e)
+        e = train_auth_answer(w->fd, w->secret, w->slot, time_mono_ms() + 60000);
+    sodium_memzero(w->secret, sizeof w->secret);
+    return e;
+}
+
 static int send_hello(worker *w)
 {
     uint64_t ntrain = 0, ntest = 0;
@@ -615,11 +684,18 @@ static int send_hello(worker *w)
         e = w->fw->dataset_size(w->inst, LOOM_SPLIT_TEST, &ntest);
     if (e)
         return fail(e, "dataset");
+    if ((e = connect_control(w)))
+        return fail(e, "control");
     msg hello = {.kind = MSG_HELLO,
                  .u.hello = {.slot = w->slot, .pid = getpid(),
                              .params = w->params.nbytes / sizeof(float), .ntrain = ntrain,
                              .ntest = ntest}};
     loom_err_free(train_msg_send(w->fd, &hello, NULL, 0)); /* a lost coordinator shows at the next read */
+    w->heartbeat_started = pthread_create(&w->heartbeat, NULL, heartbeat_main, w) == 0;
+    if (!w->heartbeat_started) {
+        fprintf(stderr, "loom worker: cannot start the heartbeat thread\n");
+        return 1;
+    }
     say("worker %u ready: %llu parameters, %llu training and %llu test samples", w->slot,
         (unsigned long long)(w->params.nbytes / sizeof(float)), (unsigned long long)ntrain,
         (unsigned long long)ntest);
@@ -630,7 +706,7 @@ static int send_hello(worker *w)
  * when the coordinator is gone. */
 static int send_reply(worker *w, msg *reply, const void *blob, size_t len)
 {
-    loom_error *e = train_msg_send(w->fd, reply, blob, len);
+    loom_error *e = send_locked(w, reply, blob, len);
     cJSON_Delete((cJSON *)reply->u.reply.train);
     cJSON_Delete((cJSON *)reply->u.reply.eval);
     if (e) {
@@ -814,7 +890,15 @@ static int serve(worker *w)
     int finished = 0; /* the finish round is done */
     for (rc = -1; rc < 0;) {
         msg m;
-        loom_error *e = train_msg_recv(w->fd, 0, &m);
+        /* The coordinator's heartbeats come every
+         * LOOM_HEARTBEAT_INTERVAL_MS, from a thread of its own. */
+        loom_error *e = train_msg_recv(w->fd, time_mono_ms() + LOOM_HEARTBEAT_TIMEOUT_MS, &m);
+        if (e && loom_err_code(e) == LOOM_E_DEADLINE) {
+            say("coordinator silent for %d s (no heartbeat); exiting",
+                LOOM_HEARTBEAT_TIMEOUT_MS / 1000);
+            loom_err_free(e);
+            return 2;
+        }
         if (e) {
             /* A message this worker cannot read leaves the coordinator's
              * plan unknown: leaving is the only safe answer. */
@@ -822,7 +906,9 @@ static int serve(worker *w)
             loom_err_free(e);
             return 2;
         }
-        if (m.kind == MSG_WORK) {
+        if (m.kind == MSG_HEARTBEAT) {
+            rc = -1;
+        } else if (m.kind == MSG_WORK) {
             rc = serve_work(w, &m);
         } else if (m.kind == MSG_PLAN) {
             rc = serve_plan(w, &m.u.plan, &pending, &finished);
@@ -850,11 +936,26 @@ int train_worker_main(int argc, char **argv)
     memset(&w, 0, sizeof w);
     w.fd = -1;
     w.marker_fd = -1;
+    /* Taken (and wiped) before the framework or any user code runs. */
+    loom_error *no_secret = train_secret_from_env(w.secret);
+    if (no_secret)
+        return fail(no_secret, "control") + 1;
+    pthread_mutex_init(&w.send_lock, NULL);
+    pthread_mutex_init(&w.stop_lock, NULL);
+    pthread_condattr_t monotonic;
+    pthread_condattr_init(&monotonic);
+    pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
+    pthread_cond_init(&w.stop_cond, &monotonic);
+    pthread_condattr_destroy(&monotonic);
     if (parse_args(&w, argc, argv) != 0)
         return 2;
     int rc = setup(&w);
     if (rc == 0)
         rc = serve(&w);
+    heartbeat_stop(&w);
+    pthread_cond_destroy(&w.stop_cond);
+    pthread_mutex_destroy(&w.stop_lock);
+    pthread_mutex_destroy(&w.send_lock);
     in_loggers(&w, 1);
     logger_set_close(w.loggers);
     in_loggers(&w, 0);

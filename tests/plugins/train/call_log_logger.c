@@ -9,6 +9,9 @@
  *   test epoch=E iteration=I
  *   end status=S
  *   destroy
+ *
+ * Its config may hold "test_sleep_ms": N, for a slow logger: each
+ * log_test_metrics call then takes N ms.
  */
 #include <loom/loom.h>
 #include <stdio.h>
@@ -18,6 +21,7 @@
 
 struct loom_logger_instance {
     FILE *file;
+    unsigned long test_sleep_ms;
 };
 
 static loom_error *create(const loom_logger_factory *self, const loom_logger_config *config,
@@ -37,6 +41,9 @@ static loom_error *create(const loom_logger_factory *self, const loom_logger_con
         return NULL;
     }
     setvbuf(inst->file, NULL, _IOLBF, 0);
+    const char *sleep_ms = config->config_json ? strstr(config->config_json, "\"test_sleep_ms\"") : NULL;
+    if (sleep_ms && (sleep_ms = strchr(sleep_ms, ':')))
+        inst->test_sleep_ms = strtoul(sleep_ms + 1, NULL, 10);
     fprintf(inst->file, "create pid=%ld\n", (long)getpid());
     *out = inst;
     return NULL;
@@ -76,6 +83,8 @@ static loom_error *test(loom_logger_instance *inst, const loom_metric *metrics, 
     if (inst)
         fprintf(inst->file, "test epoch=%u iteration=%llu\n", epoch,
                 (unsigned long long)iteration);
+    if (inst && inst->test_sleep_ms)
+        usleep((useconds_t)inst->test_sleep_ms * 1000u);
     return NULL;
 }
 

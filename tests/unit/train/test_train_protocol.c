@@ -272,6 +272,47 @@ static void test_socket(void)
     close(sv[1]);
 }
 
+/* A sender that stops in the middle of a message (a blob included) is
+ * lost: the read ends LOOM_HEARTBEAT_TIMEOUT_MS after its last byte, not
+ * at the minute-long deadline a reply may take to begin. */
+static void test_stalled_sender(void)
+{
+    int sv[2];
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+    CHECK(train_msg_write_all(sv[0], "\x40\0\0\0{\"t\":", 5) == 0);
+    msg in;
+    char err[256];
+    int64_t t0 = time_mono_ms();
+    CHECK(loom_err_take(train_msg_recv(sv[1], t0 + 60000, &in), err, sizeof err) ==
+          LOOM_E_DEADLINE);
+    int64_t took = time_mono_ms() - t0;
+    CHECK_CONTAINS(err, "nothing for 3 s in the middle of a message");
+    CHECK_MSG(took >= LOOM_HEARTBEAT_TIMEOUT_MS - 100 && took < LOOM_HEARTBEAT_TIMEOUT_MS + 2000,
+              "took %lld ms", (long long)took);
+    close(sv[0]);
+    close(sv[1]);
+
+    /* A whole message, then half of the blob it announces. */
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+    const char *text = "{\"t\":\"exit\",\"reason\":\"\",\"code\":0,\"blob\":16}";
+    unsigned char head[4] = {(unsigned char)strlen(text), 0, 0, 0};
+    CHECK(train_msg_write_all(sv[0], head, 4) == 0);
+    CHECK(train_msg_write_all(sv[0], text, strlen(text)) == 0);
+    CHECK(train_msg_write_all(sv[0], "12345678", 8) == 0);
+    CHECK(train_msg_recv(sv[1], time_mono_ms() + 5000, &in) == NULL);
+    CHECK(in.kind == MSG_EXIT && in.blob == 16);
+    float got[4];
+    t0 = time_mono_ms();
+    CHECK(loom_err_take(train_msg_recv_blob(sv[1], &in, got, sizeof got, t0 + 60000), err,
+                        sizeof err) == LOOM_E_DEADLINE);
+    took = time_mono_ms() - t0;
+    CHECK_CONTAINS(err, "in the middle of a message");
+    CHECK_MSG(took < LOOM_HEARTBEAT_TIMEOUT_MS + 2000, "took %lld ms", (long long)took);
+    train_msg_free(&in);
+    close(sv[0]);
+    close(sv[1]);
+}
+
 int main(void)
 {
     test_hello_and_exit();
@@ -280,5 +321,6 @@ int main(void)
     test_work_and_reply();
     test_refusals();
     test_socket();
+    test_stalled_sender();
     return CHECK_DONE();
 }
