@@ -145,7 +145,8 @@ static bool sync_devices_locked(sched_service *ss, const slurm_device *devs, siz
         slurm_device *copy = malloc((n ? n : 1) * sizeof *copy);
         if (!copy)
             return false;
-        memcpy(copy, devs, n * sizeof *copy);
+        if (n) /* devs may be NULL when empty */
+            memcpy(copy, devs, n * sizeof *copy);
         free(ss->last_devs);
         ss->last_devs = copy;
         ss->nlast = n;
