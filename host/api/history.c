@@ -257,11 +257,7 @@ static void *run(void *arg)
         pthread_mutex_unlock(&h->lock);
         api_history_tick(h);
         pthread_mutex_lock(&h->lock);
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_nsec += (long)(HISTORY_TICK_MS % 1000) * 1000000L;
-        until.tv_sec += HISTORY_TICK_MS / 1000 + until.tv_nsec / 1000000000L;
-        until.tv_nsec %= 1000000000L;
+        struct timespec until = time_after_ms(CLOCK_REALTIME, HISTORY_TICK_MS);
         while (!h->stop && pthread_cond_timedwait(&h->wake, &h->lock, &until) != ETIMEDOUT)
             ;
     }

@@ -186,9 +186,7 @@ static void *run(void *arg)
         pthread_mutex_unlock(&ev->lock);
         api_events_tick(ev);
         pthread_mutex_lock(&ev->lock);
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += EVENTS_TICK_MS / 1000;
+        struct timespec until = time_after_ms(CLOCK_REALTIME, EVENTS_TICK_MS);
         while (!ev->stop && !ev->fresh &&
                pthread_cond_timedwait(&ev->wake, &ev->lock, &until) != ETIMEDOUT)
             ;

@@ -74,11 +74,7 @@ static void *loop(void *arg)
                 pt = &t->next;
             }
         }
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        long ns = until.tv_nsec + (long)svc->opt.tick_ms * 1000000L;
-        until.tv_sec += ns / 1000000000L;
-        until.tv_nsec = ns % 1000000000L;
+        struct timespec until = time_after_ms(CLOCK_REALTIME, svc->opt.tick_ms);
         if (!svc->stop)
             pthread_cond_timedwait(&svc->wake, &svc->lock, &until);
     }

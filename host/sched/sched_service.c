@@ -216,14 +216,7 @@ static void *slurm_watch(void *arg)
     bool failing = false;
     pthread_mutex_lock(&ss->watch_lock);
     while (!ss->stop_watching) {
-        struct timespec until;
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_sec += ss->poll_ms / 1000;
-        until.tv_nsec += (long)(ss->poll_ms % 1000) * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
+        struct timespec until = time_after_ms(CLOCK_MONOTONIC, ss->poll_ms);
         while (!ss->stop_watching &&
                pthread_cond_timedwait(&ss->watch_wake, &ss->watch_lock, &until) == 0) {
         }

@@ -84,11 +84,7 @@ static void *beats_main(void *arg)
     edt_beats *b = &c->beats;
     pthread_mutex_lock(&b->lock);
     while (!b->stop) {
-        struct timespec at;
-        clock_gettime(CLOCK_MONOTONIC, &at);
-        at.tv_nsec += (long)LOOM_HEARTBEAT_INTERVAL_MS * 1000000L;
-        at.tv_sec += at.tv_nsec / 1000000000L;
-        at.tv_nsec %= 1000000000L;
+        struct timespec at = time_after_ms(CLOCK_MONOTONIC, LOOM_HEARTBEAT_INTERVAL_MS);
         pthread_cond_timedwait(&b->wake, &b->lock, &at);
         for (uint32_t i = 0; !b->stop && i < c->m.nslots; i++)
             if (c->m.slots[i].beat && c->m.slots[i].fd >= 0)

@@ -632,11 +632,7 @@ static void *heartbeat_main(void *arg)
     msg beat = {.kind = MSG_HEARTBEAT};
     pthread_mutex_lock(&w->stop_lock);
     while (!w->stopping) {
-        struct timespec at;
-        clock_gettime(CLOCK_MONOTONIC, &at);
-        at.tv_nsec += (long)LOOM_HEARTBEAT_INTERVAL_MS * 1000000L;
-        at.tv_sec += at.tv_nsec / 1000000000L;
-        at.tv_nsec %= 1000000000L;
+        struct timespec at = time_after_ms(CLOCK_MONOTONIC, LOOM_HEARTBEAT_INTERVAL_MS);
         pthread_cond_timedwait(&w->stop_cond, &w->stop_lock, &at);
         if (w->stopping)
             break;

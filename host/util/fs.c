@@ -194,6 +194,16 @@ int64_t time_mono_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+struct timespec time_after_ms(clockid_t clock, int64_t ms)
+{
+    struct timespec ts;
+    clock_gettime(clock, &ts);
+    int64_t ns = ts.tv_nsec + (ms % 1000) * 1000000;
+    ts.tv_sec += (time_t)(ms / 1000 + ns / 1000000000);
+    ts.tv_nsec = (long)(ns % 1000000000);
+    return ts;
+}
+
 bool fs_self_exe(char *out, size_t outlen)
 {
     ssize_t n = outlen > 1 ? readlink("/proc/self/exe", out, outlen - 1) : -1;

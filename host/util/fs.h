@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "util/error.h"
 
@@ -30,6 +31,9 @@ int fs_is_file(const char *path);
 /* Milliseconds since the Unix epoch / monotonic milliseconds. */
 int64_t time_now_ms(void);
 int64_t time_mono_ms(void);
+/* `ms` milliseconds from now on `clock`: the deadline pthread_cond_timedwait
+ * takes (CLOCK_REALTIME, or the clock the condition was made with). */
+struct timespec time_after_ms(clockid_t clock, int64_t ms);
 
 /* Writes or reads exactly `len` bytes, retrying after signals (writes in
  * pieces of at most 1 GiB, which some kernels cap one write at). 0, or -1

@@ -97,6 +97,18 @@ static void dir_errors(void)
     loom_err_free(e);
 }
 
+/* A deadline N ms from now: carried into the seconds, on the clock asked. */
+static void deadlines(void)
+{
+    int64_t before = time_mono_ms();
+    struct timespec at = time_after_ms(CLOCK_MONOTONIC, 2999);
+    int64_t ms = (int64_t)at.tv_sec * 1000 + at.tv_nsec / 1000000;
+    CHECK(at.tv_nsec >= 0 && at.tv_nsec < 1000000000L);
+    CHECK(ms >= before + 2999 && ms <= time_mono_ms() + 2999);
+    at = time_after_ms(CLOCK_REALTIME, 0);
+    CHECK(at.tv_nsec < 1000000000L && (int64_t)at.tv_sec * 1000 <= time_now_ms());
+}
+
 int main(void)
 {
     if (!mkdtemp(base)) {
@@ -106,6 +118,7 @@ int main(void)
     read_errors();
     write_errors();
     dir_errors();
+    deadlines();
     CHECK_OK(fs_rm_rf(base));
     return CHECK_DONE();
 }
