@@ -35,13 +35,19 @@ static bool grow(owner_journal *j, size_t n)
     return true;
 }
 
+bool owner_journal_unchanged(const owner_journal *j, int32_t slot, const char *holder)
+{
+    return slot >= 0 && (size_t)slot < j->nslots &&
+           !strncmp(j->noted[slot], holder ? holder : "", sizeof j->noted[slot] - 1);
+}
+
 bool owner_journal_note(owner_journal *j, int32_t slot, const char *holder, const char *user,
                         int32_t kind, int64_t t_ms)
 {
     if (slot < 0 || !grow(j, (size_t)slot + 1))
         return false;
     holder = holder ? holder : "";
-    if (!strncmp(j->noted[slot], holder, sizeof j->noted[slot] - 1))
+    if (owner_journal_unchanged(j, slot, holder))
         return true;
     snprintf(j->noted[slot], sizeof j->noted[slot], "%s", holder);
     if (j->count == j->cap) { /* full: the oldest goes */

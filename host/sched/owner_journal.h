@@ -47,6 +47,10 @@ void owner_journal_free(owner_journal *j);
 bool owner_journal_note(owner_journal *j, int32_t slot, const char *holder, const char *user,
                         int32_t kind, int64_t t_ms);
 
+/* Whether `holder` ("" or NULL: free) is what was last noted for `slot`:
+ * nothing to note, and nothing to look up for it. */
+bool owner_journal_unchanged(const owner_journal *j, int32_t slot, const char *holder);
+
 /* The slots from `slot` up moved down by one (a device left): what is
  * noted for them moves with them. */
 void owner_journal_remove(owner_journal *j, int32_t slot);

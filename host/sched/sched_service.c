@@ -56,7 +56,9 @@ static void journal_owners_locked(sched_service *ss)
     for (size_t i = 0; i < n; i++) {
         sched_device_info d;
         sched_job_info j;
-        if (!sched_device(ss->core, (int32_t)i, &d))
+        /* every planning round: the job is looked up only for a change */
+        if (!sched_device(ss->core, (int32_t)i, &d) ||
+            owner_journal_unchanged(&ss->journal, (int32_t)i, d.owner))
             continue;
         bool held = d.owner && sched_get_job(ss->core, d.owner, &j);
         if (!owner_journal_note(&ss->journal, (int32_t)i, d.owner, held ? j.user : NULL,
