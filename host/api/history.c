@@ -170,7 +170,8 @@ static void device_held(api_history *h, int32_t slot, const char *holder, const 
 
 /* Every change of holder since the last tick, at the time it happened (a
  * job that held devices for a few ms between two ticks included), then
- * the devices as they are now, which is news only when changes were lost. */
+ * the devices as they are now: news only when changes were lost, and how
+ * an exec that holds its devices unchanged stays followed. */
 static void sample_devices(api_history *h, int64_t now)
 {
     for (size_t i = 0; i < h->nexecs; i++)

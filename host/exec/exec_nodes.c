@@ -12,6 +12,7 @@
 
 #include "exec/exec_internal.h"
 #include "sched/slurm_step.h"
+#include "util/job_env.h"
 #include "util/job_sandbox.h"
 #include "util/spawn.h"
 
@@ -70,7 +71,8 @@ static int export_names(char **envp, char **names, size_t cap)
 }
 
 /* argv[0] as a path the node can run: absolute as it is, relative to the
- * worker's folder when it has a slash, else searched in the job's PATH. */
+ * worker's folder when it has a slash, else searched in the job's PATH
+ * (util/job_env.h: the job's environment always sets one). */
 static int absolute_program(const char *prog, const char *cwd, char *const *envp, char *out,
                             size_t len)
 {
@@ -78,18 +80,8 @@ static int absolute_program(const char *prog, const char *cwd, char *const *envp
         return snprintf(out, len, "%s", prog) < (int)len;
     if (strchr(prog, '/'))
         return snprintf(out, len, "%s/%s", cwd, prog) < (int)len;
-    const char *path = "/usr/local/bin:/usr/bin:/bin";
-    for (char *const *e = envp; *e; e++)
-        if (!strncmp(*e, "PATH=", 5))
-            path = *e + 5;
-    for (const char *p = path; *p;) {
-        size_t n = strcspn(p, ":");
-        if (n && snprintf(out, len, "%.*s/%s", (int)n, p, prog) < (int)len &&
-            access(out, X_OK) == 0)
-            return 1;
-        p += n + (p[n] == ':');
-    }
-    return 0;
+    job_env_which(envp, prog, out, len);
+    return out[0] != 0;
 }
 
 /* $1 the worker's folder, then its program and arguments. */
