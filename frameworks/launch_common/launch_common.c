@@ -126,19 +126,17 @@ static int same_node(const char *a, const char *b)
 launch_place launch_worker_place(const loom_launch_request *request, uint32_t rank)
 {
     uint32_t workers = launch_worker_count(request);
-    launch_place p = {rank, workers, 0, 1};
+    launch_place p = {rank, workers, 0};
     const char *const *nodes =
         LOOM_STRUCT_HAS(request, loom_launch_request, worker_nodes) ? request->worker_nodes : NULL;
     if (!nodes || rank >= workers)
         return p;
-    p.local_rank = p.local_world_size = p.node_count = 0;
+    p.local_rank = p.local_world_size = 0;
     for (uint32_t r = 0; r < workers; r++) {
-        int first = 1; /* the first rank on its node: a node of its own */
-        for (uint32_t k = 0; k < r && first; k++)
-            first = !same_node(nodes[k], nodes[r]);
-        if (first && r <= rank && !same_node(nodes[r], nodes[rank]))
+        /* a node's ranks are consecutive: each change of node up to this
+         * rank is one more node before its own */
+        if (r > 0 && r <= rank && !same_node(nodes[r], nodes[r - 1]))
             p.node_rank++;
-        p.node_count += (uint32_t)first;
         if (same_node(nodes[r], nodes[rank])) {
             p.local_world_size++;
             p.local_rank += r < rank;

@@ -42,11 +42,11 @@ loom_error *launch_find_main(const loom_host *host, const char *framework,
 uint32_t launch_worker_count(const loom_launch_request *request);
 
 /* Where a rank runs among the exec's nodes (request->worker_nodes, ABI
- * 1.7): its rank on its node, how many ranks that node runs, the node's
- * number (nodes numbered by their first rank) and how many nodes. On one
- * machine (no worker_nodes): rank, every worker, 0 and 1. */
+ * 1.7, whose ranks on one node are consecutive): its rank on its node, how
+ * many ranks that node runs, and the node's number (nodes numbered in rank
+ * order). On one machine (no worker_nodes): rank, every worker and 0. */
 typedef struct launch_place {
-    uint32_t local_rank, local_world_size, node_rank, node_count;
+    uint32_t local_rank, local_world_size, node_rank;
 } launch_place;
 launch_place launch_worker_place(const loom_launch_request *request, uint32_t rank);
 
