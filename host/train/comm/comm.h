@@ -1,7 +1,7 @@
 /*
  * train/comm/comm.h - collectives for elastic training: average all-reduce,
  * broadcast and barrier among the members of a numbered generation, behind
- * one interface with two back ends.
+ * one interface with three back ends.
  *
  *  shm   CPU worker processes on one node. The coordinator creates a POSIX
  *        shared-memory segment sized for max ranks and the largest buffer;
@@ -17,6 +17,9 @@
  *  nccl  GPU workers (only when built with LOOM_HAVE_CUDA): the same calls
  *        over an NCCL communicator made from a unique id the coordinator
  *        hands out; a new communicator per generation.
+ *  net   Workers on nodes of their own, sharing no memory: the same calls
+ *        over a TCP ring (net_allreduce.h), a new ring per generation on a
+ *        port each member keeps for its life.
  *
  * Membership. The coordinator publishes a generation: a number (1, 2, ...)
  * and the list of member slots. A worker adopts it with comm_shm_join(), a
@@ -50,6 +53,8 @@
 
 #include <loom/abi.h>
 
+#include "net_allreduce.h"
+
 /* ---- deadlines -------------------------------------------------------- */
 
 /* CLOCK_MONOTONIC in nanoseconds: the clock every deadline is measured on. */
@@ -74,10 +79,12 @@ loom_error *comm_barrier(comm *c, uint64_t deadline_ns);
 uint32_t comm_rank(const comm *c);       /* 0-based, within the generation */
 uint32_t comm_world_size(const comm *c); /* 0 before the first join */
 uint32_t comm_generation(const comm *c); /* 0 before the first join */
-const char *comm_backend_name(const comm *c); /* "shm" or "nccl" */
+const char *comm_backend_name(const comm *c); /* "shm", "nccl" or "net" */
 /* Nanoseconds this member spent so far waiting for its peers inside
  * collectives and joins (shm; 0 for nccl, whose waits are on the GPU): the
- * part of a step lost to the slowest worker. */
+ * part of a step lost to the slowest worker. net: the time blocked on its
+ * left neighbour's bytes inside collectives, plus its joins, which over
+ * TCP counts the network's time too. */
 uint64_t comm_wait_ns(const comm *c);
 
 /* Leaves the group (peers waiting on this member get LOOM_ERR_UNAVAILABLE)
@@ -161,6 +168,34 @@ uint64_t comm_shm_in_place_bytes(const comm *c);
  * until every member has joined it. NOT_FOUND when this slot is not a
  * member; UNAVAILABLE when a newer generation superseded it. */
 loom_error *comm_shm_join(comm *c, uint32_t generation, uint64_t deadline_ns);
+
+/* ---- net: a worker on another node --------------------------------- */
+
+/* A member whose collectives run over TCP (a ring per generation,
+ * net_allreduce.h), for workers that share no memory with the others.
+ * Listens once on an ephemeral port of `bind_address` ("0.0.0.0": every
+ * interface) and keeps that port for every generation, so the
+ * coordinator learns it once (in the worker's hello). `secret` is the
+ * exec's COMM_NET_SECRET_BYTES secret, copied.
+ * Collectives: the all-reduce is comm_net_allreduce's ring (segment j
+ * summed from rank j on, times (float)(1 / world)): bitwise equal on every
+ * member, not the shm back end's order. A broadcast (any byte count)
+ * passes along the ring from the root in a stream; a barrier is an
+ * all-reduce of one float. In a generation of 1, each is a no-op success
+ * with no sockets. Errors as net_allreduce.h's; after one the ring is
+ * unusable (UNAVAILABLE) until the next join. */
+loom_error *comm_net_member_open(const char *bind_address, const uint8_t *secret, comm **out);
+/* The port the member listens on. */
+uint16_t comm_net_member_port(const comm *c);
+/* Adopts `generation`: drops the previous generation's ring and links a
+ * new one of `count` members (peers[r] is rank r's address and port; this
+ * member is `rank`). Every member of the generation calls it with the
+ * same list. Errors as comm_net_connect's; INVALID_ARGUMENT as well when
+ * `generation` is not newer than the last one joined or peers[rank] is
+ * not this member's port. After an error the member is in no ring (world
+ * size 0) until a join succeeds. */
+loom_error *comm_net_member_join(comm *c, uint32_t generation, const comm_net_peer *peers,
+                                 uint32_t count, uint32_t rank, uint64_t deadline_ns);
 
 /* ---- the next generation on GPUs ------------------------------------- */
 

@@ -160,8 +160,15 @@ static void tune_socket(int fd, uint32_t link_timeout_ms)
     setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof(probes));
 }
 
-loom_error *comm_net_listen(const char *bind_address, uint32_t link_timeout_ms,
-                            comm_net **out)
+/* The listening socket of a listener, or of a group that owns one. */
+struct comm_net_listener {
+    int fd;
+    uint16_t port;
+    uint32_t link_timeout_ms;
+};
+
+loom_error *comm_net_listener_open(const char *bind_address, uint32_t link_timeout_ms,
+                                   comm_net_listener **out)
 {
     *out = NULL;
     if (bind_address == NULL)
@@ -173,34 +180,72 @@ loom_error *comm_net_listen(const char *bind_address, uint32_t link_timeout_ms,
     loom_error *err = resolve(bind_address, 0, &addr, &len);
     if (err)
         return err;
-    comm_net *g = calloc(1, sizeof(*g));
-    if (g == NULL)
+    comm_net_listener *l = calloc(1, sizeof(*l));
+    if (l == NULL)
         return loom_err(LOOM_ERR_INTERNAL, "net all-reduce: out of memory");
-    g->left_fd = g->right_fd = g->abort_fd = g->progress_fd = -1;
-    g->link_timeout_ms = link_timeout_ms ? link_timeout_ms : COMM_NET_DEFAULT_LINK_TIMEOUT_MS;
-    g->listen_fd = socket(addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (g->listen_fd < 0) {
+    l->link_timeout_ms = link_timeout_ms ? link_timeout_ms : COMM_NET_DEFAULT_LINK_TIMEOUT_MS;
+    l->fd = socket(addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (l->fd < 0) {
         err = loom_err_sys(LOOM_ERR_INTERNAL, errno, "net all-reduce: socket");
         goto fail;
     }
-    tune_socket(g->listen_fd, g->link_timeout_ms); /* accepted sockets inherit it */
-    if (bind(g->listen_fd, (struct sockaddr *)&addr, len) != 0 ||
-        listen(g->listen_fd, 16) != 0) {
+    tune_socket(l->fd, l->link_timeout_ms); /* accepted sockets inherit it */
+    if (bind(l->fd, (struct sockaddr *)&addr, len) != 0 || listen(l->fd, 16) != 0) {
         err = loom_err_sys(LOOM_ERR_UNAVAILABLE, errno, "net all-reduce: listening on %s",
                            bind_address);
         goto fail;
     }
     len = sizeof(addr);
-    if (getsockname(g->listen_fd, (struct sockaddr *)&addr, &len) != 0) {
+    if (getsockname(l->fd, (struct sockaddr *)&addr, &len) != 0) {
         err = loom_err_sys(LOOM_ERR_INTERNAL, errno, "net all-reduce: getsockname");
         goto fail;
     }
-    g->port = ntohs(addr.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&addr)->sin6_port
+    l->port = ntohs(addr.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&addr)->sin6_port
                                                : ((struct sockaddr_in *)&addr)->sin_port);
-    *out = g;
+    *out = l;
     return NULL;
 fail:
-    comm_net_close(g);
+    comm_net_listener_close(l);
+    return err;
+}
+
+uint16_t comm_net_listener_port(const comm_net_listener *l) { return l ? l->port : 0; }
+
+void comm_net_listener_close(comm_net_listener *l)
+{
+    if (l == NULL)
+        return;
+    if (l->fd >= 0)
+        close(l->fd);
+    free(l);
+}
+
+/* A group that accepts its left neighbour on `l`'s socket. */
+static loom_error *group_new(comm_net_listener *l, comm_net **out)
+{
+    comm_net *g = calloc(1, sizeof(*g));
+    if (g == NULL)
+        return loom_err(LOOM_ERR_INTERNAL, "net all-reduce: out of memory");
+    g->left_fd = g->right_fd = g->abort_fd = g->progress_fd = -1;
+    g->listen_fd = l->fd;
+    g->port = l->port;
+    g->link_timeout_ms = l->link_timeout_ms;
+    *out = g;
+    return NULL;
+}
+
+loom_error *comm_net_listen(const char *bind_address, uint32_t link_timeout_ms,
+                            comm_net **out)
+{
+    *out = NULL;
+    comm_net_listener *l = NULL;
+    loom_error *err = comm_net_listener_open(bind_address, link_timeout_ms, &l);
+    if (err == NULL)
+        err = group_new(l, out);
+    if (err)
+        comm_net_listener_close(l);
+    else
+        (*out)->own_listener = l;
     return err;
 }
 
@@ -209,6 +254,25 @@ uint32_t comm_net_rank(const comm_net *g) { return g && g->connected ? g->rank :
 uint32_t comm_net_world_size(const comm_net *g)
 {
     return g && g->connected ? g->world : 0;
+}
+
+uint64_t comm_net_blocked_ns(const comm_net *g) { return g ? g->blocked_ns : 0; }
+
+void comm_net_count_blocked(comm_net *g, uint64_t since_ns)
+{
+    g->blocked_ns += comm_now_ns() - since_ns;
+}
+
+loom_error *comm_net_usable(const comm_net *g, const char *what)
+{
+    if (g->failure[0])
+        return loom_err(LOOM_ERR_UNAVAILABLE,
+                        "net %s: the group failed earlier (%s); build a new one", what,
+                        g->failure);
+    if (!g->connected)
+        return loom_err(LOOM_ERR_INVALID_ARGUMENT,
+                        "net %s: the group is not connected (comm_net_connect)", what);
+    return NULL;
 }
 
 static void close_fd(int *fd)
@@ -235,7 +299,7 @@ void comm_net_close(comm_net *g)
     if (g == NULL)
         return;
     comm_net_ring_stop(g);
-    close_fd(&g->listen_fd);
+    comm_net_listener_close(g->own_listener);
     close_fd(&g->right_fd);
     close_fd(&g->left_fd);
     free(g);
@@ -485,17 +549,16 @@ static loom_error *handshake(comm_net *g, const comm_net_peer *peers,
     return err;
 }
 
-loom_error *comm_net_connect(comm_net *g, const comm_net_peer *peers,
-                             uint32_t count, uint32_t rank, uint32_t generation,
-                             const uint8_t *secret, uint64_t deadline_ns)
+/* Links `g` into the ring; the group stops listening either way (its own
+ * listener closes: the ring is whole, or failed, and no one else may join;
+ * a borrowed one stays open for the next generation's group). */
+static loom_error *link_group(comm_net *g, const comm_net_peer *peers, uint32_t count,
+                              uint32_t rank, uint32_t generation, const uint8_t *secret,
+                              uint64_t deadline_ns)
 {
-    if (g == NULL || peers == NULL || secret == NULL)
+    if (peers == NULL || secret == NULL)
         return loom_err(LOOM_ERR_INVALID_ARGUMENT,
                         "net all-reduce: connect needs a group, its peers and a secret");
-    if (g->connected || g->failure[0])
-        return loom_err(LOOM_ERR_ALREADY_EXISTS,
-                        "net all-reduce: this group was connected already; a new generation "
-                        "builds a new group");
     if (count == 0 || count > COMM_NET_MAX_PEERS || rank >= count)
         return loom_err(LOOM_ERR_INVALID_ARGUMENT,
                         "net all-reduce: %u peers, rank %u: expected 1 to %u peers (at most "
@@ -510,7 +573,9 @@ loom_error *comm_net_connect(comm_net *g, const comm_net_peer *peers,
         if (err == NULL)
             err = comm_net_ring_start(g);
     }
-    close_fd(&g->listen_fd); /* the ring is whole, or failed: no one else may join */
+    comm_net_listener_close(g->own_listener);
+    g->own_listener = NULL;
+    g->listen_fd = -1;
     if (err) {
         comm_net_fail(g, err);
         close_fd(&g->left_fd);
@@ -521,3 +586,35 @@ loom_error *comm_net_connect(comm_net *g, const comm_net_peer *peers,
     return NULL;
 }
 
+loom_error *comm_net_connect(comm_net *g, const comm_net_peer *peers,
+                             uint32_t count, uint32_t rank, uint32_t generation,
+                             const uint8_t *secret, uint64_t deadline_ns)
+{
+    if (g == NULL)
+        return loom_err(LOOM_ERR_INVALID_ARGUMENT,
+                        "net all-reduce: connect needs a group, its peers and a secret");
+    if (g->connected || g->failure[0] || g->listen_fd < 0)
+        return loom_err(LOOM_ERR_ALREADY_EXISTS,
+                        "net all-reduce: this group was connected already; a new generation "
+                        "builds a new group");
+    return link_group(g, peers, count, rank, generation, secret, deadline_ns);
+}
+
+loom_error *comm_net_connect_on(comm_net_listener *l, const comm_net_peer *peers,
+                                uint32_t count, uint32_t rank, uint32_t generation,
+                                const uint8_t *secret, uint64_t deadline_ns, comm_net **out)
+{
+    *out = NULL;
+    if (l == NULL)
+        return loom_err(LOOM_ERR_INVALID_ARGUMENT, "net all-reduce: connect_on needs a listener");
+    comm_net *g = NULL;
+    loom_error *err = group_new(l, &g);
+    if (err == NULL)
+        err = link_group(g, peers, count, rank, generation, secret, deadline_ns);
+    if (err) {
+        comm_net_close(g);
+        return err;
+    }
+    *out = g;
+    return NULL;
+}

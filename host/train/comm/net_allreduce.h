@@ -71,6 +71,7 @@
 #define COMM_NET_DEFAULT_LINK_TIMEOUT_MS 5000u
 
 typedef struct comm_net comm_net;
+typedef struct comm_net_listener comm_net_listener;
 
 typedef struct comm_net_peer {
     char address[COMM_NET_ADDRESS_BYTES]; /* numeric: "10.0.0.2", "::1" */
@@ -99,11 +100,41 @@ loom_error *comm_net_connect(comm_net *g, const comm_net_peer *peers,
                              uint32_t count, uint32_t rank, uint32_t generation,
                              const uint8_t *secret, uint64_t deadline_ns);
 
+/* A listening socket that outlives groups: a peer that takes part in
+ * generation after generation listens once, and every generation's group
+ * accepts its left neighbour there (comm_net_connect_on), so the others
+ * learn its port once. Arguments as comm_net_listen's. */
+loom_error *comm_net_listener_open(const char *bind_address, uint32_t link_timeout_ms,
+                                   comm_net_listener **out);
+uint16_t comm_net_listener_port(const comm_net_listener *l);
+/* Closes the socket: connections not yet accepted are reset. NULL is fine. */
+void comm_net_listener_close(comm_net_listener *l);
+/* comm_net_listen + comm_net_connect on a borrowed listener, which the
+ * group neither closes nor keeps: *out is the linked group (close it with
+ * comm_net_close), NULL on an error. While it forms, connections for
+ * another generation (a slower peer still linking the previous ring) are
+ * closed and the wait goes on, as comm_net_connect's. */
+loom_error *comm_net_connect_on(comm_net_listener *l, const comm_net_peer *peers,
+                                uint32_t count, uint32_t rank, uint32_t generation,
+                                const uint8_t *secret, uint64_t deadline_ns, comm_net **out);
+
 /* Sums `count` elements of `type` at `buf` across the peers, then
  * multiplies them by `scale` (1.0: the sum; 1.0 / K: the average). Every
  * peer calls it with the same count, type and scale. */
 loom_error *comm_net_allreduce(comm_net *g, void *buf, size_t count,
                                comm_net_type type, double scale, uint64_t deadline_ns);
+
+/* Copies `bytes` (any count) from rank `root`'s `buf` into every other
+ * peer's: a pass along the ring from the root, each peer forwarding to its
+ * right what it received while the rest still arrives, so a large buffer
+ * streams. Every peer calls it with the same bytes and root. Errors and
+ * the group's state after one as comm_net_allreduce's. */
+loom_error *comm_net_broadcast(comm_net *g, void *buf, size_t bytes, uint32_t root,
+                               uint64_t deadline_ns);
+/* Nanoseconds the calling thread spent blocked on the bytes of its left
+ * neighbour inside calls: waiting for slower peers and for the network
+ * alike (over TCP the two cannot be told apart). */
+uint64_t comm_net_blocked_ns(const comm_net *g);
 
 uint32_t comm_net_rank(const comm_net *g);       /* 0 before connect */
 uint32_t comm_net_world_size(const comm_net *g); /* 0 before connect */

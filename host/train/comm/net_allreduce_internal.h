@@ -15,7 +15,8 @@
 struct ring_pass;
 
 struct comm_net {
-    int listen_fd;
+    int listen_fd;                   /* until linked: the listener's */
+    comm_net_listener *own_listener; /* comm_net_listen's; NULL when borrowed */
     int left_fd;  /* receives from rank - 1 */
     int right_fd; /* sends to rank + 1 */
     uint16_t port;
@@ -23,6 +24,7 @@ struct comm_net {
     uint32_t link_timeout_ms;
     int connected;
     char failure[256]; /* why the group is unusable; "" while it is fine */
+    uint64_t blocked_ns; /* the caller's thread waited on its left link */
     unsigned char *scratch;
     /* The sender thread (net_allreduce_ring.c) and what it shares with
      * the caller's thread, under `lock`. */
@@ -52,6 +54,12 @@ loom_error *comm_net_peer_late(uint32_t rank, const char *during);
 /* Marks the group unusable with err's message and, unless it is a
  * deadline, shuts its links; returns err. */
 loom_error *comm_net_fail(comm_net *g, loom_error *err);
+
+/* NULL when a call may run on `g`: connected and not failed; `what`
+ * names the call in the error. */
+loom_error *comm_net_usable(const comm_net *g, const char *what);
+/* Adds the time since `since_ns` to the group's blocked time. */
+void comm_net_count_blocked(comm_net *g, uint64_t since_ns);
 
 /* Starts the sender thread of a connected group of 2 or more peers. */
 loom_error *comm_net_ring_start(comm_net *g);

@@ -357,7 +357,9 @@ static loom_error *receive_step(ring_pass *p, uint32_t t, uint64_t *position, in
         ssize_t n = recv(g->left_fd, into, want, MSG_DONTWAIT);
         if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
             int outcome = LINK_READY;
+            uint64_t since = comm_now_ns();
             loom_error *err = wait_link(p, g->left_fd, POLLIN, &outcome);
+            comm_net_count_blocked(g, since);
             *stopped = outcome == LINK_STOP;
             if (err || *stopped)
                 return err;
@@ -397,13 +399,9 @@ loom_error *comm_net_allreduce(comm_net *g, void *buf, size_t count,
     if (count > SIZE_MAX / esize)
         return loom_err(LOOM_ERR_INVALID_ARGUMENT,
                         "net all-reduce: %zu elements do not fit in memory", count);
-    if (g->failure[0])
-        return loom_err(LOOM_ERR_UNAVAILABLE,
-                        "net all-reduce: the group failed earlier (%s); build a new one",
-                        g->failure);
-    if (!g->connected)
-        return loom_err(LOOM_ERR_INVALID_ARGUMENT,
-                        "net all-reduce: the group is not connected (comm_net_connect)");
+    loom_error *unusable = comm_net_usable(g, "all-reduce");
+    if (unusable)
+        return unusable;
     if (g->world == 1 || count == 0) {
         scale_all(buf, count, type, scale);
         return NULL;
