@@ -491,6 +491,34 @@ static loom_error *exchange_acks(comm_net *g, uint64_t deadline_ns)
     return err;
 }
 
+/* The right neighbour's hello. One that closes the link before saying it
+ * refused ours: it is still forming another generation (an older one,
+ * which fails, for this one exists) and accepts a new connection once it
+ * reaches this one; so connect again, with a fresh nonce, until the
+ * deadline, as while it refuses connections. */
+static loom_error *read_right_hello(comm_net *g, const comm_net_peer *peer, hello *to_right,
+                                    hello *from_right, uint64_t deadline_ns)
+{
+    uint32_t right = comm_net_right_of(g);
+    for (;;) {
+        loom_error *err = read_hello(g->right_fd, from_right, right, deadline_ns);
+        if (err == NULL || loom_err_code(err) != LOOM_ERR_UNAVAILABLE ||
+            comm_net_ms_until(deadline_ns) < 0)
+            return err;
+        loom_err_free(err);
+        close_fd(&g->right_fd);
+        poll(NULL, 0, CONNECT_RETRY_MS);
+        randombytes_buf(to_right->nonce, NONCE_BYTES);
+        err = connect_right(g, peer, deadline_ns);
+        if (err)
+            return err;
+        err = send_hello(g->right_fd, to_right, right, deadline_ns);
+        if (err && loom_err_code(err) != LOOM_ERR_UNAVAILABLE)
+            return err;
+        loom_err_free(err); /* a link closed again shows in the next read */
+    }
+}
+
 /* Every step only waits for what the neighbours send without waiting
  * themselves (a hello on connecting or accepting, proofs once both hellos
  * are in), so no peer waits on another in a circle. */
@@ -510,7 +538,7 @@ static loom_error *handshake(comm_net *g, const comm_net_peer *peers,
     if (err == NULL)
         err = send_hello(g->left_fd, &to_left, left, deadline_ns);
     if (err == NULL) {
-        err = read_hello(g->right_fd, &from_right, right, deadline_ns);
+        err = read_right_hello(g, &peers[right], &to_right, &from_right, deadline_ns);
         if (err == NULL && !hello_fits(g, &from_right, right))
             err = loom_err(LOOM_ERR_INVALID_ARGUMENT,
                            "net all-reduce: the peer at %s port %u said it is rank %u of %u "

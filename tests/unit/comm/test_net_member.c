@@ -4,8 +4,10 @@
  * one port for its life. Generation 1 of three: average, a broadcast of an
  * odd byte count, a barrier; generation 2 of two of them on the same
  * ports, while a connection claiming generation 1 knocks; generation 3
- * with an intruder that holds another secret; generation 4 recovers; a
- * generation of one; the arguments a join refuses.
+ * with an intruder that holds another secret; generation 4 recovers;
+ * generation 6 formed by a member that another one, still in generation 5,
+ * turned away at first; a generation of one; the arguments a join
+ * refuses.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -47,6 +49,8 @@ static _Atomic int arrived, left_barrier;
 static void *member_thread(void *arg)
 {
     member_run *r = arg;
+    if (r->floats) /* NaN: no earlier generation's averages pass for this one's */
+        memset(r->floats, 0xff, FLOATS * sizeof(float));
     loom_error *err = comm_net_member_join(r->c, r->generation, r->peers, r->count, r->rank,
                                            comm_deadline_after_ms(CALL_MS));
     r->code = err ? loom_err_code(err) : 0;
@@ -234,6 +238,58 @@ static void test_wrong_secret(void)
     check_averages(again, 2);
 }
 
+/* A listening socket of the test's on 127.0.0.1: a peer that takes
+ * connections (into its backlog) and never answers. */
+static int mute_listener(uint16_t *port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in at = {.sin_family = AF_INET};
+    socklen_t len = sizeof(at);
+    inet_pton(AF_INET, "127.0.0.1", &at.sin_addr);
+    CHECK(bind(fd, (struct sockaddr *)&at, sizeof(at)) == 0 && listen(fd, 4) == 0);
+    CHECK(getsockname(fd, (struct sockaddr *)&at, &len) == 0);
+    *port = ntohs(at.sin_port);
+    return fd;
+}
+
+/* Member 0 joins generation 6 while member 1 still waits in generation 5
+ * for a left neighbour that never comes: member 1 refuses member 0's
+ * connection, then gives generation 5 up at its deadline and joins 6, and
+ * member 0, connecting again, forms generation 6 with it. */
+static void test_newer_generation_waits(void)
+{
+    uint16_t mute_port = 0;
+    int mute = mute_listener(&mute_port);
+    comm_net_peer older[3] = {{"127.0.0.1", mute_port},
+                              {"127.0.0.1", comm_net_member_port(runs[1].c)},
+                              {"127.0.0.1", mute_port}};
+    comm_net_peer newer[2] = {{"127.0.0.1", comm_net_member_port(runs[0].c)},
+                              {"127.0.0.1", comm_net_member_port(runs[1].c)}};
+    runs[0] = (member_run){.c = runs[0].c, .peers = newer, .count = 2, .rank = 0,
+                           .generation = 6, .script = average, .floats = runs[0].floats,
+                           .bytes = runs[0].bytes};
+    pthread_t first;
+    pthread_create(&first, NULL, member_thread, &runs[0]);
+    loom_error *err = comm_net_member_join(runs[1].c, 5, older, 3, 1,
+                                           comm_deadline_after_ms(2000));
+    CHECK(loom_err_code(err) == LOOM_ERR_DEADLINE_EXCEEDED);
+    CHECK_CONTAINS(loom_err_message(err), "refused: 127.0.0.1 said it is rank 0 of 2 in "
+                   "generation 6");
+    loom_err_free(err);
+    runs[1].peers = newer;
+    runs[1].count = 2;
+    runs[1].rank = 1;
+    runs[1].generation = 6;
+    runs[1].script = average;
+    member_thread(&runs[1]);
+    pthread_join(first, NULL);
+    CHECK_MSG(runs[0].code == 0 && runs[1].code == 0, "generation 6: %s / %s",
+              runs[0].message, runs[1].message);
+    member_run *members[2] = {&runs[0], &runs[1]};
+    check_averages(members, 2);
+    close(mute);
+}
+
 /* A generation of one: every collective succeeds at once, without a
  * peer. */
 static void test_alone(const uint8_t *secret)
@@ -293,6 +349,7 @@ int main(void)
     test_first_generation();
     test_second_generation();
     test_wrong_secret();
+    test_newer_generation_waits();
     for (uint32_t m = 0; m < MEMBERS; m++) {
         comm_close(runs[m].c);
         free(runs[m].floats);
