@@ -431,7 +431,10 @@ static loom_error *accept_left(comm_net *g, hello *h, uint64_t deadline_ns)
             continue; /* EAGAIN, or a connection reset before accept */
         char host[NI_MAXHOST] = "?";
         getnameinfo((struct sockaddr *)&from, len, host, sizeof(host), NULL, 0, NI_NUMERICHOST);
-        loom_error *err = read_hello(fd, h, comm_net_left_of(g), deadline_ns);
+        /* A connection that says nothing holds the wait up only so long. */
+        uint64_t hello_by = comm_now_ns() + COMM_NET_HELLO_WAIT_MS * 1000000ull;
+        loom_error *err = read_hello(fd, h, comm_net_left_of(g),
+                                     hello_by < deadline_ns ? hello_by : deadline_ns);
         if (err == NULL && hello_fits(g, h, comm_net_left_of(g))) {
             g->left_fd = fd;
             return NULL;
@@ -440,6 +443,9 @@ static loom_error *accept_left(comm_net *g, hello *h, uint64_t deadline_ns)
             snprintf(refused, sizeof(refused),
                      "%s said it is rank %u of %u in generation %u", host, h->rank, h->world,
                      h->generation);
+        else if (loom_err_code(err) == LOOM_ERR_DEADLINE_EXCEEDED)
+            snprintf(refused, sizeof(refused), "%s said no hello within %u ms", host,
+                     COMM_NET_HELLO_WAIT_MS);
         else
             snprintf(refused, sizeof(refused), "%s: %s", host, loom_err_message(err));
         loom_err_free(err);

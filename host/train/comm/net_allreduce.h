@@ -70,6 +70,12 @@
  * how soon a cut link shows as UNAVAILABLE rather than as a deadline. */
 #define COMM_NET_DEFAULT_LINK_TIMEOUT_MS 5000u
 
+/* How long an accepted connection has to say hello before it is closed
+ * and the wait for the left neighbour goes on: a peer says it at once on
+ * connecting, so only a stray client that says nothing waits this out
+ * (and a peer turned away connects again). */
+#define COMM_NET_HELLO_WAIT_MS 1000u
+
 typedef struct comm_net comm_net;
 typedef struct comm_net_listener comm_net_listener;
 
