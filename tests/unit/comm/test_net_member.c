@@ -7,8 +7,8 @@
  * with an intruder that holds another secret; generation 4 recovers while
  * a silent client holds a connection;
  * generation 6 formed by a member that another one, still in generation 5,
- * turned away at first; a generation of one; the arguments a join
- * refuses.
+ * turned away at first; a broadcast whose root never comes; a generation
+ * of one; the arguments a join refuses.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -312,6 +312,31 @@ static void test_newer_generation_waits(void)
     close(mute);
 }
 
+/* Generation 7 of members 0 and 1: member 1 never calls the broadcast
+ * it roots; member 0 gives up at its deadline naming it, and its ring then
+ * refuses every call until the next join. */
+static void test_broadcast_deadline(void)
+{
+    member_run *members[2] = {&runs[0], &runs[1]};
+    run_generation(members, 2, 7, NULL, 0);
+    CHECK_MSG(runs[0].code == 0 && runs[1].code == 0, "generation 7: %s / %s",
+              runs[0].message, runs[1].message);
+    uint64_t started = comm_now_ns();
+    loom_error *err = comm_broadcast(runs[0].c, runs[0].bytes, 5, 1,
+                                     comm_deadline_after_ms(300));
+    double ms = (double)(comm_now_ns() - started) / 1e6;
+    CHECK(loom_err_code(err) == LOOM_ERR_DEADLINE_EXCEEDED);
+    CHECK_CONTAINS(loom_err_message(err), "rank 1 did not answer before the deadline during "
+                   "a broadcast");
+    CHECK_MSG(ms >= 299 && ms < 5000, "the broadcast gave up after %.0f ms (deadline 300)",
+              ms);
+    loom_err_free(err);
+    err = comm_barrier(runs[0].c, comm_deadline_after_ms(100));
+    CHECK(loom_err_code(err) == LOOM_ERR_UNAVAILABLE);
+    CHECK_CONTAINS(loom_err_message(err), "failed earlier");
+    loom_err_free(err);
+}
+
 /* A generation of one: every collective succeeds at once, without a
  * peer. */
 static void test_alone(const uint8_t *secret)
@@ -373,6 +398,7 @@ int main(void)
     test_wrong_secret();
     test_silent_client();
     test_newer_generation_waits();
+    test_broadcast_deadline();
     for (uint32_t m = 0; m < MEMBERS; m++) {
         comm_close(runs[m].c);
         free(runs[m].floats);
