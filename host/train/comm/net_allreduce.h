@@ -13,8 +13,13 @@
  * the other's with HMAC-SHA256(secret, the nonces, both ranks, the world
  * size and the generation), compared in constant time. A peer that cannot
  * prove it is refused and named (LOOM_E_UNAUTHENTICATED); a connection
- * that does not speak the protocol, or claims another rank, world size or
- * generation, is closed and the wait for the right one goes on.
+ * that does not speak the protocol, claims another rank, world size or
+ * generation, or says nothing for COMM_NET_HELLO_WAIT_MS, is closed and
+ * the wait for the right one goes on. A peer whose right neighbour closes
+ * the link before saying hello (it was still forming an older generation)
+ * connects again until the deadline. A peer that takes part in generation
+ * after generation keeps one port: it opens a comm_net_listener once and
+ * links each generation's group on it with comm_net_connect_on.
  *
  * All-reduce. comm_net_allreduce adds `count` float32 or float64 elements
  * in place across the peers, then multiplies by `scale` (1 / K for the
@@ -101,7 +106,7 @@ uint16_t comm_net_port(const comm_net *g);
  * peers[i] is rank i; this peer is `rank`) for `generation`, authenticated
  * with `secret` (COMM_NET_SECRET_BYTES). A right neighbour that refuses
  * the connection (not listening yet) is tried again until the deadline.
- * Called once per group. */
+ * Called once per group; the group's own listening socket closes then. */
 loom_error *comm_net_connect(comm_net *g, const comm_net_peer *peers,
                              uint32_t count, uint32_t rank, uint32_t generation,
                              const uint8_t *secret, uint64_t deadline_ns);
