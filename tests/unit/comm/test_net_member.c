@@ -5,10 +5,10 @@
  * odd byte count, a barrier; generation 2 of two of them on the same
  * ports, while a connection claiming generation 1 knocks; generation 3
  * with an intruder that holds another secret; generation 4 recovers while
- * a silent client holds a connection;
- * generation 6 formed by a member that another one, still in generation 5,
- * turned away at first; a broadcast whose root never comes; a generation
- * of one; the arguments a join refuses.
+ * a silent client holds a connection; generation 6 formed by a member that
+ * another one, still in generation 5, turned away at first; a broadcast
+ * whose root never comes; a generation of one; the arguments a join
+ * refuses.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -56,10 +56,11 @@ static void *member_thread(void *arg)
     loom_error *err = comm_net_member_join(r->c, r->generation, r->peers, r->count, r->rank,
                                            comm_deadline_after_ms(r->join_ms ? r->join_ms
                                                                              : CALL_MS));
+    int joined = err == NULL;
     r->code = err ? loom_err_code(err) : 0;
     snprintf(r->message, sizeof(r->message), "%s", err ? loom_err_message(err) : "");
     loom_err_free(err);
-    if (err == NULL && r->script)
+    if (joined && r->script)
         r->script(r);
     return NULL;
 }
