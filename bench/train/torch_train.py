@@ -82,9 +82,9 @@ def train(rank, world, args, port, results):
     torch.set_num_threads(1)
     torch.manual_seed(args.seed)  # every process starts from the same weights
     distributed = args.mode != "single"
-    if distributed:
-        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}",
-                                rank=rank, world_size=world)
+    if distributed:  # port None: started by torchrun, which set MASTER_ADDR and _PORT
+        dist.init_process_group("gloo", init_method="env://" if port is None
+                                else f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
     x_all, y_all = load(args.data, "train")
     model = build_model(args.model)
     net = model
@@ -147,6 +147,24 @@ def free_port():
         return s.getsockname()[1]
 
 
+def torchrun_main(args):
+    """This process is one rank of a torchrun job (across machines): rank
+    0's epoch times stand for the job's, every step being synchronous."""
+    import queue
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    out = queue.SimpleQueue()
+    train(rank, world, args, None, out)
+    _, rows, test = out.get()
+    if rank != 0:
+        return
+    rate = 0.0
+    for epoch, samples, seconds, loss in rows:
+        rate = samples * world / seconds
+        print(f"epoch {epoch}: {samples * world} samples in {seconds:.2f} s, {rate:.0f} samples/s, "
+              f"train loss {loss:.4f}", flush=True)
+    print(f"RESULT torchrun {world} {args.model} {rate:.0f} {test[0]} {test[1]}", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--mode", choices=("single", "ddp", "nosync"), default="single")
@@ -162,6 +180,9 @@ def main():
     ap.add_argument("--eval", action="store_true", help="report test loss and accuracy at the end")
     ap.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
     ap.add_argument("--spec", help="loom's edt.json: take the optimizer and lr_schedule from it")
+    ap.add_argument("--torchrun", action="store_true",
+                    help="one process of a torchrun job (RANK, WORLD_SIZE from its environment); "
+                         "rank 0 prints the job's figures")
     args = ap.parse_args()
     if args.spec:
         take_schedule(args, args.spec)
@@ -169,6 +190,9 @@ def main():
     if not os.path.exists(f"{args.data}/train-images-idx3-ubyte.gz"):
         sys.exit(f"torch_train.py: Fashion-MNIST not found in {args.data}")
 
+    if args.torchrun:
+        torchrun_main(args)
+        return
     ctx = mp.get_context("spawn")
     results = ctx.SimpleQueue()
     port = free_port()

@@ -131,8 +131,12 @@ int cmd_confine(int argc, char **argv)
     }
     loom_error *e = NULL;
     if (!bad) {
-        sandbox_spec spec = {.read = rd, .write = wr, .device = dev, .switch_ids = ids == 3,
-                             .uid = uid, .gid = gid};
+        /* Started as the account already (srun --uid on a Slurm node):
+         * nothing to switch, and the tree was given to it by the host. */
+        int already = ids == 3 && geteuid() != 0 && getuid() == uid && geteuid() == uid &&
+                      getgid() == gid && getegid() == gid;
+        sandbox_spec spec = {.read = rd, .write = wr, .device = dev,
+                             .switch_ids = ids == 3 && !already, .uid = uid, .gid = gid};
         e = sandbox_apply(&spec);
     }
     globfree(&g);

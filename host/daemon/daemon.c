@@ -264,6 +264,7 @@ loom_error *loomd_start(const loomd_options *opt, loomd **out)
                   d->api.execs, opt->shared_dir ? d->api.home : NULL, opt->data_roots,
                   opt->data_root_count)))
         goto fail_with;
+    exec_service_start(d->api.execs);
     infer_options io = {.st = d->api.st, .sched = d->api.sched, .home = d->api.files,
                         .plugin_dir = d->plugin_dir, .reg = d->api.reg};
     if ((e = infer_service_create(&io, &d->api.infer)) != NULL)

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "exec/exec_internal.h"
+#include "sched/slurm_step.h"
 #include "plugin/launch_remote.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -112,13 +113,13 @@ static void start_granted_locked(exec_service *es, running_exec *r, const int32_
 {
     char node[64];
     loom_error *err = NULL;
-    /* A launch-style exec's workers start on their Slurm nodes
-     * (exec_nodes.c); an elastic trainer's cannot yet, and running them
-     * here would run them on another machine's indices. */
-    if (r->job && sched_service_job_node(es->sched, r->rec.id, node, sizeof node))
+    /* Workers on Slurm nodes (exec_nodes.c, train/members_nodes.c) read
+     * and write the exec's folder there: it must be on the shared one. */
+    if (r->job && !es->state_home[0] &&
+        sched_service_job_node(es->sched, r->rec.id, node, sizeof node))
         err = loom_err(LOOM_E_UNSUPPORTED,
-                       "exec %s was given devices of Slurm node %s: elastic training on Slurm "
-                       "nodes is not supported yet",
+                       "exec %s was given devices of Slurm node %s: its folder must be on a "
+                       "folder every node mounts (loom serve --shared-dir DIR)",
                        r->rec.id, node);
     else
         err = r->job ? trainer_start(es, r, index, n, kind) : launch_start(es, r, index, n);
@@ -303,7 +304,7 @@ static void finish_launch(exec_service *es, running_exec *r)
         if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
             continue;
         state = EXEC_STATE_ERROR;
-        if (WIFEXITED(st) && WEXITSTATUS(st) == EXEC_NODE_NO_SHARED_DIR && r->worker_nodes) {
+        if (WIFEXITED(st) && WEXITSTATUS(st) == SLURM_STEP_NO_SHARED_DIR && r->worker_nodes) {
             /* nothing more is placed there for a while */
             snprintf(msg, sizeof msg, "worker %d: node %s cannot reach the exec's folder (the "
                      "shared folder is not mounted there); the node is kept out of the inventory "
@@ -433,10 +434,14 @@ exec_service *exec_service_create(store *st, registry *reg, sched_service *sched
     es->supervise_ms = interval ? atoi(interval) : 0;
     if (es->supervise_ms < 1 || es->supervise_ms > 600000)
         es->supervise_ms = SUPERVISE_INTERVAL_US / 1000;
+    return es;
+}
+
+void exec_service_start(exec_service *es)
+{
     exec_reconcile(es);
     if (pthread_create(&es->thread, NULL, supervisor, es) == 0)
         es->thread_started = 1;
-    return es;
 }
 
 void exec_service_destroy(exec_service *es)

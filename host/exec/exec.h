@@ -19,11 +19,14 @@
 
 typedef struct exec_service exec_service;
 
-/* Takes over the stored execs: any left running by a host that died is
- * stopped and marked ERROR with the reason. `home` holds execs/ and data/.
- * NULL only when out of memory. */
+/* The exec service over the stored execs; `home` holds execs/ and data/.
+ * Nothing runs before exec_service_start. NULL only when out of memory. */
 exec_service *exec_service_create(store *st, registry *reg, sched_service *sched,
                                   const char *home);
+/* Once configured (limits, data roots): takes over the execs a host that
+ * died left (trainers resumed from their last checkpoint, the rest
+ * stopped and marked ERROR with the reason) and starts the supervisor. */
+void exec_service_start(exec_service *es);
 /* Stops running execs (marked KILLED: the host shut down) and the
  * supervisor thread. */
 void exec_service_destroy(exec_service *es);

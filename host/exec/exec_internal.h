@@ -183,18 +183,18 @@ void launch_plan_free(launch_plan *p);
  * r->plan, from r->launch_in; worker_nodes NULL on one machine, else each
  * worker's node (master_addr then the first's). */
 loom_error *launch_plan_make(running_exec *r, const char *const *worker_nodes);
-/* The exit status of a worker whose node cannot reach the exec's folder
- * (the shared folder is not mounted there): exec_nodes.c's guard. */
-#define EXEC_NODE_NO_SHARED_DIR 97
 /* exec_nodes.c: when r's `ndev` devices are on Slurm nodes (*on_nodes),
  * each worker's node into r->worker_nodes and the plan made again with
  * them; refused without a shared folder (--shared-dir). */
 loom_error *exec_nodes_place(exec_service *es, running_exec *r, int ndev, int *on_nodes);
 /* Starts worker `worker` on its node: srun, the host's child, with `spec`'s
- * fds, group and limits; envp is the worker's environment. */
+ * fds, group and limits; envp is the worker's environment; confined there
+ * by `box`'s rules (`loom confine`). */
 struct spawn_spec;
+struct job_sandbox_job;
 loom_error *exec_nodes_spawn(running_exec *r, int worker, char **envp, const char *cwd,
-                             struct spawn_spec *spec, pid_t *pid);
+                             const struct job_sandbox_job *box, struct spawn_spec *spec,
+                             pid_t *pid);
 /* Starts the planned workers on the given devices (CUDA ordinals, or CPU
  * slots); on failure nothing is left running. Call with es->lock. */
 loom_error *launch_start(exec_service *es, running_exec *r, const int32_t *device_index,

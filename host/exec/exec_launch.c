@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "exec/exec_internal.h"
+#include "sched/node_numbers.h"
 #include "plugin/launch_remote.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -189,7 +190,8 @@ static void close_pipe(int fds[2])
             close(fds[i]);
 }
 
-/* Worker i's CUDA_VISIBLE_DEVICES: its share of the exec's GPUs; none on CPU. */
+/* Worker i's CUDA_VISIBLE_DEVICES: its share of the exec's GPUs (their
+ * ordinals on their node); none on CPU. */
 static void visible_devices(const running_exec *r, int i, const int32_t *device_index, int ndev,
                             char *out, size_t len)
 {
@@ -198,7 +200,7 @@ static void visible_devices(const running_exec *r, int i, const int32_t *device_
     if (r->gpu && device_index)
         for (int d = i * k; d < (i + 1) * k && d < ndev; d++)
             used += snprintf(out + used, len - (size_t)used, "%s%d", d > i * k ? "," : "",
-                             device_index[d]);
+                             node_device_ordinal(device_index[d]));
 }
 
 loom_error *launch_start(exec_service *es, running_exec *r, const int32_t *device_index,
@@ -276,7 +278,7 @@ loom_error *launch_start(exec_service *es, running_exec *r, const int32_t *devic
         if (!envp)
             err = loom_err(LOOM_E_INTERNAL, "out of memory");
         else if (on_nodes) /* srun, which runs it on its node as the user's account */
-            err = exec_nodes_spawn(r, i, envp, spec.cwd, &spec, &pid);
+            err = exec_nodes_spawn(r, i, envp, spec.cwd, &box, &spec, &pid);
         else if (!(err = job_sandbox_confine_spec(&box, &spec, &held)))
             err = spawn_process(&spec, &pid);
         job_sandbox_release(&held);

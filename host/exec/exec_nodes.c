@@ -14,6 +14,7 @@
 #include "sched/slurm_step.h"
 #include "util/job_env.h"
 #include "util/job_sandbox.h"
+#include "util/sandbox.h"
 #include "util/spawn.h"
 
 loom_error *exec_nodes_place(exec_service *es, running_exec *r, int ndev, int *on_nodes)
@@ -56,20 +57,6 @@ loom_error *exec_nodes_place(exec_service *es, running_exec *r, int ndev, int *o
     return e;
 }
 
-/* The names of envp's entries, NULL-terminated, into names (borrowing
- * nothing: each is a copy); false when out of memory or over the limit. */
-static int export_names(char **envp, char **names, size_t cap)
-{
-    size_t n = 0;
-    for (; envp[n]; n++) {
-        const char *eq = strchr(envp[n], '=');
-        if (n + 1 >= cap || !eq || !(names[n] = strndup(envp[n], (size_t)(eq - envp[n]))))
-            return 0;
-    }
-    names[n] = NULL;
-    return 1;
-}
-
 /* argv[0] as a path the node can run: absolute as it is, relative to the
  * worker's folder when it has a slash, else searched in the job's PATH
  * (util/job_env.h: the job's environment always sets one). */
@@ -84,15 +71,8 @@ static int absolute_program(const char *prog, const char *cwd, char *const *envp
     return out[0] != 0;
 }
 
-/* $1 the worker's folder, then its program and arguments. */
-#define NODE_GUARD_TEXT(status)                                                              \
-    "cd \"$1\" 2>/dev/null || { echo \"loom: node $(hostname) cannot reach $1: the shared " \
-    "folder is not mounted there\" >&2; exit " #status "; }; shift; exec \"$@\""
-#define NODE_GUARD_OF(status) NODE_GUARD_TEXT(status)
-#define NODE_GUARD NODE_GUARD_OF(EXEC_NODE_NO_SHARED_DIR)
-
 loom_error *exec_nodes_spawn(running_exec *r, int worker, char **envp, const char *cwd,
-                             spawn_spec *spec, pid_t *pid)
+                             const job_sandbox_job *box, spawn_spec *spec, pid_t *pid)
 {
     const store_exec *rec = &r->rec;
     uid_t uid;
@@ -100,63 +80,35 @@ loom_error *exec_nodes_spawn(running_exec *r, int worker, char **envp, const cha
     loom_error *e = job_sandbox_account(rec->user, rec->user_id, &uid, &gid);
     if (e)
         return loom_err_wrap(e, "the account of %s's workers on Slurm nodes", rec->user);
-    char *names[SLURM_STEP_EXPORTS_MAX + 1] = {0};
+    /* srun starts the worker as the account already: the exec folder is
+     * given to it here, as `loom confine` does on this machine. */
+    if (worker == 0 && (e = sandbox_chown_tree(rec->result_dir, uid, gid)))
+        return e;
     char program[PATH_MAX];
     char **worker_argv = r->plan.workers[worker].argv;
-    if (!export_names(envp, names, sizeof names / sizeof *names))
-        e = loom_err(LOOM_E_LIMIT, "worker %d: more than %d environment entries for a Slurm node",
-                     worker, SLURM_STEP_EXPORTS_MAX);
-    else if (!absolute_program(worker_argv[0], cwd, envp, program, sizeof program))
-        e = loom_err(LOOM_E_INVALID, "worker %d: cannot find '%s' to run on node %s", worker,
-                     worker_argv[0], r->worker_nodes[worker]);
-    char **srun = NULL, **guarded = NULL;
+    if (!absolute_program(worker_argv[0], cwd, envp, program, sizeof program))
+        return loom_err(LOOM_E_INVALID, "worker %d: cannot find '%s' to run on node %s", worker,
+                        worker_argv[0], r->worker_nodes[worker]);
     size_t nargs = 0;
     while (worker_argv[nargs])
         nargs++;
-    /* Slurm runs a step elsewhere when its folder is missing on the node:
-     * the guard says so instead, with a status of its own. */
-    if (!e && !(guarded = calloc(nargs + 6, sizeof *guarded)))
-        e = loom_err(LOOM_E_INTERNAL, "out of memory");
-    if (!e) {
-        char *guard[] = {"/bin/sh", "-c", (char *)NODE_GUARD, "loom-worker", (char *)cwd, program};
-        memcpy(guarded, guard, sizeof guard);
-        memcpy(guarded + 6, worker_argv + 1, nargs * sizeof *guarded); /* and its NULL */
-        int per = r->worker_device_num > 0 ? r->worker_device_num : 1;
-        slurm_step_spec s = {.node = r->worker_nodes[worker], .uid = uid, .gid = gid,
-                             .cpus = (uint32_t)per, .gpus = r->gpu ? (uint32_t)per : 0,
-                             .exec_id = rec->id, .slot = (uint32_t)worker,
-                             .exports = (const char *const *)names, .chdir = cwd,
-                             .argv = (const char *const *)guarded};
-        e = slurm_step_argv(&s, &srun);
-    }
-    free(guarded);
-    if (!e) {
-        /* srun's own environment: the worker's values (exported by name)
-         * and Slurm's configuration, as the host was given it */
-        const char *conf = getenv("SLURM_CONF");
-        size_t n = 0;
-        while (envp[n])
-            n++;
-        char **srun_env = calloc(n + 2, sizeof *srun_env);
-        char conf_entry[PATH_MAX + 16];
-        if (!srun_env)
-            e = loom_err(LOOM_E_INTERNAL, "out of memory");
-        for (size_t i = 0; srun_env && i < n; i++)
-            srun_env[i] = envp[i];
-        if (srun_env && conf) {
-            snprintf(conf_entry, sizeof conf_entry, "SLURM_CONF=%s", conf);
-            srun_env[n] = conf_entry;
-        }
-        if (!e) {
-            spec->argv = srun;
-            spec->envp = srun_env;
-            spec->cwd = "/";
-            e = spawn_process(spec, pid);
-        }
-        free(srun_env);
-    }
-    slurm_step_argv_free(srun);
-    for (size_t i = 0; names[i]; i++)
-        free(names[i]);
+    const char **argv = calloc(nargs + 1, sizeof *argv);
+    if (!argv)
+        return loom_err(LOOM_E_INTERNAL, "out of memory");
+    argv[0] = program;
+    memcpy(argv + 1, worker_argv + 1, nargs * sizeof *argv); /* and its NULL */
+    /* Confined on the node as on this machine (`loom confine`), the
+     * account being srun's already. */
+    char **confined = NULL;
+    e = job_sandbox_wrap(box, (char *const *)argv, &confined);
+    int per = r->worker_device_num > 0 ? r->worker_device_num : 1;
+    slurm_step_spec s = {.node = r->worker_nodes[worker], .uid = uid, .gid = gid,
+                         .cpus = (uint32_t)per, .gpus = r->gpu ? (uint32_t)per : 0,
+                         .exec_id = rec->id, .slot = (uint32_t)worker, .chdir = cwd,
+                         .argv = confined ? (const char *const *)confined : argv};
+    if (!e)
+        e = slurm_step_spawn(&s, envp, spec, pid);
+    job_sandbox_argv_free(confined);
+    free(argv);
     return e;
 }

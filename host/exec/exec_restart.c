@@ -133,11 +133,11 @@ static void requeue_pending(exec_service *es, store_exec *e)
     dlicmd_free(&d);
 }
 
-/* The Slurm jobs the last host started for the execs it left (their srun
- * is gone with it, or lives on elsewhere): cancelled, so that nothing runs
+/* The Slurm jobs the last host started for the execs it left, stopped or
+ * resumed (their srun is gone with it, or lives on elsewhere): cancelled, so that nothing runs
  * on a node unaccounted for. Only jobs named after one of those execs:
  * another host's jobs on the same cluster are not this one's to end. */
-static void cancel_slurm_leftovers(exec_service *es, const store_exec *stopped, int n)
+static void cancel_slurm_leftovers(exec_service *es, const store_exec *left, int n)
 {
     if (n == 0 || !sched_service_on_slurm(es->sched))
         return;
@@ -153,15 +153,15 @@ static void cancel_slurm_leftovers(exec_service *es, const store_exec *stopped, 
         const char *id = jobs[k].name + strlen(SLURM_STEP_NAME_PREFIX);
         const char *end = strrchr(id, ':');
         for (int i = 0; end && i < n; i++) {
-            if (strlen(stopped[i].id) != (size_t)(end - id) ||
-                strncmp(stopped[i].id, id, (size_t)(end - id)) != 0)
+            if (strlen(left[i].id) != (size_t)(end - id) ||
+                strncmp(left[i].id, id, (size_t)(end - id)) != 0)
                 continue;
             loom_error *c = slurm_step_cancel(NULL, jobs[k].job_id);
             if (c)
-                log_warn("exec %s: cannot cancel Slurm job %u: %s", stopped[i].id,
+                log_warn("exec %s: cannot cancel Slurm job %u: %s", left[i].id,
                          jobs[k].job_id, loom_err_message(c));
             else
-                log_info("exec %s: cancelled Slurm job %u (%s) the last host left", stopped[i].id,
+                log_info("exec %s: cancelled Slurm job %u (%s) the last host left", left[i].id,
                          jobs[k].job_id, jobs[k].name);
             loom_err_free(c);
             break;
@@ -185,14 +185,20 @@ void exec_reconcile(exec_service *es)
     loom_err_free(err);
     if (l.count > 1)
         qsort(l.items, (size_t)l.count, sizeof *l.items, by_creation);
-    store_exec *stopped = calloc((size_t)(l.count ? l.count : 1), sizeof *stopped);
-    int nstopped = 0;
+    /* Their workers from before (on Slurm nodes, jobs of their own) are
+     * not this host's: first gone, then a resumed trainer starts new ones
+     * under the same names. */
+    store_exec *left = calloc((size_t)(l.count ? l.count : 1), sizeof *left);
+    int nleft = 0;
+    for (int i = 0; left && i < l.count; i++)
+        if (l.items[i].state != EXEC_STATE_PENDING)
+            left[nleft++] = l.items[i];
+    cancel_slurm_leftovers(es, left, nleft);
+    free(left);
     for (int i = 0; i < l.count; i++) {
         store_exec *e = &l.items[i];
         if (e->state == EXEC_STATE_PENDING || resume_trainer(es, e))
             continue;
-        if (stopped)
-            stopped[nstopped++] = *e;
         /* A launch-style program cannot be re-attached to: the previous host
          * was its parent. Stop what is left of it rather than leave it
          * running unsupervised. */
@@ -205,8 +211,6 @@ void exec_reconcile(exec_service *es)
         e->pgid = 0;
         exec_set_state(es, e, EXEC_STATE_ERROR, msg);
     }
-    cancel_slurm_leftovers(es, stopped, nstopped);
-    free(stopped);
     /* Then the queue, oldest first: the scheduler sees it in its old order
      * and gives the same head job the same reservation. */
     for (int i = 0; i < l.count; i++)

@@ -86,6 +86,21 @@ static int msd_env_sets(const dlicmd *d, const char *key)
     return 0;
 }
 
+
+/* edt_job.device_node: the Slurm node of a device the scheduler granted. */
+static bool trainer_device_node(void *ctx, int32_t device, char *node, size_t len)
+{
+    exec_service *es = ctx;
+    return sched_service_device_node(es->sched, device, node, len);
+}
+
+/* edt_job.node_lost: nothing goes to that node for a while. */
+static void trainer_node_lost(void *ctx, const char *node, const char *why)
+{
+    exec_service *es = ctx;
+    sched_service_keep_node_out(es->sched, node, why);
+}
+
 loom_error *trainer_prepare(exec_service *es, const store_exec *rec, const registry_entry *fw,
                             const dlicmd *d, const char *data_dir, edt_job *job)
 {
@@ -150,6 +165,11 @@ loom_error *trainer_prepare(exec_service *es, const store_exec *rec, const regis
     pthread_mutex_unlock(&es->lock);
     job->on_state = trainer_state_changed;
     job->ctx = es;
+    /* On Slurm every device is a node's: workers start there. */
+    if (sched_service_on_slurm(es->sched)) {
+        job->device_node = trainer_device_node;
+        job->node_lost = trainer_node_lost;
+    }
     return NULL;
 }
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "sched/handover.h"
+#include "sched/node_numbers.h"
 #include "sched/node_quarantine.h"
 #include "sched/owner_journal.h"
 #include "sched/slurm_source.h"
@@ -42,9 +43,18 @@ struct sched_service {
     int64_t quarantine_ms;
     slurm_device *last_devs; /* the last inventory Slurm gave: for a node's return */
     size_t nlast;
+    node_numbers nodes; /* each Slurm node's number, for device ids */
 };
 
 static double now_s(void) { return (double)time_mono_ms() / 1000.0; }
+
+/* A device's id as jobs are given it (node_numbers.h): its ordinal on
+ * this machine, unique across the nodes otherwise; -1 when out of room. */
+static int32_t device_id_locked(sched_service *ss, const sched_device_info *d)
+{
+    int32_t number = node_numbers_of(&ss->nodes, d->node);
+    return number < 0 ? -1 : node_device_id(number, d->index);
+}
 
 /* Notes each device's holder in the journal: called with ss->lock after
  * every call that may move devices (planning, a job's end, the inventory).
@@ -276,6 +286,14 @@ int sched_service_job_device_nodes(sched_service *ss, const char *id,
 
 bool sched_service_on_slurm(const sched_service *ss) { return ss->slurm != NULL; }
 
+bool sched_service_device_node(sched_service *ss, int32_t id, char *node, size_t len)
+{
+    pthread_mutex_lock(&ss->lock);
+    bool known = id >= 0 && node_numbers_name(&ss->nodes, node_device_number(id), node, len);
+    pthread_mutex_unlock(&ss->lock);
+    return known;
+}
+
 bool sched_service_job_node(sched_service *ss, const char *id, char *node, size_t len)
 {
     pthread_mutex_lock(&ss->lock);
@@ -380,6 +398,7 @@ void sched_service_destroy(sched_service *ss)
     handover_free(&ss->ho);
     owner_journal_free(&ss->journal);
     free(ss->last_devs);
+    node_numbers_free(&ss->nodes);
     pthread_mutex_destroy(&ss->lock);
     free(ss);
 }
@@ -642,7 +661,7 @@ void sched_service_handed_back(sched_service *ss, const char *id, const int32_t 
             continue;
         int held = 0;
         for (int k = 0; k < nheld && !held; k++)
-            held = held_index[k] == d.index;
+            held = held_index[k] == device_id_locked(ss, &d);
         if (!held)
             handed_back_locked(ss, (int32_t)slot);
     }
@@ -724,7 +743,7 @@ int sched_service_job_grant(sched_service *ss, const char *id, int32_t *index, i
             if (from && strcmp(from, id))
                 continue; /* another job's worker is still on it */
             if (ready < cap)
-                index[ready] = sched_device(ss->core, j.devices[i], &d) ? (int32_t)d.index : -1;
+                index[ready] = sched_device(ss->core, j.devices[i], &d) ? device_id_locked(ss, &d) : -1;
             ready++;
         }
     }

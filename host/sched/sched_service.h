@@ -154,12 +154,13 @@ int sched_service_job_devices(sched_service *ss, const char *id, int32_t *out, i
 /* The devices a job may use now: those granted to it that no other job's
  * worker is still leaving (a device taken from a shrinking job is handed
  * over only once that job's worker has left it). Copies up to `cap` device
- * indices into `index`, sets *total to the devices granted in all, and
+ * ids into `index` (sched/node_numbers.h: a device's ordinal on this
+ * machine; on Slurm unique across the nodes), sets *total to the devices granted in all, and
  * returns how many are ready; -1 (and *total -1) for an unknown job. */
 int sched_service_job_grant(sched_service *ss, const char *id, int32_t *index, int cap,
                             int32_t *kind, int *total);
-/* Job `id` now has processes only on the devices in `held_index` (their own
- * indices): every other device it was draining is handed back, and the time
+/* Job `id` now has processes only on the devices in `held_index` (their
+ * ids, as sched_service_job_grant gives them): every other device it was draining is handed back, and the time
  * since the decision is logged and kept for the job that receives it. */
 void sched_service_handed_back(sched_service *ss, const char *id, const int32_t *held_index,
                                int nheld);
@@ -212,6 +213,9 @@ loom_error *sched_service_sync_devices(sched_service *ss, const slurm_device *de
 /* Whether job `id` holds a device on another machine (a Slurm node): the
  * first such node's name is copied to node. */
 bool sched_service_job_node(sched_service *ss, const char *id, char *node, size_t len);
+/* The Slurm node of device id `id` (as sched_service_job_grant gives
+ * ids) into node: "" for this machine's; false for an unknown number. */
+bool sched_service_device_node(sched_service *ss, int32_t id, char *node, size_t len);
 /* Whether the inventory is a Slurm partition's (libslurm is set up). */
 bool sched_service_on_slurm(const sched_service *ss);
 /* The node of each of job `id`'s devices, in the order sched_service_job_devices

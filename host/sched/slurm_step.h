@@ -22,6 +22,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "sched/slurm_nodes.h"
 #include "util/error.h"
@@ -55,6 +56,20 @@ typedef struct slurm_step_spec {
  * what was expected. */
 loom_error *slurm_step_argv(const slurm_step_spec *s, char ***out);
 void slurm_step_argv_free(char **argv);
+
+/* The exit status of a worker whose node cannot reach its folder (the
+ * shared directory is not mounted there): slurm_step_spawn's guard. */
+#define SLURM_STEP_NO_SHARED_DIR 97
+
+/* Starts s->argv (argv[0] absolute) in s->chdir on s->node through srun,
+ * as the host's child with `spec`'s fds, group and limits (spec's argv,
+ * envp and cwd are set here): the worker's environment `envp` is exported
+ * by name (s->exports is ignored), its values in srun's environment, so no
+ * secret is on a command line. A node that cannot enter s->chdir ends the
+ * worker with SLURM_STEP_NO_SHARED_DIR and says why on its stderr. */
+struct spawn_spec;
+loom_error *slurm_step_spawn(const slurm_step_spec *s, char *const *envp,
+                             struct spawn_spec *spec, pid_t *pid);
 
 /* The job name loom:EXEC_ID:SLOT into out (at least 96 bytes). */
 loom_error *slurm_step_job_name(const char *exec_id, uint32_t slot, char *out, size_t outlen);
@@ -94,5 +109,10 @@ loom_error *slurm_step_leftovers(const char *conf, const slurm_step_filter *f,
 /* Ends job `job_id` as scancel does (SIGKILL to its steps after Slurm's
  * own SIGTERM and KillWait). A job that already ended is not an error. */
 loom_error *slurm_step_cancel(const char *conf, uint32_t job_id);
+
+/* Cancels the Slurm job of exec `exec_id`'s worker `slot` (named
+ * loom:EXEC_ID:SLOT), if it has not ended: a worker loom gave up on (no
+ * heartbeat) whose srun could not end it, its node being cut off. */
+loom_error *slurm_step_cancel_worker(const char *conf, const char *exec_id, uint32_t slot);
 
 #endif

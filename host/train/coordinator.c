@@ -140,6 +140,15 @@ static loom_error *prepare(edt_coordinator *c)
     if (!e)
         e = train_secret_new(c->m.secret);
     c->m.tcp = link.tcp;
+    c->m.net = j->device_node != NULL;
+    /* Workers on other nodes must reach the coordinator at an address of
+     * this machine's they can route to, which only the site knows. */
+    if (!e && c->m.net && (!link.tcp || !link.addr[0] || !strcmp(link.addr, "0.0.0.0") ||
+                           !strcmp(link.addr, "::")))
+        e = loom_err(LOOM_E_UNSUPPORTED,
+                     "exec %s runs on Slurm nodes, whose workers reach this host over TCP: start "
+                     "loom serve with --worker-link tcp:ADDR, ADDR this host's address on the "
+                     "nodes' network", j->exec_id);
     if (!e && link.tcp)
         e = train_msg_listen_tcp(&link, &c->m.listen_fd, c->m.ctl_name, sizeof c->m.ctl_name);
     else if (!e)

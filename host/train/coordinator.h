@@ -12,6 +12,7 @@
 
 #include <cjson/cJSON.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "plugin/registry.h"
@@ -57,6 +58,15 @@ typedef struct edt_job {
     /* How workers reach the coordinator (train_link_parse): "" or "unix",
      * "tcp", "tcp:ADDR" (loom serve --worker-link). */
     char worker_link[272];
+    /* Devices on Slurm nodes (loom serve --slurm), NULL on one machine:
+     * the node of a granted device ("" for this machine's). Each worker
+     * then starts on its device's node through srun, as the user's
+     * account, and its collectives go over TCP; the worker link must be
+     * TCP at an address the nodes reach. */
+    bool (*device_node)(void *ctx, int32_t device, char *node, size_t len);
+    /* A node whose worker stopped answering or cannot reach the exec's
+     * folder: nothing should be placed there for a while. */
+    void (*node_lost)(void *ctx, const char *node, const char *why);
     registry *reg;                 /* the host's: driver loggers */
     /* State changes (RUNNING, FINISHED, ERROR, KILLED), from the thread. */
     void (*on_state)(void *ctx, const char *exec_id, exec_state state, const char *message);

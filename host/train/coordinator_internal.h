@@ -60,6 +60,8 @@ typedef struct edt_slot {
     proc_group group; /* the worker and all it starts, ended with the slot */
     int32_t device; /* the granted device it runs on (or, on CPU, is
                      * counted against); -1: none yet */
+    char node[64];  /* its Slurm node; "" on this machine */
+    msg_net_peer net; /* over TCP: where its ring neighbours reach it */
     /* ASYNC: the samples handed to this worker and the weights' version */
     uint64_t *inflight;
     size_t ninflight;
@@ -99,6 +101,10 @@ typedef struct edt_members {
     char ctl_name[TRAIN_LINK_ADDR_MAX + 48]; /* the workers' --control */
     int listen_fd;
     int tcp;          /* the link is TCP: no peer credentials to check */
+    int net;          /* workers on Slurm nodes: collectives over TCP, and
+                       * each worker stays on its device's node */
+    msg_net_peer net_peers[MAX_SLOTS]; /* over TCP: the generation's ranks */
+    uint32_t nnet;
     uid_t worker_uid; /* the only uid whose connections the socket takes */
     uint8_t secret[TRAIN_SECRET_BYTES]; /* the exec's: workers prove they hold it */
     edt_slot slots[MAX_SLOTS];
@@ -245,6 +251,27 @@ void train_note_progress(edt_coordinator *c);
 void train_send_exit(edt_coordinator *c, uint32_t i, const char *reason, int code);
 /* Reaps workers that ended. Returns how many members were lost. */
 int train_reap(edt_coordinator *c);
+/* members_nodes.c: workers on Slurm nodes (c->m.net) */
+struct spawn_spec;
+struct job_sandbox_job;
+/* Starts slot's worker (argv, envp) on `device`'s node through srun as the
+ * exec's account, confined there by `box`'s rules; the node's name into
+ * node. */
+loom_error *train_spawn_on_node(edt_coordinator *c, uint32_t slot, int32_t device, char **argv,
+                                char **envp, const struct job_sandbox_job *box,
+                                struct spawn_spec *spec, pid_t *pid, char *node, size_t len);
+/* A node worker was given up on (no heartbeat, a broken link): its node
+ * is reported lost (edt_job.node_lost) and its Slurm job cancelled. */
+void train_node_worker_lost(edt_coordinator *c, uint32_t slot, const char *why);
+/* A node worker ended with `status`: a node that cannot reach the exec's
+ * folder is reported lost. */
+void train_node_worker_exited(edt_coordinator *c, uint32_t slot, int status);
+/* Where slot's worker listens for its ring neighbours: the address its
+ * control connection `fd` comes from and the port its hello gave. */
+loom_error *train_net_peer_of(edt_coordinator *c, uint32_t slot, int fd, uint32_t port);
+/* The generation's ranks (slots in rank order) with their addresses, for
+ * the join every member is sent. */
+void train_net_generation(edt_coordinator *c, const uint32_t *slots, uint32_t n);
 /* coordinator_heartbeat.c */
 /* Reads what idle workers sent (heartbeats) and drops live workers not
  * heard from for LOOM_HEARTBEAT_TIMEOUT_MS. Call it in every wait while

@@ -137,6 +137,8 @@ void train_drop_slot(edt_coordinator *c, uint32_t i, const char *why)
     char cause[256];
     note_death(c, i, how[0] ? how : "dropped", cause, sizeof cause);
     train_driver_say(c, "worker %u %s: %s", i, cause, why);
+    if (s->node[0])
+        train_node_worker_lost(c, i, why);
     close_slot(c, i);
 }
 
@@ -214,7 +216,10 @@ static int spawn_worker(edt_coordinator *c, uint32_t slot, int32_t device)
     snprintf(epochs_s, sizeof epochs_s, "%u", j->settings.epochs);
     snprintf(batch_s, sizeof batch_s, "%u", j->settings.batch_size);
     snprintf(effective_s, sizeof effective_s, "%u", j->settings.effective_batch_size);
-    char *argv[] = {j->loom_binary, "worker", "--control", c->m.ctl_name, "--shm", c->m.shm_name,
+    /* On a Slurm node the host's segment is out of reach: the collectives
+     * go over TCP (comm.h's net back end). */
+    char *argv[] = {j->loom_binary, "worker", "--control", c->m.ctl_name,
+                    c->m.net ? "--collectives" : "--shm", c->m.net ? "net" : c->m.shm_name,
                     "--framework", j->framework_path, "--spec", j->spec_path,
                     "--code-dir", j->code_dir, "--data-dir", j->data_dir, "--log-dir", log_dir,
                     "--exec-id", j->exec_id, "--slot", slot_s, "--seed", seed_s,
@@ -240,16 +245,24 @@ static int spawn_worker(edt_coordinator *c, uint32_t slot, int32_t device)
     char err[512] = "", shm_file[160];
     job_sandbox_held held = {.env_fd = -1};
     snprintf(shm_file, sizeof shm_file, "/dev/shm%s", c->m.shm_name);
-    const char *reads[] = {j->framework_path, NULL}, *writes[] = {shm_file, NULL};
+    /* (on a Slurm node there is no segment to write) */
+    const char *reads[] = {j->framework_path, NULL},
+               *writes[] = {c->m.net ? NULL : shm_file, NULL};
     job_sandbox_job box = {.user = j->user, .user_id = j->user_id, .exec_dir = j->result_dir,
                            .data_dir = j->data_dir,
                            .read = reads, .write = writes, .read_json = c->loggers_for_workers};
+    char node[64] = "";
+    pid_t pid = -1;
     if (!envp)
         snprintf(err, sizeof err, "out of memory");
-    else if (loom_err_take(proc_group_create(&group, kind, bounds.max_procs ? &bounds : NULL), err, sizeof err) == LOOM_OK)
-        loom_err_take(job_sandbox_confine_spec(&box, &spec, &held), err, sizeof err);
-    pid_t pid = -1;
-    if (!err[0] && loom_err_take(spawn_process(&spec, &pid), err, sizeof err) != LOOM_OK)
+    else if (loom_err_take(proc_group_create(&group, kind, bounds.max_procs ? &bounds : NULL), err, sizeof err) != LOOM_OK)
+        ;
+    else if (c->m.net) /* srun, which starts it on the device's node */
+        loom_err_take(train_spawn_on_node(c, slot, device, argv, envp, &box, &spec, &pid, node,
+                                          sizeof node), err, sizeof err);
+    else if (loom_err_take(job_sandbox_confine_spec(&box, &spec, &held), err, sizeof err) == LOOM_OK)
+        loom_err_take(spawn_process(&spec, &pid), err, sizeof err);
+    if (err[0])
         pid = -1;
     job_sandbox_release(&held);
     for (char **v = envp; v && *v; v++)
@@ -271,6 +284,7 @@ static int spawn_worker(edt_coordinator *c, uint32_t slot, int32_t device)
     s->pid = pid;
     s->group = group;
     s->device = device;
+    snprintf(s->node, sizeof s->node, "%s", node);
     s->state = SLOT_STARTING;
     s->started_ms = time_mono_ms();
     train_publish_held(c);
@@ -313,6 +327,8 @@ int train_reap(edt_coordinator *c)
             continue;
         if (s->state == SLOT_STARTING && !c->m.startup_error[0])
             last_stderr_line(c, i, c->m.startup_error, sizeof c->m.startup_error);
+        if (s->node[0])
+            train_node_worker_exited(c, i, status);
         if (s->state != SLOT_LEAVING) {
             char how[96], cause[256];
             describe_exit(status, i, how, sizeof how);
@@ -405,10 +421,16 @@ void train_accept_hellos(edt_coordinator *c, int wait_ms)
             close(fd);
             continue;
         }
-        c->m.slots[i].state = SLOT_READY;
-        train_slot_link(c, i, fd);
         msg_hello h = hello.u.hello;
         train_msg_free(&hello);
+        if (c->m.net && (e = train_net_peer_of(c, i, fd, h.net_port))) {
+            train_driver_say(c, "refused worker %u: %s", i, loom_err_message(e));
+            loom_err_free(e);
+            close(fd);
+            continue;
+        }
+        c->m.slots[i].state = SLOT_READY;
+        train_slot_link(c, i, fd);
         if (c->m.params == 0) {
             c->m.params = h.params;
             c->m.ntrain = h.ntrain;
@@ -469,31 +491,40 @@ void train_finish_workers(edt_coordinator *c, const char *reason)
 
 /* ---- membership --------------------------------------------------------- */
 
-/* A granted device no worker holds: on a GPU every live worker holds one,
- * on CPU only members do (a warm spare holds none). -1 when there is none. */
+/* Whether a worker stays on the device it started on: on a GPU, or on a
+ * Slurm node (it runs there). Otherwise a CPU worker is counted against a
+ * granted slot only while it is a member. */
+static int pinned(const edt_coordinator *c)
+{
+    return train_is_gpu_job(c) || c->m.net;
+}
+
+/* A granted device no worker holds: a pinned worker holds its own while
+ * it lives; elsewhere only members do (a warm spare holds none). -1 when
+ * there is none. */
 static int32_t free_device(edt_coordinator *c, const int32_t *granted, uint32_t ngranted)
 {
     for (uint32_t k = 0; k < ngranted; k++) {
         int held = 0;
         for (uint32_t i = 0; i < c->m.nslots && !held; i++)
             held = c->m.slots[i].device == granted[k] &&
-                   (train_is_gpu_job(c) ? is_live(c->m.slots[i].state)
-                                  : c->m.slots[i].state == SLOT_MEMBER);
+                   (pinned(c) ? is_live(c->m.slots[i].state)
+                              : c->m.slots[i].state == SLOT_MEMBER);
         if (!held)
             return granted[k];
     }
     return -1;
 }
 
-/* A GPU worker starts only on a granted device no one holds. */
+/* A pinned worker starts only on a granted device no one holds. */
 void train_start_workers(edt_coordinator *c, uint32_t want, const int32_t *granted, uint32_t ngranted)
 {
     uint32_t have = train_count_in(c, SLOT_MEMBER) + train_count_in(c, SLOT_STARTING) + train_count_in(c, SLOT_READY);
     for (uint32_t i = 0; i < c->m.nslots && have < want; i++) {
         if (c->m.slots[i].state != SLOT_FREE)
             continue;
-        int32_t device = train_is_gpu_job(c) ? free_device(c, granted, ngranted) : -1;
-        if (train_is_gpu_job(c) && ngranted && device < 0)
+        int32_t device = pinned(c) ? free_device(c, granted, ngranted) : -1;
+        if (pinned(c) && (ngranted || c->m.net) && device < 0)
             break;
         if (spawn_worker(c, i, device) == 0)
             have++;
@@ -517,7 +548,7 @@ uint32_t train_release_revoked(edt_coordinator *c, const int32_t *granted, uint3
 void train_make_member(edt_coordinator *c, uint32_t i, const int32_t *granted, uint32_t ngranted)
 {
     edt_slot *s = &c->m.slots[i];
-    if (!train_is_gpu_job(c))
+    if (!pinned(c))
         s->device = free_device(c, granted, ngranted);
     s->state = SLOT_MEMBER;
     train_publish_held(c);
@@ -562,7 +593,7 @@ static int resize_members(edt_coordinator *c, uint32_t *members)
      * grow: it starts and loads its data while idle, so a grow only waits
      * for the next step boundary and the weights. A GPU holds no spare: it
      * would sit on a device the job was not granted. */
-    uint32_t want = target < c->m.nslots && !train_is_gpu_job(c) ? target + 1 : target;
+    uint32_t want = target < c->m.nslots && !pinned(c) ? target + 1 : target;
     train_start_workers(c, want, granted, ngranted);
     /* Shrink: the highest slots leave. */
     for (uint32_t i = c->m.nslots; i-- > 0 && *members > target;)
@@ -612,6 +643,8 @@ static loom_error *form_generation(edt_coordinator *c, int force_new, int *root)
     loom_error *e = train_is_gpu_job(c) ? plan_gpu_generation(c, list, n, force_new) : NULL;
     if (!e)
         e = comm_shm_publish(c->m.seg, list, n, &c->m.generation);
+    if (!e && c->m.net)
+        train_net_generation(c, list, n);
     if (e)
         return e;
     memcpy(c->m.prev, list, sizeof(uint32_t) * n);

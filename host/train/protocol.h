@@ -78,6 +78,10 @@ typedef struct msg_hello {
     int64_t pid;
     uint64_t params; /* float32 parameters in the model */
     uint64_t ntrain, ntest;
+    /* A worker whose collectives go over TCP (on a Slurm node): the port
+     * it listens on for its ring neighbours (its address is the one its
+     * control connection comes from); 0 on the shared segment. */
+    uint32_t net_port;
 } msg_hello;
 
 /* A step's samples on one worker, in micro-batches: sizes[k] samples of
@@ -99,6 +103,14 @@ typedef struct msg_batch {
 /* The most steps one plan carries (EDT_STEPS_PER_ROUND). */
 #define MSG_MAX_STEPS 64
 
+/* A member reached over TCP (msg_join.net). */
+#define MSG_NET_ADDRESS_MAX 45 /* INET6_ADDRSTRLEN - 1 */
+typedef struct msg_net_peer {
+    uint32_t slot;
+    char address[MSG_NET_ADDRESS_MAX + 1];
+    uint32_t port;
+} msg_net_peer;
+
 /* A new generation to join, and where the state comes from. */
 typedef struct msg_join {
     uint32_t generation;
@@ -110,6 +122,11 @@ typedef struct msg_join {
     uint32_t nexclude;
     uint32_t exclude[MSG_MAX_RANKS];
     char nccl_id[MSG_NCCL_ID_HEX + 1];
+    /* Members over TCP: each rank's address and port, in rank order, and
+     * each rank's slot (a member finds its rank by its slot). Decoded:
+     * malloc'd, freed by train_msg_free; encoded: the caller's. */
+    uint32_t nnet;
+    msg_net_peer *net;
 } msg_join;
 
 /* The job's mean metrics (over every worker's samples) the coordinator

@@ -92,6 +92,16 @@ static void encode_join(cJSON *o, const msg_join *j)
     } else if (j->nccl_id[0]) {
         cJSON_AddStringToObject(jo, "nccl_id", j->nccl_id);
     }
+    if (j->nnet) {
+        cJSON *net = cJSON_AddArrayToObject(jo, "net");
+        for (uint32_t k = 0; k < j->nnet; k++) {
+            cJSON *peer = cJSON_CreateArray();
+            cJSON_AddItemToArray(peer, cJSON_CreateNumber(j->net[k].slot));
+            cJSON_AddItemToArray(peer, cJSON_CreateString(j->net[k].address));
+            cJSON_AddItemToArray(peer, cJSON_CreateNumber(j->net[k].port));
+            cJSON_AddItemToArray(net, peer);
+        }
+    }
 }
 
 static void encode_plan(cJSON *o, const msg_plan *p)
@@ -162,6 +172,8 @@ cJSON *train_msg_encode(const msg *m)
         cJSON_AddNumberToObject(o, "params", (double)m->u.hello.params);
         cJSON_AddNumberToObject(o, "train", (double)m->u.hello.ntrain);
         cJSON_AddNumberToObject(o, "test", (double)m->u.hello.ntest);
+        if (m->u.hello.net_port)
+            cJSON_AddNumberToObject(o, "net_port", m->u.hello.net_port);
         break;
     case MSG_PLAN:
         encode_plan(o, &m->u.plan);
@@ -190,7 +202,8 @@ cJSON *train_msg_encode(const msg *m)
 
 /* Every field each kind may carry (NULL-terminated); any other is refused,
  * so a field one side adds cannot be silently ignored by the other. */
-static const char *const hello_fields[] = {"t", "blob", "slot", "pid", "params", "train", "test", NULL};
+static const char *const hello_fields[] = {"t", "blob", "slot", "pid", "params", "train", "test",
+                                           "net_port", NULL};
 static const char *const plan_fields[] = {"t", "blob", "round", "commit", "epoch", "epochs",
                                           "iteration", "steps_per_epoch", "workers", "timeout_ms",
                                           "join", "load", "do", "mb", "scale", "steps", "begin",
@@ -201,7 +214,8 @@ static const char *const exit_fields[] = {"t", "blob", "reason", "code", NULL};
 static const char *const reply_fields[] = {"t", "blob", "round", "ok", "error", "pull_failed",
                                            "count", "steps", "train", "eval", NULL};
 static const char *const heartbeat_fields[] = {"t", NULL};
-static const char *const join_fields[] = {"gen", "root", "timeout_ms", "exclude", "nccl_id", NULL};
+static const char *const join_fields[] = {"gen", "root", "timeout_ms", "exclude", "nccl_id", "net",
+                                          NULL};
 static const char *const job_metrics_fields[] = {"split", "epoch", "workers", "iteration", "metrics",
                                                  NULL};
 static const char *const *const kind_fields[] = {
@@ -362,6 +376,40 @@ static loom_error *decode_steps(const cJSON *o, msg_batch *b)
     return NULL;
 }
 
+/* "net": [[slot, "address", port], ...], one per rank. */
+static loom_error *decode_net_peers(const cJSON *net, const char *what, msg_join *j)
+{
+    if (!net)
+        return NULL;
+    int n = cJSON_IsArray(net) ? cJSON_GetArraySize(net) : -1;
+    if (n < 1 || n > MSG_MAX_RANKS)
+        return loom_err(LOOM_E_INVALID, "%s: \"net\": expected 1 to %d members", what,
+                        MSG_MAX_RANKS);
+    if (!(j->net = calloc((size_t)n, sizeof *j->net)))
+        return loom_err(LOOM_E_INTERNAL, "out of memory");
+    const cJSON *peer;
+    cJSON_ArrayForEach(peer, net) {
+        const cJSON *slot = cJSON_GetArrayItem(peer, 0), *addr = cJSON_GetArrayItem(peer, 1),
+                    *port = cJSON_GetArrayItem(peer, 2);
+        if (!cJSON_IsArray(peer) || cJSON_GetArraySize(peer) != 3 || !cJSON_IsNumber(slot) ||
+            !(slot->valuedouble >= 0) || slot->valuedouble >= MSG_MAX_RANKS ||
+            !cJSON_IsString(addr) || strlen(addr->valuestring) > MSG_NET_ADDRESS_MAX ||
+            !cJSON_IsNumber(port) || !(port->valuedouble >= 1) || port->valuedouble > 65535) {
+            free(j->net);
+            j->net = NULL;
+            j->nnet = 0;
+            return loom_err(LOOM_E_INVALID, "%s: \"net\"[%u]: expected [slot, \"address\" "
+                            "(at most %d characters), port 1..65535]", what, j->nnet,
+                            MSG_NET_ADDRESS_MAX);
+        }
+        msg_net_peer *p = &j->net[j->nnet++];
+        p->slot = (uint32_t)slot->valuedouble;
+        memcpy(p->address, addr->valuestring, strlen(addr->valuestring) + 1);
+        p->port = (uint32_t)port->valuedouble;
+    }
+    return NULL;
+}
+
 static loom_error *decode_join(const cJSON *jo, msg_join *j)
 {
     const char *what = "plan's join";
@@ -396,6 +444,8 @@ static loom_error *decode_join(const cJSON *jo, msg_join *j)
         e = loom_err(LOOM_E_INVALID, "%s: \"nccl_id\": longer than %d characters", what, MSG_NCCL_ID_HEX);
     if (!e && id)
         memcpy(j->nccl_id, id, strlen(id) + 1);
+    if (!e)
+        e = decode_net_peers(cJSON_GetObjectItemCaseSensitive(jo, "net"), what, j);
     return e;
 }
 
@@ -490,6 +540,9 @@ static loom_error *decode_body(const cJSON *o, msg *m)
         if (!e) e = get_u64(o, "hello", "params", 1, &h->params);
         if (!e) e = get_u64(o, "hello", "train", 1, &h->ntrain);
         if (!e) e = get_u64(o, "hello", "test", 1, &h->ntest);
+        if (!e) e = get_u32(o, "hello", "net_port", 0, &h->net_port);
+        if (!e && h->net_port > 65535)
+            e = loom_err(LOOM_E_INVALID, "hello: \"net_port\": expected a port, 1..65535");
         h->pid = (int64_t)pid;
         return e;
     }
@@ -556,8 +609,10 @@ void train_msg_free(msg *m)
 {
     if (!m)
         return;
-    if (m->kind == MSG_PLAN)
+    if (m->kind == MSG_PLAN) {
         batch_free(&m->u.plan.batch);
+        free(m->u.plan.join.net);
+    }
     else if (m->kind == MSG_WORK)
         batch_free(&m->u.work.batch);
     cJSON_Delete(m->doc);

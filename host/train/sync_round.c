@@ -62,6 +62,10 @@ static msg_plan common_plan(edt_coordinator *c, const round_plan *p)
         } else if (train_is_gpu_job(c)) {
             memcpy(j->nccl_id, c->m.nccl_id_hex, sizeof j->nccl_id);
         }
+        if (c->m.net) {
+            j->nnet = c->m.nnet;
+            j->net = c->m.net_peers;
+        }
     }
     return m;
 }

@@ -4,6 +4,7 @@
  * weights and optimizer state arrive this way), optionally a checkpoint to
  * load first, and one action. Every wait has a deadline the plan gives. */
 #include "train/worker.h"
+#include "train/worker_internal.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -28,48 +29,8 @@
 #include "util/fs.h"
 
 
-typedef struct worker {
-    const char *control, *shm, *framework, *spec_path, *code_dir, *data_dir, *log_dir;
-    const char *exec_id, *loggers_json;
-    uint32_t slot, threads, log_every;
-    uint32_t epochs, batch_size, effective_batch_size; /* the loggers' on_train_begin */
-    uint32_t overlap_reduce; /* EDT_OVERLAP_REDUCE: reduce during backward (CPU) */
-    uint32_t in_place_reduce; /* EDT_IN_PLACE_REDUCE: gradients in the segment (CPU) */
-    grad_overlap *overlap;   /* its thread, when on */
-    uint64_t seed;
-    so_plugin *plugin;
-    const loom_framework_factory *fw;
-    loom_framework_instance *inst;
-    loom_tensor_view params, grads;
-    loom_tensor_view *views; /* malloc'd, nviews of them */
-    int32_t *roles;
-    uint32_t nviews;
-    tensor_stage stage; /* host copies of views: checkpoints, the final model */
-    /* ASYNC on a GPU: host copies of params and grads for the parameter
-     * server's messages (NULL when the buffers are host memory). */
-    float *params_host, *grads_host;
-    const char *device; /* "cpu" or "cuda" (the one CUDA_VISIBLE_DEVICES shows) */
-    comm *comm;         /* shm: membership, and the collectives on CPU */
-    comm *gpu_comm;     /* nccl on a GPU: the collectives; NULL on CPU */
-    int fd;
-    uint8_t secret[TRAIN_SECRET_BYTES]; /* the exec's: proves who we are */
-    /* The heartbeat thread and the main one both send: one at a time. */
-    pthread_mutex_t send_lock;
-    pthread_t heartbeat;
-    int heartbeat_started;
-    pthread_mutex_t stop_lock;
-    pthread_cond_t stop_cond;
-    int stopping;
-    logger_set *loggers;
-    char logger_names[200]; /* "worker logger plugin(s) a, b": the marker's text */
-    int marker_fd;          /* plugin_marker: which plugin runs now */
-    uint64_t steps_done;
-    int joined_once;
-    int loggers_began; /* on_train_begin was called */
-} worker;
 
-static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void say(const char *fmt, ...)
+void train_worker_say(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -79,7 +40,7 @@ static void say(const char *fmt, ...)
     fflush(stdout);
 }
 
-static int fail(loom_error *e, const char *what)
+int train_worker_fail(loom_error *e, const char *what)
 {
     fprintf(stderr, "loom worker: %s: %s\n", what, loom_err_message(e));
     loom_err_free(e);
@@ -127,6 +88,7 @@ static int parse_args(worker *w, int argc, char **argv)
         const char *k = argv[i], *v = argv[i + 1];
         if (!strcmp(k, "--control")) w->control = v;
         else if (!strcmp(k, "--shm")) w->shm = v;
+        else if (!strcmp(k, "--collectives")) w->collectives = v;
         else if (!strcmp(k, "--framework")) w->framework = v;
         else if (!strcmp(k, "--spec")) w->spec_path = v;
         else if (!strcmp(k, "--code-dir")) w->code_dir = v;
@@ -158,54 +120,20 @@ static int parse_args(worker *w, int argc, char **argv)
         fprintf(stderr, "loom worker: --device: expected cpu or cuda, got %s\n", w->device);
         return -1;
     }
-    if (!w->control || !w->shm || !w->framework || !w->spec_path || !w->code_dir) {
-        fprintf(stderr, "loom worker: --control, --shm, --framework, --spec and --code-dir are required\n");
+    w->net = w->collectives && !strcmp(w->collectives, "net");
+    if (w->collectives && !w->net && strcmp(w->collectives, "shm")) {
+        fprintf(stderr, "loom worker: --collectives: expected shm or net, got %s\n", w->collectives);
+        return -1;
+    }
+    if (!w->control || (!w->shm && !w->net) || !w->framework || !w->spec_path || !w->code_dir) {
+        fprintf(stderr, "loom worker: --control, --shm (or --collectives net), --framework, --spec "
+                        "and --code-dir are required\n");
         return -1;
     }
     return 0;
 }
 
-/* loom_trainer_config.gradient_memory: the adapter's gradient buffer in
- * this worker's region of the shared segment, so the all-reduce runs in
- * place. A refusal is said once; the adapter then allocates its own. */
-static void *offer_gradient_memory(void *data, uint64_t nbytes)
-{
-    worker *w = data;
-    float *region = NULL;
-    loom_error *e = comm_shm_gradient_memory(w->comm, nbytes, &region);
-    if (e) {
-        say("gradients stay in the adapter's memory (all-reduce through staging): %s",
-            loom_err_message(e));
-        loom_err_free(e);
-    }
-    return region;
-}
 
-/* What the host offers the adapter beyond the model (CPU only: a device's
- * kernels end later than the adapter's calls return): reducing during
- * backward, and the gradient buffer in the shared segment. The comm is
- * attached first: the gradient memory offered is its slot's. */
-static int offer_host_hooks(worker *w, loom_trainer_config *cfg)
-{
-    loom_error *e = comm_shm_attach(w->shm, w->slot, &w->comm);
-    if (e)
-        return fail(e, "collectives");
-    if (strcmp(w->device, "cpu"))
-        return 0;
-    if (w->overlap_reduce) {
-        if (!(w->overlap = grad_overlap_new())) {
-            fprintf(stderr, "loom worker: out of memory\n");
-            return 1;
-        }
-        cfg->gradient_ready = grad_overlap_ready;
-        cfg->gradient_ready_data = w->overlap;
-    }
-    if (w->in_place_reduce) {
-        cfg->gradient_memory = offer_gradient_memory;
-        cfg->gradient_memory_data = w;
-    }
-    return 0;
-}
 
 static int setup(worker *w)
 {
@@ -245,20 +173,20 @@ static int setup(worker *w)
         .code_dir = w->code_dir,
         .data_dir = w->data_dir ? w->data_dir : w->code_dir,
     };
-    int rc = offer_host_hooks(w, &cfg);
+    int rc = train_worker_attach_collectives(w, &cfg);
     e = rc ? NULL : w->fw->create(w->fw, &cfg, &w->inst);
     free(spec);
     if (rc)
         return rc;
     if (e)
-        return fail(e, "the framework could not build the model");
+        return train_worker_fail(e, "the framework could not build the model");
     w->params.struct_size = w->grads.struct_size = sizeof(loom_tensor_view);
     if ((e = w->fw->buffers(w->inst, &w->params, &w->grads)))
-        return fail(e, "buffers");
+        return train_worker_fail(e, "buffers");
     if ((e = adapter_state_tensors(w->fw, w->inst, &w->views, &w->roles, &w->nviews)))
-        return fail(e, "the framework's state tensors");
+        return train_worker_fail(e, "the framework's state tensors");
     if ((e = tensor_stage_init(&w->stage, w->views, w->nviews)))
-        return fail(e, "staging the state tensors");
+        return train_worker_fail(e, "staging the state tensors");
     if (w->params.on_device || w->grads.on_device) {
         w->params_host = malloc((size_t)w->params.nbytes + 1);
         w->grads_host = malloc((size_t)w->grads.nbytes + 1);
@@ -269,11 +197,11 @@ static int setup(worker *w)
     }
     if (w->overlap && (e = grad_overlap_bind(w->overlap, w->comm, (float *)w->grads.data,
                                              (size_t)(w->grads.nbytes / sizeof(float)))))
-        return fail(e, "collectives");
+        return train_worker_fail(e, "collectives");
     if (!strcmp(w->device, "cuda")) {
 #if defined(LOOM_HAVE_CUDA) && LOOM_HAVE_CUDA
         if ((e = comm_nccl_open(0, &w->gpu_comm)))
-            return fail(e, "nccl collectives");
+            return train_worker_fail(e, "nccl collectives");
 #else
         fprintf(stderr, "loom worker: --device cuda, but this loom was built without CUDA\n");
         return 1;
@@ -302,13 +230,6 @@ static int setup(worker *w)
     return 0;
 }
 
-/* The comm a buffer travels on: nccl for device memory, shm for host
- * memory (a GPU adapter may keep small state, like step counters, on the
- * host). Both have the same members and ranks. */
-static comm *comm_for(worker *w, const loom_tensor_view *v)
-{
-    return v->on_device && w->gpu_comm ? w->gpu_comm : w->comm;
-}
 
 /* Where a worker's time goes, per epoch: printed when the epoch changes
  * (bench/train/run.sh --only profile reads these lines). */
@@ -335,7 +256,7 @@ static void profile_print(const worker *w)
     if (total)
         snprintf(during, sizeof during, "; %.0f%% of the all-reduce buckets during backward",
                  100.0 * (double)early / (double)total);
-    say("profile epoch %u: %llu steps in %llu rounds; per step ms: compute %.3f, all-reduce %.3f "
+    train_worker_say("profile epoch %u: %llu steps in %llu rounds; per step ms: compute %.3f, all-reduce %.3f "
         "(waiting for peers %.3f), apply %.3f, between rounds %.3f (worker %u)%s; all-reduce %s",
         p->epoch + 1, (unsigned long long)p->steps, (unsigned long long)p->rounds,
         (double)p->compute_ns / n / ms, (double)p->reduce_ns / n / ms, (double)p->wait_ns / n / ms,
@@ -425,7 +346,7 @@ static loom_error *compute(worker *w, const msg_batch *batch, uint32_t first, ui
  * backward returned (the profile counts only that). */
 static loom_error *reduce(worker *w, uint64_t deadline)
 {
-    comm *c = comm_for(w, &w->grads);
+    comm *c = train_worker_comm_for(w, &w->grads);
     uint64_t t0 = comm_now_ns(), waited = comm_wait_ns(c);
     loom_error *e = w->overlap ? grad_overlap_finish(w->overlap, deadline)
                                : comm_allreduce_avg_f32(c, (float *)w->grads.data,
@@ -455,7 +376,7 @@ static void maybe_fault_exit(worker *w, uint64_t iteration)
     if (!f)
         return;
     fclose(f);
-    say("fault injection: exiting before the all-reduce of step %llu", at);
+    train_worker_say("fault injection: exiting before the all-reduce of step %llu", at);
     _exit(9);
 }
 
@@ -545,66 +466,8 @@ static loom_error *do_validate(worker *w, uint64_t begin, uint64_t end, msg_repl
     return e;
 }
 
-/* The nccl side of a generation, after the shm barrier made every member
- * arrive: a generation that only lost members shrinks the communicator
- * (the leavers' ranks in the previous one excluded); any other gets a new
- * one from the coordinator's unique id. Ranks follow the shm ranks. */
-static loom_error *join_gpu_generation(worker *w, const msg_join *join, uint64_t deadline)
-{
-#if defined(LOOM_HAVE_CUDA) && LOOM_HAVE_CUDA
-    if (join->shrink && w->joined_once) {
-        loom_error *e = comm_nccl_shrink(w->gpu_comm, join->generation, join->exclude,
-                                         join->nexclude, deadline);
-        if (e || comm_rank(w->gpu_comm) == comm_rank(w->comm))
-            return e;
-        return loom_err(LOOM_E_INTERNAL, "nccl shrink gave rank %u, the generation says %u",
-                        comm_rank(w->gpu_comm), comm_rank(w->comm));
-    }
-    uint8_t id[COMM_NCCL_ID_BYTES];
-    size_t got = 0, len = strlen(join->nccl_id);
-    if (len != 2 * sizeof id)
-        return loom_err(LOOM_E_INVALID, "join: no nccl_id for a GPU generation");
-    if (sodium_hex2bin(id, sizeof id, join->nccl_id, len, NULL, &got, NULL) != 0 || got != sizeof id)
-        return loom_err(LOOM_E_INVALID, "join: nccl_id is not hexadecimal");
-    return comm_nccl_join(w->gpu_comm, join->generation, id, sizeof id, comm_world_size(w->comm),
-                          comm_rank(w->comm), deadline);
-#else
-    (void)w, (void)join, (void)deadline;
-    return loom_err(LOOM_E_UNSUPPORTED, "built without CUDA");
-#endif
-}
 
-/* Joins a generation and takes the state from its root. */
-static loom_error *join_and_pull(worker *w, const msg_join *join, const char *load_path)
-{
-    uint64_t deadline = comm_deadline_after_ms(join->timeout_ms);
-    /* Fault injection for the tests of EDT_PULL_*: a worker that has not
-     * yet pulled the weights arrives this late at a later generation. */
-    const char *delay = getenv("LOOM_FAULT_JOIN_DELAY_MS");
-    if (delay && join->generation > 1 && !w->joined_once)
-        usleep((useconds_t)strtoul(delay, NULL, 10) * 1000u);
-    loom_error *e = comm_shm_join(w->comm, join->generation, deadline);
-    if (!e && w->gpu_comm)
-        e = join_gpu_generation(w, join, deadline);
-    if (!e && load_path && !(e = checkpoint_load(load_path, w->stage.host, w->stage.count, NULL)))
-        e = tensor_stage_push(&w->stage, w->views);
-    if (e)
-        return e;
-    if (join->root < 0) {
-        w->joined_once = 1;
-        return NULL;
-    }
-    for (uint32_t i = 0; i < w->nviews; i++) {
-        e = comm_broadcast(comm_for(w, &w->views[i]), w->views[i].data, (size_t)w->views[i].nbytes,
-                           (uint32_t)join->root, deadline);
-        if (e)
-            return loom_err_wrap(e, "pulling the weights (tensor %s)", w->views[i].name);
-    }
-    if ((e = adapter_state_loaded(w->fw, w->inst)))
-        return e;
-    w->joined_once = 1; /* holds the weights now */
-    return NULL;
-}
+
 
 /* Saves the state (checkpoint) or the parameters (final model) to path. */
 static loom_error *save_state(worker *w, const char *path, int final, const cJSON *meta)
@@ -679,20 +542,21 @@ static int send_hello(worker *w)
     if (!e)
         e = w->fw->dataset_size(w->inst, LOOM_SPLIT_TEST, &ntest);
     if (e)
-        return fail(e, "dataset");
+        return train_worker_fail(e, "dataset");
     if ((e = connect_control(w)))
-        return fail(e, "control");
+        return train_worker_fail(e, "control");
     msg hello = {.kind = MSG_HELLO,
                  .u.hello = {.slot = w->slot, .pid = getpid(),
                              .params = w->params.nbytes / sizeof(float), .ntrain = ntrain,
-                             .ntest = ntest}};
+                             .ntest = ntest,
+                             .net_port = w->net ? comm_net_member_port(w->comm) : 0}};
     loom_err_free(train_msg_send(w->fd, &hello, NULL, 0)); /* a lost coordinator shows at the next read */
     w->heartbeat_started = pthread_create(&w->heartbeat, NULL, heartbeat_main, w) == 0;
     if (!w->heartbeat_started) {
         fprintf(stderr, "loom worker: cannot start the heartbeat thread\n");
         return 1;
     }
-    say("worker %u ready: %llu parameters, %llu training and %llu test samples", w->slot,
+    train_worker_say("worker %u ready: %llu parameters, %llu training and %llu test samples", w->slot,
         (unsigned long long)(w->params.nbytes / sizeof(float)), (unsigned long long)ntrain,
         (unsigned long long)ntest);
     return 0;
@@ -707,7 +571,7 @@ static int send_reply(worker *w, msg *reply, const void *blob, size_t len)
     cJSON_Delete((cJSON *)reply->u.reply.eval);
     if (e) {
         loom_err_free(e);
-        say("coordinator gone; exiting");
+        train_worker_say("coordinator gone; exiting");
         return 2;
     }
     return 0;
@@ -752,12 +616,12 @@ static int serve_work(worker *w, const msg *m)
     if (!e && w->params_host)
         e = tensor_copy_from_host(&w->params, w->params_host);
     if (e) {
-        say("cannot read the weights: %s; exiting", loom_err_message(e));
+        train_worker_say("cannot read the weights: %s; exiting", loom_err_message(e));
         loom_err_free(e);
         return 2;
     }
     if ((e = adapter_state_loaded(w->fw, w->inst)))
-        return fail(e, "state_loaded");
+        return train_worker_fail(e, "state_loaded");
     msg reply = {.kind = MSG_REPLY, .u.reply = {.round = work->version}};
     msg_reply *r = &reply.u.reply;
     begin_loggers(w, work->workers);
@@ -772,7 +636,7 @@ static int serve_work(worker *w, const msg *m)
         grads = w->grads_host;
         loom_error *unread = tensor_copy_to_host(w->grads_host, &w->grads);
         if (unread) {
-            say("cannot read the gradients: %s; exiting", loom_err_message(unread));
+            train_worker_say("cannot read the gradients: %s; exiting", loom_err_message(unread));
             loom_err_free(unread);
             cJSON_Delete((cJSON *)r->train);
             loom_err_free(e);
@@ -848,7 +712,7 @@ static int serve_plan(worker *w, const msg_plan *p, int *pending, int *finished)
     if (!e && p->job_metrics.present)
         e = hand_job_metrics(w, p);
     if (!e && p->has_join) {
-        e = join_and_pull(w, &p->join, p->load);
+        e = train_worker_join_and_pull(w, &p->join, p->load);
         r->pull_failed = e != NULL;
     }
     if (!e)
@@ -856,7 +720,7 @@ static int serve_plan(worker *w, const msg_plan *p, int *pending, int *finished)
     r->ok = e == NULL;
     if (e) {
         r->error = loom_err_message(e);
-        say("round %u failed: %s", p->round, loom_err_message(e));
+        train_worker_say("round %u failed: %s", p->round, loom_err_message(e));
     }
     int finishing = p->action == PLAN_FINISH && !e;
     *finished |= finishing;
@@ -872,7 +736,7 @@ static int serve_plan(worker *w, const msg_plan *p, int *pending, int *finished)
         in_loggers(w, 1);
         logger_set_end(w->loggers, LOOM_TRAIN_FINISHED, "finished");
         in_loggers(w, 0);
-        say("training finished");
+        train_worker_say("training finished");
     }
     return -1;
 }
@@ -890,7 +754,7 @@ static int serve(worker *w)
          * LOOM_HEARTBEAT_INTERVAL_MS, from a thread of its own. */
         loom_error *e = train_msg_recv(w->fd, time_mono_ms() + LOOM_HEARTBEAT_TIMEOUT_MS, &m);
         if (e && loom_err_code(e) == LOOM_E_DEADLINE) {
-            say("coordinator silent for %d s (no heartbeat); exiting",
+            train_worker_say("coordinator silent for %d s (no heartbeat); exiting",
                 LOOM_HEARTBEAT_TIMEOUT_MS / 1000);
             loom_err_free(e);
             return 2;
@@ -898,7 +762,7 @@ static int serve(worker *w)
         if (e) {
             /* A message this worker cannot read leaves the coordinator's
              * plan unknown: leaving is the only safe answer. */
-            say("coordinator gone (%s); exiting", loom_err_message(e));
+            train_worker_say("coordinator gone (%s); exiting", loom_err_message(e));
             loom_err_free(e);
             return 2;
         }
@@ -909,14 +773,14 @@ static int serve(worker *w)
         } else if (m.kind == MSG_PLAN) {
             rc = serve_plan(w, &m.u.plan, &pending, &finished);
         } else if (m.kind == MSG_EXIT) {
-            say("%s", m.u.exit.reason ? m.u.exit.reason : "stopped by the coordinator");
+            train_worker_say("%s", m.u.exit.reason ? m.u.exit.reason : "stopped by the coordinator");
             rc = m.u.exit.code;
             in_loggers(w, 1);
             if (!finished && w->loggers_began) /* a spare that never trained: no end */
                 logger_set_end(w->loggers, LOOM_TRAIN_KILLED, "stopped");
             in_loggers(w, 0);
         } else {
-            say("a %s message from the coordinator, which sends plans, work and exits; exiting",
+            train_worker_say("a %s message from the coordinator, which sends plans, work and exits; exiting",
                 train_msg_kind_name(m.kind));
             rc = 2;
         }
@@ -935,7 +799,7 @@ int train_worker_main(int argc, char **argv)
     /* Taken (and wiped) before the framework or any user code runs. */
     loom_error *no_secret = train_secret_from_env(w.secret);
     if (no_secret)
-        return fail(no_secret, "control") + 1;
+        return train_worker_fail(no_secret, "control") + 1;
     pthread_mutex_init(&w.send_lock, NULL);
     pthread_mutex_init(&w.stop_lock, NULL);
     pthread_condattr_t monotonic;

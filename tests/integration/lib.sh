@@ -90,6 +90,17 @@ start_host() {
     TOKEN=$(awk -v u="$URL" '$1 == u {print $2}' "$LOOM_HOME/credentials")
 }
 
+# as_user NAME PASSWORD COMMAND...: the CLI logged on as NAME, its
+# credentials in a home of its own (the CLI keeps them in $LOOM_HOME), so
+# the administrator's stay.
+as_user() {
+    local home="$WORK/cli-$1"
+    mkdir -p "$home"
+    cp "$LOOM_HOME/host" "$home/host"
+    echo "$2" | LOOM_HOME="$home" "$LOOM" login -u "$1" --password-stdin >/dev/null
+    LOOM_HOME="$home" "${@:3}"
+}
+
 # stop_host [SIGNAL]: SIGTERM by default, and wait for it to exit. A clean
 # stop must exit 0 and, in a sanitizer build, report no leak or error.
 stop_host() {

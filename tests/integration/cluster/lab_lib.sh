@@ -27,5 +27,47 @@ lab_up() {
     eval "$("$LAB_SH" env)"
 }
 lab() { "$LAB_SH" "$@"; }
+# lab_require_loom LOOM: skips the test (77), saying why, where the lab
+# cannot run or LOOM was built without libslurm.
+lab_require_loom() {
+    if [ "$lab_usable" = 0 ]; then
+        echo "SKIP: the Slurm lab: $LAB_WHY"; exit 77
+    fi
+    if ! "$1" serve --help | grep -q -- "--slurm PARTITION"; then
+        echo "SKIP: this loom was built without libslurm"; exit 77
+    fi
+}
 # node_idle NODE: Slurm shows NODE idle (no job still completing on it).
 node_idle() { [ "$(sinfo -h -n "$1" -o %t 2>/dev/null)" = idle ]; }
+
+# lab_install_loom LOOM BUILD: loom as a site installs it on its login node,
+# where the nodes see it too ($SHARED/loom), and the jobs' shared folder
+# ($SHARED/files); sets SHARED, NODE1 and LOOM_HOME (the lab's, which node1
+# sees; $WORK it does not).
+lab_install_loom() {
+    SHARED=$LOOM_LAB_SHARED
+    chmod 0711 "$LOOM_LAB_DIR" "$SHARED"
+    mkdir -p "$SHARED/loom/bin" "$SHARED/loom/lib/loom" "$SHARED/files"
+    cp "$1" "$SHARED/loom/bin/loom"
+    cp -r "$2/lib/loom/plugins" "$SHARED/loom/lib/loom/plugins"
+    NODE1=$LOOM_LAB_NET.11
+    export LOOM_HOME=$LOOM_LAB_DIR/home
+    cp "$WORK/admin.pw" "$LOOM_LAB_DIR/admin.pw"
+}
+lab_host_up() { test -s "$LOOM_HOME/host" || ! kill -0 "$HOST_PID" 2>/dev/null; }
+# start_on_node1 [serve options]: the host on node1 (a login node: srun
+# --uid needs the accounts where it runs; the lab's bridge is private, so
+# passwords over plain HTTP are allowed), the CLI logged on as admin.
+start_on_node1() {
+    rm -f "$LOOM_HOME/host"
+    # lab.sh execs nsenter, which execs loom: $! is the host itself
+    "$LAB_SH" exec node1 env LOOM_HOME="$LOOM_HOME" "$SHARED/loom/bin/loom" serve \
+        --listen "$NODE1:0" --admin-password-file "$LOOM_LAB_DIR/admin.pw" --slurm debug \
+        --allow-basic-over-http \
+        "$@" >"$WORK/serve.out" 2>&1 &
+    HOST_PID=$!
+    wait_until 60 lab_host_up
+    test -s "$LOOM_HOME/host" || { fail "host on node1: $(cat "$WORK/serve.out")"; exit 1; }
+    URL=$(head -n1 "$LOOM_HOME/host")
+    echo "$ADMIN_PASSWORD" | "$LOOM" login -u admin --password-stdin >/dev/null || exit 1
+}

@@ -4,7 +4,8 @@
 # the lab's bridge is private, so passwords over plain HTTP are allowed).
 # Without --shared-dir an exec on the nodes is refused, saying why. With it:
 # an exec of 3 workers runs 2 on one node and 1 on the other, each worker
-# one Slurm job as the user's account, with RANK, LOCAL_RANK,
+# one Slurm job as the user's account, inside `loom confine` (it cannot
+# write /var/tmp, which is open to every account), with RANK, LOCAL_RANK,
 # LOCAL_WORLD_SIZE and NODE_RANK as torchrun sets them, and leaves no Slurm
 # job; examples/distpytorch (DDP) trains across the nodes unchanged (when
 # the jobs' python3 has PyTorch); a node that cannot reach the shared
@@ -16,40 +17,15 @@ BUILD=$2
 SRC=$(cd "$(dirname "$0")/../../.." && pwd)
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/lab_lib.sh"
-if [ "$lab_usable" = 0 ]; then
-    echo "SKIP: the Slurm lab: $LAB_WHY"; exit 77
-fi
-if ! "$LOOM" serve --help | grep -q -- "--slurm PARTITION"; then
-    echo "SKIP: this loom was built without libslurm"; exit 77
-fi
+lab_require_loom "$LOOM"
 lab_up 2
-SHARED=$LOOM_LAB_SHARED
-chmod 0711 "$LOOM_LAB_DIR" "$SHARED"
-# loom as a site installs it on its login node: where the nodes see it too
-mkdir -p "$SHARED/loom/bin" "$SHARED/loom/lib/loom" "$SHARED/files"
-cp "$LOOM" "$SHARED/loom/bin/loom"
-cp -r "$BUILD/lib/loom/plugins" "$SHARED/loom/lib/loom/plugins"
-NODE1=$LOOM_LAB_NET.11
-export LOOM_HOME=$LOOM_LAB_DIR/home
-cp "$WORK/admin.pw" "$LOOM_LAB_DIR/admin.pw" # node1 sees the lab's folder, not $WORK
-host_up() { test -s "$LOOM_HOME/host" || ! kill -0 "$HOST_PID" 2>/dev/null; }
-start_on_node1() { # start_on_node1 [serve options]: the host on node1
-    rm -f "$LOOM_HOME/host"
-    # lab.sh execs nsenter, which execs loom: $! is the host itself
-    "$LAB_SH" exec node1 env LOOM_HOME="$LOOM_HOME" "$SHARED/loom/bin/loom" serve \
-        --listen "$NODE1:0" --admin-password-file "$LOOM_LAB_DIR/admin.pw" --slurm debug \
-        --allow-basic-over-http \
-        "$@" >"$WORK/serve.out" 2>&1 &
-    HOST_PID=$!
-    wait_until 60 host_up
-    test -s "$LOOM_HOME/host" || { fail "host on node1: $(cat "$WORK/serve.out")"; exit 1; }
-    URL=$(head -n1 "$LOOM_HOME/host")
-    echo "$ADMIN_PASSWORD" | "$LOOM" login -u admin --password-stdin >/dev/null || exit 1
-}
+lab_install_loom "$LOOM" "$BUILD"
 mkdir -p "$WORK/model"
 cat > "$WORK/model/run.sh" <<'SH'
 #!/bin/sh
-echo "$(hostname) rank=$RANK local=$LOCAL_RANK of $LOCAL_WORLD_SIZE node=$NODE_RANK world=$WORLD_SIZE uid=$(id -u)"
+# /var/tmp is open to every account: only loom's Landlock rules keep a job out
+if touch "/var/tmp/loom-escape-$RANK" 2>/dev/null; then box=escaped; else box=confined; fi
+echo "$(hostname) rank=$RANK local=$LOCAL_RANK of $LOCAL_WORLD_SIZE node=$NODE_RANK world=$WORLD_SIZE uid=$(id -u) $box"
 if [ -n "${HOLD:-}" ]; then exec sleep 600; fi
 SH
 chmod +x "$WORK/model/run.sh"
@@ -81,6 +57,8 @@ esac
 expect_contains "rank 0: the first of 2 on its node" "$got" "rank=0 local=0 of 2 node=0 world=3 uid=200001"
 expect_contains "rank 1: the second there" "$got" "rank=1 local=1 of 2 node=0 world=3 uid=200001"
 expect_contains "rank 2: alone on the other node" "$got" "rank=2 local=0 of 1 node=1 world=3 uid=200001"
+expect_eq "each confined there by loom's rules (writes only its exec folder)" \
+    "$(echo "$got" | grep -c ' confined$')" "3"
 expect_eq "no Slurm job left" "$(squeue -h -o %j | grep -c "^loom:$id:")" "0"
 
 # ---- a DDP script across the nodes, unchanged (distPyTorch: torch's gloo

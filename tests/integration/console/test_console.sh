@@ -21,12 +21,6 @@ start_host --cpu-slots 4
 # administrator's to see; so the browser logs on as alice and bob owns it.
 expect_ok "add alice" "$LOOM" user add alice -p alice-password
 expect_ok "add bob" "$LOOM" user add bob -p bob-password
-as_user() { # as_user NAME PASSWORD COMMAND...: the CLI logged on as NAME
-    local home="$WORK/cli-$1"
-    mkdir -p "$home"
-    echo "$2" | HOME="$home" LOOM_CREDENTIALS="$home/credentials" "$LOOM" login -u "$1" --password-stdin >/dev/null
-    HOME="$home" LOOM_CREDENTIALS="$home/credentials" "${@:3}"
-}
 wide_model "$WORK/m" 6000 20 1024
 ALICE_EXEC=$(as_user alice alice-password "$LOOM" exec start --exec-start edt --model-dir "$WORK/m" --numWorker 2 |
              sed -n 's/^exec \([^ ]*\) submitted.*/\1/p')

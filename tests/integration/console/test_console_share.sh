@@ -19,12 +19,6 @@ fi
 start_host --cpu-slots 4 --hysteresis 1
 expect_ok "add alice" "$LOOM" user add alice -p alice-password
 expect_ok "add bob" "$LOOM" user add bob -p bob-password
-as_user() { # as_user NAME PASSWORD COMMAND...: the CLI logged on as NAME
-    local home="$WORK/cli-$1"
-    mkdir -p "$home"
-    echo "$2" | HOME="$home" LOOM_CREDENTIALS="$home/credentials" "$LOOM" login -u "$1" --password-stdin >/dev/null
-    HOME="$home" LOOM_CREDENTIALS="$home/credentials" "${@:3}"
-}
 start_as() { # start_as NAME PASSWORD DIR: a 4-worker elastic exec; prints its id
     as_user "$1" "$2" "$LOOM" exec start --exec-start edt --model-dir "$3" --numWorker 4 |
         sed -n 's/^exec \([^ ]*\) submitted.*/\1/p'

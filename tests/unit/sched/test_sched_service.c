@@ -4,6 +4,7 @@
  * words; the journal of devices changing hands, as the history reads it
  * (a job that held devices between two reads included).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -108,16 +109,22 @@ static void owner_journal_between_reads(sched_service *ss)
 
 static size_t devices_now(sched_service *ss) { return sched_service_device_count(ss); }
 
+/* node1 and node2, each with CPU slots 0 and 1. */
+static void two_nodes_of_two(slurm_device devs[4])
+{
+    for (int i = 0; i < 4; i++) {
+        devs[i] = (slurm_device){.kind = LOOM_DEVICE_CPU, .index = i % 2};
+        snprintf(devs[i].node, sizeof devs[i].node, "node%d", 1 + i / 2);
+    }
+}
+
 /* A node kept out (its workers stopped answering) leaves the inventory at
  * once, its job losing its device there; Slurm listing it again does not
  * bring it back until the period ends; then it does. */
 static void node_kept_out(sched_service *ss)
 {
     slurm_device devs[4];
-    for (int i = 0; i < 4; i++) {
-        devs[i] = (slurm_device){.kind = LOOM_DEVICE_CPU, .index = i % 2};
-        snprintf(devs[i].node, sizeof devs[i].node, "node%d", 1 + i / 2);
-    }
+    two_nodes_of_two(devs);
     CHECK(sched_service_sync_devices(ss, devs, 4) == NULL);
     CHECK(devices_now(ss) == 6); /* 2 of this machine's, 2 + 2 of the nodes' */
     sched_job_spec a = {.id = "a", .plan = "/alice", .max_devices = 6, .elastic = true,
@@ -136,6 +143,41 @@ static void node_kept_out(sched_service *ss)
     WAIT_UNTIL(sched_service_sync_devices(ss, devs, 4) == NULL && devices_now(ss) == 6, 20000);
     CHECK_MSG(devices_now(ss) == 6, "node2 came back after its period: %zu devices",
               devices_now(ss));
+}
+
+/* Two nodes both have a CPU slot 0 and 1: a job holding all four is
+ * given four distinct ids, each naming its node, this machine's staying
+ * their ordinals. */
+static void device_ids_across_nodes(sched_service *ss)
+{
+    slurm_device devs[4];
+    two_nodes_of_two(devs);
+    CHECK(sched_service_sync_devices(ss, devs, 4) == NULL);
+    sched_job_spec a = {.id = "a", .plan = "/alice", .max_devices = 6, .elastic = true,
+                        .min_devices = 1, .user = "alice"};
+    CHECK(loom_err_take(sched_service_submit(ss, &a), NULL, 0) == LOOM_OK);
+    sched_action act[4];
+    CHECK(sched_service_decide(ss, act, 4) == 1);
+    int32_t ids[8];
+    int total = 0, local = 0, on[3] = {0};
+    int32_t kind;
+    CHECK(sched_service_job_grant(ss, "a", ids, 8, &kind, &total) == 6 && total == 6);
+    for (int i = 0; i < 6; i++) {
+        for (int k = 0; k < i; k++)
+            CHECK_MSG(ids[i] != ids[k], "device ids %d and %d are both %d", i, k, (int)ids[i]);
+        char node[64] = "?";
+        CHECK(sched_service_device_node(ss, ids[i], node, sizeof node));
+        local += node[0] == 0 && ids[i] < 2;
+        if (!strncmp(node, "node", 4) && (node[4] == '1' || node[4] == '2'))
+            on[node[4] - '0']++;
+    }
+    CHECK_MSG(local == 2 && on[1] == 2 && on[2] == 2, "2 local, 2 on node1, 2 on node2: %d %d %d",
+              local, on[1], on[2]);
+    char node[64];
+    CHECK(!sched_service_device_node(ss, 77 * 4096, node, sizeof node));
+    /* the ids handed back are the ones given: the job holds them all */
+    sched_service_handed_back(ss, "a", ids, 6);
+    CHECK(sched_service_job_grant(ss, "a", ids, 8, &kind, &total) == 6);
 }
 
 /* A reader that falls behind loses the oldest changes, counted. */
@@ -166,6 +208,7 @@ int main(void)
     with_service(owner_journal_between_reads);
     with_service_opt(node_kept_out,
                      &(sched_service_options){.cpu_slots = 2, .node_quarantine_ms = 200});
+    with_service_opt(device_ids_across_nodes, &(sched_service_options){.cpu_slots = 2});
     test_owner_journal_bounded();
     return CHECK_DONE();
 }

@@ -51,6 +51,46 @@ static void test_hello_and_exit(void)
     train_msg_free(&out);
 }
 
+/* A worker on a Slurm node says where its ring listens; a join lists
+ * each rank's slot, address and port; a bad entry is refused by name. */
+static void test_net_members(void)
+{
+    msg h = {.kind = MSG_HELLO, .u.hello = {.slot = 3, .params = 10, .ntrain = 1, .net_port = 40001}};
+    msg out;
+    CHECK(round_trip(&h, &out) == NULL);
+    CHECK(out.u.hello.net_port == 40001);
+    train_msg_free(&out);
+    msg_net_peer peers[2] = {{.slot = 1, .address = "10.231.7.12", .port = 40001},
+                             {.slot = 4, .address = "fd00::2", .port = 65535}};
+    msg p = {.kind = MSG_PLAN, .u.plan = {.round = 1, .has_join = 1, .action = PLAN_STEP}};
+    p.u.plan.join = (msg_join){.generation = 2, .root = 0, .timeout_ms = 1000, .nnet = 2,
+                               .net = peers};
+    CHECK(round_trip(&p, &out) == NULL);
+    const msg_join *j = &out.u.plan.join;
+    CHECK(j->nnet == 2 && j->net[0].slot == 1 && j->net[0].port == 40001 && j->net[1].slot == 4 &&
+          j->net[1].port == 65535);
+    CHECK_STR_EQ(j->net[0].address, "10.231.7.12");
+    CHECK_STR_EQ(j->net[1].address, "fd00::2");
+    train_msg_free(&out);
+    char err[256];
+    /* the join's "net" replaced by each bad one */
+    const char *bad[] = {"[[0,\"10.0.0.1\",0]]",
+                         "[[0,\"0123456789012345678901234567890123456789012345\",1]]", "[]",
+                         "[[0,\"10.0.0.1\"]]"};
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+        cJSON *doc = train_msg_encode(&p);
+        cJSON_ReplaceItemInObject(cJSON_GetObjectItem(doc, "join"), "net", cJSON_Parse(bad[k]));
+        char *text = cJSON_PrintUnformatted(doc);
+        cJSON_Delete(doc);
+        CHECK(decode_text(text, err, sizeof err) == LOOM_E_INVALID);
+        CHECK_MSG(strstr(err, "\"net\"") != NULL, "case %zu names \"net\": %s", k, err);
+        free(text);
+    }
+    CHECK(decode_text("{\"t\":\"hello\",\"slot\":1,\"params\":1,\"train\":1,\"test\":1,"
+                      "\"net_port\":70000}", err, sizeof err) == LOOM_E_INVALID);
+    CHECK_MSG(strstr(err, "net_port") != NULL, "names net_port: %s", err);
+}
+
 static void test_plan(void)
 {
     uint64_t samples[5] = {9, 0, 9007199254740991ull, 3, 4};
@@ -317,6 +357,7 @@ int main(void)
 {
     test_hello_and_exit();
     test_plan();
+    test_net_members();
     test_multi_step_plan();
     test_work_and_reply();
     test_refusals();
