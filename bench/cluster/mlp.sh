@@ -7,10 +7,14 @@
 #   loom     `loom serve --slurm` on node1 (--shared-dir, --worker-link
 #            tcp:ADDR), an edt exec of 2 workers: each a Slurm job on its
 #            node, all-reducing over TCP; samples/s of its last epoch
-#   torchrun PyTorch DDP over gloo, one torchrun per node (--nnodes 2,
-#            rendezvous on node1), the same model, data, batch and
-#            optimizer (bench/train/torch_train.py --torchrun); samples/s of
-#            its last epoch
+#   torchrun PyTorch DDP over gloo, one process per node with torchrun's
+#            variables (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR on node1:
+#            env:// rendezvous), the same model, data, batch and optimizer
+#            (bench/train/torch_train.py --torchrun); samples/s of its last
+#            epoch. The variables are set here as `torchrun --nnodes 2
+#            --nproc_per_node 1` sets them: Debian's torch 1.13 torchrun
+#            stops before starting any process (its elastic agent's
+#            `redirects` is None: AttributeError)
 #
 #   bench/cluster/mlp.sh [BUILD_DIR]     (default: build in this tree)
 #   RUNS=3 EPOCHS=2 bench/cluster/mlp.sh
@@ -22,7 +26,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-build=${1:-$root/build}
+build=$(cd "${1:-$root/build}" && pwd)
 runs=${RUNS:-3}
 epochs=${EPOCHS:-2}
 python=${PYTHON:-/usr/bin/python3}
@@ -39,7 +43,7 @@ if ! why=$("$lab" check); then
     echo "mlp.sh: skipped: $why"
     exit 0
 fi
-"$loom" serve --help | grep -q -- "--slurm PARTITION" ||
+case "$("$loom" serve --help)" in *"--slurm PARTITION"*) ;; *) false ;; esac ||
     { echo "mlp.sh: this loom was built without libslurm (libslurm-dev)" >&2; exit 1; }
 "$python" -c 'import torch.distributed' 2>/dev/null ||
     { echo "mlp.sh: PyTorch is missing: apt-get install -y python3-torch" >&2; exit 1; }
@@ -69,10 +73,13 @@ PY
 chmod -R a+rX "$shared/model"
 node1=$LOOM_LAB_NET.11
 export LOOM_HOME=$LOOM_LAB_DIR/home
+rm -rf "$LOOM_HOME" "$shared/files"/* # a fresh host each invocation
 head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$LOOM_LAB_DIR/admin.pw"
+echo >>"$LOOM_LAB_DIR/admin.pw"
 "$lab" exec node1 env LOOM_HOME="$LOOM_HOME" "$shared/loom/bin/loom" serve \
     --listen "$node1:0" --admin-password-file "$LOOM_LAB_DIR/admin.pw" --slurm debug \
     --allow-basic-over-http --shared-dir "$shared/files" --worker-link "tcp:$node1" \
+    --data-root "$data" \
     >"$LOOM_LAB_DIR/serve.out" 2>&1 &
 host_pid=$!
 for _ in $(seq 600); do [ -s "$LOOM_HOME/host" ] && break; sleep 0.1; done
@@ -83,9 +90,11 @@ results=$(mktemp)
 trap 'rm -f "$results"; cleanup' EXIT
 port=29700
 for run in $(seq "$runs"); do
-    id=$("$loom" exec start --exec-start edt --model-dir "$shared/model" --numWorker 2 |
+    id=$("$loom" exec start --exec-start native --model-dir "$shared/model" --data-dir "$data" \
+         --numWorker 2 |
          sed -n 's/^exec \([^ ]*\) submitted.*/\1/p')
-    "$loom" exec wait "$id" --timeout 1800 >/dev/null
+    "$loom" exec wait "$id" --timeout 1800 >/dev/null ||
+        { echo "mlp.sh: loom's exec failed: $("$loom" exec view "$id" 2>&1 | head -n 8)" >&2; exit 1; }
     rate=$(sed -n "s|^epoch $epochs/$epochs: .* \([0-9]*\) samples/s.*|\1|p" \
            "$shared/files/execs/$id/log/driver/stdout")
     nodes=$(sed -n 's/^worker [0-9]* starts on node //p' "$shared/files/execs/$id/log/driver/stdout" | sort -u | tr '\n' ' ')
@@ -93,9 +102,9 @@ for run in $(seq "$runs"); do
     port=$((port + 1)) # a fresh rendezvous port each turn
     pids=()
     for r in 1 0; do
-        "$lab" exec "node$((r + 1))" env OMP_NUM_THREADS=1 GLOO_SOCKET_IFNAME=eth0 "$python" \
-            -m torch.distributed.run --nnodes 2 --node_rank "$r" --nproc_per_node 1 \
-            --master_addr "$node1" --master_port "$port" \
+        "$lab" exec "node$((r + 1))" env OMP_NUM_THREADS=1 GLOO_SOCKET_IFNAME=eth0 \
+            RANK="$r" WORLD_SIZE=2 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 GROUP_RANK="$r" \
+            MASTER_ADDR="$node1" MASTER_PORT="$port" "$python" \
             "$root/bench/train/torch_train.py" --torchrun --mode ddp --epochs "$epochs" \
             --spec "$shared/model/edt.json" --data "$data" >"$LOOM_LAB_DIR/torch.$r" 2>&1 &
         pids+=($!)
