@@ -23,8 +23,10 @@ lab_install_loom "$LOOM" "$BUILD"
 mkdir -p "$WORK/model"
 cat > "$WORK/model/run.sh" <<'SH'
 #!/bin/sh
-# /var/tmp is open to every account: only loom's Landlock rules keep a job out
-if touch "/var/tmp/loom-escape-$RANK" 2>/dev/null; then box=escaped; else box=confined; fi
+# /var/tmp is open to every account: only loom's Landlock rules keep a job
+# from making a file there (a new name each run)
+f=/var/tmp/loom-escape-$$-$RANK
+if (: >"$f") 2>/dev/null; then rm -f "$f"; box=escaped; else box=confined; fi
 echo "$(hostname) rank=$RANK local=$LOCAL_RANK of $LOCAL_WORLD_SIZE node=$NODE_RANK world=$WORLD_SIZE uid=$(id -u) $box"
 if [ -n "${HOLD:-}" ]; then exec sleep 600; fi
 SH
