@@ -255,12 +255,14 @@ static int spawn_worker(edt_coordinator *c, uint32_t slot, int32_t device)
     pid_t pid = -1;
     if (!envp)
         snprintf(err, sizeof err, "out of memory");
-    else if (loom_err_take(proc_group_create(&group, kind, bounds.max_procs ? &bounds : NULL), err, sizeof err) != LOOM_OK)
-        ;
-    else if (c->m.net) /* srun, which starts it on the device's node */
+    else
+        loom_err_take(proc_group_create(&group, kind, bounds.max_procs ? &bounds : NULL), err,
+                      sizeof err);
+    if (!err[0] && c->m.net) /* srun, which starts it on the device's node */
         loom_err_take(train_spawn_on_node(c, slot, device, argv, envp, &box, &spec, &pid, node,
                                           sizeof node), err, sizeof err);
-    else if (loom_err_take(job_sandbox_confine_spec(&box, &spec, &held), err, sizeof err) == LOOM_OK)
+    else if (!err[0] &&
+             loom_err_take(job_sandbox_confine_spec(&box, &spec, &held), err, sizeof err) == LOOM_OK)
         loom_err_take(spawn_process(&spec, &pid), err, sizeof err);
     if (err[0])
         pid = -1;
@@ -441,16 +443,30 @@ void train_accept_hellos(edt_coordinator *c, int wait_ms)
     }
 }
 
+/* Times the workers of a job on Slurm nodes are started again when none
+ * started: Slurm may refuse a launch for a while (a node coming back after
+ * it was cut off, its old jobs still completing there). */
+#define NODE_LAUNCH_RETRIES 2
+
 loom_error *train_wait_for_first_workers(edt_coordinator *c)
 {
     int64_t deadline = time_mono_ms() + STARTUP_TIMEOUT_MS;
-    for (;;) {
+    for (int relaunched = 0;;) {
         train_accept_hellos(c, 100);
         train_reap(c);
         train_keep_alive(c);
         uint32_t starting = train_count_in(c, SLOT_STARTING), ready = train_count_in(c, SLOT_READY);
         if (starting == 0 && ready > 0)
             return NULL;
+        if (starting == 0 && ready == 0 && c->m.net && relaunched++ < NODE_LAUNCH_RETRIES) {
+            train_driver_say(c, "no worker started on the nodes (%s): starting them again",
+                             c->m.startup_error[0] ? c->m.startup_error : "see log/worker-0/stderr");
+            c->m.startup_error[0] = 0;
+            int32_t granted[MAX_SLOTS];
+            uint32_t ngranted, target = train_current_grant(c, granted, &ngranted);
+            train_start_workers(c, target, granted, ngranted);
+            continue;
+        }
         if (starting == 0 && ready == 0) {
             if (c->m.startup_error[0])
                 return loom_err(LOOM_E_UNAVAILABLE, "no worker started: %s", c->m.startup_error);

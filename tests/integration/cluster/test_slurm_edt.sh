@@ -97,6 +97,9 @@ expect_eq "every sample once per epoch" "$(field "$C" "$every_epoch_once")" "Tru
 expect_contains "node2 is kept out, saying why" "$(cat "$LOOM_HOME/loom.log")" \
     "node node2 is kept out of the inventory"
 ip link set "${LOOM_LAB_NAME}v2" up
+# node2 back in Slurm's eyes, its cancelled jobs cleaned up there
+expect_ok "node2 is back, idle" wait_until 120 node_idle node2
+expect_ok "the cut node's Slurm jobs are gone" wait_until 60 output_is 0 jobs_of "$C"
 
 # ---- the host killed while an exec trains on the nodes: the next host
 # resumes it from its last checkpoint, and no Slurm job is left behind
@@ -108,7 +111,9 @@ wait "$HOST_PID" 2>/dev/null
 HOST_PID=
 start_on_node1 --shared-dir "$SHARED/files" --worker-link "tcp:$NODE1"
 expect_ok "the next host resumes it" wait_until 120 in_log "$D" "resuming from"
-expect_ok "and it finishes" "$LOOM" exec wait "$D" --timeout 600
+if ! "$LOOM" exec wait "$D" --timeout 600 >/dev/null; then
+    fail "it finishes: $(driver_log "$D" | grep -v '^profile' | tail -n 8); host: $(grep -i 'slurm' "$LOOM_HOME/loom.log" | tail -n 8)"
+fi
 expect_eq "FINISHED" "$(state_of "$D")" "FINISHED"
 expect_eq "every sample once per epoch" "$(field "$D" "$every_epoch_once")" "True"
 wait_until 30 output_is 0 jobs_of "$D"
