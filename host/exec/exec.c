@@ -113,15 +113,10 @@ static void start_granted_locked(exec_service *es, running_exec *r, const int32_
 {
     char node[64];
     loom_error *err = NULL;
-    /* Workers on Slurm nodes (exec_nodes.c, train/members_nodes.c) read
-     * and write the exec's folder there: it must be on the shared one. */
-    if (r->job && !es->state_home[0] &&
-        sched_service_job_node(es->sched, r->rec.id, node, sizeof node))
-        err = loom_err(LOOM_E_UNSUPPORTED,
-                       "exec %s was given devices of Slurm node %s: its folder must be on a "
-                       "folder every node mounts (loom serve --shared-dir DIR)",
-                       r->rec.id, node);
-    else
+    /* (a launch-style exec is checked when its workers are placed) */
+    if (r->job && sched_service_job_node(es->sched, r->rec.id, node, sizeof node))
+        err = exec_nodes_need_shared_dir(es, r->rec.id, node);
+    if (!err)
         err = r->job ? trainer_start(es, r, index, n, kind) : launch_start(es, r, index, n);
     r->pending = 0;
     if (err) {
@@ -304,13 +299,13 @@ static void finish_launch(exec_service *es, running_exec *r)
         if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
             continue;
         state = EXEC_STATE_ERROR;
-        if (WIFEXITED(st) && WEXITSTATUS(st) == SLURM_STEP_NO_SHARED_DIR && r->worker_nodes) {
+        if (slurm_step_lost_shared_dir(st) && r->worker_nodes) {
             /* nothing more is placed there for a while */
             snprintf(msg, sizeof msg, "worker %d: node %s cannot reach the exec's folder (the "
                      "shared folder is not mounted there); the node is kept out of the inventory "
                      "for a while", i, r->worker_nodes[i]);
             sched_service_keep_node_out(es->sched, r->worker_nodes[i],
-                                        "it cannot reach the shared folder");
+                                        SLURM_STEP_NO_SHARED_DIR_REASON);
         } else if (WIFEXITED(st))
             snprintf(msg, sizeof msg, "worker %d exited with status %d (its output: loom exec "
                      "logs %s --worker %d --stderr)", i, WEXITSTATUS(st), r->rec.id, i);

@@ -183,6 +183,10 @@ void launch_plan_free(launch_plan *p);
  * r->plan, from r->launch_in; worker_nodes NULL on one machine, else each
  * worker's node (master_addr then the first's). */
 loom_error *launch_plan_make(running_exec *r, const char *const *worker_nodes);
+/* exec_nodes.c: NULL when exec `id`'s folder is on the folder every node
+ * mounts (--shared-dir), else the refusal naming `node` and the flag.
+ * Workers on Slurm nodes read and write the exec's folder there. */
+loom_error *exec_nodes_need_shared_dir(const exec_service *es, const char *id, const char *node);
 /* exec_nodes.c: when r's `ndev` devices are on Slurm nodes (*on_nodes),
  * each worker's node into r->worker_nodes and the plan made again with
  * them; refused without a shared folder (--shared-dir). */

@@ -17,6 +17,16 @@
 #include "util/sandbox.h"
 #include "util/spawn.h"
 
+loom_error *exec_nodes_need_shared_dir(const exec_service *es, const char *id, const char *node)
+{
+    if (es->state_home[0])
+        return NULL;
+    return loom_err(LOOM_E_UNSUPPORTED,
+                    "exec %s was given devices of Slurm node %s: its folder must be on a "
+                    "folder every node mounts (loom serve --shared-dir DIR)",
+                    id, node);
+}
+
 loom_error *exec_nodes_place(exec_service *es, running_exec *r, int ndev, int *on_nodes)
 {
     *on_nodes = 0;
@@ -26,14 +36,9 @@ loom_error *exec_nodes_place(exec_service *es, running_exec *r, int ndev, int *o
     int n = sched_service_job_device_nodes(es->sched, r->rec.id, nodes, ndev);
     for (int i = 0; i < n && i < ndev; i++)
         *on_nodes |= nodes[i][0] != 0;
-    loom_error *e = NULL;
     int per = r->worker_device_num > 0 ? r->worker_device_num : 1;
-    if (*on_nodes && !es->state_home[0])
-        e = loom_err(LOOM_E_UNSUPPORTED,
-                     "exec %s was given devices of Slurm node %s: its folder must be on a "
-                     "folder every node mounts (loom serve --shared-dir DIR)",
-                     r->rec.id, nodes[0]);
-    else if (*on_nodes && n < r->plan.count * per)
+    loom_error *e = *on_nodes ? exec_nodes_need_shared_dir(es, r->rec.id, nodes[0]) : NULL;
+    if (!e && *on_nodes && n < r->plan.count * per)
         e = loom_err(LOOM_E_INTERNAL, "exec %s: %d device(s) for %d worker(s) of %d", r->rec.id,
                      n, r->plan.count, per);
     if (*on_nodes && !e) {

@@ -133,8 +133,9 @@ static void requeue_pending(exec_service *es, store_exec *e)
     dlicmd_free(&d);
 }
 
-/* The Slurm jobs the last host started for the execs it left, stopped or
- * resumed (their srun is gone with it, or lives on elsewhere): cancelled, so that nothing runs
+/* The Slurm jobs the last host started for the execs it left (`left`, the
+ * pending ones aside), stopped or resumed (their srun is gone with it, or
+ * lives on elsewhere): cancelled, so that nothing runs
  * on a node unaccounted for. Only jobs named after one of those execs:
  * another host's jobs on the same cluster are not this one's to end. */
 static void cancel_slurm_leftovers(exec_service *es, const store_exec *left, int n)
@@ -153,7 +154,8 @@ static void cancel_slurm_leftovers(exec_service *es, const store_exec *left, int
         const char *id = jobs[k].name + strlen(SLURM_STEP_NAME_PREFIX);
         const char *end = strrchr(id, ':');
         for (int i = 0; end && i < n; i++) {
-            if (strlen(left[i].id) != (size_t)(end - id) ||
+            if (left[i].state == EXEC_STATE_PENDING || /* never started: no workers */
+                strlen(left[i].id) != (size_t)(end - id) ||
                 strncmp(left[i].id, id, (size_t)(end - id)) != 0)
                 continue;
             loom_error *c = slurm_step_cancel(NULL, jobs[k].job_id);
@@ -188,13 +190,7 @@ void exec_reconcile(exec_service *es)
     /* Their workers from before (on Slurm nodes, jobs of their own) are
      * not this host's: first gone, then a resumed trainer starts new ones
      * under the same names. */
-    store_exec *left = calloc((size_t)(l.count ? l.count : 1), sizeof *left);
-    int nleft = 0;
-    for (int i = 0; left && i < l.count; i++)
-        if (l.items[i].state != EXEC_STATE_PENDING)
-            left[nleft++] = l.items[i];
-    cancel_slurm_leftovers(es, left, nleft);
-    free(left);
+    cancel_slurm_leftovers(es, l.items, l.count);
     for (int i = 0; i < l.count; i++) {
         store_exec *e = &l.items[i];
         if (e->state == EXEC_STATE_PENDING || resume_trainer(es, e))

@@ -659,9 +659,10 @@ void sched_service_handed_back(sched_service *ss, const char *id, const int32_t 
         sched_device_info d;
         if (!from || strcmp(from, id) || !sched_device(ss->core, (int32_t)slot, &d))
             continue;
+        int32_t device = device_id_locked(ss, &d);
         int held = 0;
         for (int k = 0; k < nheld && !held; k++)
-            held = held_index[k] == device_id_locked(ss, &d);
+            held = held_index[k] == device;
         if (!held)
             handed_back_locked(ss, (int32_t)slot);
     }

@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/wait.h>
 
 #include "sched/slurm_nodes.h"
 #include "util/error.h"
@@ -60,6 +61,13 @@ void slurm_step_argv_free(char **argv);
 /* The exit status of a worker whose node cannot reach its folder (the
  * shared directory is not mounted there): slurm_step_spawn's guard. */
 #define SLURM_STEP_NO_SHARED_DIR 97
+/* Why such a node is kept out of the inventory (sched_service_keep_node_out). */
+#define SLURM_STEP_NO_SHARED_DIR_REASON "it cannot reach the shared folder"
+/* Whether wait status `status` is that of such a worker. */
+static inline int slurm_step_lost_shared_dir(int status)
+{
+    return WIFEXITED(status) && WEXITSTATUS(status) == SLURM_STEP_NO_SHARED_DIR;
+}
 
 /* Starts s->argv (argv[0] absolute) in s->chdir on s->node through srun,
  * as the host's child with `spec`'s fds, group and limits (spec's argv,

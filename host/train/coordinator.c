@@ -143,8 +143,7 @@ static loom_error *prepare(edt_coordinator *c)
     c->m.net = j->device_node != NULL;
     /* Workers on other nodes must reach the coordinator at an address of
      * this machine's they can route to, which only the site knows. */
-    if (!e && c->m.net && (!link.tcp || !link.addr[0] || !strcmp(link.addr, "0.0.0.0") ||
-                           !strcmp(link.addr, "::")))
+    if (!e && c->m.net && (!link.tcp || train_link_on_any_address(&link)))
         e = loom_err(LOOM_E_UNSUPPORTED,
                      "exec %s runs on Slurm nodes, whose workers reach this host over TCP: start "
                      "loom serve with --worker-link tcp:ADDR, ADDR this host's address on the "

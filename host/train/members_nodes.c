@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 
 #include "sched/slurm_step.h"
 #include "train/coordinator_internal.h"
@@ -96,6 +95,6 @@ void train_net_generation(edt_coordinator *c, const uint32_t *slots, uint32_t n)
 void train_node_worker_exited(edt_coordinator *c, uint32_t slot, int status)
 {
     edt_job *j = &c->job;
-    if (j->node_lost && WIFEXITED(status) && WEXITSTATUS(status) == SLURM_STEP_NO_SHARED_DIR)
-        j->node_lost(j->ctx, c->m.slots[slot].node, "it cannot reach the shared folder");
+    if (j->node_lost && slurm_step_lost_shared_dir(status))
+        j->node_lost(j->ctx, c->m.slots[slot].node, SLURM_STEP_NO_SHARED_DIR_REASON);
 }

@@ -206,6 +206,9 @@ typedef struct train_link {
 } train_link;
 /* NULL or "" is unix. LOOM_E_INVALID naming what was expected. */
 loom_error *train_link_parse(const char *text, train_link *out);
+/* Whether a TCP link listens on every address ("tcp", "tcp:0.0.0.0",
+ * "tcp::"): its workers are then told loopback, this machine's. */
+int train_link_on_any_address(const train_link *link);
 
 /* Listens on abstract socket `name`; the fd in *fd. */
 loom_error *train_msg_listen(const char *name, int *fd);

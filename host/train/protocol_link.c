@@ -48,6 +48,11 @@ static int is_wildcard(const char *addr)
     return !*addr || !strcmp(addr, "0.0.0.0") || !strcmp(addr, "::");
 }
 
+int train_link_on_any_address(const train_link *link)
+{
+    return link->tcp && is_wildcard(link->addr);
+}
+
 loom_error *train_msg_listen_tcp(const train_link *link, int *out, char *control, size_t len)
 {
     const char *addr = *link->addr ? link->addr : "0.0.0.0";
