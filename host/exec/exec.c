@@ -20,6 +20,7 @@
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/log.h"
+#include "util/rendezvous_port.h"
 #include "util/tarball.h"
 #include "util/user_tree.h"
 
@@ -289,43 +290,78 @@ loom_error *exec_enqueue_locked(exec_service *es, running_exec *r, const dlicmd 
 
 /* ---- supervision -------------------------------------------------------- */
 
+/* Why worker i, which ended with status `st` other than 0, failed: into
+ * msg. A node that could not reach the exec's folder is kept out. */
+static void describe_worker_failure(exec_service *es, running_exec *r, int i, int st, char *msg,
+                                    size_t len)
+{
+    if (slurm_step_lost_shared_dir(st) && r->worker_nodes) {
+        /* nothing more is placed there for a while */
+        snprintf(msg, len, "worker %d: node %s cannot reach the exec's folder (the shared "
+                 "folder is not mounted there); the node is kept out of the inventory for a "
+                 "while", i, r->worker_nodes[i]);
+        sched_service_keep_node_out(es->sched, r->worker_nodes[i],
+                                    SLURM_STEP_NO_SHARED_DIR_REASON);
+    } else if (WIFEXITED(st)) {
+        snprintf(msg, len, "worker %d exited with status %d (its output: loom exec logs %s "
+                 "--worker %d --stderr)", i, WEXITSTATUS(st), r->rec.id, i);
+    } else if (WIFSIGNALED(st)) {
+        char source[300];
+        exec_limit_source(&r->limits, SCHED_LIMIT_DISK, source, sizeof source);
+        snprintf(msg, len, "worker %d was killed by signal %d%s%s%s", i, WTERMSIG(st),
+                 WTERMSIG(st) == SIGXFSZ ? ": a file reached the size limit (" : "",
+                 WTERMSIG(st) == SIGXFSZ ? source : "", WTERMSIG(st) == SIGXFSZ ? ")" : "");
+    }
+}
+
+static int worker_failed(const worker *w)
+{
+    return w->done && !(WIFEXITED(w->status) && WEXITSTATUS(w->status) == 0);
+}
+
 /* A launch-style exec whose workers all ended. */
 static void finish_launch(exec_service *es, running_exec *r)
 {
     char msg[512] = "";
     exec_state state = EXEC_STATE_FINISHED;
-    for (int i = 0; i < r->nworkers; i++) {
-        int st = r->workers[i].status;
-        if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
-            continue;
-        state = EXEC_STATE_ERROR;
-        if (slurm_step_lost_shared_dir(st) && r->worker_nodes) {
-            /* nothing more is placed there for a while */
-            snprintf(msg, sizeof msg, "worker %d: node %s cannot reach the exec's folder (the "
-                     "shared folder is not mounted there); the node is kept out of the inventory "
-                     "for a while", i, r->worker_nodes[i]);
-            sched_service_keep_node_out(es->sched, r->worker_nodes[i],
-                                        SLURM_STEP_NO_SHARED_DIR_REASON);
-        } else if (WIFEXITED(st))
-            snprintf(msg, sizeof msg, "worker %d exited with status %d (its output: loom exec "
-                     "logs %s --worker %d --stderr)", i, WEXITSTATUS(st), r->rec.id, i);
-        else if (WIFSIGNALED(st)) {
-            char source[300];
-            exec_limit_source(&r->limits, SCHED_LIMIT_DISK, source, sizeof source);
-            snprintf(msg, sizeof msg, "worker %d was killed by signal %d%s%s%s", i, WTERMSIG(st),
-                     WTERMSIG(st) == SIGXFSZ ? ": a file reached the size limit (" : "",
-                     WTERMSIG(st) == SIGXFSZ ? source : "", WTERMSIG(st) == SIGXFSZ ? ")" : "");
-        }
-        break;
-    }
     if (r->stop_requested) {
         state = r->stop_error ? EXEC_STATE_ERROR : EXEC_STATE_KILLED;
         snprintf(msg, sizeof msg, "%s", r->stop_reason[0] ? r->stop_reason : "stopped by request");
+    } else {
+        for (int i = 0; i < r->nworkers; i++)
+            if (worker_failed(&r->workers[i])) {
+                state = EXEC_STATE_ERROR;
+                describe_worker_failure(es, r, i, r->workers[i].status, msg, sizeof msg);
+                break;
+            }
     }
     if (r->stop_requested || msg[0]) /* it failed or was stopped: did a limit do it? */
         exec_limit_note(r, msg, sizeof msg);
     r->rec.pgid = 0;
     exec_set_state(es, &r->rec, state, msg);
+}
+
+/* One worker failed while others still run: as torchrun and WMLA do, the
+ * others are stopped (a DDP rank would otherwise wait for the failed one
+ * until its own timeout, half an hour) and the exec ends in ERROR naming
+ * the worker that failed. */
+static void stop_after_worker_failed(exec_service *es, running_exec *r, int64_t now)
+{
+    for (int i = 0; i < r->nworkers; i++) {
+        if (!worker_failed(&r->workers[i]))
+            continue;
+        char why[300] = "";
+        describe_worker_failure(es, r, i, r->workers[i].status, why, sizeof why);
+        snprintf(r->stop_reason, sizeof r->stop_reason, "%s; the other workers were stopped",
+                 why);
+        log_info("exec %s: %s", r->rec.id, r->stop_reason);
+        r->stop_requested = 1;
+        r->stop_error = 1;
+        r->kill_at_ms = now + STOP_GRACE_MS;
+        if (r->rec.pgid > 0)
+            kill(-r->rec.pgid, SIGTERM);
+        return;
+    }
 }
 
 /* Returns 1 when the exec has ended and was removed. */
@@ -352,6 +388,8 @@ static int supervise_exec(exec_service *es, running_exec *r, int64_t now)
             else
                 alive++;
         }
+        if (alive && !r->stop_requested)
+            stop_after_worker_failed(es, r, now);
         if (alive && r->stop_requested && now >= r->kill_at_ms) {
             kill(-r->rec.pgid, SIGKILL);
             proc_group_kill(&r->group, 0);
@@ -591,7 +629,7 @@ loom_error *exec_prepare(exec_service *es, const exec_submission *sub, dlicmd *d
     in->model_main = d->model_main ? strdup(d->model_main) : NULL;
     in->num_workers = (uint32_t)d->num_worker;
     in->worker_device_num = (uint32_t)d->worker_device_num;
-    in->master_port = (uint32_t)reserve_port();
+    in->master_port = (uint32_t)rendezvous_port_pick();
     in->device_type = device_kind_text(d->device_type); /* the SDK's words */
     if (!in->args || (d->model_main && !in->model_main))
         return loom_err(LOOM_E_INTERNAL, "out of memory");

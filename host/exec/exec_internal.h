@@ -205,7 +205,6 @@ loom_error *launch_start(exec_service *es, running_exec *r, const int32_t *devic
                          int ndev);
 char **strings_copy(const char *const *src, uint32_t n);
 void strings_free(char **v);
-int reserve_port(void);
 
 /* exec_trainer.c */
 /* Reads the training spec and settings; LOOM_E_INVALID names what is wrong. */

@@ -1,15 +1,12 @@
 /* exec/exec_launch.c - launch-style execs: the framework adapter's plan
  * (argv, env, cwd per worker) and starting those processes in one process
  * group, each with the job's environment and its own log files. */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -39,21 +36,6 @@ void strings_free(char **v)
     for (char **p = v; *p; p++)
         free(*p);
     free(v);
-}
-
-int reserve_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0)
-        return 0;
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof a;
-    int port = 0;
-    if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-        port = ntohs(a.sin_port);
-    close(fd);
-    return port;
 }
 
 static loom_error *plan_add_worker(const loom_launch_sink *sink, const char *const *argv,
