@@ -2,6 +2,7 @@
  * its own runs a job end to end through the same REST API and plugins a
  * user would, so a new user sees the system work with no set-up. */
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 
 static const char demo_usage[] =
     "usage: loom demo [--home DIR] [--keep] [--epochs N]\n"
+    "       loom demo --cluster [--epochs N] [--keep]\n"
     "\n"
     "Starts a host on a free loopback port with its own state directory and\n"
     "lists its built-in plugins. The state goes to --home DIR, else to\n"
@@ -35,7 +37,15 @@ static const char demo_usage[] =
     "  4. a tuning task (WMLA's hypersearch): the learning rate and hidden width\n"
     "     of a one-hidden-layer MLP on Fashion-MNIST, 4 one-epoch experiments, 2 at\n"
     "     a time, each an elastic job; it prints the best combination.\n"
-    "--keep leaves the temporary state directory.\n";
+    "--keep leaves the temporary state directory.\n"
+    "\n"
+    "--cluster (root; Debian's slurmd slurmctld slurm-client munge iproute2):\n"
+    "makes a Slurm cluster of 2 nodes on this machine (share/loom/cluster/lab.sh:\n"
+    "each node a network namespace with 2 CPU slots), runs a host on node1 with\n"
+    "--slurm, and shows the scheduler sharing the nodes: alice's elastic MLP\n"
+    "holds all 4 slots, bob's 2-worker job arrives and each gets one whole node\n"
+    "(alice's shrinks in place), bob's ends and alice's grows back to 4. The\n"
+    "lab is taken down at the end (--keep keeps its folder).\n";
 
 #define FMNIST_DIR "/usr/share/datasets/fashion-mnist"
 
@@ -311,12 +321,51 @@ static int demo_logon(loomd *d, char *label, size_t labellen)
     return 0;
 }
 
+/* `loom demo --cluster`: the lab's demo script, run with this binary. The
+ * lab is shell around Slurm's own commands; the demo drives the host with
+ * the CLI a user would type. */
+static int demo_cluster(int argc, char **argv)
+{
+    char exe[PATH_MAX], script[PATH_MAX + 64];
+    if (!fs_self_exe(exe, sizeof exe))
+        return cli_fail("demo --cluster: cannot find the loom binary (/proc/self/exe)");
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", exe);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = 0;
+    snprintf(script, sizeof script, "%s/../share/loom/cluster/demo.sh", dir);
+    if (!fs_is_file(script))
+        snprintf(script, sizeof script, "%s/demo.sh", LOOM_SOURCE_CLUSTER_DIR);
+    if (!fs_is_file(script))
+        return cli_fail("demo --cluster: share/loom/cluster/demo.sh is not installed beside %s",
+                        exe);
+    char **args = calloc((size_t)argc + 4, sizeof *args);
+    if (!args)
+        return cli_fail("demo --cluster: out of memory");
+    int n = 0;
+    args[n++] = "bash";
+    args[n++] = script;
+    args[n++] = exe;
+    for (int i = 0; i < argc; i++)
+        if (strcmp(argv[i], "--cluster") != 0)
+            args[n++] = argv[i];
+    fflush(stdout);
+    execv("/bin/bash", args);
+    int err = errno;
+    free(args);
+    return cli_fail("demo --cluster: cannot run /bin/bash %s: %s", script, strerror(err));
+}
+
 int cmd_demo(int argc, char **argv, const cli_globals *g)
 {
     if (cli_wants_help(argc, argv)) {
         fputs(demo_usage, stdout);
         return 0;
     }
+    for (int i = 0; i < argc; i++)
+        if (strcmp(argv[i], "--cluster") == 0)
+            return demo_cluster(argc, argv);
     int keep = 0, epochs = 3, temporary;
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--keep") == 0)
