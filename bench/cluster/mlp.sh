@@ -31,7 +31,6 @@ runs=${RUNS:-3}
 epochs=${EPOCHS:-2}
 python=${PYTHON:-/usr/bin/python3}
 data=${DATA:-/usr/share/datasets/fashion-mnist}
-lab=$root/tests/cluster/lab.sh
 export LOOM_LAB_NAME=${LOOM_LAB_NAME:-loommlp}
 export LOOM_LAB_DIR=${LOOM_LAB_DIR:-${TMPDIR:-/tmp}/loom-mlp-lab}
 export LOOM_LAB_NET=${LOOM_LAB_NET:-10.231.11}
@@ -39,30 +38,10 @@ export LOOM_LAB_CPUS=1 # a CPU slot per node: a 2-worker job spans both
 
 loom=$build/bin/loom
 [ -x "$loom" ] || { echo "mlp.sh: $loom not found; build loom first" >&2; exit 1; }
-if ! why=$("$lab" check); then
-    echo "mlp.sh: skipped: $why"
-    exit 0
-fi
-case "$("$loom" serve --help)" in *"--slurm PARTITION"*) ;; *) false ;; esac ||
-    { echo "mlp.sh: this loom was built without libslurm (libslurm-dev)" >&2; exit 1; }
 "$python" -c 'import torch.distributed' 2>/dev/null ||
     { echo "mlp.sh: PyTorch is missing: apt-get install -y python3-torch" >&2; exit 1; }
-[ -f "$data/train-images-idx3-ubyte.gz" ] ||
-    { echo "mlp.sh: Fashion-MNIST is missing: apt-get install -y dataset-fashion-mnist" >&2; exit 1; }
-
-"$lab" up 2 >&2
-host_pid=
-cleanup() {
-    [ -n "$host_pid" ] && kill "$host_pid" 2>/dev/null && wait "$host_pid" 2>/dev/null
-    "$lab" down >&2
-}
-trap cleanup EXIT
-eval "$("$lab" env)"
-shared=$LOOM_LAB_SHARED
-chmod 0711 "$LOOM_LAB_DIR" "$shared"
-mkdir -p "$shared/loom/bin" "$shared/loom/lib/loom" "$shared/files" "$shared/model"
-cp "$loom" "$shared/loom/bin/loom"
-cp -r "$build/lib/loom/plugins" "$shared/loom/lib/loom/plugins"
+bench=mlp.sh
+. "$here/lab_host.sh"
 python3 - "$root/bench/train/models/mlp/edt.json" "$shared/model/edt.json" "$epochs" <<'PY'
 import json, sys
 spec = json.load(open(sys.argv[1]))
@@ -71,23 +50,9 @@ spec["training"]["checkpoint_freq"] = 0
 json.dump(spec, open(sys.argv[2], "w"))
 PY
 chmod -R a+rX "$shared/model"
-node1=$LOOM_LAB_NET.11
-export LOOM_HOME=$LOOM_LAB_DIR/home
-rm -rf "$LOOM_HOME" "$shared/files"/* # a fresh host each invocation
-head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$LOOM_LAB_DIR/admin.pw"
-echo >>"$LOOM_LAB_DIR/admin.pw"
-"$lab" exec node1 env LOOM_HOME="$LOOM_HOME" "$shared/loom/bin/loom" serve \
-    --listen "$node1:0" --admin-password-file "$LOOM_LAB_DIR/admin.pw" --slurm debug \
-    --allow-basic-over-http --shared-dir "$shared/files" --worker-link "tcp:$node1" \
-    --data-root "$data" \
-    >"$LOOM_LAB_DIR/serve.out" 2>&1 &
-host_pid=$!
-for _ in $(seq 600); do [ -s "$LOOM_HOME/host" ] && break; sleep 0.1; done
-[ -s "$LOOM_HOME/host" ] || { echo "mlp.sh: the host did not start: $(cat "$LOOM_LAB_DIR/serve.out")" >&2; exit 1; }
-"$loom" login -u admin --password-stdin <"$LOOM_LAB_DIR/admin.pw" >/dev/null
 
 results=$(mktemp)
-trap 'rm -f "$results"; cleanup' EXIT
+trap 'rm -f "$results"; lab_host_down' EXIT
 port=29700
 for run in $(seq "$runs"); do
     id=$("$loom" exec start --exec-start native --model-dir "$shared/model" --data-dir "$data" \
@@ -95,9 +60,8 @@ for run in $(seq "$runs"); do
          sed -n 's/^exec \([^ ]*\) submitted.*/\1/p')
     "$loom" exec wait "$id" --timeout 1800 >/dev/null ||
         { echo "mlp.sh: loom's exec failed: $("$loom" exec view "$id" 2>&1 | head -n 8)" >&2; exit 1; }
-    rate=$(sed -n "s|^epoch $epochs/$epochs: .* \([0-9]*\) samples/s.*|\1|p" \
-           "$shared/files/execs/$id/log/driver/stdout")
-    nodes=$(sed -n 's/^worker [0-9]* starts on node //p' "$shared/files/execs/$id/log/driver/stdout" | sort -u | tr '\n' ' ')
+    rate=$(driver_log "$id" | sed -n "s|^epoch $epochs/$epochs: .* \([0-9]*\) samples/s.*|\1|p")
+    nodes=$(driver_log "$id" | sed -n 's/^worker [0-9]* starts on node //p' | sort -u | tr '\n' ' ')
     echo "RESULT loom $rate $nodes" >>"$results"
     port=$((port + 1)) # a fresh rendezvous port each turn
     pids=()

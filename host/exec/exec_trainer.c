@@ -101,6 +101,14 @@ static void trainer_node_lost(void *ctx, const char *node, const char *why)
     sched_service_keep_node_out(es->sched, node, why);
 }
 
+/* edt_job.device_released: the supervisor hands the device over at once
+ * (a shrink's device reaches the job waiting for it without waiting out the
+ * supervision interval). */
+static void trainer_device_released(void *ctx)
+{
+    exec_wake((exec_service *)ctx);
+}
+
 loom_error *trainer_prepare(exec_service *es, const store_exec *rec, const registry_entry *fw,
                             const dlicmd *d, const char *data_dir, edt_job *job)
 {
@@ -164,6 +172,7 @@ loom_error *trainer_prepare(exec_service *es, const store_exec *rec, const regis
     job->checkpoints_keep = es->limits.checkpoints_keep;
     pthread_mutex_unlock(&es->lock);
     job->on_state = trainer_state_changed;
+    job->device_released = trainer_device_released;
     job->ctx = es;
     /* On Slurm every device is a node's: workers start there. */
     if (sched_service_on_slurm(es->sched)) {

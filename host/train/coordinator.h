@@ -67,6 +67,10 @@ typedef struct edt_job {
     /* A node whose worker stopped answering or cannot reach the exec's
      * folder: nothing should be placed there for a while. */
     void (*node_lost)(void *ctx, const char *node, const char *why);
+    /* A worker process has ended and its device is no longer held
+     * (edt_devices_held): lets the host hand it over now rather than at its
+     * next look. From the coordinator's thread; may be NULL. */
+    void (*device_released)(void *ctx);
     registry *reg;                 /* the host's: driver loggers */
     /* State changes (RUNNING, FINISHED, ERROR, KILLED), from the thread. */
     void (*on_state)(void *ctx, const char *exec_id, exec_state state, const char *message);

@@ -340,6 +340,8 @@ int train_reap(edt_coordinator *c)
         }
         s->pid = 0;
         close_slot(c, i);
+        if (c->job.device_released)
+            c->job.device_released(c->job.ctx);
     }
     return lost;
 }

@@ -41,7 +41,7 @@ int train_worker_attach_collectives(worker *w, loom_trainer_config *cfg)
         uint8_t ring_key[COMM_NET_SECRET_BYTES];
         crypto_generichash(ring_key, sizeof ring_key, (const uint8_t *)"loom ring", 9, w->secret,
                            sizeof w->secret);
-        e = comm_net_member_open("0.0.0.0", ring_key, &w->comm);
+        e = comm_net_member_open("0.0.0.0", ring_key, LOOM_HEARTBEAT_TIMEOUT_MS, &w->comm);
         sodium_memzero(ring_key, sizeof ring_key);
     } else {
         e = comm_shm_attach(w->shm, w->slot, &w->comm);

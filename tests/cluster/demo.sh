@@ -51,7 +51,7 @@ esac
 [ -d "$plugins" ] || die "no plugins at $plugins (the folder beside the loom binary's)"
 
 export LOOM_LAB_NAME=${LOOM_LAB_NAME:-loomdemo}
-export LOOM_LAB_NET=${LOOM_LAB_NET:-10.231.9}
+export LOOM_LAB_NET=${LOOM_LAB_NET:-10.231.8}
 export LOOM_LAB_CPUS=2
 made_dir=0
 if [ -z "${LOOM_LAB_DIR:-}" ]; then
@@ -172,6 +172,8 @@ B=$(submit bob exec start --exec-start edt --model-dir "$shared/mlp" --data-dir 
 [ -n "$B" ] || die "bob's exec was not submitted"
 poll 180 "bob's exec on 2 workers" in_log "$B" "generation 1: 2 worker(s)"
 say "bob's exec $B trains on 2 workers, on: $(started_on "$B"); alice's now: $(generations "$A" | awk '{print $NF}') workers"
+handed=$(grep -o "handed back by $A after [0-9]* ms" "$LOOM_HOME/loom.log" | sed 's/.* after //' | tr '\n' ' ')
+say "alice's shrink: her devices on bob's node handed back ${handed:-?}after the decision (her workers there gone)"
 show loom slots
 squeue_on_node
 as bob exec wait "$B" --timeout 900 >/dev/null || die "bob's exec did not finish: $(as bob exec view "$B" | head -n 6)"

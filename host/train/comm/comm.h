@@ -183,8 +183,13 @@ loom_error *comm_shm_join(comm *c, uint32_t generation, uint64_t deadline_ns);
  * passes along the ring from the root in a stream; a barrier is an
  * all-reduce of one float. In a generation of 1, each is a no-op success
  * with no sockets. Errors as net_allreduce.h's; after one the ring is
- * unusable (UNAVAILABLE) until the next join. */
-loom_error *comm_net_member_open(const char *bind_address, const uint8_t *secret, comm **out);
+ * unusable (UNAVAILABLE) until the next join. `link_timeout_ms` (0:
+ * COMM_NET_DEFAULT_LINK_TIMEOUT_MS) is how long a ring link may leave data
+ * unacknowledged before it is taken as cut: a trainer passes its heartbeat
+ * timeout, the silence after which the coordinator drops a worker anyway,
+ * so that the survivors' round fails then too, not seconds later. */
+loom_error *comm_net_member_open(const char *bind_address, const uint8_t *secret,
+                                 uint32_t link_timeout_ms, comm **out);
 /* The port the member listens on. */
 uint16_t comm_net_member_port(const comm *c);
 /* Adopts `generation`: drops the previous generation's ring and links a

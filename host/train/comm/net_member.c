@@ -104,7 +104,8 @@ static const comm_ops net_member_ops = {
     .close = net_close,
 };
 
-loom_error *comm_net_member_open(const char *bind_address, const uint8_t *secret, comm **out)
+loom_error *comm_net_member_open(const char *bind_address, const uint8_t *secret,
+                                 uint32_t link_timeout_ms, comm **out)
 {
     *out = NULL;
     if (secret == NULL)
@@ -113,7 +114,7 @@ loom_error *comm_net_member_open(const char *bind_address, const uint8_t *secret
     net_member *m = calloc(1, sizeof(*m));
     if (m == NULL)
         return loom_err(LOOM_ERR_INTERNAL, "net member: out of memory");
-    loom_error *err = comm_net_listener_open(bind_address, 0, &m->listener);
+    loom_error *err = comm_net_listener_open(bind_address, link_timeout_ms, &m->listener);
     if (err) {
         free(m);
         return err;

@@ -241,7 +241,7 @@ static void test_wrong_secret(void)
 {
     uint8_t other[COMM_NET_SECRET_BYTES];
     memset(other, 0x5a, sizeof(other));
-    CHECK_OK(comm_net_member_open("127.0.0.1", other, &runs[MEMBERS].c));
+    CHECK_OK(comm_net_member_open("127.0.0.1", other, 0, &runs[MEMBERS].c));
     member_run *members[3] = {&runs[0], &runs[MEMBERS], &runs[1]};
     run_generation(members, 3, 3, average, 0);
     for (uint32_t m = 0; m < 3; m++)
@@ -343,7 +343,7 @@ static void test_broadcast_deadline(void)
 static void test_alone(const uint8_t *secret)
 {
     comm *c = NULL;
-    CHECK_OK(comm_net_member_open("127.0.0.1", secret, &c));
+    CHECK_OK(comm_net_member_open("127.0.0.1", secret, 0, &c));
     comm_net_peer self = {"127.0.0.1", comm_net_member_port(c)};
     CHECK_OK(comm_net_member_join(c, 1, &self, 1, 0, comm_deadline_after_ms(CALL_MS)));
     float v[2] = {3.0f, -1.5f};
@@ -360,7 +360,7 @@ static void test_alone(const uint8_t *secret)
 static void test_arguments(const uint8_t *secret)
 {
     comm *c = NULL;
-    CHECK_OK(comm_net_member_open("127.0.0.1", secret, &c));
+    CHECK_OK(comm_net_member_open("127.0.0.1", secret, 0, &c));
     uint16_t port = comm_net_member_port(c);
     CHECK(port != 0);
     comm_net_peer self = {"127.0.0.1", (uint16_t)(port + 1)};
@@ -378,7 +378,7 @@ static void test_arguments(const uint8_t *secret)
     CHECK(loom_err_code(err) == LOOM_ERR_INVALID_ARGUMENT);
     loom_err_free(err);
     comm_close(c);
-    err = comm_net_member_open("localhost", secret, &c);
+    err = comm_net_member_open("localhost", secret, 0, &c);
     CHECK(loom_err_code(err) == LOOM_ERR_INVALID_ARGUMENT && c == NULL);
     loom_err_free(err);
 }
@@ -388,7 +388,7 @@ int main(void)
     uint8_t secret[COMM_NET_SECRET_BYTES];
     memset(secret, 0xa5, sizeof(secret));
     for (uint32_t m = 0; m < MEMBERS; m++) {
-        CHECK_OK(comm_net_member_open("127.0.0.1", secret, &runs[m].c));
+        CHECK_OK(comm_net_member_open("127.0.0.1", secret, 0, &runs[m].c));
         runs[m].floats = malloc(FLOATS * sizeof(float));
         runs[m].bytes = malloc(BROADCAST_BYTES);
     }
