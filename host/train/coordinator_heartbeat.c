@@ -173,7 +173,7 @@ int train_keep_alive(edt_coordinator *c)
             snprintf(why, sizeof why, "no heartbeat for %d s (lost: stopped, hung or cut off)",
                      LOOM_HEARTBEAT_TIMEOUT_MS / 1000);
             lost += s->state == SLOT_MEMBER;
-            train_drop_slot(c, i, why);
+            train_drop_silent_slot(c, i, why);
         }
     }
     return lost;

@@ -245,6 +245,9 @@ int train_device_in(int32_t device, const int32_t *list, uint32_t n);
 uint32_t train_count_in(edt_coordinator *c, slot_state st);
 /* Forgets a worker that failed or hung, killing it if it still runs. */
 void train_drop_slot(edt_coordinator *c, uint32_t i, const char *why);
+/* The same for a worker that stopped answering (no heartbeat): on a Slurm
+ * node, the node may be lost, and is reported so (train_node_worker_lost). */
+void train_drop_silent_slot(edt_coordinator *c, uint32_t i, const char *why);
 /* A round went well: the deaths counted so far were not in a row. */
 void train_note_progress(edt_coordinator *c);
 /* Tells a worker to exit; it is LEAVING from now on. */
@@ -260,8 +263,9 @@ struct job_sandbox_job;
 loom_error *train_spawn_on_node(edt_coordinator *c, uint32_t slot, int32_t device, char **argv,
                                 char **envp, const struct job_sandbox_job *box,
                                 struct spawn_spec *spec, pid_t *pid, char *node, size_t len);
-/* A node worker was given up on (no heartbeat, a broken link): its node
- * is reported lost (edt_job.node_lost) and its Slurm job cancelled. */
+/* A node worker that went silent (no heartbeat: a node down or cut off):
+ * its node is reported lost (edt_job.node_lost) and its Slurm job
+ * cancelled. */
 void train_node_worker_lost(edt_coordinator *c, uint32_t slot, const char *why);
 /* A node worker ended with `status`: a node that cannot reach the exec's
  * folder is reported lost. */

@@ -112,7 +112,7 @@ void train_note_progress(edt_coordinator *c)
     memset(c->m.death_streak, 0, sizeof c->m.death_streak);
 }
 
-void train_drop_slot(edt_coordinator *c, uint32_t i, const char *why)
+static void drop_slot(edt_coordinator *c, uint32_t i, const char *why, int silent)
 {
     edt_slot *s = &c->m.slots[i];
     char how[96] = "";
@@ -137,9 +137,23 @@ void train_drop_slot(edt_coordinator *c, uint32_t i, const char *why)
     char cause[256];
     note_death(c, i, how[0] ? how : "dropped", cause, sizeof cause);
     train_driver_say(c, "worker %u %s: %s", i, cause, why);
-    if (s->node[0])
+    /* Only a node worker that went silent says its node is in trouble: a
+     * closed connection or a bad message came from the node (a crash, an
+     * administrator's scancel), so the node's other workers stay; its srun,
+     * ended or killed above, ends its Slurm job. */
+    if (s->node[0] && silent)
         train_node_worker_lost(c, i, why);
     close_slot(c, i);
+}
+
+void train_drop_slot(edt_coordinator *c, uint32_t i, const char *why)
+{
+    drop_slot(c, i, why, 0);
+}
+
+void train_drop_silent_slot(edt_coordinator *c, uint32_t i, const char *why)
+{
+    drop_slot(c, i, why, 1);
 }
 
 void train_send_exit(edt_coordinator *c, uint32_t i, const char *reason, int code)

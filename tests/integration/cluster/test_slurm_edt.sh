@@ -4,6 +4,8 @@
 # account, and the members all-reduce over TCP (a ring per generation).
 #  - Without --worker-link tcp:ADDR the exec is refused, saying why.
 #  - (The seeds' scenario across machines: test_demo_cluster.sh.)
+#  - An administrator's scancel of one worker's Slurm job: that worker is
+#    lost and started again, its node stays in the inventory.
 #  - A node cut off mid-epoch (its link down): its workers are dropped for
 #    their silence within seconds, the exec goes on and finishes on the
 #    other node with every sample once per epoch, and the node is kept out.
@@ -39,9 +41,21 @@ stop_host
 # integration_cluster_demo)
 start_on_node1 --shared-dir "$SHARED/files" --worker-link "tcp:$NODE1"
 
-# ---- a node cut off mid-epoch
+# ---- an administrator's scancel of one worker's Slurm job costs that
+# worker only: the job goes on (the worker started again, as any lost
+# worker), and its node, which answered, stays in the inventory
 C=$(submit --model-dir "$SHARED/c" --numWorker 4)
 expect_ok "4 workers over both nodes" wait_until 120 in_log "$C" "generation 1: 4 worker(s)"
+victim=$(driver_log "$C" | sed -n 's/^worker \([0-9]*\) starts on node node2$/\1/p' | head -n1)
+expect_ok "scancel -n loom:$C:$victim" scancel -n "loom:$C:$victim"
+expect_ok "the worker is lost, saying how it ended" wait_until 60 in_log "$C" "worker $victim exited with status"
+expect_ok "and started again" wait_until 60 output_is 2 \
+    eval "driver_log $C | grep -c '^worker $victim starts on node'"
+expect_not_contains "its node is not kept out" "$(cat "$LOOM_HOME/loom.log")" "node node2 is kept out"
+expect_eq "neither is its other worker dropped" \
+    "$(driver_log "$C" | grep -c "^worker [0-9]* .*dropped\|left the inventory")" 0
+
+# ---- a node cut off mid-epoch
 expect_ok "an epoch done" wait_until 120 in_log "$C" "epoch 1/4"
 t0=$(date +%s%N)
 ip link set "${LOOM_LAB_NAME}v2" down
