@@ -276,6 +276,8 @@ loom_error *exec_enqueue_locked(exec_service *es, running_exec *r, const dlicmd 
         .wait_if_too_large = d->queue_if_too_large,
         /* Inside a shared plan, users are served fairly between them. */
         .user = r->rec.user,
+        /* --workerDeviceType: GPUs or CPU slots where there are both */
+        .pool = d->device_type == DEVICE_KIND_GPU ? SCHED_POOL_GPU : SCHED_POOL_CPU,
     };
     loom_error *e = sched_service_submit(es->sched, &spec);
     if (loom_err_code(e) == LOOM_E_LIMIT && !r->elastic)
@@ -559,8 +561,10 @@ loom_error *exec_prepare(exec_service *es, const exec_submission *sub, dlicmd *d
 {
     store_exec *rec = &r->rec;
     exec_wmla_devices(d);
-    if (d->device_type == DEVICE_KIND_GPU && sched_cuda_device_count() == 0)
-        return loom_err(LOOM_E_INVALID, "--workerDeviceType gpu: this host has no GPU");
+    if (d->device_type == DEVICE_KIND_GPU &&
+        sched_service_kind_count(es->sched, LOOM_DEVICE_CUDA) == 0)
+        return loom_err(LOOM_E_INVALID, "--workerDeviceType gpu: this host has no GPU "
+                                        "(its inventory holds none)");
     if (d->model_main && !utree_name_ok(d->model_main))
         return loom_err(LOOM_E_INVALID,
                         "--model-main \"%s\": expected a path relative to the model directory, "

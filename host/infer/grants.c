@@ -10,6 +10,7 @@
 #include "infer/model_service_internal.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "util/log.h"
 
@@ -34,7 +35,10 @@ loom_error *grants_submit(model_service *r, int min, int max, int elastic)
     snprintf(plan, sizeof plan, "/%s", r->owner);
     sched_job_spec js = {.id = r->job, .plan = plan, .kind = SCHED_JOB_KERNEL,
                          .elastic = elastic != 0, .min_devices = min, .max_devices = max,
-                         .user = r->owner, .wait_if_too_large = true};
+                         .user = r->owner, .wait_if_too_large = true,
+                         /* kernel.gpu "no": CPU slots where there are both */
+                         .pool = strcmp(r->profile.gpu, "no") == 0 ? SCHED_POOL_CPU
+                                                                   : SCHED_POOL_GPU};
     loom_error *e = sched_service_submit(r->sched, &js);
     if (e)
         return e;

@@ -240,6 +240,10 @@ loom_error *sched_job_check(const sched *s, const sched_job_spec *spec, sched_jo
         return loom_err(LOOM_ERR_INVALID_ARGUMENT,
                         "job '%s': kind: expected training (0), experiment (1) or "
                         "kernel (2), got %d", id, spec->kind);
+    if (spec->pool < SCHED_POOL_ANY || spec->pool > SCHED_POOL_GPU)
+        return loom_err(LOOM_ERR_INVALID_ARGUMENT,
+                        "job '%s': pool: expected any (0), cpu (1) or gpu (2), got %d", id,
+                        spec->pool);
     if (spec->max_devices < 1)
         return loom_err(LOOM_ERR_INVALID_ARGUMENT,
                         "job '%s': max_devices: expected >= 1, got %d", id,
@@ -259,6 +263,7 @@ loom_error *sched_job_check(const sched *s, const sched_job_spec *spec, sched_jo
     *job = (sched_job){
         .plan = plan_idx,
         .kind = spec->kind,
+        .pool = spec->pool,
         .elastic = spec->elastic,
         .min_devices = min,
         .max_devices = spec->max_devices,
@@ -282,11 +287,14 @@ static loom_error *never_fits(const sched *s, const sched_job *j, const char *id
 {
     int32_t need = sched_job_need(j);
     const char *field = j->elastic ? "min_devices" : "max_devices";
-    if ((size_t)need > s->n_devices)
+    size_t have = sched_pool_size(s, j->pool);
+    if ((size_t)need > have)
         return loom_err(LOOM_ERR_RESOURCE_EXHAUSTED,
-                        "job '%s': %s %d exceeds the %zu device(s) in the inventory "
+                        "job '%s': %s %d exceeds the %zu %sdevice(s) in the inventory "
                         "(submit with wait_if_too_large to queue it until devices are "
-                        "added)", id, field, need, s->n_devices);
+                        "added)", id, field, need, have,
+                        !sched_inventory_mixed(s) ? ""
+                        : j->pool == SCHED_POOL_GPU ? "GPU " : "CPU-slot ");
     for (int32_t p = j->plan; p >= 0; p = s->plans[p].parent) {
         int32_t cap = s->plans[p].cap_devices;
         if (cap > 0 && need > cap)

@@ -180,6 +180,18 @@ typedef enum sched_job_state {
     SCHED_JOB_ENDED = 2     /* only in the store: sched_end forgets the job */
 } sched_job_state;
 
+/* The kind of device a job runs on. Where the inventory holds both CPU
+ * slots and GPUs (Slurm nodes of both sorts), each kind is a pool of its
+ * own, planned apart (fair share, priorities, caps and reservations within
+ * the pool): a job's devices are all of its kind. Where it holds one kind,
+ * every job shares it, as on one machine (a CPU job on a GPU host runs on
+ * the GPUs' slots). */
+typedef enum sched_pool {
+    SCHED_POOL_ANY = 0,      /* CPU slots where there are both */
+    SCHED_POOL_CPU = 1,
+    SCHED_POOL_GPU = 2
+} sched_pool;
+
 typedef struct sched_job_spec {
     const char *id;          /* unique among unfinished jobs */
     const char *plan;        /* NULL or "": "/" */
@@ -200,6 +212,7 @@ typedef struct sched_job_spec {
     /* Expected run time once started, in seconds; 0: unknown. Dates the
      * reservation of a job waiting for this one's devices (backfilling). */
     double expected_seconds;
+    int32_t pool;            /* sched_pool */
 } sched_job_spec;
 
 /* Queues a job; it starts at the next sched_plan. Errors name the job and

@@ -335,9 +335,9 @@ static int32_t reservation_in_the_way(admit_ctx *c, const sched_job *j)
 static bool can_ever_fit(const sched *s, const sched_job *j, int32_t *plan, int32_t *limit)
 {
     int32_t need = sched_job_need(j);
-    if ((size_t)need > s->n_devices) {
+    if ((size_t)need > s->pool_devices) {
         *plan = -1;
-        *limit = (int32_t)s->n_devices;
+        *limit = (int32_t)s->pool_devices;
         return false;
     }
     for (int32_t p = j->plan; p >= 0; p = s->plans[p].parent)

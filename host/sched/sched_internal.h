@@ -13,6 +13,7 @@ typedef struct sched_job {
     char *id;
     int32_t plan;             /* index into sched.plans */
     int32_t kind;
+    int32_t pool;             /* sched_pool */
     bool elastic;
     int32_t min_devices;      /* elastic: >= 1; fixed: == max_devices */
     int32_t max_devices;
@@ -93,6 +94,9 @@ struct sched {
 
     sched_device_rec *devices;
     size_t n_devices, devices_cap;
+    /* The devices the round now being planned shares: n_devices, or one
+     * kind's where the inventory holds both (sched_pool). */
+    size_t pool_devices;
     uint64_t *free_bits;      /* bit set = slot free */
     size_t free_words, n_free;
 
@@ -166,5 +170,22 @@ bool sched_job_reserve(sched_job *j, int32_t n);
 bool sched_admit(sched *s, double now);
 /* sched_policy.c */
 int64_t sched_plan_limit(const sched *s, int32_t p);
+
+/* pools.c: where the inventory holds both kinds, a round per kind. */
+typedef struct sched_pool_round {
+    sched_job **jobs;         /* every job, restored on leaving */
+    size_t n_jobs;
+    uint64_t *free_bits;      /* the free set before the round */
+} sched_pool_round;
+/* LOOM_DEVICE_CUDA for SCHED_POOL_GPU, else LOOM_DEVICE_CPU. */
+int32_t sched_pool_device_kind(int32_t pool);
+bool sched_inventory_mixed(const sched *s);
+/* The devices a job of `pool` can be given: its kind's where the inventory
+ * is mixed, else all. */
+size_t sched_pool_size(const sched *s, int32_t pool);
+/* Narrows s to the jobs and free devices of `kind` (false: out of memory,
+ * nothing changed); leave restores the rest, keeping the round's moves. */
+bool sched_pool_enter(sched *s, int32_t kind, sched_pool_round *saved);
+void sched_pool_leave(sched *s, int32_t kind, sched_pool_round *saved);
 
 #endif

@@ -65,8 +65,8 @@ static bool scratch_reserve(sched *s)
 int64_t sched_plan_limit(const sched *s, int32_t p)
 {
     int64_t limit = s->plans[p].cap_devices > 0 ? s->plans[p].cap_devices : NO_LIMIT;
-    if (p == 0 && (int64_t)s->n_devices < limit)
-        limit = (int64_t)s->n_devices;
+    if (p == 0 && (int64_t)s->pool_devices < limit)
+        limit = (int64_t)s->pool_devices;
     return limit;
 }
 
@@ -256,8 +256,8 @@ static void tree_bottom_up(sched *s, int64_t *current)
 static void tree_top_down(sched *s, const int64_t *current)
 {
     int64_t root = s->plans[0].upper;
-    if ((int64_t)s->n_devices < root)
-        root = (int64_t)s->n_devices;
+    if ((int64_t)s->pool_devices < root)
+        root = (int64_t)s->pool_devices;
     s->plans[0].alloc = (int32_t)root;
 
     for (size_t k = 0; k < s->n_plans; k++) {
@@ -374,17 +374,13 @@ static void apply_targets(sched *s, double now)
 
 /* ---- the round ---------------------------------------------------------- */
 
-size_t sched_plan(sched *s, double now, const sched_decision **out)
+/* One round over s's jobs and free devices (one pool's, or all). */
+static void plan_round(sched *s, double now)
 {
-    s->n_decisions = 0;
-    s->n_decision_slots = 0;
-    s->next_review = INFINITY;
-    *out = s->decisions;
-    int64_t *current = NULL;
-    if (!scratch_reserve(s) ||
-        !(current = malloc((s->n_plans ? s->n_plans : 1) * sizeof *current))) {
+    int64_t *current = malloc((s->n_plans ? s->n_plans : 1) * sizeof *current);
+    if (!current) {
         log_error("sched: out of memory planning; allocations unchanged");
-        return 0;
+        return;
     }
 
     /* Running jobs: their need, and whether hysteresis pins them. */
@@ -408,7 +404,7 @@ size_t sched_plan(sched *s, double now, const sched_decision **out)
     if (!sched_admit(s, now)) {
         free(current);
         log_error("sched: out of memory admitting jobs; allocations unchanged");
-        return 0;
+        return;
     }
 
     /* Pinned jobs stay as they are, unless that keeps an admitted job out. */
@@ -445,7 +441,7 @@ size_t sched_plan(sched *s, double now, const sched_decision **out)
             given += j->target;
             could_grow |= j->pinned && j->count < j->max_devices;
         }
-        if (could_grow && given < (int64_t)s->n_devices) {
+        if (could_grow && given < (int64_t)s->pool_devices) {
             for (size_t i = 0; i < s->n_jobs; i++) {
                 sched_job *j = s->jobs[i];
                 if (!j->active)
@@ -467,7 +463,40 @@ size_t sched_plan(sched *s, double now, const sched_decision **out)
         if (j->pinned && j->last_resize + hold < s->next_review)
             s->next_review = j->last_resize + hold;
     }
+}
+
+size_t sched_plan(sched *s, double now, const sched_decision **out)
+{
+    s->n_decisions = 0;
+    s->n_decision_slots = 0;
+    s->next_review = INFINITY;
+    s->pool_devices = s->n_devices;
     *out = s->decisions;
+    if (!scratch_reserve(s)) { /* for every job: the decisions of all pools */
+        log_error("sched: out of memory planning; allocations unchanged");
+        return 0;
+    }
+    *out = s->decisions; /* scratch_reserve may have moved them */
+    if (!sched_inventory_mixed(s)) {
+        plan_round(s, now);
+        return s->n_decisions;
+    }
+    /* Each kind its own round; what waits and what is held, summed. */
+    size_t reserved = 0, waiting = 0;
+    const int32_t kinds[] = {LOOM_DEVICE_CPU, LOOM_DEVICE_CUDA};
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
+        sched_pool_round saved;
+        if (!sched_pool_enter(s, kinds[k], &saved)) {
+            log_error("sched: out of memory planning; allocations unchanged");
+            continue;
+        }
+        plan_round(s, now);
+        reserved += s->reserved;
+        waiting += s->waiting_for_devices;
+        sched_pool_leave(s, kinds[k], &saved);
+    }
+    s->reserved = reserved;
+    s->waiting_for_devices = waiting;
     return s->n_decisions;
 }
 

@@ -784,6 +784,18 @@ size_t sched_service_device_count(sched_service *ss)
     return n;
 }
 
+size_t sched_service_kind_count(sched_service *ss, int32_t kind)
+{
+    pthread_mutex_lock(&ss->lock);
+    size_t n = 0, all = sched_device_count(ss->core);
+    for (size_t i = 0; i < all; i++) {
+        sched_device_info d;
+        n += sched_device(ss->core, (int32_t)i, &d) && d.kind == kind;
+    }
+    pthread_mutex_unlock(&ss->lock);
+    return n;
+}
+
 /* Copies the borrowed strings of w into out. */
 static void reason_of(const sched_wait *w, sched_reason *out)
 {

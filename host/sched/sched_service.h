@@ -198,6 +198,8 @@ bool sched_service_pending_reason(sched_service *ss, const char *id, sched_reaso
 int sched_reason_text(const sched_reason *r, bool show_holder, char *buf, size_t len);
 /* Devices in the inventory. */
 size_t sched_service_device_count(sched_service *ss);
+/* Devices of `kind` (loom_device_kind) in the inventory. */
+size_t sched_service_kind_count(sched_service *ss, int32_t kind);
 /* Keeps a node's devices out of the inventory for a while although Slurm
  * lists it (sched/node_quarantine.h): its workers stopped answering, or it
  * cannot reach the shared directory. The jobs holding them lose them (as

@@ -2,7 +2,8 @@
 # `loom serve --slurm PARTITION` on a 2-node Slurm lab: node1 with two
 # (fake) GPUs in its gres, node2 with 2 CPUs. `loom slots` lists node1's
 # GPUs and node2's CPU slots with their nodes; node2 drained leaves the
-# inventory and comes back when resumed; an exec given Slurm devices is
+# inventory and comes back when resumed; a job's devices are of its kind;
+# an exec given Slurm devices is
 # refused, not run here; a missing partition, an unreadable configuration
 # and an unreachable slurmctld are clear errors at start, not a hang.
 # Skipped (77) without root and namespaces, or without libslurm in the build.
@@ -49,11 +50,21 @@ expect_eq "node2's CPU slots" "$(slots_on node2 cpu)" "2"
 expect_eq "nothing local" "$(slots_on local)" "0"
 expect_contains "the table names the nodes" "$("$LOOM" slots)" "node2"
 
-# An exec on Slurm nodes needs the shared folder: refused without it, never
-# run on this machine (test_slurm_launch.sh runs one on the nodes).
+# GPUs and CPU slots are kept apart: each kind is a pool of its own, so a
+# CPU job of 3 can never fit node2's 2 slots (node1's GPUs are not CPU
+# slots), nor a GPU job of 3 node1's 2 GPUs, while 2 of each would.
 mkdir -p "$WORK/model"
 printf '#!/bin/sh\necho ran > "$RESULT_DIR/ran"\n' > "$WORK/model/run.sh"
 chmod +x "$WORK/model/run.sh"
+expect_fails "a CPU job of 3 workers" "$LOOM" exec start --exec-start command --model-dir "$WORK/model" \
+    --model-main run.sh --numWorker 3
+expect_contains "is larger than the CPU slots" "$(cat "$WORK/out")" "exceeds the 2 CPU-slot device(s)"
+expect_fails "a GPU job of 3 workers" "$LOOM" exec start --exec-start command --model-dir "$WORK/model" \
+    --model-main run.sh --numWorker 3 --workerDeviceType gpu
+expect_contains "is larger than the GPUs" "$(cat "$WORK/out")" "exceeds the 2 GPU device(s)"
+
+# An exec on Slurm nodes needs the shared folder: refused without it, never
+# run on this machine (test_slurm_launch.sh runs one on the nodes).
 out=$("$LOOM" exec start --exec-start command --model-dir "$WORK/model" --model-main run.sh 2>&1)
 id=$(echo "$out" | grep -o 'admin-[0-9]*-[0-9]*' | head -n1)
 exec_message() { "$LOOM" exec view "$id" | awk '$1 == "message" {$1 = ""; print}'; }

@@ -123,9 +123,10 @@ static void test_remove_device(void)
 {
     sched *s = sched_create(NULL);
     CHECK(s);
-    /* node a: 2 GPUs (slots 0, 1); node b: 3 CPU slots (slots 2-4) */
-    CHECK(sched_add_device(s, LOOM_DEVICE_CUDA, 0, "a") == 0);
-    CHECK(sched_add_device(s, LOOM_DEVICE_CUDA, 1, "a") == 1);
+    /* node a: 2 CPU slots (slots 0, 1); node b: 3 (slots 2-4). (GPUs
+     * beside CPU slots are pools apart: test_sched_pools.c.) */
+    CHECK(sched_add_device(s, LOOM_DEVICE_CPU, 0, "a") == 0);
+    CHECK(sched_add_device(s, LOOM_DEVICE_CPU, 1, "a") == 1);
     for (int32_t i = 0; i < 3; i++)
         CHECK(sched_add_device(s, LOOM_DEVICE_CPU, i, "b") == 2 + i);
     sched_job_spec spec = {.id = "j", .max_devices = 4};
@@ -168,7 +169,7 @@ static void test_remove_device(void)
     CHECK(!sched_remove_device(s, 3, owner, sizeof owner)); /* no such slot now */
 
     /* node a comes back: its devices are added after b's, free */
-    CHECK(sched_add_device(s, LOOM_DEVICE_CUDA, 0, "a") == 3);
+    CHECK(sched_add_device(s, LOOM_DEVICE_CPU, 0, "a") == 3);
     CHECK(sched_free_device_count(s) == 4 - (size_t)j.count);
     sched_plan(s, 1, &dec);
     CHECK(sched_get_job(s, "j", &j) && j.count == 4); /* whole again */

@@ -61,7 +61,9 @@ static void run(store *st)
     CHECK(!sched_service_job_node(ss, "here", node, sizeof node));
     sched_service_end(ss, "here");
 
-    slurm_device both[] = {dev("a", LOOM_DEVICE_CUDA, 0), dev("a", LOOM_DEVICE_CUDA, 1),
+    /* (CPU slots on both: GPUs beside CPU slots are pools apart,
+     * test_sched_pools.c) */
+    slurm_device both[] = {dev("a", LOOM_DEVICE_CPU, 0), dev("a", LOOM_DEVICE_CPU, 1),
                            dev("b", LOOM_DEVICE_CPU, 0), dev("b", LOOM_DEVICE_CPU, 1)};
     CHECK(!sched_service_sync_devices(ss, both, 4));
     CHECK(sched_service_device_count(ss) == 5);

@@ -23,20 +23,25 @@ static inline sched *make_sched(int32_t devices, double hysteresis)
     return s;
 }
 
-/* Submits an elastic job; returns 0 or prints the error and returns -1. */
+/* Submits a job; returns 0 or prints the error and returns -1. */
+static inline int submit_spec(sched *s, const sched_job_spec *spec, double now)
+{
+    loom_error *err = sched_submit(s, spec, now);
+    if (err) {
+        fprintf(stderr, "submit %s: %s\n", spec->id, loom_err_message(err));
+        loom_err_free(err);
+        return -1;
+    }
+    return 0;
+}
+
 static inline int submit_full(sched *s, const char *id, const char *plan, bool elastic,
                        int32_t min, int32_t max, int32_t priority, double now)
 {
     sched_job_spec spec = {.id = id, .plan = plan, .elastic = elastic,
                            .min_devices = min, .max_devices = max,
                            .priority = priority};
-    loom_error *err = sched_submit(s, &spec, now);
-    if (err) {
-        fprintf(stderr, "submit %s: %s\n", id, loom_err_message(err));
-        loom_err_free(err);
-        return -1;
-    }
-    return 0;
+    return submit_spec(s, &spec, now);
 }
 
 static inline int submit(sched *s, const char *id, const char *plan, int32_t min, int32_t max,
