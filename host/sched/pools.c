@@ -3,7 +3,6 @@
  * that kind's devices (the free set masked) and jobs, so that the policy
  * core, written for one pool, keeps every job's devices of one kind. */
 #include <stdlib.h>
-#include <string.h>
 
 #include "sched/sched_internal.h"
 
@@ -42,14 +41,9 @@ static size_t count_free(const sched *s)
 bool sched_pool_enter(sched *s, int32_t kind, sched_pool_round *saved)
 {
     *saved = (sched_pool_round){.jobs = s->jobs, .n_jobs = s->n_jobs};
-    saved->free_bits = malloc((s->free_words ? s->free_words : 1) * sizeof *saved->free_bits);
     sched_job **mine = malloc((s->n_jobs ? s->n_jobs : 1) * sizeof *mine);
-    if (!saved->free_bits || !mine) {
-        free(saved->free_bits);
-        free(mine);
+    if (!mine)
         return false;
-    }
-    memcpy(saved->free_bits, s->free_bits, s->free_words * sizeof *s->free_bits);
     size_t n = 0;
     for (size_t i = 0; i < s->n_jobs; i++)
         if (sched_pool_device_kind(s->jobs[i]->pool) == kind)
@@ -69,16 +63,20 @@ bool sched_pool_enter(sched *s, int32_t kind, sched_pool_round *saved)
 
 void sched_pool_leave(sched *s, int32_t kind, sched_pool_round *saved)
 {
-    /* The pool's devices as the round left them; the others as they were. */
+    /* A device is free exactly when no job owns it: the other kinds' are
+     * set so again (a job holding one from before the inventory was mixed
+     * may have given it back in this round). */
     for (size_t i = 0; i < s->n_devices; i++)
         if (s->devices[i].kind != kind) {
             uint64_t bit = UINT64_C(1) << (i % 64);
-            s->free_bits[i / 64] = (s->free_bits[i / 64] & ~bit) | (saved->free_bits[i / 64] & bit);
+            if (s->devices[i].owner)
+                s->free_bits[i / 64] &= ~bit;
+            else
+                s->free_bits[i / 64] |= bit;
         }
     s->n_free = count_free(s);
     free(s->jobs);
     s->jobs = saved->jobs;
     s->n_jobs = saved->n_jobs;
     s->pool_devices = s->n_devices;
-    free(saved->free_bits);
 }

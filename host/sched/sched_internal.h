@@ -175,7 +175,6 @@ int64_t sched_plan_limit(const sched *s, int32_t p);
 typedef struct sched_pool_round {
     sched_job **jobs;         /* every job, restored on leaving */
     size_t n_jobs;
-    uint64_t *free_bits;      /* the free set before the round */
 } sched_pool_round;
 /* LOOM_DEVICE_CUDA for SCHED_POOL_GPU, else LOOM_DEVICE_CPU. */
 int32_t sched_pool_device_kind(int32_t pool);

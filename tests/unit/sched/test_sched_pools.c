@@ -98,6 +98,18 @@ static void one_kind_is_shared(void)
     plan_now(s, 0);
     CHECK(held(s, "cpu") == 2);
     CHECK(books_consistent(s));
+    /* CPU slots join (a node without GPUs): the job keeps the GPU slots it
+     * runs on until it ends, and the books stay whole through the rounds. */
+    for (int32_t i = 0; i < 2; i++)
+        sched_add_device(s, LOOM_DEVICE_CPU, i, "cpunode");
+    plan_now(s, 1);
+    CHECK(held(s, "cpu") == 2);
+    CHECK(sched_free_device_count(s) == 2);
+    CHECK(books_consistent(s));
+    loom_err_free(sched_end(s, "cpu"));
+    plan_now(s, 2);
+    CHECK(sched_free_device_count(s) == 4);
+    CHECK(books_consistent(s));
     sched_free(s);
 }
 
