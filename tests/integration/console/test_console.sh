@@ -21,7 +21,10 @@ start_host --cpu-slots 4
 # administrator's to see; so the browser logs on as alice and bob owns it.
 expect_ok "add alice" "$LOOM" user add alice -p alice-password
 expect_ok "add bob" "$LOOM" user add bob -p bob-password
-wide_model "$WORK/m" 6000 20 1024
+# alice's exec trains until it is stopped (from the page, at the end): a
+# fixed number of epochs once ended before a slow browser on a loaded
+# machine had watched its curve grow
+wide_model "$WORK/m" 6000 100000 1024
 ALICE_EXEC=$(as_user alice alice-password "$LOOM" exec start --exec-start edt --model-dir "$WORK/m" --numWorker 2 |
              sed -n 's/^exec \([^ ]*\) submitted.*/\1/p')
 model_dir "$WORK/b" 300 1
