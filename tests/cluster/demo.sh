@@ -172,7 +172,7 @@ B=$(submit bob exec start --exec-start edt --model-dir "$shared/mlp" --data-dir 
 [ -n "$B" ] || die "bob's exec was not submitted"
 poll 180 "bob's exec on 2 workers" in_log "$B" "generation 1: 2 worker(s)"
 say "bob's exec $B trains on 2 workers, on: $(started_on "$B"); alice's now: $(generations "$A" | awk '{print $NF}') workers"
-handed=$(grep -o "handed back by $A after [0-9]* ms" "$LOOM_HOME/loom.log" | sed 's/.* after //' | tr '\n' ' ')
+handed=$(grep -o "handed back by $A after [0-9]* ms" "$LOOM_HOME/loom.log" | sed 's/.* after //' | tr '\n' ' ' || true)
 say "alice's shrink: her devices on bob's node handed back ${handed:-?}after the decision (her workers there gone)"
 show loom slots
 squeue_on_node
