@@ -560,7 +560,7 @@ loom_error *exec_prepare(exec_service *es, const exec_submission *sub, dlicmd *d
                            const registry_entry *fw, running_exec *r, int code_ready)
 {
     store_exec *rec = &r->rec;
-    exec_wmla_devices(d);
+    exec_wmla_devices(es, d);
     if (d->device_type == DEVICE_KIND_GPU &&
         sched_service_kind_count(es->sched, LOOM_DEVICE_CUDA) == 0)
         return loom_err(LOOM_E_INVALID, "--workerDeviceType gpu: this host has no GPU "

@@ -146,7 +146,7 @@ void exec_wait_for_change(exec_service *es, int timeout_ms);
 loom_error *exec_model_layout(const char *code_dir, const char *model_dir);
 /* WMLA's --gpuPerWorker without --workerDeviceType: GPUs where the host
  * has them, else CPU devices and a warning. */
-void exec_wmla_devices(dlicmd *d);
+void exec_wmla_devices(exec_service *es, dlicmd *d);
 /* The parser's warnings, one a line, after what the submitter's buffer
  * holds; all of them are stored with exec `id`. */
 void exec_note_warnings(exec_service *es, const char *id, const exec_submission *sub,

@@ -93,11 +93,12 @@ loom_error *exec_model_layout(const char *code_dir, const char *model_dir)
     return hoist(code_dir, path);
 }
 
-void exec_wmla_devices(dlicmd *d)
+void exec_wmla_devices(exec_service *es, dlicmd *d)
 {
     if (!d->gpu_per_worker || d->device_type_given)
         return;
-    int gpus = sched_cuda_device_count() > 0;
+    /* the inventory's GPUs (on Slurm, the nodes'), as exec_prepare checks */
+    int gpus = sched_service_kind_count(es->sched, LOOM_DEVICE_CUDA) > 0;
     d->device_type = gpus ? DEVICE_KIND_GPU : DEVICE_KIND_CPU;
     if (!gpus)
         loom_err_free(dlicmd_warn(d, "--gpuPerWorker: this host has no GPU; each worker gets "
