@@ -4,14 +4,42 @@
 # lab_usable are set, lab_up N [lab.sh up options] starts it.
 LAB_SH=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/cluster/lab.sh
 export LOOM_LAB_DIR=$WORK/lab
-# Short and distinct per test run: two cluster tests may run at once.
-export LOOM_LAB_NAME=${LAB_PREFIX:-lt}$(($$ % 100000))
-export LOOM_LAB_NET=10.231.$((20 + $$ % 200))
 LAB_WHY=$("$LAB_SH" check) && lab_usable=1 || lab_usable=0
 LAB_STARTED=0
+LAB_CLAIM=
+
+# lab_claim_net SEED: a /24 (10.231.20-219) of this test's own, and link
+# names made from it. Cluster tests run at once, and a /24 derived from the
+# PID alone once gave two of them the same one: the choice is made under a
+# lock among this machine's tests, each claim naming its test's PID (a
+# claim whose test is gone is taken again), and a /24 already on this
+# machine is passed over. Needs root, as the lab does.
+LAB_CLAIMS=/run/loom-lab-claims
+lab_claim_net() {
+    local seed=$1 i n owner addrs
+    mkdir -p "$LAB_CLAIMS" || return 1
+    exec 9>"$LAB_CLAIMS/lock" && flock 9 || return 1
+    addrs=$(ip -o addr show)
+    for ((i = 0; i < 200; i++)); do
+        n=$((20 + (seed + i) % 200))
+        owner=$(cat "$LAB_CLAIMS/$n" 2>/dev/null)
+        if [ -n "$owner" ] && kill -0 "$owner" 2>/dev/null; then continue; fi
+        [[ "$addrs" == *" inet 10.231.$n."* ]] && continue
+        echo $$ >"$LAB_CLAIMS/$n" && LAB_CLAIM=$LAB_CLAIMS/$n
+        break
+    done
+    exec 9>&-
+    [ -n "$LAB_CLAIM" ] || return 1
+    export LOOM_LAB_NET=10.231.$n LOOM_LAB_NAME=${LAB_PREFIX:-lt}$n
+}
+if [ "$lab_usable" = 1 ] && ! lab_claim_net "${LAB_SEED:-$$}"; then
+    lab_usable=0
+    LAB_WHY="no free /24 in 10.231.20-219 for a lab (claims in $LAB_CLAIMS)"
+fi
 
 lab_cleanup() {
     if [ "$LAB_STARTED" = 1 ]; then "$LAB_SH" down >/dev/null 2>&1; fi
+    if [ -n "$LAB_CLAIM" ]; then rm -f "$LAB_CLAIM"; fi
     cleanup
 }
 trap lab_cleanup EXIT

@@ -22,6 +22,18 @@ if [ "$lab_usable" = 0 ]; then
     exit
 fi
 
+# Labs of tests running at once stay apart: this test's /24 is claimed in
+# its name, and a second test whose PID would give the same /24 (seeded as
+# this one here) is given another, its claim gone when it ends.
+net_index=${LOOM_LAB_NET##*.}
+expect_eq "this test's /24 is claimed in its name" "$(cat "/run/loom-lab-claims/$net_index" 2>/dev/null)" "$$"
+other_net=$(LAB_SEED=$$ bash -c '. "$1/../lib.sh"; . "$1/lab_lib.sh"; echo "$LOOM_LAB_NET $LOOM_LAB_NAME"' _ \
+    "$(cd "$(dirname "$0")" && pwd)")
+expect_ok "a second test seeded as this one is given a /24 and names of its own" \
+    test -n "$other_net" -a "${other_net% *}" != "$LOOM_LAB_NET" -a "${other_net#* }" != "$LOOM_LAB_NAME"
+other_index=${other_net% *}
+expect_eq "its claim is gone with it" "$(test -e "/run/loom-lab-claims/${other_index##*.}" && echo left)" ""
+
 mkdir -p "$LOOM_HOME"
 echo secret > "$LOOM_HOME/host-only"
 # A home outside /tmp (as root's /var/lib/loom is): hidden by --hide alone.
