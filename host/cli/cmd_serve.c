@@ -38,7 +38,7 @@ static const char serve_usage[] =
     "                  [--cors-origin ORIGIN]... [--allow-basic-over-http] [--web-dir DIR]\n"
     "                  [--history-hours H] [--history-points N]\n"
     "                  [--python PATH] [--job-path DIRS] [--data-root DIR]...\n"
-    "                  [--worker-link unix|tcp[:ADDR]]\n"
+    "                  [--worker-link unix|tcp[:ADDR]|tls[:ADDR]]\n"
     "                  [--max-queued-execs N] [--log-max-bytes B] [--checkpoints-keep K]\n"
     "                  [--archive-max-entries N] [--archive-max-bytes B]\n"
     "                  [--job-max-procs N] [--job-max-memory B] [--job-max-disk B]\n"
@@ -97,8 +97,10 @@ static const char serve_usage[] =
     "  --worker-link L     how an elastic training exec's workers reach its\n"
     "                      coordinator: unix (an abstract socket, one machine;\n"
     "                      the default) or tcp[:ADDR] (ADDR, default every\n"
-    "                      address, on a port the system picks); either way\n"
-    "                      they prove the exec's secret and send heartbeats\n"
+    "                      address, on a port the system picks) or tls[:ADDR]\n"
+    "                      (TCP in TLS 1.3 keyed by the exec's secret; with\n"
+    "                      --tls-cert, tcp is always tls); every way they\n"
+    "                      prove the exec's secret and send heartbeats\n"
     "  --max-connections N open HTTP connections in all (default 1024)\n"
     "  --max-connections-per-ip N  from one client address (default 128)\n"
     "  --idle-timeout S    close a connection silent this long (default 15)\n"
@@ -377,7 +379,7 @@ static int python_flag(int argc, char **argv, int *i)
     return 1;
 }
 
-/* --worker-link unix|tcp[:ADDR]: how training workers reach their exec's
+/* --worker-link unix|tcp[:ADDR]|tls[:ADDR]: how training workers reach their exec's
  * coordinator, in LOOM_WORKER_LINK for the trainer (exec_trainer.c). 1
  * when argv[*i] was it, 0 when not, -1 after printing the error. */
 static int worker_link_flag(int argc, char **argv, int *i)
@@ -393,6 +395,18 @@ static int worker_link_flag(int argc, char **argv, int *i)
     }
     setenv("LOOM_WORKER_LINK", text, 1);
     return 1;
+}
+
+/* A host that keeps its HTTP private (--tls-cert) keeps its workers' link
+ * private too: over TCP it is TLS. */
+static void seal_worker_link(void)
+{
+    const char *link = getenv("LOOM_WORKER_LINK");
+    if (link && !strncmp(link, "tcp", 3)) {
+        char sealed[TRAIN_LINK_ADDR_MAX + 8];
+        snprintf(sealed, sizeof sealed, "tls%s", link + 3);
+        setenv("LOOM_WORKER_LINK", sealed, 1);
+    }
 }
 
 /* The flags parsed by name rather than as numbers: web_flag's,
@@ -518,6 +532,8 @@ int cmd_serve(int argc, char **argv, const cli_globals *g)
         free(cert_pem);
     if (e)
         return cli_fail_error(loom_err_wrap(e, "--tls-cert/--tls-key"));
+    if (tls_cert)
+        seal_worker_link();
     loomd_options opt = jobs; /* isolation, numeric and web flags, then the rest */
     opt.tls_cert_pem = cert_pem, opt.tls_key_pem = key_pem, opt.home = home, opt.address = addr;
     opt.port = port, opt.plugin_dir = plugin_dir, opt.hysteresis = hysteresis;

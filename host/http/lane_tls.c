@@ -2,54 +2,15 @@
 #include "http/lane_tls.h"
 
 #include <errno.h>
-#include <gnutls/gnutls.h>
 #include <poll.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
-#include "util/dynlib.h"
+#include "util/gnutls_dl.h"
 
-/* GnuTLS, opened on the first HTTPS host: every CLI call would map and
- * relocate it (and the eight libraries it brings) if it were linked. */
-#define GNUTLS_FUNCTIONS(X)                                                                   \
-    X(gnutls_certificate_allocate_credentials)                                                \
-    X(gnutls_certificate_free_credentials)                                                    \
-    X(gnutls_certificate_set_x509_key_mem)                                                    \
-    X(gnutls_init)                                                                            \
-    X(gnutls_deinit)                                                                          \
-    X(gnutls_set_default_priority)                                                            \
-    X(gnutls_credentials_set)                                                                 \
-    X(gnutls_transport_set_int2)                                                              \
-    X(gnutls_transport_set_ptr2)                                                              \
-    X(gnutls_transport_set_pull_function)                                                     \
-    X(gnutls_transport_set_pull_timeout_function)                                             \
-    X(gnutls_handshake)                                                                       \
-    X(gnutls_record_recv)                                                                     \
-    X(gnutls_record_send)                                                                     \
-    X(gnutls_record_cork)                                                                     \
-    X(gnutls_record_uncork)                                                                   \
-    X(gnutls_bye)                                                                             \
-    X(gnutls_error_is_fatal)                                                                  \
-    X(gnutls_strerror)
-
-#define GNUTLS_DL_FIELD(fn) __typeof__(&fn) fn;
-typedef struct gnutls_api {
-    GNUTLS_FUNCTIONS(GNUTLS_DL_FIELD)
-} gnutls_api;
-#undef GNUTLS_DL_FIELD
-
-#define GNUTLS_DL_SYMBOL(fn) DYNLIB_SYMBOL(gnutls_api, fn),
-static const dynlib_symbol gnutls_symbols[] = {GNUTLS_FUNCTIONS(GNUTLS_DL_SYMBOL)};
-#undef GNUTLS_DL_SYMBOL
-
-/* 30: the soname of every GnuTLS since 3.3 */
-static const char *const sonames[] = {"libgnutls.so.30", NULL};
-static const dynlib_spec spec = {"GnuTLS", sonames, NULL, gnutls_symbols,
-                                 sizeof gnutls_symbols / sizeof gnutls_symbols[0]};
-static gnutls_api tls;
-static dynlib_once once = DYNLIB_ONCE_INIT;
+static const gnutls_api *tls; /* set by lane_tls_create */
 
 struct lane_tls {
     gnutls_certificate_credentials_t cred;
@@ -72,23 +33,23 @@ struct lane_tls_session {
 loom_error *lane_tls_create(const char *cert_pem, const char *key_pem, lane_tls **out)
 {
     *out = NULL;
-    loom_error *e = dynlib_open_once(&once, &spec, &tls);
+    loom_error *e = gnutls_dl_open(&tls);
     if (e)
         return e;
     lane_tls *t = calloc(1, sizeof *t);
-    if (!t || tls.gnutls_certificate_allocate_credentials(&t->cred) != GNUTLS_E_SUCCESS) {
+    if (!t || tls->gnutls_certificate_allocate_credentials(&t->cred) != GNUTLS_E_SUCCESS) {
         free(t);
         return loom_err(LOOM_E_INTERNAL, "out of memory");
     }
     gnutls_datum_t cert = {(unsigned char *)(uintptr_t)cert_pem, (unsigned)strlen(cert_pem)};
     gnutls_datum_t key = {(unsigned char *)(uintptr_t)key_pem, (unsigned)strlen(key_pem)};
-    int rc = tls.gnutls_certificate_set_x509_key_mem(t->cred, &cert, &key, GNUTLS_X509_FMT_PEM);
+    int rc = tls->gnutls_certificate_set_x509_key_mem(t->cred, &cert, &key, GNUTLS_X509_FMT_PEM);
     if (rc < 0) {
         lane_tls_free(t);
         return loom_err(LOOM_E_INVALID,
                         "--tls-cert/--tls-key: not a PEM certificate chain and its private key "
                         "(%s)",
-                        tls.gnutls_strerror(rc));
+                        tls->gnutls_strerror(rc));
     }
     *out = t;
     return NULL;
@@ -99,7 +60,7 @@ void lane_tls_free(lane_tls *t)
     if (!t)
         return;
     if (t->cred)
-        tls.gnutls_certificate_free_credentials(t->cred);
+        tls->gnutls_certificate_free_credentials(t->cred);
     free(t);
 }
 
@@ -149,22 +110,22 @@ lane_tls_session *lane_tls_session_new(const lane_tls *t, int fd)
     if (!s)
         return NULL;
     /* NO_SIGNAL: a peer gone is an error on send (MSG_NOSIGNAL), not SIGPIPE */
-    if (tls.gnutls_init(&s->s, GNUTLS_SERVER | GNUTLS_NONBLOCK | GNUTLS_NO_SIGNAL) != GNUTLS_E_SUCCESS) {
+    if (tls->gnutls_init(&s->s, GNUTLS_SERVER | GNUTLS_NONBLOCK | GNUTLS_NO_SIGNAL) != GNUTLS_E_SUCCESS) {
         free(s);
         return NULL;
     }
-    if (tls.gnutls_set_default_priority(s->s) < 0 ||
-        tls.gnutls_credentials_set(s->s, GNUTLS_CRD_CERTIFICATE, t->cred) < 0) {
-        tls.gnutls_deinit(s->s);
+    if (tls->gnutls_set_default_priority(s->s) < 0 ||
+        tls->gnutls_credentials_set(s->s, GNUTLS_CRD_CERTIFICATE, t->cred) < 0) {
+        tls->gnutls_deinit(s->s);
         free(s);
         return NULL;
     }
     /* sends through GnuTLS's own (sendmsg, MSG_NOSIGNAL); reads through pull */
     s->fd = fd;
-    tls.gnutls_transport_set_int2(s->s, fd, fd);
-    tls.gnutls_transport_set_ptr2(s->s, s, (gnutls_transport_ptr_t)(intptr_t)fd);
-    tls.gnutls_transport_set_pull_function(s->s, pull);
-    tls.gnutls_transport_set_pull_timeout_function(s->s, pull_ready);
+    tls->gnutls_transport_set_int2(s->s, fd, fd);
+    tls->gnutls_transport_set_ptr2(s->s, s, (gnutls_transport_ptr_t)(intptr_t)fd);
+    tls->gnutls_transport_set_pull_function(s->s, pull);
+    tls->gnutls_transport_set_pull_timeout_function(s->s, pull_ready);
     return s;
 }
 
@@ -173,8 +134,8 @@ void lane_tls_session_free(lane_tls_session *s)
     if (!s)
         return;
     if (s->handshaken) /* one try: a socket without room for it is closed anyway */
-        tls.gnutls_bye(s->s, GNUTLS_SHUT_WR);
-    tls.gnutls_deinit(s->s);
+        tls->gnutls_bye(s->s, GNUTLS_SHUT_WR);
+    tls->gnutls_deinit(s->s);
     free(s);
 }
 
@@ -183,7 +144,7 @@ int lane_tls_handshake(lane_tls_session *s)
     if (s->handshaken)
         return 1;
     for (;;) {
-        int rc = tls.gnutls_handshake(s->s);
+        int rc = tls->gnutls_handshake(s->s);
         if (rc == GNUTLS_E_SUCCESS) {
             s->handshaken = 1;
             return 1;
@@ -198,7 +159,7 @@ int lane_tls_handshake(lane_tls_session *s)
 ssize_t lane_tls_recv(lane_tls_session *s, char *buf, size_t cap)
 {
     for (int skipped = 0; skipped < 16; skipped++) {
-        ssize_t n = tls.gnutls_record_recv(s->s, buf, cap);
+        ssize_t n = tls->gnutls_record_recv(s->s, buf, cap);
         if (n > 0)
             return n;
         if (n == 0) /* close_notify */
@@ -206,7 +167,7 @@ ssize_t lane_tls_recv(lane_tls_session *s, char *buf, size_t cap)
         if (n == GNUTLS_E_AGAIN)
             return 0;
         /* a rehandshake request or a warning alert: not bytes, not an end */
-        if (!tls.gnutls_error_is_fatal((int)n) && n != GNUTLS_E_PREMATURE_TERMINATION)
+        if (!tls->gnutls_error_is_fatal((int)n) && n != GNUTLS_E_PREMATURE_TERMINATION)
             continue;
         return -1;
     }
@@ -217,11 +178,11 @@ int lane_tls_queue(lane_tls_session *s, const struct iovec *iov, int n)
 {
     /* corked, a send only copies into GnuTLS's buffer: the flush makes
      * records of it all */
-    tls.gnutls_record_cork(s->s);
+    tls->gnutls_record_cork(s->s);
     for (int i = 0; i < n; i++) {
         if (!iov[i].iov_len)
             continue;
-        ssize_t took = tls.gnutls_record_send(s->s, iov[i].iov_base, iov[i].iov_len);
+        ssize_t took = tls->gnutls_record_send(s->s, iov[i].iov_base, iov[i].iov_len);
         if (took < 0 || (size_t)took != iov[i].iov_len)
             return -1;
     }
@@ -230,7 +191,7 @@ int lane_tls_queue(lane_tls_session *s, const struct iovec *iov, int n)
 
 int lane_tls_flush(lane_tls_session *s)
 {
-    int rc = tls.gnutls_record_uncork(s->s, 0);
+    int rc = tls->gnutls_record_uncork(s->s, 0);
     if (rc >= 0)
         return 1;
     return rc == GNUTLS_E_AGAIN || rc == GNUTLS_E_INTERRUPTED ? 0 : -1;

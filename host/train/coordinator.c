@@ -140,13 +140,14 @@ static loom_error *prepare(edt_coordinator *c)
     if (!e)
         e = train_secret_new(c->m.secret);
     c->m.tcp = link.tcp;
+    c->m.tls = link.tls;
     c->m.net = j->device_node != NULL;
     /* Workers on other nodes must reach the coordinator at an address of
      * this machine's they can route to, which only the site knows. */
     if (!e && c->m.net && (!link.tcp || train_link_on_any_address(&link)))
         e = loom_err(LOOM_E_UNSUPPORTED,
                      "exec %s runs on Slurm nodes, whose workers reach this host over TCP: start "
-                     "loom serve with --worker-link tcp:ADDR, ADDR this host's address on the "
+                     "loom serve with --worker-link tcp:ADDR or tls:ADDR, ADDR this host's address on the "
                      "nodes' network", j->exec_id);
     if (!e && link.tcp)
         e = train_msg_listen_tcp(&link, &c->m.listen_fd, c->m.ctl_name, sizeof c->m.ctl_name);
@@ -182,7 +183,9 @@ static loom_error *prepare(edt_coordinator *c)
     if (!c->driver_out)
         close(out);
     if (c->m.tcp)
-        train_driver_say(c, "workers reach the coordinator over TCP at %s", c->m.ctl_name + 4);
+        train_driver_say(c, "workers reach the coordinator over %s at %s",
+                         c->m.tls ? "TLS (TLS 1.3 keyed by the exec's secret)" : "TCP",
+                         c->m.ctl_name + 4);
     char path[PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/log/driver", j->result_dir);
     c->driver_loggers =

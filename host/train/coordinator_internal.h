@@ -22,6 +22,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include "comm.h"
@@ -101,6 +102,7 @@ typedef struct edt_members {
     char ctl_name[TRAIN_LINK_ADDR_MAX + 48]; /* the workers' --control */
     int listen_fd;
     int tcp;          /* the link is TCP: no peer credentials to check */
+    int tls;          /* ... in TLS (link_tls.h) */
     int net;          /* workers on Slurm nodes: collectives over TCP, and
                        * each worker stays on its device's node */
     msg_net_peer net_peers[MAX_SLOTS]; /* over TCP: the generation's ranks */
@@ -272,7 +274,8 @@ void train_node_worker_lost(edt_coordinator *c, uint32_t slot, const char *why);
 void train_node_worker_exited(edt_coordinator *c, uint32_t slot, int status);
 /* Where slot's worker listens for its ring neighbours: the address its
  * control connection `fd` comes from and the port its hello gave. */
-loom_error *train_net_peer_of(edt_coordinator *c, uint32_t slot, int fd, uint32_t port);
+loom_error *train_net_peer_of(edt_coordinator *c, uint32_t slot, const struct sockaddr_storage *from,
+                              uint32_t port);
 /* The generation's ranks (slots in rank order) with their addresses, for
  * the join every member is sent. */
 void train_net_generation(edt_coordinator *c, const uint32_t *slots, uint32_t n);

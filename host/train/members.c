@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "train/coordinator_internal.h"
+#include "train/link_tls.h"
 #include "train/plugin_marker.h"
 #include "util/fs.h"
 #include "util/job_env.h"
@@ -425,13 +426,25 @@ void train_accept_hellos(edt_coordinator *c, int wait_ms)
     int64_t until = time_mono_ms() + wait_ms + ACCEPT_BUDGET_MS;
     while (time_mono_ms() < until && poll(&p, 1, wait_ms) > 0) {
         wait_ms = 0;
-        int fd = accept4(c->m.listen_fd, NULL, NULL, SOCK_CLOEXEC);
+        struct sockaddr_storage from = {0};
+        socklen_t from_len = sizeof from;
+        int fd = accept4(c->m.listen_fd, (struct sockaddr *)&from, &from_len, SOCK_CLOEXEC);
         if (fd < 0)
             break;
         train_link_ready(fd);
+        loom_error *e = NULL;
+        /* TLS: from here on the link's descriptor (the handshake goes on
+         * in its thread; admit's nonce waits in the link meanwhile) */
+        if (c->m.tls && (e = train_tls_wrap(fd, TRAIN_TLS_COORDINATOR, c->m.secret, &fd))) {
+            train_driver_say(c, "refused a control connection: %s", loom_err_message(e));
+            loom_err_free(e);
+            continue;
+        }
+        if (c->m.tls)
+            train_link_ready(fd);
         msg hello = {0};
         uint32_t i = 0;
-        loom_error *e = admit(c, fd, &hello, &i);
+        e = admit(c, fd, &hello, &i);
         if (e) {
             train_driver_say(c, "refused a control connection: %s", loom_err_message(e));
             loom_err_free(e);
@@ -441,7 +454,7 @@ void train_accept_hellos(edt_coordinator *c, int wait_ms)
         }
         msg_hello h = hello.u.hello;
         train_msg_free(&hello);
-        if (c->m.net && (e = train_net_peer_of(c, i, fd, h.net_port))) {
+        if (c->m.net && (e = train_net_peer_of(c, i, &from, h.net_port))) {
             train_driver_say(c, "refused worker %u: %s", i, loom_err_message(e));
             loom_err_free(e);
             close(fd);

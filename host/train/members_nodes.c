@@ -66,19 +66,18 @@ void train_node_worker_lost(edt_coordinator *c, uint32_t slot, const char *why)
     loom_err_free(e);
 }
 
-loom_error *train_net_peer_of(edt_coordinator *c, uint32_t slot, int fd, uint32_t port)
+loom_error *train_net_peer_of(edt_coordinator *c, uint32_t slot, const struct sockaddr_storage *from,
+                              uint32_t port)
 {
     msg_net_peer *p = &c->m.slots[slot].net;
-    struct sockaddr_storage from;
-    socklen_t n = sizeof from;
     if (!port || port > 65535)
         return loom_err(LOOM_E_INVALID, "its hello gave no port for the ring (net_port)");
-    if (getpeername(fd, (struct sockaddr *)&from, &n) != 0)
-        return loom_err(LOOM_E_INTERNAL, "whose connection: %s", strerror(errno));
-    const void *addr = from.ss_family == AF_INET6
-                           ? (const void *)&((struct sockaddr_in6 *)&from)->sin6_addr
-                           : (const void *)&((struct sockaddr_in *)&from)->sin_addr;
-    if (!inet_ntop(from.ss_family, addr, p->address, sizeof p->address))
+    if (from->ss_family != AF_INET && from->ss_family != AF_INET6)
+        return loom_err(LOOM_E_INVALID, "its connection is not over TCP");
+    const void *addr = from->ss_family == AF_INET6
+                           ? (const void *)&((const struct sockaddr_in6 *)from)->sin6_addr
+                           : (const void *)&((const struct sockaddr_in *)from)->sin_addr;
+    if (!inet_ntop(from->ss_family, addr, p->address, sizeof p->address))
         return loom_err(LOOM_E_INTERNAL, "its address: %s", strerror(errno));
     p->slot = slot;
     p->port = port;

@@ -58,6 +58,9 @@ loom_error *train_msg_connect(const char *control, int *out)
 {
     if (!strncmp(control, "tcp:", 4))
         return train_msg_connect_tcp(control + 4, out);
+    if (!strncmp(control, "tls:", 4))
+        return loom_err(LOOM_E_INVALID, "--control %s: a TLS link is reached with the exec's "
+                        "secret (train_tls_wrap)", control);
     return connect_abstract(control, out);
 }
 

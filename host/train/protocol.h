@@ -198,10 +198,11 @@ typedef struct msg {
 /* How workers reach their coordinator: "unix" (an abstract socket, whose
  * peers the kernel names: one machine), "tcp" (every address) or
  * "tcp:ADDR" (an IPv4 or IPv6 address or a host name to bind; a port of
- * the system's choosing). */
+ * the system's choosing); "tls" and "tls:ADDR" are the same in TLS. */
 #define TRAIN_LINK_ADDR_MAX 255
 typedef struct train_link {
     int tcp;
+    int tls; /* "tls", "tls:ADDR": TCP in TLS keyed by the exec's secret (link_tls.h) */
     char addr[TRAIN_LINK_ADDR_MAX + 1]; /* tcp: the address to bind; "": any */
 } train_link;
 /* NULL or "" is unix. LOOM_E_INVALID naming what was expected. */
@@ -213,11 +214,13 @@ int train_link_on_any_address(const train_link *link);
 /* Listens on abstract socket `name`; the fd in *fd. */
 loom_error *train_msg_listen(const char *name, int *fd);
 /* Listens on TCP at link->addr, a port the system picks; *control is what a
- * worker's --control names to reach it ("tcp:HOST:PORT"; HOST is the
+ * worker's --control names to reach it ("tcp:HOST:PORT", "tls:..." for a
+ * TLS link, train_tls_wrap on both ends; HOST is the
  * loopback address when bound to every address, on one machine). */
 loom_error *train_msg_listen_tcp(const train_link *link, int *fd, char *control, size_t len);
 /* Connects to `control`: "tcp:HOST:PORT" ("[V6]:PORT" too), else an
- * abstract socket's name; the fd in *fd. */
+ * abstract socket's name; the fd in *fd. "tls:" is refused: connect its
+ * HOST:PORT with train_msg_connect_tcp, then train_tls_wrap. */
 loom_error *train_msg_connect(const char *control, int *fd);
 /* A connection the coordinator accepted, made ready: a send that makes no
  * progress for LOOM_HEARTBEAT_TIMEOUT_MS fails (the worker is lost by then;

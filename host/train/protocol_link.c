@@ -19,10 +19,14 @@ loom_error *train_link_parse(const char *text, train_link *out)
     memset(out, 0, sizeof *out);
     if (!text || !*text || !strcmp(text, "unix"))
         return NULL;
-    if (strncmp(text, "tcp", 3) || (text[3] && text[3] != ':') || (text[3] == ':' && !text[4]))
-        return loom_err(LOOM_E_INVALID, "worker link: expected unix, tcp or tcp:ADDR, got \"%s\"",
+    int tls = !strncmp(text, "tls", 3);
+    if ((strncmp(text, "tcp", 3) && !tls) || (text[3] && text[3] != ':') ||
+        (text[3] == ':' && !text[4]))
+        return loom_err(LOOM_E_INVALID,
+                        "worker link: expected unix, tcp, tcp:ADDR, tls or tls:ADDR, got \"%s\"",
                         text);
     out->tcp = 1;
+    out->tls = tls;
     if (!text[3])
         return NULL;
     const char *addr = text + 4;
@@ -79,7 +83,8 @@ loom_error *train_msg_listen_tcp(const train_link *link, int *out, char *control
     /* Bound to every address: workers on this machine come by loopback. */
     const char *host = is_wildcard(addr) ? (family == AF_INET6 ? "::1" : "127.0.0.1") : addr;
     int v6 = strchr(host, ':') != NULL;
-    snprintf(control, len, "tcp:%s%s%s:%u", v6 ? "[" : "", host, v6 ? "]" : "", port);
+    snprintf(control, len, "%s:%s%s%s:%u", link->tls ? "tls" : "tcp", v6 ? "[" : "", host,
+             v6 ? "]" : "", port);
     *out = fd;
     return NULL;
 }

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "comm.h"
+#include "train/link_tls.h"
 #include "util/error.h"
 #include "plugin/so_loader.h"
 #include "train/adapter.h"
@@ -528,7 +529,11 @@ static void heartbeat_stop(worker *w)
  * once it accepted, is not kept waiting. */
 static loom_error *connect_control(worker *w)
 {
-    loom_error *e = train_msg_connect(w->control, &w->fd);
+    int tls = !strncmp(w->control, "tls:", 4);
+    loom_error *e = tls ? train_msg_connect_tcp(w->control + 4, &w->fd)
+                        : train_msg_connect(w->control, &w->fd);
+    if (!e && tls)
+        e = train_tls_wrap(w->fd, TRAIN_TLS_WORKER, w->secret, &w->fd);
     if (!e)
         e = train_auth_answer(w->fd, w->secret, w->slot, time_mono_ms() + 60000);
     sodium_memzero(w->secret, sizeof w->secret);

@@ -7,11 +7,11 @@
 #   demo.sh LOOM [--epochs N] [--keep]
 #
 # The host runs on node1 as a site runs it on a login node (`loom serve
-# --slurm debug --shared-dir ... --worker-link tcp:ADDR`), and the demo
+# --slurm debug --shared-dir ... --worker-link tls:ADDR`), and the demo
 # drives it with the CLI from this machine, printing each command:
 #  1. alice's elastic job (the MLP 784-512-512-10 on Fashion-MNIST, at most
 #     4 workers) alone holds all 4 slots, 2 on each node, each worker a
-#     Slurm job under her account;
+#     Slurm job under her account, each reaching the host over TLS;
 #  2. bob's job of 2 workers arrives: each gets one whole node (2 + 2),
 #     alice's shrinking in place, with no restart;
 #  3. bob's ends and alice's grows back to 4 over both nodes;
@@ -127,10 +127,10 @@ head -c 18 /dev/urandom | base64 | tr -d '/+=' >"$LOOM_LAB_DIR/admin.pw"
 
 say ""
 say "== the host on node1, as on a login node"
-say "\$ loom serve --slurm debug --shared-dir $shared/files --worker-link tcp:$node1 --data-root $data"
+say "\$ loom serve --slurm debug --shared-dir $shared/files --worker-link tls:$node1 --data-root $data"
 "$lab" exec node1 env LOOM_HOME="$LOOM_HOME" "$shared/loom/bin/loom" serve \
     --listen "$node1:0" --admin-password-file "$LOOM_LAB_DIR/admin.pw" --slurm debug \
-    --allow-basic-over-http --shared-dir "$shared/files" --worker-link "tcp:$node1" \
+    --allow-basic-over-http --shared-dir "$shared/files" --worker-link "tls:$node1" \
     --data-root "$data" >"$LOOM_LAB_DIR/serve.out" 2>&1 &
 host_pid=$!
 host_up() { [ -s "$LOOM_HOME/host" ] || ! kill -0 "$host_pid" 2>/dev/null; }
@@ -164,6 +164,7 @@ A=$(submit alice exec start --exec-start edt --model-dir "$shared/mlp" --data-di
 [ -n "$A" ] || die "alice's exec was not submitted"
 poll 180 "alice's exec on 4 workers" in_log "$A" "generation 1: 4 worker(s)"
 say "alice's exec $A trains on 4 workers, started on: $(started_on "$A")"
+say "its $(driver_log "$A" | grep -m1 -o "workers reach the coordinator over .*" || true)"
 squeue_on_node
 
 say ""
@@ -203,11 +204,12 @@ case "$b_nodes/$regrown" in
 *) die "bob's workers on '$b_nodes' and alice's regrown ones on '$regrown': not one whole node each" ;;
 esac
 ! in_log "$A" "resuming from" || die "alice's exec was restarted"
+in_log "$A" "workers reach the coordinator over TLS" || die "alice's workers reached the host in clear"
 [ "$(state "$A")" = FINISHED ] || die "alice's exec is $(state "$A")"
 once=$(as alice exec view "$A" | grep -c "samples (each once)" || true)
 [ "$once" = "$epochs" ] || die "alice's exec used every sample once in $once of its $epochs epochs"
 left() { [ -z "$(squeue -h -o %j | grep '^loom:' || true)" ]; }
 poll 30 "the Slurm jobs of both execs gone" left
 say "== as told: alice's on 4 workers (2 + 2), then 2 on one node while bob's had the other,"
-say "   then 4 again over both; no restart; every sample once per epoch; every Slurm job"
-say "   gone when done"
+say "   then 4 again over both, every worker's link to the host in TLS; no restart; every"
+say "   sample once per epoch; every Slurm job gone when done"

@@ -35,6 +35,8 @@ out=$(grep -v '^profile' "$WORK/demo.out")
 echo "$out" | grep -E "generations|trains on|FINISHED|as told|demo --cluster"
 expect_eq "the demo finishes" "$rc" 0
 expect_contains "alice's exec holds 2 + 2 slots" "$out" "trains on 4 workers, started on: node1 node1 node2 node2"
+expect_contains "her workers reach the host on node1 over TLS" "$out" \
+    "its workers reach the coordinator over TLS (TLS 1.3 keyed by the exec's secret) at $LOOM_LAB_NET.11:"
 expect_ok "each worker a Slurm job owned by her account on the nodes" \
     grep -qE '^ +[0-9]+ loom:alice-[0-9]+-1:[0-3] +loom-u2000[0-9]+ +R node[12]$' "$WORK/demo.out"
 bob_nodes=$(sed -n "s/^bob's exec .* trains on 2 workers, on: \(node[12] node[12]\); alice's now: 2 workers$/\1/p" "$WORK/demo.out")

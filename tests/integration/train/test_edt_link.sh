@@ -11,6 +11,9 @@
 # silent (its host stopped) exit within a few seconds, and the host,
 # continued, replaces them and finishes the exec; a driver logger that
 # keeps the coordinator's loop busy for 4 s silences no heartbeat.
+# A host with a certificate (--tls-cert) keeps the TCP link in TLS: the
+# workers are told tls:, train to the same loss, in ASYNC too (weights and
+# gradients through the link), and a plain peer is shut out.
 LOOM=$1
 PLUGINS=$2
 . "$(dirname "$0")/../lib.sh"
@@ -147,5 +150,33 @@ fi
 kill -CONT "$HOST_PID"
 expect_ok "host stopped: the exec finishes once it continues" "$LOOM" exec wait "$id" --timeout 300
 expect_eq "host stopped: every sample once per epoch" "$(field "$id" "$every_epoch_once")" "True"
+stop_host
+
+# ---- TCP in TLS: a host with a certificate
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+    -subj "/CN=127.0.0.1" -addext "subjectAltName=IP:127.0.0.1" \
+    -keyout "$WORK/key.pem" -out "$WORK/cert.pem" 2>/dev/null
+export LOOM_CA_CERT="$WORK/cert.pem"
+start_host --cpu-slots 4 --worker-link tcp --tls-cert "$WORK/cert.pem" --tls-key "$WORK/key.pem"
+id=$(submit --model-dir "$WORK/w" --numWorker 2)
+expect_ok "tls: found its workers" wait_until 60 worker_pids "$id" 2
+pid=$(head -n1 "$WORK/pids")
+ctl=$(tr '\0' '\n' < "/proc/$pid/cmdline" | awk 'prev == "--control" {print; exit} {prev = $0}')
+case "$ctl" in tls:127.0.0.1:[0-9]*) pass ;; *) fail "tls: the worker's --control: '$ctl'" ;; esac
+expect_ok "tls: a plain peer connects" timeout 60 python3 "$WORK/knock.py" "${ctl#tls:}" silent
+expect_eq "tls: and is shut out, never given a nonce in clear" "$(cat "$WORK/out")" "closed 0"
+expect_ok "tls: the exec trains on and finishes" "$LOOM" exec wait "$id" --timeout 300
+expect_eq "tls: every sample once per epoch" "$(field "$id" "$every_epoch_once")" "True"
+expect_contains "tls: the driver names the link" "$(driver_log "$id")" \
+    "workers reach the coordinator over TLS (TLS 1.3 keyed by the exec's secret) at 127.0.0.1:"
+expect_contains "tls: and the plain peer it refused" "$(driver_log "$id")" \
+    "refused a control connection:"
+expect_not_contains "tls: no worker was lost" "$(driver_log "$id")" "no heartbeat"
+id=$(submit --model-dir "$WORK/m" --numWorker 2)
+expect_ok "tls: the small model finishes" "$LOOM" exec wait "$id" --timeout 300
+expect_eq "tls: the same final loss as over the Unix socket" "$(final_losses "$id")" "$ref_loss"
+id=$(submit --model-dir "$WORK/m" --numWorker 2 --syncMode ASYNC)
+expect_ok "tls ASYNC: finishes" "$LOOM" exec wait "$id" --timeout 300
+expect_eq "tls ASYNC: every sample once per epoch" "$(field "$id" "$every_epoch_once")" "True"
 stop_host
 finish

@@ -179,7 +179,19 @@ static void test_link_text(void)
     CHECK_STR_EQ(link.addr, "::1");
     char err[256];
     CHECK(loom_err_take(train_link_parse("tcpx", &link), err, sizeof err) == LOOM_E_INVALID);
-    CHECK_CONTAINS(err, "expected unix, tcp or tcp:ADDR");
+    CHECK_CONTAINS(err, "expected unix, tcp, tcp:ADDR, tls or tls:ADDR");
+    CHECK_OK(train_link_parse("tls", &link));
+    CHECK(link.tcp && link.tls && !link.addr[0]);
+    CHECK_OK(train_link_parse("tls:10.0.0.1", &link));
+    CHECK(link.tcp && link.tls && !strcmp(link.addr, "10.0.0.1"));
+    CHECK_OK(train_link_parse("tcp:10.0.0.1", &link));
+    CHECK(link.tcp && !link.tls);
+    CHECK(loom_err_take(train_link_parse("tlsx", &link), NULL, 0) == LOOM_E_INVALID);
+    CHECK(loom_err_take(train_link_parse("tls:", &link), NULL, 0) == LOOM_E_INVALID);
+    /* a TLS link needs the secret: the plain connect refuses it by name */
+    CHECK(loom_err_take(train_msg_connect("tls:127.0.0.1:1", &(int){0}), err, sizeof err) ==
+          LOOM_E_INVALID);
+    CHECK_CONTAINS(err, "secret");
     CHECK(loom_err_take(train_link_parse("tcp:", &link), NULL, 0) == LOOM_E_INVALID);
     CHECK(loom_err_take(train_link_parse("udp", &link), NULL, 0) == LOOM_E_INVALID);
     CHECK(loom_err_take(train_msg_connect("tcp:nohostport", &(int){0}), NULL, 0) == LOOM_E_INVALID);
