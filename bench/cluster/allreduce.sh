@@ -5,6 +5,12 @@
 #   loom net   loom's ring (host/train/comm/net_allreduce.h), 2 nodes x 1 peer
 #   gloo       PyTorch's gloo (torch.distributed, init over tcp://) across
 #              the same two namespaces (bench/comm/gloo_allreduce.py)
+#   mpi tcp    Open MPI's MPI_Allreduce over its TCP transport (ob1/tcp), and
+#   mpi ucx    over UCX's TCP transport (pml ucx), both started by mpirun
+#              from this machine into the two namespaces
+#              (bench/cluster/mpi_allreduce.c, built here with mpicc; both
+#              columns are left out, saying so, without Debian's openmpi-bin
+#              and libopenmpi-dev)
 #   stream     one raw TCP stream from node2 to node1: what the link carries
 #   shm        loom's shm all-reduce, 1 node x 2 workers (bench/comm's
 #              comm_bench, in place and staged): the cost of crossing a node.
@@ -25,7 +31,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-build=${1:-$root/build}
+build=$(cd "${1:-$root/build}" && pwd)
 runs=${RUNS:-5}
 python=${PYTHON:-/usr/bin/python3} # Debian's python3-torch
 sizes="2700000 67108864"
@@ -64,6 +70,35 @@ a1=$(address_of node1)
 a2=$(address_of node2)
 if1=$(interface_of node1)
 
+# Open MPI: its launcher runs here and starts each rank in its node through
+# lab.sh exec (an "rsh agent" naming the node by its address, node i being
+# .10+i); both transports are told the lab's /24 alone. Its ranks yield
+# when idle instead of spinning: here the two nodes share this machine's
+# cores, and spinning ranks ran 4-6x slower (2.7 MB: 0.11 against 0.64
+# GB/s over TCP), which a machine per node would not see.
+mpi=0
+if command -v mpicc >/dev/null && command -v mpirun >/dev/null; then
+    mpicc -O2 -o "$meet/mpi_allreduce" "$here/mpi_allreduce.c"
+    cat >"$LOOM_LAB_DIR/mpi-agent" <<AGENT
+#!/usr/bin/env bash
+while [[ "\$1" == -* ]]; do shift; done
+host=\$1; shift
+exec env LOOM_LAB_NAME=$LOOM_LAB_NAME LOOM_LAB_DIR=$LOOM_LAB_DIR "$lab" exec "node\$(( \${host##*.} - 10 ))" sh -c "\$*"
+AGENT
+    chmod 0755 "$LOOM_LAB_DIR/mpi-agent"
+    mpi=1
+else
+    echo "allreduce.sh: Open MPI is missing (apt-get install -y openmpi-bin libopenmpi-dev): no mpi columns" >&2
+fi
+net24=${a1%.*}.0/24
+mpi_run() { # mpi_run LABEL SIZE N MCA...: one Open MPI turn on node1 and node2
+    local label=$1 size=$2 n=$3; shift 3
+    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --host "$a1,$a2" -np 2 \
+        --mca plm_rsh_agent "$LOOM_LAB_DIR/mpi-agent" --mca oob_tcp_if_include "$net24" \
+        --mca mpi_yield_when_idle 1 "$@" \
+        "$meet/mpi_allreduce" "$size" "$n" "$label"
+}
+
 iterations_for() { # each turn around a second on this machine
     if [ "$1" -le 4000000 ]; then echo 50; else echo 5; fi
 }
@@ -86,6 +121,12 @@ for run in $(seq "$runs"); do
             "$root/bench/comm/gloo_allreduce.py" "$size" "$n" --rank 0 --world 2 \
             --init "tcp://$a1:$port" >>"$results"
         wait
+        if [ "$mpi" = 1 ]; then
+            mpi_run mpi-tcp "$size" "$n" --mca pml ob1 --mca btl tcp,self \
+                --mca btl_tcp_if_include "$net24" >>"$results"
+            mpi_run mpi-ucx "$size" "$n" --mca pml ucx --mca pml_ucx_tls any \
+                --mca pml_ucx_devices any -x UCX_TLS=tcp,self -x "UCX_NET_DEVICES=$if1" >>"$results"
+        fi
         "$lab" exec node2 "$ring" stream-send "$meet" "$size" "$n" &
         "$lab" exec node1 "$ring" stream-recv "$meet" "$a1" "$size" "$n" >>"$results"
         wait
@@ -102,11 +143,18 @@ def median(what, size):
     return statistics.median(float(r[3]) for r in rows if r[1] == what and int(r[2]) == size)
 runs = sum(1 for r in rows if r[1] == "net") // len({int(r[2]) for r in rows if r[1] == "net"})
 print(f"all-reduce between nodes, Slurm lab 2 nodes x 1 peer, GB/s, median of {runs} runs:")
-print(f"{'size':>8} {'loom net':>9} {'gloo':>7} {'stream':>7} {'shm 1x2':>8} {'staged':>7}"
-      f" {'net/gloo':>9} {'net/stream':>11} {'shm/net':>8}")
+have_mpi = any(r[1] == "mpi-tcp" for r in rows)
+print(f"{'size':>8} {'loom net':>9} {'gloo':>7}" + (f" {'mpi tcp':>8} {'mpi ucx':>8}" if have_mpi else "")
+      + f" {'stream':>7} {'shm 1x2':>8} {'staged':>7}"
+      f" {'net/gloo':>9}" + (f" {'net/mpi':>8}" if have_mpi else "") + f" {'net/stream':>11} {'shm/net':>8}")
 for size in sorted({int(r[2]) for r in rows if r[1] == "net"}):
     net, gloo, stream = median("net", size), median("gloo", size), median("stream", size)
     shm, staged = median("inplace", size), median("allreduce", size)
-    print(f"{size / 1e6:>6.1f}MB {net:>9.3f} {gloo:>7.3f} {stream:>7.3f} {shm:>8.3f} {staged:>7.3f}"
-          f" {net / gloo:>8.2f}x {net / stream:>11.2f} {shm / net:>7.1f}x")
+    mpi_cols = mpi_ratio = ""
+    if have_mpi:
+        tcp, ucx = median("mpi-tcp", size), median("mpi-ucx", size)
+        mpi_cols = f" {tcp:>8.3f} {ucx:>8.3f}"
+        mpi_ratio = f" {net / max(tcp, ucx):>7.2f}x"
+    print(f"{size / 1e6:>6.1f}MB {net:>9.3f} {gloo:>7.3f}{mpi_cols} {stream:>7.3f} {shm:>8.3f} {staged:>7.3f}"
+          f" {net / gloo:>8.2f}x{mpi_ratio} {net / stream:>11.2f} {shm / net:>7.1f}x")
 PY
