@@ -18,6 +18,8 @@
 #
 #   bench/cluster/mlp.sh [BUILD_DIR]     (default: build in this tree)
 #   RUNS=3 EPOCHS=2 bench/cluster/mlp.sh
+#   MSD_ENV="EDT_OVERLAP_REDUCE=1" bench/cluster/mlp.sh   (loom's exec with
+#            these --msd-env settings, space-separated)
 #
 # Needs root, namespaces (lab.sh check: says so and skips otherwise),
 # Debian's python3-torch and dataset-fashion-mnist, and a loom built with
@@ -55,8 +57,10 @@ results=$(mktemp)
 trap 'rm -f "$results"; lab_host_down' EXIT
 port=29700
 for run in $(seq "$runs"); do
+    msd=()
+    for setting in ${MSD_ENV:-}; do msd+=(--msd-env "$setting"); done
     id=$("$loom" exec start --exec-start native --model-dir "$shared/model" --data-dir "$data" \
-         --numWorker 2 |
+         --numWorker 2 "${msd[@]}" |
          sed -n 's/^exec \([^ ]*\) submitted.*/\1/p')
     "$loom" exec wait "$id" --timeout 1800 >/dev/null ||
         { echo "mlp.sh: loom's exec failed: $("$loom" exec view "$id" 2>&1 | head -n 8)" >&2; exit 1; }
