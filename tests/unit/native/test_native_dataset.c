@@ -1,6 +1,8 @@
 /*
  * test_native_dataset.c - the IDX reader on generated gzip and raw files
- * (good files, bad magic, truncation, a count mismatch, a missing file),
+ * (good files, bad magic, truncation, a count mismatch, a missing file;
+ * gzip files the whole-file inflation declines: two members read, a
+ * trailer that overstates or understates the size refused as corrupt),
  * the CSV reader, and path resolution against data_dir and code_dir.
  */
 #include <loom/abi.h>
@@ -49,6 +51,71 @@ static void test_idx_good(int gz)
     CHECK(fabsf(x[0] - 120.0f / 255.0f) < 1e-7f);
     CHECK(fabsf(x[11] - 230.0f / 255.0f) < 1e-7f);
     ds->close(ds);
+}
+
+/* Reads back images written as `path` (see the callers) and checks them
+ * against the first test's values. */
+static void check_images(const char *what, const char *ip, const char *lp)
+{
+    char err[NATIVE_ERR_LEN];
+    native_dataset *ds = NULL;
+    int rc = native_idx_open(ip, lp, &ds, err, sizeof err);
+    CHECK_MSG(rc == 0, "%s: %s", what, err);
+    if (rc)
+        return;
+    float x[12];
+    int32_t label;
+    ds->get(ds, 1, x, &label);
+    CHECK_MSG(ds->count == 2 && label == 1 && fabsf(x[11] - 230.0f / 255.0f) < 1e-7f, "%s", what);
+    ds->close(ds);
+}
+
+/* The gzip trailer's size (its last 4 bytes, little-endian) set to `size`. */
+static void set_trailer_size(const char *path, uint32_t size)
+{
+    FILE *f = fopen(path, "r+b");
+    CHECK(f && fseek(f, -4, SEEK_END) == 0);
+    uint8_t t[4] = {(uint8_t)size, (uint8_t)(size >> 8), (uint8_t)(size >> 16), (uint8_t)(size >> 24)};
+    CHECK(f && fwrite(t, 1, 4, f) == 4);
+    if (f)
+        fclose(f);
+}
+
+static void test_idx_gzip_shapes(void)
+{
+    uint8_t file[16 + 24], labels[2] = {4, 1};
+    uint32_t ldims[1] = {2};
+    char ip[512], lp[512];
+    make_path(lp, sizeof lp, "shape-labels.gz");
+    write_idx(lp, ldims, 1, labels, sizeof labels, 1);
+    /* the images file's bytes: header (2x3x4) and data */
+    const uint8_t header[16] = {0, 0, 8, 3, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4};
+    memcpy(file, header, 16);
+    for (int i = 0; i < 24; i++)
+        file[16 + i] = (uint8_t)(i * 10);
+
+    /* two members (as `cat a.gz b.gz` makes): the second holds the tail */
+    make_path(ip, sizeof ip, "two-members.gz");
+    remove(ip);
+    for (int part = 0; part < 2; part++) {
+        gzFile f = gzopen(ip, "ab");
+        CHECK(f && gzwrite(f, file + part * 20, 20) == 20);
+        if (f)
+            gzclose(f);
+    }
+    check_images("two gzip members", ip, lp);
+
+    /* a trailer that lies is a corrupt file: refused, naming it and why */
+    char err[NATIVE_ERR_LEN];
+    native_dataset *ds = NULL;
+    make_path(ip, sizeof ip, "lying-trailer.gz");
+    write_bytes(ip, file, sizeof file, 1);
+    uint32_t lies[2] = {0xffffffffu, 7};
+    for (int k = 0; k < 2; k++) {
+        set_trailer_size(ip, lies[k]);
+        CHECK(native_idx_open(ip, lp, &ds, err, sizeof err) == LOOM_ERR_INVALID_ARGUMENT);
+        CHECK_CONTAINS(msg_text(err), "lying-trailer.gz': corrupt gzip data (");
+    }
 }
 
 static void test_idx_errors(void)
@@ -235,6 +302,7 @@ int main(void)
     tmpdir_make(dir, sizeof dir);
     test_idx_good(1);
     test_idx_good(0);
+    test_idx_gzip_shapes();
     test_idx_errors();
     test_dataset_json();
     test_csv();
