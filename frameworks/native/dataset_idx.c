@@ -225,9 +225,14 @@ static int idx_read(const char *path, const char *role, int want_ndims,
     }
 done:
     /* what stopped the reading, rather than how little it found */
-    if (rc == INVALID && src.gz_error)
+    if (rc == INVALID && src.gz_error) {
+        const char *why = src.gz_error; /* "PATH: reason": the path is said once */
+        size_t n = strlen(path);
+        if (!strncmp(why, path, n) && !strncmp(why + n, ": ", 2))
+            why += n + 2;
         rc = native_err(err, errlen, INVALID, "IDX %s file '%s': corrupt gzip data (%s)", role,
-                        path, src.gz_error);
+                        path, why);
+    }
     if (src.f)
         gzclose(src.f);
     free(src.inflated);
