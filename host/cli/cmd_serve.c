@@ -13,6 +13,7 @@
 #include "cli/client.h"
 #include "cli/commands.h"
 #include "util/fs.h"
+#include "util/gnutls_dl.h"
 #include "util/job_env.h"
 #include "util/job_sandbox.h"
 #include "util/log.h"
@@ -398,15 +399,21 @@ static int worker_link_flag(int argc, char **argv, int *i)
 }
 
 /* A host that keeps its HTTP private (--tls-cert) keeps its workers' link
- * private too: over TCP it is TLS. */
-static void seal_worker_link(void)
+ * private too: over TCP it is TLS. A TLS link needs GnuTLS here (and on
+ * the nodes): refused at the start, naming it, rather than at every
+ * worker's connection. */
+static loom_error *seal_worker_link(int has_certificate)
 {
     const char *link = getenv("LOOM_WORKER_LINK");
-    if (link && !strncmp(link, "tcp", 3)) {
+    if (has_certificate && link && !strncmp(link, "tcp", 3)) {
         char sealed[TRAIN_LINK_ADDR_MAX + 8];
         snprintf(sealed, sizeof sealed, "tls%s", link + 3);
         setenv("LOOM_WORKER_LINK", sealed, 1);
+        link = getenv("LOOM_WORKER_LINK");
     }
+    const gnutls_api *gnutls = NULL;
+    loom_error *e = link && !strncmp(link, "tls", 3) ? gnutls_dl_open(&gnutls) : NULL;
+    return e ? loom_err_wrap(e, "--worker-link %s: TLS", link) : NULL;
 }
 
 /* The flags parsed by name rather than as numbers: web_flag's,
@@ -526,14 +533,14 @@ int cmd_serve(int argc, char **argv, const cli_globals *g)
     }
     if (!tls_cert != !tls_key)
         return cli_fail("--tls-cert and --tls-key go together");
+    if ((e = seal_worker_link(tls_cert != NULL)))
+        return cli_fail_error(e);
     char *cert_pem = NULL, *key_pem = NULL;
     if (tls_cert && (e = fs_read_file(tls_cert, 1u << 20, &cert_pem, NULL)) == NULL &&
         (e = fs_read_file(tls_key, 1u << 20, &key_pem, NULL)) != NULL)
         free(cert_pem);
     if (e)
         return cli_fail_error(loom_err_wrap(e, "--tls-cert/--tls-key"));
-    if (tls_cert)
-        seal_worker_link();
     loomd_options opt = jobs; /* isolation, numeric and web flags, then the rest */
     opt.tls_cert_pem = cert_pem, opt.tls_key_pem = key_pem, opt.home = home, opt.address = addr;
     opt.port = port, opt.plugin_dir = plugin_dir, opt.hysteresis = hysteresis;

@@ -13,7 +13,8 @@
 # keeps the coordinator's loop busy for 4 s silences no heartbeat.
 # A host with a certificate (--tls-cert) keeps the TCP link in TLS: the
 # workers are told tls:, train to the same loss, in ASYNC too (weights and
-# gradients through the link), and a plain peer is shut out.
+# gradients through the link), and a plain peer is shut out; where GnuTLS
+# cannot be loaded, a TLS link is refused at the host's start, naming it.
 LOOM=$1
 PLUGINS=$2
 . "$(dirname "$0")/../lib.sh"
@@ -153,6 +154,16 @@ expect_eq "host stopped: every sample once per epoch" "$(field "$id" "$every_epo
 stop_host
 
 # ---- TCP in TLS: a host with a certificate
+gnutls=$(ldconfig -p | sed -n 's/.*libgnutls\.so\.30 .*=> //p' | head -n1)
+if [ -n "$gnutls" ] && unshare --mount true 2>/dev/null; then
+    expect_fails "tls without GnuTLS: the host does not start" timeout 60 unshare --mount sh -c \
+        'mount --bind /dev/null "$(readlink -f "$1")" && shift && exec "$@"' _ "$gnutls" \
+        env LOOM_HOME="$WORK/no-gnutls" "$LOOM" serve --cpu-slots 1 --worker-link tls:127.0.0.1
+    expect_contains "tls without GnuTLS: saying why" "$(cat "$WORK/out")" \
+        "--worker-link tls:127.0.0.1: TLS: GnuTLS cannot be loaded"
+else
+    skip_part "GnuTLS hidden: no mount namespace here"
+fi
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
     -subj "/CN=127.0.0.1" -addext "subjectAltName=IP:127.0.0.1" \
     -keyout "$WORK/key.pem" -out "$WORK/cert.pem" 2>/dev/null
