@@ -135,13 +135,12 @@ static int idx_read(const char *path, const char *role, int want_ndims,
 {
     memset(out, 0, sizeof *out);
     idx_source src = {0};
-    idx_source *f = &src;
     if (!inflate_whole(path, &src) && !(src.f = gzopen(path, "rb")))
         return native_err(err, errlen, LOOM_ERR_NOT_FOUND,
                           "IDX %s file '%s': cannot open", role, path);
     int rc = 0;
     uint8_t magic[4];
-    uint64_t got = read_fully(f, magic, 4);
+    uint64_t got = read_fully(&src, magic, 4);
     if (got < 4) {
         rc = native_err(err, errlen, INVALID,
                         "IDX %s file '%s': truncated: expected a 4-byte header, "
@@ -164,7 +163,7 @@ static int idx_read(const char *path, const char *role, int want_ndims,
         goto done;
     }
     uint8_t raw_dims[4 * IDX_MAX_DIMS];
-    got = read_fully(f, raw_dims, 4u * (unsigned)ndims);
+    got = read_fully(&src, raw_dims, 4u * (unsigned)ndims);
     if (got < 4u * (unsigned)ndims) {
         rc = native_err(err, errlen, INVALID,
                         "IDX %s file '%s': truncated: expected %d dimension sizes "
@@ -208,7 +207,7 @@ static int idx_read(const char *path, const char *role, int want_ndims,
             goto done;
         }
         out->data = grown;
-        uint64_t n = read_fully(f, out->data + got, cap - got);
+        uint64_t n = read_fully(&src, out->data + got, cap - got);
         got += n;
         if (got < cap || cap == out->size)
             break;

@@ -404,16 +404,19 @@ static int worker_link_flag(int argc, char **argv, int *i)
  * worker's connection. */
 static loom_error *seal_worker_link(int has_certificate)
 {
-    const char *link = getenv("LOOM_WORKER_LINK");
-    if (has_certificate && link && !strncmp(link, "tcp", 3)) {
+    const char *text = getenv("LOOM_WORKER_LINK");
+    train_link link; /* worker_link_flag checked it */
+    loom_err_free(train_link_parse(text, &link));
+    if (has_certificate && link.tcp && !link.tls) {
         char sealed[TRAIN_LINK_ADDR_MAX + 8];
-        snprintf(sealed, sizeof sealed, "tls%s", link + 3);
+        snprintf(sealed, sizeof sealed, "tls%s", text + 3); /* "tcp" or "tcp:ADDR" */
         setenv("LOOM_WORKER_LINK", sealed, 1);
-        link = getenv("LOOM_WORKER_LINK");
+        text = getenv("LOOM_WORKER_LINK");
+        link.tls = 1;
     }
     const gnutls_api *gnutls = NULL;
-    loom_error *e = link && !strncmp(link, "tls", 3) ? gnutls_dl_open(&gnutls) : NULL;
-    return e ? loom_err_wrap(e, "--worker-link %s: TLS", link) : NULL;
+    loom_error *e = link.tls ? gnutls_dl_open(&gnutls) : NULL;
+    return e ? loom_err_wrap(e, "--worker-link %s: TLS", text) : NULL;
 }
 
 /* The flags parsed by name rather than as numbers: web_flag's,

@@ -147,8 +147,8 @@ static loom_error *prepare(edt_coordinator *c)
     if (!e && c->m.net && (!link.tcp || train_link_on_any_address(&link)))
         e = loom_err(LOOM_E_UNSUPPORTED,
                      "exec %s runs on Slurm nodes, whose workers reach this host over TCP: start "
-                     "loom serve with --worker-link tcp:ADDR or tls:ADDR, ADDR this host's address on the "
-                     "nodes' network", j->exec_id);
+                     "loom serve with --worker-link tcp:ADDR or tls:ADDR, ADDR this host's "
+                     "address on the nodes' network", j->exec_id);
     if (!e && link.tcp)
         e = train_msg_listen_tcp(&link, &c->m.listen_fd, c->m.ctl_name, sizeof c->m.ctl_name);
     else if (!e)

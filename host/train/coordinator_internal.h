@@ -273,7 +273,8 @@ void train_node_worker_lost(edt_coordinator *c, uint32_t slot, const char *why);
  * folder is reported lost. */
 void train_node_worker_exited(edt_coordinator *c, uint32_t slot, int status);
 /* Where slot's worker listens for its ring neighbours: the address its
- * control connection `fd` comes from and the port its hello gave. */
+ * control connection came `from` (as accepted: under TLS the descriptor is
+ * the link's socket pair) and the port its hello gave. */
 loom_error *train_net_peer_of(edt_coordinator *c, uint32_t slot, const struct sockaddr_storage *from,
                               uint32_t port);
 /* The generation's ranks (slots in rank order) with their addresses, for

@@ -432,10 +432,10 @@ void train_accept_hellos(edt_coordinator *c, int wait_ms)
         if (fd < 0)
             break;
         train_link_ready(fd);
-        loom_error *e = NULL;
         /* TLS: from here on the link's descriptor (the handshake goes on
          * in its thread; admit's nonce waits in the link meanwhile) */
-        if (c->m.tls && (e = train_tls_wrap(fd, TRAIN_TLS_COORDINATOR, c->m.secret, &fd))) {
+        loom_error *e = c->m.tls ? train_tls_wrap(fd, TRAIN_TLS_COORDINATOR, c->m.secret, &fd) : NULL;
+        if (e) {
             train_driver_say(c, "refused a control connection: %s", loom_err_message(e));
             loom_err_free(e);
             continue;
